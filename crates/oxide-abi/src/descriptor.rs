@@ -1,0 +1,158 @@
+//! The kernel descriptor: what `#[kernel]` knows about a kernel, embedded in the
+//! compiled artifact (one global per kernel in [`crate::names::DESCRIPTOR_SECTION`])
+//! and pulled out by the link step after linking, as wasm-bindgen does. Nothing
+//! re-parses Rust source.
+//!
+//! Encoding: the bytes of the global are the UTF-8 JSON of [`KernelDescriptor`].
+//! JSON keeps the artifact inspectable (`strings` shows it) and the macro simple; its
+//! `version` field guards against a macro and a link step built from different ABIs.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::types::{ParamKind, ScalarType};
+
+/// One kernel, or one instance of a generic kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelDescriptor {
+    /// Encoding version ([`crate::DESCRIPTOR_VERSION`]).
+    pub version: u32,
+    /// The Rust function's name (shared by all instances of a generic kernel).
+    pub name: String,
+    /// The PTX `.entry` symbol (and, prefixed, the emulator's host symbol).
+    pub entry: String,
+    /// Generic arguments of this instance, in declaration order; empty when the kernel
+    /// is not generic. Python dispatches generic kernels on these.
+    #[serde(default)]
+    pub instance: Vec<GenericArg>,
+    /// Parameters in declaration order.
+    pub params: Vec<ParamDescriptor>,
+    /// Declared `unsafe fn` (may take `&mut [T]` and raw pointers).
+    #[serde(default)]
+    pub is_unsafe: bool,
+    /// `#[launch_bounds(max_threads, min_blocks)]`, if given.
+    #[serde(default)]
+    pub launch_bounds: Option<LaunchBounds>,
+    /// Where the kernel is defined, for messages.
+    pub source: SourceLocation,
+}
+
+/// A generic parameter bound to a concrete type or const value in one instance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GenericArg {
+    /// The generic parameter's name (`T`, `N`).
+    pub param: String,
+    /// The argument as written (`f32`, `16`).
+    pub value: String,
+}
+
+/// One kernel parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ParamDescriptor {
+    pub name: String,
+    pub kind: ParamKind,
+    /// Scalar type, or element type for slices and pointers.
+    #[serde(rename = "type")]
+    pub ty: ScalarType,
+    /// The kernel may write through it (`DisjointSlice`, `&mut [T]`, `*mut T`).
+    pub mutable: bool,
+}
+
+/// Launch bounds: the kernel is compiled for at most `max_threads` threads per block
+/// (PTX `.maxntid`) and at least `min_blocks` resident blocks per SM (`.minnctapersm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LaunchBounds {
+    pub max_threads: u32,
+    #[serde(default)]
+    pub min_blocks: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceLocation {
+    pub module: String,
+    pub file: String,
+    pub line: u32,
+}
+
+impl KernelDescriptor {
+    /// Decode one descriptor global's bytes.
+    pub fn decode(bytes: &[u8]) -> Result<KernelDescriptor, DecodeError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+        let version = value.get("version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(crate::DESCRIPTOR_VERSION)) {
+            return Err(DecodeError::Version { found: version });
+        }
+        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+    }
+
+    /// Encode, as the macro does (the descriptor's module path, file and line are
+    /// filled in by the compiler there; see the macro's expansion).
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).expect("a descriptor always serializes")
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    Version { found: Option<u64> },
+    Malformed(String),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Version { found } => write!(
+                f,
+                "kernel descriptor version {} but this cargo-oxide reads version {}; \
+                 rebuild with matching oxide-device and cargo-oxide versions",
+                found.map_or("missing".to_string(), |v| v.to_string()),
+                crate::DESCRIPTOR_VERSION
+            ),
+            DecodeError::Malformed(e) => write!(f, "malformed kernel descriptor: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> KernelDescriptor {
+        KernelDescriptor {
+            version: crate::DESCRIPTOR_VERSION,
+            name: "saxpy".into(),
+            entry: "saxpy".into(),
+            instance: vec![],
+            params: vec![
+                ParamDescriptor { name: "a".into(), kind: ParamKind::Scalar, ty: ScalarType::F32, mutable: false },
+                ParamDescriptor { name: "y".into(), kind: ParamKind::DisjointSlice, ty: ScalarType::F32, mutable: true },
+            ],
+            is_unsafe: false,
+            launch_bounds: None,
+            source: SourceLocation { module: "k".into(), file: "src/lib.rs".into(), line: 3 },
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let d = sample();
+        assert_eq!(KernelDescriptor::decode(d.encode().as_bytes()), Ok(d));
+    }
+
+    #[test]
+    fn refuses_other_versions() {
+        let mut d = sample();
+        d.version = 99;
+        let err = KernelDescriptor::decode(d.encode().as_bytes()).unwrap_err();
+        assert_eq!(err, DecodeError::Version { found: Some(99) });
+        assert!(err.to_string().contains("rebuild"));
+    }
+
+    #[test]
+    fn refuses_garbage() {
+        assert!(matches!(KernelDescriptor::decode(b"{not json"), Err(DecodeError::Malformed(_))));
+    }
+}

@@ -1,0 +1,27 @@
+//! The pyoxide contract.
+//!
+//! Everything that two parts of pyoxide must agree on lives here and nowhere else:
+//! the reserved symbol names and section names (shared by the `#[kernel]` macro, the
+//! device library and the link step), the kernel descriptor that the macro embeds in
+//! the compiled artifact, and the versioned manifest that `cargo oxide build` writes
+//! and Python reads. The JSON schema checked in beside this crate is generated from
+//! these types; a test fails when the two disagree.
+#![cfg_attr(not(feature = "manifest"), no_std)]
+
+pub mod names;
+pub mod types;
+
+#[cfg(feature = "manifest")]
+pub mod descriptor;
+#[cfg(feature = "manifest")]
+pub mod manifest;
+
+pub use types::{ParamKind, ScalarType};
+
+/// Version of the manifest format. Bump on any change a reader could trip over;
+/// readers refuse manifests with a newer schema than they know.
+pub const MANIFEST_SCHEMA_VERSION: u32 = 1;
+
+/// Version of the descriptor encoding embedded by `#[kernel]`. The link step refuses
+/// descriptors from a different version (the macro and cargo-oxide were built apart).
+pub const DESCRIPTOR_VERSION: u32 = 1;

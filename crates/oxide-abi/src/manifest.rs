@@ -1,0 +1,145 @@
+//! The manifest: `<crate>.manifest.json`, written by `cargo oxide build` next to the
+//! artifacts, read by Python. Python reads only this file and the files it names.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::descriptor::KernelDescriptor;
+
+/// File name of a crate's manifest.
+pub fn manifest_file_name(crate_name: &str) -> String {
+    format!("{crate_name}.manifest.json")
+}
+
+/// File name of a crate's PTX for one architecture.
+pub fn ptx_file_name(crate_name: &str, arch: &str) -> String {
+    format!("{crate_name}.{arch}.ptx")
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// [`crate::MANIFEST_SCHEMA_VERSION`]; readers refuse newer schemas.
+    pub schema: u32,
+    #[serde(rename = "crate")]
+    pub krate: CrateInfo,
+    /// Cargo profile the artifacts were built with (`release` or `dev`).
+    pub profile: String,
+    pub toolchain: Toolchain,
+    /// Source files the device build read (from rustc's dep-info), with their hashes,
+    /// so a loader can tell whether the artifacts are stale without running cargo.
+    pub sources: Vec<SourceFile>,
+    /// One PTX per requested architecture.
+    pub artifacts: Vec<PtxArtifact>,
+    /// The host (CPU emulator) library, when it was built.
+    pub emulator: Option<FileArtifact>,
+    pub kernels: Vec<KernelDescriptor>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CrateInfo {
+    pub name: String,
+    pub version: String,
+    /// Absolute path of the crate's Cargo.toml at build time.
+    pub manifest_path: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Toolchain {
+    /// `rustc -V` of the device compiler.
+    pub rustc: String,
+    /// LLVM version inside that rustc.
+    pub llvm: String,
+    /// Version of the llvm-link / opt / llc used by the link step.
+    pub llvm_tools: String,
+    /// `ptxas --version` build line, when ptxas verified the PTX.
+    pub ptxas: Option<String>,
+    /// sha256 of the libdevice bitcode linked in, when one was found.
+    pub libdevice_sha256: Option<String>,
+    /// Version of cargo-oxide that wrote this manifest.
+    pub cargo_oxide: String,
+    /// sha256 over every field above: the toolchain part of the cache key.
+    pub hash: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceFile {
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileArtifact {
+    /// Path relative to the manifest's folder.
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PtxArtifact {
+    /// `sm_80`, `sm_90`, …
+    pub arch: String,
+    /// PTX file, relative to the manifest's folder.
+    pub path: String,
+    pub sha256: String,
+    /// The PTX ISA version the file declares (`.version`).
+    pub ptx_version: String,
+    /// ptxas's report per entry symbol; absent when ptxas was not available.
+    pub ptxas: Option<BTreeMap<String, KernelResources>>,
+}
+
+/// What ptxas reported for one kernel on one architecture.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KernelResources {
+    pub registers: u32,
+    pub shared_bytes: u64,
+    pub stack_frame_bytes: u64,
+    pub spill_store_bytes: u64,
+    pub spill_load_bytes: u64,
+    pub barriers: u32,
+}
+
+impl Manifest {
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a manifest always serializes");
+        s.push('\n');
+        s
+    }
+
+    pub fn from_json(text: &str) -> Result<Manifest, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        match value.get("schema").and_then(|v| v.as_u64()) {
+            Some(v) if v > u64::from(crate::MANIFEST_SCHEMA_VERSION) => {
+                return Err(format!(
+                    "manifest schema {v} is newer than this reader's {}; upgrade pyoxide",
+                    crate::MANIFEST_SCHEMA_VERSION
+                ));
+            }
+            None => return Err("not a pyoxide manifest: no `schema` field".into()),
+            _ => {}
+        }
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+
+    pub fn kernel(&self, name_or_entry: &str) -> impl Iterator<Item = &KernelDescriptor> {
+        self.kernels
+            .iter()
+            .filter(move |k| k.name == name_or_entry || k.entry == name_or_entry)
+    }
+}
+
+/// The JSON schema of the manifest, as checked in at `crates/oxide-abi/manifest.schema.json`.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Manifest);
+    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
+    s.push('\n');
+    s
+}

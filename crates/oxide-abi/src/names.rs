@@ -1,0 +1,83 @@
+//! Reserved names: symbol prefixes, section names, environment variables.
+//!
+//! No other crate spells these strings; a test in cargo-oxide greps the sources to keep
+//! it that way (attribute positions, which need literals, are checked against these).
+
+/// Every item the `#[kernel]` macro generates starts with this prefix, so user kernels
+/// may not. It also marks the host (emulator) entry points.
+pub const RESERVED_PREFIX: &str = "__oxide";
+
+/// Section that holds one encoded [`crate::descriptor::KernelDescriptor`] per kernel.
+/// The link step reads and removes these globals before optimisation.
+pub const DESCRIPTOR_SECTION: &str = ".oxide.kernels";
+
+/// Section that marks a static as block-shared memory. The link step moves such
+/// statics to NVPTX address space 3 (`.shared`).
+pub const SHARED_SECTION: &str = ".oxide.shared";
+
+/// Environment variable through which `cargo oxide build` hands the link step its
+/// configuration (a path to a JSON [`crate::manifest::LinkConfig`]) when rustc runs
+/// cargo-oxide as the nvptx "linker".
+pub const LINK_CONFIG_ENV: &str = "OXIDE_LINK_CONFIG";
+
+/// The GPU target triple pyoxide compiles for.
+pub const DEVICE_TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// Device entry symbol of a kernel: the Rust name, plus `_<arg>` per generic argument
+/// for instances of a generic kernel (`scale` → `scale_f32`), as in cuda-oxide's
+/// instantiation form. Characters a PTX identifier cannot hold are mapped (`-` → `m`,
+/// anything else → `_`), so const arguments such as `-1` still give a valid symbol.
+#[cfg(feature = "manifest")]
+pub fn entry_symbol(kernel: &str, instance: &[&str]) -> String {
+    let mut s = String::from(kernel);
+    for arg in instance {
+        s.push('_');
+        s.extend(arg.chars().map(|c| match c {
+            c if c.is_ascii_alphanumeric() || c == '_' => c,
+            '-' => 'm',
+            _ => '_',
+        }));
+    }
+    s
+}
+
+/// The host (emulator) entry point for a device entry symbol.
+#[cfg(feature = "manifest")]
+pub fn host_entry_symbol(entry: &str) -> String {
+    format!("{HOST_ENTRY_PREFIX}{entry}")
+}
+
+/// Prefix of the descriptor static's Rust identifier (also a generated item).
+pub const DESCRIPTOR_ITEM_PREFIX: &str = "__oxide_descriptor_";
+/// Prefix of the generated device wrapper's Rust identifier.
+pub const DEVICE_WRAPPER_PREFIX: &str = "__oxide_entry_";
+/// Prefix of host entry symbols.
+pub const HOST_ENTRY_PREFIX: &str = "__oxide_host_";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "manifest")]
+    #[test]
+    fn entry_symbols_follow_the_instantiation_form() {
+        assert_eq!(entry_symbol("vecadd", &[]), "vecadd");
+        assert_eq!(entry_symbol("scale", &["f32"]), "scale_f32");
+        assert_eq!(entry_symbol("tile", &["f64", "16"]), "tile_f64_16");
+        assert_eq!(entry_symbol("k", &["-1"]), "k_m1");
+        assert_eq!(entry_symbol("k", &["a::B"]), "k_a__B");
+    }
+
+    #[test]
+    fn generated_prefixes_are_reserved() {
+        for p in [DESCRIPTOR_ITEM_PREFIX, DEVICE_WRAPPER_PREFIX, HOST_ENTRY_PREFIX] {
+            assert!(p.starts_with(RESERVED_PREFIX), "{p}");
+        }
+    }
+
+    #[cfg(feature = "manifest")]
+    #[test]
+    fn host_entry_symbol_has_the_prefix() {
+        assert_eq!(host_entry_symbol("saxpy"), "__oxide_host_saxpy");
+    }
+}

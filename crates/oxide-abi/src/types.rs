@@ -1,0 +1,137 @@
+//! The value types and parameter kinds a kernel signature can use, and how each is
+//! passed at the launch ABI (the PTX `.param` list and the emulator's packed args).
+
+/// Element or scalar type of a kernel parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "manifest",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
+)]
+#[cfg_attr(feature = "manifest", serde(rename_all = "lowercase"))]
+pub enum ScalarType {
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F32,
+    F64,
+    /// Passed as one byte (0 or 1): PTX has no boolean parameter type.
+    Bool,
+    /// 64-bit on the only device target (nvptx64) and on the emulator's hosts.
+    Usize,
+    Isize,
+}
+
+impl ScalarType {
+    pub const ALL: [ScalarType; 13] = [
+        ScalarType::I8,
+        ScalarType::I16,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::U8,
+        ScalarType::U16,
+        ScalarType::U32,
+        ScalarType::U64,
+        ScalarType::F32,
+        ScalarType::F64,
+        ScalarType::Bool,
+        ScalarType::Usize,
+        ScalarType::Isize,
+    ];
+
+    /// The Rust spelling, which is also the manifest spelling.
+    pub const fn rust_name(self) -> &'static str {
+        match self {
+            ScalarType::I8 => "i8",
+            ScalarType::I16 => "i16",
+            ScalarType::I32 => "i32",
+            ScalarType::I64 => "i64",
+            ScalarType::U8 => "u8",
+            ScalarType::U16 => "u16",
+            ScalarType::U32 => "u32",
+            ScalarType::U64 => "u64",
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+            ScalarType::Bool => "bool",
+            ScalarType::Usize => "usize",
+            ScalarType::Isize => "isize",
+        }
+    }
+
+    pub fn from_rust_name(name: &str) -> Option<ScalarType> {
+        ScalarType::ALL.into_iter().find(|t| t.rust_name() == name)
+    }
+
+    /// Size in bytes at the launch ABI.
+    pub const fn size(self) -> usize {
+        match self {
+            ScalarType::I8 | ScalarType::U8 | ScalarType::Bool => 1,
+            ScalarType::I16 | ScalarType::U16 => 2,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
+            ScalarType::I64
+            | ScalarType::U64
+            | ScalarType::F64
+            | ScalarType::Usize
+            | ScalarType::Isize => 8,
+        }
+    }
+}
+
+/// How a parameter is declared in Rust, which fixes how it is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "manifest",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
+)]
+#[cfg_attr(feature = "manifest", serde(rename_all = "snake_case"))]
+pub enum ParamKind {
+    /// A scalar by value. ABI: the value.
+    Scalar,
+    /// `&[T]`, read-only. ABI: pointer, then length (u64).
+    Slice,
+    /// `DisjointSlice<T>`: each thread writes only its own element. ABI: pointer, length.
+    DisjointSlice,
+    /// `&mut [T]`, only in `unsafe` kernels (not race-safe). ABI: pointer, length.
+    MutSlice,
+    /// `*const T` / `*mut T`, only in `unsafe` kernels. ABI: pointer.
+    Pointer,
+}
+
+impl ParamKind {
+    /// Number of 8-byte-or-smaller words the parameter occupies at the launch ABI.
+    pub const fn abi_words(self) -> usize {
+        match self {
+            ParamKind::Scalar | ParamKind::Pointer => 1,
+            ParamKind::Slice | ParamKind::DisjointSlice | ParamKind::MutSlice => 2,
+        }
+    }
+
+    /// Whether the parameter refers to memory (an array argument on the Python side).
+    pub const fn is_array(self) -> bool {
+        !matches!(self, ParamKind::Scalar)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for t in ScalarType::ALL {
+            assert_eq!(ScalarType::from_rust_name(t.rust_name()), Some(t));
+        }
+        assert_eq!(ScalarType::from_rust_name("f16"), None);
+    }
+
+    #[test]
+    fn slices_take_two_words() {
+        assert_eq!(ParamKind::Slice.abi_words(), 2);
+        assert_eq!(ParamKind::Scalar.abi_words(), 1);
+        assert!(ParamKind::DisjointSlice.is_array());
+    }
+}
