@@ -1,0 +1,139 @@
+//! The command line. cargo runs `cargo-oxide oxide <args>`; running `cargo-oxide
+//! <args>` directly works too.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the build failed (rustc, link step or ptxas errors are printed above)
+  2  bad command line
+  3  a toolchain piece is missing (the message names it and its install command)
+  4  inspect: no such kernel or architecture in the manifest";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cargo oxide",
+    bin_name = "cargo oxide",
+    version,
+    about = "Build Rust #[kernel] crates to PTX with stock rustc, and inspect the result",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build the crate's kernels to PTX for each architecture, and write the manifest.
+    Build(BuildArgs),
+    /// Report every toolchain piece, and how to install each missing one.
+    Doctor(DoctorArgs),
+    /// Print a kernel's PTX and ptxas's resource report (registers, shared memory, spills).
+    Inspect(InspectArgs),
+    /// Remove the crate's device build and its artifacts.
+    Clean(CleanArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CrateArgs {
+    /// Path to the kernel crate's Cargo.toml (default: the one in the current folder).
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Where artifacts go (default: <target-dir>/oxide/<profile>).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Use the dev profile: no optimisation, overflow checks on.
+    #[arg(long, conflicts_with = "release")]
+    pub debug: bool,
+    /// Use the release profile (the default).
+    #[arg(long)]
+    pub release: bool,
+}
+
+impl CrateArgs {
+    pub fn profile(&self) -> Profile {
+        if self.debug { Profile::Debug } else { Profile::Release }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    Release,
+    Debug,
+}
+
+impl Profile {
+    /// Name of the output folder cargo uses, and the name recorded in the manifest.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Profile::Release => "release",
+            Profile::Debug => "debug",
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub krate: CrateArgs,
+    /// GPU architectures, comma-separated (sm_70 … sm_120, with an `a` suffix for
+    /// arch-specific features).
+    #[arg(long, value_delimiter = ',', default_value = "sm_80,sm_90")]
+    pub arch: Vec<String>,
+    /// Print one JSON object describing the result on stdout (progress stays on stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Fail instead of warning when ptxas is not available to verify the PTX.
+    #[arg(long)]
+    pub require_ptxas: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// Kernel name or entry symbol (default: list the kernels).
+    pub kernel: Option<String>,
+    #[command(flatten)]
+    pub krate: CrateArgs,
+    /// Architecture whose PTX to show (default: the highest built).
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Print only the resource report, not the PTX.
+    #[arg(long)]
+    pub resources: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CleanArgs {
+    #[command(flatten)]
+    pub krate: CrateArgs,
+    /// Also remove the cached `core` sysroot (rebuilt on the next build).
+    #[arg(long)]
+    pub sysroot: bool,
+}
+
+pub fn parse() -> Cli {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `cargo oxide build` arrives as `cargo-oxide oxide build`.
+    if args.get(1).is_some_and(|a| a == "oxide") {
+        args.remove(1);
+    }
+    match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { crate::exit::USAGE } else { crate::exit::OK };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! `cargo oxide build`: the device build of one kernel crate.
+//!
+//! 1. find the toolchain and the crate; make sure the `core` sysroot exists;
+//! 2. `cargo rustc --crate-type cdylib --target nvptx64-nvidia-cuda` with this binary
+//!    as the linker (the link step writes the optimised module and the descriptors);
+//! 3. `llc` per architecture, `ptxas` on each PTX;
+//! 4. the manifest, written last and atomically: a reader sees the old build or the
+//!    new one, never half of one.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use oxide_abi::descriptor::KernelDescriptor;
+use oxide_abi::manifest::{self, CrateInfo, Manifest, PtxArtifact, SourceFile};
+use oxide_abi::names::{DEVICE_TARGET, LINK_CONFIG_ENV};
+
+use super::link::LinkConfig;
+use crate::cli::{BuildArgs, Profile};
+use crate::fsutil::{sha256_file, sha256_hex, write_atomic};
+use crate::project::Project;
+use crate::toolchain::{Discovery, Toolchain};
+use crate::{env, exit, ptx, sysroot};
+
+pub fn run(args: &BuildArgs) -> i32 {
+    let tc = match Discovery::run().for_build() {
+        Ok(tc) => tc,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return exit::TOOLCHAIN_MISSING;
+        }
+    };
+    match build(args, &tc) {
+        Ok(outcome) => {
+            if args.json {
+                println!("{}", outcome.to_json());
+            }
+            exit::OK
+        }
+        Err(e) => {
+            super::report(&e);
+            exit::BUILD_FAILED
+        }
+    }
+}
+
+/// What a build produced (the `--json` output).
+pub struct Outcome {
+    pub manifest: PathBuf,
+    pub crate_name: String,
+    pub artifacts: Vec<PathBuf>,
+}
+
+impl Outcome {
+    fn to_json(&self) -> String {
+        serde_json::json!({
+            "manifest": self.manifest,
+            "crate": self.crate_name,
+            "artifacts": self.artifacts,
+        })
+        .to_string()
+    }
+}
+
+fn progress(stage: &str, detail: &str) {
+    eprintln!("{stage:>12} {detail}");
+}
+
+pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
+    let started = Instant::now();
+    let archs: Vec<String> = {
+        let mut seen = BTreeSet::new();
+        args.arch.iter().map(|a| a.trim().to_string()).filter(|a| seen.insert(a.clone())).collect()
+    };
+    for arch in &archs {
+        ptx::parse_arch(arch)?;
+    }
+    if args.require_ptxas && tc.ptxas.is_none() {
+        bail!("--require-ptxas was given but ptxas is missing; install it with `{}`", crate::toolchain::PIP_PTXAS);
+    }
+    let project = Project::locate(&args.krate, &tc.cargo)?;
+    let sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
+
+    let link_dir = project.link_dir();
+    std::fs::create_dir_all(&link_dir)?;
+    let config = LinkConfig {
+        llvm_link: tc.llvm.llvm_link.clone(),
+        opt: tc.llvm.opt.clone(),
+        libdevice: tc.libdevice.clone(),
+        optimize: project.profile == Profile::Release,
+        out_module: link_dir.join("module.bc"),
+        out_descriptors: link_dir.join("descriptors.json"),
+        error_file: link_dir.join("link-error.txt"),
+        work_dir: link_dir.join("work"),
+        keep_temps: env::flag(env::KEEP_TEMPS),
+    };
+    let config_path = link_dir.join("config.json");
+    write_atomic(&config_path, serde_json::to_string_pretty(&config)?.as_bytes())?;
+
+    let mut sources = cargo_device_build(tc, &project, &sysroot, &config, &config_path)?;
+    if !config.out_module.is_file() || !config.out_descriptors.is_file() {
+        // cargo found the crate fresh but the link step's outputs are gone (e.g. after
+        // `cargo oxide clean --out-dir`): make rustc link again.
+        progress("Relinking", &project.name);
+        force_relink(tc, &project)?;
+        sources = cargo_device_build(tc, &project, &sysroot, &config, &config_path)?;
+    }
+    let descriptors: Vec<KernelDescriptor> =
+        serde_json::from_str(&std::fs::read_to_string(&config.out_descriptors)?)?;
+    if descriptors.is_empty() {
+        eprintln!("warning: {} defines no #[kernel] functions", project.name);
+    }
+
+    std::fs::create_dir_all(&project.out_dir)?;
+    let artifacts = compile_archs(tc, &project, &config.out_module, &archs)?;
+    for a in &artifacts {
+        let verified = if a.ptxas.is_some() { "verified by ptxas" } else { "NOT verified (no ptxas)" };
+        progress("PTX", &format!("{} ({} kernels, PTX {}, {verified})", project.out_dir.join(&a.path).display(), descriptors.len(), a.ptx_version));
+    }
+    if tc.ptxas.is_none() {
+        eprintln!("warning: ptxas not found, so the PTX was not verified; install it with `{}`", crate::toolchain::PIP_PTXAS);
+    }
+
+    let manifest = Manifest {
+        schema: oxide_abi::MANIFEST_SCHEMA_VERSION,
+        krate: CrateInfo {
+            name: project.crate_name.clone(),
+            version: project.version.clone(),
+            manifest_path: project.manifest_path.display().to_string(),
+        },
+        profile: project.profile.dir_name().to_string(),
+        toolchain: toolchain_record(tc)?,
+        sources: hash_sources(&mut sources, &project)?,
+        artifacts: artifacts.clone(),
+        emulator: None,
+        kernels: descriptors,
+    };
+    let manifest_path = project.manifest_file();
+    write_atomic(&manifest_path, manifest.to_json().as_bytes())?;
+    progress("Manifest", &format!("{} ({:.2}s)", manifest_path.display(), started.elapsed().as_secs_f64()));
+    Ok(Outcome {
+        manifest: manifest_path,
+        crate_name: project.crate_name.clone(),
+        artifacts: artifacts.iter().map(|a| project.out_dir.join(&a.path)).collect(),
+    })
+}
+
+/// Run cargo for the device; return the dep-info files of the crate and its local
+/// dependencies (for the manifest's source list).
+fn cargo_device_build(
+    tc: &Toolchain,
+    project: &Project,
+    sysroot: &Path,
+    config: &LinkConfig,
+    config_path: &Path,
+) -> Result<BTreeSet<PathBuf>> {
+    std::fs::remove_file(&config.error_file).ok();
+    let self_exe = std::env::current_exe().context("locating the cargo-oxide binary")?;
+    let sysroot_flag = toml_string(&format!("--sysroot={}", sysroot.display()));
+    let color = std::io::stderr().is_terminal();
+    let mut cmd = Command::new(&tc.cargo);
+    cmd.arg("rustc")
+        .arg("--manifest-path")
+        .arg(&project.manifest_path)
+        .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
+        .arg("--config")
+        .arg(format!("target.{DEVICE_TARGET}.rustflags=[{sysroot_flag}]"))
+        .arg(if color { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" });
+    if project.profile == Profile::Release {
+        cmd.arg("--release");
+    }
+    if color {
+        cmd.args(["--color", "always"]);
+    }
+    cmd.arg("--").arg("-C").arg(format!("linker={}", self_exe.display()));
+    cmd.env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTC", &tc.rustc.path)
+        .env(LINK_CONFIG_ENV, config_path)
+        // Host RUSTFLAGS would override the target's sysroot flag and rarely suit nvptx.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().with_context(|| format!("running {}", tc.cargo.display()))?;
+    let mut dep_infos = BTreeSet::new();
+    let stdout = child.stdout.take().expect("stdout is piped");
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            println_stderr(&line);
+            continue;
+        };
+        match msg["reason"].as_str() {
+            Some("compiler-message") => {
+                let text = msg["message"]["message"].as_str().unwrap_or("");
+                // The link step's own message replaces rustc's linker-invocation dump.
+                if text.starts_with("linking with") && config.error_file.is_file() {
+                    continue;
+                }
+                if let Some(rendered) = msg["message"]["rendered"].as_str() {
+                    eprint!("{rendered}");
+                }
+            }
+            Some("compiler-artifact") => {
+                let local = msg["package_id"].as_str().is_some_and(|id| id.starts_with("path+"));
+                if local {
+                    for f in msg["filenames"].as_array().into_iter().flatten() {
+                        if let Some(dep) = f.as_str().map(|f| Path::new(f).with_extension("d")) {
+                            dep_infos.insert(dep);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        if let Ok(text) = std::fs::read_to_string(&config.error_file) {
+            bail!("linking the kernels of {} failed:\n{text}", project.name);
+        }
+        bail!("the device build of {} failed (rustc's messages are above)", project.name);
+    }
+    Ok(dep_infos)
+}
+
+fn println_stderr(line: &str) {
+    eprintln!("{line}");
+}
+
+/// Quote a value for cargo's `--config` TOML.
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn force_relink(tc: &Toolchain, project: &Project) -> Result<()> {
+    let mut cmd = Command::new(&tc.cargo);
+    cmd.args(["clean", "--manifest-path"])
+        .arg(&project.manifest_path)
+        .args(["-p", &project.name, "--target", DEVICE_TARGET]);
+    if project.profile == Profile::Release {
+        cmd.arg("--release");
+    }
+    let status = cmd.env("RUSTC", &tc.rustc.path).status()?;
+    if !status.success() {
+        bail!("`cargo clean -p {}` failed", project.name);
+    }
+    Ok(())
+}
+
+/// `llc` and `ptxas` for every architecture, in parallel.
+fn compile_archs(tc: &Toolchain, project: &Project, module: &Path, archs: &[String]) -> Result<Vec<PtxArtifact>> {
+    let optimize = project.profile == Profile::Release;
+    let results: Vec<Result<PtxArtifact>> = std::thread::scope(|s| {
+        let handles: Vec<_> = archs
+            .iter()
+            .map(|arch| s.spawn(move || compile_arch(tc, project, module, arch, optimize)))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("arch compile thread panicked")).collect()
+    });
+    results.into_iter().collect()
+}
+
+fn compile_arch(tc: &Toolchain, project: &Project, module: &Path, arch: &str, optimize: bool) -> Result<PtxArtifact> {
+    let file_name = manifest::ptx_file_name(&project.crate_name, arch);
+    let final_path = project.out_dir.join(&file_name);
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{file_name}."))
+        .suffix(".ptx")
+        .tempfile_in(&project.out_dir)?;
+    ptx::llc(&tc.llvm.llc, module, arch, optimize, staging.path())?;
+    let resources = match &tc.ptxas {
+        Some(ptxas) => Some(ptx::verify(ptxas, staging.path(), arch)?),
+        None => None,
+    };
+    let text = std::fs::read_to_string(staging.path())?;
+    let ptx_version = ptx::ptx_version(&text).unwrap_or_default();
+    staging.persist(&final_path).with_context(|| format!("writing {}", final_path.display()))?;
+    Ok(PtxArtifact {
+        arch: arch.to_string(),
+        path: file_name,
+        sha256: sha256_hex(text.as_bytes()),
+        ptx_version,
+        ptxas: resources,
+    })
+}
+
+fn toolchain_record(tc: &Toolchain) -> Result<oxide_abi::manifest::Toolchain> {
+    let libdevice_sha256 = tc.libdevice.as_deref().map(sha256_file).transpose()?;
+    let mut record = oxide_abi::manifest::Toolchain {
+        rustc: tc.rustc.version.clone(),
+        llvm: tc.rustc.llvm_version.clone(),
+        llvm_tools: tc.llvm.version.clone(),
+        ptxas: tc.ptxas.as_ref().map(|p| p.version.clone()),
+        libdevice_sha256,
+        cargo_oxide: env!("CARGO_PKG_VERSION").to_string(),
+        hash: String::new(),
+    };
+    record.hash = sha256_hex(serde_json::to_string(&record)?.as_bytes());
+    Ok(record)
+}
+
+/// Every source file named in the dep-info files, hashed; plus the crate's Cargo.toml.
+fn hash_sources(dep_infos: &mut BTreeSet<PathBuf>, project: &Project) -> Result<Vec<SourceFile>> {
+    let mut files = BTreeSet::new();
+    files.insert(project.manifest_path.clone());
+    for dep in dep_infos.iter() {
+        let Ok(text) = std::fs::read_to_string(dep) else { continue };
+        files.extend(parse_dep_info(&text));
+    }
+    files
+        .into_iter()
+        .filter(|f| f.is_file())
+        .map(|f| Ok(SourceFile { sha256: sha256_file(&f)?, path: f.display().to_string() }))
+        .collect()
+}
+
+/// The prerequisites of a Makefile-style dep-info file (`out: a.rs b\ c.rs`).
+fn parse_dep_info(text: &str) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let Some((_, deps)) = line.split_once(": ") else { continue };
+        let mut current = String::new();
+        let mut chars = deps.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&' ') => {
+                    current.push(' ');
+                    chars.next();
+                }
+                ' ' => {
+                    if !current.is_empty() {
+                        out.insert(PathBuf::from(std::mem::take(&mut current)));
+                    }
+                }
+                c => current.push(c),
+            }
+        }
+        if !current.is_empty() {
+            out.insert(PathBuf::from(current));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dep_info_prerequisites_are_read() {
+        let text = "/t/libk.rlib: /src/lib.rs /src/a\\ b.rs\n\n/src/lib.rs:\n";
+        let deps = parse_dep_info(text);
+        assert_eq!(deps.into_iter().collect::<Vec<_>>(), [PathBuf::from("/src/a b.rs"), PathBuf::from("/src/lib.rs")]);
+    }
+
+    #[test]
+    fn toml_strings_are_escaped() {
+        assert_eq!(toml_string("--sysroot=/a \"b\"\\c"), "\"--sysroot=/a \\\"b\\\"\\\\c\"");
+    }
+}

@@ -1,0 +1,71 @@
+//! `cargo oxide doctor`: every toolchain piece, where it was found, and for each missing
+//! one the command that installs it. Needs no GPU and no CUDA.
+
+use serde_json::json;
+
+use crate::cli::DoctorArgs;
+use crate::exit;
+use crate::toolchain::{APT_RUST, Discovery};
+
+struct Line {
+    piece: &'static str,
+    required: bool,
+    found: Result<String, String>,
+}
+
+pub fn run(args: &DoctorArgs) -> i32 {
+    let d = Discovery::run();
+    let rust_src = match &d.rustc {
+        Ok(r) => match &r.library_src {
+            Some(p) => Ok(p.display().to_string()),
+            None => Err(format!(
+                "missing for {}; install it with `{APT_RUST}` (Debian 12) or `rustup component add rust-src`",
+                r.version
+            )),
+        },
+        Err(_) => Err("needs a rustc first".to_string()),
+    };
+    let lines = [
+        Line {
+            piece: "rustc",
+            required: true,
+            found: d.rustc.as_ref().map(|r| format!("{} at {} (LLVM {})", r.version, r.path.display(), r.llvm_version)).map_err(Clone::clone),
+        },
+        Line { piece: "rust-src", required: true, found: rust_src },
+        Line { piece: "cargo", required: true, found: d.cargo.as_ref().map(|p| p.display().to_string()).map_err(Clone::clone) },
+        Line {
+            piece: "llvm tools",
+            required: true,
+            found: d.llvm.as_ref().map(|l| format!("LLVM {}: {}, {}, {}", l.version, l.llvm_link.display(), l.opt.display(), l.llc.display())).map_err(Clone::clone),
+        },
+        Line { piece: "libdevice", required: false, found: d.libdevice.as_ref().map(|p| p.display().to_string()).map_err(Clone::clone) },
+        Line { piece: "ptxas", required: false, found: d.ptxas.as_ref().map(|p| format!("{} ({})", p.path.display(), p.version)).map_err(Clone::clone) },
+        Line { piece: "cuda driver", required: false, found: d.driver.clone().map(|v| format!("CUDA {v}")) },
+    ];
+    let ready = lines.iter().all(|l| !l.required || l.found.is_ok());
+    if args.json {
+        let pieces: Vec<_> = lines
+            .iter()
+            .map(|l| match &l.found {
+                Ok(v) => json!({"piece": l.piece, "required": l.required, "found": true, "detail": v}),
+                Err(e) => json!({"piece": l.piece, "required": l.required, "found": false, "detail": e}),
+            })
+            .collect();
+        println!("{}", json!({"ready_to_build": ready, "pieces": pieces}));
+    } else {
+        for l in &lines {
+            let (mark, text) = match &l.found {
+                Ok(v) => ("ok", v.as_str()),
+                Err(e) if l.required => ("MISSING", e.as_str()),
+                Err(e) => ("absent", e.as_str()),
+            };
+            println!("{:>12}  {:<8} {}", l.piece, mark, text);
+        }
+        if ready {
+            println!("\nready to build kernels");
+        } else {
+            println!("\nnot ready to build kernels: install the pieces marked MISSING");
+        }
+    }
+    if ready { exit::OK } else { exit::TOOLCHAIN_MISSING }
+}

@@ -1,0 +1,313 @@
+//! Rewrites of the linked module, on LLVM's textual IR, between `llvm-link` and `opt`.
+//!
+//! Stock rustc cannot express a few things the GPU needs; the link step adds them:
+//! - kernel descriptors (globals in [`DESCRIPTOR_SECTION`]) are read out and removed;
+//! - statics in [`SHARED_SECTION`] move to address space 3 (`.shared`), every use
+//!   becoming an `addrspacecast` back to a generic pointer (opt folds it into
+//!   `ld.shared`/`st.shared`);
+//! - kernel entries get the `ptx_kernel` calling convention (so user crates need no
+//!   `abi_ptx` feature) and their launch bounds;
+//! - per-function `target-cpu`/`target-features` are dropped so one module serves
+//!   every architecture, chosen later by `llc -mcpu`.
+//!
+//! The module at this point has been through `internalize,globaldce`, so it is small.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Result, bail};
+use oxide_abi::descriptor::LaunchBounds;
+use oxide_abi::names::{DESCRIPTOR_SECTION, SHARED_SECTION};
+
+/// Characters that may continue an unquoted LLVM identifier.
+fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'$' | b'.' | b'_')
+}
+
+/// The global's name as written after `@` (with quotes if quoted), for a line that
+/// defines a global (`@name = ...`).
+fn defined_global(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('@')?;
+    let len = if let Some(q) = rest.strip_prefix('"') {
+        q.find('"')? + 2
+    } else {
+        rest.bytes().take_while(|&c| is_ident_char(c)).count()
+    };
+    let (name, after) = rest.split_at(len);
+    after.starts_with(" = ").then_some(name)
+}
+
+fn in_section(line: &str, section: &str) -> bool {
+    line.contains(&format!("section \"{section}\""))
+}
+
+/// Decode the first `c"..."` string constant on the line.
+fn decode_c_string(line: &str) -> Option<Vec<u8>> {
+    let start = line.find("c\"")? + 2;
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = start;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => return Some(out),
+            b'\\' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
+                if hex == "\\\\" {
+                    out.push(b'\\');
+                    i += 2;
+                    continue;
+                }
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+/// Replace every use of `@name` (not its definition) by `replacement`.
+fn replace_uses(text: &str, name: &str, replacement: &str) -> String {
+    let needle = format!("@{name}");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find(&needle) {
+        let after = &rest[pos + needle.len()..];
+        let boundary = !name.starts_with('"')
+            && after.as_bytes().first().is_some_and(|&c| is_ident_char(c));
+        out.push_str(&rest[..pos]);
+        if boundary {
+            out.push_str(&needle);
+        } else {
+            out.push_str(replacement);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Remove `names` from `@llvm.used` / `@llvm.compiler.used` (dropping an array that
+/// becomes empty). Entries look like `ptr @name`.
+fn drop_from_used_arrays(lines: &mut Vec<String>, names: &BTreeSet<String>) {
+    lines.retain_mut(|line| {
+        let Some(global) = defined_global(line) else { return true };
+        if global != "llvm.used" && global != "llvm.compiler.used" {
+            return true;
+        }
+        let (Some(open), Some(close)) = (line.rfind(" ["), line.rfind("], section")) else {
+            return true;
+        };
+        let entries: Vec<&str> = line[open + 2..close]
+            .split(", ")
+            .filter(|e| {
+                let sym = e.trim().strip_prefix("ptr @").unwrap_or("");
+                !names.contains(sym)
+            })
+            .collect();
+        if entries.is_empty() {
+            return false;
+        }
+        let head = &line[..line.find(" = ").unwrap()];
+        let tail = &line[close + 1..];
+        *line = format!(
+            "{head} = appending global [{} x ptr] [{}]{tail}",
+            entries.len(),
+            entries.join(", ")
+        );
+        true
+    });
+}
+
+/// Pull the kernel descriptors out of the module. Returns (descriptor bytes, module).
+pub fn take_descriptors(ir: &str) -> Result<(Vec<Vec<u8>>, String)> {
+    let mut descriptors = Vec::new();
+    let mut removed = BTreeSet::new();
+    let mut lines: Vec<String> = Vec::new();
+    for line in ir.lines() {
+        if let Some(name) = defined_global(line).filter(|_| in_section(line, DESCRIPTOR_SECTION)) {
+            let Some(bytes) = decode_c_string(line) else {
+                bail!("kernel descriptor @{name} is not a byte string: {line}");
+            };
+            descriptors.push(bytes);
+            removed.insert(name.to_string());
+            continue;
+        }
+        lines.push(line.to_string());
+    }
+    drop_from_used_arrays(&mut lines, &removed);
+    let mut text = lines.join("\n");
+    text.push('\n');
+    for name in &removed {
+        if text.contains(&format!("@{name}")) {
+            bail!("kernel descriptor @{name} is still referenced after removal");
+        }
+    }
+    Ok((descriptors, text))
+}
+
+/// Move statics in the shared section to address space 3.
+pub fn move_shared_statics(ir: &str) -> Result<(String, usize)> {
+    let mut shared: Vec<String> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    for line in ir.lines() {
+        let Some(name) = defined_global(line).filter(|_| in_section(line, SHARED_SECTION)) else {
+            lines.push(line.to_string());
+            continue;
+        };
+        // `@n = <linkage and flags> global|constant <type> <init>, section "…", align A[, !dbg …]`
+        let Some(kw) = line.find(" global ").or_else(|| line.find(" constant ")) else {
+            bail!("cannot read the shared static's definition: {line}");
+        };
+        let after_kw = &line[kw..];
+        let after_kw = after_kw.trim_start_matches(" global ").trim_start_matches(" constant ");
+        let ty = type_prefix(after_kw)
+            .ok_or_else(|| anyhow::anyhow!("cannot read the type of shared static @{name}: {line}"))?;
+        let align = line
+            .split(", align ")
+            .nth(1)
+            .map(|a| a.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("1"))
+            .unwrap_or("1");
+        let dbg = line.find(", !dbg").map(|i| &line[i..]).unwrap_or("");
+        // Shared memory has no initial value on the GPU: whatever the static said, it
+        // starts undefined, as its `MaybeUninit` type already told the author.
+        lines.push(format!("@{name} = internal addrspace(3) global {ty} undef, align {align}{dbg}"));
+        shared.push(name.to_string());
+    }
+    let mut text = String::with_capacity(ir.len() + 64);
+    for line in &lines {
+        let is_definition = defined_global(line).is_some_and(|n| shared.iter().any(|s| s == n));
+        let mut line = line.clone();
+        if !is_definition {
+            for name in &shared {
+                let cast = format!("addrspacecast (ptr addrspace(3) @{name} to ptr)");
+                line = replace_uses(&line, name, &cast);
+            }
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok((text, shared.len()))
+}
+
+/// The leading LLVM type of `s` (`[256 x float]`, `{ i32, [4 x i8] }`, `<{ … }>`, `i32`).
+fn type_prefix(s: &str) -> Option<&str> {
+    let bytes = s.as_bytes();
+    let mut depth = 0i32;
+    for (i, &c) in bytes.iter().enumerate() {
+        match c {
+            b'[' | b'{' | b'<' | b'(' => depth += 1,
+            b']' | b'}' | b'>' | b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&s[..=i]);
+                }
+            }
+            b' ' if depth == 0 => return Some(&s[..i]),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Give each kernel entry the `ptx_kernel` calling convention and its launch bounds.
+pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, Option<LaunchBounds>>) -> Result<String> {
+    let mut found = BTreeSet::new();
+    let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
+    for line in ir.lines() {
+        let entry = line
+            .starts_with("define ")
+            .then(|| kernels.keys().find(|e| line.contains(&format!(" void @{e}("))))
+            .flatten();
+        let Some(entry) = entry else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        found.insert(entry.clone());
+        let mut line = line.replacen(&format!(" void @{entry}("), &format!(" ptx_kernel void @{entry}("), 1);
+        if let Some(Some(bounds)) = kernels.get(entry) {
+            let mut attrs = format!(" \"nvvm.maxntid\"=\"{}\"", bounds.max_threads);
+            if let Some(min) = bounds.min_blocks {
+                attrs.push_str(&format!(" \"nvvm.minctasm\"=\"{min}\""));
+            }
+            let Some(at) = fn_attrs_position(&line, entry) else {
+                bail!("cannot read the definition of kernel {entry}: {line}");
+            };
+            line.insert_str(at, &attrs);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    let missing: Vec<&String> = kernels.keys().filter(|k| !found.contains(*k)).collect();
+    if !missing.is_empty() {
+        bail!(
+            "kernel entries described but not defined in the linked module: {missing:?} \
+             (was the crate built by `cargo oxide build`?)"
+        );
+    }
+    Ok(out)
+}
+
+/// Where function attributes may go in a `define` line: after the parameter list and
+/// any `unnamed_addr`/`addrspace(N)`, before section, metadata and the body.
+fn fn_attrs_position(line: &str, entry: &str) -> Option<usize> {
+    let open = line.find(&format!("@{entry}("))? + entry.len() + 1;
+    let mut depth = 0i32;
+    let mut close = None;
+    for (i, c) in line[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(open + i + 1);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut at = close?;
+    for word in [" unnamed_addr", " local_unnamed_addr"] {
+        if line[at..].starts_with(word) {
+            at += word.len();
+        }
+    }
+    if line[at..].starts_with(" addrspace(") {
+        at += line[at..].find(')')? + 1;
+    }
+    Some(at)
+}
+
+/// Drop per-function CPU and feature attributes; `llc -mcpu` decides per architecture.
+pub fn strip_cpu_attributes(ir: &str) -> String {
+    let mut out = String::with_capacity(ir.len());
+    for line in ir.lines() {
+        if line.starts_with("attributes #") {
+            out.push_str(&strip_string_attr(&strip_string_attr(line, "target-cpu"), "target-features"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn strip_string_attr(line: &str, key: &str) -> String {
+    let needle = format!(" \"{key}\"=\"");
+    let Some(start) = line.find(&needle) else { return line.to_string() };
+    let value_start = start + needle.len();
+    let Some(len) = line[value_start..].find('"') else { return line.to_string() };
+    format!("{}{}", &line[..start], &line[value_start + len + 1..])
+}
+
+/// Whether the module calls libdevice (`__nv_*`) functions it does not define.
+pub fn needs_libdevice(ir: &str) -> bool {
+    ir.lines().any(|l| l.starts_with("declare ") && l.contains(" @__nv_"))
+}
+
+#[cfg(test)]
+mod tests;

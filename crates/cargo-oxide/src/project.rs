@@ -1,0 +1,102 @@
+//! Which crate a command works on, and where its outputs go.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use oxide_abi::names::DEVICE_TARGET;
+
+use crate::cli::{CrateArgs, Profile};
+
+#[derive(Clone, Debug)]
+pub struct Project {
+    pub name: String,
+    /// The crate name as rustc sees it (`-` → `_`): the artifacts' file stem.
+    pub crate_name: String,
+    pub version: String,
+    pub manifest_path: PathBuf,
+    pub target_dir: PathBuf,
+    pub profile: Profile,
+    /// Where the PTX and the manifest go.
+    pub out_dir: PathBuf,
+}
+
+impl Project {
+    /// Find the crate from `--manifest-path`, or the nearest Cargo.toml above the
+    /// current folder, the way cargo does.
+    pub fn locate(args: &CrateArgs, cargo: &Path) -> Result<Project> {
+        let manifest_path = match &args.manifest_path {
+            Some(p) => std::fs::canonicalize(p)
+                .with_context(|| format!("--manifest-path {} does not exist", p.display()))?,
+            None => nearest_manifest()?,
+        };
+        let metadata = cargo_metadata::MetadataCommand::new()
+            .cargo_path(cargo)
+            .manifest_path(&manifest_path)
+            .no_deps()
+            .exec()
+            .with_context(|| format!("reading {}", manifest_path.display()))?;
+        let Some(package) = metadata
+            .packages
+            .iter()
+            .find(|p| p.manifest_path.as_std_path() == manifest_path)
+        else {
+            bail!(
+                "{} is a workspace manifest, not a kernel crate; point --manifest-path at the \
+                 Cargo.toml of the crate that holds the #[kernel] functions",
+                manifest_path.display()
+            );
+        };
+        let Some(lib) = package.targets.iter().find(|t| t.is_lib()) else {
+            bail!(
+                "{} has no library target; kernels live in a library crate (src/lib.rs)",
+                package.name
+            );
+        };
+        let profile = args.profile();
+        let target_dir = metadata.target_directory.clone().into_std_path_buf();
+        let out_dir = match &args.out_dir {
+            Some(d) => std::path::absolute(d)?,
+            None => target_dir.join("oxide").join(profile.dir_name()),
+        };
+        Ok(Project {
+            name: package.name.to_string(),
+            crate_name: lib.name.replace('-', "_"),
+            version: package.version.to_string(),
+            manifest_path,
+            target_dir,
+            profile,
+            out_dir,
+        })
+    }
+
+    /// Folder of the link step's files for this crate.
+    pub fn link_dir(&self) -> PathBuf {
+        self.target_dir
+            .join("oxide")
+            .join(self.profile.dir_name())
+            .join("link")
+            .join(&self.crate_name)
+    }
+
+    /// cargo's output folder for the device build.
+    pub fn device_target_dir(&self) -> PathBuf {
+        self.target_dir.join(DEVICE_TARGET).join(self.profile.dir_name())
+    }
+
+    pub fn manifest_file(&self) -> PathBuf {
+        self.out_dir.join(oxide_abi::manifest::manifest_file_name(&self.crate_name))
+    }
+}
+
+fn nearest_manifest() -> Result<PathBuf> {
+    let cwd = std::env::current_dir()?;
+    cwd.ancestors()
+        .map(|d| d.join("Cargo.toml"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no Cargo.toml in {} or above; run in a kernel crate or pass --manifest-path",
+                cwd.display()
+            )
+        })
+}

@@ -1,0 +1,159 @@
+//! From the optimised module to verified PTX: `llc` per architecture, then `ptxas`,
+//! whose resource report (registers, shared memory, spills) goes into the manifest.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use oxide_abi::manifest::KernelResources;
+
+use crate::toolchain::Ptxas;
+
+/// Check an architecture name (`sm_80`, `sm_90a`, `sm_100f`) and return its number.
+pub fn parse_arch(arch: &str) -> Result<u32> {
+    let digits = arch
+        .strip_prefix("sm_")
+        .map(|s| s.trim_end_matches(['a', 'f']))
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+    match digits.and_then(|d| d.parse::<u32>().ok()) {
+        Some(n) if n >= 50 => Ok(n),
+        _ => bail!(
+            "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with NN ≥ 50, \
+             e.g. --arch sm_80,sm_90"
+        ),
+    }
+}
+
+/// Compile the module to PTX for one architecture.
+pub fn llc(llc: &Path, module: &Path, arch: &str, optimize: bool, out: &Path) -> Result<()> {
+    let output = Command::new(llc)
+        .arg(if optimize { "-O3" } else { "-O0" })
+        .arg("-mtriple=nvptx64-nvidia-cuda")
+        .arg(format!("-mcpu={arch}"))
+        .arg(module)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .with_context(|| format!("running {}", llc.display()))?;
+    if !output.status.success() {
+        bail!(
+            "llc could not compile the kernels for {arch}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// The `.version` the PTX declares.
+pub fn ptx_version(ptx: &str) -> Option<String> {
+    ptx.lines()
+        .find_map(|l| l.trim().strip_prefix(".version "))
+        .map(|v| v.trim().to_string())
+}
+
+/// Assemble the PTX with ptxas (output discarded): a PTX that ptxas rejects is a build
+/// error carrying ptxas's message. Returns the per-kernel resource report.
+pub fn verify(ptxas: &Ptxas, ptx: &Path, arch: &str) -> Result<BTreeMap<String, KernelResources>> {
+    let output = Command::new(&ptxas.path)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(ptx)
+        .arg("-o")
+        .arg("/dev/null")
+        .output()
+        .with_context(|| format!("running {}", ptxas.path.display()))?;
+    let log = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        bail!("ptxas rejected {} for {arch}:\n{log}", ptx.display());
+    }
+    Ok(parse_report(&log))
+}
+
+/// Read ptxas's `-v` report. Lines of interest, per entry:
+/// `Compiling entry function 'NAME' for 'sm_90'`,
+/// `N bytes stack frame, N bytes spill stores, N bytes spill loads`,
+/// `Used N registers, used N barriers, N bytes smem, …`.
+pub fn parse_report(log: &str) -> BTreeMap<String, KernelResources> {
+    let mut report = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let name = rest.split('\'').next().unwrap_or("").to_string();
+            report.insert(name.clone(), KernelResources::default());
+            current = Some(name);
+            continue;
+        }
+        let Some(entry) = current.as_ref().and_then(|n| report.get_mut(n)) else { continue };
+        for part in line.split(',') {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let number = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
+            match words.as_slice() {
+                [.., "Used", _, "registers"] => entry.registers = number(words.len() - 2).unwrap_or(0) as u32,
+                ["used", _, "barriers"] => entry.barriers = number(1).unwrap_or(0) as u32,
+                [_, "bytes", "smem"] => entry.shared_bytes = number(0).unwrap_or(0),
+                [_, "bytes", "stack", "frame"] => entry.stack_frame_bytes = number(0).unwrap_or(0),
+                [_, "bytes", "spill", "stores"] => entry.spill_store_bytes = number(0).unwrap_or(0),
+                [_, "bytes", "spill", "loads"] => entry.spill_load_bytes = number(0).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    report
+}
+
+/// The text of one `.entry` in a PTX file, from its declaration to its closing brace.
+pub fn entry_text<'a>(ptx: &'a str, entry: &str) -> Option<&'a str> {
+    let decl = format!(".entry {entry}(");
+    let start = ptx.find(&decl)?;
+    let line_start = ptx[..start].rfind('\n').map_or(0, |i| i + 1);
+    let end = ptx[start..].find("\n}").map(|i| start + i + 2)?;
+    Some(&ptx[line_start..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'vecadd' for 'sm_90'
+ptxas info    : Function properties for vecadd
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 1 barriers, 1024 bytes smem
+ptxas info    : Compiling entry function 'saxpy' for 'sm_90'
+ptxas info    : Function properties for saxpy
+    16 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 255 registers, 380 bytes cmem[0]
+ptxas info    : Compile time = 3.054 ms
+";
+
+    #[test]
+    fn resource_report_is_read_per_entry() {
+        let r = parse_report(REPORT);
+        assert_eq!(r.len(), 2);
+        let v = &r["vecadd"];
+        assert_eq!((v.registers, v.barriers, v.shared_bytes), (10, 1, 1024));
+        let s = &r["saxpy"];
+        assert_eq!((s.registers, s.stack_frame_bytes, s.spill_store_bytes, s.spill_load_bytes), (255, 16, 4, 8));
+        assert_eq!(s.shared_bytes, 0);
+    }
+
+    #[test]
+    fn architectures_are_checked() {
+        assert_eq!(parse_arch("sm_80").unwrap(), 80);
+        assert_eq!(parse_arch("sm_90a").unwrap(), 90);
+        assert_eq!(parse_arch("sm_100f").unwrap(), 100);
+        for bad in ["80", "sm_", "sm_3", "compute_80", "sm_8x"] {
+            assert!(parse_arch(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn entry_text_is_one_function() {
+        let ptx = ".version 7.8\n.visible .entry a(\n.param .u64 p\n)\n{\nret;\n}\n.visible .entry b(\n)\n{\nret;\n}\n";
+        assert_eq!(entry_text(ptx, "a").unwrap(), ".visible .entry a(\n.param .u64 p\n)\n{\nret;\n}");
+        assert!(entry_text(ptx, "c").is_none());
+        assert_eq!(ptx_version(ptx).as_deref(), Some("7.8"));
+    }
+}

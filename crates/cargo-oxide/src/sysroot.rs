@@ -1,0 +1,148 @@
+//! The `core` sysroot for the GPU target, built once per toolchain and reused.
+//!
+//! rustc ships no prebuilt `core` for `nvptx64-nvidia-cuda`, so it is built from the
+//! rust-src that matches the device rustc (with `-Zbuild-std=core` on a throwaway
+//! crate) and its rlibs are laid out as a sysroot under the cache folder, keyed by the
+//! rustc's identity. Kernel crates are then built with `--sysroot` pointing there: a
+//! warm build never rebuilds core, and neither does a build of another crate.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use oxide_abi::names::DEVICE_TARGET;
+
+use crate::env;
+use crate::fsutil::sha256_hex;
+use crate::toolchain::Toolchain;
+
+const COMPLETE_MARKER: &str = "oxide-sysroot-complete";
+
+/// The crates a `#![no_std]` device crate links against.
+const SYSROOT_CRATES: [&str; 2] = ["core", "compiler_builtins"];
+
+/// Folder of the sysroot for this toolchain (it may not exist yet).
+pub fn sysroot_dir(tc: &Toolchain) -> PathBuf {
+    let identity = format!(
+        "{}\n{}\n{}\n{}",
+        tc.rustc.version,
+        tc.rustc.commit.as_deref().unwrap_or(""),
+        tc.rustc.host,
+        tc.rustc.library_src.as_deref().map(|p| p.display().to_string()).unwrap_or_default()
+    );
+    let key = &sha256_hex(identity.as_bytes())[..16];
+    env::cache_dir().join("sysroot").join(format!("{}-{key}", tc.rustc.release))
+}
+
+fn target_lib_dir(sysroot: &Path) -> PathBuf {
+    sysroot.join("lib/rustlib").join(DEVICE_TARGET).join("lib")
+}
+
+/// The rlib files of a complete sysroot (used by the link step to tell them apart).
+pub fn is_complete(sysroot: &Path) -> bool {
+    sysroot.join(COMPLETE_MARKER).is_file()
+}
+
+/// Return the sysroot, building it first if needed. Safe when two processes race:
+/// each builds in its own temp folder and the first rename wins.
+pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+    let dir = sysroot_dir(tc);
+    if is_complete(&dir) {
+        return Ok(dir);
+    }
+    let Some(library) = &tc.rustc.library_src else {
+        bail!("rust-src is missing for {}", tc.rustc.version);
+    };
+    log(&format!(
+        "building core for {DEVICE_TARGET} from {} (once per toolchain)",
+        library.display()
+    ));
+    let parent = dir.parent().expect("sysroot dir has a parent");
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let work = tempfile::Builder::new()
+        .prefix(".build-")
+        .tempdir_in(parent)
+        .context("creating a temp folder for the sysroot build")?;
+    let rlibs = build_core(tc, work.path())?;
+
+    let staged = work.path().join("sysroot");
+    let lib_dir = target_lib_dir(&staged);
+    std::fs::create_dir_all(&lib_dir)?;
+    for rlib in &rlibs {
+        let name = rlib.file_name().expect("rlib has a file name");
+        std::fs::copy(rlib, lib_dir.join(name))
+            .with_context(|| format!("copying {}", rlib.display()))?;
+    }
+    std::fs::write(staged.join(COMPLETE_MARKER), tc.rustc.version.as_bytes())?;
+    match std::fs::rename(&staged, &dir) {
+        Ok(()) => {}
+        // Another process finished first; its sysroot is as good as ours.
+        Err(_) if is_complete(&dir) => {}
+        Err(_) => {
+            // A stale incomplete folder from a killed build: replace it.
+            std::fs::remove_dir_all(&dir).ok();
+            std::fs::rename(&staged, &dir)
+                .with_context(|| format!("moving the sysroot into {}", dir.display()))?;
+        }
+    }
+    Ok(dir)
+}
+
+/// Build core with -Zbuild-std on an empty crate; return the rlibs to keep.
+fn build_core(tc: &Toolchain, work: &Path) -> Result<Vec<PathBuf>> {
+    let krate = work.join("core-builder");
+    std::fs::create_dir_all(krate.join("src"))?;
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"oxide-core-builder\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
+         [workspace]\n\n[profile.release]\npanic = \"abort\"\n",
+    )?;
+    std::fs::write(krate.join("src/lib.rs"), "#![no_std]\n")?;
+    if let Some(vendor) = &tc.rustc.library_vendor {
+        // Distro rust-src vendors the library's crates.io dependencies; use them so the
+        // build needs no network and gets exactly the versions the library was tested with.
+        std::fs::create_dir_all(krate.join(".cargo"))?;
+        std::fs::write(
+            krate.join(".cargo/config.toml"),
+            format!(
+                "[source.crates-io]\nreplace-with = \"oxide-vendored-std\"\n\n\
+                 [source.oxide-vendored-std]\ndirectory = \"{}\"\n",
+                vendor.display()
+            ),
+        )?;
+    }
+    let target_dir = work.join("target");
+    let out = Command::new(&tc.cargo)
+        .current_dir(&krate)
+        .args(["build", "--release", "--target", DEVICE_TARGET, "-Zbuild-std=core"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTC", &tc.rustc.path)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WRAPPER")
+        .output()
+        .with_context(|| format!("running {}", tc.cargo.display()))?;
+    if !out.status.success() {
+        bail!(
+            "building core for {DEVICE_TARGET} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let deps = target_dir.join(DEVICE_TARGET).join("release/deps");
+    let mut rlibs = Vec::new();
+    for entry in std::fs::read_dir(&deps).with_context(|| format!("reading {}", deps.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let is_wanted = SYSROOT_CRATES
+            .iter()
+            .any(|c| name.starts_with(&format!("lib{c}-")) && name.ends_with(".rlib"));
+        if is_wanted {
+            rlibs.push(path);
+        }
+    }
+    if rlibs.len() != SYSROOT_CRATES.len() {
+        bail!("building core produced {} of the expected rlibs in {}", rlibs.len(), deps.display());
+    }
+    Ok(rlibs)
+}
