@@ -1,0 +1,222 @@
+//! End to end: `cargo oxide build` on a kernel crate written without the macro
+//! (tests/fixtures/handmade), so the pipeline is tested on its own. Needs the device
+//! toolchain that `scripts/setup` installs (rustc with rust-src, LLVM tools, ptxas,
+//! libdevice); these tests do not skip when it is missing, they fail.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use oxide_abi::ParamKind;
+use oxide_abi::manifest::Manifest;
+
+fn fixture_copy() -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/handmade");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    for f in ["Cargo.toml", "src/lib.rs"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    dir
+}
+
+fn cargo_oxide(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-oxide"));
+    cmd.arg("oxide").args(args).current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn build_ok(dir: &Path, extra: &[&str]) -> (PathBuf, Manifest) {
+    let mut args = vec!["build", "--json"];
+    args.extend_from_slice(extra);
+    let out = cargo_oxide(dir, &args, &[]);
+    assert!(out.status.success(), "build failed:\n{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let path = PathBuf::from(summary["manifest"].as_str().unwrap());
+    let manifest = Manifest::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (path, manifest)
+}
+
+#[test]
+fn builds_verified_ptx_and_a_manifest_for_each_arch() {
+    let dir = fixture_copy();
+    let (path, m) = build_ok(dir.path(), &["--arch", "sm_80,sm_90"]);
+    assert_eq!(m.schema, oxide_abi::MANIFEST_SCHEMA_VERSION);
+    assert_eq!(m.krate.name, "handmade_kernels");
+    assert_eq!(m.profile, "release");
+    assert!(m.toolchain.rustc.starts_with("rustc "));
+    assert!(m.toolchain.ptxas.is_some(), "ptxas must have verified the PTX");
+    assert!(m.sources.iter().any(|s| s.path.ends_with("src/lib.rs")));
+
+    let entries: Vec<&str> = m.kernels.iter().map(|k| k.entry.as_str()).collect();
+    assert_eq!(entries, ["exp_reverse", "fill_u32"]);
+    let exp = &m.kernels[0];
+    assert_eq!(exp.params[1].kind, ParamKind::DisjointSlice);
+    assert!(exp.params[1].mutable);
+    assert_eq!(m.kernels[1].instance[0].value, "u32");
+
+    let archs: Vec<&str> = m.artifacts.iter().map(|a| a.arch.as_str()).collect();
+    assert_eq!(archs, ["sm_80", "sm_90"]);
+    for a in &m.artifacts {
+        let ptx = std::fs::read_to_string(path.parent().unwrap().join(&a.path)).unwrap();
+        assert_eq!(a.sha256, sha256(ptx.as_bytes()));
+        assert!(ptx.contains(&format!(".target {}", a.arch)));
+        let body = ptx.split(".entry exp_reverse(").nth(1).expect("exp_reverse is an entry");
+        for needle in [".maxntid 256", ".minnctapersm 2", "st.shared", "ld.shared", "bar.sync", "ex2.approx"] {
+            assert!(body.contains(needle), "{needle} missing from exp_reverse on {}", a.arch);
+        }
+        assert!(ptx.contains(".entry fill_u32("));
+        // Descriptors and libdevice's reflection strings are gone; expf was inlined.
+        for absent in ["oxide.kernels", "__nvvm_reflect", "__nv_expf", "CUDA_FTZ", "\"version\""] {
+            assert!(!ptx.contains(absent), "{absent} left in the PTX for {}", a.arch);
+        }
+        let report = a.ptxas.as_ref().unwrap();
+        assert_eq!(report["exp_reverse"].shared_bytes, 1024);
+        assert_eq!(report["exp_reverse"].barriers, 1);
+        assert!(report["fill_u32"].registers > 0);
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_warm_rebuild_relinks_without_rebuilding_core() {
+    let dir = fixture_copy();
+    let (path, first) = build_ok(dir.path(), &[]);
+    let sysroot_files = |m: &Manifest| -> Vec<(PathBuf, std::time::SystemTime)> {
+        let _ = m;
+        let root = cache_dir().join("sysroot");
+        let mut v = Vec::new();
+        for entry in walk(&root) {
+            if entry.extension().is_some_and(|e| e == "rlib") {
+                let t = std::fs::metadata(&entry).unwrap().modified().unwrap();
+                v.push((entry, t));
+            }
+        }
+        v
+    };
+    let before = sysroot_files(&first);
+    assert!(!before.is_empty(), "the core sysroot was not cached");
+    let lib = dir.path().join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, text.replace("*out.add(i) = v;", "*out.add(i) = v ^ 1;")).unwrap();
+    let out = cargo_oxide(dir.path(), &["build"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Compiling core"), "core was rebuilt:\n{}", stderr(&out));
+    assert_eq!(before, sysroot_files(&first));
+    let ptx = std::fs::read_to_string(path.with_file_name("handmade_kernels.sm_90.ptx")).unwrap();
+    assert!(ptx.contains("xor.b32"), "the edited kernel was not rebuilt");
+}
+
+fn cache_dir() -> PathBuf {
+    if let Some(p) = std::env::var_os("PYOXIDE_CACHE_DIR") {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(p).join("pyoxide");
+    }
+    PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pyoxide")
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn rustc_errors_reach_the_user_with_spans() {
+    let dir = fixture_copy();
+    let lib = dir.path().join("src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).unwrap();
+    text.push_str("\npub fn broken() -> u32 { \"not a number\" }\n");
+    std::fs::write(&lib, text).unwrap();
+    let out = cargo_oxide(dir.path(), &["build"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("error[E0308]: mismatched types"), "{err}");
+    assert!(err.contains("src/lib.rs:"), "no span in:\n{err}");
+}
+
+#[test]
+fn missing_libdevice_is_a_clean_link_error_with_the_install_command() {
+    let dir = fixture_copy();
+    let out = cargo_oxide(dir.path(), &["build"], &[("OXIDE_LIBDEVICE", "/nonexistent/libdevice.10.bc")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("python3 -m pip install nvidia-nvvm"), "{err}");
+    assert!(err.contains("__nv_"), "{err}");
+    assert!(!err.contains("linking with"), "rustc's linker dump leaked:\n{err}");
+}
+
+#[test]
+fn a_missing_toolchain_piece_is_named_with_its_install_command() {
+    let dir = fixture_copy();
+    let out = cargo_oxide(dir.path(), &["build"], &[("OXIDE_LLVM_BIN", "/nonexistent")]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = stderr(&out);
+    assert!(err.contains("llvm-link, opt, llc"), "{err}");
+    assert!(err.contains("apt-get install -y llvm-"), "{err}");
+}
+
+#[test]
+fn bad_architectures_are_refused_before_building() {
+    let dir = fixture_copy();
+    let out = cargo_oxide(dir.path(), &["build", "--arch", "sm_80,compute_90"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("`compute_90` is not a GPU architecture"), "{}", stderr(&out));
+    let out = cargo_oxide(dir.path(), &["build", "--no-such-flag"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn doctor_reports_every_piece() {
+    let out = cargo_oxide(Path::new("."), &["doctor", "--json"], &[]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pieces: Vec<&str> = report["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["piece"].as_str().unwrap())
+        .collect();
+    assert_eq!(pieces, ["rustc", "rust-src", "cargo", "llvm tools", "libdevice", "ptxas", "cuda driver"]);
+    assert_eq!(report["ready_to_build"], true);
+    assert_eq!(out.status.code(), Some(0));
+    // With no usable rustc, doctor says how to get one and exits 3.
+    let out = cargo_oxide(Path::new("."), &["doctor"], &[("OXIDE_RUSTC", "/nonexistent/rustc")]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("MISSING") && text.contains("apt-get install -y rustc-web"), "{text}");
+}
+
+#[test]
+fn inspect_prints_ptx_and_resources() {
+    let dir = fixture_copy();
+    build_ok(dir.path(), &[]);
+    let out = cargo_oxide(dir.path(), &["inspect", "exp_reverse", "--arch", "sm_90"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(".entry exp_reverse("), "{text}");
+    assert!(text.contains("bytes shared"), "{text}");
+    assert!(!text.contains(".entry fill_u32("), "inspect showed another kernel:\n{text}");
+    let out = cargo_oxide(dir.path(), &["inspect", "nope"], &[]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("exp_reverse, fill_u32"));
+}
