@@ -56,7 +56,11 @@ pub struct CrateArgs {
 
 impl CrateArgs {
     pub fn profile(&self) -> Profile {
-        if self.debug { Profile::Debug } else { Profile::Release }
+        if self.debug {
+            Profile::Debug
+        } else {
+            Profile::Release
+        }
     }
 }
 
@@ -131,7 +135,11 @@ pub fn parse() -> Cli {
     match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { crate::exit::USAGE } else { crate::exit::OK };
+            let code = if e.use_stderr() {
+                crate::exit::USAGE
+            } else {
+                crate::exit::OK
+            };
             let _ = e.print();
             std::process::exit(code);
         }

@@ -48,7 +48,10 @@ pub fn cache_dir() -> PathBuf {
 
 /// The cuda toolkit roots users commonly point at.
 pub fn cuda_homes() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(|n| path(n)).collect();
+    let mut v: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|n| path(n))
+        .collect();
     v.push(PathBuf::from("/usr/local/cuda"));
     v
 }

@@ -14,7 +14,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("creating a temp file in {}", dir.display()))?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all().ok();
-    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 

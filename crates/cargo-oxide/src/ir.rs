@@ -75,8 +75,8 @@ fn replace_uses(text: &str, name: &str, replacement: &str) -> String {
     let mut rest = text;
     while let Some(pos) = rest.find(&needle) {
         let after = &rest[pos + needle.len()..];
-        let boundary = !name.starts_with('"')
-            && after.as_bytes().first().is_some_and(|&c| is_ident_char(c));
+        let boundary =
+            !name.starts_with('"') && after.as_bytes().first().is_some_and(|&c| is_ident_char(c));
         out.push_str(&rest[..pos]);
         if boundary {
             out.push_str(&needle);
@@ -93,7 +93,9 @@ fn replace_uses(text: &str, name: &str, replacement: &str) -> String {
 /// becomes empty). Entries look like `ptr @name`.
 fn drop_from_used_arrays(lines: &mut Vec<String>, names: &BTreeSet<String>) {
     lines.retain_mut(|line| {
-        let Some(global) = defined_global(line) else { return true };
+        let Some(global) = defined_global(line) else {
+            return true;
+        };
         if global != "llvm.used" && global != "llvm.compiler.used" {
             return true;
         }
@@ -162,9 +164,12 @@ pub fn move_shared_statics(ir: &str) -> Result<(String, usize)> {
             bail!("cannot read the shared static's definition: {line}");
         };
         let after_kw = &line[kw..];
-        let after_kw = after_kw.trim_start_matches(" global ").trim_start_matches(" constant ");
-        let ty = type_prefix(after_kw)
-            .ok_or_else(|| anyhow::anyhow!("cannot read the type of shared static @{name}: {line}"))?;
+        let after_kw = after_kw
+            .trim_start_matches(" global ")
+            .trim_start_matches(" constant ");
+        let ty = type_prefix(after_kw).ok_or_else(|| {
+            anyhow::anyhow!("cannot read the type of shared static @{name}: {line}")
+        })?;
         let align = line
             .split(", align ")
             .nth(1)
@@ -173,7 +178,9 @@ pub fn move_shared_statics(ir: &str) -> Result<(String, usize)> {
         let dbg = line.find(", !dbg").map(|i| &line[i..]).unwrap_or("");
         // Shared memory has no initial value on the GPU: whatever the static said, it
         // starts undefined, as its `MaybeUninit` type already told the author.
-        lines.push(format!("@{name} = internal addrspace(3) global {ty} undef, align {align}{dbg}"));
+        lines.push(format!(
+            "@{name} = internal addrspace(3) global {ty} undef, align {align}{dbg}"
+        ));
         shared.push(name.to_string());
     }
     let mut text = String::with_capacity(ir.len() + 64);
@@ -219,7 +226,11 @@ pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, Option<LaunchBounds>>) 
     for line in ir.lines() {
         let entry = line
             .starts_with("define ")
-            .then(|| kernels.keys().find(|e| line.contains(&format!(" void @{e}("))))
+            .then(|| {
+                kernels
+                    .keys()
+                    .find(|e| line.contains(&format!(" void @{e}(")))
+            })
             .flatten();
         let Some(entry) = entry else {
             out.push_str(line);
@@ -227,7 +238,11 @@ pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, Option<LaunchBounds>>) 
             continue;
         };
         found.insert(entry.clone());
-        let mut line = line.replacen(&format!(" void @{entry}("), &format!(" ptx_kernel void @{entry}("), 1);
+        let mut line = line.replacen(
+            &format!(" void @{entry}("),
+            &format!(" ptx_kernel void @{entry}("),
+            1,
+        );
         if let Some(Some(bounds)) = kernels.get(entry) {
             let mut attrs = format!(" \"nvvm.maxntid\"=\"{}\"", bounds.max_threads);
             if let Some(min) = bounds.min_blocks {
@@ -287,7 +302,10 @@ pub fn strip_cpu_attributes(ir: &str) -> String {
     let mut out = String::with_capacity(ir.len());
     for line in ir.lines() {
         if line.starts_with("attributes #") {
-            out.push_str(&strip_string_attr(&strip_string_attr(line, "target-cpu"), "target-features"));
+            out.push_str(&strip_string_attr(
+                &strip_string_attr(line, "target-cpu"),
+                "target-features",
+            ));
         } else {
             out.push_str(line);
         }
@@ -298,15 +316,20 @@ pub fn strip_cpu_attributes(ir: &str) -> String {
 
 fn strip_string_attr(line: &str, key: &str) -> String {
     let needle = format!(" \"{key}\"=\"");
-    let Some(start) = line.find(&needle) else { return line.to_string() };
+    let Some(start) = line.find(&needle) else {
+        return line.to_string();
+    };
     let value_start = start + needle.len();
-    let Some(len) = line[value_start..].find('"') else { return line.to_string() };
+    let Some(len) = line[value_start..].find('"') else {
+        return line.to_string();
+    };
     format!("{}{}", &line[..start], &line[value_start + len + 1..])
 }
 
 /// Whether the module calls libdevice (`__nv_*`) functions it does not define.
 pub fn needs_libdevice(ir: &str) -> bool {
-    ir.lines().any(|l| l.starts_with("declare ") && l.contains(" @__nv_"))
+    ir.lines()
+        .any(|l| l.starts_with("declare ") && l.contains(" @__nv_"))
 }
 
 #[cfg(test)]

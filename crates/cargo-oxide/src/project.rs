@@ -80,11 +80,14 @@ impl Project {
 
     /// cargo's output folder for the device build.
     pub fn device_target_dir(&self) -> PathBuf {
-        self.target_dir.join(DEVICE_TARGET).join(self.profile.dir_name())
+        self.target_dir
+            .join(DEVICE_TARGET)
+            .join(self.profile.dir_name())
     }
 
     pub fn manifest_file(&self) -> PathBuf {
-        self.out_dir.join(oxide_abi::manifest::manifest_file_name(&self.crate_name))
+        self.out_dir
+            .join(oxide_abi::manifest::manifest_file_name(&self.crate_name))
     }
 }
 

@@ -84,12 +84,16 @@ pub fn parse_report(log: &str) -> BTreeMap<String, KernelResources> {
             current = Some(name);
             continue;
         }
-        let Some(entry) = current.as_ref().and_then(|n| report.get_mut(n)) else { continue };
+        let Some(entry) = current.as_ref().and_then(|n| report.get_mut(n)) else {
+            continue;
+        };
         for part in line.split(',') {
             let words: Vec<&str> = part.split_whitespace().collect();
             let number = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
             match words.as_slice() {
-                [.., "Used", _, "registers"] => entry.registers = number(words.len() - 2).unwrap_or(0) as u32,
+                [.., "Used", _, "registers"] => {
+                    entry.registers = number(words.len() - 2).unwrap_or(0) as u32
+                }
                 ["used", _, "barriers"] => entry.barriers = number(1).unwrap_or(0) as u32,
                 [_, "bytes", "smem"] => entry.shared_bytes = number(0).unwrap_or(0),
                 [_, "bytes", "stack", "frame"] => entry.stack_frame_bytes = number(0).unwrap_or(0),
@@ -135,7 +139,15 @@ ptxas info    : Compile time = 3.054 ms
         let v = &r["vecadd"];
         assert_eq!((v.registers, v.barriers, v.shared_bytes), (10, 1, 1024));
         let s = &r["saxpy"];
-        assert_eq!((s.registers, s.stack_frame_bytes, s.spill_store_bytes, s.spill_load_bytes), (255, 16, 4, 8));
+        assert_eq!(
+            (
+                s.registers,
+                s.stack_frame_bytes,
+                s.spill_store_bytes,
+                s.spill_load_bytes
+            ),
+            (255, 16, 4, 8)
+        );
         assert_eq!(s.shared_bytes, 0);
     }
 
@@ -152,7 +164,10 @@ ptxas info    : Compile time = 3.054 ms
     #[test]
     fn entry_text_is_one_function() {
         let ptx = ".version 7.8\n.visible .entry a(\n.param .u64 p\n)\n{\nret;\n}\n.visible .entry b(\n)\n{\nret;\n}\n";
-        assert_eq!(entry_text(ptx, "a").unwrap(), ".visible .entry a(\n.param .u64 p\n)\n{\nret;\n}");
+        assert_eq!(
+            entry_text(ptx, "a").unwrap(),
+            ".visible .entry a(\n.param .u64 p\n)\n{\nret;\n}"
+        );
         assert!(entry_text(ptx, "c").is_none());
         assert_eq!(ptx_version(ptx).as_deref(), Some("7.8"));
     }

@@ -28,10 +28,16 @@ pub fn sysroot_dir(tc: &Toolchain) -> PathBuf {
         tc.rustc.version,
         tc.rustc.commit.as_deref().unwrap_or(""),
         tc.rustc.host,
-        tc.rustc.library_src.as_deref().map(|p| p.display().to_string()).unwrap_or_default()
+        tc.rustc
+            .library_src
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
     );
     let key = &sha256_hex(identity.as_bytes())[..16];
-    env::cache_dir().join("sysroot").join(format!("{}-{key}", tc.rustc.release))
+    env::cache_dir()
+        .join("sysroot")
+        .join(format!("{}-{key}", tc.rustc.release))
 }
 
 fn target_lib_dir(sysroot: &Path) -> PathBuf {
@@ -114,7 +120,13 @@ fn build_core(tc: &Toolchain, work: &Path) -> Result<Vec<PathBuf>> {
     let target_dir = work.join("target");
     let out = Command::new(&tc.cargo)
         .current_dir(&krate)
-        .args(["build", "--release", "--target", DEVICE_TARGET, "-Zbuild-std=core"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            DEVICE_TARGET,
+            "-Zbuild-std=core",
+        ])
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)
         .env("CARGO_TARGET_DIR", &target_dir)
@@ -142,7 +154,11 @@ fn build_core(tc: &Toolchain, work: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     if rlibs.len() != SYSROOT_CRATES.len() {
-        bail!("building core produced {} of the expected rlibs in {}", rlibs.len(), deps.display());
+        bail!(
+            "building core produced {} of the expected rlibs in {}",
+            rlibs.len(),
+            deps.display()
+        );
     }
     Ok(rlibs)
 }

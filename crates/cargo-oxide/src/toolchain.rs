@@ -101,14 +101,14 @@ impl Discovery {
         if let Err(e) = &self.rustc {
             missing.push(format!("rustc with rust-src: {e}"));
         }
-        if let Ok(r) = &self.rustc {
-            if r.library_src.is_none() {
-                missing.push(format!(
-                    "rust-src for {} (core for the GPU is built from it): install it with \
-                     `{APT_RUST}` (Debian 12) or `rustup component add rust-src`",
-                    r.version
-                ));
-            }
+        if let Ok(r) = &self.rustc
+            && r.library_src.is_none()
+        {
+            missing.push(format!(
+                "rust-src for {} (core for the GPU is built from it): install it with \
+                 `{APT_RUST}` (Debian 12) or `rustup component add rust-src`",
+                r.version
+            ));
         }
         if let Err(e) = &self.cargo {
             missing.push(format!("cargo: {e}"));
@@ -176,7 +176,10 @@ fn probe_rustc(path: &Path) -> Option<RustcInfo> {
     let llvm_major = llvm_version.split('.').next()?.parse().ok()?;
     let sysroot = PathBuf::from(output_of(path, &["--print", "sysroot"])?.trim());
     let library = sysroot.join("lib/rustlib/src/rust/library");
-    let library_src = library.join("core/src/lib.rs").is_file().then(|| library.clone());
+    let library_src = library
+        .join("core/src/lib.rs")
+        .is_file()
+        .then(|| library.clone());
     let library_vendor = library_src
         .as_ref()
         .map(|l| l.join("vendor"))
@@ -211,7 +214,11 @@ fn find_rustc() -> Result<RustcInfo, String> {
         if candidates.is_empty() {
             "PATH".to_string()
         } else {
-            candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
+            candidates
+                .iter()
+                .map(|c| c.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         },
         env::RUSTC
     ))
@@ -222,7 +229,11 @@ fn find_cargo(rustc: &Path) -> Result<PathBuf, String> {
         return Ok(p);
     }
     // The cargo shipped with that rustc understands its -Z flags.
-    if let Some(sibling) = rustc.parent().map(|d| d.join("cargo")).filter(|p| p.is_file()) {
+    if let Some(sibling) = rustc
+        .parent()
+        .map(|d| d.join("cargo"))
+        .filter(|p| p.is_file())
+    {
         return Ok(sibling);
     }
     which("cargo").ok_or_else(|| format!("no cargo found next to {} or on PATH", rustc.display()))
@@ -235,7 +246,11 @@ fn llvm_tool_dirs(rustc: &RustcInfo) -> Vec<PathBuf> {
     vec![
         PathBuf::from(format!("/usr/lib/llvm-{}/bin", rustc.llvm_major)),
         // rustup's `llvm-tools` component.
-        rustc.sysroot.join("lib/rustlib").join(&rustc.host).join("bin"),
+        rustc
+            .sysroot
+            .join("lib/rustlib")
+            .join(&rustc.host)
+            .join("bin"),
     ]
 }
 
@@ -258,10 +273,13 @@ fn find_llvm_tool(rustc: &RustcInfo, tool: &str) -> Option<(PathBuf, String)> {
     if env::var(env::LLVM_BIN).is_none() {
         candidates.extend(which(tool));
     }
-    candidates.into_iter().filter(|p| p.is_file()).find_map(|p| {
-        let v = llvm_tool_version(&p)?;
-        (v.split('.').next()? == major.to_string()).then_some((p, v))
-    })
+    candidates
+        .into_iter()
+        .filter(|p| p.is_file())
+        .find_map(|p| {
+            let v = llvm_tool_version(&p)?;
+            (v.split('.').next()? == major.to_string()).then_some((p, v))
+        })
 }
 
 fn find_llvm_tools(rustc: &RustcInfo) -> Result<LlvmTools, String> {
@@ -296,11 +314,21 @@ fn find_llvm_tools(rustc: &RustcInfo) -> Result<LlvmTools, String> {
 /// site-packages folders of the Python that holds NVIDIA's PyPI wheels.
 fn python_site_dirs() -> Vec<PathBuf> {
     let python = env::path(env::PYTHON).unwrap_or_else(|| PathBuf::from("python3"));
-    let script = "import site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))";
-    let resolved = if python.components().count() > 1 { Some(python) } else { which("python3") };
+    let script =
+        "import site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))";
+    let resolved = if python.components().count() > 1 {
+        Some(python)
+    } else {
+        which("python3")
+    };
     resolved
         .and_then(|p| output_of(&p, &["-c", script]))
-        .map(|out| out.lines().map(PathBuf::from).filter(|p| p.is_dir()).collect())
+        .map(|out| {
+            out.lines()
+                .map(PathBuf::from)
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -309,12 +337,18 @@ fn python_site_dirs() -> Vec<PathBuf> {
 fn in_nvidia_wheels(rel: &str) -> Vec<PathBuf> {
     let mut v = Vec::new();
     for site in python_site_dirs() {
-        let Ok(entries) = std::fs::read_dir(site.join("nvidia")) else { continue };
+        let Ok(entries) = std::fs::read_dir(site.join("nvidia")) else {
+            continue;
+        };
         let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         dirs.sort();
         // Newest CUDA first (cu13 before cu12).
         dirs.reverse();
-        v.extend(dirs.into_iter().map(|d| d.join(rel)).filter(|p| p.is_file()));
+        v.extend(
+            dirs.into_iter()
+                .map(|d| d.join(rel))
+                .filter(|p| p.is_file()),
+        );
     }
     v
 }
@@ -324,7 +358,11 @@ fn find_libdevice() -> Result<PathBuf, String> {
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(format!("{} points at {}, which does not exist", env::LIBDEVICE, p.display()))
+            Err(format!(
+                "{} points at {}, which does not exist",
+                env::LIBDEVICE,
+                p.display()
+            ))
         };
     }
     let rel = "nvvm/libdevice/libdevice.10.bc";
@@ -351,7 +389,10 @@ fn probe_ptxas(path: &Path) -> Option<Ptxas> {
         .or_else(|| out.lines().last())?
         .trim()
         .to_string();
-    Some(Ptxas { path: path.to_path_buf(), version })
+    Some(Ptxas {
+        path: path.to_path_buf(),
+        version,
+    })
 }
 
 fn find_ptxas() -> Result<Ptxas, String> {
@@ -382,7 +423,8 @@ fn cuda_driver_version() -> Result<String, String> {
                              here and run on the CPU emulator; running them on a GPU needs the \
                              NVIDIA driver";
     // SAFETY: loading the driver library runs its initialisers, as any CUDA program does.
-    let lib = unsafe { libloading::Library::new("libcuda.so.1") }.map_err(|_| NO_DRIVER.to_string())?;
+    let lib =
+        unsafe { libloading::Library::new("libcuda.so.1") }.map_err(|_| NO_DRIVER.to_string())?;
     type GetVersion = unsafe extern "C" fn(*mut i32) -> i32;
     // SAFETY: cuDriverGetVersion has this signature in every CUDA version.
     let get: libloading::Symbol<GetVersion> =
@@ -391,7 +433,9 @@ fn cuda_driver_version() -> Result<String, String> {
     // SAFETY: `v` is a valid out-pointer.
     let status = unsafe { get(&mut v) };
     if status != 0 {
-        return Err(format!("cuDriverGetVersion failed with CUDA error {status}"));
+        return Err(format!(
+            "cuDriverGetVersion failed with CUDA error {status}"
+        ));
     }
     Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
 }

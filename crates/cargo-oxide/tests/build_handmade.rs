@@ -51,7 +51,10 @@ fn builds_verified_ptx_and_a_manifest_for_each_arch() {
     assert_eq!(m.krate.name, "handmade_kernels");
     assert_eq!(m.profile, "release");
     assert!(m.toolchain.rustc.starts_with("rustc "));
-    assert!(m.toolchain.ptxas.is_some(), "ptxas must have verified the PTX");
+    assert!(
+        m.toolchain.ptxas.is_some(),
+        "ptxas must have verified the PTX"
+    );
     assert!(m.sources.iter().any(|s| s.path.ends_with("src/lib.rs")));
 
     let entries: Vec<&str> = m.kernels.iter().map(|k| k.entry.as_str()).collect();
@@ -67,14 +70,38 @@ fn builds_verified_ptx_and_a_manifest_for_each_arch() {
         let ptx = std::fs::read_to_string(path.parent().unwrap().join(&a.path)).unwrap();
         assert_eq!(a.sha256, sha256(ptx.as_bytes()));
         assert!(ptx.contains(&format!(".target {}", a.arch)));
-        let body = ptx.split(".entry exp_reverse(").nth(1).expect("exp_reverse is an entry");
-        for needle in [".maxntid 256", ".minnctapersm 2", "st.shared", "ld.shared", "bar.sync", "ex2.approx"] {
-            assert!(body.contains(needle), "{needle} missing from exp_reverse on {}", a.arch);
+        let body = ptx
+            .split(".entry exp_reverse(")
+            .nth(1)
+            .expect("exp_reverse is an entry");
+        for needle in [
+            ".maxntid 256",
+            ".minnctapersm 2",
+            "st.shared",
+            "ld.shared",
+            "bar.sync",
+            "ex2.approx",
+        ] {
+            assert!(
+                body.contains(needle),
+                "{needle} missing from exp_reverse on {}",
+                a.arch
+            );
         }
         assert!(ptx.contains(".entry fill_u32("));
         // Descriptors and libdevice's reflection strings are gone; expf was inlined.
-        for absent in ["oxide.kernels", "__nvvm_reflect", "__nv_expf", "CUDA_FTZ", "\"version\""] {
-            assert!(!ptx.contains(absent), "{absent} left in the PTX for {}", a.arch);
+        for absent in [
+            "oxide.kernels",
+            "__nvvm_reflect",
+            "__nv_expf",
+            "CUDA_FTZ",
+            "\"version\"",
+        ] {
+            assert!(
+                !ptx.contains(absent),
+                "{absent} left in the PTX for {}",
+                a.arch
+            );
         }
         let report = a.ptxas.as_ref().unwrap();
         assert_eq!(report["exp_reverse"].shared_bytes, 1024);
@@ -85,15 +112,17 @@ fn builds_verified_ptx_and_a_manifest_for_each_arch() {
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[test]
 fn a_warm_rebuild_relinks_without_rebuilding_core() {
     let dir = fixture_copy();
-    let (path, first) = build_ok(dir.path(), &[]);
-    let sysroot_files = |m: &Manifest| -> Vec<(PathBuf, std::time::SystemTime)> {
-        let _ = m;
+    let (path, _) = build_ok(dir.path(), &[]);
+    let sysroot_files = || -> Vec<(PathBuf, std::time::SystemTime)> {
         let root = cache_dir().join("sysroot");
         let mut v = Vec::new();
         for entry in walk(&root) {
@@ -104,15 +133,23 @@ fn a_warm_rebuild_relinks_without_rebuilding_core() {
         }
         v
     };
-    let before = sysroot_files(&first);
+    let before = sysroot_files();
     assert!(!before.is_empty(), "the core sysroot was not cached");
     let lib = dir.path().join("src/lib.rs");
     let text = std::fs::read_to_string(&lib).unwrap();
-    std::fs::write(&lib, text.replace("*out.add(i) = v;", "*out.add(i) = v ^ 1;")).unwrap();
+    std::fs::write(
+        &lib,
+        text.replace("*out.add(i) = v;", "*out.add(i) = v ^ 1;"),
+    )
+    .unwrap();
     let out = cargo_oxide(dir.path(), &["build"], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("Compiling core"), "core was rebuilt:\n{}", stderr(&out));
-    assert_eq!(before, sysroot_files(&first));
+    assert!(
+        !stderr(&out).contains("Compiling core"),
+        "core was rebuilt:\n{}",
+        stderr(&out)
+    );
+    assert_eq!(before, sysroot_files());
     let ptx = std::fs::read_to_string(path.with_file_name("handmade_kernels.sm_90.ptx")).unwrap();
     assert!(ptx.contains("xor.b32"), "the edited kernel was not rebuilt");
 }
@@ -129,7 +166,9 @@ fn cache_dir() -> PathBuf {
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -158,18 +197,29 @@ fn rustc_errors_reach_the_user_with_spans() {
 #[test]
 fn missing_libdevice_is_a_clean_link_error_with_the_install_command() {
     let dir = fixture_copy();
-    let out = cargo_oxide(dir.path(), &["build"], &[("OXIDE_LIBDEVICE", "/nonexistent/libdevice.10.bc")]);
+    let out = cargo_oxide(
+        dir.path(),
+        &["build"],
+        &[("OXIDE_LIBDEVICE", "/nonexistent/libdevice.10.bc")],
+    );
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("python3 -m pip install nvidia-nvvm"), "{err}");
     assert!(err.contains("__nv_"), "{err}");
-    assert!(!err.contains("linking with"), "rustc's linker dump leaked:\n{err}");
+    assert!(
+        !err.contains("linking with"),
+        "rustc's linker dump leaked:\n{err}"
+    );
 }
 
 #[test]
 fn a_missing_toolchain_piece_is_named_with_its_install_command() {
     let dir = fixture_copy();
-    let out = cargo_oxide(dir.path(), &["build"], &[("OXIDE_LLVM_BIN", "/nonexistent")]);
+    let out = cargo_oxide(
+        dir.path(),
+        &["build"],
+        &[("OXIDE_LLVM_BIN", "/nonexistent")],
+    );
     assert_eq!(out.status.code(), Some(3));
     let err = stderr(&out);
     assert!(err.contains("llvm-link, opt, llc"), "{err}");
@@ -181,7 +231,11 @@ fn bad_architectures_are_refused_before_building() {
     let dir = fixture_copy();
     let out = cargo_oxide(dir.path(), &["build", "--arch", "sm_80,compute_90"], &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("`compute_90` is not a GPU architecture"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`compute_90` is not a GPU architecture"),
+        "{}",
+        stderr(&out)
+    );
     let out = cargo_oxide(dir.path(), &["build", "--no-such-flag"], &[]);
     assert_eq!(out.status.code(), Some(2));
 }
@@ -196,26 +250,51 @@ fn doctor_reports_every_piece() {
         .iter()
         .map(|p| p["piece"].as_str().unwrap())
         .collect();
-    assert_eq!(pieces, ["rustc", "rust-src", "cargo", "llvm tools", "libdevice", "ptxas", "cuda driver"]);
+    assert_eq!(
+        pieces,
+        [
+            "rustc",
+            "rust-src",
+            "cargo",
+            "llvm tools",
+            "libdevice",
+            "ptxas",
+            "cuda driver"
+        ]
+    );
     assert_eq!(report["ready_to_build"], true);
     assert_eq!(out.status.code(), Some(0));
     // With no usable rustc, doctor says how to get one and exits 3.
-    let out = cargo_oxide(Path::new("."), &["doctor"], &[("OXIDE_RUSTC", "/nonexistent/rustc")]);
+    let out = cargo_oxide(
+        Path::new("."),
+        &["doctor"],
+        &[("OXIDE_RUSTC", "/nonexistent/rustc")],
+    );
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("MISSING") && text.contains("apt-get install -y rustc-web"), "{text}");
+    assert!(
+        text.contains("MISSING") && text.contains("apt-get install -y rustc-web"),
+        "{text}"
+    );
 }
 
 #[test]
 fn inspect_prints_ptx_and_resources() {
     let dir = fixture_copy();
     build_ok(dir.path(), &[]);
-    let out = cargo_oxide(dir.path(), &["inspect", "exp_reverse", "--arch", "sm_90"], &[]);
+    let out = cargo_oxide(
+        dir.path(),
+        &["inspect", "exp_reverse", "--arch", "sm_90"],
+        &[],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(".entry exp_reverse("), "{text}");
     assert!(text.contains("bytes shared"), "{text}");
-    assert!(!text.contains(".entry fill_u32("), "inspect showed another kernel:\n{text}");
+    assert!(
+        !text.contains(".entry fill_u32("),
+        "inspect showed another kernel:\n{text}"
+    );
     let out = cargo_oxide(dir.path(), &["inspect", "nope"], &[]);
     assert_eq!(out.status.code(), Some(4));
     assert!(stderr(&out).contains("exp_reverse, fill_u32"));

@@ -7,13 +7,13 @@
 //! JSON keeps the artifact inspectable (`strings` shows it) and the macro simple; its
 //! `version` field guards against a macro and a link step built from different ABIs.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::types::{ParamKind, ScalarType};
 
 /// One kernel, or one instance of a generic kernel.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KernelDescriptor {
     /// Encoding version ([`crate::DESCRIPTOR_VERSION`]).
     pub version: u32,
@@ -38,7 +38,8 @@ pub struct KernelDescriptor {
 }
 
 /// A generic parameter bound to a concrete type or const value in one instance.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GenericArg {
     /// The generic parameter's name (`T`, `N`).
     pub param: String,
@@ -47,7 +48,8 @@ pub struct GenericArg {
 }
 
 /// One kernel parameter.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ParamDescriptor {
     pub name: String,
     pub kind: ParamKind,
@@ -60,14 +62,16 @@ pub struct ParamDescriptor {
 
 /// Launch bounds: the kernel is compiled for at most `max_threads` threads per block
 /// (PTX `.maxntid`) and at least `min_blocks` resident blocks per SM (`.minnctapersm`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LaunchBounds {
     pub max_threads: u32,
     #[serde(default)]
     pub min_blocks: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SourceLocation {
     pub module: String,
     pub file: String,
@@ -127,12 +131,26 @@ mod tests {
             entry: "saxpy".into(),
             instance: vec![],
             params: vec![
-                ParamDescriptor { name: "a".into(), kind: ParamKind::Scalar, ty: ScalarType::F32, mutable: false },
-                ParamDescriptor { name: "y".into(), kind: ParamKind::DisjointSlice, ty: ScalarType::F32, mutable: true },
+                ParamDescriptor {
+                    name: "a".into(),
+                    kind: ParamKind::Scalar,
+                    ty: ScalarType::F32,
+                    mutable: false,
+                },
+                ParamDescriptor {
+                    name: "y".into(),
+                    kind: ParamKind::DisjointSlice,
+                    ty: ScalarType::F32,
+                    mutable: true,
+                },
             ],
             is_unsafe: false,
             launch_bounds: None,
-            source: SourceLocation { module: "k".into(), file: "src/lib.rs".into(), line: 3 },
+            source: SourceLocation {
+                module: "k".into(),
+                file: "src/lib.rs".into(),
+                line: 3,
+            },
         }
     }
 
@@ -153,6 +171,9 @@ mod tests {
 
     #[test]
     fn refuses_garbage() {
-        assert!(matches!(KernelDescriptor::decode(b"{not json"), Err(DecodeError::Malformed(_))));
+        assert!(matches!(
+            KernelDescriptor::decode(b"{not json"),
+            Err(DecodeError::Malformed(_))
+        ));
     }
 }

@@ -6,14 +6,14 @@
 //! the compiled artifact, and the versioned manifest that `cargo oxide build` writes
 //! and Python reads. The JSON schema checked in beside this crate is generated from
 //! these types; a test fails when the two disagree.
-#![cfg_attr(not(feature = "manifest"), no_std)]
+#![cfg_attr(not(feature = "serde"), no_std)]
 
 pub mod names;
 pub mod types;
 
-#[cfg(feature = "manifest")]
+#[cfg(feature = "serde")]
 pub mod descriptor;
-#[cfg(feature = "manifest")]
+#[cfg(feature = "serde")]
 pub mod manifest;
 
 pub use types::{ParamKind, ScalarType};

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::descriptor::KernelDescriptor;
@@ -18,7 +17,8 @@ pub fn ptx_file_name(crate_name: &str, arch: &str) -> String {
     format!("{crate_name}.{arch}.ptx")
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// [`crate::MANIFEST_SCHEMA_VERSION`]; readers refuse newer schemas.
@@ -38,7 +38,8 @@ pub struct Manifest {
     pub kernels: Vec<KernelDescriptor>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CrateInfo {
     pub name: String,
@@ -47,7 +48,8 @@ pub struct CrateInfo {
     pub manifest_path: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Toolchain {
     /// `rustc -V` of the device compiler.
@@ -66,14 +68,16 @@ pub struct Toolchain {
     pub hash: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SourceFile {
     pub path: String,
     pub sha256: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FileArtifact {
     /// Path relative to the manifest's folder.
@@ -81,7 +85,8 @@ pub struct FileArtifact {
     pub sha256: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PtxArtifact {
     /// `sm_80`, `sm_90`, …
@@ -96,7 +101,8 @@ pub struct PtxArtifact {
 }
 
 /// What ptxas reported for one kernel on one architecture.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct KernelResources {
     pub registers: u32,
@@ -136,6 +142,7 @@ impl Manifest {
     }
 }
 
+#[cfg(feature = "schema")]
 /// The JSON schema of the manifest, as checked in at `crates/oxide-abi/manifest.schema.json`.
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(Manifest);

@@ -27,7 +27,7 @@ pub const DEVICE_TARGET: &str = "nvptx64-nvidia-cuda";
 /// for instances of a generic kernel (`scale` → `scale_f32`), as in cuda-oxide's
 /// instantiation form. Characters a PTX identifier cannot hold are mapped (`-` → `m`,
 /// anything else → `_`), so const arguments such as `-1` still give a valid symbol.
-#[cfg(feature = "manifest")]
+#[cfg(feature = "serde")]
 pub fn entry_symbol(kernel: &str, instance: &[&str]) -> String {
     let mut s = String::from(kernel);
     for arg in instance {
@@ -42,7 +42,7 @@ pub fn entry_symbol(kernel: &str, instance: &[&str]) -> String {
 }
 
 /// The host (emulator) entry point for a device entry symbol.
-#[cfg(feature = "manifest")]
+#[cfg(feature = "serde")]
 pub fn host_entry_symbol(entry: &str) -> String {
     format!("{HOST_ENTRY_PREFIX}{entry}")
 }
@@ -58,7 +58,7 @@ pub const HOST_ENTRY_PREFIX: &str = "__oxide_host_";
 mod tests {
     use super::*;
 
-    #[cfg(feature = "manifest")]
+    #[cfg(feature = "serde")]
     #[test]
     fn entry_symbols_follow_the_instantiation_form() {
         assert_eq!(entry_symbol("vecadd", &[]), "vecadd");
@@ -70,12 +70,16 @@ mod tests {
 
     #[test]
     fn generated_prefixes_are_reserved() {
-        for p in [DESCRIPTOR_ITEM_PREFIX, DEVICE_WRAPPER_PREFIX, HOST_ENTRY_PREFIX] {
+        for p in [
+            DESCRIPTOR_ITEM_PREFIX,
+            DEVICE_WRAPPER_PREFIX,
+            HOST_ENTRY_PREFIX,
+        ] {
             assert!(p.starts_with(RESERVED_PREFIX), "{p}");
         }
     }
 
-    #[cfg(feature = "manifest")]
+    #[cfg(feature = "serde")]
     #[test]
     fn host_entry_symbol_has_the_prefix() {
         assert_eq!(host_entry_symbol("saxpy"), "__oxide_host_saxpy");

@@ -3,11 +3,9 @@
 
 /// Element or scalar type of a kernel parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(
-    feature = "manifest",
-    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
-)]
-#[cfg_attr(feature = "manifest", serde(rename_all = "lowercase"))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum ScalarType {
     I8,
     I16,
@@ -83,11 +81,9 @@ impl ScalarType {
 
 /// How a parameter is declared in Rust, which fixes how it is passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(
-    feature = "manifest",
-    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
-)]
-#[cfg_attr(feature = "manifest", serde(rename_all = "snake_case"))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum ParamKind {
     /// A scalar by value. ABI: the value.
     Scalar,

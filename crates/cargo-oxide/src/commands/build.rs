@@ -73,13 +73,20 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
     let started = Instant::now();
     let archs: Vec<String> = {
         let mut seen = BTreeSet::new();
-        args.arch.iter().map(|a| a.trim().to_string()).filter(|a| seen.insert(a.clone())).collect()
+        args.arch
+            .iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| seen.insert(a.clone()))
+            .collect()
     };
     for arch in &archs {
         ptx::parse_arch(arch)?;
     }
     if args.require_ptxas && tc.ptxas.is_none() {
-        bail!("--require-ptxas was given but ptxas is missing; install it with `{}`", crate::toolchain::PIP_PTXAS);
+        bail!(
+            "--require-ptxas was given but ptxas is missing; install it with `{}`",
+            crate::toolchain::PIP_PTXAS
+        );
     }
     let project = Project::locate(&args.krate, &tc.cargo)?;
     let sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
@@ -98,7 +105,10 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         keep_temps: env::flag(env::KEEP_TEMPS),
     };
     let config_path = link_dir.join("config.json");
-    write_atomic(&config_path, serde_json::to_string_pretty(&config)?.as_bytes())?;
+    write_atomic(
+        &config_path,
+        serde_json::to_string_pretty(&config)?.as_bytes(),
+    )?;
 
     let mut sources = cargo_device_build(tc, &project, &sysroot, &config, &config_path)?;
     if !config.out_module.is_file() || !config.out_descriptors.is_file() {
@@ -117,11 +127,26 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
     std::fs::create_dir_all(&project.out_dir)?;
     let artifacts = compile_archs(tc, &project, &config.out_module, &archs)?;
     for a in &artifacts {
-        let verified = if a.ptxas.is_some() { "verified by ptxas" } else { "NOT verified (no ptxas)" };
-        progress("PTX", &format!("{} ({} kernels, PTX {}, {verified})", project.out_dir.join(&a.path).display(), descriptors.len(), a.ptx_version));
+        let verified = if a.ptxas.is_some() {
+            "verified by ptxas"
+        } else {
+            "NOT verified (no ptxas)"
+        };
+        progress(
+            "PTX",
+            &format!(
+                "{} ({} kernels, PTX {}, {verified})",
+                project.out_dir.join(&a.path).display(),
+                descriptors.len(),
+                a.ptx_version
+            ),
+        );
     }
     if tc.ptxas.is_none() {
-        eprintln!("warning: ptxas not found, so the PTX was not verified; install it with `{}`", crate::toolchain::PIP_PTXAS);
+        eprintln!(
+            "warning: ptxas not found, so the PTX was not verified; install it with `{}`",
+            crate::toolchain::PIP_PTXAS
+        );
     }
 
     let manifest = Manifest {
@@ -140,11 +165,21 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
     };
     let manifest_path = project.manifest_file();
     write_atomic(&manifest_path, manifest.to_json().as_bytes())?;
-    progress("Manifest", &format!("{} ({:.2}s)", manifest_path.display(), started.elapsed().as_secs_f64()));
+    progress(
+        "Manifest",
+        &format!(
+            "{} ({:.2}s)",
+            manifest_path.display(),
+            started.elapsed().as_secs_f64()
+        ),
+    );
     Ok(Outcome {
         manifest: manifest_path,
         crate_name: project.crate_name.clone(),
-        artifacts: artifacts.iter().map(|a| project.out_dir.join(&a.path)).collect(),
+        artifacts: artifacts
+            .iter()
+            .map(|a| project.out_dir.join(&a.path))
+            .collect(),
     })
 }
 
@@ -168,14 +203,20 @@ fn cargo_device_build(
         .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
         .arg("--config")
         .arg(format!("target.{DEVICE_TARGET}.rustflags=[{sysroot_flag}]"))
-        .arg(if color { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" });
+        .arg(if color {
+            "--message-format=json-diagnostic-rendered-ansi"
+        } else {
+            "--message-format=json"
+        });
     if project.profile == Profile::Release {
         cmd.arg("--release");
     }
     if color {
         cmd.args(["--color", "always"]);
     }
-    cmd.arg("--").arg("-C").arg(format!("linker={}", self_exe.display()));
+    cmd.arg("--")
+        .arg("-C")
+        .arg(format!("linker={}", self_exe.display()));
     cmd.env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)
         .env(LINK_CONFIG_ENV, config_path)
@@ -185,7 +226,9 @@ fn cargo_device_build(
         .env_remove("CARGO_BUILD_RUSTFLAGS")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    let mut child = cmd.spawn().with_context(|| format!("running {}", tc.cargo.display()))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("running {}", tc.cargo.display()))?;
     let mut dep_infos = BTreeSet::new();
     let stdout = child.stdout.take().expect("stdout is piped");
     for line in BufReader::new(stdout).lines() {
@@ -206,7 +249,9 @@ fn cargo_device_build(
                 }
             }
             Some("compiler-artifact") => {
-                let local = msg["package_id"].as_str().is_some_and(|id| id.starts_with("path+"));
+                let local = msg["package_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("path+"));
                 if local {
                     for f in msg["filenames"].as_array().into_iter().flatten() {
                         if let Some(dep) = f.as_str().map(|f| Path::new(f).with_extension("d")) {
@@ -223,7 +268,10 @@ fn cargo_device_build(
         if let Ok(text) = std::fs::read_to_string(&config.error_file) {
             bail!("linking the kernels of {} failed:\n{text}", project.name);
         }
-        bail!("the device build of {} failed (rustc's messages are above)", project.name);
+        bail!(
+            "the device build of {} failed (rustc's messages are above)",
+            project.name
+        );
     }
     Ok(dep_infos)
 }
@@ -253,19 +301,33 @@ fn force_relink(tc: &Toolchain, project: &Project) -> Result<()> {
 }
 
 /// `llc` and `ptxas` for every architecture, in parallel.
-fn compile_archs(tc: &Toolchain, project: &Project, module: &Path, archs: &[String]) -> Result<Vec<PtxArtifact>> {
+fn compile_archs(
+    tc: &Toolchain,
+    project: &Project,
+    module: &Path,
+    archs: &[String],
+) -> Result<Vec<PtxArtifact>> {
     let optimize = project.profile == Profile::Release;
     let results: Vec<Result<PtxArtifact>> = std::thread::scope(|s| {
         let handles: Vec<_> = archs
             .iter()
             .map(|arch| s.spawn(move || compile_arch(tc, project, module, arch, optimize)))
             .collect();
-        handles.into_iter().map(|h| h.join().expect("arch compile thread panicked")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("arch compile thread panicked"))
+            .collect()
     });
     results.into_iter().collect()
 }
 
-fn compile_arch(tc: &Toolchain, project: &Project, module: &Path, arch: &str, optimize: bool) -> Result<PtxArtifact> {
+fn compile_arch(
+    tc: &Toolchain,
+    project: &Project,
+    module: &Path,
+    arch: &str,
+    optimize: bool,
+) -> Result<PtxArtifact> {
     let file_name = manifest::ptx_file_name(&project.crate_name, arch);
     let final_path = project.out_dir.join(&file_name);
     let staging = tempfile::Builder::new()
@@ -279,7 +341,9 @@ fn compile_arch(tc: &Toolchain, project: &Project, module: &Path, arch: &str, op
     };
     let text = std::fs::read_to_string(staging.path())?;
     let ptx_version = ptx::ptx_version(&text).unwrap_or_default();
-    staging.persist(&final_path).with_context(|| format!("writing {}", final_path.display()))?;
+    staging
+        .persist(&final_path)
+        .with_context(|| format!("writing {}", final_path.display()))?;
     Ok(PtxArtifact {
         arch: arch.to_string(),
         path: file_name,
@@ -309,13 +373,20 @@ fn hash_sources(dep_infos: &mut BTreeSet<PathBuf>, project: &Project) -> Result<
     let mut files = BTreeSet::new();
     files.insert(project.manifest_path.clone());
     for dep in dep_infos.iter() {
-        let Ok(text) = std::fs::read_to_string(dep) else { continue };
+        let Ok(text) = std::fs::read_to_string(dep) else {
+            continue;
+        };
         files.extend(parse_dep_info(&text));
     }
     files
         .into_iter()
         .filter(|f| f.is_file())
-        .map(|f| Ok(SourceFile { sha256: sha256_file(&f)?, path: f.display().to_string() }))
+        .map(|f| {
+            Ok(SourceFile {
+                sha256: sha256_file(&f)?,
+                path: f.display().to_string(),
+            })
+        })
         .collect()
 }
 
@@ -323,7 +394,9 @@ fn hash_sources(dep_infos: &mut BTreeSet<PathBuf>, project: &Project) -> Result<
 fn parse_dep_info(text: &str) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
     for line in text.lines() {
-        let Some((_, deps)) = line.split_once(": ") else { continue };
+        let Some((_, deps)) = line.split_once(": ") else {
+            continue;
+        };
         let mut current = String::new();
         let mut chars = deps.chars().peekable();
         while let Some(c) = chars.next() {
@@ -355,11 +428,17 @@ mod tests {
     fn dep_info_prerequisites_are_read() {
         let text = "/t/libk.rlib: /src/lib.rs /src/a\\ b.rs\n\n/src/lib.rs:\n";
         let deps = parse_dep_info(text);
-        assert_eq!(deps.into_iter().collect::<Vec<_>>(), [PathBuf::from("/src/a b.rs"), PathBuf::from("/src/lib.rs")]);
+        assert_eq!(
+            deps.into_iter().collect::<Vec<_>>(),
+            [PathBuf::from("/src/a b.rs"), PathBuf::from("/src/lib.rs")]
+        );
     }
 
     #[test]
     fn toml_strings_are_escaped() {
-        assert_eq!(toml_string("--sysroot=/a \"b\"\\c"), "\"--sysroot=/a \\\"b\\\"\\\\c\"");
+        assert_eq!(
+            toml_string("--sysroot=/a \"b\"\\c"),
+            "\"--sysroot=/a \\\"b\\\"\\\\c\""
+        );
     }
 }

@@ -21,7 +21,11 @@ pub fn run(args: &CleanArgs) -> i32 {
 fn clean(args: &CleanArgs) -> Result<()> {
     let tc = Discovery::run().for_build().map_err(anyhow::Error::msg)?;
     let project = Project::locate(&args.krate, &tc.cargo)?;
-    for dir in [project.out_dir.clone(), project.link_dir(), project.device_target_dir()] {
+    for dir in [
+        project.out_dir.clone(),
+        project.link_dir(),
+        project.device_target_dir(),
+    ] {
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
             eprintln!("     Removed {}", dir.display());

@@ -29,26 +29,85 @@ pub fn run(args: &DoctorArgs) -> i32 {
         Line {
             piece: "rustc",
             required: true,
-            found: d.rustc.as_ref().map(|r| format!("{} at {} (LLVM {})", r.version, r.path.display(), r.llvm_version)).map_err(Clone::clone),
+            found: d
+                .rustc
+                .as_ref()
+                .map(|r| {
+                    format!(
+                        "{} at {} (LLVM {})",
+                        r.version,
+                        r.path.display(),
+                        r.llvm_version
+                    )
+                })
+                .map_err(Clone::clone),
         },
-        Line { piece: "rust-src", required: true, found: rust_src },
-        Line { piece: "cargo", required: true, found: d.cargo.as_ref().map(|p| p.display().to_string()).map_err(Clone::clone) },
+        Line {
+            piece: "rust-src",
+            required: true,
+            found: rust_src,
+        },
+        Line {
+            piece: "cargo",
+            required: true,
+            found: d
+                .cargo
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .map_err(Clone::clone),
+        },
         Line {
             piece: "llvm tools",
             required: true,
-            found: d.llvm.as_ref().map(|l| format!("LLVM {}: {}, {}, {}", l.version, l.llvm_link.display(), l.opt.display(), l.llc.display())).map_err(Clone::clone),
+            found: d
+                .llvm
+                .as_ref()
+                .map(|l| {
+                    format!(
+                        "LLVM {}: {}, {}, {}",
+                        l.version,
+                        l.llvm_link.display(),
+                        l.opt.display(),
+                        l.llc.display()
+                    )
+                })
+                .map_err(Clone::clone),
         },
-        Line { piece: "libdevice", required: false, found: d.libdevice.as_ref().map(|p| p.display().to_string()).map_err(Clone::clone) },
-        Line { piece: "ptxas", required: false, found: d.ptxas.as_ref().map(|p| format!("{} ({})", p.path.display(), p.version)).map_err(Clone::clone) },
-        Line { piece: "cuda driver", required: false, found: d.driver.clone().map(|v| format!("CUDA {v}")) },
+        Line {
+            piece: "libdevice",
+            required: false,
+            found: d
+                .libdevice
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .map_err(Clone::clone),
+        },
+        Line {
+            piece: "ptxas",
+            required: false,
+            found: d
+                .ptxas
+                .as_ref()
+                .map(|p| format!("{} ({})", p.path.display(), p.version))
+                .map_err(Clone::clone),
+        },
+        Line {
+            piece: "cuda driver",
+            required: false,
+            found: d.driver.clone().map(|v| format!("CUDA {v}")),
+        },
     ];
     let ready = lines.iter().all(|l| !l.required || l.found.is_ok());
     if args.json {
         let pieces: Vec<_> = lines
             .iter()
             .map(|l| match &l.found {
-                Ok(v) => json!({"piece": l.piece, "required": l.required, "found": true, "detail": v}),
-                Err(e) => json!({"piece": l.piece, "required": l.required, "found": false, "detail": e}),
+                Ok(v) => {
+                    json!({"piece": l.piece, "required": l.required, "found": true, "detail": v})
+                }
+                Err(e) => {
+                    json!({"piece": l.piece, "required": l.required, "found": false, "detail": e})
+                }
             })
             .collect();
         println!("{}", json!({"ready_to_build": ready, "pieces": pieces}));
@@ -67,5 +126,9 @@ pub fn run(args: &DoctorArgs) -> i32 {
             println!("\nnot ready to build kernels: install the pieces marked MISSING");
         }
     }
-    if ready { exit::OK } else { exit::TOOLCHAIN_MISSING }
+    if ready {
+        exit::OK
+    } else {
+        exit::TOOLCHAIN_MISSING
+    }
 }

@@ -24,12 +24,18 @@ fn inspect(args: &InspectArgs) -> Result<i32> {
     let project = Project::locate(&args.krate, &tc.cargo)?;
     let path = project.manifest_file();
     let text = std::fs::read_to_string(&path).with_context(|| {
-        format!("no manifest at {}; run `cargo oxide build` first", path.display())
+        format!(
+            "no manifest at {}; run `cargo oxide build` first",
+            path.display()
+        )
     })?;
     let manifest = Manifest::from_json(&text).map_err(anyhow::Error::msg)?;
 
     let Some(wanted) = &args.kernel else {
-        println!("kernels of {} ({} build):", manifest.krate.name, manifest.profile);
+        println!(
+            "kernels of {} ({} build):",
+            manifest.krate.name, manifest.profile
+        );
         for k in &manifest.kernels {
             let params: Vec<String> = k
                 .params
@@ -43,17 +49,29 @@ fn inspect(args: &InspectArgs) -> Result<i32> {
     let kernels: Vec<_> = manifest.kernel(wanted).collect();
     if kernels.is_empty() {
         let names: Vec<&str> = manifest.kernels.iter().map(|k| k.entry.as_str()).collect();
-        eprintln!("error: no kernel `{wanted}` in {}; it has: {}", manifest.krate.name, names.join(", "));
+        eprintln!(
+            "error: no kernel `{wanted}` in {}; it has: {}",
+            manifest.krate.name,
+            names.join(", ")
+        );
         return Ok(exit::NOT_FOUND);
     }
     let artifact = pick_artifact(&manifest.artifacts, args.arch.as_deref())?;
     let ptx_text = std::fs::read_to_string(project.out_dir.join(&artifact.path))?;
     for k in kernels {
-        println!("// kernel {} (entry {}) for {}, PTX {}", k.name, k.entry, artifact.arch, artifact.ptx_version);
+        println!(
+            "// kernel {} (entry {}) for {}, PTX {}",
+            k.name, k.entry, artifact.arch, artifact.ptx_version
+        );
         match artifact.ptxas.as_ref().and_then(|r| r.get(&k.entry)) {
             Some(r) => println!(
                 "// ptxas: {} registers, {} bytes shared, {} bytes stack, {} bytes spill stores, {} bytes spill loads, {} barriers",
-                r.registers, r.shared_bytes, r.stack_frame_bytes, r.spill_store_bytes, r.spill_load_bytes, r.barriers
+                r.registers,
+                r.shared_bytes,
+                r.stack_frame_bytes,
+                r.spill_store_bytes,
+                r.spill_load_bytes,
+                r.barriers
             ),
             None => println!("// ptxas: no report (ptxas was not available at build time)"),
         }
@@ -73,7 +91,9 @@ fn pick_artifact<'a>(artifacts: &'a [PtxArtifact], arch: Option<&str>) -> Result
             format!("no PTX for {a}; built: {}", built.join(", "))
         }),
         None => {
-            let best = artifacts.iter().max_by_key(|x| ptx::parse_arch(&x.arch).unwrap_or(0));
+            let best = artifacts
+                .iter()
+                .max_by_key(|x| ptx::parse_arch(&x.arch).unwrap_or(0));
             match best {
                 Some(b) => Ok(b),
                 None => bail!("the manifest lists no PTX"),

@@ -148,14 +148,20 @@ fn run_tool(tool: &Path, args: &[&std::ffi::OsStr], what: &str) -> Result<()> {
         .output()
         .with_context(|| format!("running {}", tool.display()))?;
     if !output.status.success() {
-        bail!("{what} failed ({}):\n{}", tool.display(), String::from_utf8_lossy(&output.stderr));
+        bail!(
+            "{what} failed ({}):\n{}",
+            tool.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     Ok(())
 }
 
 pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
     std::fs::create_dir_all(&config.work_dir)?;
-    let work = tempfile::Builder::new().prefix("link-").tempdir_in(&config.work_dir)?;
+    let work = tempfile::Builder::new()
+        .prefix("link-")
+        .tempdir_in(&config.work_dir)?;
     let tmp = work.path();
 
     let mut inputs = Vec::new();
@@ -190,8 +196,10 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
     let text = std::fs::read_to_string(&pruned)?;
     let (raw_descriptors, text) = ir::take_descriptors(&text)?;
     let descriptors = decode_all(&raw_descriptors)?;
-    let kernels: BTreeMap<String, _> =
-        descriptors.iter().map(|d| (d.entry.clone(), d.launch_bounds)).collect();
+    let kernels: BTreeMap<String, _> = descriptors
+        .iter()
+        .map(|d| (d.entry.clone(), d.launch_bounds))
+        .collect();
     let text = ir::strip_cpu_attributes(&text);
     let text = ir::mark_kernels(&text, &kernels)?;
     let (text, _shared) = ir::move_shared_statics(&text)?;
@@ -227,7 +235,11 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
 
     let entries = format!(
         "-internalize-public-api-list={}",
-        descriptors.iter().map(|d| d.entry.as_str()).collect::<Vec<_>>().join(",")
+        descriptors
+            .iter()
+            .map(|d| d.entry.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let pipeline = if config.optimize {
         // NVVMReflect first: libdevice branches on `__nvvm_reflect("__CUDA_FTZ")`, and
@@ -239,12 +251,22 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
     let optimized = tmp.join("optimized.bc");
     run_tool(
         &config.opt,
-        &[TRIPLE_FLAG.as_ref(), pipeline.as_ref(), entries.as_ref(), module.as_os_str(), "-o".as_ref(), optimized.as_os_str()],
+        &[
+            TRIPLE_FLAG.as_ref(),
+            pipeline.as_ref(),
+            entries.as_ref(),
+            module.as_os_str(),
+            "-o".as_ref(),
+            optimized.as_os_str(),
+        ],
         "optimising the kernels",
     )?;
 
     write_atomic(&config.out_module, &std::fs::read(&optimized)?)?;
-    write_atomic(&config.out_descriptors, serde_json::to_string_pretty(&descriptors)?.as_bytes())?;
+    write_atomic(
+        &config.out_descriptors,
+        serde_json::to_string_pretty(&descriptors)?.as_bytes(),
+    )?;
     // rustc expects its output file; the PTX proper is written per architecture by
     // `cargo oxide build`.
     if let Some(out) = &args.output {
@@ -270,7 +292,13 @@ fn decode_all(raw: &[Vec<u8>]) -> Result<Vec<KernelDescriptor>> {
         if let Some(prev) = out.iter().find(|p| p.entry == d.entry) {
             bail!(
                 "two kernels have the entry symbol `{}`: {} ({}:{}) and {} ({}:{}); rename one",
-                d.entry, prev.name, prev.source.file, prev.source.line, d.name, d.source.file, d.source.line
+                d.entry,
+                prev.name,
+                prev.source.file,
+                prev.source.line,
+                d.name,
+                d.source.file,
+                d.source.line
             );
         }
         out.push(d);
@@ -289,7 +317,10 @@ mod tests {
                     --target nvptx64-nvidia-cuda --target-cpu sm_30 -o /t/k.ptx -O3 --debug";
         let parsed = parse_linker_args(args.split(' ').map(String::from)).unwrap();
         assert_eq!(parsed.exports, ["vecadd", "saxpy"]);
-        assert_eq!(parsed.inputs, [PathBuf::from("/t/k.o"), PathBuf::from("/s/libcore-1.rlib")]);
+        assert_eq!(
+            parsed.inputs,
+            [PathBuf::from("/t/k.o"), PathBuf::from("/s/libcore-1.rlib")]
+        );
         assert_eq!(parsed.output, Some(PathBuf::from("/t/k.ptx")));
     }
 

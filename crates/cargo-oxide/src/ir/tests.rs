@@ -29,7 +29,9 @@ fn descriptors_are_decoded_and_removed() {
     let (descriptors, text) = take_descriptors(MODULE).unwrap();
     assert_eq!(descriptors, vec![br#"{"name":"x"}"#.to_vec()]);
     assert!(!text.contains("_RDESC1"));
-    assert!(text.contains("@llvm.used = appending global [1 x ptr] [ptr @keep_me], section \"llvm.metadata\""));
+    assert!(text.contains(
+        "@llvm.used = appending global [1 x ptr] [ptr @keep_me], section \"llvm.metadata\""
+    ));
 }
 
 #[test]
@@ -43,18 +45,31 @@ fn a_used_array_left_empty_is_dropped() {
 
 #[test]
 fn c_strings_decode_escapes() {
-    assert_eq!(decode_c_string(r#"x c"a\22b\5Cc\0A""#).unwrap(), b"a\"b\\c\n");
+    assert_eq!(
+        decode_c_string(r#"x c"a\22b\5Cc\0A""#).unwrap(),
+        b"a\"b\\c\n"
+    );
 }
 
 #[test]
 fn shared_statics_move_to_addrspace_3() {
     let (text, n) = move_shared_statics(MODULE).unwrap();
     assert_eq!(n, 2);
-    assert!(text.contains("@_RSH = internal addrspace(3) global [1024 x i8] undef, align 4\n"), "{text}");
+    assert!(
+        text.contains("@_RSH = internal addrspace(3) global [1024 x i8] undef, align 4\n"),
+        "{text}"
+    );
     // Zero initialisers cannot live in shared memory; the static starts undefined.
-    assert!(text.contains("@_RSH2 = internal addrspace(3) global <{ [16 x i8] }> undef, align 16\n"), "{text}");
+    assert!(
+        text.contains("@_RSH2 = internal addrspace(3) global <{ [16 x i8] }> undef, align 16\n"),
+        "{text}"
+    );
     assert!(text.contains("ptr addrspacecast (ptr addrspace(3) @_RSH to ptr), i64 %1"));
-    assert!(text.contains("getelementptr (i8, ptr addrspacecast (ptr addrspace(3) @_RSH2 to ptr), i64 3)"));
+    assert!(
+        text.contains(
+            "getelementptr (i8, ptr addrspacecast (ptr addrspace(3) @_RSH2 to ptr), i64 3)"
+        )
+    );
     // A global whose name starts with the shared one's is left alone.
     assert!(text.contains("store i32 1, ptr @_RSHx, align 4"));
     assert!(text.contains("@_RSHx = internal global i32 0, align 4"));
@@ -63,7 +78,13 @@ fn shared_statics_move_to_addrspace_3() {
 #[test]
 fn kernels_get_the_ptx_kernel_convention_and_bounds() {
     let mut kernels = BTreeMap::new();
-    kernels.insert("vecadd".to_string(), Some(LaunchBounds { max_threads: 128, min_blocks: Some(2) }));
+    kernels.insert(
+        "vecadd".to_string(),
+        Some(LaunchBounds {
+            max_threads: 128,
+            min_blocks: Some(2),
+        }),
+    );
     let text = mark_kernels(MODULE, &kernels).unwrap();
     assert!(text.contains(
         "define ptx_kernel void @vecadd(ptr %0, i64 %1) unnamed_addr \"nvvm.maxntid\"=\"128\" \"nvvm.minctasm\"=\"2\" #1 {"
@@ -82,7 +103,10 @@ fn a_described_kernel_missing_from_the_module_is_an_error() {
 #[test]
 fn cpu_attributes_are_stripped() {
     let text = strip_cpu_attributes(MODULE);
-    assert!(text.contains("attributes #1 = { convergent nounwind }"), "{text}");
+    assert!(
+        text.contains("attributes #1 = { convergent nounwind }"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -94,15 +118,25 @@ fn libdevice_need_is_detected() {
 #[test]
 fn types_are_read_whole() {
     assert_eq!(type_prefix("[4 x [2 x i8]] undef"), Some("[4 x [2 x i8]]"));
-    assert_eq!(type_prefix("<{ [16 x i8] }> zeroinitializer"), Some("<{ [16 x i8] }>"));
+    assert_eq!(
+        type_prefix("<{ [16 x i8] }> zeroinitializer"),
+        Some("<{ [16 x i8] }>")
+    );
     assert_eq!(type_prefix("i32 0"), Some("i32"));
 }
 
 #[test]
 fn bounds_go_before_debug_metadata() {
-    let line = "define void @k(ptr noundef align 4 %0, { i32, i64 } %1) unnamed_addr #1 !dbg !184 {\n";
+    let line =
+        "define void @k(ptr noundef align 4 %0, { i32, i64 } %1) unnamed_addr #1 !dbg !184 {\n";
     let mut kernels = BTreeMap::new();
-    kernels.insert("k".to_string(), Some(LaunchBounds { max_threads: 64, min_blocks: None }));
+    kernels.insert(
+        "k".to_string(),
+        Some(LaunchBounds {
+            max_threads: 64,
+            min_blocks: None,
+        }),
+    );
     let text = mark_kernels(line, &kernels).unwrap();
     assert_eq!(
         text,

@@ -1,12 +1,12 @@
 //! The checked-in JSON schema is what Python and other readers validate against; it
 //! must be exactly what the Rust types generate. Regenerate with
-//! `OXIDE_BLESS=1 cargo test -p oxide-abi --test schema_is_current`.
+//! `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current`.
 
 use std::path::Path;
 
 #[test]
 fn checked_in_schema_matches_the_rust_types() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest.schema.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/manifest.schema.json");
     let generated = oxide_abi::manifest::json_schema();
     if std::env::var_os("OXIDE_BLESS").is_some() {
         std::fs::write(&path, &generated).unwrap();
@@ -15,7 +15,7 @@ fn checked_in_schema_matches_the_rust_types() {
     assert!(
         checked_in == generated,
         "{} is out of date with crates/oxide-abi/src/manifest.rs; regenerate it with \
-         `OXIDE_BLESS=1 cargo test -p oxide-abi --test schema_is_current` and commit it",
+         `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current` and commit it",
         path.display()
     );
 }
@@ -26,7 +26,10 @@ fn schema_declares_the_current_version_field() {
         serde_json::from_str(&oxide_abi::manifest::json_schema()).unwrap();
     let required = schema["required"].as_array().unwrap();
     for field in ["schema", "crate", "toolchain", "artifacts", "kernels"] {
-        assert!(required.iter().any(|r| r == field), "{field} must be required");
+        assert!(
+            required.iter().any(|r| r == field),
+            "{field} must be required"
+        );
     }
 }
 

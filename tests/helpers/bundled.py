@@ -1,0 +1,67 @@
+"""The bundled kernel crate's build artifacts, for tests.
+
+Where the Rust toolchain is present (CI, developer machines) the crate is built with
+`cargo oxide build`; on the GPU machine, which has no Rust, the artifacts built here and
+carried there (target/oxide/release) are used as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import site
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+KERNELS_CRATE = REPO / "kernels_rs" / "Cargo.toml"
+ARCHS = ("sm_80", "sm_90")
+PREBUILT = REPO / "target" / "oxide" / "release" / "kernels_rs.manifest.json"
+
+
+def cargo_oxide() -> str | None:
+    found = shutil.which("cargo-oxide")
+    if found:
+        return found
+    home = Path.home() / ".cargo" / "bin" / "cargo-oxide"
+    return str(home) if home.is_file() else None
+
+
+@functools.lru_cache(maxsize=None)
+def kernels_manifest() -> Path:
+    """Build kernels_rs for ARCHS (or use the carried artifacts) and return the manifest path."""
+    exe = cargo_oxide()
+    if exe is None:
+        if PREBUILT.is_file():
+            return PREBUILT
+        raise RuntimeError("cargo-oxide is not installed and no prebuilt artifacts exist; run scripts/setup")
+    out = subprocess.run(
+        [exe, "oxide", "build", "--manifest-path", str(KERNELS_CRATE), "--arch", ",".join(ARCHS), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
+    return Path(json.loads(out.stdout)["manifest"])
+
+
+def load_manifest() -> dict:
+    return json.loads(kernels_manifest().read_text())
+
+
+def find_ptxas() -> str | None:
+    """ptxas from PATH, a CUDA toolkit, or NVIDIA's PyPI wheel."""
+    for candidate in (os.environ.get("OXIDE_PTXAS"), shutil.which("ptxas")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    for root in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root and (Path(root) / "bin" / "ptxas").is_file():
+            return str(Path(root) / "bin" / "ptxas")
+    for d in site.getsitepackages() + [site.getusersitepackages()]:
+        hits = sorted(Path(d, "nvidia").glob("*/bin/ptxas"), reverse=True)
+        if hits:
+            return str(hits[0])
+    return None
