@@ -1,1 +1,61 @@
+//! `#[kernel]`: marks a Rust function as a GPU kernel of pyoxide.
+//!
+//! ```ignore
+//! use oxide_device::prelude::*;
+//!
+//! #[kernel]
+//! pub fn vecadd(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>) { /* ... */ }
+//!
+//! #[kernel(f32, f64)]            // one entry point per instance: scale_f32, scale_f64
+//! #[launch_bounds(256)]          // optional; read and removed by #[kernel]
+//! pub fn scale<T: Copy + core::ops::Mul<Output = T>>(f: T, x: &[T], mut out: DisjointSlice<T>) { /* ... */ }
+//! ```
+//!
+//! The stages are separate modules: `parse` (syntax), `validate` (the rules, as spanned
+//! errors), `expand` (code). Names, sections and the descriptor format come from
+//! `oxide_abi`.
+
 extern crate proc_macro;
+
+mod expand;
+mod parse;
+mod validate;
+
+use proc_macro::TokenStream;
+use quote::quote;
+
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let result = parse::parse(attr.into(), item.clone()).and_then(validate::validate);
+    match result {
+        Ok(kernel) => expand::expand(&kernel),
+        Err(error) => with_item(item, error),
+    }
+    .into()
+}
+
+/// `#[launch_bounds(max_threads)]` or `#[launch_bounds(max_threads, min_blocks)]` on a
+/// `#[kernel]` function: the kernel is compiled for at most `max_threads` threads per
+/// block (PTX `.maxntid`) and at least `min_blocks` resident blocks per SM
+/// (`.minnctapersm`). `#[kernel]` reads it; this macro only runs when it is written
+/// above `#[kernel]`, and moves it below.
+#[proc_macro_attribute]
+pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// On error, emit the item as well (less `#[launch_bounds]`), so that code using the
+/// function does not add a cascade of "cannot find" errors to the real one.
+fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::TokenStream {
+    let error = error.to_compile_error();
+    match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(mut func) => {
+            let _ = parse::take_launch_bounds(&mut func.attrs);
+            quote!(#func #error)
+        }
+        Err(_) => quote!(#item #error),
+    }
+}

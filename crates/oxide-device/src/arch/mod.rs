@@ -1,0 +1,13 @@
+//! The one place that picks the backend behind the public API: the GPU's special
+//! registers on nvptx64, the emulator's per-thread state elsewhere. Both modules
+//! expose the same function names; nothing outside `arch` looks at `target_arch`.
+
+#[cfg(target_arch = "nvptx64")]
+mod nvptx;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) mod host;
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) use host::*;

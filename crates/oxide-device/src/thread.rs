@@ -1,0 +1,139 @@
+//! Thread indices and block barriers.
+//!
+//! The raw registers come in cuda-oxide's spelling (`threadIdx_x()`, …) and in Rust's
+//! (`thread_idx_x()`, …); both return `u32`. Kernels that write output should go
+//! through [`index_1d`], whose [`ThreadIndex`] is the key to a [`DisjointSlice`].
+//!
+//! [`DisjointSlice`]: crate::DisjointSlice
+
+use core::marker::PhantomData;
+
+use crate::arch;
+
+/// This thread's global index in a 1-D launch, as a witness that only this thread
+/// holds: `blockIdx.x * blockDim.x + threadIdx.x`.
+///
+/// No two threads of a launch get the same value, which is what lets
+/// [`DisjointSlice::get_mut`](crate::DisjointSlice::get_mut) hand out `&mut T` safely.
+#[inline(always)]
+pub fn index_1d() -> ThreadIndex {
+    // In usize so that grids larger than 2^32 threads do not wrap.
+    let index =
+        arch::block_idx_x() as usize * arch::block_dim_x() as usize + arch::thread_idx_x() as usize;
+    ThreadIndex {
+        index,
+        _not_send: PhantomData,
+    }
+}
+
+/// A thread's global index, obtainable only from [`index_1d`].
+///
+/// Deliberately neither `Copy` nor `Clone` (using it to write consumes it) and neither
+/// `Send` nor `Sync` (it names the thread that made it).
+#[derive(Debug)]
+pub struct ThreadIndex {
+    index: usize,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl ThreadIndex {
+    /// The index as a number, for reading inputs.
+    #[inline(always)]
+    pub fn get(&self) -> usize {
+        self.index
+    }
+}
+
+/// Wait until every thread of the block has reached this call (`__syncthreads`).
+///
+/// Every thread of the block must reach the same call: calling it from a branch that
+/// only some threads take deadlocks or corrupts the block.
+#[inline(always)]
+pub fn sync_threads() {
+    arch::sync_threads()
+}
+
+macro_rules! registers {
+    ($($(#[$doc:meta])* $raw:ident, $alias:ident;)*) => {$(
+        $(#[$doc])*
+        #[allow(non_snake_case)]
+        #[inline(always)]
+        pub fn $raw() -> u32 {
+            arch::$alias()
+        }
+
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $alias() -> u32 {
+            arch::$alias()
+        }
+    )*};
+}
+
+registers! {
+    /// `threadIdx.x`: the thread's index in its block.
+    threadIdx_x, thread_idx_x;
+    /// `threadIdx.y`.
+    threadIdx_y, thread_idx_y;
+    /// `threadIdx.z`.
+    threadIdx_z, thread_idx_z;
+    /// `blockIdx.x`: the block's index in the grid.
+    blockIdx_x, block_idx_x;
+    /// `blockIdx.y`.
+    blockIdx_y, block_idx_y;
+    /// `blockIdx.z`.
+    blockIdx_z, block_idx_z;
+    /// `blockDim.x`: threads per block.
+    blockDim_x, block_dim_x;
+    /// `blockDim.y`.
+    blockDim_y, block_dim_y;
+    /// `blockDim.z`.
+    blockDim_z, block_dim_z;
+    /// `gridDim.x`: blocks in the grid.
+    gridDim_x, grid_dim_x;
+    /// `gridDim.y`.
+    gridDim_y, grid_dim_y;
+    /// `gridDim.z`.
+    gridDim_z, grid_dim_z;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::__private::emu::{ThreadCoords, set_thread_coords};
+
+    #[test]
+    fn defaults_to_thread_zero_of_one() {
+        assert_eq!(index_1d().get(), 0);
+        assert_eq!((blockDim_x(), gridDim_x()), (1, 1));
+        sync_threads();
+    }
+
+    #[test]
+    fn index_1d_follows_the_emulated_registers() {
+        let coords = ThreadCoords {
+            thread_idx: [5, 0, 0],
+            block_idx: [3, 1, 0],
+            block_dim: [128, 2, 1],
+            grid_dim: [10, 2, 1],
+        };
+        let previous = set_thread_coords(coords);
+        assert_eq!(index_1d().get(), 3 * 128 + 5);
+        assert_eq!((threadIdx_x(), thread_idx_x()), (5, 5));
+        assert_eq!((blockIdx_y(), block_dim_y(), grid_dim_x()), (1, 2, 10));
+        set_thread_coords(previous);
+        assert_eq!(index_1d().get(), 0);
+    }
+
+    #[test]
+    fn index_1d_does_not_wrap_at_u32() {
+        let previous = set_thread_coords(ThreadCoords {
+            block_idx: [u32::MAX, 0, 0],
+            block_dim: [1024, 1, 1],
+            thread_idx: [7, 0, 0],
+            grid_dim: [u32::MAX, 1, 1],
+        });
+        assert_eq!(index_1d().get(), u32::MAX as usize * 1024 + 7);
+        set_thread_coords(previous);
+    }
+}

@@ -1,0 +1,365 @@
+//! Code generation. For each instance of a checked kernel:
+//! - a descriptor static, on every target, in the descriptor section;
+//! - on the host, a compile-time check that the instance satisfies the kernel's bounds;
+//! - on nvptx64, the device entry point: an `extern "C"` fn exported under the entry
+//!   symbol that rebuilds each argument from the launch ABI and calls the user's fn.
+//!
+//! The user's function itself is emitted as written, so it stays callable (and
+//! testable) from ordinary Rust.
+
+use oxide_abi::descriptor::{GenericArg, KernelDescriptor, ParamDescriptor, SourceLocation};
+use oxide_abi::names::{
+    DESCRIPTOR_ITEM_PREFIX, DESCRIPTOR_SECTION, DEVICE_WRAPPER_PREFIX, RESERVED_PREFIX,
+};
+use oxide_abi::{DESCRIPTOR_VERSION, ParamKind, ScalarType};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::{GenericArgument, Ident, LitStr};
+
+use crate::validate::{Instance, Kernel};
+
+pub fn expand(kernel: &Kernel) -> TokenStream {
+    let func = &kernel.func;
+    let instances = kernel.instances.iter().map(|inst| {
+        let descriptor = descriptor_static(kernel, inst);
+        let check = instance_check(kernel, inst);
+        let device = device_entry(kernel, inst);
+        // The CPU emulator's entry point goes here: one more function beside
+        // `device_entry`, emitting under `cfg(not(target_arch = "nvptx64"))` an
+        // `extern "C"` fn exported as `oxide_abi::names::host_entry_symbol(entry)` that
+        // takes a launch configuration and the packed arguments, sets the emulated
+        // thread coordinates (`__private::emu`) and calls the kernel as `device_entry`
+        // does.
+        quote! { #descriptor #check #device }
+    });
+    quote! {
+        #func
+        #(#instances)*
+    }
+}
+
+/// `#[used] pub static __oxide_descriptor_<entry>: [u8; N]` holding the descriptor JSON.
+/// `#[used]` keeps it through rustc's dead-code elimination, so it reaches the link
+/// step (device) and the binary (host).
+fn descriptor_static(kernel: &Kernel, inst: &Instance) -> TokenStream {
+    let ident = format_ident!("{}{}", DESCRIPTOR_ITEM_PREFIX, inst.entry);
+    let section = LitStr::new(DESCRIPTOR_SECTION, Span::call_site());
+    let [head, to_file, to_line, tail] = source_template(&descriptor_head(kernel, inst));
+    // With the kernel name's span, `line!()` is the line of the `fn`, not of `#[kernel]`.
+    let json = quote_spanned! {kernel.func.sig.ident.span()=>
+        ::core::concat!(
+            #head, ::core::module_path!(), #to_file, ::core::file!(), #to_line,
+            ::core::line!(), #tail
+        )
+    };
+    quote! {
+        #[used]
+        #[unsafe(link_section = #section)]
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, unsafe_code)]
+        pub static #ident: [u8; {
+            const JSON: &str = #json;
+            JSON.len()
+        }] = ::oxide_device::__private::descriptor_bytes(#json);
+    }
+}
+
+/// The descriptor as JSON, less its `source` and its closing brace.
+fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
+    let descriptor = KernelDescriptor {
+        version: DESCRIPTOR_VERSION,
+        name: kernel.name.clone(),
+        entry: inst.entry.clone(),
+        instance: inst
+            .args
+            .iter()
+            .map(|a| GenericArg {
+                param: a.param.unraw().to_string(),
+                value: a.text.clone(),
+            })
+            .collect(),
+        params: kernel
+            .params
+            .iter()
+            .map(|p| ParamDescriptor {
+                name: p.ident.unraw().to_string(),
+                kind: p.kind,
+                ty: kernel.elem_type(p, inst),
+                mutable: p.mutable,
+            })
+            .collect(),
+        is_unsafe: kernel.is_unsafe,
+        launch_bounds: kernel.launch_bounds,
+        source: SourceLocation {
+            module: String::new(),
+            file: String::new(),
+            line: 0,
+        },
+    };
+    let mut value = serde_json::to_value(&descriptor).expect("a descriptor serializes");
+    let object = value
+        .as_object_mut()
+        .expect("a descriptor is a JSON object");
+    object
+        .remove(SOURCE_KEY)
+        .expect("descriptors have a source");
+    let json = value.to_string();
+    json.strip_suffix('}').expect("a JSON object").to_string()
+}
+
+/// JSON keys of `KernelDescriptor::source` (a unit test decodes the result, so a
+/// renamed field fails there).
+const SOURCE_KEY: &str = "source";
+
+/// The pieces around `module_path!()`, `file!()` and `line!()`: the source location is
+/// known only to the compiler at the expansion site, so `concat!` completes the JSON.
+/// A path holding `"` or `\` (Windows) would need escaping that `concat!` cannot do;
+/// pyoxide builds on Linux.
+fn source_template(head: &str) -> [String; 4] {
+    [
+        format!("{head},\"{SOURCE_KEY}\":{{\"module\":\""),
+        "\",\"file\":\"".to_string(),
+        "\",\"line\":".to_string(),
+        "}}".to_string(),
+    ]
+}
+
+/// The turbofish arguments of an instance (`f32`, `{ 4 }`), spanned as written so an
+/// unsatisfied bound points at the instance.
+fn turbofish(inst: &Instance) -> TokenStream {
+    if inst.args.is_empty() {
+        return TokenStream::new();
+    }
+    let args = inst.args.iter().map(|a| match (&a.value, a.is_const) {
+        (GenericArgument::Type(t), false) => quote!(#t),
+        (GenericArgument::Type(t), true) => quote!({ #t }),
+        (GenericArgument::Const(e), _) => quote!({ #e }),
+        (other, _) => quote!(#other),
+    });
+    quote!(::<#(#args),*>)
+}
+
+/// Host-side check that each instance is well-formed (bounds hold), so a bad instance
+/// fails `cargo check`/`cargo test` and not only the device build.
+fn instance_check(kernel: &Kernel, inst: &Instance) -> TokenStream {
+    if inst.args.is_empty() {
+        return TokenStream::new();
+    }
+    let name = &kernel.func.sig.ident;
+    let turbofish = turbofish(inst);
+    quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        const _: () = {
+            let _ = #name #turbofish;
+        };
+    }
+}
+
+/// The GPU entry point. A plain `extern "C"` fn: the link step gives every entry named
+/// in a descriptor LLVM's `ptx_kernel` calling convention, so kernel crates need no
+/// `abi_ptx` feature.
+fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
+    let name = &kernel.func.sig.ident;
+    let wrapper = format_ident!("{}{}", DEVICE_WRAPPER_PREFIX, inst.entry);
+    let entry = LitStr::new(&inst.entry, Span::call_site());
+    let mut abi_params = Vec::new();
+    let mut rebuild = Vec::new();
+    let mut call_args = Vec::new();
+    for (i, param) in kernel.params.iter().enumerate() {
+        let arg = format_ident!("{}_arg{}", RESERVED_PREFIX, i);
+        let len = format_ident!("{}_arg{}_len", RESERVED_PREFIX, i);
+        let ty = kernel.elem_type(param, inst);
+        let t = scalar_ident(ty);
+        let private = quote!(::oxide_device::__private);
+        match param.kind {
+            ParamKind::Scalar => {
+                let abi = scalar_ident(abi_scalar(ty));
+                abi_params.push(quote!(#arg: #abi));
+                let value = match ty {
+                    ScalarType::Bool => quote!(#arg != 0),
+                    ScalarType::Usize => quote!(#arg as usize),
+                    ScalarType::Isize => quote!(#arg as isize),
+                    _ => quote!(#arg),
+                };
+                rebuild.push(quote!(let #arg: #t = #value;));
+            }
+            ParamKind::Slice => {
+                abi_params.push(quote!(#arg: *const #t, #len: usize));
+                rebuild.push(quote!(let #arg = unsafe { #private::slice::<#t>(#arg, #len) };));
+            }
+            ParamKind::DisjointSlice => {
+                abi_params.push(quote!(#arg: *mut #t, #len: usize));
+                rebuild.push(quote!(let #arg = unsafe { #private::disjoint::<#t>(#arg, #len) };));
+            }
+            ParamKind::MutSlice => {
+                abi_params.push(quote!(#arg: *mut #t, #len: usize));
+                rebuild.push(quote!(let #arg = unsafe { #private::slice_mut::<#t>(#arg, #len) };));
+            }
+            ParamKind::Pointer if param.mutable => abi_params.push(quote!(#arg: *mut #t)),
+            ParamKind::Pointer => abi_params.push(quote!(#arg: *const #t)),
+        }
+        call_args.push(arg);
+    }
+    let turbofish = turbofish(inst);
+    let call = quote!(#name #turbofish (#(#call_args),*));
+    let call = if kernel.is_unsafe {
+        quote!(unsafe { #call })
+    } else {
+        call
+    };
+    quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        #[allow(unsafe_code)]
+        #[unsafe(export_name = #entry)]
+        unsafe extern "C" fn #wrapper(#(#abi_params),*) {
+            #(#rebuild)*
+            #call;
+        }
+    }
+}
+
+/// How a scalar crosses the launch ABI: `bool` as a byte (PTX has no boolean
+/// parameter), `usize`/`isize` as their 64-bit selves, everything else as itself.
+fn abi_scalar(ty: ScalarType) -> ScalarType {
+    match ty {
+        ScalarType::Bool => ScalarType::U8,
+        ScalarType::Usize => ScalarType::U64,
+        ScalarType::Isize => ScalarType::I64,
+        other => other,
+    }
+}
+
+fn scalar_ident(ty: ScalarType) -> Ident {
+    Ident::new(ty.rust_name(), Span::call_site())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+    use crate::validate::validate;
+    use oxide_abi::descriptor::LaunchBounds;
+
+    fn kernel(attr: TokenStream, item: TokenStream) -> Kernel {
+        validate(parse(attr, item).unwrap()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// What `concat!` produces, given a module, file and line.
+    fn complete(kernel: &Kernel, inst: &Instance, module: &str, file: &str, line: u32) -> String {
+        let [head, to_file, to_line, tail] = source_template(&descriptor_head(kernel, inst));
+        format!("{head}{module}{to_file}{file}{to_line}{line}{tail}")
+    }
+
+    #[test]
+    fn descriptor_decodes() {
+        let k = kernel(
+            quote!(),
+            quote! {
+                #[launch_bounds(128)]
+                pub unsafe fn k(n: usize, flag: bool, x: &[f64], mut y: DisjointSlice<'_, i32>,
+                                z: &mut [u8], p: *const u16, q: *mut isize) {}
+            },
+        );
+        let json = complete(&k, &k.instances[0], "my_crate::m", "src/lib.rs", 42);
+        let d = KernelDescriptor::decode(json.as_bytes()).unwrap();
+        let p = |name: &str, kind, ty, mutable| ParamDescriptor {
+            name: name.into(),
+            kind,
+            ty,
+            mutable,
+        };
+        use ParamKind::*;
+        assert_eq!(
+            d,
+            KernelDescriptor {
+                version: DESCRIPTOR_VERSION,
+                name: "k".into(),
+                entry: "k".into(),
+                instance: vec![],
+                params: vec![
+                    p("n", Scalar, ScalarType::Usize, false),
+                    p("flag", Scalar, ScalarType::Bool, false),
+                    p("x", Slice, ScalarType::F64, false),
+                    p("y", DisjointSlice, ScalarType::I32, true),
+                    p("z", MutSlice, ScalarType::U8, true),
+                    p("p", Pointer, ScalarType::U16, false),
+                    p("q", Pointer, ScalarType::Isize, true),
+                ],
+                is_unsafe: true,
+                launch_bounds: Some(LaunchBounds {
+                    max_threads: 128,
+                    min_blocks: None
+                }),
+                source: SourceLocation {
+                    module: "my_crate::m".into(),
+                    file: "src/lib.rs".into(),
+                    line: 42
+                },
+            }
+        );
+    }
+
+    #[test]
+    fn generic_instances_get_their_own_entries_and_types() {
+        let k = kernel(
+            quote!((f32, 4), (u8, -1)),
+            quote!(
+                fn tile<'a, T: Copy, const N: i32>(x: &'a [T], s: T) {}
+            ),
+        );
+        let entries: Vec<_> = k.instances.iter().map(|i| i.entry.as_str()).collect();
+        assert_eq!(entries, ["tile_f32_4", "tile_u8_m1"]);
+        let d = KernelDescriptor::decode(complete(&k, &k.instances[1], "m", "f", 1).as_bytes())
+            .unwrap();
+        assert_eq!(
+            d.instance[1],
+            GenericArg {
+                param: "N".into(),
+                value: "-1".into()
+            }
+        );
+        assert_eq!(
+            (d.params[0].ty, d.params[1].ty),
+            (ScalarType::U8, ScalarType::U8)
+        );
+    }
+
+    #[test]
+    fn entry_abi_per_kind() {
+        let k = kernel(
+            quote!(),
+            quote!(
+                pub fn k(b: bool, n: usize, x: &[f32], mut y: DisjointSlice<f32>) {}
+            ),
+        );
+        let code = device_entry(&k, &k.instances[0]).to_string();
+        for expected in [
+            "__oxide_arg0 : u8",
+            "__oxide_arg1 : u64",
+            "__oxide_arg2 : * const f32 , __oxide_arg2_len : usize",
+            "__oxide_arg3 : * mut f32 , __oxide_arg3_len : usize",
+            "let __oxide_arg0 : bool = __oxide_arg0 != 0",
+            "export_name = \"k\"",
+            "k (__oxide_arg0 , __oxide_arg1 , __oxide_arg2 , __oxide_arg3)",
+        ] {
+            assert!(code.contains(expected), "{expected} not in {code}");
+        }
+    }
+
+    #[test]
+    fn generated_names_use_the_abi_constants() {
+        let k = kernel(
+            quote!(f64),
+            quote!(
+                fn scale<T>(x: T) {}
+            ),
+        );
+        let code = expand(&k).to_string();
+        assert!(code.contains(&format!("{DESCRIPTOR_ITEM_PREFIX}scale_f64")));
+        assert!(code.contains(&format!("{DEVICE_WRAPPER_PREFIX}scale_f64")));
+        assert!(code.contains(&format!("link_section = \"{DESCRIPTOR_SECTION}\"")));
+        assert!(code.contains("scale :: < f64 >"));
+    }
+}

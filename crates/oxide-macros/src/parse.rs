@@ -1,0 +1,291 @@
+//! Parsing: the `#[kernel(...)]` arguments, the function it sits on, and the
+//! `#[launch_bounds(...)]` attribute that `#[kernel]` consumes. Only syntax here; the
+//! rules about what a kernel may be live in `validate`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, GenericArgument, Ident, ItemFn, LitInt, Token, parenthesized, parse_quote};
+
+/// Name of the inert attribute that `#[kernel]` reads and removes.
+pub const LAUNCH_BOUNDS_ATTR: &str = "launch_bounds";
+
+/// Everything written at the kernel's definition, parsed but not yet checked.
+pub struct KernelInput {
+    /// The function, with `#[launch_bounds]` already removed.
+    pub func: ItemFn,
+    pub instances: Vec<InstanceSyntax>,
+    pub launch_bounds: Option<LaunchBoundsSyntax>,
+}
+
+/// One entry of `#[kernel(f32, f64)]` or `#[kernel((f32, 4), (f64, 8))]`.
+pub struct InstanceSyntax {
+    pub args: Vec<GenericArgument>,
+    /// Written as a parenthesised tuple (required with several generic parameters).
+    pub is_tuple: bool,
+    pub span: Span,
+}
+
+/// `#[launch_bounds(max_threads)]` or `#[launch_bounds(max_threads, min_blocks)]`.
+pub struct LaunchBoundsSyntax {
+    pub max_threads: LitInt,
+    pub min_blocks: Option<LitInt>,
+}
+
+/// The `#[kernel(...)]` argument list.
+struct InstanceList(Vec<InstanceSyntax>);
+
+impl Parse for InstanceList {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut instances = Vec::new();
+        while !input.is_empty() {
+            instances.push(input.parse()?);
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(InstanceList(instances))
+    }
+}
+
+impl Parse for InstanceSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(syn::token::Paren) {
+            let content;
+            let parens = parenthesized!(content in input);
+            let args = Punctuated::<InstanceArg, Token![,]>::parse_terminated(&content)?;
+            Ok(InstanceSyntax {
+                args: args.into_iter().map(|a| a.0).collect(),
+                is_tuple: true,
+                span: parens.span.join(),
+            })
+        } else {
+            let InstanceArg(arg) = input.parse()?;
+            Ok(InstanceSyntax {
+                span: arg.span(),
+                args: vec![arg],
+                is_tuple: false,
+            })
+        }
+    }
+}
+
+/// A generic argument as a turbofish takes it, plus negative literals (`-1`), which
+/// syn's `GenericArgument` does not parse.
+struct InstanceArg(GenericArgument);
+
+impl Parse for InstanceArg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(Token![-]) && input.peek2(syn::Lit) {
+            let expr = syn::Expr::Unary(syn::ExprUnary {
+                attrs: Vec::new(),
+                op: syn::UnOp::Neg(input.parse()?),
+                expr: Box::new(syn::Expr::Lit(input.parse()?)),
+            });
+            return Ok(InstanceArg(GenericArgument::Const(expr)));
+        }
+        input.parse().map(InstanceArg)
+    }
+}
+
+impl Parse for LaunchBoundsSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let args = Punctuated::<LitInt, Token![,]>::parse_terminated(input)?;
+        let mut args = args.into_iter();
+        match (args.next(), args.next(), args.next()) {
+            (Some(max_threads), min_blocks, None) => Ok(LaunchBoundsSyntax {
+                max_threads,
+                min_blocks,
+            }),
+            (_, _, extra) => Err(syn::Error::new(
+                extra.map_or(input.span(), |e| e.span()),
+                "expected #[launch_bounds(max_threads)] or \
+                 #[launch_bounds(max_threads, min_blocks)]",
+            )),
+        }
+    }
+}
+
+/// Parse the attribute arguments and the item. On an item that is not a `fn`, say so
+/// rather than "expected `fn`".
+pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
+    let mut func: ItemFn = syn::parse2(item.clone()).map_err(|_| {
+        syn::Error::new(
+            first_token_span(item),
+            "#[kernel] applies to a free function: `pub fn name(...) { ... }`",
+        )
+    })?;
+    let InstanceList(instances) = syn::parse2(attr)?;
+    let launch_bounds = take_launch_bounds(&mut func.attrs)?;
+    Ok(KernelInput {
+        func,
+        instances,
+        launch_bounds,
+    })
+}
+
+/// Remove `#[launch_bounds(..)]` from `attrs` and parse it. It is an inert attribute:
+/// nothing but `#[kernel]` defines it, so it must not reach the compiler.
+pub fn take_launch_bounds(attrs: &mut Vec<Attribute>) -> syn::Result<Option<LaunchBoundsSyntax>> {
+    let mut found: Option<LaunchBoundsSyntax> = None;
+    let mut error: Option<syn::Error> = None;
+    let mut push = |e: syn::Error| match &mut error {
+        Some(all) => all.combine(e),
+        None => error = Some(e),
+    };
+    attrs.retain(|attr| {
+        if !is_launch_bounds(attr) {
+            return true;
+        }
+        match attr.parse_args::<LaunchBoundsSyntax>() {
+            Ok(_) if found.is_some() => push(syn::Error::new_spanned(
+                attr,
+                "#[launch_bounds] is given twice; keep one",
+            )),
+            Ok(lb) => found = Some(lb),
+            Err(e) => push(e),
+        }
+        false
+    });
+    match error {
+        Some(e) => Err(e),
+        None => Ok(found),
+    }
+}
+
+/// `#[launch_bounds(..)]` written above `#[kernel]` runs as a macro of its own, before
+/// `#[kernel]`: re-emit the function with it placed just below `#[kernel]`, where
+/// `#[kernel]` will find it. Without `#[kernel]` it would be silently lost: refuse.
+pub fn move_below_kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let not_a_kernel = |span| {
+        syn::Error::new(
+            span,
+            "#[launch_bounds] applies to a #[kernel] function: add #[kernel]",
+        )
+    };
+    let mut func: ItemFn =
+        syn::parse2(item.clone()).map_err(|_| not_a_kernel(first_token_span(item)))?;
+    let kernel_at = func
+        .attrs
+        .iter()
+        .position(|a| {
+            a.path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "kernel")
+        })
+        .ok_or_else(|| not_a_kernel(func.sig.ident.span()))?;
+    let ident = Ident::new(LAUNCH_BOUNDS_ATTR, Span::call_site());
+    func.attrs
+        .insert(kernel_at + 1, parse_quote!(#[#ident(#attr)]));
+    Ok(quote!(#func))
+}
+
+fn is_launch_bounds(attr: &Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == LAUNCH_BOUNDS_ATTR)
+}
+
+/// Span of an item's first token, so an error points at the item without repeating it.
+pub fn first_token_span(item: TokenStream) -> Span {
+    item.into_iter()
+        .next()
+        .map_or_else(Span::call_site, |t| t.span())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_and_tuple_instances() {
+        let input = parse(
+            quote!(f32, (f64, -4), { 2 + 2 }),
+            quote!(
+                fn k() {}
+            ),
+        )
+        .unwrap();
+        let shapes: Vec<_> = input
+            .instances
+            .iter()
+            .map(|i| (i.is_tuple, i.args.len()))
+            .collect();
+        assert_eq!(shapes, [(false, 1), (true, 2), (false, 1)]);
+    }
+
+    #[test]
+    fn launch_bounds_is_taken_out() {
+        let input = parse(
+            quote!(),
+            quote!(
+                #[inline]
+                #[launch_bounds(256, 2)]
+                fn k() {}
+            ),
+        )
+        .unwrap();
+        let lb = input.launch_bounds.unwrap();
+        assert_eq!(lb.max_threads.base10_digits(), "256");
+        assert_eq!(lb.min_blocks.unwrap().base10_digits(), "2");
+        assert_eq!(input.func.attrs.len(), 1);
+    }
+
+    #[test]
+    fn launch_bounds_arity() {
+        for args in [quote!(), quote!(1, 2, 3)] {
+            let err = parse(
+                quote!(),
+                quote!(
+                    #[launch_bounds(#args)]
+                    fn k() {}
+                ),
+            )
+            .err()
+            .unwrap();
+            assert!(err.to_string().contains("max_threads, min_blocks"), "{err}");
+        }
+    }
+
+    #[test]
+    fn launch_bounds_above_kernel_moves_below_it() {
+        let item = quote!(
+            #[inline]
+            #[oxide_device::kernel]
+            #[cfg(all())]
+            fn k() {}
+        );
+        let moved = move_below_kernel(quote!(64), item).unwrap().to_string();
+        assert!(
+            moved.contains("kernel] # [launch_bounds (64)] # [cfg"),
+            "{moved}"
+        );
+        let err = move_below_kernel(
+            quote!(64),
+            quote!(
+                fn k() {}
+            ),
+        )
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("add #[kernel]"));
+    }
+
+    #[test]
+    fn not_a_function() {
+        let err = parse(
+            quote!(),
+            quote!(
+                struct S;
+            ),
+        )
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("free function"));
+    }
+}

@@ -1,0 +1,577 @@
+//! The rules a kernel must follow, each reported as a spanned error, and the checked
+//! model (`Kernel`) that `expand` works from. All errors found are reported at once.
+
+use oxide_abi::descriptor::LaunchBounds;
+use oxide_abi::names::{RESERVED_PREFIX, entry_symbol};
+use oxide_abi::{ParamKind, ScalarType};
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::ext::IdentExt;
+use syn::{
+    FnArg, GenericArgument, GenericParam, Ident, ItemFn, Pat, PathArguments, ReturnType, Type,
+};
+
+use crate::parse::{InstanceSyntax, KernelInput, LaunchBoundsSyntax};
+
+/// A kernel that passed every rule.
+pub struct Kernel {
+    /// The user's function, emitted unchanged (less `#[launch_bounds]`).
+    pub func: ItemFn,
+    /// The Rust name without `r#`.
+    pub name: String,
+    pub is_unsafe: bool,
+    pub params: Vec<Param>,
+    /// One per entry point; a non-generic kernel has one instance with no arguments.
+    pub instances: Vec<Instance>,
+    pub launch_bounds: Option<LaunchBounds>,
+}
+
+pub struct Param {
+    /// The binding as written (`x`), for the generated call.
+    pub ident: Ident,
+    pub kind: ParamKind,
+    pub elem: Elem,
+    pub mutable: bool,
+}
+
+/// The scalar type, or element type of a slice or pointer.
+#[derive(Clone, Copy)]
+pub enum Elem {
+    Scalar(ScalarType),
+    /// The kernel's n-th type-or-const generic parameter (a type parameter).
+    Generic(usize),
+}
+
+pub struct Instance {
+    pub args: Vec<InstanceArg>,
+    pub entry: String,
+}
+
+pub struct InstanceArg {
+    pub param: Ident,
+    pub is_const: bool,
+    pub value: GenericArgument,
+    /// The argument as written, in compact form (`f32`, `-1`): the descriptor's
+    /// `value` and, through `entry_symbol`, part of the entry name.
+    pub text: String,
+    /// The scalar type this argument names, if it names one.
+    pub scalar: Option<ScalarType>,
+}
+
+impl Kernel {
+    /// The concrete type of `param` in `instance`. Validation guarantees that every
+    /// type parameter used by a parameter is bound to a scalar in every instance.
+    pub fn elem_type(&self, param: &Param, instance: &Instance) -> ScalarType {
+        match param.elem {
+            Elem::Scalar(t) => t,
+            Elem::Generic(i) => instance.args[i].scalar.expect("validated"),
+        }
+    }
+}
+
+/// Collects errors so that one expansion reports every broken rule.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, span: Span, message: impl std::fmt::Display) {
+        self.add(syn::Error::new(span, message));
+    }
+
+    /// An error spanning all of `tokens` (a span from `Spanned` covers only the first
+    /// token on stable Rust).
+    fn push_spanned(&mut self, tokens: &impl ToTokens, message: impl std::fmt::Display) {
+        self.add(syn::Error::new_spanned(tokens, message));
+    }
+
+    fn add(&mut self, e: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+}
+
+pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
+    let mut errors = Errors::default();
+    let KernelInput {
+        func,
+        instances,
+        launch_bounds,
+    } = input;
+    let sig = &func.sig;
+    let name = sig.ident.unraw().to_string();
+
+    check_signature(&func, &mut errors);
+    check_name(&sig.ident, "kernel", &mut errors);
+
+    // Type and const parameters, in order; lifetimes are irrelevant to the ABI.
+    let generics: Vec<(&Ident, bool)> = sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            GenericParam::Type(t) => Some((&t.ident, false)),
+            GenericParam::Const(c) => Some((&c.ident, true)),
+            GenericParam::Lifetime(_) => None,
+        })
+        .collect();
+
+    let params: Vec<Param> = sig
+        .inputs
+        .iter()
+        .filter_map(|arg| check_param(arg, &generics, sig.unsafety.is_some(), &mut errors))
+        .collect();
+
+    let instances = check_instances(&name, sig, &generics, instances, &params, &mut errors);
+    let launch_bounds = launch_bounds.and_then(|lb| check_launch_bounds(lb, &mut errors));
+
+    match errors.0 {
+        Some(e) => Err(e),
+        None => Ok(Kernel {
+            is_unsafe: func.sig.unsafety.is_some(),
+            func,
+            name,
+            params,
+            instances,
+            launch_bounds,
+        }),
+    }
+}
+
+fn check_signature(func: &ItemFn, errors: &mut Errors) {
+    let sig = &func.sig;
+    if let Some(t) = &sig.asyncness {
+        errors.push(
+            t.span,
+            "`async` kernels are not supported: a kernel is a plain `fn`",
+        );
+    }
+    if let Some(t) = &sig.constness {
+        errors.push(
+            t.span,
+            "`const fn` kernels are not supported: remove `const`",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        errors.push_spanned(
+            abi,
+            "`extern` kernels are not supported: #[kernel] generates the entry point \
+             and its ABI; remove the `extern`",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        errors.push_spanned(v, "variadic kernels are not supported");
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        let is_unit = matches!(&**ty, Type::Tuple(t) if t.elems.is_empty());
+        if !is_unit {
+            errors.push_spanned(
+                ty,
+                "a kernel must return `()`: write results through a `DisjointSlice<T>` \
+                 parameter",
+            );
+        }
+    }
+}
+
+fn check_name(ident: &Ident, what: &str, errors: &mut Errors) {
+    if ident.unraw().to_string().starts_with(RESERVED_PREFIX) {
+        errors.push(
+            ident.span(),
+            format!(
+                "{what} names starting with `{RESERVED_PREFIX}` are reserved for code \
+                 that #[kernel] generates; rename it"
+            ),
+        );
+    }
+}
+
+fn check_param(
+    arg: &FnArg,
+    generics: &[(&Ident, bool)],
+    is_unsafe: bool,
+    errors: &mut Errors,
+) -> Option<Param> {
+    let typed = match arg {
+        FnArg::Receiver(r) => {
+            errors.push_spanned(
+                r,
+                "a kernel is a free function: it cannot take `self`; move it out of the \
+                 `impl` block",
+            );
+            return None;
+        }
+        FnArg::Typed(t) => t,
+    };
+    let ident = match &*typed.pat {
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
+        other => {
+            errors.push_spanned(
+                other,
+                "kernel parameters must be plain names (`x` or `mut x`), not patterns: \
+                 the name is part of the kernel's signature in Python",
+            );
+            None
+        }
+    };
+    if let Some(ident) = ident {
+        check_name(ident, "parameter", errors);
+    }
+    let (kind, elem, mutable) = match classify(&typed.ty, generics) {
+        Ok(shape) => shape,
+        Err(e) => {
+            errors.add(e);
+            return None;
+        }
+    };
+    if !is_unsafe && matches!(kind, ParamKind::MutSlice | ParamKind::Pointer) {
+        let what = if kind == ParamKind::MutSlice {
+            "`&mut [T]` parameters"
+        } else {
+            "raw pointer parameters"
+        };
+        errors.push_spanned(
+            &typed.ty,
+            format!(
+                "{what} are only allowed in `unsafe fn` kernels (every thread could write \
+                 anywhere): make the kernel `unsafe fn` or use DisjointSlice<T>"
+            ),
+        );
+    }
+    Some(Param {
+        ident: ident?.clone(),
+        kind,
+        elem,
+        mutable,
+    })
+}
+
+fn unsupported(ty: &Type) -> syn::Error {
+    let scalars: Vec<&str> = ScalarType::ALL.iter().map(|t| t.rust_name()).collect();
+    syn::Error::new_spanned(
+        ty,
+        format!(
+            "unsupported kernel parameter type `{}`; supported: the scalars {}; `&[T]`; \
+             `DisjointSlice<T>`; and in `unsafe fn` kernels `&mut [T]`, `*const T`, \
+             `*mut T`; where T is one of those scalars or a type parameter of the kernel",
+            compact(ty),
+            scalars.join(", "),
+        ),
+    )
+}
+
+fn impl_trait(ty: &Type) -> syn::Error {
+    syn::Error::new_spanned(
+        ty,
+        "argument-position impl Trait is not supported; add a type parameter and list \
+         instances, as in #[kernel(f32, f64)]",
+    )
+}
+
+/// See through `(T)` and the invisible groups of `macro_rules!` expansions.
+fn strip(ty: &Type) -> &Type {
+    match ty {
+        Type::Paren(p) => strip(&p.elem),
+        Type::Group(g) => strip(&g.elem),
+        other => other,
+    }
+}
+
+/// Parameter kind, element type and mutability of a parameter type.
+fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, bool), syn::Error> {
+    match strip(ty) {
+        Type::ImplTrait(_) => Err(impl_trait(ty)),
+        Type::Reference(r) => match strip(&r.elem) {
+            Type::Slice(s) => {
+                let elem = element(&s.elem, generics)?;
+                Ok(match r.mutability {
+                    Some(_) => (ParamKind::MutSlice, elem, true),
+                    None => (ParamKind::Slice, elem, false),
+                })
+            }
+            _ => Err(unsupported(ty)),
+        },
+        Type::Ptr(p) => {
+            let elem = element(&p.elem, generics)?;
+            Ok((ParamKind::Pointer, elem, p.mutability.is_some()))
+        }
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last().expect("a path has a segment");
+            if last.ident == "DisjointSlice" {
+                let PathArguments::AngleBracketed(args) = &last.arguments else {
+                    return Err(unsupported(ty));
+                };
+                let mut types = args.args.iter().filter_map(|a| match a {
+                    GenericArgument::Type(t) => Some(Ok(t)),
+                    GenericArgument::Lifetime(_) => None,
+                    _ => Some(Err(unsupported(ty))),
+                });
+                match (types.next(), types.next()) {
+                    (Some(t), None) => Ok((ParamKind::DisjointSlice, element(t?, generics)?, true)),
+                    _ => Err(unsupported(ty)),
+                }
+            } else {
+                Ok((ParamKind::Scalar, element(ty, generics)?, false))
+            }
+        }
+        _ => Err(unsupported(ty)),
+    }
+}
+
+/// A scalar type name or one of the kernel's type parameters.
+fn element(ty: &Type, generics: &[(&Ident, bool)]) -> Result<Elem, syn::Error> {
+    let ty = strip(ty);
+    if let Type::ImplTrait(_) = ty {
+        return Err(impl_trait(ty));
+    }
+    let ident = match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        _ => None,
+    };
+    let Some(ident) = ident else {
+        return Err(unsupported(ty));
+    };
+    if let Some(i) = generics
+        .iter()
+        .position(|(g, is_const)| !is_const && *g == ident)
+    {
+        return Ok(Elem::Generic(i));
+    }
+    ScalarType::from_rust_name(&ident.to_string())
+        .map(Elem::Scalar)
+        .ok_or_else(|| unsupported(ty))
+}
+
+fn check_instances(
+    name: &str,
+    sig: &syn::Signature,
+    generics: &[(&Ident, bool)],
+    instances: Vec<InstanceSyntax>,
+    params: &[Param],
+    errors: &mut Errors,
+) -> Vec<Instance> {
+    let n = generics.len();
+    if n == 0 {
+        if let Some(first) = instances.first() {
+            errors.push(
+                first.span,
+                format!(
+                    "`{name}` is not generic, so it takes no instances: remove them from \
+                     #[kernel(...)]"
+                ),
+            );
+        }
+        return vec![Instance {
+            args: Vec::new(),
+            entry: entry_symbol(name, &[]),
+        }];
+    }
+    let names: Vec<String> = generics.iter().map(|(g, _)| g.to_string()).collect();
+    let example = if n == 1 {
+        "#[kernel(f32, f64)]".to_string()
+    } else {
+        let instance = |ty: &str, value: &str| {
+            let args: Vec<&str> = generics
+                .iter()
+                .map(|(_, c)| if *c { value } else { ty })
+                .collect();
+            format!("({})", args.join(", "))
+        };
+        format!(
+            "#[kernel({}, {})]",
+            instance("f32", "4"),
+            instance("f64", "8")
+        )
+    };
+    if instances.is_empty() {
+        errors.push_spanned(
+            &sig.generics,
+            format!("generic kernel `{name}` has no instances; list its instances: {example}"),
+        );
+        return Vec::new();
+    }
+
+    let mut checked: Vec<Instance> = Vec::new();
+    for inst in instances {
+        if (n > 1 && !inst.is_tuple) || inst.args.len() != n {
+            errors.push(
+                inst.span,
+                format!(
+                    "kernel `{name}` has {n} generic parameter{} ({}): each instance must \
+                     be {}, e.g. {example}",
+                    if n == 1 { "" } else { "s" },
+                    names.join(", "),
+                    if n == 1 {
+                        "one argument".to_string()
+                    } else {
+                        format!("a parenthesised tuple of {n}")
+                    },
+                ),
+            );
+            continue;
+        }
+        let args: Vec<InstanceArg> = generics
+            .iter()
+            .zip(inst.args)
+            .filter_map(|(&(param, is_const), value)| instance_arg(param, is_const, value, errors))
+            .collect();
+        if args.len() != n {
+            continue;
+        }
+        check_instance_types(&args, params, errors);
+        let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+        let entry = entry_symbol(name, &texts);
+        if checked.iter().any(|c| c.entry == entry) {
+            errors.push(
+                inst.span,
+                format!("instance listed twice (entry point `{entry}`)"),
+            );
+            continue;
+        }
+        checked.push(Instance { args, entry });
+    }
+    checked
+}
+
+fn instance_arg(
+    param: &Ident,
+    is_const: bool,
+    value: GenericArgument,
+    errors: &mut Errors,
+) -> Option<InstanceArg> {
+    let fits = match &value {
+        GenericArgument::Type(Type::Path(p)) if is_const => p.path.get_ident().is_some(),
+        GenericArgument::Type(_) => !is_const,
+        GenericArgument::Const(_) => is_const,
+        _ => false,
+    };
+    if !fits {
+        let want = if is_const { "a const value" } else { "a type" };
+        errors.push_spanned(
+            &value,
+            format!(
+                "`{param}` is a generic {}: give {want} here",
+                if is_const { "const" } else { "type" }
+            ),
+        );
+        return None;
+    }
+    let scalar = match &value {
+        GenericArgument::Type(Type::Path(p)) if !is_const => p
+            .path
+            .get_ident()
+            .and_then(|i| ScalarType::from_rust_name(&i.to_string())),
+        _ => None,
+    };
+    Some(InstanceArg {
+        param: param.clone(),
+        is_const,
+        // Not `compact(&value)`: syn prints a non-literal const argument in braces.
+        text: match &value {
+            GenericArgument::Const(e) => compact(e),
+            other => compact(other),
+        },
+        scalar,
+        value,
+    })
+}
+
+/// A type parameter that a kernel parameter uses as its (element) type must be a
+/// scalar in every instance: that is what crosses the launch ABI.
+fn check_instance_types(args: &[InstanceArg], params: &[Param], errors: &mut Errors) {
+    for (i, arg) in args.iter().enumerate() {
+        let user = params
+            .iter()
+            .find(|p| matches!(p.elem, Elem::Generic(g) if g == i));
+        if let (Some(user), None) = (user, arg.scalar) {
+            let scalars: Vec<&str> = ScalarType::ALL.iter().map(|t| t.rust_name()).collect();
+            errors.push_spanned(
+                &arg.value,
+                format!(
+                    "`{}` cannot cross the kernel ABI: parameter `{}` uses `{}`, so each \
+                     instance must bind it to one of {}",
+                    arg.text,
+                    user.ident.unraw(),
+                    arg.param,
+                    scalars.join(", "),
+                ),
+            );
+        }
+    }
+}
+
+fn check_launch_bounds(lb: LaunchBoundsSyntax, errors: &mut Errors) -> Option<LaunchBounds> {
+    let positive =
+        |lit: &syn::LitInt, what: &str, errors: &mut Errors| match lit.base10_parse::<u32>() {
+            Ok(0) | Err(_) => {
+                errors.push(
+                    lit.span(),
+                    format!(
+                        "launch_bounds: {what} must be an integer from 1 to {}",
+                        u32::MAX
+                    ),
+                );
+                None
+            }
+            Ok(v) => Some(v),
+        };
+    let max_threads = positive(&lb.max_threads, "max_threads", errors);
+    let min_blocks = match &lb.min_blocks {
+        Some(lit) => Some(positive(lit, "min_blocks", errors)?),
+        None => None,
+    };
+    Some(LaunchBounds {
+        max_threads: max_threads?,
+        min_blocks,
+    })
+}
+
+/// Tokens as written, without the spaces `to_string` puts between every two tokens
+/// (kept between two words and after `,` and `;`: `impl Copy`, `(f32, u8)`, but
+/// `Vec<f32>`, `-1`).
+pub fn compact(tokens: &impl ToTokens) -> String {
+    let text = tokens.to_token_stream().to_string();
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let last = out.chars().last();
+        let keep = (word(last) && word(chars.peek().copied())) || matches!(last, Some(',' | ';'));
+        if c == ' ' && !keep {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn compact_keeps_only_meaningful_spaces() {
+        assert_eq!(compact(&quote!(Vec<f32>)), "Vec<f32>");
+        assert_eq!(compact(&quote!((f32, u8))), "(f32, u8)");
+        assert_eq!(compact(&quote!(impl Copy)), "impl Copy");
+        assert_eq!(compact(&quote!(-1)), "-1");
+        assert_eq!(compact(&quote!([u8; 4])), "[u8; 4]");
+    }
+
+    #[test]
+    fn lifetimes_do_not_count_as_generic_parameters() {
+        let input = crate::parse::parse(
+            quote!(f32),
+            quote!(
+                fn k<'a, T>(x: &'a [T]) {}
+            ),
+        )
+        .unwrap();
+        let kernel = validate(input).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(kernel.instances[0].entry, "k_f32");
+        let ty = kernel.elem_type(&kernel.params[0], &kernel.instances[0]);
+        assert_eq!(ty, ScalarType::F32);
+    }
+}

@@ -1,0 +1,6 @@
+use oxide_device::prelude::*;
+
+#[kernel]
+pub struct K;
+
+fn main() {}

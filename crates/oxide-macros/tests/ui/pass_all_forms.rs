@@ -1,0 +1,91 @@
+//! Every accepted form of `#[kernel]`, compiled and called on the host.
+//! `no_std`, as kernel crates are: the generated code must name only `core`.
+#![no_std]
+extern crate std;
+
+use oxide_abi::descriptor::{KernelDescriptor, LaunchBounds};
+use oxide_abi::{ParamKind, ScalarType};
+use oxide_device::prelude::*;
+
+/// Scalars of every kind, including the ones with a different ABI type.
+#[kernel]
+pub fn scalars(a: i8, b: u16, c: i32, d: u64, e: f64, flag: bool, n: usize, m: isize, mut x: f32) {
+    x += 1.0;
+    let _ = (a, b, c, d, e, flag, n, m, x);
+}
+
+/// Lifetimes are allowed and ignored; so are a path to DisjointSlice and `'_`.
+#[kernel]
+#[launch_bounds(256, 2)]
+pub fn with_lifetimes<'a>(x: &'a [u8], out: oxide_device::DisjointSlice<'_, u8>) {
+    let _ = (x, out);
+}
+
+/// `#[launch_bounds]` may also be written above `#[kernel]`.
+#[launch_bounds(128)]
+#[kernel]
+pub fn bounds_first(_x: &[f32]) {}
+
+/// Type and const generics, several instances each written as a tuple.
+#[kernel((f32, 4), (f64, 8), (i32, -1))]
+pub fn tile<T: Copy + Default, const N: i64>(x: &[T], mut out: DisjointSlice<T>)
+where
+    T: PartialEq,
+{
+    let idx = thread::index_1d();
+    if let Some(o) = out.get_mut(idx) {
+        *o = if N > 0 { x[0] } else { T::default() };
+    }
+}
+
+/// Unsafe kernels may take `&mut [T]` and raw pointers.
+#[kernel]
+pub unsafe fn raw(data: &mut [u32], src: *const u32, dst: *mut u32) {
+    data[0] = unsafe { *src };
+    unsafe { *dst = data[0] + 1 };
+}
+
+mod nested {
+    use oxide_device::prelude::*;
+
+    #[kernel(u8)]
+    pub(crate) fn inner<T>(x: T) {
+        let _ = x;
+    }
+}
+
+fn main() {
+    let d = KernelDescriptor::decode(&__oxide_descriptor_scalars).unwrap();
+    let kinds: std::vec::Vec<_> = d.params.iter().map(|p| (p.kind, p.ty)).collect();
+    assert_eq!(kinds[5], (ParamKind::Scalar, ScalarType::Bool));
+    assert_eq!(kinds[6], (ParamKind::Scalar, ScalarType::Usize));
+    assert_eq!(d.params[8].name, "x");
+
+    let d = KernelDescriptor::decode(&__oxide_descriptor_with_lifetimes).unwrap();
+    assert_eq!(d.launch_bounds, Some(LaunchBounds { max_threads: 256, min_blocks: Some(2) }));
+
+    let d = KernelDescriptor::decode(&__oxide_descriptor_bounds_first).unwrap();
+    assert_eq!(d.launch_bounds, Some(LaunchBounds { max_threads: 128, min_blocks: None }));
+
+    let d = KernelDescriptor::decode(&__oxide_descriptor_tile_i32_m1).unwrap();
+    assert_eq!((d.instance[1].param.as_str(), d.instance[1].value.as_str()), ("N", "-1"));
+    assert!(KernelDescriptor::decode(&__oxide_descriptor_tile_f64_8).is_ok());
+
+    let d = KernelDescriptor::decode(&__oxide_descriptor_raw).unwrap();
+    assert!(d.is_unsafe);
+    let kinds: std::vec::Vec<_> = d.params.iter().map(|p| (p.kind, p.mutable)).collect();
+    assert_eq!(kinds, [(ParamKind::MutSlice, true), (ParamKind::Pointer, false), (ParamKind::Pointer, true)]);
+
+    let d = KernelDescriptor::decode(&nested::__oxide_descriptor_inner_u8).unwrap();
+    assert!(d.source.module.ends_with("::nested"), "{}", d.source.module);
+
+    // The kernels are still ordinary functions.
+    scalars(1, 2, 3, 4, 5.0, true, 6, -7, 8.0);
+    let mut out = [0.0f32; 2];
+    tile::<f32, 4>(&[9.0], DisjointSlice::from_mut(&mut out));
+    assert_eq!(out, [9.0, 0.0]);
+    let (mut data, src, mut dst) = ([0u32; 1], 41u32, 0u32);
+    unsafe { raw(&mut data, &src, &mut dst) };
+    assert_eq!(dst, 42);
+    nested::inner(1u8);
+}

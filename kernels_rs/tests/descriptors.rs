@@ -1,0 +1,161 @@
+//! The descriptors that `#[kernel]` embeds, decoded as the link step will decode them.
+
+use oxide_abi::descriptor::{GenericArg, KernelDescriptor, ParamDescriptor};
+use oxide_abi::{ParamKind, ScalarType};
+
+/// Every descriptor static of the crate, by entry symbol.
+fn descriptors() -> Vec<KernelDescriptor> {
+    [
+        &kernels_rs::__oxide_descriptor_vecadd[..],
+        &kernels_rs::__oxide_descriptor_saxpy[..],
+        &kernels_rs::__oxide_descriptor_scale_f32[..],
+        &kernels_rs::__oxide_descriptor_scale_f64[..],
+    ]
+    .into_iter()
+    .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
+    .collect()
+}
+
+fn descriptor(entry: &str) -> KernelDescriptor {
+    descriptors()
+        .into_iter()
+        .find(|d| d.entry == entry)
+        .unwrap()
+}
+
+fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
+    let mutable = kind == ParamKind::DisjointSlice;
+    ParamDescriptor {
+        name: name.into(),
+        kind,
+        ty,
+        mutable,
+    }
+}
+
+/// The line of `pub fn <name>` in the crate's source: the line the descriptor records.
+fn line_of_fn(name: &str) -> u32 {
+    let source = include_str!("../src/lib.rs");
+    let needle = format!("pub fn {name}");
+    let index = source.lines().position(|l| l.starts_with(&needle)).unwrap();
+    index as u32 + 1
+}
+
+#[test]
+fn one_descriptor_per_entry() {
+    let entries: Vec<String> = descriptors().into_iter().map(|d| d.entry).collect();
+    assert_eq!(entries, ["vecadd", "saxpy", "scale_f32", "scale_f64"]);
+}
+
+#[test]
+fn vecadd() {
+    let d = descriptor("vecadd");
+    assert_eq!(d.name, "vecadd");
+    assert!(d.instance.is_empty());
+    assert_eq!(
+        d.params,
+        [
+            param("a", ParamKind::Slice, ScalarType::F32),
+            param("b", ParamKind::Slice, ScalarType::F32),
+            param("c", ParamKind::DisjointSlice, ScalarType::F32),
+        ]
+    );
+    assert!(!d.is_unsafe);
+    assert_eq!(d.launch_bounds, None);
+}
+
+#[test]
+fn saxpy() {
+    let d = descriptor("saxpy");
+    assert_eq!(d.name, "saxpy");
+    assert_eq!(
+        d.params,
+        [
+            param("a", ParamKind::Scalar, ScalarType::F32),
+            param("x", ParamKind::Slice, ScalarType::F32),
+            param("y", ParamKind::Slice, ScalarType::F32),
+            param("out", ParamKind::DisjointSlice, ScalarType::F32),
+        ]
+    );
+}
+
+#[test]
+fn scale_instances() {
+    for (entry, value, ty) in [
+        ("scale_f32", "f32", ScalarType::F32),
+        ("scale_f64", "f64", ScalarType::F64),
+    ] {
+        let d = descriptor(entry);
+        assert_eq!(d.name, "scale");
+        assert_eq!(
+            d.instance,
+            [GenericArg {
+                param: "T".into(),
+                value: value.into()
+            }]
+        );
+        assert_eq!(
+            d.params,
+            [
+                param("factor", ParamKind::Scalar, ty),
+                param("x", ParamKind::Slice, ty),
+                param("out", ParamKind::DisjointSlice, ty),
+            ]
+        );
+    }
+}
+
+#[test]
+fn source_locations_come_from_the_compiler() {
+    for d in descriptors() {
+        assert_eq!(d.source.module, "kernels_rs", "{}", d.entry);
+        assert!(d.source.file.ends_with("src/lib.rs"), "{}", d.source.file);
+        assert_eq!(d.source.line, line_of_fn(&d.name), "{}", d.entry);
+    }
+}
+
+/// The descriptor section of this test binary holds exactly the statics above: the
+/// section, not a list of names, is what the link step reads, so this catches a kernel
+/// missing from `descriptors()` as well as a descriptor that does not reach the binary.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_section_holds_every_descriptor() {
+    let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    let section =
+        elf_section(&exe, oxide_abi::names::DESCRIPTOR_SECTION).expect("descriptor section");
+    // Descriptors are byte arrays with alignment 1, so the section is their JSON texts
+    // back to back, in an order of the linker's choosing.
+    let mut found = Vec::new();
+    let mut stream = serde_json::Deserializer::from_slice(section).into_iter::<serde_json::Value>();
+    let mut start = 0;
+    while let Some(value) = stream.next() {
+        value.unwrap();
+        let end = stream.byte_offset();
+        found.push(KernelDescriptor::decode(&section[start..end]).unwrap());
+        start = end;
+    }
+    found.sort_by(|a, b| a.entry.cmp(&b.entry));
+    let mut expected = descriptors();
+    expected.sort_by(|a, b| a.entry.cmp(&b.entry));
+    assert_eq!(found, expected);
+}
+
+/// The bytes of the named section of a little-endian ELF64 file.
+#[cfg(target_os = "linux")]
+fn elf_section<'a>(elf: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap()) as usize;
+    let u32_at = |at: usize| u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap()) as usize;
+    assert_eq!(&elf[..6], b"\x7fELF\x02\x01", "a little-endian ELF64 file");
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 24);
+    (0..shnum).find_map(|i| {
+        let h = header(i);
+        let start = names + u32_at(h);
+        let len = elf[start..].iter().position(|&b| b == 0)?;
+        (&elf[start..start + len] == name.as_bytes())
+            .then(|| &elf[u64_at(h + 24)..u64_at(h + 24) + u64_at(h + 32)])
+    })
+}
