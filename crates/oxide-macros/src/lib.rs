@@ -1,6 +1,6 @@
 //! `#[kernel]`: marks a Rust function as a GPU kernel of pyoxide.
 //!
-//! ```ignore
+//! ```rust
 //! use oxide_device::prelude::*;
 //!
 //! #[kernel]
