@@ -16,7 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 use oxide_abi::descriptor::LaunchBounds;
-use oxide_abi::names::{DESCRIPTOR_SECTION, SHARED_SECTION};
+use oxide_abi::names::{
+    DESCRIPTOR_SECTION, DYNAMIC_SHARED_ALIGN, DYNAMIC_SHARED_SYMBOL, SHARED_SECTION,
+};
 
 /// Characters that may continue an unquoted LLVM identifier.
 fn is_ident_char(c: u8) -> bool {
@@ -155,6 +157,14 @@ pub fn move_shared_statics(ir: &str) -> Result<(String, usize)> {
     let mut shared: Vec<String> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
     for line in ir.lines() {
+        if defined_global(line) == Some(DYNAMIC_SHARED_SYMBOL) {
+            // Declared, never defined: its size is the launch's dynamic shared bytes.
+            lines.push(format!(
+                "@{DYNAMIC_SHARED_SYMBOL} = external addrspace(3) global [0 x i8], align {DYNAMIC_SHARED_ALIGN}"
+            ));
+            shared.push(DYNAMIC_SHARED_SYMBOL.to_string());
+            continue;
+        }
         let Some(name) = defined_global(line).filter(|_| in_section(line, SHARED_SECTION)) else {
             lines.push(line.to_string());
             continue;

@@ -58,7 +58,7 @@ fn builds_verified_ptx_and_a_manifest_for_each_arch() {
     assert!(m.sources.iter().any(|s| s.path.ends_with("src/lib.rs")));
 
     let entries: Vec<&str> = m.kernels.iter().map(|k| k.entry.as_str()).collect();
-    assert_eq!(entries, ["exp_reverse", "fill_u32"]);
+    assert_eq!(entries, ["exp_reverse", "fill_u32", "rotate"]);
     let exp = &m.kernels[0];
     assert_eq!(exp.params[1].kind, ParamKind::DisjointSlice);
     assert!(exp.params[1].mutable);
@@ -89,6 +89,12 @@ fn builds_verified_ptx_and_a_manifest_for_each_arch() {
             );
         }
         assert!(ptx.contains(".entry fill_u32("));
+        assert!(
+            ptx.contains(".extern .shared .align 16 .b8 __oxide_dynamic_shared[];"),
+            "{ptx}"
+        );
+        let rotate = ptx.split(".entry rotate(").nth(1).unwrap();
+        assert!(rotate.contains("ld.shared.b64") && rotate.contains("st.shared.b64"));
         // Descriptors and libdevice's reflection strings are gone; expf was inlined.
         for absent in [
             "oxide.kernels",
@@ -297,5 +303,5 @@ fn inspect_prints_ptx_and_resources() {
     );
     let out = cargo_oxide(dir.path(), &["inspect", "nope"], &[]);
     assert_eq!(out.status.code(), Some(4));
-    assert!(stderr(&out).contains("exp_reverse, fill_u32"));
+    assert!(stderr(&out).contains("exp_reverse, fill_u32, rotate"));
 }

@@ -15,6 +15,15 @@ pub const DESCRIPTOR_SECTION: &str = ".oxide.kernels";
 /// statics to NVPTX address space 3 (`.shared`).
 pub const SHARED_SECTION: &str = ".oxide.shared";
 
+/// The one dynamic shared-memory array of a kernel (its size is given at launch).
+/// Device code declares it as an `extern` static of this name; the link step makes it
+/// `.extern .shared .align 16 .b8 __oxide_dynamic_shared[]`.
+pub const DYNAMIC_SHARED_SYMBOL: &str = "__oxide_dynamic_shared";
+
+/// Alignment of the dynamic shared-memory array (enough for any scalar and for
+/// 16-byte vector loads).
+pub const DYNAMIC_SHARED_ALIGN: usize = 16;
+
 /// Environment variable through which `cargo oxide build` hands the link step its
 /// configuration (a path to a JSON [`crate::manifest::LinkConfig`]) when rustc runs
 /// cargo-oxide as the nvptx "linker".

@@ -19,7 +19,24 @@ pub fn run(args: &InspectArgs) -> i32 {
     }
 }
 
+/// Append a line to the report (printed at the end, so a closed pipe such as
+/// `| head` ends the command quietly instead of panicking mid-way).
+macro_rules! outln {
+    ($out:ident, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 fn inspect(args: &InspectArgs) -> Result<i32> {
+    let mut out = String::new();
+    let code = inspect_into(args, &mut out)?;
+    use std::io::Write as _;
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(code)
+}
+
+fn inspect_into(args: &InspectArgs, out: &mut String) -> Result<i32> {
     let tc = Discovery::run().for_build().map_err(anyhow::Error::msg)?;
     let project = Project::locate(&args.krate, &tc.cargo)?;
     let path = project.manifest_file();
@@ -32,9 +49,11 @@ fn inspect(args: &InspectArgs) -> Result<i32> {
     let manifest = Manifest::from_json(&text).map_err(anyhow::Error::msg)?;
 
     let Some(wanted) = &args.kernel else {
-        println!(
+        outln!(
+            out,
             "kernels of {} ({} build):",
-            manifest.krate.name, manifest.profile
+            manifest.krate.name,
+            manifest.profile
         );
         for k in &manifest.kernels {
             let params: Vec<String> = k
@@ -42,7 +61,7 @@ fn inspect(args: &InspectArgs) -> Result<i32> {
                 .iter()
                 .map(|p| format!("{}: {:?}<{}>", p.name, p.kind, p.ty.rust_name()))
                 .collect();
-            println!("  {:<20} {}({})", k.entry, k.name, params.join(", "));
+            outln!(out, "  {:<20} {}({})", k.entry, k.name, params.join(", "));
         }
         return Ok(exit::OK);
     };
@@ -59,12 +78,17 @@ fn inspect(args: &InspectArgs) -> Result<i32> {
     let artifact = pick_artifact(&manifest.artifacts, args.arch.as_deref())?;
     let ptx_text = std::fs::read_to_string(project.out_dir.join(&artifact.path))?;
     for k in kernels {
-        println!(
+        outln!(
+            out,
             "// kernel {} (entry {}) for {}, PTX {}",
-            k.name, k.entry, artifact.arch, artifact.ptx_version
+            k.name,
+            k.entry,
+            artifact.arch,
+            artifact.ptx_version
         );
         match artifact.ptxas.as_ref().and_then(|r| r.get(&k.entry)) {
-            Some(r) => println!(
+            Some(r) => outln!(
+                out,
                 "// ptxas: {} registers, {} bytes shared, {} bytes stack, {} bytes spill stores, {} bytes spill loads, {} barriers",
                 r.registers,
                 r.shared_bytes,
@@ -73,12 +97,15 @@ fn inspect(args: &InspectArgs) -> Result<i32> {
                 r.spill_load_bytes,
                 r.barriers
             ),
-            None => println!("// ptxas: no report (ptxas was not available at build time)"),
+            None => outln!(
+                out,
+                "// ptxas: no report (ptxas was not available at build time)"
+            ),
         }
         if !args.resources {
             let body = ptx::entry_text(&ptx_text, &k.entry)
                 .with_context(|| format!("entry {} is missing from {}", k.entry, artifact.path))?;
-            println!("{body}\n");
+            outln!(out, "{body}\n");
         }
     }
     Ok(exit::OK)

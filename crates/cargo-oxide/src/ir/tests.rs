@@ -143,3 +143,20 @@ fn bounds_go_before_debug_metadata() {
         "define ptx_kernel void @k(ptr noundef align 4 %0, { i32, i64 } %1) unnamed_addr \"nvvm.maxntid\"=\"64\" #1 !dbg !184 {\n"
     );
 }
+
+#[test]
+fn the_dynamic_shared_array_becomes_an_extern_shared_array() {
+    let m = "@__oxide_dynamic_shared = external global [0 x i8], align 1\n\
+             define void @k() {\n  store i8 1, ptr @__oxide_dynamic_shared, align 1\n  ret void\n}\n";
+    let (text, n) = move_shared_statics(m).unwrap();
+    assert_eq!(n, 1);
+    assert!(
+        text.contains(
+            "@__oxide_dynamic_shared = external addrspace(3) global [0 x i8], align 16\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(
+        "store i8 1, ptr addrspacecast (ptr addrspace(3) @__oxide_dynamic_shared to ptr)"
+    ));
+}
