@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ._manifest import SCALAR_SIZES
 from .errors import BackendUnavailableError
@@ -65,12 +65,10 @@ class ArrayView:
     typestr: str  # normalized, e.g. "<f4", "|u1", "|b1"
     readonly: bool
     device: int | None  # GPU ordinal if the array says; None: ask the driver
-    source: str  # what the user passed, for messages ("CuPy array", "NumPy array", …)
+    protocol: str  # the protocol it was read through, for messages
+    itemsize: int
     stream: int | None = None  # the producer's stream (CAI v3), if it exported one
-
-    @property
-    def itemsize(self) -> int:
-        return int(self.typestr[2:])
+    source: str = ""  # what the user passed ("CuPy array", …); worked out only for messages
 
     @property
     def dtype_name(self) -> str:
@@ -78,7 +76,8 @@ class ArrayView:
 
     def describe(self) -> str:
         shape = "x".join(str(n) for n in self.shape) or "0-d"
-        return f"{self.source} of {self.dtype_name}[{shape}]"
+        source = self.source or _source_name(self.obj, self.protocol)
+        return f"{source} of {self.dtype_name}[{shape}]"
 
     def is_c_contiguous(self) -> bool:
         if self.strides is None:
@@ -103,6 +102,19 @@ def dtype_name(typestr: str) -> str:
 
 def rust_dtype_name(rust_type: str) -> str:
     return dtype_name(RUST_TYPESTR[rust_type])
+
+
+_NORMALIZED: dict[str, str] = {}
+
+
+def _normalized(typestr: str) -> str:
+    """normalize_typestr, memoized (the set of dtypes a program uses is small)."""
+    n = _NORMALIZED.get(typestr)
+    if n is None:
+        n = normalize_typestr(typestr)
+        if len(_NORMALIZED) < 1024:
+            _NORMALIZED[typestr] = n
+    return n
 
 
 def normalize_typestr(typestr: str) -> str:
@@ -180,52 +192,73 @@ def view(obj: Any) -> ArrayView | None:
 
 
 def _from_interface(obj: Any, iface: Any, kind: str, protocol: str) -> ArrayView:
-    bad = "pass a CuPy or NumPy array, or fix the object's " + protocol
-    if not isinstance(iface, dict):
-        raise ArrayProtocolError(f"{_type_name(obj)} whose {protocol} is not a dict", bad)
     try:
-        shape = tuple(iface["shape"])
+        shape = iface["shape"]
         typestr = iface["typestr"]
-        data = iface["data"]
-    except (KeyError, TypeError) as e:
-        raise ArrayProtocolError(f"{_type_name(obj)} whose {protocol} lacks {e}", bad) from None
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
-        raise ArrayProtocolError(f"an array with shape {shape!r}", bad)
-    if any(n < 0 for n in shape):
-        raise ArrayProtocolError(
-            f"an array with negative length in shape {shape}", bad, value_error=True
-        )
-    if not isinstance(typestr, str):
-        raise ArrayProtocolError(f"an array with typestr {typestr!r}", bad)
+        ptr, readonly = iface["data"]
+    except (KeyError, TypeError, ValueError):
+        _bad_interface(obj, iface, protocol)
+    if type(shape) is not tuple:
+        shape = tuple(shape) if isinstance(shape, (list, tuple)) else None
     if (
-        not isinstance(data, tuple)
-        or len(data) != 2
-        or not isinstance(data[0], int)
-        or isinstance(data[0], bool)
-        or not 0 <= data[0] < 2**64
+        shape is None
+        or type(typestr) is not str
+        or type(ptr) is not int
+        or not 0 <= ptr < 2**64
+        or not ((len(shape) == 1 and type(shape[0]) is int) or all(type(n) is int for n in shape))
     ):
-        raise ArrayProtocolError(f"an array whose data field is {data!r}", bad)
-    if iface.get("mask") is not None:
+        _bad_interface(obj, iface, protocol)
+    if shape[0] < 0 if len(shape) == 1 else any(n < 0 for n in shape):
         raise ArrayProtocolError(
-            "a masked array", "fill the masked elements and pass a plain array"
+            f"an array with negative length in shape {shape}",
+            f"pass a CuPy or NumPy array, or fix the object's {protocol}",
+            value_error=True,
         )
     strides = iface.get("strides")
     if strides is not None:
         strides = tuple(strides)
-        if len(strides) != len(shape) or not all(isinstance(s, int) for s in strides):
-            raise ArrayProtocolError(f"an array with strides {strides!r} for shape {shape}", bad)
+        if len(strides) != len(shape) or not all(type(s) is int for s in strides):
+            _bad_interface(obj, iface, protocol)
+    if iface.get("mask") is not None:
+        raise ArrayProtocolError(
+            "a masked array", "fill the masked elements and pass a plain array"
+        )
+    typestr = _normalized(typestr)
     stream = iface.get("stream") if kind == GPU else None
     return ArrayView(
         obj=obj,
         kind=kind,
-        ptr=data[0],
+        ptr=ptr,
         shape=shape,
         strides=strides,
-        typestr=normalize_typestr(typestr),
-        readonly=bool(data[1]),
+        typestr=typestr,
+        readonly=bool(readonly),
         device=_device_hint(obj) if kind == GPU else None,
-        source=_source_name(obj, protocol),
-        stream=stream if isinstance(stream, int) and not isinstance(stream, bool) else None,
+        protocol=protocol,
+        itemsize=int(typestr[2:]) if typestr[2:].isdigit() else 0,
+        stream=stream if type(stream) is int else None,
+    )
+
+
+def _bad_interface(obj: Any, iface: Any, protocol: str) -> NoReturn:
+    """Say what is wrong with an array interface (the slow path, for errors only)."""
+    fix = f"pass a CuPy or NumPy array, or fix the object's {protocol}"
+    name = _type_name(obj)
+    if not isinstance(iface, dict):
+        raise ArrayProtocolError(f"{name} whose {protocol} is not a dict", fix)
+    for key in ("shape", "typestr", "data"):
+        if key not in iface:
+            raise ArrayProtocolError(f"{name} whose {protocol} lacks '{key}'", fix)
+    shape, data = iface["shape"], iface["data"]
+    if not isinstance(shape, (list, tuple)) or not all(type(n) is int for n in shape):
+        raise ArrayProtocolError(f"an array with shape {shape!r}", fix)
+    if not isinstance(iface["typestr"], str):
+        raise ArrayProtocolError(f"an array with typestr {iface['typestr']!r}", fix)
+    if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is int
+            and 0 <= data[0] < 2**64):  # fmt: skip
+        raise ArrayProtocolError(f"an array whose data field is {data!r}", fix)
+    raise ArrayProtocolError(
+        f"an array with strides {iface.get('strides')!r} for shape {tuple(shape)}", fix
     )
 
 
@@ -245,16 +278,16 @@ def _from_dlpack(obj: Any) -> ArrayView:
                 f"a CUDA {_type_name(obj)} arrived through DLPack, which needs CuPy to import "
                 "it. Fix: pip install 'pyoxide[cuda12]' (or [cuda13] for a CUDA 13 driver)."
             ) from None
-        v = view(cupy.from_dlpack(obj))
+        v = view(cupy.from_dlpack(obj))  # v.obj: the CuPy view, which owns the capsule
         assert v is not None
-        v.obj, v.device, v.source = obj, int(dev_id), _source_name(obj, "__dlpack__")
+        v.device, v.source = int(dev_id), _source_name(obj, "__dlpack__")
         return v
     if dev_type == _DL_CPU:
         import numpy
 
         v = view(numpy.from_dlpack(obj))
         assert v is not None
-        v.obj, v.source = obj, _source_name(obj, "__dlpack__")
+        v.source = _source_name(obj, "__dlpack__")
         return v
     where = _DL_NAMES.get(int(dev_type), f"DLPack device type {dev_type}")
     raise ArrayProtocolError(

@@ -35,7 +35,7 @@ from . import _knobs
 from ._build import Echo, Profile, build, crate_manifest, find_cargo_oxide
 from ._fs import atomic_write, sha256_file
 from ._manifest import Manifest, read_manifest
-from .errors import ManifestError
+from .errors import LoadError, ManifestError
 
 LAYOUT_VERSION = 1
 
@@ -146,12 +146,26 @@ def ensure_built(
             except OSError:
                 if not final.is_dir():
                     raise
-                # Same inputs, already there (another process won): keep theirs.
+                # Same inputs, already there: keep it unless it is damaged.
+                if not _usable(final / manifest.path.name):
+                    trash = Path(tempfile.mkdtemp(dir=root / "tmp", prefix="damaged-"))
+                    os.rename(final, trash / "entry")
+                    os.rename(tmp, final)
+                    shutil.rmtree(trash, ignore_errors=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         entry = {"build": final.name, "manifest": manifest.path.name, "inputs": extra}
         atomic_write(index, json.dumps(entry, indent=1))
         return final / manifest.path.name
+
+
+def _usable(path: Path) -> bool:
+    try:
+        for artifact in read_manifest(path).artifacts:
+            artifact.read()
+    except LoadError:
+        return False
+    return True
 
 
 def _cached_manifest(
@@ -164,5 +178,10 @@ def _cached_manifest(
     except (OSError, ValueError, KeyError, TypeError, ManifestError):
         return None
     if entry.get("inputs") != extra or not is_fresh(manifest, crate_dir, extra):
+        return None
+    try:
+        for artifact in manifest.artifacts:
+            artifact.read()  # present and unchanged
+    except LoadError:
         return None
     return path

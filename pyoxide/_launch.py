@@ -262,7 +262,9 @@ def _dim3(kernel: str, what: str, value: Any, limits: tuple[int, int, int]) -> t
 class LaunchPlan:
     """What a call needs that depends only on the kernel, computed once."""
 
-    __slots__ = ("checks", "default_block", "grid_param", "max_threads", "params", "spec")
+    __slots__ = (
+        "checks", "default_block", "grid_param", "max_threads", "may_alias", "params", "spec",
+    )  # fmt: skip
 
     def __init__(self, spec: KernelSpec) -> None:
         import numpy as np  # numpy loads on the first launch, not at import
@@ -274,6 +276,8 @@ class LaunchPlan:
         self.grid_param = next(
             (i for i, p in enumerate(spec.params) if p.kind in OUTPUT_KINDS), None
         )
+        slices = [p for p in spec.params if p.kind in SLICE_KINDS]
+        self.may_alias = len(slices) > 1 and any(p.mutable for p in slices)
         self.checks: tuple[Callable[[Any], Any] | None, ...] = tuple(
             None if p.is_array else _scalar_converter(np, p) for p in spec.params
         )
@@ -387,7 +391,6 @@ class Kernel:
     ) -> None:
         name = self.spec.entry
         packed: list[Any] = []
-        kinds: dict[str, tuple[str, str]] = {}
         arrays: list[tuple[ParamSpec, ArrayView]] = []
         for p, check, a, v in zip(plan.params, plan.checks, args, views, strict=True):
             try:
@@ -402,14 +405,14 @@ class Kernel:
                 _check_array(p, v)
             except _Refused as r:
                 raise plan.refuse(p.name, r) from None
-            kinds[p.name] = (v.kind, v.describe())
             arrays.append((p, v))
             packed.append(_u64(v.ptr))
             if p.kind != "pointer":
                 packed.append(_u64(math.prod(v.shape)))
-        backend = backends.select(name, kinds)
+        backend = backends.select(name, arrays)
         device = self._device(backend, arrays) if backend.array_kind == GPU else 0
-        _check_aliasing(name, arrays)
+        if plan.may_alias:
+            _check_aliasing(name, arrays)
         grid3, block3 = self._config(plan, views, grid, block)
         if grid3[0] * grid3[1] * grid3[2] == 0:
             return  # an empty output: nothing to do
@@ -427,7 +430,7 @@ class Kernel:
 
     def _device(self, backend: backends.Backend, arrays: list[tuple[ParamSpec, ArrayView]]) -> int:
         name = self.spec.entry
-        first: tuple[str, int, str] | None = None
+        first: tuple[str, int, ArrayView] | None = None
         for p, v in arrays:
             dev = v.device
             if dev is None:
@@ -442,7 +445,7 @@ class Kernel:
                     )  # fmt: skip
                 v.device = dev
             if first is None:
-                first = (p.name, dev, v.describe())
+                first = (p.name, dev, v)
             elif dev != first[1]:
                 raise ArgumentValueError(
                     name, p.name, f"an array on device {first[1]}, like '{first[0]}'",
@@ -454,7 +457,7 @@ class Kernel:
         if first is not None and first[1] != current:
             raise ArgumentValueError(
                 name, first[0], f"an array on the current device ({current})",
-                f"{first[2]} on device {first[1]}",
+                f"{first[2].describe()} on device {first[1]}",
                 f"run the call inside `with cupy.cuda.Device({first[1]}):`",
             )  # fmt: skip
         return current

@@ -13,7 +13,7 @@ one and refuses arrays of the other kind. Tests substitute a backend with
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _knobs
@@ -21,7 +21,8 @@ from .._arrays import GPU, HOST
 from ..errors import ArgumentTypeError
 
 if TYPE_CHECKING:
-    from .._manifest import Manifest
+    from .._arrays import ArrayView
+    from .._manifest import Manifest, ParamSpec
 
 __all__ = ["Backend", "get", "override", "select"]
 
@@ -106,39 +107,36 @@ _FIX_FOR = {
 }
 
 
-def select(kernel: str, kinds: Mapping[str, tuple[str, str]]) -> Backend:
-    """Choose the backend for one launch.
+def select(kernel: str, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> Backend:
+    """Choose the backend for one launch, from the kind of its array arguments.
 
-    ``kinds`` maps each array parameter to (array kind, description of the array).
     Mixing GPU and host arrays is refused, naming one of each.
     """
-    by_kind: dict[str, tuple[str, str]] = {}
-    for param, (array_kind, desc) in kinds.items():
-        by_kind.setdefault(array_kind, (param, desc))
-    if len(by_kind) > 1:
-        gp, gdesc = by_kind[GPU]
-        hp, hdesc = by_kind[HOST]
-        raise ArgumentTypeError(
-            kernel,
-            hp,
-            f"arrays in the same memory as '{gp}' ({gdesc}, on the GPU)",
-            f"{hdesc} in host memory",
-            "pass all arrays on the GPU (cupy.asarray(x)) or all on the host "
-            "(cupy.asnumpy(x)); pyoxide never copies behind your back",
-        )
-    kind = next(iter(by_kind), None)
+    kind = arrays[0][1].kind if arrays else None
+    for p, v in arrays:
+        if v.kind != kind:
+            gpu = next((p, v) for p, v in arrays if v.kind == GPU)
+            host = next((p, v) for p, v in arrays if v.kind == HOST)
+            raise ArgumentTypeError(
+                kernel,
+                host[0].name,
+                f"arrays in the same memory as '{gpu[0].name}' ({gpu[1].describe()}, on the GPU)",
+                f"{host[1].describe()} in host memory",
+                "pass all arrays on the GPU (cupy.asarray(x)) or all on the host "
+                "(cupy.asnumpy(x)); pyoxide never copies behind your back",
+            )
     choice = _knobs.backend()
     if choice == "auto":
         return get("emu" if kind == HOST else "cupy")
     backend = get(choice)
     if kind is not None and kind != backend.array_kind:
-        bad_param, desc = by_kind[kind]
+        p, v = arrays[0]
         where = "GPU" if backend.array_kind == GPU else "host"
         raise ArgumentTypeError(
             kernel,
-            bad_param,
+            p.name,
             f"a {where} array (PYOXIDE_BACKEND={choice})",
-            desc,
+            v.describe(),
             f"{_FIX_FOR[backend.array_kind]}, or unset PYOXIDE_BACKEND",
         )
     return backend
