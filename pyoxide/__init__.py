@@ -7,7 +7,7 @@ native library: they load when a kernel first runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._build import build
 from ._launch import GenericKernel, Kernel
@@ -31,9 +31,6 @@ from .errors import (
     PyoxideError,
     ToolchainError,
 )
-
-if TYPE_CHECKING:
-    kernels: Module
 
 __version__ = "0.1.0"
 
@@ -67,7 +64,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # `kernels` is loaded (and, from a source checkout, built) on first access.
+    # `kernels` is loaded (and, from a source checkout, built) on first access. Type
+    # checkers see its kernels through pyoxide/kernels.pyi, which `pyoxide build
+    # --bundled` generates (and which must not be shadowed by a declaration here).
     if name == "kernels":
         from ._module import load_bundled
 

@@ -95,3 +95,24 @@ def test_names_python_cannot_spell(tmp_path: Path) -> None:
     r = _mypy(tmp_path, "import fixture_kernels as k\nreveal_type(k.copy)\n")
     assert "_Kernel_copy" in r.stdout, r.stdout
     assert pyoxide.load(m)["lambda"].name == "lambda"
+
+
+def test_bundled_stub_types_from_pyoxide_import_kernels(tmp_path: Path) -> None:
+    # `pyoxide build --bundled` writes pyoxide/kernels.pyi; check it against a copy.
+    import shutil
+
+    pkg = tmp_path / "site" / "pyoxide"
+    shutil.copytree(Path(pyoxide.__file__).parent, pkg, ignore=shutil.ignore_patterns("*.pyc"))
+    m = pyoxide.read_manifest(write_manifest(tmp_path / "m"))
+    pyoxide.write_stub(m, pkg / "kernels.pyi")
+    (tmp_path / "user.py").write_text(
+        "from pyoxide import kernels\nreveal_type(kernels.saxpy)\nkernels.saxpy(1.0)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+         "--cache-dir", str(tmp_path / ".mypy_cache"), "user.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "MYPYPATH": str(tmp_path / "site")},
+    )  # fmt: skip
+    assert "pyoxide.kernels._Kernel_saxpy" in r.stdout, r.stdout
+    assert 'user.py:3: error: Too few arguments for "__call__"' in r.stdout, r.stdout

@@ -49,16 +49,12 @@ def ptx_isa_min_driver(isa: str) -> int:
     return cuda[0] * 1000 + cuda[1] * 10
 
 
-def _cc_number(cc: str) -> int:
-    return int(cc)
-
-
 def select_ptx(
     artifacts: Sequence[PtxArtifact], compute_capability: str, driver_version: int
 ) -> PtxArtifact:
     """The best PTX for a device: the highest arch the device can run, whose PTX ISA the
     driver understands. Raises NoCompatibleArchError naming what was there and why."""
-    cc = _cc_number(compute_capability)
+    cc = int(compute_capability)  # CuPy spells it "90" for 9.0
     runnable = []
     for a in artifacts:
         m = _ARCH_RE.match(a.arch)
