@@ -1,0 +1,76 @@
+"""pyoxide: write CUDA kernels in Rust, call them from Python.
+
+``from pyoxide import kernels`` gives the bundled kernels; ``pyoxide.load(path)``
+a crate of your own. Importing pyoxide loads neither CuPy nor NumPy nor any
+native library: they load when a kernel first runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._build import build
+from ._launch import GenericKernel, Kernel
+from ._manifest import Manifest, read_manifest
+from ._module import Module, load
+from ._stubs import render_stub, write_stub
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ArgumentValueError,
+    ArtifactError,
+    BackendUnavailableError,
+    BuildError,
+    ConfigError,
+    EmulatorError,
+    KernelTrapError,
+    LaunchError,
+    LoadError,
+    ManifestError,
+    NoCompatibleArchError,
+    PyoxideError,
+    ToolchainError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
+    "ArtifactError",
+    "BackendUnavailableError",
+    "BuildError",
+    "ConfigError",
+    "EmulatorError",
+    "GenericKernel",
+    "Kernel",
+    "KernelTrapError",
+    "LaunchError",
+    "LoadError",
+    "Manifest",
+    "ManifestError",
+    "Module",
+    "NoCompatibleArchError",
+    "PyoxideError",
+    "ToolchainError",
+    "build",
+    "kernels",
+    "load",
+    "read_manifest",
+    "render_stub",
+    "write_stub",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # `kernels` is loaded (and, from a source checkout, built) on first access. Type
+    # checkers see its kernels through pyoxide/kernels.pyi, which `pyoxide build
+    # --bundled` generates (and which must not be shadowed by a declaration here).
+    if name == "kernels":
+        from ._module import load_bundled
+
+        module = load_bundled()
+        globals()["kernels"] = module
+        return module
+    raise AttributeError(f"module 'pyoxide' has no attribute {name!r}")

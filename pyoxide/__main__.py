@@ -1,0 +1,3 @@
+from pyoxide.cli import main
+
+main()

@@ -1,0 +1,164 @@
+"""Stage 1: run ``cargo oxide`` (the cargo-oxide binary).
+
+cargo-oxide's contract: ``cargo-oxide oxide build … --json`` prints exactly one
+JSON object on stdout (``{"manifest", "crate", "artifacts"}``) and human progress
+on stderr, which is streamed through here; its exit codes are 0 ok, 1 build
+failed, 2 usage, 3 toolchain missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from . import _knobs
+from .errors import BuildError, ToolchainError
+
+Profile = Literal["release", "debug"]
+Echo = Callable[[str], None]
+
+#: cargo-oxide's exit codes (crates/cargo-oxide).
+EXIT_BUILD_FAILED = 1
+EXIT_USAGE = 2
+EXIT_TOOLCHAIN_MISSING = 3
+
+_INSTALL_HINT = (
+    "install it with `cargo install --path crates/cargo-oxide` from the pyoxide "
+    "repository, or point PYOXIDE_CARGO_OXIDE at the binary"
+)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    manifest: Path
+    crate: str
+    artifacts: tuple[Path, ...]
+    log: str
+
+
+def find_cargo_oxide() -> Path:
+    """The cargo-oxide binary: PYOXIDE_CARGO_OXIDE, then PATH, then ~/.cargo/bin."""
+    configured = _knobs.cargo_oxide()
+    if configured is not None:
+        if configured.is_file():
+            return configured
+        raise ToolchainError(
+            f"PYOXIDE_CARGO_OXIDE points at {configured}, which does not exist. "
+            f"Fix: {_INSTALL_HINT}."
+        )
+    found = shutil.which("cargo-oxide", path=_knobs.path_env())
+    if found:
+        return Path(found)
+    fallback = Path.home() / ".cargo" / "bin" / "cargo-oxide"
+    if fallback.is_file():
+        return fallback
+    raise ToolchainError(
+        f"cargo-oxide was not found on PATH or in ~/.cargo/bin. Fix: {_INSTALL_HINT}."
+    )
+
+
+def crate_manifest(path: str | Path) -> Path:
+    """The Cargo.toml of a crate given as a folder or as the Cargo.toml itself."""
+    p = Path(path).resolve()
+    toml = p if p.name == "Cargo.toml" else p / "Cargo.toml"
+    if not toml.is_file():
+        raise BuildError(
+            f"{p} is not a Rust crate (no Cargo.toml). Fix: pass the folder of a kernel "
+            "crate, or its Cargo.toml."
+        )
+    return toml
+
+
+def run_tool(args: Sequence[str], echo: Echo | None = None) -> tuple[int, str, str]:
+    """Run ``cargo-oxide oxide ARGS``; stream stderr lines to ``echo``.
+
+    Returns (exit code, stdout, stderr).
+    """
+    exe = find_cargo_oxide()
+    cmd = [str(exe), "oxide", *args]
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+    except OSError as e:
+        raise ToolchainError(
+            f"cannot run {exe}: {e.strerror}. Fix: {_INSTALL_HINT}.", command=cmd
+        ) from None
+    err_lines: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err_lines.append(line)
+            if echo is not None:
+                echo(line.rstrip("\n"))
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    rc = proc.wait()
+    reader.join()
+    return rc, out, "".join(err_lines)
+
+
+def build(
+    crate: str | Path,
+    *,
+    arch: Sequence[str] | None = None,
+    profile: Profile = "release",
+    out_dir: str | Path | None = None,
+    echo: Echo | None = None,
+) -> BuildResult:
+    """Build a kernel crate to PTX + manifest. Raises BuildError / ToolchainError."""
+    toml = crate_manifest(crate)
+    args = ["build", "--manifest-path", str(toml), "--json", f"--{profile}"]
+    if arch:
+        args += ["--arch", ",".join(arch)]
+    if out_dir is not None:
+        args += ["--out-dir", str(Path(out_dir).resolve())]
+    rc, out, err = run_tool(args, echo)
+    cmd = ["cargo", "oxide", *args]
+    if rc == EXIT_TOOLCHAIN_MISSING:
+        raise ToolchainError(
+            f"cargo oxide build for {toml.parent.name}: a toolchain piece is missing. "
+            "Fix: run `pyoxide doctor` and install what it reports missing.",
+            log=err, returncode=rc, command=cmd,
+        )  # fmt: skip
+    if rc == EXIT_USAGE:
+        raise BuildError(
+            f"cargo-oxide refused the command line `{' '.join(cmd)}` (exit 2): it and this "
+            "pyoxide disagree on the interface. Fix: install the cargo-oxide from the same "
+            "pyoxide release.",
+            log=err, returncode=rc, command=cmd,
+        )  # fmt: skip
+    if rc != 0:
+        raise BuildError(
+            f"cargo oxide build failed for {toml.parent.name} (exit {rc}). Fix: correct "
+            "the errors in the log above (rustc, the link step or ptxas).",
+            log=err, returncode=rc, command=cmd,
+        )  # fmt: skip
+    try:
+        report = json.loads(out)
+        manifest = Path(report["manifest"])
+        crate_name = str(report["crate"])
+        artifacts = tuple(Path(a) for a in report["artifacts"])
+    except (ValueError, KeyError, TypeError):
+        raise BuildError(
+            "cargo-oxide succeeded but did not print its JSON build report on stdout "
+            f"(got {out[:200]!r}). Fix: install the cargo-oxide from the same pyoxide release.",
+            log=err, returncode=rc, command=cmd,
+        ) from None  # fmt: skip
+    return BuildResult(manifest=manifest, crate=crate_name, artifacts=artifacts, log=err)

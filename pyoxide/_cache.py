@@ -1,0 +1,187 @@
+"""The content-addressed build cache behind ``pyoxide.load(crate)``.
+
+Layout under ``PYOXIDE_CACHE_DIR``::
+
+    index/<lookup>.json     which build last served this (crate, arch, profile, toolchain)
+    builds/<crate>-<key>/   one finished build: manifest + PTX, never modified
+    locks/<lookup>.lock     serializes builds of one lookup key across processes
+    tmp/                    builds in progress
+
+``lookup`` hashes the crate's Cargo.toml path, the requested archs and profile and
+the toolchain fingerprint (cargo-oxide's binary and ``rustc -vV``). A cached build
+is fresh while every source file its manifest lists, the crate's Cargo.toml and
+the workspace Cargo.lock still hash the same. ``key`` hashes ``lookup`` plus those
+content hashes, so equal inputs give the same folder. Every write is a rename of a
+finished temporary (``os.replace``), so two processes loading at once both succeed:
+the lock (where the OS has ``fcntl``) makes the second wait and reuse the first's
+build; without it, both build and the first rename wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from . import _knobs
+from ._build import Echo, Profile, build, crate_manifest, find_cargo_oxide
+from ._fs import atomic_write, sha256_file
+from ._manifest import Manifest, read_manifest
+from .errors import LoadError, ManifestError
+
+LAYOUT_VERSION = 1
+
+
+@functools.lru_cache(maxsize=8)
+def _fingerprint(tool: str, tool_stat: tuple[int, int], rustc: str) -> str:
+    try:
+        rustc_v = subprocess.run(
+            [rustc, "-vV"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        rustc_v = "unavailable"
+    return hashlib.sha256(json.dumps([tool, tool_stat, rustc_v]).encode()).hexdigest()
+
+
+def toolchain_fingerprint() -> str:
+    """Changes when cargo-oxide is rebuilt or the rustc on PATH changes."""
+    tool = find_cargo_oxide().resolve()
+    st = tool.stat()
+    return _fingerprint(str(tool), (st.st_size, st.st_mtime_ns), _knobs.rustc())
+
+
+def _extra_inputs(toml: Path) -> dict[str, str | None]:
+    """Cargo.toml of the crate and the nearest Cargo.lock: not in rustc's dep-info."""
+    inputs = {str(toml): sha256_file(toml)}
+    for folder in [toml.parent, *toml.parent.parents]:
+        lock = folder / "Cargo.lock"
+        if lock.is_file():
+            inputs[str(lock)] = sha256_file(lock)
+            break
+    return inputs
+
+
+def is_fresh(manifest: Manifest, crate_dir: Path, extra: dict[str, str | None]) -> bool:
+    for path, digest in manifest.sources:
+        p = Path(path)
+        if not p.is_absolute():
+            p = crate_dir / p
+        if sha256_file(p) != digest:
+            return False
+    return all(sha256_file(Path(p)) == d for p, d in extra.items())
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":  # no fcntl: rely on atomic renames alone
+        yield
+        return
+    import fcntl
+
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _say(echo: Echo | None, level: int, text: str) -> None:
+    if echo is not None and _knobs.verbose() >= level:
+        echo(text)
+
+
+def ensure_built(
+    crate: str | Path,
+    *,
+    arch: Sequence[str] | None = None,
+    profile: Profile = "release",
+    rebuild: bool = False,
+    echo: Echo | None = None,
+) -> Path:
+    """The manifest of a fresh build of ``crate``, building it if needed."""
+    toml = crate_manifest(crate)
+    root = _knobs.cache_dir()
+    fingerprint = toolchain_fingerprint()
+    lookup = hashlib.sha256(
+        json.dumps([LAYOUT_VERSION, str(toml), list(arch or []), profile, fingerprint]).encode()
+    ).hexdigest()[:32]
+    index = root / "index" / f"{lookup}.json"
+    extra = _extra_inputs(toml)
+    with _locked(root / "locks" / f"{lookup}.lock"):
+        if not rebuild:
+            cached = _cached_manifest(root, index, toml.parent, extra)
+            if cached is not None:
+                _say(echo, 2, f"pyoxide: {toml.parent.name} is fresh in {cached.parent}")
+                return cached
+        _say(echo, 1, f"pyoxide: building {toml.parent.name} ({profile})")
+        (root / "tmp").mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=root / "tmp", prefix="build-"))
+        try:
+            result = build(
+                toml, arch=arch, profile=profile, out_dir=tmp,
+                echo=echo if _knobs.verbose() >= 1 else None,
+            )  # fmt: skip
+            manifest = read_manifest(result.manifest)
+            if manifest.path.parent != tmp.resolve():
+                raise ManifestError(
+                    f"cargo-oxide wrote its manifest to {manifest.path}, not to the "
+                    f"requested --out-dir {tmp}. Fix: update cargo-oxide."
+                )
+            content = json.dumps([lookup, sorted(manifest.sources), sorted(extra.items())])
+            key = hashlib.sha256(content.encode()).hexdigest()[:24]
+            final = root / "builds" / f"{manifest.crate_name}-{key}"
+            final.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if not final.is_dir():
+                    raise
+                # Same inputs, already there: keep it unless it is damaged.
+                if not _usable(final / manifest.path.name):
+                    trash = Path(tempfile.mkdtemp(dir=root / "tmp", prefix="damaged-"))
+                    os.rename(final, trash / "entry")
+                    os.rename(tmp, final)
+                    shutil.rmtree(trash, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        entry = {"build": final.name, "manifest": manifest.path.name, "inputs": extra}
+        atomic_write(index, json.dumps(entry, indent=1))
+        return final / manifest.path.name
+
+
+def _usable(path: Path) -> bool:
+    try:
+        for artifact in read_manifest(path).artifacts:
+            artifact.read()
+    except LoadError:
+        return False
+    return True
+
+
+def _cached_manifest(
+    root: Path, index: Path, crate_dir: Path, extra: dict[str, str | None]
+) -> Path | None:
+    try:
+        entry = json.loads(index.read_text(encoding="utf-8"))
+        path: Path = root / "builds" / entry["build"] / entry["manifest"]
+        manifest = read_manifest(path)
+    except (OSError, ValueError, KeyError, TypeError, ManifestError):
+        return None
+    if entry.get("inputs") != extra or not is_fresh(manifest, crate_dir, extra):
+        return None
+    try:
+        for artifact in manifest.artifacts:
+            artifact.read()  # present and unchanged
+    except LoadError:
+        return None
+    return path

@@ -1,0 +1,406 @@
+"""Stage 2 input: read and check ``<crate>.manifest.json``.
+
+The manifest is defined in Rust (``crates/oxide-abi``) and described by the
+checked-in JSON schema; this module mirrors that schema by hand (the runtime does
+not depend on ``jsonschema``) and a test keeps the two in step. Errors name the
+JSON path of the offending field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ArtifactError, ManifestError
+
+#: Newest manifest schema this reader understands (oxide-abi MANIFEST_SCHEMA_VERSION).
+SCHEMA_VERSION = 1
+#: Kernel descriptor encoding this reader understands (oxide-abi DESCRIPTOR_VERSION).
+DESCRIPTOR_VERSION = 1
+
+#: Scalar types in their Rust (= manifest) spelling, with their size in bytes.
+SCALAR_SIZES: Mapping[str, int] = {
+    "i8": 1, "i16": 2, "i32": 4, "i64": 8,
+    "u8": 1, "u16": 2, "u32": 4, "u64": 8,
+    "f32": 4, "f64": 8, "bool": 1, "usize": 8, "isize": 8,
+}  # fmt: skip
+PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice", "pointer")
+SLICE_KINDS = frozenset({"slice", "disjoint_slice", "mut_slice"})
+OUTPUT_KINDS = frozenset({"disjoint_slice", "mut_slice"})
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    kind: str
+    type: str
+    mutable: bool
+
+    @property
+    def is_array(self) -> bool:
+        return self.kind != "scalar"
+
+    @property
+    def rust_type(self) -> str:
+        """How the parameter is written in Rust, for messages."""
+        t = self.type
+        return {
+            "scalar": t,
+            "slice": f"&[{t}]",
+            "disjoint_slice": f"DisjointSlice<{t}>",
+            "mut_slice": f"&mut [{t}]",
+            "pointer": f"*{'mut' if self.mutable else 'const'} {t}",
+        }[self.kind]
+
+
+@dataclass(frozen=True)
+class LaunchBounds:
+    max_threads: int
+    min_blocks: int | None = None
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    module: str
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel, or one instance of a generic kernel (a KernelDescriptor)."""
+
+    name: str
+    entry: str
+    params: tuple[ParamSpec, ...]
+    source: SourceLocation
+    instance: tuple[tuple[str, str], ...] = ()
+    is_unsafe: bool = False
+    launch_bounds: LaunchBounds | None = None
+
+    @property
+    def signature(self) -> str:
+        generics = ""
+        if self.instance:
+            generics = "::<" + ", ".join(v for _, v in self.instance) + ">"
+        params = ", ".join(f"{p.name}: {p.rust_type}" for p in self.params)
+        unsafe = "unsafe " if self.is_unsafe else ""
+        return f"{unsafe}fn {self.name}{generics}({params})"
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    registers: int
+    shared_bytes: int
+    stack_frame_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    barriers: int
+
+
+@dataclass(frozen=True)
+class PtxArtifact:
+    arch: str
+    path: Path  # absolute
+    sha256: str
+    ptx_version: str
+    ptxas: Mapping[str, KernelResources] | None = None
+
+    def read(self) -> bytes:
+        """The PTX bytes, checked against the manifest's hash."""
+        try:
+            data = self.path.read_bytes()
+        except OSError as e:
+            raise ArtifactError(
+                f"cannot read the {self.arch} PTX {self.path}: {e.strerror}. "
+                "Fix: rebuild with `pyoxide build`, or load a manifest whose files exist."
+            ) from None
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != self.sha256:
+            raise ArtifactError(
+                f"{self.path} changed since its manifest was written (sha256 {digest[:12]}…, "
+                f"manifest says {self.sha256[:12]}…). Fix: rebuild with `pyoxide build`."
+            )
+        return data
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    rustc: str
+    llvm: str
+    llvm_tools: str
+    cargo_oxide: str
+    hash: str
+    ptxas: str | None = None
+    libdevice_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path  # absolute path of the manifest file
+    schema: int
+    crate_name: str
+    crate_version: str
+    crate_manifest_path: str
+    profile: str
+    toolchain: Toolchain
+    sources: tuple[tuple[str, str], ...]  # (path, sha256)
+    artifacts: tuple[PtxArtifact, ...]
+    emulator: tuple[Path, str] | None
+    kernels: tuple[KernelSpec, ...] = field(default=())
+
+    @property
+    def archs(self) -> list[str]:
+        return [a.arch for a in self.artifacts]
+
+
+# --- reading ---------------------------------------------------------------------
+
+
+class _Checker:
+    """Walks the JSON with a path, raising ManifestError on the first mismatch."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+
+    def fail(self, where: str, problem: str) -> ManifestError:
+        return ManifestError(
+            f"{self.file}: {where}: {problem}. Fix: rebuild it with the cargo-oxide that "
+            "matches this pyoxide (`pyoxide build`), or report the bug if it persists."
+        )
+
+    def obj(
+        self,
+        value: Any,
+        where: str,
+        required: Sequence[str],
+        optional: Sequence[str] = (),
+        closed: bool = True,
+    ) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {type(value).__name__}")
+        for key in required:
+            if key not in value:
+                raise self.fail(where, f"missing field '{key}'")
+        if closed:
+            extra = sorted(set(value) - set(required) - set(optional))
+            if extra:
+                raise self.fail(where, f"unknown field(s) {', '.join(extra)}")
+        return value
+
+    def str_(self, value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected a string, got {json.dumps(value)}")
+        return value
+
+    def opt_str(self, value: Any, where: str) -> str | None:
+        return None if value is None else self.str_(value, where)
+
+    def uint(self, value: Any, where: str, bits: int = 32) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**bits:
+            raise self.fail(where, f"expected an unsigned {bits}-bit integer, got {value!r}")
+        return value
+
+    def bool_(self, value: Any, where: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(where, f"expected true or false, got {json.dumps(value)}")
+        return value
+
+    def list_(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected an array, got {type(value).__name__}")
+        return value
+
+    def choice(self, value: Any, where: str, choices: Sequence[str]) -> str:
+        if value not in choices:
+            raise self.fail(where, f"expected one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    """Read, check and resolve a manifest file (artifact paths become absolute)."""
+    file = Path(path).resolve()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ManifestError(
+            f"cannot read manifest {file}: {e.strerror}. "
+            "Fix: pass the `<crate>.manifest.json` that `pyoxide build` wrote, or a crate folder."
+        ) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestError(
+            f"{file} is not valid JSON ({e}). Fix: rebuild it with `pyoxide build`."
+        ) from None
+    return parse_manifest(value, file)
+
+
+def parse_manifest(value: Any, file: Path) -> Manifest:
+    c = _Checker(file)
+    if not isinstance(value, dict) or "schema" not in value:
+        raise ManifestError(
+            f"{file} is not a pyoxide manifest (no 'schema' field). "
+            "Fix: pass the `<crate>.manifest.json` that `pyoxide build` wrote."
+        )
+    schema = c.uint(value["schema"], "schema")
+    if schema > SCHEMA_VERSION:
+        raise ManifestError(
+            f"{file} has manifest schema {schema}, newer than the {SCHEMA_VERSION} this "
+            "pyoxide reads. Fix: upgrade pyoxide (`pip install -U pyoxide`), or rebuild the "
+            "crate with the cargo-oxide that matches this pyoxide."
+        )
+    if schema < 1:
+        raise c.fail("schema", f"schema {schema} does not exist")
+    top = c.obj(
+        value,
+        "$",
+        ["schema", "crate", "profile", "toolchain", "sources", "artifacts", "kernels"],
+        ["emulator"],
+    )
+    crate = c.obj(top["crate"], "crate", ["name", "version", "manifest_path"])
+    tc = c.obj(
+        top["toolchain"],
+        "toolchain",
+        ["rustc", "llvm", "llvm_tools", "cargo_oxide", "hash"],
+        ["ptxas", "libdevice_sha256"],
+    )
+    toolchain = Toolchain(
+        rustc=c.str_(tc["rustc"], "toolchain.rustc"),
+        llvm=c.str_(tc["llvm"], "toolchain.llvm"),
+        llvm_tools=c.str_(tc["llvm_tools"], "toolchain.llvm_tools"),
+        cargo_oxide=c.str_(tc["cargo_oxide"], "toolchain.cargo_oxide"),
+        hash=c.str_(tc["hash"], "toolchain.hash"),
+        ptxas=c.opt_str(tc.get("ptxas"), "toolchain.ptxas"),
+        libdevice_sha256=c.opt_str(tc.get("libdevice_sha256"), "toolchain.libdevice_sha256"),
+    )
+    sources = []
+    for i, s in enumerate(c.list_(top["sources"], "sources")):
+        w = f"sources[{i}]"
+        s = c.obj(s, w, ["path", "sha256"])
+        sources.append((c.str_(s["path"], w + ".path"), c.str_(s["sha256"], w + ".sha256")))
+    base = file.parent
+    artifacts = [
+        _artifact(c, a, f"artifacts[{i}]", base)
+        for i, a in enumerate(c.list_(top["artifacts"], "artifacts"))
+    ]
+    emulator = None
+    if top.get("emulator") is not None:
+        e = c.obj(top["emulator"], "emulator", ["path", "sha256"])
+        emulator = (
+            base / c.str_(e["path"], "emulator.path"),
+            c.str_(e["sha256"], "emulator.sha256"),
+        )
+    kernels = [
+        _kernel(c, k, f"kernels[{i}]") for i, k in enumerate(c.list_(top["kernels"], "kernels"))
+    ]
+    seen: dict[str, str] = {}
+    for k in kernels:
+        if k.entry in seen:
+            raise c.fail("kernels", f"entry symbol '{k.entry}' appears twice")
+        seen[k.entry] = k.name
+    return Manifest(
+        path=file,
+        schema=schema,
+        crate_name=c.str_(crate["name"], "crate.name"),
+        crate_version=c.str_(crate["version"], "crate.version"),
+        crate_manifest_path=c.str_(crate["manifest_path"], "crate.manifest_path"),
+        profile=c.str_(top["profile"], "profile"),
+        toolchain=toolchain,
+        sources=tuple(sources),
+        artifacts=tuple(artifacts),
+        emulator=emulator,
+        kernels=tuple(kernels),
+    )
+
+
+def _artifact(c: _Checker, value: Any, w: str, base: Path) -> PtxArtifact:
+    a = c.obj(value, w, ["arch", "path", "sha256", "ptx_version"], ["ptxas"])
+    arch = c.str_(a["arch"], w + ".arch")
+    if not arch.startswith("sm_"):
+        raise c.fail(w + ".arch", f"expected an architecture like sm_90, got {arch!r}")
+    resources = None
+    if a.get("ptxas") is not None:
+        raw = c.obj(a["ptxas"], w + ".ptxas", [], closed=False)
+        resources = {}
+        fields = [
+            "registers", "shared_bytes", "stack_frame_bytes",
+            "spill_store_bytes", "spill_load_bytes", "barriers",
+        ]  # fmt: skip
+        for entry, r in raw.items():
+            rw = f"{w}.ptxas.{entry}"
+            r = c.obj(r, rw, fields)
+            resources[entry] = KernelResources(**{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields})
+    return PtxArtifact(
+        arch=arch,
+        path=base / c.str_(a["path"], w + ".path"),
+        sha256=c.str_(a["sha256"], w + ".sha256"),
+        ptx_version=c.str_(a["ptx_version"], w + ".ptx_version"),
+        ptxas=resources,
+    )
+
+
+def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
+    # KernelDescriptor is open in the schema (no additionalProperties: false).
+    k = c.obj(
+        value,
+        w,
+        ["version", "name", "entry", "params", "source"],
+        ["instance", "is_unsafe", "launch_bounds"],
+        closed=False,
+    )
+    version = c.uint(k["version"], w + ".version")
+    if version != DESCRIPTOR_VERSION:
+        raise c.fail(
+            w + ".version",
+            f"kernel descriptor version {version}, this pyoxide reads {DESCRIPTOR_VERSION}",
+        )
+    name = c.str_(k["name"], w + ".name")
+    if not name.isidentifier():
+        raise c.fail(w + ".name", f"{name!r} is not an identifier")
+    params = []
+    for i, p in enumerate(c.list_(k["params"], w + ".params")):
+        pw = f"{w}.params[{i}]"
+        p = c.obj(p, pw, ["name", "kind", "type", "mutable"], closed=False)
+        params.append(
+            ParamSpec(
+                name=c.str_(p["name"], pw + ".name"),
+                kind=c.choice(p["kind"], pw + ".kind", PARAM_KINDS),
+                type=c.choice(p["type"], pw + ".type", list(SCALAR_SIZES)),
+                mutable=c.bool_(p["mutable"], pw + ".mutable"),
+            )
+        )
+    instance = []
+    for i, g in enumerate(c.list_(k.get("instance", []), w + ".instance")):
+        gw = f"{w}.instance[{i}]"
+        g = c.obj(g, gw, ["param", "value"], closed=False)
+        instance.append((c.str_(g["param"], gw + ".param"), c.str_(g["value"], gw + ".value")))
+    bounds = None
+    if k.get("launch_bounds") is not None:
+        lb = c.obj(k["launch_bounds"], w + ".launch_bounds", ["max_threads"], closed=False)
+        max_threads = c.uint(lb["max_threads"], w + ".launch_bounds.max_threads")
+        if max_threads == 0:
+            raise c.fail(w + ".launch_bounds.max_threads", "must be at least 1")
+        min_blocks = lb.get("min_blocks")
+        bounds = LaunchBounds(
+            max_threads,
+            None if min_blocks is None else c.uint(min_blocks, w + ".launch_bounds.min_blocks"),
+        )
+    src = c.obj(k["source"], w + ".source", ["module", "file", "line"], closed=False)
+    return KernelSpec(
+        name=name,
+        entry=c.str_(k["entry"], w + ".entry"),
+        params=tuple(params),
+        source=SourceLocation(
+            c.str_(src["module"], w + ".source.module"),
+            c.str_(src["file"], w + ".source.file"),
+            c.uint(src["line"], w + ".source.line"),
+        ),
+        instance=tuple(instance),
+        is_unsafe=c.bool_(k.get("is_unsafe", False), w + ".is_unsafe"),
+        launch_bounds=bounds,
+    )

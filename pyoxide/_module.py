@@ -1,0 +1,179 @@
+"""Stage 2: a built crate as a Python module of kernels.
+
+:func:`load` turns a crate folder (built through the cache when stale) or a
+manifest file into a :class:`Module`. A Module holds one launcher per kernel: a
+:class:`~pyoxide._launch.Kernel` per kernel and per instance of a generic kernel
+(``scale_f32``), and a :class:`~pyoxide._launch.GenericKernel` under the generic
+name (``scale``) that dispatches by dtype. Code is loaded on a device the first
+time a kernel runs there.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import _knobs
+from ._build import Echo, Profile
+from ._launch import GenericKernel, Kernel
+from ._manifest import Manifest, read_manifest
+from .errors import LoadError
+
+if TYPE_CHECKING:
+    from .backends import Backend
+
+Launcher = Kernel | GenericKernel
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+BUNDLED_CRATE = "kernels_rs"
+
+
+class Module:
+    """The kernels of one built crate. ``module.saxpy(...)`` launches ``saxpy``;
+    ``module["name"]`` works for names that clash with attributes or keywords."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.name = manifest.crate_name
+        self._loaded: dict[tuple[str, int], Any] = {}
+        self._functions: dict[tuple[str, int, str], Any] = {}
+        launchers: dict[str, Launcher] = {}
+        generic: dict[str, list[Kernel]] = {}
+        for spec in manifest.kernels:
+            kernel = Kernel(spec, self)
+            launchers[spec.entry] = kernel
+            if spec.instance:
+                generic.setdefault(spec.name, []).append(kernel)
+        for name, instances in generic.items():
+            if name not in launchers:  # an entry symbol wins over the generic name
+                launchers[name] = GenericKernel(name, instances)
+        self._launchers = launchers
+
+    # --- kernels as attributes ---------------------------------------------------
+
+    @property
+    def kernels(self) -> Mapping[str, Launcher]:
+        return dict(self._launchers)
+
+    def __getattr__(self, name: str) -> Launcher:
+        launchers: dict[str, Launcher] | None = self.__dict__.get("_launchers")
+        if launchers is None or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return launchers[name]
+        except KeyError:
+            raise AttributeError(self._unknown(name)) from None
+
+    def __getitem__(self, name: str) -> Launcher:
+        try:
+            return self._launchers[name]
+        except KeyError:
+            raise KeyError(self._unknown(name)) from None
+
+    def _unknown(self, name: str) -> str:
+        close = difflib.get_close_matches(name, self._launchers, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        have = ", ".join(sorted(self._launchers)) or "none"
+        return f"crate {self.name} has no kernel '{name}' (kernels: {have}).{hint}"
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self._launchers))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._launchers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._launchers
+
+    def __len__(self) -> int:
+        return len(self._launchers)
+
+    def __repr__(self) -> str:
+        return (
+            f"<pyoxide.Module {self.name} {self.manifest.crate_version}: "
+            f"{len(self._launchers)} kernels, {', '.join(self.manifest.archs) or 'no PTX'}>"
+        )
+
+    # --- code per device ---------------------------------------------------------
+
+    def _function(self, backend: Backend, device: int, entry: str) -> Any:
+        key = (backend.name, device, entry)
+        function = self._functions.get(key)
+        if function is None:
+            loaded = self._loaded.get((backend.name, device))
+            if loaded is None:
+                loaded = backend.load_module(self.manifest, device)
+                self._loaded[(backend.name, device)] = loaded
+            function = self._functions[key] = backend.get_function(loaded, entry)
+        return function
+
+
+def load(
+    path_or_manifest: str | os.PathLike[str] | Manifest,
+    *,
+    arch: str | Sequence[str] | None = None,
+    profile: Profile = "release",
+    rebuild: bool = False,
+    echo: Echo | None = None,
+) -> Module:
+    """Load a kernel crate as a :class:`Module`.
+
+    ``path_or_manifest`` is a crate folder (or its Cargo.toml), built through the
+    cache when its sources or the toolchain changed; a ``<crate>.manifest.json``
+    file, used as is; or a Manifest already read. ``arch`` defaults to
+    ``PYOXIDE_ARCH``, then cargo-oxide's default.
+    """
+    if isinstance(path_or_manifest, Manifest):
+        return Module(path_or_manifest)
+    path = Path(path_or_manifest)
+    if path.is_file() and path.name.endswith(".json"):
+        return Module(read_manifest(path))
+    if path.is_dir() or path.name == "Cargo.toml":
+        from ._cache import ensure_built
+
+        archs = [arch] if isinstance(arch, str) else arch
+        archs = archs if archs is not None else _knobs.arch()
+        if echo is None and _knobs.verbose():
+            echo = _stderr
+        manifest = ensure_built(path, arch=archs, profile=profile, rebuild=rebuild, echo=echo)
+        return Module(read_manifest(manifest))
+    raise LoadError(
+        f"{path} is neither a kernel crate (a folder with Cargo.toml) nor a manifest "
+        "(<crate>.manifest.json). Fix: pass one of those."
+    )
+
+
+def _stderr(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+def bundled_manifest_path() -> Path | None:
+    """The prebuilt manifest of the bundled kernels, when it ships with the package."""
+    p = _PACKAGE_DIR / "_prebuilt" / f"{BUNDLED_CRATE}.manifest.json"
+    return p if p.is_file() else None
+
+
+def bundled_crate_dir() -> Path | None:
+    """The bundled kernel crate's source (a source checkout only)."""
+    p = _PACKAGE_DIR.parent / BUNDLED_CRATE
+    return p if (p / "Cargo.toml").is_file() else None
+
+
+def load_bundled() -> Module:
+    """The bundled ``kernels_rs``: prebuilt artifacts if present, else built from source."""
+    prebuilt = bundled_manifest_path()
+    if prebuilt is not None:
+        return load(prebuilt)
+    crate = bundled_crate_dir()
+    if crate is not None:
+        return load(crate)
+    raise LoadError(
+        "the bundled kernels are missing: no prebuilt artifacts in pyoxide/_prebuilt and no "
+        "kernels_rs source beside the package. Fix: reinstall pyoxide, or from a source "
+        "checkout run `pyoxide build --bundled`."
+    )

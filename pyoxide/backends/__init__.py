@@ -1,0 +1,142 @@
+"""The one place a backend is chosen.
+
+A backend runs kernels on one kind of memory: ``cupy`` (GPU arrays, through CuPy)
+or ``emu`` (host arrays, through the CPU emulator). Launchers never branch on the
+backend; they call :func:`select` with the kind of the arrays they were given and
+talk to the result through the :class:`Backend` protocol.
+
+``PYOXIDE_BACKEND=auto`` (default) picks by the arrays; ``cupy`` or ``emu`` forces
+one and refuses arrays of the other kind. Tests substitute a backend with
+:func:`override`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import _knobs
+from .._arrays import GPU, HOST
+from ..errors import ArgumentTypeError
+
+if TYPE_CHECKING:
+    from .._arrays import ArrayView
+    from .._manifest import Manifest, ParamSpec
+
+__all__ = ["Backend", "get", "override", "select"]
+
+
+class Backend(Protocol):
+    """What a launcher needs from a backend."""
+
+    name: str  # "cupy" or "emu"
+    array_kind: str  # the kind of arrays it runs on: GPU or HOST
+
+    def current_device(self) -> int:
+        """The device a launch would run on now."""
+        ...
+
+    def device_of_pointer(self, ptr: int) -> int | None:
+        """The device that owns ``ptr``, or None when it is not device memory."""
+        ...
+
+    def load_module(self, manifest: Manifest, device: int) -> Any:
+        """Load the crate's code for ``device`` (once per device; the caller caches)."""
+        ...
+
+    def get_function(self, module: Any, entry: str) -> Any:
+        """The launchable handle of one entry symbol of a loaded module."""
+        ...
+
+    def launch(
+        self,
+        function: Any,
+        *,
+        kernel: str,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: Sequence[Any],
+        shared_mem: int,
+        stream: Any,
+        producer_streams: Sequence[int],
+    ) -> None:
+        """Launch. ``args`` is the flat ABI list (NumPy scalars; slices as ptr, len)."""
+        ...
+
+
+_instances: dict[str, Backend] = {}
+_overrides: dict[str, Backend] = {}
+
+
+def get(name: str) -> Backend:
+    """The backend called ``name``, created on first use (CuPy is imported then)."""
+    if name in _overrides:
+        return _overrides[name]
+    if name not in _instances:
+        if name == "cupy":
+            from .cupy import CupyBackend
+
+            _instances[name] = CupyBackend()
+        elif name == "emu":
+            from .emu import EmuBackend
+
+            _instances[name] = EmuBackend()
+        else:
+            raise ValueError(f"no backend named {name!r}")
+    return _instances[name]
+
+
+@contextlib.contextmanager
+def override(name: str, backend: Backend) -> Iterator[Backend]:
+    """Use ``backend`` wherever ``name`` would be chosen (for tests)."""
+    previous = _overrides.get(name)
+    _overrides[name] = backend
+    try:
+        yield backend
+    finally:
+        if previous is None:
+            del _overrides[name]
+        else:
+            _overrides[name] = previous
+
+
+_FIX_FOR = {
+    GPU: "copy it to the GPU with cupy.asarray(x)",
+    HOST: "copy it to the host with cupy.asnumpy(x) (or tensor.cpu())",
+}
+
+
+def select(kernel: str, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> Backend:
+    """Choose the backend for one launch, from the kind of its array arguments.
+
+    Mixing GPU and host arrays is refused, naming one of each.
+    """
+    kind = arrays[0][1].kind if arrays else None
+    for p, v in arrays:
+        if v.kind != kind:
+            gpu = next((p, v) for p, v in arrays if v.kind == GPU)
+            host = next((p, v) for p, v in arrays if v.kind == HOST)
+            raise ArgumentTypeError(
+                kernel,
+                host[0].name,
+                f"arrays in the same memory as '{gpu[0].name}' ({gpu[1].describe()}, on the GPU)",
+                f"{host[1].describe()} in host memory",
+                "pass all arrays on the GPU (cupy.asarray(x)) or all on the host "
+                "(cupy.asnumpy(x)); pyoxide never copies behind your back",
+            )
+    choice = _knobs.backend()
+    if choice == "auto":
+        return get("emu" if kind == HOST else "cupy")
+    backend = get(choice)
+    if kind is not None and kind != backend.array_kind:
+        p, v = arrays[0]
+        where = "GPU" if backend.array_kind == GPU else "host"
+        raise ArgumentTypeError(
+            kernel,
+            p.name,
+            f"a {where} array (PYOXIDE_BACKEND={choice})",
+            v.describe(),
+            f"{_FIX_FOR[backend.array_kind]}, or unset PYOXIDE_BACKEND",
+        )
+    return backend

@@ -1,0 +1,235 @@
+"""The GPU backend: loads PTX and launches through CuPy.
+
+CuPy is imported when this backend is first chosen, never at ``import pyoxide``.
+The pure helpers (:func:`select_ptx`, :func:`ptx_isa_min_driver`) need no CuPy and
+are tested on their own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import _knobs
+from .._arrays import GPU
+from ..errors import (
+    ArgumentTypeError,
+    BackendUnavailableError,
+    KernelTrapError,
+    LaunchError,
+    LoadError,
+    NoCompatibleArchError,
+)
+
+if TYPE_CHECKING:
+    from .._manifest import Manifest, PtxArtifact
+
+_ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
+# Driver errors that mean a kernel died (they are sticky: the context is lost).
+_TRAP_MARKERS = (
+    "illegalinstruction", "launchfail", "illegaladdress", "misaligned",
+    "assert", "hardwarestack", "unspecifiedlaunch",
+)  # fmt: skip
+_DEFAULT_SHARED_LIMIT = 48 * 1024
+
+
+def ptx_isa_min_driver(isa: str) -> int:
+    """The oldest CUDA driver (as ``cudaDriverGetVersion`` reports it) taking PTX ISA ``isa``."""
+    major_s, _, minor_s = isa.partition(".")
+    major, minor = int(major_s), int(minor_s or 0)
+    if major <= 6:
+        cuda = {0: (9, 0), 1: (9, 1), 2: (9, 2), 3: (10, 0), 4: (10, 1)}.get(minor, (10, 2))
+    elif major == 7:
+        cuda = (11, minor)
+    elif major == 8:
+        cuda = (12, minor if minor <= 5 else minor + 1)
+    else:  # ISA 9.x shipped with CUDA 13.x
+        cuda = (major + 4, minor)
+    return cuda[0] * 1000 + cuda[1] * 10
+
+
+def select_ptx(
+    artifacts: Sequence[PtxArtifact], compute_capability: str, driver_version: int
+) -> PtxArtifact:
+    """The best PTX for a device: the highest arch the device can run, whose PTX ISA the
+    driver understands. Raises NoCompatibleArchError naming what was there and why."""
+    cc = int(compute_capability)  # CuPy spells it "90" for 9.0
+    runnable = []
+    for a in artifacts:
+        m = _ARCH_RE.match(a.arch)
+        if not m:
+            continue
+        num, suffix = int(m.group(1)), m.group(2)
+        fits = {
+            "": num <= cc,
+            "a": num == cc,  # arch-specific features: that exact device only
+            "f": num // 10 == cc // 10 and num <= cc,  # family: same major
+        }[suffix]
+        if fits:
+            runnable.append((num, suffix != "", a))
+    have = ", ".join(a.arch for a in artifacts) or "none"
+    if not runnable:
+        raise NoCompatibleArchError(
+            f"no PTX runs on this device (compute capability {cc // 10}.{cc % 10}, sm_{cc}); "
+            f"the manifest has {have}. Fix: rebuild with `pyoxide build --arch sm_{cc}` "
+            f"(or PYOXIDE_ARCH=sm_{cc})."
+        )
+    runnable.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    for _, _, a in runnable:
+        if ptx_isa_min_driver(a.ptx_version) <= driver_version:
+            return a
+    best = runnable[0][2]
+    need = ptx_isa_min_driver(best.ptx_version)
+    raise NoCompatibleArchError(
+        f"the CUDA driver is too old for this PTX: {best.arch} declares PTX ISA "
+        f"{best.ptx_version}, which needs a driver for CUDA {need // 1000}.{need % 1000 // 10} "
+        f"or newer; this driver supports CUDA {driver_version // 1000}."
+        f"{driver_version % 1000 // 10}. Fix: update the NVIDIA driver, or rebuild with an "
+        "older LLVM/ptx version."
+    )
+
+
+class CupyBackend:
+    name = "cupy"
+    array_kind = GPU
+
+    def __init__(self) -> None:
+        try:
+            import cupy
+        except ImportError as e:
+            raise BackendUnavailableError(
+                f"GPU arrays need CuPy, which cannot be imported ({e}). "
+                "Fix: pip install 'pyoxide[cuda12]' (or 'pyoxide[cuda13]' for CUDA 13 drivers)."
+            ) from None
+        self._cp = cupy
+        self._last_kernel: str | None = None
+
+    # --- devices -----------------------------------------------------------------
+
+    def current_device(self) -> int:
+        return int(self._cp.cuda.runtime.getDevice())
+
+    def device_of_pointer(self, ptr: int) -> int | None:
+        try:
+            attrs = self._cp.cuda.runtime.pointerGetAttributes(ptr)
+        except self._cp.cuda.runtime.CUDARuntimeError:
+            return None
+        # cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed
+        if getattr(attrs, "type", 2) not in (2, 3):
+            return None
+        return int(attrs.device)
+
+    # --- loading -----------------------------------------------------------------
+
+    def load_module(self, manifest: Manifest, device: int) -> Any:
+        cp = self._cp
+        with cp.cuda.Device(device) as dev:
+            cc = str(dev.compute_capability)
+            driver = int(cp.cuda.runtime.driverGetVersion())
+            ptx = select_ptx(manifest.artifacts, cc, driver)
+            data = ptx.read()  # checked against the manifest's sha256
+            module = cp.cuda.function.Module()
+            try:
+                module.load(data)  # cuModuleLoadData: the driver JITs the PTX here
+            except cp.cuda.driver.CUDADriverError as e:
+                text = str(e)
+                if "PTX" in text.upper() or "UNSUPPORTED" in text.upper():
+                    raise NoCompatibleArchError(
+                        f"the driver refused {ptx.path} ({text}). Fix: update the NVIDIA "
+                        "driver, or rebuild for an older PTX ISA."
+                    ) from None
+                raise LoadError(
+                    f"CUDA could not load {ptx.path} on device {device}: {text}. "
+                    "Fix: rebuild with `pyoxide build`; run `pyoxide doctor` if it persists."
+                ) from None
+        return module
+
+    def get_function(self, module: Any, entry: str) -> Any:
+        try:
+            return module.get_function(entry)
+        except self._cp.cuda.driver.CUDADriverError as e:
+            raise LoadError(
+                f"the PTX has no entry '{entry}' ({e}). Fix: rebuild; the manifest and the "
+                "PTX come from different builds."
+            ) from None
+
+    # --- launching ---------------------------------------------------------------
+
+    def _stream(self, kernel: str, stream: Any) -> Any:
+        cp = self._cp
+        if stream is None:
+            return cp.cuda.get_current_stream()
+        if isinstance(stream, cp.cuda.Stream):
+            return stream
+        if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+            return cp.cuda.ExternalStream(int(stream.cuda_stream))
+        if hasattr(stream, "__cuda_stream__"):  # CUDA stream protocol: (version, handle)
+            return cp.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
+        if isinstance(stream, int) and not isinstance(stream, bool):
+            return cp.cuda.ExternalStream(stream)
+        raise ArgumentTypeError(
+            kernel,
+            "stream",
+            "a cupy.cuda.Stream, a torch.cuda.Stream, or a raw stream handle (int)",
+            type(stream).__name__,
+            "pass stream=cupy.cuda.get_current_stream() or leave it out",
+        )
+
+    def launch(
+        self,
+        function: Any,
+        *,
+        kernel: str,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: Sequence[Any],
+        shared_mem: int,
+        stream: Any,
+        producer_streams: Sequence[int],
+    ) -> None:
+        cp = self._cp
+        s = None if stream is None else self._stream(kernel, stream)
+        previous, self._last_kernel = self._last_kernel, kernel
+        try:
+            if producer_streams:
+                current = s if s is not None else cp.cuda.get_current_stream()
+                for p in set(producer_streams):
+                    # CAI v3: wait for the producer's stream unless it is ours or a default.
+                    if p not in (1, 2) and p != current.ptr:
+                        event = cp.cuda.Event(disable_timing=True)
+                        event.record(cp.cuda.ExternalStream(p))
+                        current.wait_event(event)
+            if shared_mem > _DEFAULT_SHARED_LIMIT:
+                d = cp.cuda.driver
+                attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                d.funcSetAttribute(function.ptr, attr, shared_mem)
+            # Function launches on `stream`, or on the current stream when it is None.
+            function(grid, block, args, shared_mem=shared_mem, stream=s)
+            if _knobs.sync_launches():
+                (s if s is not None else cp.cuda.get_current_stream()).synchronize()
+        except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
+            raise self._error(kernel, previous, e) from None
+
+    def _error(self, kernel: str, previous: str | None, e: Exception) -> LaunchError:
+        text = str(e)
+        squashed = text.replace("_", "").lower()
+        if any(m in squashed for m in _TRAP_MARKERS):
+            synced = _knobs.sync_launches()
+            culprit = (
+                f"'{kernel}'"
+                if synced or previous is None
+                else (f"'{kernel}' or an earlier launch (the last one was '{previous}')")
+            )
+            hint = "" if synced else " Set PYOXIDE_SYNC=1 to attribute traps to one launch."
+            return KernelTrapError(
+                kernel,
+                f"kernel {culprit} trapped on the GPU ({text}): a Rust panic, failed bounds "
+                "check or bad memory access. The CUDA context is now unusable: restart the "
+                f"process. Fix: check the kernel's indices and input lengths.{hint}",
+            )
+        return LaunchError(
+            kernel,
+            f"launching '{kernel}' failed: {text}. Fix: check the launch configuration "
+            "(grid, block, shared_mem) against the device's limits.",
+        )

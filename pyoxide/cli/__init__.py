@@ -1,0 +1,31 @@
+"""``pyoxide`` command line (click). Each subcommand lives in its own module; this
+module only builds the group. Exit codes: :class:`pyoxide.cli._exit.ExitCode`."""
+
+from __future__ import annotations
+
+import click
+
+from .build import build_command
+from .doctor import doctor_command
+from .inspect import inspect_command
+
+__all__ = ["cli", "main"]
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Exit codes: 0 ok, 1 build failed, 2 usage error, 3 toolchain missing, "
+    "4 manifest or artifacts unusable, 5 other pyoxide error.",
+)
+@click.version_option(package_name="pyoxide", prog_name="pyoxide")
+def cli() -> None:
+    """Write CUDA kernels in Rust, call them from Python."""
+
+
+cli.add_command(build_command)
+cli.add_command(doctor_command)
+cli.add_command(inspect_command)
+
+
+def main() -> None:
+    cli(prog_name="pyoxide")

@@ -1,0 +1,84 @@
+"""``pyoxide build``: run cargo oxide build, stream its progress, write stubs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .._build import build
+from .._manifest import read_manifest
+from .._module import BUNDLED_CRATE, bundled_crate_dir
+from .._stubs import write_stub
+from ._exit import reporting_errors, usage_error
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _archs(values: tuple[str, ...]) -> list[str] | None:
+    archs = [a.strip() for v in values for a in v.split(",") if a.strip()]
+    for a in archs:
+        if not a.startswith("sm_") or not a[3:].rstrip("af").isdigit():
+            raise click.BadParameter(
+                f"{a!r} is not an architecture like sm_90", param_hint="--arch"
+            )
+    return archs or None
+
+
+@click.command("build")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--arch", "arch", multiple=True, help="Target architectures: sm_80,sm_90 (repeatable)."
+)
+@click.option("--release/--debug", "release", default=True, help="Cargo profile (default release).")
+@click.option(
+    "--out-dir",
+    type=click.Path(path_type=Path),
+    help="Where artifacts go (default: <target dir>/oxide/<profile>).",
+)
+@click.option("--stubs/--no-stubs", default=True, help="Write <crate>.pyi beside the manifest.")
+@click.option(
+    "--bundled",
+    is_flag=True,
+    help=f"Build the bundled {BUNDLED_CRATE} into pyoxide/_prebuilt (from a source checkout).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Do not stream cargo-oxide's progress.")
+def build_command(
+    path: Path | None,
+    arch: tuple[str, ...],
+    release: bool,
+    out_dir: Path | None,
+    stubs: bool,
+    bundled: bool,
+    quiet: bool,
+) -> None:
+    """Build the kernel crate at PATH (default: the current folder) to PTX + manifest."""
+    archs = _archs(arch)
+    if bundled:
+        if path is not None:
+            raise usage_error("give either PATH or --bundled, not both")
+        path = bundled_crate_dir()
+        if path is None:
+            raise usage_error(f"--bundled needs a source checkout with {BUNDLED_CRATE}/")
+        out_dir = out_dir or _PACKAGE_DIR / "_prebuilt"
+    with reporting_errors():
+        result = build(
+            path or Path.cwd(),
+            arch=archs,
+            profile="release" if release else "debug",
+            out_dir=out_dir,
+            echo=None if quiet else (lambda line: click.echo(line, err=True)),
+        )
+        manifest = read_manifest(result.manifest)
+        names = ", ".join(k.entry for k in manifest.kernels) or "no kernels"
+        click.echo(
+            f"built {manifest.crate_name} {manifest.crate_version}: {len(manifest.kernels)} "
+            f"kernel(s) ({names}) for {', '.join(manifest.archs) or 'no arch'}"
+        )
+        click.echo(f"  manifest: {manifest.path}")
+        if stubs:
+            stub = write_stub(manifest, manifest.path.with_name(f"{manifest.crate_name}.pyi"))
+            click.echo(f"  stubs:    {stub}")
+            if bundled:
+                # Typed `from pyoxide import kernels` for editors and mypy.
+                click.echo(f"  stubs:    {write_stub(manifest, _PACKAGE_DIR / 'kernels.pyi')}")

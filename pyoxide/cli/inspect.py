@@ -1,0 +1,82 @@
+"""``pyoxide inspect KERNEL``: a kernel's signature, ABI, resources and PTX."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from .._manifest import KernelSpec, Manifest
+from .._module import Module, load, load_bundled
+from .._stubs import _annotation
+from ._exit import reporting_errors, usage_error
+
+_ABI = {
+    "scalar": "value",
+    "slice": "pointer, length (u64)",
+    "disjoint_slice": "pointer, length (u64)",
+    "mut_slice": "pointer, length (u64)",
+    "pointer": "pointer",
+}
+
+
+def entry_ptx(ptx: str, entry: str) -> str | None:
+    """The ``.entry`` block of one kernel, from its header to its closing brace."""
+    m = re.search(rf"^[^\n]*\.entry\s+{re.escape(entry)}\s*\(", ptx, re.MULTILINE)
+    if m is None:
+        return None
+    depth, i = 0, ptx.index("{", m.end())
+    for j in range(i, len(ptx)):
+        depth += {"{": 1, "}": -1}.get(ptx[j], 0)
+        if depth == 0:
+            return ptx[m.start() : j + 1]
+    return ptx[m.start() :]
+
+
+def _describe(spec: KernelSpec, manifest: Manifest, arch: str | None, show_ptx: bool) -> None:
+    click.echo(spec.signature)
+    click.echo(f"  entry:   {spec.entry}")
+    click.echo(f"  source:  {spec.source.file}:{spec.source.line} ({spec.source.module})")
+    py = ", ".join(f"{p.name}: {_annotation(p)}" for p in spec.params)
+    click.echo(f"  python:  {spec.entry}({py})")
+    for p in spec.params:
+        click.echo(f"    {p.name:<12} {p.rust_type:<24} ABI: {_ABI[p.kind]}")
+    if spec.launch_bounds:
+        lb = spec.launch_bounds
+        click.echo(f"  launch bounds: max {lb.max_threads} threads, min blocks {lb.min_blocks}")
+    for a in manifest.artifacts:
+        if arch is not None and a.arch != arch:
+            continue
+        r = (a.ptxas or {}).get(spec.entry)
+        if r is None:
+            click.echo(f"  {a.arch}: no ptxas report")
+        else:
+            click.echo(
+                f"  {a.arch}: {r.registers} registers, {r.shared_bytes} B shared, "
+                f"{r.stack_frame_bytes} B stack, spills {r.spill_store_bytes}/"
+                f"{r.spill_load_bytes} B, {r.barriers} barriers"
+            )
+        if show_ptx:
+            body = entry_ptx(a.read().decode("utf-8", "replace"), spec.entry)
+            click.echo(body if body is not None else f"  (no .entry {spec.entry} in {a.path})")
+
+
+@click.command("inspect")
+@click.argument("kernel")
+@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+@click.option("--arch", help="Only this architecture (sm_90).")
+@click.option("--ptx", "show_ptx", is_flag=True, help="Print the kernel's PTX.")
+def inspect_command(kernel: str, path: Path | None, arch: str | None, show_ptx: bool) -> None:
+    """Show KERNEL of the crate or manifest at PATH (default: the bundled kernels)."""
+    with reporting_errors():
+        module: Module = load(path) if path is not None else load_bundled()
+        manifest = module.manifest
+        specs = [k for k in manifest.kernels if kernel in (k.name, k.entry)]
+        if not specs:
+            names = ", ".join(sorted({k.entry for k in manifest.kernels})) or "none"
+            raise usage_error(f"{manifest.crate_name} has no kernel '{kernel}' (kernels: {names})")
+        if arch is not None and arch not in manifest.archs:
+            raise usage_error(f"no {arch} PTX in the manifest (have: {', '.join(manifest.archs)})")
+        for spec in specs:
+            _describe(spec, manifest, arch, show_ptx)

@@ -1,0 +1,162 @@
+"""The one exception tree of pyoxide.
+
+Every error pyoxide raises derives from :class:`PyoxideError`, carries the facts
+that caused it as attributes, and ends its message with what to do about it::
+
+    PyoxideError
+    ├── ConfigError(ValueError)           a PYOXIDE_* variable has a bad value
+    ├── BuildError                        cargo-oxide failed; .log is its full output
+    │   └── ToolchainError                cargo-oxide, rustc or LLVM tools missing
+    ├── LoadError                         a manifest or artifact cannot be used
+    │   ├── ManifestError                 malformed, or a newer schema than we read
+    │   ├── ArtifactError                 a file the manifest names is missing/changed
+    │   └── NoCompatibleArchError         no PTX fits the device, or driver too old
+    ├── BackendUnavailableError           CuPy not installed / no CUDA device
+    ├── ArgumentError                     a kernel argument was refused before launch
+    │   ├── ArgumentTypeError(TypeError)  wrong kind of object, dtype, arity, backend mix
+    │   └── ArgumentValueError(ValueError) out of range, wrong shape/device, aliasing
+    ├── LaunchError                       the launch itself failed
+    │   └── KernelTrapError               a kernel trapped (panic, failed bounds check)
+    └── EmulatorError                     the CPU emulator failed (or is not built yet)
+
+Argument errors are raised before anything is launched.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
+    "ArtifactError",
+    "BackendUnavailableError",
+    "BuildError",
+    "ConfigError",
+    "EmulatorError",
+    "KernelTrapError",
+    "LaunchError",
+    "LoadError",
+    "ManifestError",
+    "NoCompatibleArchError",
+    "PyoxideError",
+    "ToolchainError",
+]
+
+
+class PyoxideError(Exception):
+    """Root of every error pyoxide raises."""
+
+
+class ConfigError(PyoxideError, ValueError):
+    """An environment variable (``PYOXIDE_*``) has a value pyoxide cannot use."""
+
+    def __init__(self, variable: str, value: str, expected: str) -> None:
+        self.variable = variable
+        self.value = value
+        self.expected = expected
+        super().__init__(
+            f"{variable}={value!r} is not valid: expected {expected}. "
+            f"Fix: set {variable} to one of those values or unset it."
+        )
+
+
+class BuildError(PyoxideError):
+    """``cargo oxide build`` failed. ``log`` holds everything it printed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        log: str = "",
+        returncode: int | None = None,
+        command: list[str] | None = None,
+    ) -> None:
+        self.log = log
+        self.returncode = returncode
+        self.command = command or []
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        tail = self.log.strip().splitlines()[-40:]
+        if tail:
+            text += "\n--- last lines of the build log (full log: .log) ---\n" + "\n".join(tail)
+        return text
+
+
+class ToolchainError(BuildError):
+    """cargo-oxide, or a tool it needs (rustc, LLVM tools, libdevice, ptxas), is missing."""
+
+
+class LoadError(PyoxideError):
+    """A built module cannot be loaded."""
+
+
+class ManifestError(LoadError):
+    """The manifest is malformed, or has a newer schema than this pyoxide reads."""
+
+
+class ArtifactError(LoadError):
+    """A file the manifest names is missing or differs from its recorded hash."""
+
+
+class NoCompatibleArchError(LoadError):
+    """No PTX in the manifest runs on the device, or the driver is too old for it."""
+
+
+class BackendUnavailableError(PyoxideError, RuntimeError):
+    """The backend an argument needs cannot run here (CuPy missing, no CUDA device)."""
+
+
+class ArgumentError(PyoxideError):
+    """A kernel argument was refused before anything was launched.
+
+    Attributes: ``kernel``, ``param`` (name, or None for whole-call problems such as
+    arity), ``expected``, ``got`` and ``fix``.
+    """
+
+    def __init__(self, kernel: str, param: str | None, expected: str, got: str, fix: str) -> None:
+        self.kernel = kernel
+        self.param = param
+        self.expected = expected
+        self.got = got
+        self.fix = fix
+        where = f"{kernel}(): " if param is None else f"{kernel}(): parameter '{param}' "
+        super().__init__(f"{where}expected {expected}, got {got}. Fix: {fix}")
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """Wrong kind of argument: not an array, wrong dtype, wrong arity, backends mixed."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """Right kind, wrong value: out of range, wrong shape or device, aliasing, bad grid."""
+
+
+class LaunchError(PyoxideError):
+    """The launch itself failed (the driver refused it, or the backend raised)."""
+
+    def __init__(self, kernel: str, message: str) -> None:
+        self.kernel = kernel
+        super().__init__(message)
+
+
+class KernelTrapError(LaunchError):
+    """A kernel trapped on the GPU: a Rust panic or failed bounds check."""
+
+
+class EmulatorError(PyoxideError):
+    """The CPU emulator failed. ``block`` and ``thread`` say where, when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kernel: str | None = None,
+        block: tuple[int, int, int] | None = None,
+        thread: tuple[int, int, int] | None = None,
+    ) -> None:
+        self.kernel = kernel
+        self.block = block
+        self.thread = thread
+        super().__init__(message)

@@ -1,0 +1,18 @@
+"""Test isolation only. Shared helpers live in tests/helpers/ (imported by test files)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_VARS = [v for v in os.environ if v.startswith(("PYOXIDE_", "FAKE_OXIDE_"))]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Every test gets its own cache dir and no PYOXIDE_* settings from the caller."""
+    for name in _VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    yield

@@ -1,0 +1,157 @@
+"""A stand-in ``cupy`` module with the API surface pyoxide's CuPy backend uses.
+
+It mirrors CuPy's names and signatures (cuda.function.Module.load/get_function,
+Function(grid, block, args, shared_mem=, stream=), Device, Stream, ExternalStream,
+Event, runtime, driver) and records every call, so the backend's logic (arch
+selection, error mapping, streams) is tested on a machine without CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+class CUDADriverError(RuntimeError):
+    pass
+
+
+@dataclass
+class FakeCuda:
+    compute_capability: str = "90"
+    driver_version: int = 12080
+    device_count: int = 1
+    current: int = 0
+    pointers: dict[int, tuple[int, int]] = field(default_factory=dict)  # ptr -> (type, device)
+    load_error: str | None = None
+    launch_error: str | None = None
+    sync_error: str | None = None
+    loads: list[tuple[int, str]] = field(default_factory=list)  # (device, .target line)
+    launches: list[dict[str, Any]] = field(default_factory=list)
+    attributes: list[tuple[int, int, int]] = field(default_factory=list)
+    waits: list[int] = field(default_factory=list)
+    syncs: int = 0
+
+    def module(self) -> types.ModuleType:
+        fake = self
+        cp = types.ModuleType("cupy")
+        cuda = types.ModuleType("cupy.cuda")
+        runtime = types.ModuleType("cupy.cuda.runtime")
+        driver = types.ModuleType("cupy.cuda.driver")
+        function = types.ModuleType("cupy.cuda.function")
+        cp.cuda = cuda  # type: ignore[attr-defined]
+        cp.__version__ = "14.2.0-fake"  # type: ignore[attr-defined]
+        cuda.runtime, cuda.driver, cuda.function = runtime, driver, function  # type: ignore[attr-defined]
+
+        runtime.CUDARuntimeError = CUDARuntimeError  # type: ignore[attr-defined]
+        runtime.getDevice = lambda: fake.current  # type: ignore[attr-defined]
+        runtime.getDeviceCount = lambda: fake.device_count  # type: ignore[attr-defined]
+        runtime.driverGetVersion = lambda: fake.driver_version  # type: ignore[attr-defined]
+
+        def pointer_attributes(ptr: int) -> Any:
+            if ptr not in fake.pointers:
+                raise CUDARuntimeError("cudaErrorInvalidValue: invalid argument")
+            kind, device = fake.pointers[ptr]
+            return types.SimpleNamespace(type=kind, device=device)
+
+        runtime.pointerGetAttributes = pointer_attributes  # type: ignore[attr-defined]
+
+        driver.CUDADriverError = CUDADriverError  # type: ignore[attr-defined]
+        driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # type: ignore[attr-defined]
+        driver.funcSetAttribute = lambda f, a, v: fake.attributes.append((f, a, v))  # type: ignore[attr-defined]
+
+        class Device:
+            def __init__(self, id: int | None = None) -> None:
+                self.id = fake.current if id is None else id
+                self.compute_capability = fake.compute_capability
+
+            def __enter__(self) -> Device:
+                self._previous, fake.current = fake.current, self.id
+                return self
+
+            def __exit__(self, *exc: Any) -> None:
+                fake.current = self._previous
+
+        class Stream:
+            def __init__(self, non_blocking: bool = False, ptr: int = 0x5000) -> None:
+                self.ptr = ptr
+
+            def synchronize(self) -> None:
+                fake.syncs += 1
+                if fake.sync_error:
+                    raise CUDADriverError(fake.sync_error)
+
+            def wait_event(self, event: Any) -> None:
+                fake.waits.append(event.recorded_on)
+
+        class ExternalStream(Stream):
+            def __init__(self, ptr: int) -> None:
+                super().__init__(ptr=ptr)
+
+        class Event:
+            def __init__(self, disable_timing: bool = False) -> None:
+                self.recorded_on: int | None = None
+
+            def record(self, stream: Any = None) -> None:
+                self.recorded_on = stream.ptr
+
+        current_stream = Stream(ptr=0)
+
+        class Function:
+            def __init__(self, name: str) -> None:
+                self.name = name
+                self.ptr = hash(name) & 0xFFFF
+
+            def __call__(
+                self, grid: tuple, block: tuple, args: Any, shared_mem: int = 0, stream: Any = None
+            ) -> None:
+                assert isinstance(grid, tuple) and isinstance(block, tuple)
+                fake.launches.append({
+                    "name": self.name, "grid": grid, "block": block, "args": tuple(args),
+                    "shared_mem": shared_mem, "stream": stream, "device": fake.current,
+                })  # fmt: skip
+                if fake.launch_error:
+                    raise CUDADriverError(fake.launch_error)
+
+        class Module:
+            def __init__(self) -> None:
+                self.text = ""
+
+            def load(self, data: bytes) -> None:
+                assert isinstance(data, bytes)
+                if fake.load_error:
+                    raise CUDADriverError(fake.load_error)
+                self.text = data.decode()
+                target = re.search(r"^\.target (\S+)", self.text, re.MULTILINE)
+                fake.loads.append((fake.current, target.group(1) if target else "?"))
+
+            def get_function(self, name: str) -> Function:
+                if f".entry {name}(" not in self.text:
+                    raise CUDADriverError("CUDA_ERROR_NOT_FOUND: named symbol not found")
+                return Function(name)
+
+        cuda.Device = Device  # type: ignore[attr-defined]
+        cuda.Stream = Stream  # type: ignore[attr-defined]
+        cuda.ExternalStream = ExternalStream  # type: ignore[attr-defined]
+        cuda.Event = Event  # type: ignore[attr-defined]
+        cuda.get_current_stream = lambda: current_stream  # type: ignore[attr-defined]
+        function.Module = Module  # type: ignore[attr-defined]
+        function.Function = Function  # type: ignore[attr-defined]
+        return cp
+
+
+def install(monkeypatch: Any, fake: FakeCuda) -> types.ModuleType:
+    """Make ``import cupy`` return the fake, and forget any backend made before."""
+    from pyoxide import backends
+
+    cp = fake.module()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setattr(backends, "_instances", {})
+    return cp

@@ -1,0 +1,198 @@
+"""Realistic manifests for tests, written the way cargo-oxide writes them.
+
+The kernels mirror what a Rust kernel crate would declare; their PTX is hand-written
+(tests/fixtures/oxide_fixtures.ptx) and follows the same ABI, so GPU tests can run
+the whole Python path without the Rust toolchain.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+TESTS_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = TESTS_DIR.parent
+SCHEMA_FILE = REPO_DIR / "crates" / "oxide-abi" / "manifest.schema.json"
+PTX_TEMPLATE = TESTS_DIR / "fixtures" / "oxide_fixtures.ptx"
+CRATE = "oxide_fixtures"
+
+
+def param(name: str, kind: str, type_: str, mutable: bool | None = None) -> dict[str, Any]:
+    if mutable is None:
+        mutable = kind in ("disjoint_slice", "mut_slice")
+    return {"name": name, "kind": kind, "type": type_, "mutable": mutable}
+
+
+def kernel(
+    name: str,
+    params: list[dict[str, Any]],
+    *,
+    entry: str | None = None,
+    instance: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    is_unsafe: bool = False,
+    launch_bounds: dict[str, Any] | None = None,
+    line: int = 1,
+) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "name": name,
+        "entry": entry or name,
+        "instance": [{"param": p, "value": v} for p, v in instance],
+        "params": params,
+        "is_unsafe": is_unsafe,
+        "launch_bounds": launch_bounds,
+        "source": {"module": CRATE, "file": "src/lib.rs", "line": line},
+    }
+
+
+def _scale(t: str) -> dict[str, Any]:
+    return kernel(
+        "scale",
+        [param("factor", "scalar", t), param("x", "slice", t), param("out", "disjoint_slice", t)],
+        entry=f"scale_{t}",
+        instance=[("T", t)],
+        line=20,
+    )
+
+
+KERNELS: list[dict[str, Any]] = [
+    kernel(
+        "vecadd",
+        [
+            param("a", "slice", "f32"),
+            param("b", "slice", "f32"),
+            param("c", "disjoint_slice", "f32"),
+        ],
+        line=5,
+    ),
+    kernel(
+        "saxpy",
+        [
+            param("a", "scalar", "f32"),
+            param("x", "slice", "f32"),
+            param("y", "slice", "f32"),
+            param("out", "disjoint_slice", "f32"),
+        ],
+        line=12,
+    ),
+    _scale("f32"),
+    _scale("f64"),
+    kernel(
+        "mix",
+        [
+            param("a", "scalar", "i8"),
+            param("b", "scalar", "u16"),
+            param("c", "scalar", "bool"),
+            param("d", "scalar", "i64"),
+            param("e", "scalar", "f64"),
+            param("f", "scalar", "u32"),
+            param("g", "scalar", "usize"),
+            param("out", "disjoint_slice", "f64"),
+        ],
+        line=30,
+    ),
+    kernel(
+        "iota",
+        [param("out", "disjoint_slice", "u32")],
+        launch_bounds={"max_threads": 128, "min_blocks": None},
+        line=40,
+    ),
+    kernel(
+        "accumulate",
+        [param("x", "pointer", "f32", False), param("y", "mut_slice", "f32")],
+        is_unsafe=True,
+        line=50,
+    ),
+    kernel(
+        "count_positive",
+        [param("x", "slice", "f32"), param("counter", "pointer", "u32", True)],
+        is_unsafe=True,
+        line=60,
+    ),
+]
+
+
+#: The PTX ISA each fixture architecture is written with (the lowest that allows it).
+PTX_ISA = {"sm_80": "7.0", "sm_86": "7.1", "sm_89": "7.8", "sm_90": "7.8", "sm_90a": "8.0"}
+
+
+def ptx_for(arch: str, isa: str | None = None) -> str:
+    isa = isa or PTX_ISA.get(arch, "7.8")
+    text = PTX_TEMPLATE.read_text().replace(".target sm_80", f".target {arch}")
+    return text.replace(".version 7.0", f".version {isa}")
+
+
+def manifest_dict(
+    out_dir: Path,
+    *,
+    crate: str = CRATE,
+    archs: tuple[str, ...] = ("sm_80", "sm_90"),
+    kernels: list[dict[str, Any]] | None = None,
+    sources: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    manifest_path: str = "/src/oxide_fixtures/Cargo.toml",
+    profile: str = "release",
+    ptx_version: str | None = None,
+    write_ptx: bool = True,
+) -> dict[str, Any]:
+    """A manifest dict for ``out_dir``; writes the PTX files it names there."""
+    artifacts = []
+    for arch in archs:
+        name = f"{crate}.{arch}.ptx"
+        isa = ptx_version or PTX_ISA.get(arch, "7.8")
+        text = ptx_for(arch, isa)
+        if write_ptx:
+            (out_dir / name).write_text(text)
+        entries = kernels if kernels is not None else KERNELS
+        artifacts.append({
+            "arch": arch,
+            "path": name,
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "ptx_version": isa,
+            "ptxas": {
+                k["entry"]: {
+                    "registers": 12, "shared_bytes": 0, "stack_frame_bytes": 0,
+                    "spill_store_bytes": 0, "spill_load_bytes": 0, "barriers": 0,
+                }
+                for k in entries
+            },
+        })  # fmt: skip
+    toolchain = {
+        "rustc": "rustc 1.96.0 (fixture)",
+        "llvm": "22.1.0",
+        "llvm_tools": "22.1.0",
+        "ptxas": "Cuda compilation tools, release 12.9, V12.9.86",
+        "libdevice_sha256": None,
+        "cargo_oxide": "0.1.0",
+    }
+    toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
+    return {
+        "schema": 1,
+        "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
+        "profile": profile,
+        "toolchain": toolchain,
+        "sources": [{"path": p, "sha256": h} for p, h in sources],
+        "artifacts": artifacts,
+        "emulator": None,
+        "kernels": copy.deepcopy(kernels if kernels is not None else KERNELS),
+    }
+
+
+def write_manifest(out_dir: Path, value: dict[str, Any] | None = None, **kw: Any) -> Path:
+    """Write a fixture manifest (and its PTX) into ``out_dir``; returns the manifest path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if value is None:
+        value = manifest_dict(out_dir, **kw)
+    path = out_dir / f"{value['crate']['name']}.manifest.json"
+    path.write_text(json.dumps(value, indent=2) + "\n")
+    return path
+
+
+def make_crate(root: Path, name: str = CRATE) -> Path:
+    """A kernel crate on disk (sources only: the fake cargo-oxide 'builds' it)."""
+    (root / "src").mkdir(parents=True, exist_ok=True)
+    (root / "Cargo.toml").write_text(f'[package]\nname = "{name}"\nversion = "0.1.0"\n')
+    (root / "src" / "lib.rs").write_text("#![no_std]\n// kernels would be here\n")
+    return root

@@ -1,0 +1,75 @@
+"""`import pyoxide` stays cheap: no CuPy, no NumPy, no click, no native library, no subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from helpers.fixtures import TESTS_DIR
+
+_BLOCKER = """
+import sys
+
+class Blocker:
+    # Refuse the heavy imports outright: an attempt fails the import, not just a check after it.
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("cupy", "numpy", "click", "torch", "cffi"):
+            raise ImportError(f"pyoxide imported {name} too early")
+        return None
+
+sys.meta_path.insert(0, Blocker())
+"""
+
+
+def run(code: str) -> subprocess.CompletedProcess[str]:
+    script = _BLOCKER + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+
+def test_import_pyoxide_loads_nothing_heavy() -> None:
+    r = run("""
+        import subprocess
+        real_popen = subprocess.Popen
+        def no_popen(*a, **k):
+            raise AssertionError("subprocess at import")
+        subprocess.Popen = no_popen
+        import pyoxide, pyoxide.errors, pyoxide.typing, pyoxide.backends
+        subprocess.Popen = real_popen
+        print(pyoxide.__version__, len(pyoxide.__all__))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("0.1.0")
+
+
+def test_loading_a_manifest_still_imports_nothing_heavy() -> None:
+    r = run(f"""
+        import sys, tempfile, pathlib
+        sys.path.insert(0, {str(TESTS_DIR)!r})
+        from helpers.fixtures import write_manifest
+        import pyoxide
+        m = pyoxide.load(write_manifest(pathlib.Path(tempfile.mkdtemp())))
+        print(sorted(m), m.saxpy, m.scale)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "saxpy" in r.stdout
+
+
+def test_with_cupy_unimportable_the_first_gpu_call_says_how_to_fix_it() -> None:
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, tempfile, pathlib
+            sys.modules["cupy"] = None  # unimportable
+            sys.path.insert(0, {str(TESTS_DIR)!r})
+            from helpers.fixtures import write_manifest
+            from helpers.fakes import cuda
+            import pyoxide
+            m = pyoxide.load(write_manifest(pathlib.Path(tempfile.mkdtemp())))
+            try:
+                m.scale_f32(1.0, cuda(4), cuda(4))
+            except pyoxide.BackendUnavailableError as e:
+                print("OK", e)
+        """)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.stdout.startswith("OK") and "pip install 'pyoxide[cuda12]'" in r.stdout, r.stderr

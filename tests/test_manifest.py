@@ -1,0 +1,164 @@
+"""The manifest reader against the schema oxide-abi checks in."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from helpers.fixtures import SCHEMA_FILE, manifest_dict, write_manifest
+
+import pyoxide
+from pyoxide._manifest import PARAM_KINDS, SCALAR_SIZES, SCHEMA_VERSION, parse_manifest
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_FILE.read_text())
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> dict[str, Any]:
+    return manifest_dict(tmp_path)
+
+
+def test_fixture_manifests_follow_the_schema(schema: dict[str, Any], tmp_path: Path) -> None:
+    jsonschema.validate(manifest_dict(tmp_path), schema)
+    jsonschema.validate(manifest_dict(tmp_path, archs=("sm_90a",), profile="dev"), schema)
+
+
+def test_reader_knows_every_type_and_kind_in_the_schema(schema: dict[str, Any]) -> None:
+    types = set()
+    for alt in schema["$defs"]["ScalarType"]["oneOf"]:
+        types |= set(alt.get("enum", [])) | ({alt["const"]} if "const" in alt else set())
+    kinds = {alt["const"] for alt in schema["$defs"]["ParamKind"]["oneOf"]}
+    assert types == set(SCALAR_SIZES)
+    assert kinds == set(PARAM_KINDS)
+
+
+def test_reads_a_manifest(tmp_path: Path) -> None:
+    m = pyoxide.read_manifest(write_manifest(tmp_path))
+    assert m.crate_name == "oxide_fixtures" and m.schema == SCHEMA_VERSION
+    assert m.archs == ["sm_80", "sm_90"]
+    assert m.artifacts[0].path == tmp_path / "oxide_fixtures.sm_80.ptx"
+    assert m.artifacts[0].ptxas is not None and m.artifacts[0].ptxas["saxpy"].registers == 12
+    saxpy = next(k for k in m.kernels if k.name == "saxpy")
+    assert saxpy.signature == "fn saxpy(a: f32, x: &[f32], y: &[f32], out: DisjointSlice<f32>)"
+    scale = next(k for k in m.kernels if k.entry == "scale_f64")
+    assert scale.instance == (("T", "f64"),)
+    assert scale.signature.startswith("fn scale::<f64>(")
+    acc = next(k for k in m.kernels if k.name == "accumulate")
+    assert acc.signature == "unsafe fn accumulate(x: *const f32, y: &mut [f32])"
+    iota = next(k for k in m.kernels if k.name == "iota")
+    assert iota.launch_bounds is not None and iota.launch_bounds.max_threads == 128
+
+
+def test_newer_schema_is_refused_with_upgrade_advice(tmp_path: Path, good: dict[str, Any]) -> None:
+    good["schema"] = SCHEMA_VERSION + 1
+    good["something_new"] = True  # a newer schema may add fields: the version speaks first
+    with pytest.raises(pyoxide.ManifestError, match=r"newer than the 1.*upgrade pyoxide"):
+        parse_manifest(good, tmp_path / "m.json")
+
+
+def test_not_json_and_not_a_manifest(tmp_path: Path) -> None:
+    bad = tmp_path / "x.manifest.json"
+    bad.write_text("{not json")
+    with pytest.raises(pyoxide.ManifestError, match="not valid JSON"):
+        pyoxide.read_manifest(bad)
+    bad.write_text('{"kernels": []}')
+    with pytest.raises(pyoxide.ManifestError, match="not a pyoxide manifest"):
+        pyoxide.read_manifest(bad)
+    with pytest.raises(pyoxide.ManifestError, match="cannot read"):
+        pyoxide.read_manifest(tmp_path / "missing.manifest.json")
+
+
+def _set(path: str, value: Any) -> Any:
+    def mutate(m: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = m
+        for p in parents:
+            node = node[int(p)] if p.isdigit() else node[p]
+        if value is _DELETE:
+            del node[int(last) if last.isdigit() else last]
+        else:
+            node[int(last) if last.isdigit() else last] = value
+
+    return mutate
+
+
+_DELETE = object()
+
+# Mutations the schema rejects; the reader must reject each one too.
+REJECTED = {
+    "missing-kernels": _set("kernels", _DELETE),
+    "missing-toolchain-hash": _set("toolchain.hash", _DELETE),
+    "unknown-top-field": _set("extra", 1),
+    "unknown-crate-field": _set("crate.extra", 1),
+    "schema-negative": _set("schema", -1),
+    "schema-string": _set("schema", "1"),
+    "bad-kind": _set("kernels.0.params.0.kind", "array"),
+    "bad-type": _set("kernels.0.params.0.type", "f16"),
+    "mutable-not-bool": _set("kernels.0.params.0.mutable", "no"),
+    "params-not-list": _set("kernels.0.params", {}),
+    "line-negative": _set("kernels.0.source.line", -3),
+    "missing-entry": _set("kernels.0.entry", _DELETE),
+    "artifact-no-sha": _set("artifacts.0.sha256", _DELETE),
+    "artifact-extra": _set("artifacts.0.cubin", "x"),
+    "resources-missing-field": _set("artifacts.0.ptxas.saxpy.registers", _DELETE),
+    "sources-not-list": _set("sources", "src/lib.rs"),
+    "launch-bounds-no-max": _set("kernels.5.launch_bounds", {"min_blocks": 1}),
+    "emulator-no-path": _set("emulator", {"sha256": "0"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REJECTED))
+def test_reader_rejects_what_the_schema_rejects(
+    name: str, schema: dict[str, Any], good: dict[str, Any], tmp_path: Path
+) -> None:
+    bad = copy.deepcopy(good)
+    REJECTED[name](bad)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    with pytest.raises(pyoxide.ManifestError) as info:
+        parse_manifest(bad, tmp_path / "m.json")
+    assert "Fix:" in str(info.value)
+
+
+def test_reader_accepts_optional_fields_left_out(
+    schema: dict[str, Any], good: dict[str, Any], tmp_path: Path
+) -> None:
+    for k in good["kernels"]:
+        for optional in ("instance", "is_unsafe", "launch_bounds"):
+            k.pop(optional)
+    del good["emulator"]
+    good["artifacts"][0]["ptxas"] = None
+    good["toolchain"]["ptxas"] = None
+    jsonschema.validate(good, schema)
+    m = parse_manifest(good, tmp_path / "m.json")
+    assert m.emulator is None and m.artifacts[0].ptxas is None
+
+
+def test_semantic_checks_beyond_the_schema(good: dict[str, Any], tmp_path: Path) -> None:
+    dup = copy.deepcopy(good)
+    dup["kernels"].append(copy.deepcopy(dup["kernels"][0]))
+    with pytest.raises(pyoxide.ManifestError, match="appears twice"):
+        parse_manifest(dup, tmp_path / "m.json")
+    v2 = copy.deepcopy(good)
+    v2["kernels"][0]["version"] = 2
+    with pytest.raises(pyoxide.ManifestError, match="descriptor version 2"):
+        parse_manifest(v2, tmp_path / "m.json")
+    arch = copy.deepcopy(good)
+    arch["artifacts"][0]["arch"] = "compute_80"
+    with pytest.raises(pyoxide.ManifestError, match="architecture like sm_90"):
+        parse_manifest(arch, tmp_path / "m.json")
+
+
+def test_missing_ptx_is_an_artifact_error(tmp_path: Path) -> None:
+    m = pyoxide.read_manifest(write_manifest(tmp_path))
+    m.artifacts[0].path.unlink()
+    with pytest.raises(pyoxide.ArtifactError, match="cannot read the sm_80 PTX"):
+        m.artifacts[0].read()
+    assert m.artifacts[1].read().startswith(b"//")
