@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.bundled import ARCHS, REPO, find_ptxas, kernels_manifest, load_manifest
+from helpers.bundled import ARCHS, REPO, find_ptxas, kernels_manifest, load_manifest
 
 SCHEMA = REPO / "crates" / "oxide-abi" / "manifest.schema.json"
 
@@ -79,7 +78,11 @@ def test_every_kernel_is_an_entry_in_every_ptx_and_ptxas_accepts_it():
         text = ptx.read_text()
         assert set(re.findall(r"\.entry (\w+)\(", text)) == entries
         assert f".target {art['arch']}" in text
-        out = subprocess.run([ptxas, f"-arch={art['arch']}", "-v", str(ptx), "-o", "/dev/null"], capture_output=True, text=True)
+        out = subprocess.run(
+            [ptxas, f"-arch={art['arch']}", "-v", str(ptx), "-o", "/dev/null"],
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 0, out.stderr
         assert set(art["ptxas"]) == entries
         for entry in entries:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from tests.helpers.bundled import kernels_manifest, load_manifest
-from tests.helpers.probes import requires_gpu
+from helpers.bundled import kernels_manifest, load_manifest
+from helpers.probes import requires_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu("PTX is loaded with CuPy on a CUDA device")]
 

@@ -19,6 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 KERNELS_CRATE = REPO / "kernels_rs" / "Cargo.toml"
 ARCHS = ("sm_80", "sm_90")
 PREBUILT = REPO / "target" / "oxide" / "release" / "kernels_rs.manifest.json"
+# What `pyoxide build --bundled` writes (and a wheel ships).
+PACKAGED = REPO / "pyoxide" / "_prebuilt" / "kernels_rs.manifest.json"
 
 
 def cargo_oxide() -> str | None:
@@ -29,16 +31,28 @@ def cargo_oxide() -> str | None:
     return str(home) if home.is_file() else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernels_manifest() -> Path:
     """Build kernels_rs for ARCHS (or use the carried artifacts) and return the manifest path."""
     exe = cargo_oxide()
     if exe is None:
-        if PREBUILT.is_file():
-            return PREBUILT
-        raise RuntimeError("cargo-oxide is not installed and no prebuilt artifacts exist; run scripts/setup")
+        for prebuilt in (PREBUILT, PACKAGED):
+            if prebuilt.is_file():
+                return prebuilt
+        raise RuntimeError(
+            "cargo-oxide is not installed and no prebuilt artifacts exist; run scripts/setup"
+        )
     out = subprocess.run(
-        [exe, "oxide", "build", "--manifest-path", str(KERNELS_CRATE), "--arch", ",".join(ARCHS), "--json"],
+        [
+            exe,
+            "oxide",
+            "build",
+            "--manifest-path",
+            str(KERNELS_CRATE),
+            "--arch",
+            ",".join(ARCHS),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -60,7 +74,7 @@ def find_ptxas() -> str | None:
     for root in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
         if root and (Path(root) / "bin" / "ptxas").is_file():
             return str(Path(root) / "bin" / "ptxas")
-    for d in site.getsitepackages() + [site.getusersitepackages()]:
+    for d in [*site.getsitepackages(), site.getusersitepackages()]:
         hits = sorted(Path(d, "nvidia").glob("*/bin/ptxas"), reverse=True)
         if hits:
             return str(hits[0])
