@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 Dim = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
 
 DEFAULT_BLOCK = 256
+# Dynamic shared memory above this needs a function attribute set first (general path).
+_FAST_SHARED_LIMIT = 48 * 1024
 _MAX_ABI_BYTES = 2**63 - 1
 _INT_RANGES = {
     "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1),
@@ -316,7 +318,7 @@ class LaunchPlan:
 class _Configured:
     """``kernel[grid, block]`` or ``kernel[grid, block, shared_mem, stream]``."""
 
-    __slots__ = ("_block", "_grid", "_kernel", "_shared_mem", "_stream")
+    __slots__ = ("_block", "_checked", "_grid", "_kernel", "_shared_mem", "_stream")
 
     def __init__(self, kernel: Kernel | GenericKernel, config: Any) -> None:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -328,8 +330,30 @@ class _Configured:
         self._grid, self._block = config[0], config[1]
         self._shared_mem = config[2] if len(config) > 2 else 0
         self._stream = config[3] if len(config) > 3 else None
+        # The fast path takes a configuration checked here, once; anything unusual (an
+        # explicit stream, large shared memory, a bad value) stays on the general path,
+        # which raises the documented errors at call time.
+        self._checked: tuple[int, ...] | None = None
+        smem = self._shared_mem
+        if (
+            isinstance(kernel, Kernel)
+            and self._stream is None
+            and self._grid is not None
+            and type(smem) is int
+            and 0 <= smem <= _FAST_SHARED_LIMIT
+        ):
+            try:
+                grid3, block3 = kernel._config(kernel.plan, [], self._grid, self._block)
+            except ArgumentError:
+                pass
+            else:
+                self._checked = (*grid3, *block3, smem)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if self._checked is not None and not kwargs:
+            fast = self._kernel._fast  # type: ignore[union-attr]
+            if fast is not None and fast(args, self._checked):
+                return
         if kwargs:
             k = self._kernel
             spec = k.spec if isinstance(k, Kernel) else next(iter(k.instances.values())).spec
@@ -348,6 +372,9 @@ class Kernel:
         self.name = spec.entry
         self._module = module
         self._plan: LaunchPlan | None = None
+        # Built after the first successful plain launch on a backend that offers one.
+        self._fast: Callable[[Sequence[Any], Any], bool] | None = None
+        self._fast_tried = False
         self.__doc__ = f"{spec.signature}\n\nDefined at {spec.source.file}:{spec.source.line}."
 
     def __repr__(self) -> str:
@@ -360,6 +387,9 @@ class Kernel:
         return self._plan
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        fast = self._fast
+        if fast is not None and not kwargs and fast(args, None):
+            return
         if kwargs:
             _no_keywords(self.spec, kwargs)
         self.launch(*args)
@@ -427,6 +457,9 @@ class Kernel:
             function, kernel=name, grid=grid3, block=block3, args=tuple(packed),
             shared_mem=shared_mem, stream=stream, producer_streams=producer,
         )  # fmt: skip
+        if not self._fast_tried and stream is None and not producer:
+            self._fast_tried = True
+            self._fast = backend.fast_launcher(self.spec, function, device, plan.default_block)
 
     def _device(self, backend: backends.Backend, arrays: list[tuple[ParamSpec, ArrayView]]) -> int:
         name = self.spec.entry
@@ -563,6 +596,11 @@ class GenericKernel:
         return f"<pyoxide.GenericKernel {self.name}: {', '.join(self.instances)}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if not kwargs:
+            for k in self.instances.values():
+                fast = k._fast
+                if fast is not None and fast(args, None):
+                    return
         if kwargs:
             _no_keywords(next(iter(self.instances.values())).spec, kwargs, self.name)
         self.launch(*args)

@@ -13,7 +13,7 @@ one and refuses arrays of the other kind. Tests substitute a backend with
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _knobs
@@ -22,7 +22,7 @@ from ..errors import ArgumentTypeError
 
 if TYPE_CHECKING:
     from .._arrays import ArrayView
-    from .._manifest import Manifest, ParamSpec
+    from .._manifest import KernelSpec, Manifest, ParamSpec
 
 __all__ = ["Backend", "get", "override", "select"]
 
@@ -62,6 +62,13 @@ class Backend(Protocol):
         producer_streams: Sequence[int],
     ) -> None:
         """Launch. ``args`` is the flat ABI list (NumPy scalars; slices as ptr, len)."""
+        ...
+
+    def fast_launcher(
+        self, spec: KernelSpec, function: Any, device: int, default_block: int
+    ) -> Callable[[Sequence[Any], Any], bool] | None:
+        """After a successful launch: a specialised launcher for repeat calls of the same
+        shape (it returns False for anything it does not handle), or None."""
         ...
 
 

@@ -23,7 +23,7 @@ from ..errors import (
 )
 
 if TYPE_CHECKING:
-    from .._manifest import Manifest, PtxArtifact
+    from .._manifest import KernelSpec, Manifest, PtxArtifact
 
 _ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
@@ -210,6 +210,16 @@ class CupyBackend:
                 (s if s is not None else cp.cuda.get_current_stream()).synchronize()
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
             raise self._error(kernel, previous, e) from None
+
+    def fast_launcher(
+        self, spec: KernelSpec, function: Any, device: int, default_block: int
+    ) -> Any:
+        """A specialised launcher for plain CuPy-array calls (see cupy_fast), or None."""
+        if _knobs.sync_launches():
+            return None  # debugging mode: every launch goes through `launch` and syncs
+        from . import cupy_fast
+
+        return cupy_fast.build(self, spec, function, device, default_block)
 
     def _error(self, kernel: str, previous: str | None, e: Exception) -> LaunchError:
         text = str(e)

@@ -14,7 +14,7 @@ from .._arrays import HOST
 from ..errors import EmulatorError
 
 if TYPE_CHECKING:
-    from .._manifest import Manifest
+    from .._manifest import KernelSpec, Manifest
 
 NOT_BUILT = (
     "the CPU emulator is not built yet, so kernels cannot run on NumPy (host) arrays. "
@@ -51,3 +51,8 @@ class EmuBackend:
         producer_streams: Sequence[int],
     ) -> None:
         raise EmulatorError(f"{kernel}: {NOT_BUILT}", kernel=kernel)
+
+    def fast_launcher(
+        self, spec: KernelSpec, function: Any, device: int, default_block: int
+    ) -> None:
+        return None  # every emulated launch takes the general path
