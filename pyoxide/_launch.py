@@ -457,7 +457,7 @@ class Kernel:
             function, kernel=name, grid=grid3, block=block3, args=tuple(packed),
             shared_mem=shared_mem, stream=stream, producer_streams=producer,
         )  # fmt: skip
-        if not self._fast_tried and stream is None and not producer:
+        if not self._fast_tried and stream is None:
             self._fast_tried = True
             self._fast = backend.fast_launcher(self.spec, function, device, plan.default_block)
 
