@@ -63,6 +63,23 @@ impl<'a, T> DisjointSlice<'a, T> {
         }
     }
 
+    /// This thread's `N` contiguous elements `[i * N, (i + 1) * N)` for `i = idx.get()`,
+    /// cut short at the end of the slice; `None` when the run starts past the end.
+    /// For a thread that handles several elements (vectorised loads, per-thread tiles).
+    ///
+    /// Threads that all use the same `N` get disjoint runs. (Choosing `N` per thread,
+    /// through branches on the thread index, would break that; don't.)
+    #[inline(always)]
+    pub fn get_chunk_mut<const N: usize>(&mut self, idx: ThreadIndex) -> Option<&mut [T]> {
+        let start = idx.get().checked_mul(N)?;
+        if start >= self.len {
+            return None;
+        }
+        let len = N.min(self.len - start);
+        // SAFETY: in bounds; runs of distinct thread indices do not overlap.
+        Some(unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), len) })
+    }
+
     /// Element `i`, unchecked.
     ///
     /// # Safety
@@ -103,6 +120,25 @@ mod tests {
             set_thread_coords(previous);
         }
         assert_eq!(data, [1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn chunks_tile_the_slice() {
+        let mut data = [0u32; 10];
+        for t in 0..5 {
+            let previous = set_thread_coords(ThreadCoords {
+                thread_idx: [t, 0, 0],
+                block_dim: [5, 1, 1],
+                ..ThreadCoords::SINGLE
+            });
+            let mut out = DisjointSlice::from_mut(&mut data);
+            match out.get_chunk_mut::<4>(index_1d()) {
+                Some(run) => run.iter_mut().for_each(|x| *x += t + 1),
+                None => assert!(t >= 3),
+            }
+            set_thread_coords(previous);
+        }
+        assert_eq!(data, [1, 1, 1, 1, 2, 2, 2, 2, 3, 3]);
     }
 
     #[test]

@@ -1,16 +1,23 @@
 //! pyoxide's device library: what a `#[kernel]` function may call.
 //!
-//! Shaped like `core`: `thread` (indices, barriers), `disjoint` (race-free output
-//! slices), a `prelude`. Later: `warp`, `shared`, `atomic`, `math`. The same API
+//! Shaped like `core`: `thread` (indices, barriers, fences), `disjoint` (race-free
+//! output slices), `shared` (block-shared memory), `warp` (shuffles, votes,
+//! reductions), `atomic` (scoped atomics, `AtomicSlice`), `math` (float methods via
+//! libdevice), `half` (`f16`, `bf16`), `print` (`gpu_printf!`, `gpu_assert!`), and a
+//! `prelude`. The same API
 //! compiles for two targets, picked once in [`arch`]:
 //! - `nvptx64`: thin wrappers over `core::arch::nvptx` (the GPU);
 //! - anything else: `std`-backed stand-ins that the CPU emulator drives, so kernels
 //!   run and are tested on the host.
 #![no_std]
 // The device build sets RUSTC_BOOTSTRAP=1; this gates `core::arch::nvptx` on nvptx64.
-// Kernel crates themselves need no features. (`asm_experimental_arch` joins it with the
-// first `asm!`, for warp shuffles and atomics: rustc warns on a feature left unused.)
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
+// Kernel crates themselves need no features. `asm!` (atomics, fences) and the
+// `llvm.nvvm.*` intrinsics (shuffles, votes) need the other two.
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics),
+    allow(internal_features)
+)]
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
@@ -20,14 +27,20 @@ extern crate std;
 extern crate self as oxide_device;
 
 mod arch;
+pub mod atomic;
 pub mod disjoint;
+pub mod math;
 pub mod prelude;
+pub mod print;
+pub mod shared;
 pub mod thread;
+pub mod warp;
 
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
 
+pub use atomic::AtomicSlice;
 pub use disjoint::DisjointSlice;
 pub use oxide_macros::{kernel, launch_bounds};
 pub use thread::ThreadIndex;
@@ -37,6 +50,5 @@ pub use thread::ThreadIndex;
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {
-    // SAFETY: `trap` has no preconditions; it aborts the kernel.
-    unsafe { core::arch::nvptx::trap() }
+    arch::trap()
 }
