@@ -82,7 +82,8 @@ fn softmax_rows_one_block_one_row() {
 fn activate_thread_zero() {
     let coeffs = [1.0f32, -2.0, 0.5]; // 1 - 2v + v^2/2
     let p = |v: f64| 1.0 - 2.0 * v + 0.5 * v * v;
-    let cases: [(u32, fn(f64) -> f64); 4] = [
+    type Reference = fn(f64) -> f64;
+    let cases: [(u32, Reference); 4] = [
         (0, |v| v),
         (1, |v| v.max(0.0)),
         (2, f64::tanh),
