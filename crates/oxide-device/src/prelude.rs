@@ -1,6 +1,12 @@
-//! `use oxide_device::prelude::*;` brings what nearly every kernel file needs.
+//! `use oxide_device::prelude::*;` brings what nearly every kernel file needs: the
+//! attributes, the parameter types, the modules by name (`thread::index_1d()`,
+//! `warp::reduce_sum_f32(x)`), the float methods (`x.exp()`) and the macros.
 
+pub use crate::atomic::{AtomicSlice, Ordering};
 pub use crate::disjoint::DisjointSlice;
-pub use crate::thread;
+pub use crate::half::{bf16, f16};
+pub use crate::math::GpuFloat;
+pub use crate::shared::{DynamicSharedArray, SharedArray};
 pub use crate::thread::ThreadIndex;
-pub use crate::{kernel, launch_bounds};
+pub use crate::{atomic, shared, thread, warp};
+pub use crate::{gpu_assert, gpu_printf, kernel, launch_bounds, shared_array};

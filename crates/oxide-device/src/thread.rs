@@ -26,7 +26,81 @@ pub fn index_1d() -> ThreadIndex {
     }
 }
 
-/// A thread's global index, obtainable only from [`index_1d`].
+/// This thread's element of a row-major 2-D array with `ROW_STRIDE` columns, as a
+/// witness: `row * ROW_STRIDE + col` with `row` = [`index_2d_row`] and `col` =
+/// [`index_2d_col`].
+///
+/// A thread whose column is `>= ROW_STRIDE` (a grid rounded up past the last column)
+/// gets an index that is out of bounds for every slice, so
+/// [`DisjointSlice::get_mut`](crate::DisjointSlice::get_mut) gives it `None` rather than
+/// another thread's element.
+#[inline(always)]
+pub fn index_2d<const ROW_STRIDE: usize>() -> ThreadIndex {
+    witness_2d(index_2d_row(), index_2d_col(), ROW_STRIDE)
+}
+
+/// [`index_2d`] with the row stride known only at run time.
+///
+/// # Safety
+/// Every thread of the launch must pass the same `row_stride` (a kernel argument, not
+/// a value computed per thread): two threads with different strides could otherwise
+/// get the same index, and so two `&mut` to one element.
+#[inline(always)]
+pub unsafe fn index_2d_runtime(row_stride: usize) -> ThreadIndex {
+    witness_2d(index_2d_row(), index_2d_col(), row_stride)
+}
+
+#[inline(always)]
+fn witness_2d(row: usize, col: usize, stride: usize) -> ThreadIndex {
+    // usize::MAX is out of bounds for any slice (no slice of non-ZST elements has
+    // usize::MAX elements), so overflowing or off-grid threads can never write.
+    let index = if col < stride {
+        row.checked_mul(stride)
+            .and_then(|r| r.checked_add(col))
+            .unwrap_or(usize::MAX)
+    } else {
+        usize::MAX
+    };
+    ThreadIndex {
+        index,
+        _not_send: PhantomData,
+    }
+}
+
+/// The global row of a 2-D launch: `blockIdx.y * blockDim.y + threadIdx.y`.
+#[inline(always)]
+pub fn index_2d_row() -> usize {
+    arch::block_idx_y() as usize * arch::block_dim_y() as usize + arch::thread_idx_y() as usize
+}
+
+/// The global column of a 2-D launch: `blockIdx.x * blockDim.x + threadIdx.x`.
+#[inline(always)]
+pub fn index_2d_col() -> usize {
+    arch::block_idx_x() as usize * arch::block_dim_x() as usize + arch::thread_idx_x() as usize
+}
+
+/// The thread's index within its block, flattened x-fastest as CUDA numbers the lanes
+/// of warps: `threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)`.
+#[inline(always)]
+pub fn block_thread_index() -> u32 {
+    arch::thread_idx_x()
+        + arch::block_dim_x() * (arch::thread_idx_y() + arch::block_dim_y() * arch::thread_idx_z())
+}
+
+/// Threads in a block: `blockDim.x * blockDim.y * blockDim.z`.
+#[inline(always)]
+pub fn block_size() -> u32 {
+    arch::block_dim_x() * arch::block_dim_y() * arch::block_dim_z()
+}
+
+/// The total number of threads of a 1-D launch (`gridDim.x * blockDim.x`): the step
+/// of a grid-stride loop.
+#[inline(always)]
+pub fn grid_stride() -> usize {
+    arch::grid_dim_x() as usize * arch::block_dim_x() as usize
+}
+
+/// A thread's global index, obtainable only from [`index_1d`] and [`index_2d`].
 ///
 /// Deliberately neither `Copy` nor `Clone` (using it to write consumes it) and neither
 /// `Send` nor `Sync` (it names the thread that made it).
@@ -51,6 +125,25 @@ impl ThreadIndex {
 #[inline(always)]
 pub fn sync_threads() {
     arch::sync_threads()
+}
+
+/// `__threadfence_block()`: this thread's writes before the fence are seen by the
+/// block's threads before its writes after it.
+#[inline(always)]
+pub fn threadfence_block() {
+    arch::threadfence_block()
+}
+
+/// `__threadfence()`: as [`threadfence_block`], for every thread of the device.
+#[inline(always)]
+pub fn threadfence() {
+    arch::threadfence()
+}
+
+/// `__threadfence_system()`: as [`threadfence`], also for the host and peer devices.
+#[inline(always)]
+pub fn threadfence_system() {
+    arch::threadfence_system()
 }
 
 macro_rules! registers {
@@ -123,6 +216,28 @@ mod tests {
         assert_eq!((blockIdx_y(), block_dim_y(), grid_dim_x()), (1, 2, 10));
         set_thread_coords(previous);
         assert_eq!(index_1d().get(), 0);
+    }
+
+    #[test]
+    fn index_2d_maps_rows_and_columns() {
+        let previous = set_thread_coords(ThreadCoords {
+            thread_idx: [3, 2, 0],
+            block_idx: [1, 4, 0],
+            block_dim: [16, 16, 1],
+            grid_dim: [2, 8, 1],
+        });
+        assert_eq!((index_2d_row(), index_2d_col()), (4 * 16 + 2, 16 + 3));
+        assert_eq!(index_2d::<20>().get(), 66 * 20 + 19);
+        // Column 19 is past a stride of 10: no element at all.
+        assert_eq!(index_2d::<10>().get(), usize::MAX);
+        // SAFETY: a constant stride is uniform.
+        assert_eq!(unsafe { index_2d_runtime(32) }.get(), 66 * 32 + 19);
+        assert_eq!(block_thread_index(), 3 + 16 * 2);
+        assert_eq!((block_size(), grid_stride()), (256, 32));
+        set_thread_coords(previous);
+        threadfence_block();
+        threadfence();
+        threadfence_system();
     }
 
     #[test]

@@ -66,3 +66,199 @@ special_registers! {
 /// concurrently, will install a real block barrier here.
 #[inline]
 pub(crate) fn sync_threads() {}
+
+// Fences order memory between the threads of a launch; one emulated thread at a time
+// needs none. The emulator will map these to `std::sync::atomic::fence`.
+#[inline]
+pub(crate) fn threadfence_block() {
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
+}
+
+#[inline]
+pub(crate) fn threadfence() {
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
+}
+
+#[inline]
+pub(crate) fn threadfence_system() {
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
+}
+
+// ---- warps: a warp of one lane until the emulator runs warps of 32 -----------------
+
+/// Lanes of the emulated warp.
+pub(crate) const WARP_LANES: u32 = 1;
+
+#[inline]
+pub(crate) fn lane_id() -> u32 {
+    0
+}
+
+#[inline]
+pub(crate) fn active_mask() -> u32 {
+    1
+}
+
+/// With one lane, every shuffle reads the calling lane's own value: the source lane is
+/// either 0 or out of range, and PTX returns the own value for an out-of-range source.
+#[inline]
+pub(crate) fn shfl_idx(_mask: u32, v: u32, _lane: u32) -> u32 {
+    v
+}
+
+#[inline]
+pub(crate) fn shfl_xor(_mask: u32, v: u32, _lane_mask: u32) -> u32 {
+    v
+}
+
+#[inline]
+pub(crate) fn shfl_down(_mask: u32, v: u32, _delta: u32) -> u32 {
+    v
+}
+
+#[inline]
+pub(crate) fn shfl_up(_mask: u32, v: u32, _delta: u32) -> u32 {
+    v
+}
+
+#[inline]
+pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
+    u32::from(pred) & mask & 1
+}
+
+#[inline]
+pub(crate) fn match_any_u32(mask: u32, _v: u32) -> u32 {
+    mask & 1
+}
+
+#[inline]
+pub(crate) fn match_any_u64(mask: u32, _v: u64) -> u32 {
+    mask & 1
+}
+
+// ---- dynamic shared memory -------------------------------------------------------
+
+/// Bytes of dynamic shared memory an emulated block gets: the most a CUDA block can
+/// have (227 KiB on sm_90), so any launch that fits a GPU fits here.
+pub(crate) const DYNAMIC_SHARED_BYTES: usize = 227 * 1024;
+
+std::thread_local! {
+    // u128 elements give the 16-byte alignment that the device symbol has.
+    static DYNAMIC_SHARED: std::boxed::Box<[core::cell::UnsafeCell<u128>]> =
+        (0..DYNAMIC_SHARED_BYTES / 16).map(|_| core::cell::UnsafeCell::new(0)).collect();
+}
+
+#[inline]
+pub(crate) fn dynamic_shared_base() -> *mut u8 {
+    // The buffer lives as long as the OS thread, which outlives any kernel call on it.
+    DYNAMIC_SHARED.with(|b| b.as_ptr() as *mut u8)
+}
+
+pub(crate) fn trap() -> ! {
+    std::panic!("GPU trap: the kernel aborted (a panic, failed bounds check or gpu_assert!)")
+}
+
+// ---- scoped atomics: the host's own atomics, at the strongest scope ------------------
+
+use core::sync::atomic::Ordering;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[doc(hidden)]
+pub enum Scope {
+    Block,
+    Device,
+    System,
+}
+
+macro_rules! host_rmw {
+    ($($name:ident: $ty:ty, $atomic:ident, $method:ident;)*) => {$(
+        /// # Safety
+        /// `p` is valid, aligned, and every access to it is atomic.
+        #[inline]
+        pub(crate) unsafe fn $name(p: *mut $ty, v: $ty, _scope: Scope, order: Ordering) -> $ty {
+            // SAFETY: upheld by the caller.
+            unsafe { core::sync::atomic::$atomic::from_ptr(p.cast()).$method(v as _, order) as $ty }
+        }
+    )*};
+}
+
+host_rmw! {
+    atom_add_u32: u32, AtomicU32, fetch_add;
+    atom_add_u64: u64, AtomicU64, fetch_add;
+    atom_min_u32: u32, AtomicU32, fetch_min;
+    atom_max_u32: u32, AtomicU32, fetch_max;
+    atom_min_i32: i32, AtomicI32, fetch_min;
+    atom_max_i32: i32, AtomicI32, fetch_max;
+    atom_min_u64: u64, AtomicU64, fetch_min;
+    atom_max_u64: u64, AtomicU64, fetch_max;
+    atom_min_i64: i64, AtomicI64, fetch_min;
+    atom_max_i64: i64, AtomicI64, fetch_max;
+    atom_and_u32: u32, AtomicU32, fetch_and;
+    atom_or_u32: u32, AtomicU32, fetch_or;
+    atom_xor_u32: u32, AtomicU32, fetch_xor;
+    atom_and_u64: u64, AtomicU64, fetch_and;
+    atom_or_u64: u64, AtomicU64, fetch_or;
+    atom_xor_u64: u64, AtomicU64, fetch_xor;
+    atom_exch_u32: u32, AtomicU32, swap;
+    atom_exch_u64: u64, AtomicU64, swap;
+}
+
+macro_rules! host_float_add {
+    ($($name:ident: $ty:ty, $bits:ty, $atomic:ident;)*) => {$(
+        /// # Safety
+        /// As the integer operations.
+        #[inline]
+        pub(crate) unsafe fn $name(p: *mut $ty, v: $ty, _scope: Scope, order: Ordering) -> $ty {
+            // SAFETY: upheld by the caller.
+            let a = unsafe { core::sync::atomic::$atomic::from_ptr(p.cast::<$bits>()) };
+            let old = a
+                .fetch_update(order, Ordering::Relaxed, |bits| Some((<$ty>::from_bits(bits) + v).to_bits()))
+                .unwrap_or_else(|bits| bits);
+            <$ty>::from_bits(old)
+        }
+    )*};
+}
+
+host_float_add! {
+    atom_add_f32: f32, u32, AtomicU32;
+    atom_add_f64: f64, u64, AtomicU64;
+}
+
+macro_rules! host_cas_load_store {
+    ($($cas:ident, $load:ident, $store:ident: $ty:ty, $atomic:ident;)*) => {$(
+        /// # Safety
+        /// As the read-modify-write operations.
+        #[inline]
+        pub(crate) unsafe fn $cas(p: *mut $ty, current: $ty, new: $ty, _scope: Scope, order: Ordering) -> $ty {
+            let failure = match order {
+                Ordering::Release | Ordering::Relaxed => Ordering::Relaxed,
+                Ordering::AcqRel => Ordering::Acquire,
+                other => other,
+            };
+            // SAFETY: upheld by the caller.
+            let a = unsafe { core::sync::atomic::$atomic::from_ptr(p) };
+            a.compare_exchange(current, new, order, failure).unwrap_or_else(|v| v)
+        }
+
+        /// # Safety
+        /// As the read-modify-write operations.
+        #[inline]
+        pub(crate) unsafe fn $load(p: *const $ty, _scope: Scope, order: Ordering) -> $ty {
+            // SAFETY: upheld by the caller.
+            unsafe { core::sync::atomic::$atomic::from_ptr(p.cast_mut()) }.load(order)
+        }
+
+        /// # Safety
+        /// As the read-modify-write operations.
+        #[inline]
+        pub(crate) unsafe fn $store(p: *mut $ty, v: $ty, _scope: Scope, order: Ordering) {
+            // SAFETY: upheld by the caller.
+            unsafe { core::sync::atomic::$atomic::from_ptr(p) }.store(v, order)
+        }
+    )*};
+}
+
+host_cas_load_store! {
+    atom_cas_u32, atom_load_u32, atom_store_u32: u32, AtomicU32;
+    atom_cas_u64, atom_load_u64, atom_store_u64: u64, AtomicU64;
+}

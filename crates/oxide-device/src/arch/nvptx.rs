@@ -1,13 +1,21 @@
-//! GPU backend: PTX special registers and barriers through `core::arch::nvptx`.
+//! GPU backend: PTX special registers, barriers, warp intrinsics, scoped atomics and
+//! the dynamic shared-memory symbol.
+//!
+//! Warp intrinsics go through LLVM's `llvm.nvvm.*` intrinsics rather than `asm!`:
+//! LLVM declares those `convergent`, so no pass can move a shuffle into a branch that
+//! only some lanes take. Atomics and fences use `asm!` because Rust cannot name an
+//! LLVM sync scope; an `asm!` block without `nomem` is a compiler barrier for memory.
 
+use core::arch::asm;
 use core::arch::nvptx;
+use core::sync::atomic::Ordering;
 
 macro_rules! special_registers {
     ($($name:ident => $intrinsic:ident,)*) => {$(
         #[inline(always)]
         pub(crate) fn $name() -> u32 {
             // SAFETY: reading a special register has no preconditions inside a kernel.
-            unsafe { nvptx::$intrinsic() }
+            unsafe { nvptx::$intrinsic() as u32 }
         }
     )*};
 }
@@ -24,4 +32,305 @@ pub(crate) fn sync_threads() {
     // SAFETY: `bar.sync 0`; every thread of the block must reach it (CUDA's rule for
     // `__syncthreads`, documented on `thread::sync_threads`).
     unsafe { nvptx::_syncthreads() }
+}
+
+#[inline(always)]
+pub(crate) fn threadfence_block() {
+    // SAFETY: a fence has no preconditions.
+    unsafe { asm!("membar.cta;", options(nostack, preserves_flags)) }
+}
+
+#[inline(always)]
+pub(crate) fn threadfence() {
+    // SAFETY: a fence has no preconditions.
+    unsafe { asm!("membar.gl;", options(nostack, preserves_flags)) }
+}
+
+#[inline(always)]
+pub(crate) fn threadfence_system() {
+    // SAFETY: a fence has no preconditions.
+    unsafe { asm!("membar.sys;", options(nostack, preserves_flags)) }
+}
+
+/// Lanes in a warp on every NVIDIA GPU so far.
+pub(crate) const WARP_LANES: u32 = 32;
+
+#[allow(improper_ctypes)]
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.read.ptx.sreg.laneid"]
+    fn sreg_laneid() -> i32;
+    #[link_name = "llvm.nvvm.activemask"]
+    fn activemask() -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn shfl_idx_i32(mask: i32, v: i32, lane: i32, c: i32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.bfly.i32"]
+    fn shfl_bfly_i32(mask: i32, v: i32, lane: i32, c: i32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.down.i32"]
+    fn shfl_down_i32(mask: i32, v: i32, lane: i32, c: i32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
+    fn shfl_up_i32(mask: i32, v: i32, lane: i32, c: i32) -> i32;
+    #[link_name = "llvm.nvvm.vote.ballot.sync"]
+    fn vote_ballot(mask: i32, pred: bool) -> i32;
+    #[link_name = "llvm.nvvm.match.any.sync.i32"]
+    fn match_any_i32(mask: i32, v: i32) -> i32;
+    #[link_name = "llvm.nvvm.match.any.sync.i64"]
+    fn match_any_i64(mask: i32, v: i64) -> i32;
+}
+
+#[inline(always)]
+pub(crate) fn lane_id() -> u32 {
+    // SAFETY: reads %laneid.
+    unsafe { sreg_laneid() as u32 }
+}
+
+#[inline(always)]
+pub(crate) fn active_mask() -> u32 {
+    // SAFETY: `activemask.b32` has no preconditions.
+    unsafe { activemask() as u32 }
+}
+
+/// The `c` operand of `shfl.sync` for a whole-warp shuffle: lanes clamp at 31 for
+/// idx/bfly/down, at 0 for up (PTX ISA, "shfl.sync").
+const CLAMP_HIGH: i32 = 0x1f;
+const CLAMP_LOW: i32 = 0;
+
+#[inline(always)]
+pub(crate) fn shfl_idx(mask: u32, v: u32, lane: u32) -> u32 {
+    // SAFETY: the caller's lanes in `mask` all execute this shuffle (documented on
+    // `warp::shuffle_sync`); an absent lane yields an unspecified value, not UB in LLVM.
+    unsafe { shfl_idx_i32(mask as i32, v as i32, lane as i32, CLAMP_HIGH) as u32 }
+}
+
+#[inline(always)]
+pub(crate) fn shfl_xor(mask: u32, v: u32, lane_mask: u32) -> u32 {
+    // SAFETY: as `shfl_idx`.
+    unsafe { shfl_bfly_i32(mask as i32, v as i32, lane_mask as i32, CLAMP_HIGH) as u32 }
+}
+
+#[inline(always)]
+pub(crate) fn shfl_down(mask: u32, v: u32, delta: u32) -> u32 {
+    // SAFETY: as `shfl_idx`.
+    unsafe { shfl_down_i32(mask as i32, v as i32, delta as i32, CLAMP_HIGH) as u32 }
+}
+
+#[inline(always)]
+pub(crate) fn shfl_up(mask: u32, v: u32, delta: u32) -> u32 {
+    // SAFETY: as `shfl_idx`.
+    unsafe { shfl_up_i32(mask as i32, v as i32, delta as i32, CLAMP_LOW) as u32 }
+}
+
+#[inline(always)]
+pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
+    // SAFETY: as `shfl_idx`.
+    unsafe { vote_ballot(mask as i32, pred) as u32 }
+}
+
+#[inline(always)]
+pub(crate) fn match_any_u32(mask: u32, v: u32) -> u32 {
+    // SAFETY: as `shfl_idx`; `match.sync` needs sm_70, below every arch pyoxide builds.
+    unsafe { match_any_i32(mask as i32, v as i32) as u32 }
+}
+
+#[inline(always)]
+pub(crate) fn match_any_u64(mask: u32, v: u64) -> u32 {
+    // SAFETY: as `match_any_u32`.
+    unsafe { match_any_i64(mask as i32, v as i64) as u32 }
+}
+
+// The launch-sized dynamic shared array. The link step turns this declaration into
+// `.extern .shared .align 16 .b8 __oxide_dynamic_shared[]`.
+unsafe extern "C" {
+    static mut __oxide_dynamic_shared: [u8; 0];
+}
+
+#[inline(always)]
+pub(crate) fn dynamic_shared_base() -> *mut u8 {
+    (&raw mut __oxide_dynamic_shared).cast()
+}
+
+#[inline(always)]
+pub(crate) fn trap() -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { nvptx::trap() }
+}
+
+/// `vprintf(format, args)`: CUDA's device printf; `args` packs the arguments with C's
+/// alignment (see `print.rs`).
+#[inline(always)]
+pub(crate) unsafe fn vprintf(format: *const u8, args: *const u8) {
+    // SAFETY: upheld by the caller: a NUL-terminated format and a matching buffer.
+    unsafe {
+        nvptx::vprintf(format, args.cast());
+    }
+}
+
+// ---- scoped atomics -------------------------------------------------------------
+//
+// One PTX instruction per (operation, type, scope, ordering). `SeqCst` is `fence.sc`
+// then the `acq_rel` form, as the PTX memory model's mapping of C++ seq_cst does.
+
+/// A memory scope: who must observe an atomic operation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[doc(hidden)]
+pub enum Scope {
+    Block,
+    Device,
+    System,
+}
+
+macro_rules! by_scope_and_order {
+    ($scope:expr, $order:expr, |$sem:ident, $sc:ident| $body:expr) => {
+        match ($scope, $order) {
+            (Scope::Block, Ordering::Relaxed) => { by_scope_and_order!(@ $body, $sem = ".relaxed", $sc = ".cta") }
+            (Scope::Block, Ordering::Acquire) => { by_scope_and_order!(@ $body, $sem = ".acquire", $sc = ".cta") }
+            (Scope::Block, Ordering::Release) => { by_scope_and_order!(@ $body, $sem = ".release", $sc = ".cta") }
+            (Scope::Block, Ordering::AcqRel) => { by_scope_and_order!(@ $body, $sem = ".acq_rel", $sc = ".cta") }
+            (Scope::Block, _) => { asm!("fence.sc.cta;"); by_scope_and_order!(@ $body, $sem = ".acq_rel", $sc = ".cta") }
+            (Scope::Device, Ordering::Relaxed) => { by_scope_and_order!(@ $body, $sem = ".relaxed", $sc = ".gpu") }
+            (Scope::Device, Ordering::Acquire) => { by_scope_and_order!(@ $body, $sem = ".acquire", $sc = ".gpu") }
+            (Scope::Device, Ordering::Release) => { by_scope_and_order!(@ $body, $sem = ".release", $sc = ".gpu") }
+            (Scope::Device, Ordering::AcqRel) => { by_scope_and_order!(@ $body, $sem = ".acq_rel", $sc = ".gpu") }
+            (Scope::Device, _) => { asm!("fence.sc.gpu;"); by_scope_and_order!(@ $body, $sem = ".acq_rel", $sc = ".gpu") }
+            (Scope::System, Ordering::Relaxed) => { by_scope_and_order!(@ $body, $sem = ".relaxed", $sc = ".sys") }
+            (Scope::System, Ordering::Acquire) => { by_scope_and_order!(@ $body, $sem = ".acquire", $sc = ".sys") }
+            (Scope::System, Ordering::Release) => { by_scope_and_order!(@ $body, $sem = ".release", $sc = ".sys") }
+            (Scope::System, Ordering::AcqRel) => { by_scope_and_order!(@ $body, $sem = ".acq_rel", $sc = ".sys") }
+            (Scope::System, _) => { asm!("fence.sc.sys;"); by_scope_and_order!(@ $body, $sem = ".acq_rel", $sc = ".sys") }
+        }
+    };
+    (@ $body:expr, $sem:ident = $s:literal, $sc:ident = $c:literal) => {{
+        macro_rules! $sem { () => { $s }; }
+        macro_rules! $sc { () => { $c }; }
+        $body
+    }};
+}
+
+#[inline(always)]
+fn fence_sc(scope: Scope) {
+    // SAFETY: a fence has no preconditions.
+    unsafe {
+        match scope {
+            Scope::Block => asm!("fence.sc.cta;", options(nostack)),
+            Scope::Device => asm!("fence.sc.gpu;", options(nostack)),
+            Scope::System => asm!("fence.sc.sys;", options(nostack)),
+        }
+    }
+}
+
+macro_rules! atom_rmw {
+    ($($name:ident: $ty:ty, $reg:ident, $op:literal;)*) => {$(
+        /// # Safety
+        /// `p` is valid, aligned, and every access to it during the launch is atomic.
+        #[inline(always)]
+        pub(crate) unsafe fn $name(p: *mut $ty, v: $ty, scope: Scope, order: Ordering) -> $ty {
+            let r: $ty;
+            // SAFETY: upheld by the caller.
+            unsafe {
+                by_scope_and_order!(scope, order, |sem, sc| asm!(
+                    concat!("atom", sem!(), sc!(), $op, " {r}, [{p}], {v};"),
+                    r = out($reg) r, p = in(reg64) p, v = in($reg) v,
+                    options(nostack),
+                ))
+            }
+            r
+        }
+    )*};
+}
+
+atom_rmw! {
+    atom_add_u32: u32, reg32, ".add.u32";
+    atom_add_u64: u64, reg64, ".add.u64";
+    atom_add_f32: f32, reg32, ".add.f32";
+    atom_add_f64: f64, reg64, ".add.f64";
+    atom_min_u32: u32, reg32, ".min.u32";
+    atom_max_u32: u32, reg32, ".max.u32";
+    atom_min_i32: i32, reg32, ".min.s32";
+    atom_max_i32: i32, reg32, ".max.s32";
+    atom_min_u64: u64, reg64, ".min.u64";
+    atom_max_u64: u64, reg64, ".max.u64";
+    atom_min_i64: i64, reg64, ".min.s64";
+    atom_max_i64: i64, reg64, ".max.s64";
+    atom_and_u32: u32, reg32, ".and.b32";
+    atom_or_u32: u32, reg32, ".or.b32";
+    atom_xor_u32: u32, reg32, ".xor.b32";
+    atom_and_u64: u64, reg64, ".and.b64";
+    atom_or_u64: u64, reg64, ".or.b64";
+    atom_xor_u64: u64, reg64, ".xor.b64";
+    atom_exch_u32: u32, reg32, ".exch.b32";
+    atom_exch_u64: u64, reg64, ".exch.b64";
+}
+
+macro_rules! atom_cas {
+    ($($name:ident: $ty:ty, $reg:ident, $op:literal;)*) => {$(
+        /// # Safety
+        /// As the read-modify-write operations.
+        #[inline(always)]
+        pub(crate) unsafe fn $name(p: *mut $ty, current: $ty, new: $ty, scope: Scope, order: Ordering) -> $ty {
+            let r: $ty;
+            // SAFETY: upheld by the caller.
+            unsafe {
+                by_scope_and_order!(scope, order, |sem, sc| asm!(
+                    concat!("atom", sem!(), sc!(), $op, " {r}, [{p}], {c}, {n};"),
+                    r = out($reg) r, p = in(reg64) p, c = in($reg) current, n = in($reg) new,
+                    options(nostack),
+                ))
+            }
+            r
+        }
+    )*};
+}
+
+atom_cas! {
+    atom_cas_u32: u32, reg32, ".cas.b32";
+    atom_cas_u64: u64, reg64, ".cas.b64";
+}
+
+macro_rules! atom_load_store {
+    ($($load:ident, $store:ident: $ty:ty, $reg:ident, $bits:literal;)*) => {$(
+        /// # Safety
+        /// As the read-modify-write operations.
+        #[inline(always)]
+        pub(crate) unsafe fn $load(p: *const $ty, scope: Scope, order: Ordering) -> $ty {
+            let r: $ty;
+            // `ld` has only .relaxed and .acquire; a SeqCst load is `fence.sc` first.
+            // (Release/AcqRel loads are rejected by the public API, as core's are.)
+            let order = match order {
+                Ordering::Relaxed => Ordering::Relaxed,
+                Ordering::SeqCst => { fence_sc(scope); Ordering::Acquire }
+                _ => Ordering::Acquire,
+            };
+            // SAFETY: upheld by the caller.
+            unsafe {
+                by_scope_and_order!(scope, order, |sem, sc| asm!(
+                    concat!("ld", sem!(), sc!(), $bits, " {r}, [{p}];"),
+                    r = out($reg) r, p = in(reg64) p, options(nostack),
+                ))
+            }
+            r
+        }
+
+        /// # Safety
+        /// As the read-modify-write operations.
+        #[inline(always)]
+        pub(crate) unsafe fn $store(p: *mut $ty, v: $ty, scope: Scope, order: Ordering) {
+            // `st` has only .relaxed and .release; a SeqCst store is `fence.sc` first.
+            let order = match order {
+                Ordering::Relaxed => Ordering::Relaxed,
+                Ordering::SeqCst => { fence_sc(scope); Ordering::Release }
+                _ => Ordering::Release,
+            };
+            // SAFETY: upheld by the caller.
+            unsafe {
+                by_scope_and_order!(scope, order, |sem, sc| asm!(
+                    concat!("st", sem!(), sc!(), $bits, " [{p}], {v};"),
+                    p = in(reg64) p, v = in($reg) v, options(nostack),
+                ))
+            }
+        }
+    )*};
+}
+
+atom_load_store! {
+    atom_load_u32, atom_store_u32: u32, reg32, ".b32";
+    atom_load_u64, atom_store_u64: u64, reg64, ".b64";
 }

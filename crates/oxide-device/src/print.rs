@@ -1,0 +1,270 @@
+//! `gpu_printf!` (CUDA's device `printf`, through `vprintf`) and `gpu_assert!`.
+//!
+//! The format string is C's (`%d %u %x %ld %f %e %g %s %c %p %%`), since `vprintf`
+//! formats on the host from the raw argument buffer: a Rust `{}` cannot be lowered
+//! without knowing the types where the macro expands. Arguments are promoted as C
+//! varargs are: integers narrower than 32 bits and `bool` to `int`, `f32` to `double`.
+//! So `%d`/`%u`/`%x` take `i32`/`u32`, `%ld`/`%lu` take 64-bit integers and `usize`,
+//! `%f`/`%e`/`%g` any float, `%s` a `&CStr` or `c"…"` literal.
+
+use core::ffi::CStr;
+
+/// The packed argument buffer `vprintf` reads: each argument at an offset aligned to
+/// its size, as C lays out a struct. `N` words of 8 bytes hold `N` arguments.
+#[doc(hidden)]
+#[repr(C, align(8))]
+pub struct PrintfArgs<const N: usize> {
+    bytes: [[u8; 8]; N],
+    len: usize,
+    #[cfg(not(target_arch = "nvptx64"))]
+    host: [Option<HostArg>; N],
+}
+
+/// How the host renders an argument (the GPU's `vprintf` needs only the bytes).
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub enum HostArg {
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(*const core::ffi::c_char),
+}
+
+impl<const N: usize> Default for PrintfArgs<N> {
+    fn default() -> Self {
+        PrintfArgs {
+            bytes: [[0; 8]; N],
+            len: 0,
+            #[cfg(not(target_arch = "nvptx64"))]
+            host: [None; N],
+        }
+    }
+}
+
+impl<const N: usize> PrintfArgs<N> {
+    #[inline(always)]
+    fn push_bytes<const S: usize>(&mut self, b: [u8; S]) {
+        let start = self.len.next_multiple_of(S);
+        let flat = self.bytes.as_flattened_mut();
+        flat[start..start + S].copy_from_slice(&b);
+        self.len = start + S;
+    }
+
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn push<A: PrintfArg>(&mut self, arg: A, index: usize) {
+        arg.push_to(self);
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            self.host[index] = Some(arg.host());
+        }
+        let _ = index;
+    }
+
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr().cast()
+    }
+}
+
+/// A value `gpu_printf!` can print.
+pub trait PrintfArg: Copy {
+    #[doc(hidden)]
+    fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>);
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[doc(hidden)]
+    fn host(self) -> HostArg;
+}
+
+macro_rules! printf_arg {
+    ($($t:ty => $c:ty, $host:ident;)*) => {$(
+        impl PrintfArg for $t {
+            #[inline(always)]
+            fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
+                args.push_bytes((self as $c).to_ne_bytes());
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            fn host(self) -> HostArg {
+                HostArg::$host(self as _)
+            }
+        }
+    )*};
+}
+
+printf_arg! {
+    i8 => i32, Int; i16 => i32, Int; i32 => i32, Int; i64 => i64, Int; isize => i64, Int;
+    u8 => u32, UInt; u16 => u32, UInt; u32 => u32, UInt; u64 => u64, UInt; usize => u64, UInt;
+    f32 => f64, Float; f64 => f64, Float;
+}
+
+impl PrintfArg for bool {
+    #[inline(always)]
+    fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
+        (self as i32).push_to(args)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    fn host(self) -> HostArg {
+        HostArg::Int(self as i64)
+    }
+}
+
+impl PrintfArg for &CStr {
+    #[inline(always)]
+    fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
+        args.push_bytes((self.as_ptr() as usize as u64).to_ne_bytes());
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    fn host(self) -> HostArg {
+        HostArg::Str(self.as_ptr())
+    }
+}
+
+/// Print from the GPU with a C format string: `gpu_printf!("i=%d x=%f\n", i, x)`.
+/// Output appears on the host when the launch completes (CUDA's rule).
+#[macro_export]
+macro_rules! gpu_printf {
+    ($fmt:expr $(, $arg:expr)* $(,)?) => {{
+        const N: usize = 0 $(+ { let _ = ::core::stringify!($arg); 1 })*;
+        #[allow(unused_mut)]
+        let mut args = $crate::print::PrintfArgs::<N>::default();
+        let mut _i = 0usize;
+        $( args.push($arg, _i); _i += 1; )*
+        $crate::print::vprintf(::core::concat!($fmt, "\0"), &args);
+    }};
+}
+
+/// `assert!` for kernels: when `cond` is false, print the condition and its place,
+/// then trap (the launch fails; the host sees an error).
+#[macro_export]
+macro_rules! gpu_assert {
+    ($cond:expr $(,)?) => {
+        if !$cond {
+            $crate::gpu_printf!(
+                "assertion failed: %s at %s:%d\n",
+                $crate::print::cstr(::core::concat!(::core::stringify!($cond), "\0")),
+                $crate::print::cstr(::core::concat!(::core::file!(), "\0")),
+                ::core::line!(),
+            );
+            $crate::print::trap();
+        }
+    };
+}
+
+#[doc(hidden)]
+pub const fn cstr(s: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(s.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("a string with an inner NUL"),
+    }
+}
+
+/// Abort the kernel (`trap`): the launch fails with an error on the host.
+#[inline(always)]
+pub fn trap() -> ! {
+    crate::arch::trap()
+}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn vprintf<const N: usize>(format: &'static str, args: &PrintfArgs<N>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: `format` ends in NUL (the macro appends it); `args` is laid out as C.
+    unsafe {
+        crate::arch::vprintf(format.as_ptr(), args.as_ptr())
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    std::print!("{}", host_format(format.trim_end_matches('\0'), &args.host));
+}
+
+/// Render a C format string on the host, for the specifiers the module lists.
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) fn host_format(format: &str, args: &[Option<HostArg>]) -> std::string::String {
+    use std::fmt::Write;
+    let mut out = std::string::String::new();
+    let mut args = args.iter().flatten();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut precision: Option<usize> = None;
+        let mut spec = std::string::String::new();
+        while let Some(&d) = chars.peek() {
+            chars.next();
+            if d.is_ascii_alphabetic() && d != 'l' && d != 'h' || d == '%' {
+                spec.push(d);
+                break;
+            }
+            if d == '.' {
+                precision = Some(0);
+            } else if let (Some(p), Some(v)) = (precision.as_mut(), d.to_digit(10)) {
+                *p = *p * 10 + v as usize;
+            }
+        }
+        let arg = if spec == "%" {
+            None
+        } else {
+            args.next().copied()
+        };
+        let _ = match (spec.as_str(), arg) {
+            ("%", _) => write!(out, "%"),
+            ("d" | "i", Some(HostArg::Int(v))) => write!(out, "{v}"),
+            ("d" | "i" | "u", Some(HostArg::UInt(v))) => write!(out, "{v}"),
+            ("u", Some(HostArg::Int(v))) => write!(out, "{}", v as u64),
+            ("x", Some(HostArg::Int(v))) => write!(out, "{v:x}"),
+            ("x", Some(HostArg::UInt(v))) => write!(out, "{v:x}"),
+            ("X", Some(HostArg::UInt(v))) => write!(out, "{v:X}"),
+            ("c", Some(HostArg::Int(v))) => write!(out, "{}", v as u8 as char),
+            ("c", Some(HostArg::UInt(v))) => write!(out, "{}", v as u8 as char),
+            ("f" | "F", Some(HostArg::Float(v))) => write!(out, "{v:.*}", precision.unwrap_or(6)),
+            ("e" | "E", Some(HostArg::Float(v))) => write!(out, "{v:.*e}", precision.unwrap_or(6)),
+            ("g" | "G", Some(HostArg::Float(v))) => write!(out, "{v}"),
+            // SAFETY: `HostArg::Str` comes only from a `&CStr`.
+            ("s", Some(HostArg::Str(p))) => {
+                write!(out, "{}", unsafe { CStr::from_ptr(p) }.to_string_lossy())
+            }
+            (other, _) => write!(out, "%{other}"),
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_packed_as_c_varargs() {
+        let mut args = PrintfArgs::<3>::default();
+        args.push(7u8, 0); // int at 0
+        args.push(1.5f32, 1); // double at 8 (aligned up from 4)
+        args.push(-2i32, 2); // int at 16
+        assert_eq!(args.len, 20);
+        let flat = args.bytes.as_flattened();
+        assert_eq!(i32::from_ne_bytes(flat[0..4].try_into().unwrap()), 7);
+        assert_eq!(f64::from_ne_bytes(flat[8..16].try_into().unwrap()), 1.5);
+        assert_eq!(i32::from_ne_bytes(flat[16..20].try_into().unwrap()), -2);
+    }
+
+    #[test]
+    fn the_host_renders_c_formats() {
+        let mut args = PrintfArgs::<4>::default();
+        args.push(-3i32, 0);
+        args.push(255u32, 1);
+        args.push(0.5f64, 2);
+        args.push(c"ok", 3);
+        let s = host_format("%d %x %.2f %s 100%%", &args.host);
+        assert_eq!(s, "-3 ff 0.50 ok 100%");
+        crate::gpu_printf!("from the host: %d\n", 1);
+    }
+
+    #[test]
+    fn gpu_assert_passes_and_traps() {
+        crate::gpu_assert!(1 + 1 == 2);
+        let failed = std::panic::catch_unwind(|| crate::gpu_assert!(1 + 1 == 3));
+        assert!(failed.is_err());
+    }
+}

@@ -1,0 +1,264 @@
+//! Block-shared memory: fixed-size [`SharedArray`] statics and the launch-sized
+//! [`DynamicSharedArray`].
+//!
+//! Rust cannot place a static in the GPU's shared address space; pyoxide's link step
+//! does. Any static in the `.oxide.shared` link section moves to `.shared` (one copy
+//! per block, uninitialised), and `#[kernel]` puts every `static` of type
+//! `SharedArray<…>` in its body there by itself, so cuda-oxide's spelling
+//! (`static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`, indexed as
+//! `TILE[i]` in `unsafe`) works as is. A plain `static` with `read`/`write` needs no
+//! `static mut` references:
+//!
+//! ```
+//! use oxide_device::prelude::*;
+//! use oxide_device::shared::SharedArray;
+//!
+//! #[kernel]
+//! pub fn reverse_block(x: &[f32], mut out: DisjointSlice<f32>) {
+//!     static TILE: SharedArray<f32, 256> = SharedArray::UNINIT;
+//!     let t = thread::threadIdx_x() as usize;
+//!     let idx = thread::index_1d();
+//!     let i = idx.get();
+//!     // SAFETY: each thread writes its own slot; the barrier orders the reads after.
+//!     unsafe { TILE.write(t, if i < x.len() { x[i] } else { 0.0 }) };
+//!     thread::sync_threads();
+//!     if let Some(o) = out.get_mut(idx) {
+//!         *o = unsafe { TILE.read(255 - t) };
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! Outside a kernel body (a helper function), write the attribute yourself,
+//! `#[unsafe(link_section = ".oxide.shared")]`, or use [`shared_array!`](crate::shared_array).
+//! A static cannot name a generic parameter, so generic kernels use
+//! [`DynamicSharedArray`] or a static per concrete type.
+//!
+//! Shared memory is written and read by every thread of a block, so access is
+//! `unsafe`: the kernel orders it with [`sync_threads`](crate::thread::sync_threads).
+//! On the host (one thread per block until the emulator runs blocks) a `SharedArray`
+//! is an ordinary static and the dynamic array a per-OS-thread buffer.
+
+use core::cell::UnsafeCell;
+use core::marker::PhantomData;
+use core::mem::MaybeUninit;
+use core::ops::{Index, IndexMut};
+
+use crate::arch;
+
+/// `N` elements of `T` in block-shared memory, 16-byte aligned (enough for any
+/// vector load). Its contents start undefined: the link step drops initialisers.
+///
+/// `ALIGN` is there for cuda-oxide's `SharedArray<T, N, ALIGN>` spelling; it may be
+/// any power of two up to 16 (all are met), and a larger one fails to compile (Rust
+/// cannot align a type by a const parameter; TMA's 128 bytes is not supported yet).
+#[repr(C, align(16))]
+pub struct SharedArray<T, const N: usize, const ALIGN: usize = 16> {
+    data: UnsafeCell<MaybeUninit<[T; N]>>,
+}
+
+// SAFETY: shared memory exists to be shared by a block's threads; every access that
+// could race is `unsafe` and documented as such.
+unsafe impl<T: Send, const N: usize, const ALIGN: usize> Sync for SharedArray<T, N, ALIGN> {}
+
+impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
+    /// The initialiser every shared static uses (`= SharedArray::UNINIT`). Interior
+    /// mutability in a const is the point: it is only ever a static's initialiser.
+    #[allow(clippy::declare_interior_mutable_const)]
+    pub const UNINIT: Self = {
+        assert!(
+            ALIGN.is_power_of_two() && ALIGN <= 16,
+            "SharedArray's ALIGN must be a power of two no larger than 16"
+        );
+        SharedArray {
+            data: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    };
+
+    /// Number of elements.
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Pointer to element 0 (a generic pointer into shared memory).
+    #[inline(always)]
+    pub const fn as_ptr(&self) -> *const T {
+        self.data.get().cast()
+    }
+
+    /// Mutable pointer to element 0.
+    #[inline(always)]
+    pub const fn as_mut_ptr(&self) -> *mut T {
+        self.data.get().cast()
+    }
+
+    /// Element `i`, bounds-checked (an out-of-bounds `i` traps).
+    ///
+    /// # Safety
+    /// Element `i` was written (by some thread, ordered before this read by a barrier)
+    /// and no thread writes it concurrently.
+    #[inline(always)]
+    pub unsafe fn read(&self, i: usize) -> T
+    where
+        T: Copy,
+    {
+        assert!(i < N);
+        // SAFETY: in bounds; initialised and race-free by the caller's promise.
+        unsafe { self.as_ptr().add(i).read() }
+    }
+
+    /// Store `value` at element `i`, bounds-checked.
+    ///
+    /// # Safety
+    /// No other thread reads or writes element `i` concurrently.
+    #[inline(always)]
+    pub unsafe fn write(&self, i: usize, value: T) {
+        assert!(i < N);
+        // SAFETY: in bounds; race-free by the caller's promise.
+        unsafe { self.as_mut_ptr().add(i).write(value) }
+    }
+}
+
+impl<T: crate::atomic::AtomicValue, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
+    /// The elements as block-scope atomics: a block's privatised histogram or counters.
+    ///
+    /// # Safety
+    /// Every element was written before (e.g. zeroed, then [`sync_threads`]), and while
+    /// the slice is used no thread accesses the elements other than atomically.
+    ///
+    /// [`sync_threads`]: crate::thread::sync_threads
+    #[inline(always)]
+    pub unsafe fn as_atomics(&self) -> &[crate::atomic::BlockAtomic<T>] {
+        // SAFETY: `ScopedAtomic<T, _>` is `repr(transparent)` over `T`; upheld by the caller.
+        unsafe { core::slice::from_raw_parts(self.as_ptr().cast(), N) }
+    }
+}
+
+/// `TILE[i]` on a `static mut TILE: SharedArray<…>`, as in cuda-oxide. Reading an
+/// element no thread wrote is undefined behaviour, as for any uninitialised memory.
+impl<T, const N: usize, const ALIGN: usize> Index<usize> for SharedArray<T, N, ALIGN> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T {
+        assert!(i < N);
+        // SAFETY: in bounds; initialisation is the caller's (see the impl's doc).
+        unsafe { &*self.as_ptr().add(i) }
+    }
+}
+
+impl<T, const N: usize, const ALIGN: usize> IndexMut<usize> for SharedArray<T, N, ALIGN> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        assert!(i < N);
+        // SAFETY: in bounds, through an exclusive borrow.
+        unsafe { &mut *self.as_mut_ptr().add(i) }
+    }
+}
+
+/// A `&'static SharedArray<T, N>` of its own, one per call site:
+/// `let tile = shared_array!(f32, 256);`. For helpers outside `#[kernel]` bodies.
+#[macro_export]
+macro_rules! shared_array {
+    ($t:ty, $n:expr) => {{
+        #[unsafe(link_section = ".oxide.shared")]
+        static SHARED: $crate::shared::SharedArray<$t, { $n }> =
+            $crate::shared::SharedArray::UNINIT;
+        &SHARED
+    }};
+}
+
+/// The dynamic shared memory of a launch, whose size in bytes the launch gives
+/// (`shared_mem=` in Python, `sharedMemBytes` in CUDA), seen as elements of `T`.
+///
+/// There is one such region per block: every `DynamicSharedArray` of a kernel views the
+/// same bytes; carve it up with [`offset`](Self::offset). It is 16-byte aligned;
+/// `ALIGN` (cuda-oxide's `DynamicSharedArray<T, ALIGN>`) may be a power of two up to 16.
+pub struct DynamicSharedArray<T, const ALIGN: usize = 16> {
+    _t: PhantomData<T>,
+}
+
+impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
+    const ALIGN_OK: () = assert!(
+        ALIGN.is_power_of_two() && ALIGN <= 16,
+        "DynamicSharedArray's ALIGN must be a power of two no larger than 16"
+    );
+
+    /// Pointer to the first element of the region.
+    #[inline(always)]
+    pub fn get() -> *mut T {
+        let () = Self::ALIGN_OK;
+        arch::dynamic_shared_base().cast()
+    }
+
+    /// Pointer `bytes` bytes into the region (for a second array after a first).
+    ///
+    /// The pointer is valid only within the launch's shared-memory size; `bytes`
+    /// should keep `T`'s alignment.
+    #[inline(always)]
+    pub fn offset(bytes: usize) -> *mut T {
+        let () = Self::ALIGN_OK;
+        arch::dynamic_shared_base().wrapping_add(bytes).cast()
+    }
+
+    /// The region as a slice of `len` elements.
+    ///
+    /// # Safety
+    /// `len * size_of::<T>()` bytes fit in the launch's dynamic shared memory, they
+    /// hold valid `T`s, and no thread writes them while the slice lives.
+    #[inline(always)]
+    pub unsafe fn as_slice<'a>(len: usize) -> &'a [T] {
+        // SAFETY: upheld by the caller.
+        unsafe { core::slice::from_raw_parts(Self::get(), len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_array_holds_what_was_written() {
+        static TILE: SharedArray<u32, 4> = SharedArray::UNINIT;
+        for i in 0..4 {
+            // SAFETY: one thread.
+            unsafe { TILE.write(i, i as u32 * 10) };
+        }
+        // SAFETY: written above.
+        assert_eq!(unsafe { TILE.read(3) }, 30);
+        assert_eq!(TILE.len(), 4);
+        assert_eq!(TILE.as_ptr() as usize % 16, 0);
+    }
+
+    #[test]
+    fn cuda_oxide_alignment_parameter() {
+        static TILE: SharedArray<u8, 3, 8> = SharedArray::UNINIT;
+        assert_eq!(TILE.as_ptr() as usize % 16, 0);
+        assert_eq!(DynamicSharedArray::<f32, 4>::get() as usize % 16, 0);
+    }
+
+    #[test]
+    fn each_macro_call_site_is_its_own_array() {
+        let a = shared_array!(f32, 8);
+        let b = shared_array!(f32, 8);
+        assert_ne!(a.as_ptr(), b.as_ptr());
+    }
+
+    #[test]
+    fn dynamic_shared_memory_is_aligned_and_offsettable() {
+        let base = DynamicSharedArray::<f64>::get();
+        assert_eq!(base as usize % 16, 0);
+        let second = DynamicSharedArray::<u32>::offset(64);
+        assert_eq!(second as usize - base as usize, 64);
+        // SAFETY: the host region is 227 KiB.
+        unsafe {
+            base.write(1.5);
+            assert_eq!(DynamicSharedArray::<f64>::as_slice(1), &[1.5]);
+        }
+    }
+}

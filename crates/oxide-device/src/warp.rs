@@ -1,0 +1,336 @@
+//! Warp-level operations: lane ids, shuffles, votes, matches, and warp- and block-wide
+//! reductions and scans built on them.
+//!
+//! Every `*_sync` function takes the `mask` of lanes that execute it together (as
+//! CUDA's); every lane named in `mask` must reach the same call, or the values read
+//! are unspecified. [`FULL_MASK`] names the whole warp. The reductions and scans use
+//! the whole warp, so they need all 32 lanes present: a block size that is a multiple
+//! of 32.
+//!
+//! On the host, until the CPU emulator runs warps of 32, a warp has one lane: shuffles
+//! return the caller's own value, a ballot holds one bit, and reductions return their
+//! input (which is the right answer for a warp of one).
+
+use crate::arch;
+use crate::shared::SharedArray;
+use crate::thread;
+
+/// Lanes per warp on NVIDIA GPUs.
+pub const WARP_SIZE: u32 = 32;
+
+/// Every lane of the warp.
+pub const FULL_MASK: u32 = 0xffff_ffff;
+
+/// This thread's lane in its warp, `0..32` (`%laneid`).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    arch::lane_id()
+}
+
+/// This thread's warp within its block: the flat thread index / 32.
+#[inline(always)]
+pub fn warp_id() -> u32 {
+    thread::block_thread_index() / WARP_SIZE
+}
+
+/// The lanes of the warp executing this call together (`__activemask()`).
+#[inline(always)]
+pub fn active_mask() -> u32 {
+    arch::active_mask()
+}
+
+/// Lanes in the warp as the current backend runs it: 32 on the GPU, 1 on the host.
+#[inline(always)]
+fn lanes() -> u32 {
+    arch::WARP_LANES
+}
+
+/// A value that can cross lanes: 32-bit values in one shuffle, 64-bit in two.
+pub trait Shuffle: Copy {
+    /// `__shfl_sync`: the value of lane `src_lane`.
+    fn shuffle(self, mask: u32, src_lane: u32) -> Self;
+    /// `__shfl_xor_sync`: the value of lane `lane_id ^ lane_mask`.
+    fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self;
+    /// `__shfl_down_sync`: the value of lane `lane_id + delta` (own value past 31).
+    fn shuffle_down(self, mask: u32, delta: u32) -> Self;
+    /// `__shfl_up_sync`: the value of lane `lane_id - delta` (own value below 0).
+    fn shuffle_up(self, mask: u32, delta: u32) -> Self;
+}
+
+// 32-bit values cross lanes in one shuffle of their bits; 64-bit values in two, low
+// word and high word.
+macro_rules! shuffle_32 {
+    ($($t:ty: $to:expr, $from:expr;)*) => {$(
+        impl Shuffle for $t {
+            #[inline(always)]
+            fn shuffle(self, mask: u32, src_lane: u32) -> Self {
+                ($from)(arch::shfl_idx(mask, ($to)(self), src_lane))
+            }
+            #[inline(always)]
+            fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
+                ($from)(arch::shfl_xor(mask, ($to)(self), lane_mask))
+            }
+            #[inline(always)]
+            fn shuffle_down(self, mask: u32, delta: u32) -> Self {
+                ($from)(arch::shfl_down(mask, ($to)(self), delta))
+            }
+            #[inline(always)]
+            fn shuffle_up(self, mask: u32, delta: u32) -> Self {
+                ($from)(arch::shfl_up(mask, ($to)(self), delta))
+            }
+        }
+    )*};
+}
+
+macro_rules! shuffle_64 {
+    ($($t:ty: $to:expr, $from:expr;)*) => {$(
+        impl Shuffle for $t {
+            #[inline(always)]
+            fn shuffle(self, mask: u32, src_lane: u32) -> Self {
+                ($from)(in_halves(($to)(self), |w| arch::shfl_idx(mask, w, src_lane)))
+            }
+            #[inline(always)]
+            fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
+                ($from)(in_halves(($to)(self), |w| arch::shfl_xor(mask, w, lane_mask)))
+            }
+            #[inline(always)]
+            fn shuffle_down(self, mask: u32, delta: u32) -> Self {
+                ($from)(in_halves(($to)(self), |w| arch::shfl_down(mask, w, delta)))
+            }
+            #[inline(always)]
+            fn shuffle_up(self, mask: u32, delta: u32) -> Self {
+                ($from)(in_halves(($to)(self), |w| arch::shfl_up(mask, w, delta)))
+            }
+        }
+    )*};
+}
+
+/// Apply a 32-bit shuffle to both halves of a 64-bit word.
+#[inline(always)]
+fn in_halves(v: u64, shuffle: impl Fn(u32) -> u32) -> u64 {
+    u64::from(shuffle(v as u32)) | (u64::from(shuffle((v >> 32) as u32)) << 32)
+}
+
+shuffle_32! {
+    u32: |v: u32| v, |b: u32| b;
+    i32: |v: i32| v as u32, |b: u32| b as i32;
+    f32: f32::to_bits, f32::from_bits;
+}
+
+shuffle_64! {
+    u64: |v: u64| v, |b: u64| b;
+    i64: |v: i64| v as u64, |b: u64| b as i64;
+    f64: f64::to_bits, f64::from_bits;
+}
+
+macro_rules! shuffle_fns {
+    ($($t:ty: $idx:ident, $xor:ident, $down:ident, $up:ident;)*) => {$(
+        #[doc = concat!("`__shfl_sync` for `", stringify!($t), "`: the value of lane `src_lane`.")]
+        #[inline(always)]
+        pub fn $idx(mask: u32, value: $t, src_lane: u32) -> $t {
+            value.shuffle(mask, src_lane)
+        }
+        #[doc = concat!("`__shfl_xor_sync` for `", stringify!($t), "`: the value of lane `lane_id ^ lane_mask`.")]
+        #[inline(always)]
+        pub fn $xor(mask: u32, value: $t, lane_mask: u32) -> $t {
+            value.shuffle_xor(mask, lane_mask)
+        }
+        #[doc = concat!("`__shfl_down_sync` for `", stringify!($t), "`: the value of lane `lane_id + delta`.")]
+        #[inline(always)]
+        pub fn $down(mask: u32, value: $t, delta: u32) -> $t {
+            value.shuffle_down(mask, delta)
+        }
+        #[doc = concat!("`__shfl_up_sync` for `", stringify!($t), "`: the value of lane `lane_id - delta`.")]
+        #[inline(always)]
+        pub fn $up(mask: u32, value: $t, delta: u32) -> $t {
+            value.shuffle_up(mask, delta)
+        }
+    )*};
+}
+
+shuffle_fns! {
+    u32: shuffle_sync, shuffle_xor_sync, shuffle_down_sync, shuffle_up_sync;
+    i32: shuffle_sync_i32, shuffle_xor_sync_i32, shuffle_down_sync_i32, shuffle_up_sync_i32;
+    f32: shuffle_sync_f32, shuffle_xor_sync_f32, shuffle_down_sync_f32, shuffle_up_sync_f32;
+    u64: shuffle_sync_u64, shuffle_xor_sync_u64, shuffle_down_sync_u64, shuffle_up_sync_u64;
+    i64: shuffle_sync_i64, shuffle_xor_sync_i64, shuffle_down_sync_i64, shuffle_up_sync_i64;
+    f64: shuffle_sync_f64, shuffle_xor_sync_f64, shuffle_down_sync_f64, shuffle_up_sync_f64;
+}
+
+/// `__ballot_sync`: bit `i` set when lane `i` (in `mask`) has `pred` true.
+#[inline(always)]
+pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+    arch::ballot(mask, pred)
+}
+
+/// `__all_sync`: whether `pred` holds in every lane of `mask`.
+#[inline(always)]
+pub fn all_sync(mask: u32, pred: bool) -> bool {
+    arch::ballot(mask, !pred) == 0
+}
+
+/// `__any_sync`: whether `pred` holds in some lane of `mask`.
+#[inline(always)]
+pub fn any_sync(mask: u32, pred: bool) -> bool {
+    arch::ballot(mask, pred) != 0
+}
+
+/// `__match_any_sync`: the lanes of `mask` whose `value` equals this lane's.
+#[inline(always)]
+pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+    arch::match_any_u32(mask, value)
+}
+
+/// [`match_any_sync`] for 64-bit values.
+#[inline(always)]
+pub fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
+    arch::match_any_u64(mask, value)
+}
+
+/// Combine `value` across the whole warp with `op` (associative and commutative);
+/// every lane gets the result. A butterfly: log2(32) = 5 `shfl.sync.bfly` steps.
+#[inline(always)]
+pub fn reduce<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
+    let mut v = value;
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        if offset < lanes() {
+            v = op(v, v.shuffle_xor(FULL_MASK, offset));
+        }
+        offset /= 2;
+    }
+    v
+}
+
+/// Inclusive prefix combination across the warp: lane `i` gets
+/// `op(value_0, …, value_i)`. Hillis–Steele with `shfl.sync.up`.
+#[inline(always)]
+pub fn inclusive_scan<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
+    let lane = lane_id();
+    let mut v = value;
+    let mut delta = 1;
+    while delta < lanes() {
+        let other = v.shuffle_up(FULL_MASK, delta);
+        if lane >= delta {
+            v = op(other, v);
+        }
+        delta *= 2;
+    }
+    v
+}
+
+macro_rules! reductions {
+    ($($name:ident: $t:ty, $op:expr, $what:literal;)*) => {$(
+        #[doc = concat!("The ", $what, " of `value` over the whole warp, in every lane.")]
+        #[inline(always)]
+        pub fn $name(value: $t) -> $t {
+            reduce(value, $op)
+        }
+    )*};
+}
+
+reductions! {
+    reduce_sum_f32: f32, |a, b| a + b, "sum";
+    reduce_sum_f64: f64, |a, b| a + b, "sum";
+    reduce_sum_u32: u32, u32::wrapping_add, "wrapping sum";
+    reduce_sum_i32: i32, i32::wrapping_add, "wrapping sum";
+    reduce_sum_u64: u64, u64::wrapping_add, "wrapping sum";
+    reduce_max_f32: f32, f32::max, "maximum";
+    reduce_min_f32: f32, f32::min, "minimum";
+    reduce_max_f64: f64, f64::max, "maximum";
+    reduce_min_f64: f64, f64::min, "minimum";
+    reduce_max_u32: u32, u32::max, "maximum";
+    reduce_min_u32: u32, u32::min, "minimum";
+    reduce_max_i32: i32, i32::max, "maximum";
+    reduce_min_i32: i32, i32::min, "minimum";
+}
+
+/// Inclusive prefix sum over the warp (lane `i` gets `value_0 + … + value_i`).
+#[inline(always)]
+pub fn inclusive_scan_sum_f32(value: f32) -> f32 {
+    inclusive_scan(value, |a, b| a + b)
+}
+
+/// Inclusive prefix sum over the warp, wrapping.
+#[inline(always)]
+pub fn inclusive_scan_sum_u32(value: u32) -> u32 {
+    inclusive_scan(value, u32::wrapping_add)
+}
+
+macro_rules! block_reductions {
+    ($($name:ident: $t:ty, $warp:ident, $identity:expr, $what:literal;)*) => {$(
+        #[doc = concat!("The ", $what, " of `value` over the whole block, returned to every thread.")]
+        ///
+        /// Every thread of the block must call it (it holds two barriers), and the block
+        /// size must be a multiple of 32. Uses 33 words of shared memory.
+        #[inline]
+        pub fn $name(value: $t) -> $t {
+            // One partial per warp (at most 32 warps in a block), then the total.
+            #[unsafe(link_section = ".oxide.shared")]
+            static PARTIALS: SharedArray<$t, 33> = SharedArray::UNINIT;
+            let warp_total = $warp(value);
+            let warps = thread::block_size().div_ceil(WARP_SIZE) as usize;
+            let (lane, warp) = (lane_id() as usize, warp_id() as usize);
+            // The barrier before the writes keeps a second call from overwriting the
+            // partials that slow threads of the first call still read.
+            thread::sync_threads();
+            if lane == 0 {
+                // SAFETY: one writer per slot (lane 0 of each warp), read after the barrier.
+                unsafe { PARTIALS.write(warp, warp_total) };
+            }
+            thread::sync_threads();
+            if warp == 0 {
+                // SAFETY: written before the barrier; slot 32 is written by lane 0 only.
+                let partial = if lane < warps { unsafe { PARTIALS.read(lane) } } else { $identity };
+                let total = $warp(partial);
+                if lane == 0 {
+                    unsafe { PARTIALS.write(32, total) };
+                }
+            }
+            thread::sync_threads();
+            // SAFETY: written by thread 0 before the barrier.
+            unsafe { PARTIALS.read(32) }
+        }
+    )*};
+}
+
+block_reductions! {
+    block_reduce_sum_f32: f32, reduce_sum_f32, 0.0, "sum";
+    block_reduce_max_f32: f32, reduce_max_f32, f32::NEG_INFINITY, "maximum";
+    block_reduce_sum_f64: f64, reduce_sum_f64, 0.0, "sum";
+    block_reduce_sum_u32: u32, reduce_sum_u32, 0, "wrapping sum";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_warp_of_one_lane() {
+        assert_eq!((lane_id(), warp_id(), active_mask()), (0, 0, 1));
+        assert_eq!(shuffle_xor_sync_f32(FULL_MASK, 2.5, 1), 2.5);
+        assert_eq!(
+            shuffle_down_sync_u64(FULL_MASK, u64::MAX - 1, 3),
+            u64::MAX - 1
+        );
+        assert_eq!(shuffle_up_sync_i32(FULL_MASK, -7, 1), -7);
+        assert_eq!(shuffle_sync_f64(FULL_MASK, -0.125, 0), -0.125);
+        assert_eq!(
+            (ballot_sync(FULL_MASK, true), ballot_sync(FULL_MASK, false)),
+            (1, 0)
+        );
+        assert!(all_sync(FULL_MASK, true) && !any_sync(FULL_MASK, false));
+        assert_eq!(match_any_sync(FULL_MASK, 9), 1);
+    }
+
+    #[test]
+    fn reductions_of_one_lane_are_the_value() {
+        assert_eq!(reduce_sum_f32(1.5), 1.5);
+        assert_eq!(reduce_max_i32(-3), -3);
+        assert_eq!(inclusive_scan_sum_u32(4), 4);
+        assert_eq!(block_reduce_sum_f32(2.0), 2.0);
+        assert_eq!(block_reduce_max_f32(-2.0), -2.0);
+        assert_eq!(block_reduce_sum_u32(3), 3);
+        assert_eq!(block_reduce_sum_f64(0.5), 0.5);
+    }
+}
