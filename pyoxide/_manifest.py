@@ -28,8 +28,11 @@ SCALAR_SIZES: Mapping[str, int] = {
     "u8": 1, "u16": 2, "u32": 4, "u64": 8,
     "f32": 4, "f64": 8, "bool": 1, "usize": 8, "isize": 8,
 }  # fmt: skip
-PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice", "pointer")
-SLICE_KINDS = frozenset({"slice", "disjoint_slice", "mut_slice"})
+PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice", "pointer", "atomic_slice")
+#: Kinds passed as (pointer, length) and given as 1-D contiguous arrays.
+SLICE_KINDS = frozenset({"slice", "disjoint_slice", "mut_slice", "atomic_slice"})
+#: Kinds whose length sizes an automatic grid (one thread per element). An
+#: `AtomicSlice` (a histogram's bins, an accumulator) does not: its size is not the work.
 OUTPUT_KINDS = frozenset({"disjoint_slice", "mut_slice"})
 
 
@@ -53,6 +56,7 @@ class ParamSpec:
             "slice": f"&[{t}]",
             "disjoint_slice": f"DisjointSlice<{t}>",
             "mut_slice": f"&mut [{t}]",
+            "atomic_slice": f"AtomicSlice<{t}>",
             "pointer": f"*{'mut' if self.mutable else 'const'} {t}",
         }[self.kind]
 
