@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.bundled import kernels_manifest, load_manifest
+from helpers.bundled import kernels_manifest, load_manifest
 
 # entry -> [(name, kind, type, mutable)]
 SIGNATURES = {

@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from tests.helpers.probes import requires_gpu
-from tests.helpers.rawmodule import bundled_module, rel_err
+from helpers.probes import requires_gpu
+from helpers.rawmodule import bundled_module, rel_err
 
 pytestmark = [pytest.mark.gpu, requires_gpu("PTX is loaded with CuPy on a CUDA device")]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.helpers.bundled import kernels_manifest, load_manifest
+from helpers.bundled import kernels_manifest, load_manifest
 
 
 def _arch_number(arch: str) -> int:
