@@ -305,3 +305,46 @@ fn inspect_prints_ptx_and_resources() {
     assert_eq!(out.status.code(), Some(4));
     assert!(stderr(&out).contains("exp_reverse, fill_u32, rotate"));
 }
+
+#[test]
+fn clean_removes_the_device_build_and_optionally_the_sysroot() {
+    let dir = fixture_copy();
+    let (manifest, _) = build_ok(dir.path(), &[]);
+    let out_dir = manifest.parent().unwrap().to_path_buf();
+    let device_dir = dir.path().join("target/nvptx64-nvidia-cuda/release");
+    assert!(out_dir.is_dir() && device_dir.is_dir());
+    let out = cargo_oxide(dir.path(), &["clean"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!out_dir.exists() && !device_dir.exists());
+
+    // --sysroot removes the cached core of this toolchain. In a private cache (so other
+    // tests keep the shared one), plant folders named like the shared cache's sysroots,
+    // one of which is this toolchain's, and check that exactly that one goes.
+    let cache = tempfile::tempdir().unwrap();
+    let cache_env = [("PYOXIDE_CACHE_DIR", cache.path().to_str().unwrap())];
+    let out = cargo_oxide(dir.path(), &["clean", "--sysroot"], &cache_env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sysroot_parent = cache.path().join("sysroot");
+    std::fs::create_dir_all(&sysroot_parent).unwrap();
+    for entry in std::fs::read_dir(cache_dir().join("sysroot"))
+        .unwrap()
+        .flatten()
+    {
+        if entry.path().is_dir() && !entry.file_name().to_string_lossy().starts_with('.') {
+            std::fs::create_dir_all(sysroot_parent.join(entry.file_name())).unwrap();
+        }
+    }
+    let planted = std::fs::read_dir(&sysroot_parent).unwrap().count();
+    assert!(
+        planted > 0,
+        "no shared sysroot to learn the folder name from"
+    );
+    let out = cargo_oxide(dir.path(), &["clean", "--sysroot"], &cache_env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let left = std::fs::read_dir(&sysroot_parent).unwrap().count();
+    assert_eq!(
+        left,
+        planted - 1,
+        "clean --sysroot did not remove this toolchain's sysroot"
+    );
+}
