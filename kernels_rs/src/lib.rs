@@ -2,6 +2,7 @@
 //! features, built for the GPU by `cargo oxide build` and for the host as is.
 #![no_std]
 
+use oxide_device::math;
 use oxide_device::prelude::*;
 
 /// `c[i] = a[i] + b[i]`.
@@ -31,5 +32,189 @@ pub fn scale<T: Copy + core::ops::Mul<Output = T>>(factor: T, x: &[T], mut out: 
     let i = idx.get();
     if let Some(out_i) = out.get_mut(idx) {
         *out_i = factor * x[i];
+    }
+}
+
+/// `out[0] += Σ x` (zero `out[0]` first). Each thread sums a grid-stride slice of `x`;
+/// a warp sums its lanes with shuffles, lane 0 of each warp leaves its partial in
+/// shared memory, warp 0 sums the partials, and thread 0 adds the block's total with
+/// one atomic. Block size: a multiple of 32, at most 1024.
+#[kernel]
+#[launch_bounds(1024)]
+pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
+    static PARTIALS: SharedArray<f32, 32> = SharedArray::UNINIT;
+    let start = thread::index_1d().get();
+    let sum: f32 = x.iter().skip(start).step_by(thread::grid_stride()).sum();
+    let warp_sum = warp::reduce_sum_f32(sum);
+    let (lane, warp_id) = (warp::lane_id() as usize, warp::warp_id() as usize);
+    if lane == 0 {
+        // SAFETY: one writer per slot; read only after the barrier.
+        unsafe { PARTIALS.write(warp_id, warp_sum) };
+    }
+    thread::sync_threads();
+    if warp_id == 0 {
+        let warps = thread::block_size().div_ceil(warp::WARP_SIZE) as usize;
+        // SAFETY: slots below `warps` were written before the barrier.
+        let partial = if lane < warps {
+            unsafe { PARTIALS.read(lane) }
+        } else {
+            0.0
+        };
+        let block_sum = warp::reduce_sum_f32(partial);
+        if let (0, Some(total)) = (lane, out.first()) {
+            total.fetch_add(block_sum, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `bins[v] += 1` for every `v` in `x` below `bins.len()` (zero `bins` first); values
+/// past the last bin are ignored. Grid-stride, device-scope atomics.
+#[kernel]
+pub fn histogram(x: &[u32], bins: AtomicSlice<u32>) {
+    let start = thread::index_1d().get();
+    for &v in x.iter().skip(start).step_by(thread::grid_stride()) {
+        if let Some(bin) = bins.get(v as usize) {
+            bin.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Side of the square tiles of [`matmul_tiled`]; its blocks are `TILE × TILE` threads.
+const TILE: usize = 16;
+
+/// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), in 16×16 tiles staged
+/// through shared memory. Launch with block (16, 16) and grid (⌈n/16⌉, ⌈m/16⌉).
+#[kernel]
+#[launch_bounds(256)]
+pub fn matmul_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+    static A_TILE: SharedArray<f32, { TILE * TILE }> = SharedArray::UNINIT;
+    static B_TILE: SharedArray<f32, { TILE * TILE }> = SharedArray::UNINIT;
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let (tx, ty) = (
+        thread::threadIdx_x() as usize,
+        thread::threadIdx_y() as usize,
+    );
+    let (row, col) = (thread::index_2d_row(), thread::index_2d_col());
+    let mut acc = 0.0f32;
+    for t in 0..k.div_ceil(TILE) {
+        let (a_col, b_row) = (t * TILE + tx, t * TILE + ty);
+        let a_val = if row < m && a_col < k {
+            a[row * k + a_col]
+        } else {
+            0.0
+        };
+        let b_val = if b_row < k && col < n {
+            b[b_row * n + col]
+        } else {
+            0.0
+        };
+        // SAFETY: each thread writes its own slot; the barriers separate the writes
+        // from the reads of the same tile and from the next tile's writes.
+        unsafe {
+            A_TILE.write(ty * TILE + tx, a_val);
+            B_TILE.write(ty * TILE + tx, b_val);
+        }
+        thread::sync_threads();
+        for i in 0..TILE {
+            // SAFETY: written by this block before the barrier above.
+            acc += unsafe { A_TILE.read(ty * TILE + i) * B_TILE.read(i * TILE + tx) };
+        }
+        thread::sync_threads();
+    }
+    // SAFETY: `n` is a kernel argument, the same in every thread.
+    let idx = unsafe { thread::index_2d_runtime(n) };
+    if let Some(c_ij) = c.get_mut(idx) {
+        *c_ij = acc;
+    }
+}
+
+/// Row-wise softmax of a row-major matrix: launch one block per row (the grid size is
+/// the number of rows; `x.len()` must be a multiple of it), 32·w threads a block.
+/// Subtracting the row's maximum keeps `exp` from overflowing.
+#[kernel]
+#[launch_bounds(1024)]
+pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>) {
+    let Some(mut row) = out.block_row_mut() else {
+        return;
+    };
+    let cols = row.cols();
+    let start = cols * thread::blockIdx_x() as usize;
+    let first = thread::block_thread_index() as usize;
+    let step = thread::block_size() as usize;
+    let mine = || x[start..start + cols].iter().skip(first).step_by(step);
+    let max = warp::block_reduce_max_f32(mine().fold(f32::NEG_INFINITY, |m, &v| m.max(v)));
+    let sum = warp::block_reduce_sum_f32(mine().map(|&v| (v - max).exp()).sum());
+    for (col, y) in row.iter_mut() {
+        *y = (x[start + col] - max).exp() / sum;
+    }
+}
+
+/// What `activate` applies after the polynomial: an enum matched per element.
+#[derive(Clone, Copy)]
+enum Activation {
+    Identity,
+    Relu,
+    Tanh,
+    /// The exact GELU, `v/2 · (1 + erf(v/√2))`.
+    Gelu,
+}
+
+impl Activation {
+    fn from_code(code: u32) -> Option<Activation> {
+        match code {
+            0 => Some(Activation::Identity),
+            1 => Some(Activation::Relu),
+            2 => Some(Activation::Tanh),
+            3 => Some(Activation::Gelu),
+            _ => None,
+        }
+    }
+}
+
+/// A generic trait with a blanket impl: anything that maps an `f32` applies.
+trait Apply {
+    fn apply(&self, v: f32) -> f32;
+}
+
+impl<F: Fn(f32) -> f32> Apply for F {
+    fn apply(&self, v: f32) -> f32 {
+        self(v)
+    }
+}
+
+impl Apply for Activation {
+    fn apply(&self, v: f32) -> f32 {
+        match self {
+            Activation::Identity => v,
+            Activation::Relu => v.max(0.0),
+            Activation::Tanh => v.tanh(),
+            Activation::Gelu => 0.5 * v * (1.0 + math::erf(v * core::f32::consts::FRAC_1_SQRT_2)),
+        }
+    }
+}
+
+fn compose<A: Apply, B: Apply>(first: A, then: B) -> impl Fn(f32) -> f32 {
+    move |v| then.apply(first.apply(v))
+}
+
+/// `out[i] = act(p(x[i]))`, `p(v) = Σ coeffs[j]·v^j` by Horner's rule over an iterator,
+/// `act` chosen by `activation` (0 identity, 1 relu, 2 tanh, 3 gelu; any other code
+/// writes NaN). Ordinary Rust on the GPU: iterators, closures, a trait with a blanket
+/// impl, an enum and `match`, `Option` combinators.
+#[kernel]
+pub fn activate(x: &[f32], coeffs: &[f32], activation: u32, mut out: DisjointSlice<f32>) {
+    let idx = thread::index_1d();
+    let i = idx.get();
+    let poly = |v: f32| {
+        coeffs
+            .iter()
+            .rev()
+            .fold(0.0f32, |acc, &c| acc.mul_add(v, c))
+    };
+    let value = Activation::from_code(activation)
+        .map(|act| compose(poly, act).apply(x[i.min(x.len().saturating_sub(1))]))
+        .unwrap_or(f32::NAN);
+    if let Some(o) = out.get_mut(idx) {
+        *o = value;
     }
 }

@@ -10,6 +10,11 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_saxpy[..],
         &kernels_rs::__oxide_descriptor_scale_f32[..],
         &kernels_rs::__oxide_descriptor_scale_f64[..],
+        &kernels_rs::__oxide_descriptor_reduce_sum_f32[..],
+        &kernels_rs::__oxide_descriptor_histogram[..],
+        &kernels_rs::__oxide_descriptor_matmul_tiled[..],
+        &kernels_rs::__oxide_descriptor_softmax_rows[..],
+        &kernels_rs::__oxide_descriptor_activate[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -24,7 +29,7 @@ fn descriptor(entry: &str) -> KernelDescriptor {
 }
 
 fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
-    let mutable = kind == ParamKind::DisjointSlice;
+    let mutable = matches!(kind, ParamKind::DisjointSlice | ParamKind::AtomicSlice);
     ParamDescriptor {
         name: name.into(),
         kind,
@@ -44,7 +49,65 @@ fn line_of_fn(name: &str) -> u32 {
 #[test]
 fn one_descriptor_per_entry() {
     let entries: Vec<String> = descriptors().into_iter().map(|d| d.entry).collect();
-    assert_eq!(entries, ["vecadd", "saxpy", "scale_f32", "scale_f64"]);
+    assert_eq!(
+        entries,
+        [
+            "vecadd",
+            "saxpy",
+            "scale_f32",
+            "scale_f64",
+            "reduce_sum_f32",
+            "histogram",
+            "matmul_tiled",
+            "softmax_rows",
+            "activate"
+        ]
+    );
+}
+
+#[test]
+fn device_library_kernels() {
+    use ParamKind::*;
+    use ScalarType::*;
+    let d = descriptor("reduce_sum_f32");
+    assert_eq!(
+        d.params,
+        [param("x", Slice, F32), param("out", AtomicSlice, F32)]
+    );
+    assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(1024));
+    let d = descriptor("histogram");
+    assert_eq!(
+        d.params,
+        [param("x", Slice, U32), param("bins", AtomicSlice, U32)]
+    );
+    let d = descriptor("matmul_tiled");
+    assert_eq!(
+        d.params,
+        [
+            param("a", Slice, F32),
+            param("b", Slice, F32),
+            param("c", DisjointSlice, F32),
+            param("m", Scalar, U32),
+            param("n", Scalar, U32),
+            param("k", Scalar, U32),
+        ]
+    );
+    let d = descriptor("softmax_rows");
+    assert_eq!(
+        d.params,
+        [param("x", Slice, F32), param("out", DisjointSlice, F32)]
+    );
+    let d = descriptor("activate");
+    assert_eq!(
+        d.params,
+        [
+            param("x", Slice, F32),
+            param("coeffs", Slice, F32),
+            param("activation", Scalar, U32),
+            param("out", DisjointSlice, F32),
+        ]
+    );
+    assert!(!d.is_unsafe);
 }
 
 #[test]

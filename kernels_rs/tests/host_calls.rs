@@ -1,8 +1,8 @@
 //! Kernels are ordinary Rust functions on the host: called directly, they run as
 //! thread 0 of a one-thread launch and write element 0.
 
-use kernels_rs::{saxpy, scale, vecadd};
-use oxide_device::DisjointSlice;
+use kernels_rs::{activate, histogram, reduce_sum_f32, saxpy, scale, softmax_rows, vecadd};
+use oxide_device::{AtomicSlice, DisjointSlice};
 
 #[test]
 fn vecadd_thread_zero() {
@@ -42,4 +42,80 @@ fn out_of_range_threads_write_nothing() {
     let mut out: [f32; 0] = [];
     // Thread 0 with an empty output: `get_mut` says no, and no input is read.
     vecadd(&[], &[], DisjointSlice::from_mut(&mut out));
+}
+
+// A one-thread launch: the grid-stride loops cover every element, the warp and block
+// reductions are over one lane, so the device-library kernels compute whole answers.
+
+#[test]
+fn reduce_sum_f32_one_thread_sums_everything() {
+    let x: Vec<f32> = (1..=100).map(|v| v as f32).collect();
+    let mut out = [0.5f32];
+    reduce_sum_f32(&x, AtomicSlice::from_mut(&mut out));
+    assert_eq!(out, [5050.5]);
+}
+
+#[test]
+fn histogram_one_thread_counts_everything() {
+    let mut bins = [0u32; 4];
+    histogram(&[0, 3, 3, 9, 1, 3], AtomicSlice::from_mut(&mut bins));
+    assert_eq!(bins, [1, 1, 0, 3]);
+}
+
+// matmul_tiled needs its 16×16 block: one thread alone would read tile slots that
+// the other 255 threads write, so it has no host test until the emulator runs blocks
+// (tests/gpu/test_device_kernels.py checks it on the GPU).
+
+#[test]
+fn softmax_rows_one_block_one_row() {
+    let x = [1.0f32, 2.0, 3.0, 4.0];
+    let mut out = [0.0f32; 4];
+    softmax_rows(&x, DisjointSlice::from_mut(&mut out));
+    let e: Vec<f64> = x.iter().map(|&v| (v as f64 - 4.0).exp()).collect();
+    let total: f64 = e.iter().sum();
+    for (o, e) in out.iter().zip(&e) {
+        assert!((*o as f64 - e / total).abs() < 1e-6, "{out:?}");
+    }
+}
+
+#[test]
+fn activate_thread_zero() {
+    let coeffs = [1.0f32, -2.0, 0.5]; // 1 - 2v + v^2/2
+    let p = |v: f64| 1.0 - 2.0 * v + 0.5 * v * v;
+    type Reference = fn(f64) -> f64;
+    let cases: [(u32, Reference); 4] = [
+        (0, |v| v),
+        (1, |v| v.max(0.0)),
+        (2, f64::tanh),
+        (3, |v| {
+            0.5 * v * (1.0 + erf_ref(v / std::f64::consts::SQRT_2))
+        }),
+    ];
+    for x0 in [-1.5f32, 0.25, 3.0] {
+        for (code, act) in cases {
+            let mut out = [0.0f32];
+            activate(&[x0], &coeffs, code, DisjointSlice::from_mut(&mut out));
+            let want = act(p(x0 as f64));
+            assert!(
+                (out[0] as f64 - want).abs() < 1e-5 * want.abs().max(1.0),
+                "code {code} x {x0}: {} vs {want}",
+                out[0]
+            );
+        }
+    }
+    let mut out = [0.0f32];
+    activate(&[1.0], &coeffs, 7, DisjointSlice::from_mut(&mut out));
+    assert!(out[0].is_nan());
+}
+
+/// erf by Simpson's rule on 2/sqrt(pi) * exp(-t^2), independent of the library's.
+fn erf_ref(x: f64) -> f64 {
+    let n = 2000;
+    let h = x / n as f64;
+    let f = |t: f64| (-t * t).exp();
+    let mut s = f(0.0) + f(x);
+    for i in 1..n {
+        s += f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 };
+    }
+    s * h / 3.0 * 2.0 / std::f64::consts::PI.sqrt()
 }

@@ -56,7 +56,7 @@ pub struct ParamDescriptor {
     /// Scalar type, or element type for slices and pointers.
     #[serde(rename = "type")]
     pub ty: ScalarType,
-    /// The kernel may write through it (`DisjointSlice`, `&mut [T]`, `*mut T`).
+    /// The kernel may write through it (`DisjointSlice`, `AtomicSlice`, `&mut [T]`, `*mut T`).
     pub mutable: bool,
 }
 

@@ -95,6 +95,10 @@ pub enum ParamKind {
     MutSlice,
     /// `*const T` / `*mut T`, only in `unsafe` kernels. ABI: pointer.
     Pointer,
+    /// `AtomicSlice<T>` (T one of u32, i32, u64, i64, f32, f64): every thread may update
+    /// any element, through device-scope atomics only (histograms, accumulators). A
+    /// mutable array on the Python side. ABI: pointer, length.
+    AtomicSlice,
 }
 
 impl ParamKind {
@@ -102,7 +106,10 @@ impl ParamKind {
     pub const fn abi_words(self) -> usize {
         match self {
             ParamKind::Scalar | ParamKind::Pointer => 1,
-            ParamKind::Slice | ParamKind::DisjointSlice | ParamKind::MutSlice => 2,
+            ParamKind::Slice
+            | ParamKind::DisjointSlice
+            | ParamKind::MutSlice
+            | ParamKind::AtomicSlice => 2,
         }
     }
 
@@ -129,5 +136,7 @@ mod tests {
         assert_eq!(ParamKind::Slice.abi_words(), 2);
         assert_eq!(ParamKind::Scalar.abi_words(), 1);
         assert!(ParamKind::DisjointSlice.is_array());
+        assert_eq!(ParamKind::AtomicSlice.abi_words(), 2);
+        assert!(ParamKind::AtomicSlice.is_array());
     }
 }

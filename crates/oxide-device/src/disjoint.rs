@@ -80,6 +80,41 @@ impl<'a, T> DisjointSlice<'a, T> {
         Some(unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), len) })
     }
 
+    /// The row of this thread's block, for kernels that give each block one row of a
+    /// row-major matrix (softmax, layer norm): the slice is cut into `gridDim.x` rows
+    /// of `len / gridDim.x` elements, and block `b` owns row `b` (with a 2-D or 3-D grid,
+    /// one row per block, blocks numbered x fastest). Within the row,
+    /// thread `t` of the block (flat index, see
+    /// [`block_thread_index`](crate::thread::block_thread_index)) owns columns
+    /// `t, t + blockDim, t + 2·blockDim, …`. `None` when the length is not a multiple
+    /// of the grid size or the block is past the last row.
+    ///
+    /// Safe because everything it depends on is the same in every thread: the slice's
+    /// length (a kernel argument) and the launch dimensions.
+    #[inline(always)]
+    pub fn block_row_mut(&mut self) -> Option<BlockRow<'_, T>> {
+        use crate::thread::{blockIdx_x, blockIdx_y, blockIdx_z, gridDim_x, gridDim_y, gridDim_z};
+        // Every block of the grid, x fastest, gets a row (so no two blocks share one).
+        let (gx, gy) = (gridDim_x() as usize, gridDim_y() as usize);
+        let rows = gx * gy * gridDim_z() as usize;
+        if rows == 0 || !self.len.is_multiple_of(rows) {
+            return None;
+        }
+        let row = blockIdx_x() as usize + gx * (blockIdx_y() as usize + gy * blockIdx_z() as usize);
+        let cols = self.len / rows;
+        if row >= rows {
+            return None;
+        }
+        Some(BlockRow {
+            // SAFETY: row < rows, so the row lies inside the slice.
+            ptr: unsafe { self.ptr.add(row * cols) },
+            cols,
+            first: crate::thread::block_thread_index() as usize,
+            step: crate::thread::block_size() as usize,
+            _borrow: PhantomData,
+        })
+    }
+
     /// Element `i`, unchecked.
     ///
     /// # Safety
@@ -95,6 +130,35 @@ impl<'a, T> DisjointSlice<'a, T> {
     #[inline(always)]
     pub fn as_mut_ptr(&mut self) -> *mut T {
         self.ptr
+    }
+}
+
+/// One block's row of a [`DisjointSlice`], of which this thread owns every
+/// `blockDim`-th column; see [`DisjointSlice::block_row_mut`].
+#[derive(Debug)]
+pub struct BlockRow<'s, T> {
+    ptr: *mut T,
+    cols: usize,
+    first: usize,
+    step: usize,
+    _borrow: PhantomData<&'s mut [T]>,
+}
+
+impl<'s, T> BlockRow<'s, T> {
+    /// Elements in the row.
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// This thread's `(column, element)` pairs, in increasing column order.
+    #[inline(always)]
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (usize, &mut T)> + '_ {
+        let ptr = self.ptr;
+        (self.first..self.cols)
+            .step_by(self.step.max(1))
+            // SAFETY: col < cols; columns ≡ first (mod step) belong to this thread only.
+            .map(move |col| (col, unsafe { &mut *ptr.add(col) }))
     }
 }
 
@@ -139,6 +203,36 @@ mod tests {
             set_thread_coords(previous);
         }
         assert_eq!(data, [1, 1, 1, 1, 2, 2, 2, 2, 3, 3]);
+    }
+
+    #[test]
+    fn block_rows_split_by_grid_and_stride_by_block() {
+        let mut data = [0u32; 12];
+        for b in 0..3 {
+            for t in 0..2 {
+                let previous = set_thread_coords(ThreadCoords {
+                    thread_idx: [t, 0, 0],
+                    block_idx: [b, 0, 0],
+                    block_dim: [2, 1, 1],
+                    grid_dim: [3, 1, 1],
+                });
+                let mut out = DisjointSlice::from_mut(&mut data);
+                let mut row = out.block_row_mut().unwrap();
+                assert_eq!(row.cols(), 4);
+                for (col, x) in row.iter_mut() {
+                    *x = 100 * b + 10 * t + col as u32;
+                }
+                set_thread_coords(previous);
+            }
+        }
+        assert_eq!(data, [0, 11, 2, 13, 100, 111, 102, 113, 200, 211, 202, 213]);
+        let mut odd = [0u8; 5];
+        let previous = set_thread_coords(ThreadCoords {
+            grid_dim: [2, 1, 1],
+            ..ThreadCoords::SINGLE
+        });
+        assert!(DisjointSlice::from_mut(&mut odd).block_row_mut().is_none());
+        set_thread_coords(previous);
     }
 
     #[test]

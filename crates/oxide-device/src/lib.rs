@@ -41,7 +41,7 @@ pub mod warp;
 pub mod __private;
 
 pub use atomic::AtomicSlice;
-pub use disjoint::DisjointSlice;
+pub use disjoint::{BlockRow, DisjointSlice};
 pub use oxide_macros::{kernel, launch_bounds};
 pub use thread::ThreadIndex;
 

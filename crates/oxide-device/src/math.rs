@@ -47,6 +47,33 @@ pub trait GpuFloat: Copy {
     fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
+// Free-function forms of the methods `std` may gain (it has unstable `erf`/`erfc`
+// already, and calling those by method syntax warns with `unstable_name_collisions`).
+
+/// The error function, `erf(x)`.
+#[inline(always)]
+pub fn erf<T: GpuFloat>(x: T) -> T {
+    x.erf()
+}
+
+/// The complementary error function, `1 - erf(x)`.
+#[inline(always)]
+pub fn erfc<T: GpuFloat>(x: T) -> T {
+    x.erfc()
+}
+
+/// `1 / sqrt(x)`.
+#[inline(always)]
+pub fn rsqrt<T: GpuFloat>(x: T) -> T {
+    x.rsqrt()
+}
+
+/// `10^x`.
+#[inline(always)]
+pub fn exp10<T: GpuFloat>(x: T) -> T {
+    x.exp10()
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::GpuFloat;

@@ -4,6 +4,7 @@
 use core::ptr::NonNull;
 
 use crate::DisjointSlice;
+use crate::atomic::{AtomicSlice, AtomicValue};
 
 /// Rebuild a `&[T]` kernel argument from the launch ABI's (pointer, length).
 ///
@@ -53,6 +54,21 @@ pub unsafe fn disjoint<'a, T>(ptr: *mut T, len: usize) -> DisjointSlice<'a, T> {
     };
     // SAFETY: upheld by the caller.
     unsafe { DisjointSlice::from_raw_parts(ptr, len) }
+}
+
+/// Rebuild an `AtomicSlice<T>` argument.
+///
+/// # Safety
+/// As [`AtomicSlice::from_raw_parts`].
+#[inline(always)]
+pub unsafe fn atomic_slice<'a, T: AtomicValue>(ptr: *mut T, len: usize) -> AtomicSlice<'a, T> {
+    let ptr = if len == 0 {
+        NonNull::dangling().as_ptr()
+    } else {
+        ptr
+    };
+    // SAFETY: upheld by the caller.
+    unsafe { AtomicSlice::from_raw_parts(ptr, len) }
 }
 
 /// The bytes of a kernel descriptor, as the array the descriptor static holds. The

@@ -4,8 +4,9 @@
 //! - on nvptx64, the device entry point: an `extern "C"` fn exported under the entry
 //!   symbol that rebuilds each argument from the launch ABI and calls the user's fn.
 //!
-//! The user's function itself is emitted as written, so it stays callable (and
-//! testable) from ordinary Rust.
+//! The user's function itself is emitted as written (but for the link section of its
+//! `SharedArray` statics, see `shared.rs`), so it stays callable (and testable) from
+//! ordinary Rust.
 
 use oxide_abi::descriptor::{GenericArg, KernelDescriptor, ParamDescriptor, SourceLocation};
 use oxide_abi::names::{
@@ -20,7 +21,8 @@ use syn::{GenericArgument, Ident, LitStr};
 use crate::validate::{Instance, Kernel};
 
 pub fn expand(kernel: &Kernel) -> TokenStream {
-    let func = &kernel.func;
+    let mut func = kernel.func.clone();
+    crate::shared::place_shared_statics(&mut func);
     let instances = kernel.instances.iter().map(|inst| {
         let descriptor = descriptor_static(kernel, inst);
         let check = instance_check(kernel, inst);
@@ -191,6 +193,11 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             ParamKind::DisjointSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));
                 rebuild.push(quote!(let #arg = unsafe { #private::disjoint::<#t>(#arg, #len) };));
+            }
+            ParamKind::AtomicSlice => {
+                abi_params.push(quote!(#arg: *mut #t, #len: usize));
+                rebuild
+                    .push(quote!(let #arg = unsafe { #private::atomic_slice::<#t>(#arg, #len) };));
             }
             ParamKind::MutSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));

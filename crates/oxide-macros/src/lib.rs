@@ -19,6 +19,7 @@ extern crate proc_macro;
 
 mod expand;
 mod parse;
+mod shared;
 mod validate;
 
 use proc_macro::TokenStream;

@@ -225,6 +225,19 @@ fn check_param(
             return None;
         }
     };
+    if let (ParamKind::AtomicSlice, Elem::Scalar(t)) = (kind, &elem) {
+        use ScalarType::*;
+        if !matches!(t, U32 | I32 | U64 | I64 | F32 | F64) {
+            errors.push_spanned(
+                &typed.ty,
+                format!(
+                    "`AtomicSlice<{}>` is not supported: GPU atomics work on u32, i32, u64, \
+                     i64, f32 and f64",
+                    t.rust_name()
+                ),
+            );
+        }
+    }
     if !is_unsafe && matches!(kind, ParamKind::MutSlice | ParamKind::Pointer) {
         let what = if kind == ParamKind::MutSlice {
             "`&mut [T]` parameters"
@@ -253,7 +266,7 @@ fn unsupported(ty: &Type) -> syn::Error {
         ty,
         format!(
             "unsupported kernel parameter type `{}`; supported: the scalars {}; `&[T]`; \
-             `DisjointSlice<T>`; and in `unsafe fn` kernels `&mut [T]`, `*const T`, \
+             `DisjointSlice<T>`; `AtomicSlice<T>`; and in `unsafe fn` kernels `&mut [T]`, `*const T`, \
              `*mut T`; where T is one of those scalars or a type parameter of the kernel",
             compact(ty),
             scalars.join(", "),
@@ -298,7 +311,12 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
         }
         Type::Path(p) if p.qself.is_none() => {
             let last = p.path.segments.last().expect("a path has a segment");
-            if last.ident == "DisjointSlice" {
+            let kind = match last.ident.to_string().as_str() {
+                "DisjointSlice" => Some(ParamKind::DisjointSlice),
+                "AtomicSlice" => Some(ParamKind::AtomicSlice),
+                _ => None,
+            };
+            if let Some(kind) = kind {
                 let PathArguments::AngleBracketed(args) = &last.arguments else {
                     return Err(unsupported(ty));
                 };
@@ -308,7 +326,7 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
                     _ => Some(Err(unsupported(ty))),
                 });
                 match (types.next(), types.next()) {
-                    (Some(t), None) => Ok((ParamKind::DisjointSlice, element(t?, generics)?, true)),
+                    (Some(t), None) => Ok((kind, element(t?, generics)?, true)),
                     _ => Err(unsupported(ty)),
                 }
             } else {

@@ -54,6 +54,14 @@ mod nested {
     }
 }
 
+/// An atomic parameter; any element, any thread.
+#[kernel(u32, f64)]
+pub fn accumulate<T: oxide_device::atomic::AtomicValue>(x: &[T], acc: AtomicSlice<T>) {
+    for v in x {
+        acc[0].fetch_add(*v, oxide_device::atomic::Ordering::Relaxed);
+    }
+}
+
 fn main() {
     let d = KernelDescriptor::decode(&__oxide_descriptor_scalars).unwrap();
     let kinds: std::vec::Vec<_> = d.params.iter().map(|p| (p.kind, p.ty)).collect();
@@ -79,6 +87,9 @@ fn main() {
     let d = KernelDescriptor::decode(&nested::__oxide_descriptor_inner_u8).unwrap();
     assert!(d.source.module.ends_with("::nested"), "{}", d.source.module);
 
+    let d = KernelDescriptor::decode(&__oxide_descriptor_accumulate_f64).unwrap();
+    assert_eq!((d.params[1].kind, d.params[1].ty, d.params[1].mutable), (ParamKind::AtomicSlice, ScalarType::F64, true));
+
     // The kernels are still ordinary functions.
     scalars(1, 2, 3, 4, 5.0, true, 6, -7, 8.0);
     let mut out = [0.0f32; 2];
@@ -88,4 +99,7 @@ fn main() {
     unsafe { raw(&mut data, &src, &mut dst) };
     assert_eq!(dst, 42);
     nested::inner(1u8);
+    let mut total = [1u32];
+    accumulate::<u32>(&[2, 3], AtomicSlice::from_mut(&mut total));
+    assert_eq!(total, [6]);
 }
