@@ -1,0 +1,25 @@
+"""Capability probes for skip markers: a test skips only when a narrow probe says the
+capability is absent, and the marker says why the test needs it."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.cache
+def _cuda_device_present() -> bool:
+    try:
+        import cupy
+    except ImportError:
+        return False
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False
+
+
+def requires_gpu(reason: str) -> pytest.MarkDecorator:
+    """Skip unless CuPy imports and sees at least one CUDA device."""
+    return pytest.mark.skipif(not _cuda_device_present(), reason=f"no CUDA device: {reason}")

@@ -1,0 +1,104 @@
+"""The device library's kernels in kernels_rs: signatures in the manifest, the PTX
+instructions each must lower to (so a regression to, say, a global-memory "shared"
+array or a non-atomic add shows here, without a GPU), and ptxas's verdict."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.bundled import kernels_manifest, load_manifest
+
+# entry -> [(name, kind, type, mutable)]
+SIGNATURES = {
+    "reduce_sum_f32": [("x", "slice", "f32", False), ("out", "atomic_slice", "f32", True)],
+    "histogram": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
+    "matmul_tiled": [
+        ("a", "slice", "f32", False),
+        ("b", "slice", "f32", False),
+        ("c", "disjoint_slice", "f32", True),
+        ("m", "scalar", "u32", False),
+        ("n", "scalar", "u32", False),
+        ("k", "scalar", "u32", False),
+    ],
+    "softmax_rows": [("x", "slice", "f32", False), ("out", "disjoint_slice", "f32", True)],
+    "activate": [
+        ("x", "slice", "f32", False),
+        ("coeffs", "slice", "f32", False),
+        ("activation", "scalar", "u32", False),
+        ("out", "disjoint_slice", "f32", True),
+    ],
+    "scale_f64": [("factor", "scalar", "f64", False), ("x", "slice", "f64", False), ("out", "disjoint_slice", "f64", True)],
+}
+
+# entry -> regexes its PTX body must match
+INSTRUCTIONS = {
+    "reduce_sum_f32": [r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"atom\.relaxed\.gpu\.add\.f32"],
+    "histogram": [r"atom\.relaxed\.gpu\.add\.u32"],
+    "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
+    # exp from libdevice (inlined: ex2.approx), two block reductions (shuffles + shared).
+    "softmax_rows": [r"ex2\.approx", r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"ld\.shared\.", r"div\.rn\.f32"],
+    # tanh and erf from libdevice, inlined; Horner's rule as fma.
+    "activate": [r"fma\.rn\.f32", r"ex2\.approx"],
+}
+
+# Kernels that stage data in shared memory: ptxas must report it.
+SHARED = {"reduce_sum_f32": 32 * 4, "matmul_tiled": 2 * 16 * 16 * 4, "softmax_rows": 33 * 4}
+
+
+def _kernel(m: dict, entry: str) -> dict:
+    matches = [k for k in m["kernels"] if k["entry"] == entry]
+    assert len(matches) == 1, f"{entry} not in {[k['entry'] for k in m['kernels']]}"
+    return matches[0]
+
+
+def _body(ptx: str, entry: str) -> str:
+    start = ptx.index(f".entry {entry}(")
+    return ptx[start : ptx.index("\n}", start)]
+
+
+def _ptx_texts() -> list[tuple[dict, str]]:
+    m = load_manifest()
+    base = Path(kernels_manifest()).parent
+    return [(art, (base / art["path"]).read_text()) for art in m["artifacts"]]
+
+
+@pytest.mark.parametrize("entry", sorted(SIGNATURES))
+def test_signature_in_the_manifest(entry: str):
+    k = _kernel(load_manifest(), entry)
+    assert [(p["name"], p["kind"], p["type"], p["mutable"]) for p in k["params"]] == SIGNATURES[entry]
+    assert k["is_unsafe"] is False, "the device library's kernels need no unsafe fn"
+
+
+def test_launch_bounds_reach_the_ptx():
+    for _, ptx in _ptx_texts():
+        assert re.search(r"\.maxntid 256\b", _body(ptx, "matmul_tiled"))
+        assert re.search(r"\.maxntid 1024\b", _body(ptx, "reduce_sum_f32"))
+
+
+@pytest.mark.parametrize("entry", sorted(INSTRUCTIONS))
+def test_ptx_has_the_expected_instructions(entry: str):
+    for art, ptx in _ptx_texts():
+        body = _body(ptx, entry)
+        for pattern in INSTRUCTIONS[entry]:
+            assert re.search(pattern, body), f"{entry} ({art['arch']}) lacks {pattern}"
+        # libdevice is linked and inlined: no call to an __nv_ function remains.
+        assert not re.search(r"call[^;]*__nv_", body)
+
+
+@pytest.mark.parametrize("entry", sorted(INSTRUCTIONS))
+def test_ptxas_accepted_it(entry: str):
+    for art, _ in _ptx_texts():
+        assert entry in art["ptxas"], f"ptxas did not verify {entry} for {art['arch']}"
+
+
+@pytest.mark.parametrize("entry", sorted(SHARED))
+def test_shared_memory_is_shared(entry: str):
+    for art, ptx in _ptx_texts():
+        stats = art["ptxas"][entry]
+        assert stats["shared_bytes"] >= SHARED[entry], (entry, art["arch"], stats)
+        assert stats["barriers"] >= 1
+        # The statics live in .shared, not in global memory.
+        assert re.search(r"^\s*\.shared \.align 16 \.b8 \w+\[\d+\];", ptx, re.MULTILINE)
