@@ -30,6 +30,7 @@ SIGNATURES = {
         ("activation", "scalar", "u32", False),
         ("out", "disjoint_slice", "f32", True),
     ],
+    "scan_blocks_u32": [("x", "slice", "u32", False), ("out", "disjoint_slice", "u32", True)],
     "scale_f64": [("factor", "scalar", "f64", False), ("x", "slice", "f64", False), ("out", "disjoint_slice", "f64", True)],
 }
 
@@ -42,6 +43,8 @@ INSTRUCTIONS = {
     "softmax_rows": [r"ex2\.approx", r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"ld\.shared\.", r"div\.rn\.f32"],
     # tanh and erf from libdevice, inlined; Horner's rule as fma.
     "activate": [r"fma\.rn\.f32", r"ex2\.approx"],
+    # Warp scans, dynamic shared memory, and gpu_assert!'s printf + trap.
+    "scan_blocks_u32": [r"shfl\.sync\.up\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"vprintf", r"\btrap;"],
 }
 
 # Kernels that stage data in shared memory: ptxas must report it.
@@ -102,3 +105,9 @@ def test_shared_memory_is_shared(entry: str):
         assert stats["barriers"] >= 1
         # The statics live in .shared, not in global memory.
         assert re.search(r"^\s*\.shared \.align 16 \.b8 \w+\[\d+\];", ptx, re.MULTILINE)
+
+
+def test_dynamic_shared_memory_is_one_extern_array():
+    for _, ptx in _ptx_texts():
+        assert ptx.count(".extern .shared .align 16 .b8 __oxide_dynamic_shared[];") == 1
+        assert "__oxide_dynamic_shared" in _body(ptx, "scan_blocks_u32")

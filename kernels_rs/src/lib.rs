@@ -218,3 +218,49 @@ pub fn activate(x: &[f32], coeffs: &[f32], activation: u32, mut out: DisjointSli
         *o = value;
     }
 }
+
+/// Inclusive prefix sum (wrapping) of each block's `blockDim.x` elements of `x`: a
+/// segmented scan, the building block of a full scan. Warps scan with `shfl.sync.up`;
+/// the warps' totals go through dynamic shared memory (launch with
+/// `4 * blockDim.x / 32` bytes of it), where warp 0 scans them in turn. Block size: a
+/// multiple of 32 (checked: a wrong launch traps with a message).
+#[kernel]
+#[launch_bounds(1024)]
+pub fn scan_blocks_u32(x: &[u32], mut out: DisjointSlice<u32>) {
+    gpu_assert!(thread::blockDim_x().is_multiple_of(warp::WARP_SIZE));
+    let totals = DynamicSharedArray::<u32>::get();
+    let idx = thread::index_1d();
+    let value = x.get(idx.get()).copied().unwrap_or(0);
+    let in_warp = warp::inclusive_scan_sum_u32(value);
+    let (lane, warp_id) = (warp::lane_id(), warp::warp_id() as usize);
+    if lane == warp::WARP_SIZE - 1 {
+        // SAFETY: one writer per warp slot, inside the launch's dynamic shared memory
+        // (4 bytes per warp); read after the barrier.
+        unsafe { totals.add(warp_id).write(in_warp) };
+    }
+    thread::sync_threads();
+    let warps = (thread::blockDim_x() / warp::WARP_SIZE) as usize;
+    if warp_id == 0 {
+        // SAFETY: slots below `warps` were written before the barrier.
+        let total = if (lane as usize) < warps {
+            unsafe { totals.add(lane as usize).read() }
+        } else {
+            0
+        };
+        let scanned = warp::inclusive_scan_sum_u32(total);
+        if (lane as usize) < warps {
+            // SAFETY: each lane rewrites its own slot; other warps wait at the barrier.
+            unsafe { totals.add(lane as usize).write(scanned) };
+        }
+    }
+    thread::sync_threads();
+    // SAFETY: written by warp 0 before the barrier.
+    let before = if warp_id > 0 {
+        unsafe { totals.add(warp_id - 1).read() }
+    } else {
+        0
+    };
+    if let Some(o) = out.get_mut(idx) {
+        *o = in_warp.wrapping_add(before);
+    }
+}

@@ -15,6 +15,7 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_matmul_tiled[..],
         &kernels_rs::__oxide_descriptor_softmax_rows[..],
         &kernels_rs::__oxide_descriptor_activate[..],
+        &kernels_rs::__oxide_descriptor_scan_blocks_u32[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -60,7 +61,8 @@ fn one_descriptor_per_entry() {
             "histogram",
             "matmul_tiled",
             "softmax_rows",
-            "activate"
+            "activate",
+            "scan_blocks_u32"
         ]
     );
 }
@@ -108,6 +110,11 @@ fn device_library_kernels() {
         ]
     );
     assert!(!d.is_unsafe);
+    let d = descriptor("scan_blocks_u32");
+    assert_eq!(
+        d.params,
+        [param("x", Slice, U32), param("out", DisjointSlice, U32)]
+    );
 }
 
 #[test]

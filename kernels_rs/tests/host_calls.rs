@@ -1,7 +1,9 @@
 //! Kernels are ordinary Rust functions on the host: called directly, they run as
 //! thread 0 of a one-thread launch and write element 0.
 
-use kernels_rs::{activate, histogram, reduce_sum_f32, saxpy, scale, softmax_rows, vecadd};
+use kernels_rs::{
+    activate, histogram, reduce_sum_f32, saxpy, scale, scan_blocks_u32, softmax_rows, vecadd,
+};
 use oxide_device::{AtomicSlice, DisjointSlice};
 
 #[test]
@@ -118,4 +120,13 @@ fn erf_ref(x: f64) -> f64 {
         s += f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 };
     }
     s * h / 3.0 * 2.0 / std::f64::consts::PI.sqrt()
+}
+
+/// A one-thread block is not a whole number of warps: the kernel's `gpu_assert!`
+/// prints and traps, which on the host is a panic.
+#[test]
+#[should_panic(expected = "GPU trap")]
+fn scan_blocks_u32_refuses_a_partial_warp() {
+    let mut out = [0u32; 1];
+    scan_blocks_u32(&[5], DisjointSlice::from_mut(&mut out));
 }

@@ -135,3 +135,21 @@ def test_activate_unknown_code_writes_nan():
     out = cp.zeros(300, dtype=cp.float32)
     _fn("activate")((2,), (256,), (x, _u64(300), coeffs, _u64(2), np.uint32(9), out, _u64(300)))
     assert bool(cp.isnan(out).all())
+
+
+@pytest.mark.parametrize("block", [32, 256, 1024])
+@pytest.mark.parametrize("n", [1, 255, 257, 1_000_003])
+def test_scan_blocks_u32(n: int, block: int):
+    import cupy as cp
+
+    rng = np.random.default_rng()
+    x = rng.integers(0, 1 << 20, size=n, dtype=np.uint32)
+    out = cp.full(n, 0xDEADBEEF, dtype=cp.uint32)
+    grid = ((n + block - 1) // block,)
+    _fn("scan_blocks_u32")(grid, (block,), (cp.asarray(x), _u64(n), out, _u64(n)), shared_mem=4 * (block // 32))
+    padded = np.zeros(grid[0] * block, dtype=np.uint64)
+    padded[:n] = x
+    ref = np.cumsum(padded.reshape(-1, block), axis=1).reshape(-1)[:n] % (1 << 32)
+    got = cp.asnumpy(out)
+    print(f"scan_blocks_u32 n={n} block={block} mismatches {int((got != ref).sum())}")
+    np.testing.assert_array_equal(got, ref.astype(np.uint32))
