@@ -1,0 +1,61 @@
+//! Every PTX form the device library can emit passes ptxas: the coverage fixture calls
+//! every atomic at every scope and ordering, every shuffle, vote, match, reduction,
+//! math function and `gpu_printf!` argument kind (tests/fixtures/coverage).
+
+mod common;
+
+use common::{build_for_gpu, build_for_host, entry};
+
+#[test]
+fn every_device_operation_passes_ptxas() {
+    let target = tempfile::tempdir().unwrap();
+    for (arch, ptx) in build_for_gpu("coverage", target.path()) {
+        let atomics = entry(&ptx, "atomics");
+        for scope in ["cta", "gpu", "sys"] {
+            for sem in ["relaxed", "acquire", "release", "acq_rel"] {
+                let form = format!("atom.{sem}.{scope}.");
+                assert!(atomics.contains(&form), "{form} missing ({arch})");
+            }
+            for form in [
+                format!("fence.sc.{scope}"),
+                format!("ld.acquire.{scope}"),
+                format!("st.release.{scope}"),
+            ] {
+                assert!(atomics.contains(&form), "{form} missing ({arch})");
+            }
+        }
+        for op in [
+            "add.f32", "add.f64", "min.s64", "max.u32", "cas.b64", "exch.b32",
+        ] {
+            assert!(atomics.contains(op), "{op} missing ({arch})");
+        }
+        let warps = entry(&ptx, "warps");
+        for insn in [
+            "shfl.sync.idx.b32",
+            "shfl.sync.bfly.b32",
+            "shfl.sync.down.b32",
+            "shfl.sync.up.b32",
+            "vote.sync.ballot.b32",
+            "match.any.sync.b32",
+            "match.any.sync.b64",
+            "activemask.b32",
+            "membar.cta",
+            "membar.gl",
+            "membar.sys",
+            "bar.sync",
+        ] {
+            assert!(warps.contains(insn), "{insn} missing ({arch})");
+        }
+        // libdevice linked and inlined for both float types.
+        for name in ["maths_f32", "maths_f64"] {
+            assert!(!entry(&ptx, name).contains("call.uni __nv_"), "{name}");
+        }
+        assert!(entry(&ptx, "misc").contains("vprintf"));
+    }
+}
+
+#[test]
+fn the_coverage_fixture_builds_for_the_host() {
+    let target = tempfile::tempdir().unwrap();
+    build_for_host("coverage", target.path());
+}
