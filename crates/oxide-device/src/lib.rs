@@ -29,6 +29,7 @@ extern crate self as oxide_device;
 mod arch;
 pub mod atomic;
 pub mod disjoint;
+pub mod half;
 pub mod math;
 pub mod prelude;
 pub mod print;
@@ -42,6 +43,7 @@ pub mod __private;
 
 pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
+pub use half::{bf16, f16};
 pub use oxide_macros::{kernel, launch_bounds};
 pub use thread::ThreadIndex;
 

@@ -4,6 +4,7 @@
 
 pub use crate::atomic::{AtomicSlice, Ordering};
 pub use crate::disjoint::DisjointSlice;
+pub use crate::half::{bf16, f16};
 pub use crate::math::GpuFloat;
 pub use crate::shared::{DynamicSharedArray, SharedArray};
 pub use crate::thread::ThreadIndex;

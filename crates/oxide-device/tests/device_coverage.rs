@@ -51,6 +51,7 @@ fn every_device_operation_passes_ptxas() {
             assert!(!entry(&ptx, name).contains("call.uni __nv_"), "{name}");
         }
         assert!(entry(&ptx, "misc").contains("vprintf"));
+        assert!(entry(&ptx, "halves").contains("ret;"));
     }
 }
 
