@@ -1,4 +1,4 @@
-//! 16-bit floats for storage: IEEE [`f16`] (binary16) and [`bf16`] (bfloat16), with
+//! 16-bit floats for storage: IEEE [`f16`](struct@f16) (binary16) and [`bf16`] (bfloat16), with
 //! correctly rounded (to nearest, ties to even) conversions from `f32`, exact ones to
 //! `f32`, and arithmetic that computes in `f32` and rounds back.
 //!
@@ -165,7 +165,7 @@ impl bf16 {
         f32::from_bits((self.0 as u32) << 16)
     }
 
-    /// Through `f32` (see [`f16::from_f64`]).
+    /// Through `f32` (see [`f16::from_f64`](struct@f16)).
     pub const fn from_f64(value: f64) -> bf16 {
         bf16::from_f32(value as f32)
     }

@@ -5,7 +5,7 @@
 //! reductions), `atomic` (scoped atomics, `AtomicSlice`), `math` (float methods via
 //! libdevice), `half` (`f16`, `bf16`), `print` (`gpu_printf!`, `gpu_assert!`), and a
 //! `prelude`. The same API
-//! compiles for two targets, picked once in [`arch`]:
+//! compiles for two targets, picked once in `arch`:
 //! - `nvptx64`: thin wrappers over `core::arch::nvptx` (the GPU);
 //! - anything else: `std`-backed stand-ins that the CPU emulator drives, so kernels
 //!   run and are tested on the host.

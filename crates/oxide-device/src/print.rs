@@ -5,7 +5,7 @@
 //! without knowing the types where the macro expands. Arguments are promoted as C
 //! varargs are: integers narrower than 32 bits and `bool` to `int`, `f32` to `double`.
 //! So `%d`/`%u`/`%x` take `i32`/`u32`, `%ld`/`%lu` take 64-bit integers and `usize`,
-//! `%f`/`%e`/`%g` any float, `%s` a [`CStr`](core::ffi::CStr) or `c"…"` literal.
+//! `%f`/`%e`/`%g` any float, `%s` a `&CStr` or `c"…"` literal.
 
 use core::ffi::CStr;
 

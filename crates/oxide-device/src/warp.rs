@@ -57,108 +57,71 @@ pub trait Shuffle: Copy {
     fn shuffle_up(self, mask: u32, delta: u32) -> Self;
 }
 
+// 32-bit values cross lanes in one shuffle of their bits; 64-bit values in two, low
+// word and high word.
 macro_rules! shuffle_32 {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl Shuffle for $t {
             #[inline(always)]
             fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-                <$t>::from_bits32(arch::shfl_idx(mask, self.to_bits32(), src_lane))
+                ($from)(arch::shfl_idx(mask, ($to)(self), src_lane))
             }
             #[inline(always)]
             fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-                <$t>::from_bits32(arch::shfl_xor(mask, self.to_bits32(), lane_mask))
+                ($from)(arch::shfl_xor(mask, ($to)(self), lane_mask))
             }
             #[inline(always)]
             fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-                <$t>::from_bits32(arch::shfl_down(mask, self.to_bits32(), delta))
+                ($from)(arch::shfl_down(mask, ($to)(self), delta))
             }
             #[inline(always)]
             fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-                <$t>::from_bits32(arch::shfl_up(mask, self.to_bits32(), delta))
+                ($from)(arch::shfl_up(mask, ($to)(self), delta))
             }
         }
     )*};
 }
 
 macro_rules! shuffle_64 {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl Shuffle for $t {
             #[inline(always)]
             fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-                let (lo, hi) = split(self.to_bits64());
-                join(arch::shfl_idx(mask, lo, src_lane), arch::shfl_idx(mask, hi, src_lane))
+                ($from)(in_halves(($to)(self), |w| arch::shfl_idx(mask, w, src_lane)))
             }
             #[inline(always)]
             fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-                let (lo, hi) = split(self.to_bits64());
-                join(arch::shfl_xor(mask, lo, lane_mask), arch::shfl_xor(mask, hi, lane_mask))
+                ($from)(in_halves(($to)(self), |w| arch::shfl_xor(mask, w, lane_mask)))
             }
             #[inline(always)]
             fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-                let (lo, hi) = split(self.to_bits64());
-                join(arch::shfl_down(mask, lo, delta), arch::shfl_down(mask, hi, delta))
+                ($from)(in_halves(($to)(self), |w| arch::shfl_down(mask, w, delta)))
             }
             #[inline(always)]
             fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-                let (lo, hi) = split(self.to_bits64());
-                join(arch::shfl_up(mask, lo, delta), arch::shfl_up(mask, hi, delta))
+                ($from)(in_halves(($to)(self), |w| arch::shfl_up(mask, w, delta)))
             }
         }
     )*};
 }
 
-/// Bit casts to and from the 32- or 64-bit words that cross lanes.
-trait Bits: Sized {
-    fn to_bits32(self) -> u32 {
-        unreachable!()
-    }
-    fn from_bits32(_: u32) -> Self {
-        unreachable!()
-    }
-    fn to_bits64(self) -> u64 {
-        unreachable!()
-    }
-    fn from_bits64(_: u64) -> Self {
-        unreachable!()
-    }
-}
-
-macro_rules! bits {
-    ($($t:ty: $w:ident, $to:ident, $from:ident, $conv_to:expr, $conv_from:expr;)*) => {$(
-        impl Bits for $t {
-            #[inline(always)]
-            fn $to(self) -> $w {
-                ($conv_to)(self)
-            }
-            #[inline(always)]
-            fn $from(b: $w) -> Self {
-                ($conv_from)(b)
-            }
-        }
-    )*};
-}
-
-bits! {
-    u32: u32, to_bits32, from_bits32, |v: u32| v, |b: u32| b;
-    i32: u32, to_bits32, from_bits32, |v: i32| v as u32, |b: u32| b as i32;
-    f32: u32, to_bits32, from_bits32, f32::to_bits, f32::from_bits;
-    u64: u64, to_bits64, from_bits64, |v: u64| v, |b: u64| b;
-    i64: u64, to_bits64, from_bits64, |v: i64| v as u64, |b: u64| b as i64;
-    f64: u64, to_bits64, from_bits64, f64::to_bits, f64::from_bits;
-}
-
+/// Apply a 32-bit shuffle to both halves of a 64-bit word.
 #[inline(always)]
-fn split(v: u64) -> (u32, u32) {
-    (v as u32, (v >> 32) as u32)
+fn in_halves(v: u64, shuffle: impl Fn(u32) -> u32) -> u64 {
+    u64::from(shuffle(v as u32)) | (u64::from(shuffle((v >> 32) as u32)) << 32)
 }
 
-#[inline(always)]
-fn join<T: Bits>(lo: u32, hi: u32) -> T {
-    T::from_bits64(u64::from(lo) | (u64::from(hi) << 32))
+shuffle_32! {
+    u32: |v: u32| v, |b: u32| b;
+    i32: |v: i32| v as u32, |b: u32| b as i32;
+    f32: f32::to_bits, f32::from_bits;
 }
 
-shuffle_32!(u32, i32, f32);
-shuffle_64!(u64, i64, f64);
+shuffle_64! {
+    u64: |v: u64| v, |b: u64| b;
+    i64: |v: i64| v as u64, |b: u64| b as i64;
+    f64: f64::to_bits, f64::from_bits;
+}
 
 macro_rules! shuffle_fns {
     ($($t:ty: $idx:ident, $xor:ident, $down:ident, $up:ident;)*) => {$(
