@@ -1,14 +1,52 @@
 //! pyoxide's device library: what a `#[kernel]` function may call.
 //!
-//! Shaped like `core`: `thread` (indices, barriers, fences), `disjoint` (race-free
-//! output slices), `shared` (block-shared memory), `warp` (shuffles, votes,
-//! reductions), `atomic` (scoped atomics, `AtomicSlice`), `math` (float methods via
-//! libdevice), `half` (`f16`, `bf16`), `print` (`gpu_printf!`, `gpu_assert!`), and a
-//! `prelude`. The same API
-//! compiles for two targets, picked once in `arch`:
-//! - `nvptx64`: thin wrappers over `core::arch::nvptx` (the GPU);
-//! - anything else: `std`-backed stand-ins that the CPU emulator drives, so kernels
-//!   run and are tested on the host.
+//! Shaped like `core`, with NVIDIA cuda-oxide's names where it has them, so its
+//! kernels port by changing their `use` lines:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()` witnesses, `sync_threads()`, fences |
+//! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`) |
+//! | [`shared`] | [`SharedArray`](shared::SharedArray) statics, [`DynamicSharedArray`](shared::DynamicSharedArray) |
+//! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
+//! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
+//! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
+//! | [`half`] | [`f16`](struct@f16), [`bf16`] |
+//! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
+//!
+//! Safe by default: ordinary kernels (element-wise maps, reductions into an
+//! `AtomicSlice`, row-wise softmax) need no `unsafe`; shared memory, raw-pointer
+//! atomics and runtime-strided 2-D indices are `unsafe`, with their contracts stated.
+//!
+//! ```
+//! use oxide_device::prelude::*;
+//!
+//! /// `out[i] = tanh(x[i]) · scale`, and the total of `x` into `sum[0]`.
+//! #[kernel]
+//! pub fn tanh_and_sum(x: &[f32], scale: f32, mut out: DisjointSlice<f32>, sum: AtomicSlice<f32>) {
+//!     let idx = thread::index_1d();
+//!     let v = x.get(idx.get()).copied().unwrap_or(0.0);
+//!     if let Some(o) = out.get_mut(idx) {
+//!         *o = v.tanh() * scale;
+//!     }
+//!     let block_total = warp::block_reduce_sum_f32(v);
+//!     if let (0, Some(s)) = (thread::threadIdx_x(), sum.first()) {
+//!         s.fetch_add(block_total, Ordering::Relaxed);
+//!     }
+//! }
+//! # fn main() {
+//! #     let (mut out, mut sum) = ([0.0f32; 1], [0.0f32; 1]);
+//! #     tanh_and_sum(&[0.5], 2.0, DisjointSlice::from_mut(&mut out), AtomicSlice::from_mut(&mut sum));
+//! #     assert_eq!((out[0], sum[0]), (0.5f32.tanh() * 2.0, 0.5));
+//! # }
+//! ```
+//!
+//! The same API compiles for two targets, picked once in `arch`:
+//! - `nvptx64`: `core::arch::nvptx`, `llvm.nvvm.*` intrinsics, PTX `asm!` (the GPU);
+//! - anything else: `std`-backed stand-ins with the semantics of one thread in a
+//!   one-thread block (a warp of one lane: shuffles return the caller's value, a
+//!   ballot has one bit, barriers do nothing), which the CPU emulator will replace
+//!   with real blocks and warps. Kernels run and are tested on the host either way.
 #![no_std]
 // The device build sets RUSTC_BOOTSTRAP=1; this gates `core::arch::nvptx` on nvptx64.
 // Kernel crates themselves need no features. `asm!` (atomics, fences) and the
