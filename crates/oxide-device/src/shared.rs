@@ -48,21 +48,31 @@ use crate::arch;
 
 /// `N` elements of `T` in block-shared memory, 16-byte aligned (enough for any
 /// vector load). Its contents start undefined: the link step drops initialisers.
+///
+/// `ALIGN` is there for cuda-oxide's `SharedArray<T, N, ALIGN>` spelling; it may be
+/// any power of two up to 16 (all are met), and a larger one fails to compile (Rust
+/// cannot align a type by a const parameter; TMA's 128 bytes is not supported yet).
 #[repr(C, align(16))]
-pub struct SharedArray<T, const N: usize> {
+pub struct SharedArray<T, const N: usize, const ALIGN: usize = 16> {
     data: UnsafeCell<MaybeUninit<[T; N]>>,
 }
 
 // SAFETY: shared memory exists to be shared by a block's threads; every access that
 // could race is `unsafe` and documented as such.
-unsafe impl<T: Send, const N: usize> Sync for SharedArray<T, N> {}
+unsafe impl<T: Send, const N: usize, const ALIGN: usize> Sync for SharedArray<T, N, ALIGN> {}
 
-impl<T, const N: usize> SharedArray<T, N> {
+impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
     /// The initialiser every shared static uses (`= SharedArray::UNINIT`). Interior
     /// mutability in a const is the point: it is only ever a static's initialiser.
     #[allow(clippy::declare_interior_mutable_const)]
-    pub const UNINIT: Self = SharedArray {
-        data: UnsafeCell::new(MaybeUninit::uninit()),
+    pub const UNINIT: Self = {
+        assert!(
+            ALIGN.is_power_of_two() && ALIGN <= 16,
+            "SharedArray's ALIGN must be a power of two no larger than 16"
+        );
+        SharedArray {
+            data: UnsafeCell::new(MaybeUninit::uninit()),
+        }
     };
 
     /// Number of elements.
@@ -117,7 +127,7 @@ impl<T, const N: usize> SharedArray<T, N> {
 
 /// `TILE[i]` on a `static mut TILE: SharedArray<…>`, as in cuda-oxide. Reading an
 /// element no thread wrote is undefined behaviour, as for any uninitialised memory.
-impl<T, const N: usize> Index<usize> for SharedArray<T, N> {
+impl<T, const N: usize, const ALIGN: usize> Index<usize> for SharedArray<T, N, ALIGN> {
     type Output = T;
     #[inline(always)]
     fn index(&self, i: usize) -> &T {
@@ -127,7 +137,7 @@ impl<T, const N: usize> Index<usize> for SharedArray<T, N> {
     }
 }
 
-impl<T, const N: usize> IndexMut<usize> for SharedArray<T, N> {
+impl<T, const N: usize, const ALIGN: usize> IndexMut<usize> for SharedArray<T, N, ALIGN> {
     #[inline(always)]
     fn index_mut(&mut self, i: usize) -> &mut T {
         assert!(i < N);
@@ -152,15 +162,22 @@ macro_rules! shared_array {
 /// (`shared_mem=` in Python, `sharedMemBytes` in CUDA), seen as elements of `T`.
 ///
 /// There is one such region per block: every `DynamicSharedArray` of a kernel views the
-/// same bytes; carve it up with [`offset`](Self::offset). It is 16-byte aligned.
-pub struct DynamicSharedArray<T> {
+/// same bytes; carve it up with [`offset`](Self::offset). It is 16-byte aligned;
+/// `ALIGN` (cuda-oxide's `DynamicSharedArray<T, ALIGN>`) may be a power of two up to 16.
+pub struct DynamicSharedArray<T, const ALIGN: usize = 16> {
     _t: PhantomData<T>,
 }
 
-impl<T> DynamicSharedArray<T> {
+impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
+    const ALIGN_OK: () = assert!(
+        ALIGN.is_power_of_two() && ALIGN <= 16,
+        "DynamicSharedArray's ALIGN must be a power of two no larger than 16"
+    );
+
     /// Pointer to the first element of the region.
     #[inline(always)]
     pub fn get() -> *mut T {
+        let () = Self::ALIGN_OK;
         arch::dynamic_shared_base().cast()
     }
 
@@ -170,6 +187,7 @@ impl<T> DynamicSharedArray<T> {
     /// should keep `T`'s alignment.
     #[inline(always)]
     pub fn offset(bytes: usize) -> *mut T {
+        let () = Self::ALIGN_OK;
         arch::dynamic_shared_base().wrapping_add(bytes).cast()
     }
 
@@ -200,6 +218,13 @@ mod tests {
         assert_eq!(unsafe { TILE.read(3) }, 30);
         assert_eq!(TILE.len(), 4);
         assert_eq!(TILE.as_ptr() as usize % 16, 0);
+    }
+
+    #[test]
+    fn cuda_oxide_alignment_parameter() {
+        static TILE: SharedArray<u8, 3, 8> = SharedArray::UNINIT;
+        assert_eq!(TILE.as_ptr() as usize % 16, 0);
+        assert_eq!(DynamicSharedArray::<f32, 4>::get() as usize % 16, 0);
     }
 
     #[test]
