@@ -30,6 +30,7 @@ SIGNATURES = {
         ("activation", "scalar", "u32", False),
         ("out", "disjoint_slice", "f32", True),
     ],
+    "histogram_shared": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
     "scan_blocks_u32": [("x", "slice", "u32", False), ("out", "disjoint_slice", "u32", True)],
     "scale_f64": [("factor", "scalar", "f64", False), ("x", "slice", "f64", False), ("out", "disjoint_slice", "f64", True)],
 }
@@ -38,6 +39,8 @@ SIGNATURES = {
 INSTRUCTIONS = {
     "reduce_sum_f32": [r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"atom\.relaxed\.gpu\.add\.f32"],
     "histogram": [r"atom\.relaxed\.gpu\.add\.u32"],
+    # Block-scope atomics on the shared copy, device-scope ones to flush it.
+    "histogram_shared": [r"atom\.relaxed\.cta\.add\.u32", r"atom\.relaxed\.gpu\.add\.u32", r"bar\.sync", r"st\.shared\."],
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
     # exp from libdevice (inlined: ex2.approx), two block reductions (shuffles + shared).
     "softmax_rows": [r"ex2\.approx", r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"ld\.shared\.", r"div\.rn\.f32"],
@@ -48,7 +51,7 @@ INSTRUCTIONS = {
 }
 
 # Kernels that stage data in shared memory: ptxas must report it.
-SHARED = {"reduce_sum_f32": 32 * 4, "matmul_tiled": 2 * 16 * 16 * 4, "softmax_rows": 33 * 4}
+SHARED = {"histogram_shared": 1024 * 4, "reduce_sum_f32": 32 * 4, "matmul_tiled": 2 * 16 * 16 * 4, "softmax_rows": 33 * 4}
 
 
 def _kernel(m: dict, entry: str) -> dict:

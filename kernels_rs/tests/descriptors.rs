@@ -16,6 +16,7 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_softmax_rows[..],
         &kernels_rs::__oxide_descriptor_activate[..],
         &kernels_rs::__oxide_descriptor_scan_blocks_u32[..],
+        &kernels_rs::__oxide_descriptor_histogram_shared[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -62,7 +63,8 @@ fn one_descriptor_per_entry() {
             "matmul_tiled",
             "softmax_rows",
             "activate",
-            "scan_blocks_u32"
+            "scan_blocks_u32",
+            "histogram_shared"
         ]
     );
 }
@@ -110,6 +112,11 @@ fn device_library_kernels() {
         ]
     );
     assert!(!d.is_unsafe);
+    let d = descriptor("histogram_shared");
+    assert_eq!(
+        d.params,
+        [param("x", Slice, U32), param("bins", AtomicSlice, U32)]
+    );
     let d = descriptor("scan_blocks_u32");
     assert_eq!(
         d.params,

@@ -2,7 +2,8 @@
 //! thread 0 of a one-thread launch and write element 0.
 
 use kernels_rs::{
-    activate, histogram, reduce_sum_f32, saxpy, scale, scan_blocks_u32, softmax_rows, vecadd,
+    activate, histogram, histogram_shared, reduce_sum_f32, saxpy, scale, scan_blocks_u32,
+    softmax_rows, vecadd,
 };
 use oxide_device::{AtomicSlice, DisjointSlice};
 
@@ -62,6 +63,21 @@ fn histogram_one_thread_counts_everything() {
     let mut bins = [0u32; 4];
     histogram(&[0, 3, 3, 9, 1, 3], AtomicSlice::from_mut(&mut bins));
     assert_eq!(bins, [1, 1, 0, 3]);
+}
+
+#[test]
+fn histogram_shared_one_thread_counts_everything() {
+    let x = [0, 3, 3, 9, 1, 3, 1023, 1024];
+    let mut bins = [7u32; 4]; // counts add to what is there
+    histogram_shared(&x, AtomicSlice::from_mut(&mut bins));
+    assert_eq!(bins, [8, 8, 7, 10]);
+    // More bins than shared memory holds: the global-memory path.
+    let mut many = std::vec![0u32; 2000];
+    histogram_shared(&x, AtomicSlice::from_mut(&mut many));
+    assert_eq!(
+        (many[3], many[1023], many[1024], many.iter().sum::<u32>()),
+        (3, 1, 1, 8)
+    );
 }
 
 // matmul_tiled needs its 16×16 block: one thread alone would read tile slots that

@@ -65,6 +65,21 @@ def test_histogram(n: int, bins: int):
     np.testing.assert_array_equal(cp.asnumpy(counts), ref)
 
 
+@pytest.mark.parametrize("bins", [1, 10, 256, 1024, 1025])
+@pytest.mark.parametrize("n", SIZES)
+def test_histogram_shared(n: int, bins: int):
+    import cupy as cp
+
+    rng = np.random.default_rng()
+    x = rng.integers(0, bins + 3, size=n, dtype=np.uint32)
+    counts = cp.zeros(bins, dtype=cp.uint32)
+    grid = min((n + 255) // 256, 1024)
+    _fn("histogram_shared")((grid,), (256,), (cp.asarray(x), _u64(n), counts, _u64(bins)))
+    ref = np.bincount(x[x < bins], minlength=bins)
+    print(f"histogram_shared n={n} bins={bins} total {int(cp.asnumpy(counts).sum())}")
+    np.testing.assert_array_equal(cp.asnumpy(counts), ref)
+
+
 @pytest.mark.parametrize(
     "m,n,k", [(1, 1, 1), (16, 16, 16), (17, 33, 15), (100, 257, 300), (512, 384, 1024)]
 )

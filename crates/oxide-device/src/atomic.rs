@@ -268,6 +268,13 @@ aliases! {
         SystemAtomicI64 = i64, SystemAtomicF32 = f32, SystemAtomicF64 = f64;
 }
 
+/// An atomic `T` at block scope (generic form of `BlockAtomicU32`, …).
+pub type BlockAtomic<T> = ScopedAtomic<T, Block>;
+/// An atomic `T` at device scope.
+pub type DeviceAtomic<T> = ScopedAtomic<T, Device>;
+/// An atomic `T` at system scope.
+pub type SystemAtomic<T> = ScopedAtomic<T, System>;
+
 impl<T: AtomicValue, S: MemoryScope> ScopedAtomic<T, S> {
     /// A new atomic (for statics).
     pub const fn new(value: T) -> Self {

@@ -125,6 +125,21 @@ impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
     }
 }
 
+impl<T: crate::atomic::AtomicValue, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
+    /// The elements as block-scope atomics: a block's privatised histogram or counters.
+    ///
+    /// # Safety
+    /// Every element was written before (e.g. zeroed, then [`sync_threads`]), and while
+    /// the slice is used no thread accesses the elements other than atomically.
+    ///
+    /// [`sync_threads`]: crate::thread::sync_threads
+    #[inline(always)]
+    pub unsafe fn as_atomics(&self) -> &[crate::atomic::BlockAtomic<T>] {
+        // SAFETY: `ScopedAtomic<T, _>` is `repr(transparent)` over `T`; upheld by the caller.
+        unsafe { core::slice::from_raw_parts(self.as_ptr().cast(), N) }
+    }
+}
+
 /// `TILE[i]` on a `static mut TILE: SharedArray<…>`, as in cuda-oxide. Reading an
 /// element no thread wrote is undefined behaviour, as for any uninitialised memory.
 impl<T, const N: usize, const ALIGN: usize> Index<usize> for SharedArray<T, N, ALIGN> {
