@@ -52,6 +52,15 @@ fn every_device_operation_passes_ptxas() {
         }
         assert!(entry(&ptx, "misc").contains("vprintf"));
         assert!(entry(&ptx, "halves").contains("ret;"));
+        let reduxes = entry(&ptx, "reduxes");
+        for op in [
+            "add.s32", "min.u32", "max.u32", "min.s32", "max.s32", "and.b32", "or.b32", "xor.b32",
+        ] {
+            assert!(
+                reduxes.contains(&format!("redux.sync.{op}")),
+                "redux.sync.{op} ({arch})"
+            );
+        }
     }
 }
 

@@ -48,6 +48,29 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// `#[device]`, cuda-oxide's mark for a function called from kernels (needed there so
+/// its codegen compiles it for the GPU). Here every function a kernel reaches is
+/// compiled for the GPU already, in this crate or another, so `#[device]` only checks
+/// that it marks a function, which keeps cuda-oxide code compiling unchanged.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let attr = proc_macro2::TokenStream::from(attr);
+    let item = proc_macro2::TokenStream::from(item);
+    if !attr.is_empty() {
+        return syn::Error::new_spanned(attr, "#[device] takes no arguments")
+            .into_compile_error()
+            .into();
+    }
+    match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(_) => item.into(),
+        Err(_) => with_item(
+            item.clone(),
+            syn::Error::new_spanned(item, "#[device] goes on a function"),
+        )
+        .into(),
+    }
+}
+
 /// On error, emit the item as well (less `#[launch_bounds]`), so that code using the
 /// function does not add a cascade of "cannot find" errors to the real one.
 fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::TokenStream {

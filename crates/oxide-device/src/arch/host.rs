@@ -136,6 +136,21 @@ pub(crate) fn match_any_u64(mask: u32, _v: u64) -> u32 {
     mask & 1
 }
 
+macro_rules! redux_of_one {
+    ($($name:ident: $t:ty;)*) => {$(
+        /// Over one lane, the reduction is the lane's value.
+        #[inline]
+        pub(crate) fn $name(_mask: u32, v: $t) -> $t {
+            v
+        }
+    )*};
+}
+
+redux_of_one! {
+    redux_add_u32: u32; redux_min_u32: u32; redux_max_u32: u32; redux_min_i32: i32;
+    redux_max_i32: i32; redux_and_u32: u32; redux_or_u32: u32; redux_xor_u32: u32;
+}
+
 // ---- dynamic shared memory -------------------------------------------------------
 
 /// Bytes of dynamic shared memory an emulated block gets: the most a CUDA block can
