@@ -51,6 +51,12 @@ fn every_device_operation_passes_ptxas() {
             assert!(!entry(&ptx, name).contains("call.uni __nv_"), "{name}");
         }
         assert!(entry(&ptx, "misc").contains("vprintf"));
+        // The Rust-style format became a C string constant at compile time.
+        let c_bytes: String = "rust style: %d %llu %x %llX %e %.3f %s %s\n"
+            .bytes()
+            .map(|b| format!("{b}, "))
+            .collect();
+        assert!(ptx.contains(c_bytes.trim_end_matches(", ")), "no built format ({arch})");
         assert!(entry(&ptx, "halves").contains("ret;"));
         let reduxes = entry(&ptx, "reduxes");
         for op in [

@@ -19,6 +19,7 @@ extern crate proc_macro;
 
 mod expand;
 mod parse;
+mod printf;
 mod shared;
 mod validate;
 
@@ -44,6 +45,15 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `gpu_printf!("x = {}, i = {:x}\n", x, i)`: device printf with Rust format strings
+/// (see oxide-device's `print` module).
+#[proc_macro]
+pub fn gpu_printf(input: TokenStream) -> TokenStream {
+    printf::gpu_printf(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
