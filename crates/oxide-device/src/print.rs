@@ -232,7 +232,8 @@ pub fn vprintf_format<const N: usize>(
     }
 }
 
-/// `assert!` for kernels: when `cond` is false, print the condition and its place,
+/// `assert!` for kernels: when `cond` is false, print the condition and its place
+/// (and, as `gpu_assert!(cond, "n = {}", n)`, a message in `gpu_printf!`'s format),
 /// then trap (the launch fails; the host sees an error).
 #[macro_export]
 macro_rules! gpu_assert {
@@ -246,6 +247,21 @@ macro_rules! gpu_assert {
             );
             $crate::print::trap();
         }
+    };
+    ($cond:expr, $($message:tt)+) => {
+        if !$cond {
+            $crate::gpu_assert!(@place $cond);
+            $crate::gpu_printf!($($message)+);
+            $crate::print::trap();
+        }
+    };
+    (@place $cond:expr) => {
+        $crate::gpu_printf_c!(
+            "assertion failed: %s at %s:%d: ",
+            $crate::print::cstr(::core::concat!(::core::stringify!($cond), "\0")),
+            $crate::print::cstr(::core::concat!(::core::file!(), "\0")),
+            ::core::line!(),
+        )
     };
 }
 
@@ -395,6 +411,10 @@ mod tests {
     fn gpu_assert_passes_and_traps() {
         crate::gpu_assert!(1 + 1 == 2);
         let failed = std::panic::catch_unwind(|| crate::gpu_assert!(1 + 1 == 3));
+        assert!(failed.is_err());
+        let n = 3;
+        crate::gpu_assert!(n == 3, "n = {}", n);
+        let failed = std::panic::catch_unwind(|| crate::gpu_assert!(n == 4, "n = {}\n", n));
         assert!(failed.is_err());
     }
 }

@@ -56,7 +56,10 @@ fn every_device_operation_passes_ptxas() {
             .bytes()
             .map(|b| format!("{b}, "))
             .collect();
-        assert!(ptx.contains(c_bytes.trim_end_matches(", ")), "no built format ({arch})");
+        assert!(
+            ptx.contains(c_bytes.trim_end_matches(", ")),
+            "no built format ({arch})"
+        );
         assert!(entry(&ptx, "halves").contains("ret;"));
         let reduxes = entry(&ptx, "reduxes");
         for op in [
