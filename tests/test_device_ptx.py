@@ -14,6 +14,7 @@ from helpers.bundled import kernels_manifest, load_manifest
 # entry -> [(name, kind, type, mutable)]
 SIGNATURES = {
     "reduce_sum_f32": [("x", "slice", "f32", False), ("out", "atomic_slice", "f32", True)],
+    "reduce_blocks_f32": [("x", "slice", "f32", False), ("partial", "disjoint_slice", "f32", True)],
     "histogram": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
     "matmul_tiled": [
         ("a", "slice", "f32", False),
@@ -38,6 +39,8 @@ SIGNATURES = {
 # entry -> regexes its PTX body must match
 INSTRUCTIONS = {
     "reduce_sum_f32": [r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"atom\.relaxed\.gpu\.add\.f32"],
+    # No atomics: the block's first thread writes its partial.
+    "reduce_blocks_f32": [r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"st\.global\.(b32|f32)"],
     "histogram": [r"atom\.relaxed\.gpu\.add\.u32"],
     # Block-scope atomics on the shared copy, device-scope ones to flush it.
     "histogram_shared": [r"atom\.relaxed\.cta\.add\.u32", r"atom\.relaxed\.gpu\.add\.u32", r"bar\.sync", r"st\.shared\."],

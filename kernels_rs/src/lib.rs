@@ -311,3 +311,18 @@ pub fn histogram_shared(x: &[u32], bins: AtomicSlice<u32>) {
         }
     }
 }
+
+/// One partial sum of `x` per block into `partial` (one element per block; its length
+/// is the grid size), with no atomics: a grid-stride sum per thread, a block reduction,
+/// and the block's first thread writing through its block witness. Sum `partial` on
+/// the host or with a second launch. Block size: a multiple of 32.
+#[kernel]
+#[launch_bounds(1024)]
+pub fn reduce_blocks_f32(x: &[f32], mut partial: DisjointSlice<f32>) {
+    let start = thread::index_1d().get();
+    let sum: f32 = x.iter().skip(start).step_by(thread::grid_stride()).sum();
+    let block_sum = warp::block_reduce_sum_f32(sum);
+    if let Some(p) = thread::block_leader_index().and_then(|b| partial.get_mut(b)) {
+        *p = block_sum;
+    }
+}

@@ -17,6 +17,7 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_activate[..],
         &kernels_rs::__oxide_descriptor_scan_blocks_u32[..],
         &kernels_rs::__oxide_descriptor_histogram_shared[..],
+        &kernels_rs::__oxide_descriptor_reduce_blocks_f32[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -64,7 +65,8 @@ fn one_descriptor_per_entry() {
             "softmax_rows",
             "activate",
             "scan_blocks_u32",
-            "histogram_shared"
+            "histogram_shared",
+            "reduce_blocks_f32"
         ]
     );
 }
@@ -112,6 +114,11 @@ fn device_library_kernels() {
         ]
     );
     assert!(!d.is_unsafe);
+    let d = descriptor("reduce_blocks_f32");
+    assert_eq!(
+        d.params,
+        [param("x", Slice, F32), param("partial", DisjointSlice, F32)]
+    );
     let d = descriptor("histogram_shared");
     assert_eq!(
         d.params,

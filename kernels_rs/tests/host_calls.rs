@@ -2,8 +2,8 @@
 //! thread 0 of a one-thread launch and write element 0.
 
 use kernels_rs::{
-    activate, histogram, histogram_shared, reduce_sum_f32, saxpy, scale, scan_blocks_u32,
-    softmax_rows, vecadd,
+    activate, histogram, histogram_shared, reduce_blocks_f32, reduce_sum_f32, saxpy, scale,
+    scan_blocks_u32, softmax_rows, vecadd,
 };
 use oxide_device::{AtomicSlice, DisjointSlice};
 
@@ -56,6 +56,14 @@ fn reduce_sum_f32_one_thread_sums_everything() {
     let mut out = [0.5f32];
     reduce_sum_f32(&x, AtomicSlice::from_mut(&mut out));
     assert_eq!(out, [5050.5]);
+}
+
+#[test]
+fn reduce_blocks_f32_one_block_writes_its_partial() {
+    let x: Vec<f32> = (1..=10).map(|v| v as f32).collect();
+    let mut partial = [f32::NAN; 1];
+    reduce_blocks_f32(&x, DisjointSlice::from_mut(&mut partial));
+    assert_eq!(partial, [55.0]);
 }
 
 #[test]

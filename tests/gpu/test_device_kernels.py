@@ -49,6 +49,23 @@ def test_reduce_sum_f32(n: int, block: int):
     assert err < 1e-6
 
 
+@pytest.mark.parametrize("block", [256, 1024])
+@pytest.mark.parametrize("n", SIZES)
+def test_reduce_blocks_f32(n: int, block: int):
+    import cupy as cp
+
+    rng = np.random.default_rng()
+    x = rng.standard_normal(n, dtype=np.float32)
+    grid = min(max((n + block - 1) // block, 1), 512)
+    partial = cp.full(grid, cp.nan, dtype=cp.float32)  # every block must write its own
+    _fn("reduce_blocks_f32")((grid,), (block,), (cp.asarray(x), _u64(n), partial, _u64(grid)))
+    got = cp.asnumpy(partial).astype(np.float64)
+    assert np.isfinite(got).all(), "a block did not write its partial"
+    err = abs(got.sum() - x.astype(np.float64).sum()) / float(np.abs(x.astype(np.float64)).sum())
+    print(f"reduce_blocks_f32 n={n} block={block} err/sum|x| {err:.2e}")
+    assert err < 1e-6
+
+
 @pytest.mark.parametrize("bins", [1, 10, 256, 1000])
 @pytest.mark.parametrize("n", SIZES)
 def test_histogram(n: int, bins: int):

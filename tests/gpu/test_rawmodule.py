@@ -4,33 +4,16 @@ and are not multiples of the block size."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from helpers.bundled import kernels_manifest, load_manifest
+
 from helpers.probes import requires_gpu
+from helpers.rawmodule import bundled_module, rel_err
 
 pytestmark = [pytest.mark.gpu, requires_gpu("PTX is loaded with CuPy on a CUDA device")]
 
 SIZES = [1, 255, 257, 1_000_003, 1 << 24]
 BLOCK = 256
-
-
-def _module():
-    import cupy as cp
-
-    cc = int(cp.cuda.Device().compute_capability)  # "90" on an H200
-    m = load_manifest()
-    usable = [a for a in m["artifacts"] if int(a["arch"][3:].rstrip("af")) <= cc]
-    best = max(usable, key=lambda a: int(a["arch"][3:].rstrip("af")))
-    return cp.RawModule(path=str(Path(kernels_manifest()).parent / best["path"]))
-
-
-def _rel_err(got, ref) -> float:
-    got = np.asarray(got, dtype=np.float64)
-    assert np.isfinite(got).all(), "an output element was not written (NaN poison left)"
-    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
 
 
 def _launch(kernel, n, *args):
@@ -47,8 +30,8 @@ def test_vecadd_matches_numpy(n):
     da, db = cp.asarray(a), cp.asarray(b)
     dc = cp.full(n, cp.nan, dtype=cp.float32)
     u = np.uint64(n)
-    _launch(_module().get_function("vecadd"), n, da, u, db, u, dc, u)
-    err = _rel_err(cp.asnumpy(dc), a.astype(np.float64) + b)
+    _launch(bundled_module().get_function("vecadd"), n, da, u, db, u, dc, u)
+    err = rel_err(cp.asnumpy(dc), a.astype(np.float64) + b)
     print(f"vecadd n={n} max rel err {err:.2e}")
     assert err < 1e-6
 
@@ -62,8 +45,8 @@ def test_saxpy_matches_numpy(n):
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
     out = cp.full(n, cp.nan, dtype=cp.float32)
     u = np.uint64(n)
-    _launch(_module().get_function("saxpy"), n, alpha, cp.asarray(x), u, cp.asarray(y), u, out, u)
-    err = _rel_err(cp.asnumpy(out), np.float64(alpha) * x + y)
+    _launch(bundled_module().get_function("saxpy"), n, alpha, cp.asarray(x), u, cp.asarray(y), u, out, u)
+    err = rel_err(cp.asnumpy(out), np.float64(alpha) * x + y)
     print(f"saxpy n={n} max rel err {err:.2e}")
     assert err < 1e-6
 
@@ -79,6 +62,6 @@ def test_generic_scale_instances(dtype, n):
     out = cp.full(n, cp.nan, dtype=dtype)
     u = np.uint64(n)
     name = "scale_f32" if dtype == np.float32 else "scale_f64"
-    _launch(_module().get_function(name), n, factor, cp.asarray(x), u, out, u)
-    err = _rel_err(cp.asnumpy(out), np.float64(factor) * x.astype(np.float64))
+    _launch(bundled_module().get_function(name), n, factor, cp.asarray(x), u, out, u)
+    err = rel_err(cp.asnumpy(out), np.float64(factor) * x.astype(np.float64))
     assert err < (1e-6 if dtype == np.float32 else 1e-15)

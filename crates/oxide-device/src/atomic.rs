@@ -9,7 +9,8 @@
 //! cannot `Acquire`). On the GPU each operation is one PTX `atom`/`ld`/`st` with that
 //! scope and semantics; on the host they are `core::sync::atomic` operations.
 //!
-//! `core::sync::atomic` compiles for the GPU as well (at system scope).
+//! `core::sync::atomic` compiles for the GPU as well: LLVM emits `atom` without a scope,
+//! which PTX takes as device scope (`.gpu`).
 
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;

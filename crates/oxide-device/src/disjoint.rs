@@ -1,6 +1,13 @@
 //! `DisjointSlice<T>`: an output array that every thread may write, each only at its
 //! own index. The index is proven by a [`ThreadIndex`], which no two threads share, so
 //! safe kernels cannot race on their outputs.
+//!
+//! The guarantee holds per *mapping*: threads that all use `index_1d()` (or all
+//! `index_2d::<N>()` with one `N`, or all `get_chunk_mut::<N>`, or all
+//! `block_row_mut()`) never share an element. A kernel that writes one slice through
+//! two mappings, choosing between them by thread, could give two threads the same
+//! element; use one mapping per slice. (cuda-oxide's witnesses have the same limit; a
+//! type-level mapping per parameter would close it.)
 
 use core::marker::PhantomData;
 

@@ -82,7 +82,7 @@ pub mod __private;
 pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
-pub use oxide_macros::{kernel, launch_bounds};
+pub use oxide_macros::{device, gpu_printf, kernel, launch_bounds};
 pub use thread::ThreadIndex;
 
 /// A GPU thread cannot unwind or report a message: a panic (including a failed bounds

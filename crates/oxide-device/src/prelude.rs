@@ -9,4 +9,6 @@ pub use crate::math::GpuFloat;
 pub use crate::shared::{DynamicSharedArray, SharedArray};
 pub use crate::thread::ThreadIndex;
 pub use crate::{atomic, shared, thread, warp};
-pub use crate::{gpu_assert, gpu_printf, kernel, launch_bounds, shared_array};
+pub use crate::{
+    device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch_bounds, shared_array,
+};

@@ -1,11 +1,15 @@
 //! `gpu_printf!` (CUDA's device `printf`, through `vprintf`) and `gpu_assert!`.
 //!
-//! The format string is C's (`%d %u %x %ld %f %e %g %s %c %p %%`), since `vprintf`
-//! formats on the host from the raw argument buffer: a Rust `{}` cannot be lowered
-//! without knowing the types where the macro expands. Arguments are promoted as C
-//! varargs are: integers narrower than 32 bits and `bool` to `int`, `f32` to `double`.
-//! So `%d`/`%u`/`%x` take `i32`/`u32`, `%ld`/`%lu` take 64-bit integers and `usize`,
-//! `%f`/`%e`/`%g` any float, `%s` a `&CStr` or `c"…"` literal.
+//! `gpu_printf!("i = {}, x = {:.3}, bits {:x}\n", i, x, b)` takes Rust placeholders:
+//! `{}`/`{:?}` (floats print as C's `%g`, `bool` as `true`/`false`), `{:x}`, `{:X}`,
+//! `{:e}`, `{:.N}`; arguments are integers, floats, `bool` and `&CStr` (`c"…"`). The
+//! macro turns the literal into a C format string at compile time (`vprintf` formats on
+//! the host from the raw argument buffer).
+//!
+//! [`gpu_printf_c!`](crate::gpu_printf_c) takes a C format string as is
+//! (`%d %u %lld %llu %x %f %e %g %s %c %%`); so does `gpu_printf!` when its literal has
+//! no `{}` and it has arguments. Arguments are promoted as C varargs are: integers
+//! narrower than 32 bits to `int`, `f32` to `double`, `bool` to a string.
 
 use core::ffi::CStr;
 
@@ -69,8 +73,19 @@ impl<const N: usize> PrintfArgs<N> {
     }
 }
 
-/// A value `gpu_printf!` can print.
+/// A value `gpu_printf!` can print. The constants complete a C conversion (`%` +
+/// `DISPLAY` for `{}`, and so on).
 pub trait PrintfArg: Copy {
+    #[doc(hidden)]
+    const DISPLAY: &'static str;
+    #[doc(hidden)]
+    const HEX: &'static str;
+    #[doc(hidden)]
+    const UPPER_HEX: &'static str;
+    #[doc(hidden)]
+    const EXP: &'static str;
+    #[doc(hidden)]
+    const PRECISION: &'static str;
     #[doc(hidden)]
     fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>);
     #[cfg(not(target_arch = "nvptx64"))]
@@ -79,8 +94,13 @@ pub trait PrintfArg: Copy {
 }
 
 macro_rules! printf_arg {
-    ($($t:ty => $c:ty, $host:ident;)*) => {$(
+    ($($t:ty => $c:ty, $host:ident, [$d:literal, $x:literal, $ux:literal, $e:literal, $p:literal];)*) => {$(
         impl PrintfArg for $t {
+            const DISPLAY: &'static str = $d;
+            const HEX: &'static str = $x;
+            const UPPER_HEX: &'static str = $ux;
+            const EXP: &'static str = $e;
+            const PRECISION: &'static str = $p;
             #[inline(always)]
             fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
                 args.push_bytes((self as $c).to_ne_bytes());
@@ -93,24 +113,45 @@ macro_rules! printf_arg {
     )*};
 }
 
+// Conversions: {} {:x} {:X} {:e} {:.N}. An integer's {:e} and {:.N} print it plainly.
 printf_arg! {
-    i8 => i32, Int; i16 => i32, Int; i32 => i32, Int; i64 => i64, Int; isize => i64, Int;
-    u8 => u32, UInt; u16 => u32, UInt; u32 => u32, UInt; u64 => u64, UInt; usize => u64, UInt;
-    f32 => f64, Float; f64 => f64, Float;
+    i8 => i32, Int, ["d", "x", "X", "d", "d"];
+    i16 => i32, Int, ["d", "x", "X", "d", "d"];
+    i32 => i32, Int, ["d", "x", "X", "d", "d"];
+    i64 => i64, Int, ["lld", "llx", "llX", "lld", "lld"];
+    isize => i64, Int, ["lld", "llx", "llX", "lld", "lld"];
+    u8 => u32, UInt, ["u", "x", "X", "u", "u"];
+    u16 => u32, UInt, ["u", "x", "X", "u", "u"];
+    u32 => u32, UInt, ["u", "x", "X", "u", "u"];
+    u64 => u64, UInt, ["llu", "llx", "llX", "llu", "llu"];
+    usize => u64, UInt, ["llu", "llx", "llX", "llu", "llu"];
+    f32 => f64, Float, ["g", "a", "A", "e", "f"];
+    f64 => f64, Float, ["g", "a", "A", "e", "f"];
 }
 
+/// As Rust prints it: `true` or `false` (passed as a string).
 impl PrintfArg for bool {
+    const DISPLAY: &'static str = "s";
+    const HEX: &'static str = "s";
+    const UPPER_HEX: &'static str = "s";
+    const EXP: &'static str = "s";
+    const PRECISION: &'static str = "s";
     #[inline(always)]
     fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
-        (self as i32).push_to(args)
+        (if self { c"true" } else { c"false" }).push_to(args)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     fn host(self) -> HostArg {
-        HostArg::Int(self as i64)
+        HostArg::Str(if self { c"true" } else { c"false" }.as_ptr())
     }
 }
 
 impl PrintfArg for &CStr {
+    const DISPLAY: &'static str = "s";
+    const HEX: &'static str = "s";
+    const UPPER_HEX: &'static str = "s";
+    const EXP: &'static str = "s";
+    const PRECISION: &'static str = "s";
     #[inline(always)]
     fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
         args.push_bytes((self.as_ptr() as usize as u64).to_ne_bytes());
@@ -121,10 +162,10 @@ impl PrintfArg for &CStr {
     }
 }
 
-/// Print from the GPU with a C format string: `gpu_printf!("i=%d x=%f\n", i, x)`.
+/// Print from the GPU with a C format string: `gpu_printf_c!("i=%d x=%f\n", i, x)`.
 /// Output appears on the host when the launch completes (CUDA's rule).
 #[macro_export]
-macro_rules! gpu_printf {
+macro_rules! gpu_printf_c {
     ($fmt:expr $(, $arg:expr)* $(,)?) => {{
         const N: usize = 0 $(+ { let _ = ::core::stringify!($arg); 1 })*;
         #[allow(unused_mut)]
@@ -135,13 +176,70 @@ macro_rules! gpu_printf {
     }};
 }
 
-/// `assert!` for kernels: when `cond` is false, print the condition and its place,
+/// Longest C format string `gpu_printf!` builds, with its NUL.
+pub const FORMAT_CAPACITY: usize = 256;
+
+/// Join text pieces and conversions, `piece0 conv0 piece1 … pieceN`, into a
+/// NUL-terminated C string; runs at compile time inside `gpu_printf!`.
+#[doc(hidden)]
+pub const fn build_format(pieces: &[&str], specs: &[(&str, &str)]) -> [u8; FORMAT_CAPACITY] {
+    let mut out = [0u8; FORMAT_CAPACITY];
+    let mut n = 0;
+    let mut i = 0;
+    while i < pieces.len() {
+        n = append(&mut out, n, pieces[i]);
+        if i < specs.len() {
+            n = append(&mut out, n, specs[i].0);
+            n = append(&mut out, n, specs[i].1);
+        }
+        i += 1;
+    }
+    out
+}
+
+const fn append(out: &mut [u8; FORMAT_CAPACITY], mut n: usize, s: &str) -> usize {
+    let bytes = s.as_bytes();
+    let mut j = 0;
+    while j < bytes.len() {
+        // Keep the last byte for the NUL.
+        assert!(
+            n + 1 < FORMAT_CAPACITY,
+            "gpu_printf!: format string too long"
+        );
+        out[n] = bytes[j];
+        n += 1;
+        j += 1;
+    }
+    n
+}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn vprintf_format<const N: usize>(
+    format: &'static [u8; FORMAT_CAPACITY],
+    args: &PrintfArgs<N>,
+) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: `build_format` leaves a NUL; `args` is laid out as C.
+    unsafe {
+        crate::arch::vprintf(format.as_ptr(), args.as_ptr())
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let end = format.iter().position(|&b| b == 0).unwrap_or(format.len());
+        let text = core::str::from_utf8(&format[..end]).expect("built from str pieces");
+        std::print!("{}", host_format(text, &args.host));
+    }
+}
+
+/// `assert!` for kernels: when `cond` is false, print the condition and its place
+/// (and, as `gpu_assert!(cond, "n = {}", n)`, a message in `gpu_printf!`'s format),
 /// then trap (the launch fails; the host sees an error).
 #[macro_export]
 macro_rules! gpu_assert {
     ($cond:expr $(,)?) => {
         if !$cond {
-            $crate::gpu_printf!(
+            $crate::gpu_printf_c!(
                 "assertion failed: %s at %s:%d\n",
                 $crate::print::cstr(::core::concat!(::core::stringify!($cond), "\0")),
                 $crate::print::cstr(::core::concat!(::core::file!(), "\0")),
@@ -149,6 +247,21 @@ macro_rules! gpu_assert {
             );
             $crate::print::trap();
         }
+    };
+    ($cond:expr, $($message:tt)+) => {
+        if !$cond {
+            $crate::gpu_assert!(@place $cond);
+            $crate::gpu_printf!($($message)+);
+            $crate::print::trap();
+        }
+    };
+    (@place $cond:expr) => {
+        $crate::gpu_printf_c!(
+            "assertion failed: %s at %s:%d: ",
+            $crate::print::cstr(::core::concat!(::core::stringify!($cond), "\0")),
+            $crate::print::cstr(::core::concat!(::core::file!(), "\0")),
+            ::core::line!(),
+        )
     };
 }
 
@@ -215,6 +328,7 @@ pub(crate) fn host_format(format: &str, args: &[Option<HostArg>]) -> std::string
             ("d" | "i" | "u", Some(HostArg::UInt(v))) => write!(out, "{v}"),
             ("u", Some(HostArg::Int(v))) => write!(out, "{}", v as u64),
             ("x", Some(HostArg::Int(v))) => write!(out, "{v:x}"),
+            ("X", Some(HostArg::Int(v))) => write!(out, "{v:X}"),
             ("x", Some(HostArg::UInt(v))) => write!(out, "{v:x}"),
             ("X", Some(HostArg::UInt(v))) => write!(out, "{v:X}"),
             ("c", Some(HostArg::Int(v))) => write!(out, "{}", v as u8 as char),
@@ -222,6 +336,7 @@ pub(crate) fn host_format(format: &str, args: &[Option<HostArg>]) -> std::string
             ("f" | "F", Some(HostArg::Float(v))) => write!(out, "{v:.*}", precision.unwrap_or(6)),
             ("e" | "E", Some(HostArg::Float(v))) => write!(out, "{v:.*e}", precision.unwrap_or(6)),
             ("g" | "G", Some(HostArg::Float(v))) => write!(out, "{v}"),
+            ("a" | "A", Some(HostArg::Float(v))) => write!(out, "{v:e}"),
             // SAFETY: `HostArg::Str` comes only from a `&CStr`.
             ("s", Some(HostArg::Str(p))) => {
                 write!(out, "{}", unsafe { CStr::from_ptr(p) }.to_string_lossy())
@@ -259,12 +374,47 @@ mod tests {
         let s = host_format("%d %x %.2f %s 100%%", &args.host);
         assert_eq!(s, "-3 ff 0.50 ok 100%");
         crate::gpu_printf!("from the host: %d\n", 1);
+        crate::gpu_printf_c!("c style: %u\n", 2u32);
+    }
+
+    #[test]
+    fn rust_placeholders_become_c_conversions() {
+        const FMT: [u8; FORMAT_CAPACITY] = build_format(
+            &["i=", " x=", " 100%% ", "\n"],
+            &[
+                ("%", i64::DISPLAY),
+                ("%.3", f32::PRECISION),
+                ("%", bool::DISPLAY),
+            ],
+        );
+        let end = FMT.iter().position(|&b| b == 0).unwrap();
+        assert_eq!(&FMT[..end], b"i=%lld x=%.3f 100%% %s\n");
+        let mut args = PrintfArgs::<3>::default();
+        args.push(-5i64, 0);
+        args.push(0.25f32, 1);
+        args.push(true, 2);
+        let text = core::str::from_utf8(&FMT[..end]).unwrap();
+        assert_eq!(host_format(text, &args.host), "i=-5 x=0.250 100% true\n");
+        // The macro end to end (it prints on the host).
+        crate::gpu_printf!(
+            "rust style: {} {:x} {:.2} {} {}\n",
+            -1i32,
+            255u64,
+            1.5f64,
+            false,
+            c"s"
+        );
+        crate::gpu_printf!("no arguments, 100%\n");
     }
 
     #[test]
     fn gpu_assert_passes_and_traps() {
         crate::gpu_assert!(1 + 1 == 2);
         let failed = std::panic::catch_unwind(|| crate::gpu_assert!(1 + 1 == 3));
+        assert!(failed.is_err());
+        let n = 3;
+        crate::gpu_assert!(n == 3, "n = {}", n);
+        let failed = std::panic::catch_unwind(|| crate::gpu_assert!(n == 4, "n = {}\n", n));
         assert!(failed.is_err());
     }
 }

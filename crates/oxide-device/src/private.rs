@@ -89,7 +89,9 @@ pub const fn descriptor_bytes<const N: usize>(json: &str) -> [u8; N] {
 /// Hooks for the CPU emulator: which emulated GPU thread the current OS thread is.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu {
-    pub use crate::arch::host::{ThreadCoords, set_thread_coords, thread_coords};
+    pub use crate::arch::host::{
+        ThreadCoords, set_dynamic_shared, set_thread_coords, thread_coords,
+    };
 }
 
 #[cfg(test)]

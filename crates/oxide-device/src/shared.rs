@@ -236,6 +236,19 @@ mod tests {
     }
 
     #[test]
+    fn the_emulator_can_point_dynamic_shared_memory_at_a_block_buffer() {
+        use crate::__private::emu::set_dynamic_shared;
+        let mut block = [0u128; 4];
+        let base = block.as_mut_ptr().cast::<u8>();
+        // SAFETY: `block` is aligned and outlives the setting.
+        let previous = unsafe { set_dynamic_shared(base) };
+        assert_eq!(DynamicSharedArray::<u32>::get().cast::<u8>(), base);
+        // SAFETY: back to the fallback.
+        unsafe { set_dynamic_shared(previous) };
+        assert_ne!(DynamicSharedArray::<u32>::get().cast::<u8>(), base);
+    }
+
+    #[test]
     fn cuda_oxide_alignment_parameter() {
         static TILE: SharedArray<u8, 3, 8> = SharedArray::UNINIT;
         assert_eq!(TILE.as_ptr() as usize % 16, 0);

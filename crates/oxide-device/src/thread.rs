@@ -67,6 +67,23 @@ fn witness_2d(row: usize, col: usize, stride: usize) -> ThreadIndex {
     }
 }
 
+/// The block's index in the grid (x fastest) as a witness, held by the block's first
+/// thread only (flat thread index 0); `None` in every other thread. For outputs with
+/// one element per block, such as partial sums: `partial.get_mut(idx)`.
+#[inline(always)]
+pub fn block_leader_index() -> Option<ThreadIndex> {
+    if block_thread_index() != 0 {
+        return None;
+    }
+    let (gx, gy) = (arch::grid_dim_x() as usize, arch::grid_dim_y() as usize);
+    let index = arch::block_idx_x() as usize
+        + gx * (arch::block_idx_y() as usize + gy * arch::block_idx_z() as usize);
+    Some(ThreadIndex {
+        index,
+        _not_send: PhantomData,
+    })
+}
+
 /// The global row of a 2-D launch: `blockIdx.y * blockDim.y + threadIdx.y`.
 #[inline(always)]
 pub fn index_2d_row() -> usize {
@@ -100,7 +117,8 @@ pub fn grid_stride() -> usize {
     arch::grid_dim_x() as usize * arch::block_dim_x() as usize
 }
 
-/// A thread's global index, obtainable only from [`index_1d`] and [`index_2d`].
+/// A thread's index witness, obtainable only from [`index_1d`], [`index_2d`] and
+/// [`block_leader_index`].
 ///
 /// Deliberately neither `Copy` nor `Clone` (using it to write consumes it) and neither
 /// `Send` nor `Sync` (it names the thread that made it).
@@ -193,7 +211,7 @@ registers! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::__private::emu::{ThreadCoords, set_thread_coords};
+    use crate::__private::emu::{ThreadCoords, set_thread_coords, thread_coords};
 
     #[test]
     fn defaults_to_thread_zero_of_one() {
@@ -238,6 +256,24 @@ mod tests {
         threadfence_block();
         threadfence();
         threadfence_system();
+    }
+
+    #[test]
+    fn only_thread_zero_leads_its_block() {
+        assert_eq!(block_leader_index().map(|i| i.get()), Some(0));
+        let previous = set_thread_coords(ThreadCoords {
+            thread_idx: [0, 0, 0],
+            block_idx: [2, 1, 0],
+            block_dim: [64, 1, 1],
+            grid_dim: [3, 2, 1],
+        });
+        assert_eq!(block_leader_index().map(|i| i.get()), Some(2 + 3));
+        set_thread_coords(ThreadCoords {
+            thread_idx: [1, 0, 0],
+            ..thread_coords()
+        });
+        assert!(block_leader_index().is_none());
+        set_thread_coords(previous);
     }
 
     #[test]

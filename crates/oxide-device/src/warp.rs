@@ -187,6 +187,35 @@ pub fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
     arch::match_any_u64(mask, value)
 }
 
+macro_rules! redux_fns {
+    ($($name:ident: $t:ty, $what:literal;)*) => {$(
+        #[doc = concat!("`__reduce_", $what, "_sync`: the ", $what, " of `value` over the lanes of `mask`, in each of them; one `redux.sync` instruction (sm_80+).")]
+        #[inline(always)]
+        pub fn $name(mask: u32, value: $t) -> $t {
+            arch::$name(mask, value)
+        }
+    )*};
+}
+
+redux_fns! {
+    redux_add_u32: u32, "add";
+    redux_min_u32: u32, "min";
+    redux_max_u32: u32, "max";
+    redux_min_i32: i32, "min";
+    redux_max_i32: i32, "max";
+    redux_and_u32: u32, "and";
+    redux_or_u32: u32, "or";
+    redux_xor_u32: u32, "xor";
+}
+
+/// `redux_sync_*` are cuda-oxide's names for the same instructions.
+pub use self::{
+    redux_add_u32 as redux_sync_add_u32, redux_and_u32 as redux_sync_and_u32,
+    redux_max_i32 as redux_sync_max_i32, redux_max_u32 as redux_sync_max_u32,
+    redux_min_i32 as redux_sync_min_i32, redux_min_u32 as redux_sync_min_u32,
+    redux_or_u32 as redux_sync_or_u32, redux_xor_u32 as redux_sync_xor_u32,
+};
+
 /// Combine `value` across the whole warp with `op` (associative and commutative);
 /// every lane gets the result. A butterfly: log2(32) = 5 `shfl.sync.bfly` steps.
 #[inline(always)]
@@ -321,6 +350,13 @@ mod tests {
         );
         assert!(all_sync(FULL_MASK, true) && !any_sync(FULL_MASK, false));
         assert_eq!(match_any_sync(FULL_MASK, 9), 1);
+        assert_eq!(
+            (
+                redux_add_u32(FULL_MASK, 7),
+                redux_sync_min_i32(FULL_MASK, -7)
+            ),
+            (7, -7)
+        );
     }
 
     #[test]

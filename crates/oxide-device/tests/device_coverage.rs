@@ -51,7 +51,25 @@ fn every_device_operation_passes_ptxas() {
             assert!(!entry(&ptx, name).contains("call.uni __nv_"), "{name}");
         }
         assert!(entry(&ptx, "misc").contains("vprintf"));
+        // The Rust-style format became a C string constant at compile time.
+        let c_bytes: String = "rust style: %d %llu %x %llX %e %.3f %s %s\n"
+            .bytes()
+            .map(|b| format!("{b}, "))
+            .collect();
+        assert!(
+            ptx.contains(c_bytes.trim_end_matches(", ")),
+            "no built format ({arch})"
+        );
         assert!(entry(&ptx, "halves").contains("ret;"));
+        let reduxes = entry(&ptx, "reduxes");
+        for op in [
+            "add.s32", "min.u32", "max.u32", "min.s32", "max.s32", "and.b32", "or.b32", "xor.b32",
+        ] {
+            assert!(
+                reduxes.contains(&format!("redux.sync.{op}")),
+                "redux.sync.{op} ({arch})"
+            );
+        }
     }
 }
 

@@ -19,6 +19,7 @@ extern crate proc_macro;
 
 mod expand;
 mod parse;
+mod printf;
 mod shared;
 mod validate;
 
@@ -46,6 +47,38 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
+}
+
+/// `gpu_printf!("x = {}, i = {:x}\n", x, i)`: device printf with Rust format strings
+/// (see oxide-device's `print` module).
+#[proc_macro]
+pub fn gpu_printf(input: TokenStream) -> TokenStream {
+    printf::gpu_printf(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[device]`, cuda-oxide's mark for a function called from kernels (needed there so
+/// its codegen compiles it for the GPU). Here every function a kernel reaches is
+/// compiled for the GPU already, in this crate or another, so `#[device]` only checks
+/// that it marks a function, which keeps cuda-oxide code compiling unchanged.
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let attr = proc_macro2::TokenStream::from(attr);
+    let item = proc_macro2::TokenStream::from(item);
+    if !attr.is_empty() {
+        return syn::Error::new_spanned(attr, "#[device] takes no arguments")
+            .into_compile_error()
+            .into();
+    }
+    match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(_) => item.into(),
+        Err(_) => with_item(
+            item.clone(),
+            syn::Error::new_spanned(item, "#[device] goes on a function"),
+        )
+        .into(),
+    }
 }
 
 /// On error, emit the item as well (less `#[launch_bounds]`), so that code using the

@@ -136,21 +136,52 @@ pub(crate) fn match_any_u64(mask: u32, _v: u64) -> u32 {
     mask & 1
 }
 
+macro_rules! redux_of_one {
+    ($($name:ident: $t:ty;)*) => {$(
+        /// Over one lane, the reduction is the lane's value.
+        #[inline]
+        pub(crate) fn $name(_mask: u32, v: $t) -> $t {
+            v
+        }
+    )*};
+}
+
+redux_of_one! {
+    redux_add_u32: u32; redux_min_u32: u32; redux_max_u32: u32; redux_min_i32: i32;
+    redux_max_i32: i32; redux_and_u32: u32; redux_or_u32: u32; redux_xor_u32: u32;
+}
+
 // ---- dynamic shared memory -------------------------------------------------------
 
-/// Bytes of dynamic shared memory an emulated block gets: the most a CUDA block can
-/// have (227 KiB on sm_90), so any launch that fits a GPU fits here.
+/// Bytes of the fallback dynamic shared memory: the most a CUDA block can have
+/// (227 KiB on sm_90), so any launch that fits a GPU fits here.
 pub(crate) const DYNAMIC_SHARED_BYTES: usize = 227 * 1024;
 
 std::thread_local! {
     // u128 elements give the 16-byte alignment that the device symbol has.
     static DYNAMIC_SHARED: std::boxed::Box<[core::cell::UnsafeCell<u128>]> =
         (0..DYNAMIC_SHARED_BYTES / 16).map(|_| core::cell::UnsafeCell::new(0)).collect();
+    static DYNAMIC_SHARED_OVERRIDE: Cell<*mut u8> = const { Cell::new(core::ptr::null_mut()) };
+}
+
+/// Make `base` the dynamic shared memory of the current OS thread's emulated thread
+/// (the emulator points every thread of a block at that block's buffer); null goes
+/// back to the per-OS-thread fallback. Returns the previous setting.
+///
+/// # Safety
+/// A non-null `base` is 16-byte aligned and valid for the launch's shared-memory bytes
+/// for as long as it stays set.
+pub unsafe fn set_dynamic_shared(base: *mut u8) -> *mut u8 {
+    DYNAMIC_SHARED_OVERRIDE.with(|c| c.replace(base))
 }
 
 #[inline]
 pub(crate) fn dynamic_shared_base() -> *mut u8 {
-    // The buffer lives as long as the OS thread, which outlives any kernel call on it.
+    let set = DYNAMIC_SHARED_OVERRIDE.with(Cell::get);
+    if !set.is_null() {
+        return set;
+    }
+    // The fallback lives as long as the OS thread, which outlives any kernel call on it.
     DYNAMIC_SHARED.with(|b| b.as_ptr() as *mut u8)
 }
 

@@ -75,6 +75,44 @@ unsafe extern "C" {
     fn match_any_i32(mask: i32, v: i32) -> i32;
     #[link_name = "llvm.nvvm.match.any.sync.i64"]
     fn match_any_i64(mask: i32, v: i64) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.add"]
+    fn redux_add(v: i32, mask: i32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.umin"]
+    fn redux_umin(v: i32, mask: i32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.umax"]
+    fn redux_umax(v: i32, mask: i32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.min"]
+    fn redux_min(v: i32, mask: i32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.max"]
+    fn redux_max(v: i32, mask: i32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.and"]
+    fn redux_and(v: i32, mask: i32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.or"]
+    fn redux_or(v: i32, mask: i32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.xor"]
+    fn redux_xor(v: i32, mask: i32) -> i32;
+}
+
+macro_rules! redux {
+    ($($name:ident: $t:ty => $intrinsic:ident;)*) => {$(
+        /// `redux.sync` (sm_80+, below every arch pyoxide builds for).
+        #[inline(always)]
+        pub(crate) fn $name(mask: u32, v: $t) -> $t {
+            // SAFETY: as `shfl_idx`.
+            unsafe { $intrinsic(v as i32, mask as i32) as $t }
+        }
+    )*};
+}
+
+redux! {
+    redux_add_u32: u32 => redux_add;
+    redux_min_u32: u32 => redux_umin;
+    redux_max_u32: u32 => redux_umax;
+    redux_min_i32: i32 => redux_min;
+    redux_max_i32: i32 => redux_max;
+    redux_and_u32: u32 => redux_and;
+    redux_or_u32: u32 => redux_or;
+    redux_xor_u32: u32 => redux_xor;
 }
 
 #[inline(always)]

@@ -1,0 +1,194 @@
+//! `gpu_printf!` with Rust format strings. CUDA's `vprintf` formats on the host from a
+//! C format string and a packed argument buffer, so each `{}` must become the C
+//! conversion for its argument's type, which only the compiler knows. The macro
+//! splits the literal into text pieces and placeholders; each placeholder's
+//! conversion comes from the argument type's `PrintfArg` constants, and a `const`
+//! block joins everything into one NUL-terminated C string at compile time.
+//!
+//! Placeholders: `{}` and `{:?}` (the value), `{:x}`/`{:X}` (hex), `{:e}` (exponent
+//! form), `{:.N}` (N decimals). A literal with no `{}` but arguments and `%` is a C
+//! format string, passed through as it is (`gpu_printf!("%d\n", i)` keeps working).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Ident, Lit, LitStr, Token};
+
+pub fn gpu_printf(input: TokenStream) -> syn::Result<TokenStream> {
+    let exprs = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(input)?;
+    let mut exprs = exprs.into_iter();
+    let format = match exprs.next() {
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        })) => s,
+        Some(other) => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "gpu_printf! needs a string literal first",
+            ));
+        }
+        None => {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "gpu_printf! needs a format string",
+            ));
+        }
+    };
+    let args: Vec<Expr> = exprs.collect();
+    let text = format.value();
+    if !text.contains(['{', '}']) && text.contains('%') && !args.is_empty() {
+        return Ok(quote!(::oxide_device::gpu_printf_c!(#format, #(#args),*)));
+    }
+    let (pieces, specs) = split(&text, &format)?;
+    if specs.len() != args.len() {
+        return Err(syn::Error::new_spanned(
+            &format,
+            format!(
+                "{} placeholders but {} arguments (positional and named arguments are not supported)",
+                specs.len(),
+                args.len()
+            ),
+        ));
+    }
+    let print = quote!(::oxide_device::print);
+    let generics: Vec<Ident> = (0..args.len()).map(|i| format_ident!("A{}", i)).collect();
+    let values: Vec<Ident> = (0..args.len())
+        .map(|i| format_ident!("__oxide_printf_arg{}", i))
+        .collect();
+    let spec_pairs = specs.iter().zip(&generics).map(|(spec, g)| {
+        let prefix = &spec.prefix;
+        let conv = Ident::new(spec.conversion, Span::call_site());
+        quote!((#prefix, <#g as #print::PrintfArg>::#conv))
+    });
+    let indices = 0..args.len();
+    let n = args.len();
+    Ok(quote! {{
+        #[allow(non_snake_case)]
+        fn __oxide_printf_format<#(#generics: #print::PrintfArg),*>(#(_: &#generics),*)
+            -> &'static [u8; #print::FORMAT_CAPACITY]
+        {
+            &const { #print::build_format(&[#(#pieces),*], &[#(#spec_pairs),*]) }
+        }
+        let (#(#values,)*) = (#(#args,)*);
+        let __oxide_printf_fmt = __oxide_printf_format(#(&#values),*);
+        #[allow(unused_mut)]
+        let mut __oxide_printf_args = #print::PrintfArgs::<#n>::default();
+        #( __oxide_printf_args.push(#values, #indices); )*
+        #print::vprintf_format(__oxide_printf_fmt, &__oxide_printf_args);
+    }})
+}
+
+struct Spec {
+    /// `%` or `%.N`.
+    prefix: String,
+    /// The `PrintfArg` constant that completes it.
+    conversion: &'static str,
+}
+
+/// Text pieces (with `%` escaped for C, `{{`/`}}` unescaped) around the placeholders.
+fn split(text: &str, lit: &LitStr) -> syn::Result<(Vec<String>, Vec<Spec>)> {
+    let error = |msg: String| syn::Error::new_spanned(lit, msg);
+    let (mut pieces, mut specs, mut piece) = (Vec::new(), Vec::new(), String::new());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                piece.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                piece.push('}');
+            }
+            '{' => {
+                let mut inner = String::new();
+                loop {
+                    match chars.next() {
+                        Some('}') => break,
+                        Some(ch) => inner.push(ch),
+                        None => return Err(error("unclosed `{` in the format string".into())),
+                    }
+                }
+                specs.push(spec(&inner).ok_or_else(|| {
+                    error(format!(
+                        "unsupported placeholder `{{{inner}}}`; gpu_printf! supports {{}}, {{:?}}, \
+                         {{:x}}, {{:X}}, {{:e}} and {{:.N}}"
+                    ))
+                })?);
+                pieces.push(std::mem::take(&mut piece));
+            }
+            '}' => {
+                return Err(error(
+                    "unmatched `}` in the format string (write `}}`)".into(),
+                ));
+            }
+            '%' => piece.push_str("%%"),
+            other => piece.push(other),
+        }
+    }
+    pieces.push(piece);
+    Ok((pieces, specs))
+}
+
+fn spec(inner: &str) -> Option<Spec> {
+    let simple = |conversion| {
+        Some(Spec {
+            prefix: "%".into(),
+            conversion,
+        })
+    };
+    match inner {
+        "" | ":?" => simple("DISPLAY"),
+        ":x" => simple("HEX"),
+        ":X" => simple("UPPER_HEX"),
+        ":e" => simple("EXP"),
+        _ => {
+            let digits = inner.strip_prefix(":.")?;
+            let precision: u8 = digits.parse().ok()?;
+            Some(Spec {
+                prefix: format!("%.{precision}"),
+                conversion: "PRECISION",
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(text: &str) -> (Vec<String>, Vec<(String, &'static str)>) {
+        let lit = LitStr::new(text, Span::call_site());
+        let (pieces, specs) = split(text, &lit).unwrap();
+        (
+            pieces,
+            specs
+                .into_iter()
+                .map(|s| (s.prefix, s.conversion))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn placeholders_and_escapes() {
+        let (pieces, specs) = parts("i={} x={:.3} 100% {{{:x}}}\n");
+        assert_eq!(pieces, ["i=", " x=", " 100%% {", "}\n"]);
+        assert_eq!(
+            specs,
+            [
+                ("%".into(), "DISPLAY"),
+                ("%.3".into(), "PRECISION"),
+                ("%".into(), "HEX")
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_formats_are_errors() {
+        for bad in ["{", "}", "{:>5}", "{0}", "{name}"] {
+            let lit = LitStr::new(bad, Span::call_site());
+            assert!(split(bad, &lit).is_err(), "{bad}");
+        }
+    }
+}
