@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from helpers.bundled import kernels_manifest, load_manifest
 
 # entry -> [(name, kind, type, mutable)]
@@ -33,28 +32,67 @@ SIGNATURES = {
     ],
     "histogram_shared": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
     "scan_blocks_u32": [("x", "slice", "u32", False), ("out", "disjoint_slice", "u32", True)],
-    "scale_f64": [("factor", "scalar", "f64", False), ("x", "slice", "f64", False), ("out", "disjoint_slice", "f64", True)],
+    "scale_f64": [
+        ("factor", "scalar", "f64", False),
+        ("x", "slice", "f64", False),
+        ("out", "disjoint_slice", "f64", True),
+    ],
 }
 
 # entry -> regexes its PTX body must match
 INSTRUCTIONS = {
-    "reduce_sum_f32": [r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"atom\.relaxed\.gpu\.add\.f32"],
+    "reduce_sum_f32": [
+        r"shfl\.sync\.bfly\.b32",
+        r"bar\.sync",
+        r"st\.shared\.",
+        r"ld\.shared\.",
+        r"atom\.relaxed\.gpu\.add\.f32",
+    ],
     # No atomics: the block's first thread writes its partial.
-    "reduce_blocks_f32": [r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"st\.global\.(b32|f32)"],
+    "reduce_blocks_f32": [
+        r"shfl\.sync\.bfly\.b32",
+        r"bar\.sync",
+        r"st\.shared\.",
+        r"ld\.shared\.",
+        r"st\.global\.(b32|f32)",
+    ],
     "histogram": [r"atom\.relaxed\.gpu\.add\.u32"],
     # Block-scope atomics on the shared copy, device-scope ones to flush it.
-    "histogram_shared": [r"atom\.relaxed\.cta\.add\.u32", r"atom\.relaxed\.gpu\.add\.u32", r"bar\.sync", r"st\.shared\."],
+    "histogram_shared": [
+        r"atom\.relaxed\.cta\.add\.u32",
+        r"atom\.relaxed\.gpu\.add\.u32",
+        r"bar\.sync",
+        r"st\.shared\.",
+    ],
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
     # exp from libdevice (inlined: ex2.approx), two block reductions (shuffles + shared).
-    "softmax_rows": [r"ex2\.approx", r"shfl\.sync\.bfly\.b32", r"bar\.sync", r"ld\.shared\.", r"div\.rn\.f32"],
+    "softmax_rows": [
+        r"ex2\.approx",
+        r"shfl\.sync\.bfly\.b32",
+        r"bar\.sync",
+        r"ld\.shared\.",
+        r"div\.rn\.f32",
+    ],
     # tanh and erf from libdevice, inlined; Horner's rule as fma.
     "activate": [r"fma\.rn\.f32", r"ex2\.approx"],
     # Warp scans, dynamic shared memory, and gpu_assert!'s printf + trap.
-    "scan_blocks_u32": [r"shfl\.sync\.up\.b32", r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"vprintf", r"\btrap;"],
+    "scan_blocks_u32": [
+        r"shfl\.sync\.up\.b32",
+        r"bar\.sync",
+        r"st\.shared\.",
+        r"ld\.shared\.",
+        r"vprintf",
+        r"\btrap;",
+    ],
 }
 
 # Kernels that stage data in shared memory: ptxas must report it.
-SHARED = {"histogram_shared": 1024 * 4, "reduce_sum_f32": 32 * 4, "matmul_tiled": 2 * 16 * 16 * 4, "softmax_rows": 33 * 4}
+SHARED = {
+    "histogram_shared": 1024 * 4,
+    "reduce_sum_f32": 32 * 4,
+    "matmul_tiled": 2 * 16 * 16 * 4,
+    "softmax_rows": 33 * 4,
+}
 
 
 def _kernel(m: dict, entry: str) -> dict:
@@ -77,7 +115,9 @@ def _ptx_texts() -> list[tuple[dict, str]]:
 @pytest.mark.parametrize("entry", sorted(SIGNATURES))
 def test_signature_in_the_manifest(entry: str):
     k = _kernel(load_manifest(), entry)
-    assert [(p["name"], p["kind"], p["type"], p["mutable"]) for p in k["params"]] == SIGNATURES[entry]
+    assert [(p["name"], p["kind"], p["type"], p["mutable"]) for p in k["params"]] == SIGNATURES[
+        entry
+    ]
     assert k["is_unsafe"] is False, "the device library's kernels need no unsafe fn"
 
 

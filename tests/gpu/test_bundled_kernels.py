@@ -175,3 +175,18 @@ def test_scan_blocks(kernels, lib, n):
     padded[:n] = x
     want = (np.cumsum(padded.reshape(-1, block), axis=1) % 2**32).ravel()[:n]
     np.testing.assert_array_equal(to_np(out).astype(np.uint64), want)
+
+
+@pytest.mark.parametrize("n", [1, 257, 1_000_003])
+def test_reduce_blocks(kernels, lib, n):
+    to_dev, poisoned, to_np = lib
+    x = np.random.default_rng().standard_normal(n, dtype=np.float32)
+    blocks = min(-(-n // 256), 132)
+    partial = poisoned(blocks, np.float32)
+    # One partial per block: the grid comes from `partial`'s length, one block each.
+    kernels.reduce_blocks_f32[blocks, 256](to_dev(x), partial)
+    got = to_np(partial).astype(np.float64)
+    assert np.isfinite(got).all(), "a block's partial was not written"
+    err = abs(got.sum() - x.astype(np.float64).sum()) / np.abs(x).astype(np.float64).sum()
+    print(f"reduce_blocks_f32 n={n} blocks={blocks} err/sum|x| {err:.2e}")
+    assert err < 1e-6

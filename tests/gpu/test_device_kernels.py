@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-
 from helpers.probes import requires_gpu
 from helpers.rawmodule import bundled_module, rel_err
 
@@ -108,7 +107,17 @@ def test_matmul_tiled(m: int, n: int, k: int):
     b = rng.standard_normal((k, n), dtype=np.float32)
     c = cp.full((m, n), cp.nan, dtype=cp.float32)
     grid = ((n + 15) // 16, (m + 15) // 16)
-    args = (cp.asarray(a), _u64(a.size), cp.asarray(b), _u64(b.size), c, _u64(c.size), np.uint32(m), np.uint32(n), np.uint32(k))
+    args = (
+        cp.asarray(a),
+        _u64(a.size),
+        cp.asarray(b),
+        _u64(b.size),
+        c,
+        _u64(c.size),
+        np.uint32(m),
+        np.uint32(n),
+        np.uint32(k),
+    )
     _fn("matmul_tiled")(grid, (16, 16), args)
     err = rel_err(cp.asnumpy(c), a.astype(np.float64) @ b.astype(np.float64))
     print(f"matmul_tiled {m}x{k}·{k}x{n} rel err {err:.2e}")
@@ -151,7 +160,11 @@ def test_activate(n: int, code: int):
     coeffs = rng.uniform(-1, 1, size=4).astype(np.float32)
     out = cp.full(n, cp.nan, dtype=cp.float32)
     grid = ((n + 255) // 256,)
-    _fn("activate")(grid, (256,), (cp.asarray(x), _u64(n), cp.asarray(coeffs), _u64(4), np.uint32(code), out, _u64(n)))
+    _fn("activate")(
+        grid,
+        (256,),
+        (cp.asarray(x), _u64(n), cp.asarray(coeffs), _u64(4), np.uint32(code), out, _u64(n)),
+    )
     x64 = x.astype(np.float64)
     poly = sum(float(c) * x64**j for j, c in enumerate(coeffs))
     err = rel_err(cp.asnumpy(out), ACTIVATIONS[code](poly))
@@ -178,7 +191,9 @@ def test_scan_blocks_u32(n: int, block: int):
     x = rng.integers(0, 1 << 20, size=n, dtype=np.uint32)
     out = cp.full(n, 0xDEADBEEF, dtype=cp.uint32)
     grid = ((n + block - 1) // block,)
-    _fn("scan_blocks_u32")(grid, (block,), (cp.asarray(x), _u64(n), out, _u64(n)), shared_mem=4 * (block // 32))
+    _fn("scan_blocks_u32")(
+        grid, (block,), (cp.asarray(x), _u64(n), out, _u64(n)), shared_mem=4 * (block // 32)
+    )
     padded = np.zeros(grid[0] * block, dtype=np.uint64)
     padded[:n] = x
     ref = np.cumsum(padded.reshape(-1, block), axis=1).reshape(-1)[:n] % (1 << 32)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers.probes import requires_gpu
 from helpers.rawmodule import bundled_module, rel_err
 
@@ -45,7 +44,9 @@ def test_saxpy_matches_numpy(n):
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
     out = cp.full(n, cp.nan, dtype=cp.float32)
     u = np.uint64(n)
-    _launch(bundled_module().get_function("saxpy"), n, alpha, cp.asarray(x), u, cp.asarray(y), u, out, u)
+    _launch(
+        bundled_module().get_function("saxpy"), n, alpha, cp.asarray(x), u, cp.asarray(y), u, out, u
+    )
     err = rel_err(cp.asnumpy(out), np.float64(alpha) * x + y)
     print(f"saxpy n={n} max rel err {err:.2e}")
     assert err < 1e-6
