@@ -6,7 +6,9 @@ is missing."""
 
 from __future__ import annotations
 
+import ast
 import ctypes
+import inspect
 import struct
 import sys
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 from helpers import fake_cupy
 from helpers.fake_launch import FakeNdarray, decode_launch
-from helpers.fixtures import write_manifest
+from helpers.fixtures import REPO_DIR, write_manifest
 
 import pyoxide
 from pyoxide.backends import cupy_native
@@ -284,3 +286,21 @@ def test_the_launcher_refuses_bad_descriptions() -> None:
         make([("i32", None, 0, False)], grid_param=0)
     with pytest.raises(ValueError, match="non-null"):
         make([], entry_points=(0, ctx, 0, 0))
+
+
+def test_the_stub_matches_the_module() -> None:
+    """crates/pyoxide-native/pyoxide_native.pyi names what the module has, with the
+    constructor's parameters in order."""
+    stub = ast.parse((REPO_DIR / "crates/pyoxide-native/pyoxide_native.pyi").read_text())
+    names = {n.name for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    names |= {
+        n.target.id
+        for n in stub.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    }
+    public = {n for n in dir(pyoxide_native) if not n.startswith("__")}
+    assert names == public - {"pyoxide_native"}
+    (cls,) = (n for n in stub.body if isinstance(n, ast.ClassDef))
+    init = next(f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    stub_params = [a.arg for a in init.args.args[1:]]
+    assert stub_params == list(inspect.signature(pyoxide_native.Launcher).parameters)

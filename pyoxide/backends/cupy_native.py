@@ -68,6 +68,8 @@ def build(
             int(function.ptr), device, params, ndarray, cp.cuda.get_current_stream,
             default_block, grid_param, backend, name, failed, entry_points,
         )  # fmt: skip
-    except (OSError, RuntimeError, ValueError):
-        return None  # no driver library, no current context: the Python fast path
+    except (OSError, RuntimeError, TypeError, ValueError):
+        # No driver library, no current context, or a description this build of the
+        # module does not take: the Python fast path does the job.
+        return None
     return launcher
