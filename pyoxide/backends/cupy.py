@@ -214,14 +214,21 @@ class CupyBackend:
     def fast_launcher(
         self, spec: KernelSpec, function: Any, device: int, default_block: int
     ) -> Any:
-        """A specialised launcher for plain CuPy-array calls (see cupy_fast), or None."""
+        """A specialised launcher for plain CuPy-array calls, or None: the compiled one
+        (cupy_native) when its module and the driver library load, else the generated
+        Python one (cupy_fast). Both keep the same contract."""
         if _knobs.sync_launches():
             return None  # debugging mode: every launch goes through `launch` and syncs
-        from . import cupy_fast
+        from . import cupy_fast, cupy_native
 
+        native = cupy_native.build(self, spec, function, device, default_block)
+        if native is not None:
+            return native
         return cupy_fast.build(self, spec, function, device, default_block)
 
-    def _error(self, kernel: str, previous: str | None, e: Exception) -> LaunchError:
+    def _error(self, kernel: str, previous: str | None, e: Exception | str) -> LaunchError:
+        """The error for a failed launch: `e` is CuPy's exception, or the driver's text
+        ("CUDA_ERROR_X: description") from the native launcher."""
         text = str(e)
         squashed = text.replace("_", "").lower()
         if any(m in squashed for m in _TRAP_MARKERS):

@@ -12,6 +12,10 @@ Any argument it is not sure about makes it return ``False``, and the caller take
 general path, which then accepts the call or raises the documented error: the fast path
 never raises an argument error of its own and never launches what the general path
 would refuse.
+
+The compiled launcher (:mod:`.cupy_native`, crates/pyoxide-native) implements the same
+contract and is preferred when it loads; this one is the fallback. A change to the rules
+here must be made there too (tests/test_native_launcher.py mirrors this module's tests).
 """
 
 from __future__ import annotations

@@ -148,10 +148,16 @@ class FakeCuda:
 
 
 def install(monkeypatch: Any, fake: FakeCuda) -> types.ModuleType:
-    """Make ``import cupy`` return the fake, and forget any backend made before."""
+    """Make ``import cupy`` return the fake, and forget any backend made before.
+
+    The native launcher is switched off: it would hand the fake's function handles to
+    the real driver. tests/test_native_launcher.py switches it back on with fake entry
+    points."""
     from pyoxide import backends
+    from pyoxide.backends import cupy_native
 
     cp = fake.module()
     monkeypatch.setitem(sys.modules, "cupy", cp)
     monkeypatch.setattr(backends, "_instances", {})
+    monkeypatch.setattr(cupy_native, "entry_points", False)
     return cp

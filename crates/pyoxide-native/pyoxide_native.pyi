@@ -1,0 +1,30 @@
+"""The native launch fast path for CuPy arrays (see crates/pyoxide-native/src/lib.rs)."""
+
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+class Launcher:
+    """A launcher for one kernel on one device; `launcher(args, cfg)` launches or
+    returns False (declined: nothing launched)."""
+
+    def __init__(
+        self,
+        function: int,
+        device: int,
+        params: Sequence[tuple[str, Any, int, bool]],
+        ndarray: type,
+        current_stream: Callable[[], Any],
+        default_block: int,
+        grid_param: int | None,
+        backend: Any,
+        kernel: str,
+        on_error: Callable[[int, str, str | None], NoReturn],
+        entry_points: tuple[int, int, int, int] | None = None,
+    ) -> None: ...
+    def __call__(self, args: Sequence[Any], cfg: tuple[int, ...] | None, /) -> bool: ...
+    @property
+    def buffer_size(self) -> int: ...
+
+_build_stamp: str
+
+def _noop_entry_points() -> tuple[int, int]: ...

@@ -1,0 +1,321 @@
+//! A kernel's parameters: where each one sits in the PTX parameter buffer, which Python
+//! values the fast path accepts for it, and how they are packed.
+//!
+//! The rules are those of pyoxide/backends/cupy_fast.py, which the general path backs:
+//! anything not certainly fine is declined (the caller returns False), never refused.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple, PyType};
+
+const F32_MAX: f64 = 3.402_823_466_385_288_6e38;
+
+pub enum Kind {
+    /// A slice: packed as (u64 pointer, u64 length).
+    Array {
+        dtype: Py<PyAny>,
+        itemsize: u64,
+        mutable: bool,
+    },
+    F32,
+    F64,
+    Bool,
+    Signed {
+        bytes: usize,
+        lo: i64,
+        hi: i64,
+    },
+    Unsigned {
+        bytes: usize,
+        hi: u64,
+    },
+}
+
+pub struct Param {
+    pub kind: Kind,
+    pub offset: usize,
+}
+
+/// The attribute names the checks read, interned once.
+pub struct Names {
+    dtype: Py<PyString>,
+    ndim: Py<PyString>,
+    c_contiguous: Py<PyString>,
+    data: Py<PyString>,
+    device_id: Py<PyString>,
+    ptr: Py<PyString>,
+    size: Py<PyString>,
+}
+
+impl Names {
+    pub fn new(py: Python<'_>) -> Names {
+        let n = |s: &str| PyString::intern(py, s).unbind();
+        Names {
+            dtype: n("dtype"),
+            ndim: n("ndim"),
+            c_contiguous: n("_c_contiguous"),
+            data: n("data"),
+            device_id: n("device_id"),
+            ptr: n("ptr"),
+            size: n("size"),
+        }
+    }
+}
+
+pub struct Layout {
+    pub params: Vec<Param>,
+    /// Bytes in the parameter buffer.
+    pub size: usize,
+    /// Pairs of array parameters that may not overlap (one of them is mutable).
+    pub exclusive: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    /// From `(type, dtype, itemsize, mutable)` per parameter; dtype is None for scalars.
+    pub fn new(description: &Bound<'_, PyAny>) -> PyResult<Layout> {
+        let mut params = Vec::new();
+        let mut offset = 0usize;
+        let mut place = |size: usize| {
+            offset = offset.next_multiple_of(size);
+            let at = offset;
+            offset += size;
+            at
+        };
+        for item in description.try_iter()? {
+            let (ty, dtype, itemsize, mutable): (String, Bound<'_, PyAny>, u64, bool) =
+                item?.extract()?;
+            let kind = if dtype.is_none() {
+                scalar_kind(&ty)?
+            } else {
+                Kind::Array {
+                    dtype: dtype.unbind(),
+                    itemsize,
+                    mutable,
+                }
+            };
+            let offset = match kind {
+                Kind::Array { .. } => {
+                    let at = place(8);
+                    place(8);
+                    at
+                }
+                Kind::F32 => place(4),
+                Kind::F64 => place(8),
+                Kind::Bool => place(1),
+                Kind::Signed { bytes, .. } | Kind::Unsigned { bytes, .. } => place(bytes),
+            };
+            params.push(Param { kind, offset });
+        }
+        let mut exclusive = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            for (j, q) in params.iter().enumerate().skip(i + 1) {
+                if let (Kind::Array { mutable: m, .. }, Kind::Array { mutable: n, .. }) =
+                    (&p.kind, &q.kind)
+                    && (*m || *n)
+                {
+                    exclusive.push((i, j));
+                }
+            }
+        }
+        Ok(Layout {
+            params,
+            size: offset,
+            exclusive,
+        })
+    }
+
+    /// Check `args` and pack them into `buf` (zeroed, `self.size` bytes); false to decline.
+    pub fn pack(
+        &self,
+        names: &Names,
+        ndarray: &Bound<'_, PyType>,
+        device: i64,
+        args: &Bound<'_, PyTuple>,
+        buf: &mut [u8],
+    ) -> bool {
+        if args.len() != self.params.len() {
+            return false;
+        }
+        for (p, a) in self.params.iter().zip(args.iter_borrowed()) {
+            let ok = match &p.kind {
+                Kind::Array { dtype, .. } => match array(names, ndarray, dtype, device, &a) {
+                    Some((ptr, len)) => {
+                        put(buf, p.offset, &ptr.to_ne_bytes());
+                        put(buf, p.offset + 8, &len.to_ne_bytes());
+                        true
+                    }
+                    None => false,
+                },
+                Kind::F32 => float(&a)
+                    .filter(|f| (-F32_MAX..=F32_MAX).contains(f))
+                    .map(|f| put(buf, p.offset, &(f as f32).to_ne_bytes()))
+                    .is_some(),
+                Kind::F64 => float(&a)
+                    .filter(|f| !f.is_nan())
+                    .map(|f| put(buf, p.offset, &f.to_ne_bytes()))
+                    .is_some(),
+                Kind::Bool => {
+                    if a.is_exact_instance_of::<PyBool>() {
+                        buf[p.offset] = u8::from(a.is(&*PyBool::new(a.py(), true)));
+                        true
+                    } else {
+                        false
+                    }
+                }
+                Kind::Signed { bytes, lo, hi } => {
+                    match exact_int(&a).and_then(|i| i.extract::<i64>().ok()) {
+                        Some(v) if (*lo..=*hi).contains(&v) => {
+                            put_int(buf, p.offset, *bytes, v as u64);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                Kind::Unsigned { bytes, hi } => {
+                    match exact_int(&a).and_then(|i| i.extract::<u64>().ok()) {
+                        Some(v) if v <= *hi => {
+                            put_int(buf, p.offset, *bytes, v);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        // A mutable slice may not overlap another slice (Rust's exclusivity); the general
+        // path explains any overlap.
+        for &(i, j) in &self.exclusive {
+            let (x, y) = (&self.params[i], &self.params[j]);
+            let (px, nx) = (word(buf, x.offset), word(buf, x.offset + 8));
+            let (py_, ny) = (word(buf, y.offset), word(buf, y.offset + 8));
+            let (Kind::Array { itemsize: sx, .. }, Kind::Array { itemsize: sy, .. }) =
+                (&x.kind, &y.kind)
+            else {
+                continue;
+            };
+            let overlap = nx != 0
+                && ny != 0
+                && u128::from(px) < u128::from(py_) + u128::from(ny) * u128::from(*sy)
+                && u128::from(py_) < u128::from(px) + u128::from(nx) * u128::from(*sx);
+            if overlap {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The element count packed for parameter `i` (an array).
+    pub fn length_of(&self, buf: &[u8], i: usize) -> u64 {
+        word(buf, self.params[i].offset + 8)
+    }
+}
+
+fn scalar_kind(ty: &str) -> PyResult<Kind> {
+    let signed = |bytes: usize| {
+        let bits = 8 * bytes as u32 - 1;
+        Kind::Signed {
+            bytes,
+            lo: i64::MIN >> (63 - bits),
+            hi: i64::MAX >> (63 - bits),
+        }
+    };
+    let unsigned = |bytes: usize| Kind::Unsigned {
+        bytes,
+        hi: u64::MAX >> (64 - 8 * bytes as u32),
+    };
+    Ok(match ty {
+        "f32" => Kind::F32,
+        "f64" => Kind::F64,
+        "bool" => Kind::Bool,
+        "i8" => signed(1),
+        "i16" => signed(2),
+        "i32" => signed(4),
+        "i64" | "isize" => signed(8),
+        "u8" => unsigned(1),
+        "u16" => unsigned(2),
+        "u32" => unsigned(4),
+        "u64" | "usize" => unsigned(8),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown scalar type {other:?}"
+            )));
+        }
+    })
+}
+
+/// (pointer, length) of a plain 1-D C-contiguous `cupy.ndarray` of `dtype` on `device`.
+fn array(
+    names: &Names,
+    ndarray: &Bound<'_, PyType>,
+    dtype: &Py<PyAny>,
+    device: i64,
+    a: &Bound<'_, PyAny>,
+) -> Option<(u64, u64)> {
+    let py = a.py();
+    if !a.is_exact_instance(ndarray) {
+        return None;
+    }
+    if !a.getattr(names.dtype.bind(py)).ok()?.is(dtype) {
+        return None;
+    }
+    if a.getattr(names.ndim.bind(py)).ok()?.extract::<i64>().ok()? != 1 {
+        return None;
+    }
+    if !a
+        .getattr(names.c_contiguous.bind(py))
+        .ok()?
+        .is_truthy()
+        .ok()?
+    {
+        return None;
+    }
+    let data = a.getattr(names.data.bind(py)).ok()?;
+    if data
+        .getattr(names.device_id.bind(py))
+        .ok()?
+        .extract::<i64>()
+        .ok()?
+        != device
+    {
+        return None;
+    }
+    let ptr = data
+        .getattr(names.ptr.bind(py))
+        .ok()?
+        .extract::<u64>()
+        .ok()?;
+    let len = a.getattr(names.size.bind(py)).ok()?.extract::<u64>().ok()?;
+    Some((ptr, len))
+}
+
+/// An exact `float`'s value.
+fn float(a: &Bound<'_, PyAny>) -> Option<f64> {
+    a.cast_exact::<PyFloat>().ok().map(|f| f.value())
+}
+
+/// `a` when it is exactly an `int` (not a bool, not a NumPy integer).
+fn exact_int<'a, 'py>(a: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, PyAny>> {
+    a.is_exact_instance_of::<PyInt>().then_some(a)
+}
+
+fn put(buf: &mut [u8], offset: usize, bytes: &[u8]) {
+    buf[offset..offset + bytes.len()].copy_from_slice(bytes);
+}
+
+fn put_int(buf: &mut [u8], offset: usize, bytes: usize, v: u64) {
+    match bytes {
+        1 => put(buf, offset, &(v as u8).to_ne_bytes()),
+        2 => put(buf, offset, &(v as u16).to_ne_bytes()),
+        4 => put(buf, offset, &(v as u32).to_ne_bytes()),
+        _ => put(buf, offset, &v.to_ne_bytes()),
+    }
+}
+
+fn word(buf: &[u8], offset: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&buf[offset..offset + 8]);
+    u64::from_ne_bytes(w)
+}
