@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from . import backends
 from ._arrays import GPU, ArrayProtocolError, ArrayView, dtype_name, rust_dtype_name, view
 from ._arrays import RUST_TYPESTR as _TYPESTR
-from ._manifest import OUTPUT_KINDS, SLICE_KINDS, KernelSpec, ParamSpec
+from ._manifest import INT_RANGES, OUTPUT_KINDS, SLICE_KINDS, KernelSpec, ParamSpec
 from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError
 
 if TYPE_CHECKING:
@@ -43,13 +43,6 @@ DEFAULT_BLOCK = 256
 # Dynamic shared memory above this needs a function attribute set first (general path).
 _FAST_SHARED_LIMIT = 48 * 1024
 _MAX_ABI_BYTES = 2**63 - 1
-_INT_RANGES = {
-    "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1),
-    "i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1),
-    "isize": (-(2**63), 2**63 - 1),
-    "u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1),
-    "u64": (0, 2**64 - 1), "usize": (0, 2**64 - 1),
-}  # fmt: skip
 _F32_OVERFLOW = 2.0**128 - 2.0**103  # rounds to inf as f32
 _NP_NAMES = {
     "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "isize": "int64",
@@ -104,7 +97,7 @@ def _scalar_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
 
 def _int_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], Any]:
     t = param.type
-    lo, hi = _INT_RANGES[t]
+    lo, hi = INT_RANGES[t]
     expected = f"an int in [{lo}, {hi}] ({t})"
 
     def convert_int(v: Any) -> Any:

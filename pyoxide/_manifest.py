@@ -28,6 +28,14 @@ SCALAR_SIZES: Mapping[str, int] = {
     "u8": 1, "u16": 2, "u32": 4, "u64": 8,
     "f32": 4, "f64": 8, "bool": 1, "usize": 8, "isize": 8,
 }  # fmt: skip
+#: The values each integer type holds (the launchers refuse anything else).
+INT_RANGES = {
+    "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1),
+    "i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1),
+    "isize": (-(2**63), 2**63 - 1),
+    "u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1),
+    "u64": (0, 2**64 - 1), "usize": (0, 2**64 - 1),
+}  # fmt: skip
 PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice", "pointer", "atomic_slice")
 #: Kinds passed as (pointer, length) and given as 1-D contiguous arrays.
 SLICE_KINDS = frozenset({"slice", "disjoint_slice", "mut_slice", "atomic_slice"})

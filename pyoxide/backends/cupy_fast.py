@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._manifest import OUTPUT_KINDS, SLICE_KINDS, KernelSpec
+from .._manifest import INT_RANGES, OUTPUT_KINDS, SLICE_KINDS, KernelSpec
 
 # cuLaunchKernel's `extra` keys (cuda.h).
 _CU_LAUNCH_PARAM_END = 0
@@ -38,13 +38,6 @@ _STRUCT = {
     "i8": "b", "i16": "h", "i32": "i", "i64": "q", "isize": "q",
     "u8": "B", "u16": "H", "u32": "I", "u64": "Q", "usize": "Q",
     "f32": "f", "f64": "d", "bool": "B",
-}  # fmt: skip
-_INT_RANGES = {
-    "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1),
-    "i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1),
-    "isize": (-(2**63), 2**63 - 1),
-    "u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1),
-    "u64": (0, 2**64 - 1), "usize": (0, 2**64 - 1),
 }  # fmt: skip
 _F32_MAX = 3.4028234663852886e38
 _NUMPY_DTYPE = {
@@ -134,7 +127,7 @@ def build(
             layout.add("B")
             packed.append(a)
         else:
-            lo, hi = _INT_RANGES[p.type]
+            lo, hi = INT_RANGES[p.type]
             body.append(f"    if type({a}) is not int or not ({lo} <= {a} <= {hi}): return False")
             layout.add(_STRUCT[p.type])
             packed.append(a)
