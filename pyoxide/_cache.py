@@ -137,6 +137,9 @@ def ensure_built(
                     f"cargo-oxide wrote its manifest to {manifest.path}, not to the "
                     f"requested --out-dir {tmp}. Fix: update cargo-oxide."
                 )
+            # Hash the inputs again: the build itself may have written the Cargo.lock
+            # (a crate built for the first time), and the next load will see it.
+            extra = _extra_inputs(toml)
             content = json.dumps([lookup, sorted(manifest.sources), sorted(extra.items())])
             key = hashlib.sha256(content.encode()).hexdigest()[:24]
             final = root / "builds" / f"{manifest.crate_name}-{key}"
