@@ -8,6 +8,7 @@
 //! these types; a test fails when the two disagree.
 #![cfg_attr(not(feature = "serde"), no_std)]
 
+pub mod emu;
 pub mod names;
 pub mod types;
 

@@ -1,0 +1,61 @@
+//! The emulator's C ABI: how Python calls a kernel compiled for the host.
+//!
+//! `cargo oxide build` (with `--emu`, the default) also builds the kernel crate as a host
+//! `cdylib`; `#[kernel]` gives every kernel instance, beside its PTX entry, a host entry
+//! named [`crate::names::host_entry_symbol`]`(entry)` (`__oxide_host_vecadd`):
+//!
+//! ```c
+//! int32_t __oxide_host_<entry>(const OxideLaunch *launch,
+//!                              const uint64_t *args, size_t nargs,
+//!                              OxideError *error);
+//! ```
+//!
+//! `args` holds the kernel's launch-ABI words in parameter order, each widened to 64
+//! bits: integers zero- or sign-extended, `bool` as 0 or 1, `f32` as its bit pattern in
+//! the low 32 bits, `f64` as its bit pattern, every slice kind as (address, element
+//! count), a pointer as its address. The return value is one of the `STATUS_*` codes;
+//! on failure `error` says where and why.
+
+/// The launch configuration.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OxideLaunch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub shared_bytes: u64,
+}
+
+/// Where and why an emulated launch failed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OxideError {
+    /// The block and thread that failed (for a deadlock: the first thread that left
+    /// the block while others waited at a barrier).
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+    /// A NUL-terminated UTF-8 message (panic message, index out of bounds, …).
+    pub message: [u8; OXIDE_ERROR_MESSAGE_BYTES],
+}
+
+pub const OXIDE_ERROR_MESSAGE_BYTES: usize = 1024;
+
+impl Default for OxideError {
+    fn default() -> Self {
+        OxideError {
+            block: [0; 3],
+            thread: [0; 3],
+            message: [0; OXIDE_ERROR_MESSAGE_BYTES],
+        }
+    }
+}
+
+/// The launch ran to completion.
+pub const STATUS_OK: i32 = 0;
+/// A thread panicked or trapped (failed bounds check, `gpu_assert!`, explicit trap).
+pub const STATUS_TRAP: i32 = 1;
+/// A barrier was not reached by every thread of a block: a deadlock on a GPU.
+pub const STATUS_DIVERGENT_BARRIER: i32 = 2;
+/// The launch itself is invalid (wrong number of argument words, a zero or too large
+/// dimension, more threads per block than the kernel's launch bounds).
+pub const STATUS_BAD_LAUNCH: i32 = 3;
