@@ -36,8 +36,9 @@
 //!
 //! Shared memory is written and read by every thread of a block, so access is
 //! `unsafe`: the kernel orders it with [`sync_threads`](crate::thread::sync_threads).
-//! On the host (one thread per block until the emulator runs blocks) a `SharedArray`
-//! is an ordinary static and the dynamic array a per-OS-thread buffer.
+//! On the host, inside an emulated launch, each block has its own copy of every
+//! `SharedArray` static and of the dynamic array (`launch.shared_bytes`); outside one,
+//! a `SharedArray` is the ordinary static and the dynamic array a per-OS-thread buffer.
 
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;

@@ -1,7 +1,8 @@
-//! Host backend: the "special registers" of the emulated thread that runs on the
-//! current OS thread. The CPU emulator sets them through `__private::emu` before it
-//! calls a kernel; code that never sets them (a plain host test calling a kernel
-//! function) sees thread 0 of a 1×1 launch.
+//! Host backend: the CPU emulator (`engine`: the launch and its workers; `block`: one
+//! block's threads as coroutines, its barrier, warps and shared memory) and the
+//! "special registers" of the emulated thread that runs on the current OS thread.
+//! Code that runs outside a launch (a plain host test calling a kernel function) sees
+//! thread 0 of a 1×1 launch, a warp of one lane, and barriers that do nothing.
 
 use core::cell::Cell;
 

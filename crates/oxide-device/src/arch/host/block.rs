@@ -201,7 +201,9 @@ impl Runner {
         // SAFETY: the buffer is 16-byte aligned, as large as the launch asks, and
         // outlives the block; reset below.
         let previous = unsafe { super::set_dynamic_shared(self.dynamic.as_mut_ptr().cast()) };
+        let coords = super::thread_coords();
         let result = self.schedule(kernel, n, block, block_dim, grid_dim);
+        super::set_thread_coords(coords);
         // SAFETY: back to what it was.
         unsafe { super::set_dynamic_shared(previous) };
         CTX.with(|c| c.set(core::ptr::null()));
