@@ -225,3 +225,80 @@ fn bad_launches_are_refused() {
     let (status, _) = run(__oxide_host_bounded, [2, 2, 2], [4, 4, 4], 0, &[0]);
     assert_eq!(status, STATUS_OK);
 }
+
+#[kernel]
+pub fn trap_after_barrier(who: u32) {
+    thread::sync_threads();
+    if thread::threadIdx_x() == who {
+        panic!("thread {who} gives up");
+    }
+    thread::sync_threads();
+}
+
+#[test]
+fn a_panic_while_others_wait_stops_the_block() {
+    let (status, e) = run(
+        __oxide_host_trap_after_barrier,
+        [2, 1, 1],
+        [96, 1, 1],
+        0,
+        &[70],
+    );
+    assert_eq!(status, STATUS_TRAP);
+    assert_eq!(e.thread, [70, 0, 0]);
+    assert!(
+        message(&e).contains("thread 70 gives up"),
+        "{}",
+        message(&e)
+    );
+    // The engine is usable again after a failed launch.
+    let (status, _) = run(
+        __oxide_host_trap_after_barrier,
+        [2, 1, 1],
+        [96, 1, 1],
+        0,
+        &[999],
+    );
+    assert_eq!(status, STATUS_OK);
+}
+
+#[kernel]
+pub fn split_warp() {
+    if warp::lane_id() < 16 {
+        let _ = warp::ballot_sync(warp::FULL_MASK, true);
+    } else {
+        thread::sync_threads();
+    }
+}
+
+#[test]
+fn lanes_split_between_a_warp_op_and_a_barrier_are_reported() {
+    let (status, e) = run(__oxide_host_split_warp, [1, 1, 1], [32, 1, 1], 0, &[]);
+    assert_eq!(status, STATUS_DIVERGENT_BARRIER);
+    assert_eq!(e.thread, [0, 0, 0]);
+    assert!(message(&e).contains("warp operation"), "{}", message(&e));
+}
+
+#[kernel]
+pub fn partial_warp(mut out: DisjointSlice<u32>) {
+    let lanes = warp::ballot_sync(warp::FULL_MASK, true);
+    let idx = thread::index_1d();
+    if let Some(o) = out.get_mut(idx) {
+        *o = lanes;
+    }
+}
+
+#[test]
+fn a_partial_last_warp_has_only_its_lanes() {
+    let out = vec![0u32; 40];
+    let (status, e) = run(
+        __oxide_host_partial_warp,
+        [1, 1, 1],
+        [40, 1, 1],
+        0,
+        &slice(&out),
+    );
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(out[0], u32::MAX);
+    assert_eq!(out[39], 0xff);
+}
