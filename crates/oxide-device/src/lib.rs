@@ -43,10 +43,12 @@
 //!
 //! The same API compiles for two targets, picked once in `arch`:
 //! - `nvptx64`: `core::arch::nvptx`, `llvm.nvvm.*` intrinsics, PTX `asm!` (the GPU);
-//! - anything else: `std`-backed stand-ins with the semantics of one thread in a
-//!   one-thread block (a warp of one lane: shuffles return the caller's value, a
-//!   ballot has one bit, barriers do nothing), which the CPU emulator will replace
-//!   with real blocks and warps. Kernels run and are tested on the host either way.
+//! - anything else: the CPU emulator (`arch/host`), which runs a launch's blocks on
+//!   the machine's cores and a block's threads as coroutines, so barriers, block-shared
+//!   memory and 32-lane warps mean what they mean on a GPU. A kernel called as a plain
+//!   Rust function, outside a launch, is thread 0 of a one-thread block (a warp of
+//!   one lane: shuffles return the caller's value, a ballot has one bit, barriers do
+//!   nothing). Kernels run and are tested on the host either way.
 #![no_std]
 // The device build sets RUSTC_BOOTSTRAP=1; this gates `core::arch::nvptx` on nvptx64.
 // Kernel crates themselves need no features. `asm!` (atomics, fences) and the

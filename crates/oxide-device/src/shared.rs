@@ -36,8 +36,9 @@
 //!
 //! Shared memory is written and read by every thread of a block, so access is
 //! `unsafe`: the kernel orders it with [`sync_threads`](crate::thread::sync_threads).
-//! On the host (one thread per block until the emulator runs blocks) a `SharedArray`
-//! is an ordinary static and the dynamic array a per-OS-thread buffer.
+//! On the host, inside an emulated launch, each block has its own copy of every
+//! `SharedArray` static and of the dynamic array (`launch.shared_bytes`); outside one,
+//! a `SharedArray` is the ordinary static and the dynamic array a per-OS-thread buffer.
 
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
@@ -88,14 +89,18 @@ impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
 
     /// Pointer to element 0 (a generic pointer into shared memory).
     #[inline(always)]
-    pub const fn as_ptr(&self) -> *const T {
-        self.data.get().cast()
+    pub fn as_ptr(&self) -> *const T {
+        self.as_mut_ptr()
     }
 
-    /// Mutable pointer to element 0.
+    /// Mutable pointer to element 0. On the host, inside the emulator, this is the
+    /// running block's copy of the static.
     #[inline(always)]
-    pub const fn as_mut_ptr(&self) -> *mut T {
-        self.data.get().cast()
+    pub fn as_mut_ptr(&self) -> *mut T {
+        #[cfg(target_arch = "nvptx64")]
+        return self.data.get().cast();
+        #[cfg(not(target_arch = "nvptx64"))]
+        return arch::shared_static(self.data.get().cast(), core::mem::size_of::<Self>()).cast();
     }
 
     /// Element `i`, bounds-checked (an out-of-bounds `i` traps).
