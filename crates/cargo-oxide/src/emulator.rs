@@ -2,14 +2,14 @@
 //! `#[kernel]` host entries (`oxide_abi::emu`) are the CPU emulator's kernels.
 //!
 //! Built in release mode whatever the device profile (the emulator runs every GPU
-//! thread on the CPU; a debug build is many times slower), into cargo's usual
-//! `<target>/release`, then copied next to the PTX as `<crate>.emu.so`. A crate that
+//! thread on the CPU; a debug build is many times slower), into
+//! `<target>/oxide/emu-target/release`, then copied next to the PTX as `<crate>.emu.so`. A crate that
 //! does not depend on `oxide-device` has no host entries and no engine (the
 //! handmade test fixture spells its entries out for the GPU only): it gets none.
 
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use oxide_abi::manifest::FileArtifact;
@@ -31,14 +31,34 @@ pub fn file_name(crate_name: &str) -> String {
     format!("{crate_name}.emu.so")
 }
 
-/// Build the host library and place it in the output folder.
-pub fn build(tc: &Toolchain, project: &Project) -> Result<(PathBuf, FileArtifact)> {
+/// cargo's target dir for the host (emulator) build.
+fn host_target_dir(project: &Project) -> PathBuf {
+    project.target_dir.join("oxide").join("emu-target")
+}
+
+/// The host build, started beside the device build (the two use separate target dirs,
+/// so they run at once: a warm rebuild costs the longer of the two, not their sum).
+/// Dropping it unfinished (the device build failed) stops it.
+pub struct HostBuild {
+    child: Option<Child>,
+    built: PathBuf,
+    dest: PathBuf,
+    crate_name: String,
+    package: String,
+}
+
+/// Start building the host library.
+pub fn start(tc: &Toolchain, project: &Project) -> Result<HostBuild> {
     let mut cmd = Command::new(&tc.cargo);
     cmd.arg("rustc")
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--release"])
         .env("RUSTC", &tc.rustc.path)
+        // A target dir of its own: the device build compiles the same host crates (the
+        // proc macros) with other settings, and sharing one dir made each build
+        // invalidate the other's, recompiling them on every `cargo oxide build`.
+        .env("CARGO_TARGET_DIR", host_target_dir(project))
         // Progress and diagnostics go to stderr: stdout carries `--json`.
         .stdout(Stdio::from(
             std::io::stderr()
@@ -47,27 +67,47 @@ pub fn build(tc: &Toolchain, project: &Project) -> Result<(PathBuf, FileArtifact
                 .context("duplicating stderr")?,
         ))
         .stderr(Stdio::inherit());
-    let status = cmd
-        .status()
+    let child = cmd
+        .spawn()
         .with_context(|| format!("running {}", tc.cargo.display()))?;
-    if !status.success() {
-        bail!(
-            "the host (emulator) build of {} failed (rustc's messages are above); \
-             pass --no-emu to build for the GPU only",
-            project.name
-        );
+    Ok(HostBuild {
+        child: Some(child),
+        built: host_target_dir(project)
+            .join("release")
+            .join(format!("lib{}.so", project.crate_name)),
+        dest: project.out_dir.join(file_name(&project.crate_name)),
+        crate_name: project.crate_name.clone(),
+        package: project.name.clone(),
+    })
+}
+
+impl HostBuild {
+    /// Wait for the host build and place the library in the output folder.
+    pub fn finish(mut self) -> Result<(PathBuf, FileArtifact)> {
+        let status = self.child.take().expect("finished once").wait()?;
+        if !status.success() {
+            bail!(
+                "the host (emulator) build of {} failed (rustc's messages are above); \
+                 pass --no-emu to build for the GPU only",
+                self.package
+            );
+        }
+        copy_atomic(&self.built, &self.dest)?;
+        let artifact = FileArtifact {
+            path: file_name(&self.crate_name),
+            sha256: sha256_file(&self.dest)?,
+        };
+        Ok((self.dest.clone(), artifact))
     }
-    let built = project
-        .target_dir
-        .join("release")
-        .join(format!("lib{}.so", project.crate_name));
-    let dest = project.out_dir.join(file_name(&project.crate_name));
-    copy_atomic(&built, &dest)?;
-    let artifact = FileArtifact {
-        path: file_name(&project.crate_name),
-        sha256: sha256_file(&dest)?,
-    };
-    Ok((dest, artifact))
+}
+
+impl Drop for HostBuild {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 fn copy_atomic(from: &Path, to: &Path) -> Result<()> {

@@ -114,6 +114,18 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         serde_json::to_string_pretty(&config)?.as_bytes(),
     )?;
 
+    std::fs::create_dir_all(&project.out_dir)?;
+    let host_build = if args.no_emu {
+        None
+    } else if crate::emulator::wanted(&project) {
+        Some(crate::emulator::start(tc, &project)?)
+    } else {
+        progress(
+            "Emulator",
+            &format!("skipped: {} does not use oxide-device", project.name),
+        );
+        None
+    };
     let mut sources = cargo_device_build(tc, &project, &sysroot, &config, &config_path)?;
     if !config.out_module.is_file() || !config.out_descriptors.is_file() {
         // cargo found the crate fresh but the link step's outputs are gone (e.g. after
@@ -128,7 +140,6 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         eprintln!("warning: {} defines no #[kernel] functions", project.name);
     }
 
-    std::fs::create_dir_all(&project.out_dir)?;
     let artifacts = compile_archs(tc, &project, &config.out_module, &archs)?;
     for a in &artifacts {
         let verified = if a.ptxas.is_some() {
@@ -153,18 +164,13 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         );
     }
 
-    let emulator = if args.no_emu {
-        None
-    } else if crate::emulator::wanted(&project) {
-        let (path, artifact) = crate::emulator::build(tc, &project)?;
-        progress("Emulator", &path.display().to_string());
-        Some((path, artifact))
-    } else {
-        progress(
-            "Emulator",
-            &format!("skipped: {} does not use oxide-device", project.name),
-        );
-        None
+    let emulator = match host_build {
+        Some(host) => {
+            let (path, artifact) = host.finish()?;
+            progress("Emulator", &path.display().to_string());
+            Some((path, artifact))
+        }
+        None => None,
     };
 
     let manifest = Manifest {
