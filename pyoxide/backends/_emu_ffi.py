@@ -13,6 +13,7 @@ cffi is imported when a library is first opened, never at ``import pyoxide``.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,8 +57,9 @@ class Library:
     """
 
     def __init__(self, path: Path) -> None:
-        import cffi
-
+        # Through importlib: cffi ships no type information, and user code type-checked
+        # against pyoxide's stubs must not need cffi's.
+        cffi: Any = importlib.import_module("cffi")
         self._ffi = cffi.FFI()
         self._ffi.cdef(_TYPES)
         self._lib: Any = self._ffi.dlopen(str(path))
