@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import struct
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +63,18 @@ def test_stream_is_ignored_on_the_host(mod: pyoxide.Module) -> None:
     c = np.zeros(40, np.float32)
     mod.vecadd[1, 64, 0, object()](a, a, c)
     assert (c == 2).all()
+
+
+def test_the_gil_is_released_while_a_kernel_runs(mod: pyoxide.Module) -> None:
+    out = np.zeros(1, np.float32)
+    mod.nap(1, out)  # load the library first
+    start = time.perf_counter()
+    threads = [threading.Thread(target=mod.nap, args=(300, out)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert time.perf_counter() - start < 1.0  # 1.2 s if the naps had run one at a time
 
 
 def test_an_empty_output_launches_nothing(mod: pyoxide.Module) -> None:

@@ -30,6 +30,7 @@ EMU_KERNELS: list[dict[str, Any]] = [
         [param(f"s_{t}", "scalar", t) for t in ECHO_TYPES]
         + [param("out", "disjoint_slice", "u64")],
     ),
+    kernel("nap", [param("ms", "scalar", "u32"), param("out", "disjoint_slice", "f32")]),
     _failing("trap"),
     _failing("diverge"),
     _failing("refuse"),
