@@ -21,12 +21,11 @@ while a kernel runs.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._arrays import HOST
-from ..errors import ArtifactError, BackendUnavailableError, EmulatorError, LaunchError, LoadError
+from ..errors import BackendUnavailableError, EmulatorError, LaunchError, LoadError
 from . import _emu_ffi as ffi
 
 if TYPE_CHECKING:
@@ -78,20 +77,8 @@ class EmuBackend:
     def load_module(self, manifest: Manifest, device: int) -> EmuModule:
         if manifest.emulator is None:
             raise EmulatorError(f"{manifest.crate_name}: {NO_EMULATOR}")
-        path, sha256 = manifest.emulator
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise ArtifactError(
-                f"cannot read the emulator library {path}: {e.strerror}. Fix: rebuild with "
-                "`pyoxide build`, or load a manifest whose files exist."
-            ) from None
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != sha256:
-            raise ArtifactError(
-                f"{path} changed since its manifest was written (sha256 {digest[:12]}…, "
-                f"manifest says {sha256[:12]}…). Fix: rebuild with `pyoxide build`."
-            )
+        manifest.read_emulator()  # present and unchanged since the manifest was written
+        path = manifest.emulator[0]
         try:
             library = ffi.Library(path)
         except ImportError as e:
