@@ -89,8 +89,13 @@ pub const fn descriptor_bytes<const N: usize>(json: &str) -> [u8; N] {
 /// Hooks for the CPU emulator: which emulated GPU thread the current OS thread is.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu {
+    pub use crate::arch::host::engine::{fail, launch, words};
     pub use crate::arch::host::{
         ThreadCoords, set_dynamic_shared, set_thread_coords, thread_coords,
+    };
+    pub use oxide_abi::emu::{
+        OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_OK,
+        STATUS_TRAP,
     };
 }
 

@@ -88,14 +88,18 @@ impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
 
     /// Pointer to element 0 (a generic pointer into shared memory).
     #[inline(always)]
-    pub const fn as_ptr(&self) -> *const T {
-        self.data.get().cast()
+    pub fn as_ptr(&self) -> *const T {
+        self.as_mut_ptr()
     }
 
-    /// Mutable pointer to element 0.
+    /// Mutable pointer to element 0. On the host, inside the emulator, this is the
+    /// running block's copy of the static.
     #[inline(always)]
-    pub const fn as_mut_ptr(&self) -> *mut T {
-        self.data.get().cast()
+    pub fn as_mut_ptr(&self) -> *mut T {
+        #[cfg(target_arch = "nvptx64")]
+        return self.data.get().cast();
+        #[cfg(not(target_arch = "nvptx64"))]
+        return arch::shared_static(self.data.get().cast(), core::mem::size_of::<Self>()).cast();
     }
 
     /// Element `i`, bounds-checked (an out-of-bounds `i` traps).

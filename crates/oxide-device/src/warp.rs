@@ -39,10 +39,11 @@ pub fn active_mask() -> u32 {
     arch::active_mask()
 }
 
-/// Lanes in the warp as the current backend runs it: 32 on the GPU, 1 on the host.
+/// Lanes in the warp as the current backend runs it: 32 on the GPU; on the host the
+/// emulator's warp size (32, fewer in a block's last, partial warp), 1 outside it.
 #[inline(always)]
 fn lanes() -> u32 {
-    arch::WARP_LANES
+    arch::warp_lanes()
 }
 
 /// A value that can cross lanes: 32-bit values in one shuffle, 64-bit in two.

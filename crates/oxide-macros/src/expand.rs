@@ -27,13 +27,8 @@ pub fn expand(kernel: &Kernel) -> TokenStream {
         let descriptor = descriptor_static(kernel, inst);
         let check = instance_check(kernel, inst);
         let device = device_entry(kernel, inst);
-        // The CPU emulator's entry point goes here: one more function beside
-        // `device_entry`, emitting under `cfg(not(target_arch = "nvptx64"))` an
-        // `extern "C"` fn exported as `oxide_abi::names::host_entry_symbol(entry)` that
-        // takes a launch configuration and the packed arguments, sets the emulated
-        // thread coordinates (`__private::emu`) and calls the kernel as `device_entry`
-        // does.
-        quote! { #descriptor #check #device }
+        let host = crate::host::host_entry(kernel, inst);
+        quote! { #descriptor #check #device #host }
     });
     quote! {
         #func
@@ -129,7 +124,7 @@ fn source_template(head: &str) -> [String; 4] {
 
 /// The turbofish arguments of an instance (`f32`, `{ 4 }`), spanned as written so an
 /// unsatisfied bound points at the instance.
-fn turbofish(inst: &Instance) -> TokenStream {
+pub(crate) fn turbofish(inst: &Instance) -> TokenStream {
     if inst.args.is_empty() {
         return TokenStream::new();
     }

@@ -18,6 +18,7 @@
 extern crate proc_macro;
 
 mod expand;
+mod host;
 mod parse;
 mod printf;
 mod shared;

@@ -5,6 +5,9 @@
 
 use core::cell::Cell;
 
+mod block;
+pub(crate) mod engine;
+
 /// Coordinates of one emulated GPU thread, as CUDA's `threadIdx`, `blockIdx`,
 /// `blockDim` and `gridDim` (x, y, z).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,13 +65,14 @@ special_registers! {
     grid_dim_x => grid_dim[0], grid_dim_y => grid_dim[1], grid_dim_z => grid_dim[2],
 }
 
-/// A block of one thread needs no barrier. The emulator, which runs a block's threads
-/// concurrently, will install a real block barrier here.
+/// `sync_threads`: a real block barrier in the emulator; nothing outside it (a block
+/// of one thread).
 #[inline]
-pub(crate) fn sync_threads() {}
+pub(crate) fn sync_threads() {
+    block::barrier()
+}
 
-// Fences order memory between the threads of a launch; one emulated thread at a time
-// needs none. The emulator will map these to `std::sync::atomic::fence`.
+// Fences order memory between the threads of a launch.
 #[inline]
 pub(crate) fn threadfence_block() {
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
@@ -84,71 +88,118 @@ pub(crate) fn threadfence_system() {
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
 }
 
-// ---- warps: a warp of one lane until the emulator runs warps of 32 -----------------
+// ---- warps: 32 lanes in the emulator (fewer in a partial last warp), 1 outside ------
+//
+// Every warp operation is collective over the warp's live lanes (those that have not
+// returned): each lane deposits its value and waits until all have. `mask` only
+// filters the result (ballot, match, reductions); a lane outside `mask` that never
+// reaches the operation deadlocks and is reported as a divergent barrier. A shuffle
+// from a lane that does not exist or did not take part returns the caller's own value.
 
-/// Lanes of the emulated warp.
-pub(crate) const WARP_LANES: u32 = 1;
+/// Lanes of the current warp.
+#[inline]
+pub(crate) fn warp_lanes() -> u32 {
+    block::lane_and_width().1
+}
 
 #[inline]
 pub(crate) fn lane_id() -> u32 {
-    0
+    block::lane_and_width().0
 }
 
+/// The live lanes of the warp (on a GPU, those converged here: the emulator does not
+/// track divergence inside a warp).
 #[inline]
 pub(crate) fn active_mask() -> u32 {
-    1
+    let (_, width) = block::lane_and_width();
+    if width >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    }
 }
 
-/// With one lane, every shuffle reads the calling lane's own value: the source lane is
-/// either 0 or out of range, and PTX returns the own value for an out-of-range source.
-#[inline]
-pub(crate) fn shfl_idx(_mask: u32, v: u32, _lane: u32) -> u32 {
-    v
-}
-
-#[inline]
-pub(crate) fn shfl_xor(_mask: u32, v: u32, _lane_mask: u32) -> u32 {
-    v
-}
-
-#[inline]
-pub(crate) fn shfl_down(_mask: u32, v: u32, _delta: u32) -> u32 {
-    v
+fn shuffle(v: u32, src: impl FnOnce(u32) -> Option<u32>) -> u32 {
+    let x = block::exchange(u64::from(v));
+    match src(lane_id()) {
+        Some(s) if s < 32 && x.arrived & (1 << s) != 0 => x.values[s as usize] as u32,
+        _ => v,
+    }
 }
 
 #[inline]
-pub(crate) fn shfl_up(_mask: u32, v: u32, _delta: u32) -> u32 {
-    v
+pub(crate) fn shfl_idx(_mask: u32, v: u32, lane: u32) -> u32 {
+    shuffle(v, |_| Some(lane % 32))
+}
+
+#[inline]
+pub(crate) fn shfl_xor(_mask: u32, v: u32, lane_mask: u32) -> u32 {
+    shuffle(v, |me| Some(me ^ lane_mask))
+}
+
+#[inline]
+pub(crate) fn shfl_down(_mask: u32, v: u32, delta: u32) -> u32 {
+    shuffle(v, |me| me.checked_add(delta))
+}
+
+#[inline]
+pub(crate) fn shfl_up(_mask: u32, v: u32, delta: u32) -> u32 {
+    shuffle(v, |me| me.checked_sub(delta))
 }
 
 #[inline]
 pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
-    u32::from(pred) & mask & 1
+    let x = block::exchange(u64::from(pred));
+    (0..32)
+        .filter(|&l| x.arrived & (1 << l) != 0 && x.values[l] != 0)
+        .fold(0u32, |b, l| b | 1 << l)
+        & mask
 }
 
 #[inline]
-pub(crate) fn match_any_u32(mask: u32, _v: u32) -> u32 {
-    mask & 1
+pub(crate) fn match_any_u32(mask: u32, v: u32) -> u32 {
+    match_any_u64(mask, u64::from(v))
 }
 
 #[inline]
-pub(crate) fn match_any_u64(mask: u32, _v: u64) -> u32 {
-    mask & 1
+pub(crate) fn match_any_u64(mask: u32, v: u64) -> u32 {
+    let x = block::exchange(v);
+    (0..32)
+        .filter(|&l| x.arrived & (1 << l) != 0 && x.values[l] == v)
+        .fold(0u32, |b, l| b | 1 << l)
+        & mask
 }
 
-macro_rules! redux_of_one {
-    ($($name:ident: $t:ty;)*) => {$(
-        /// Over one lane, the reduction is the lane's value.
+macro_rules! redux {
+    ($($name:ident: $t:ty, $op:expr;)*) => {$(
+        /// Over the lanes that took part and are in `mask`.
         #[inline]
-        pub(crate) fn $name(_mask: u32, v: $t) -> $t {
-            v
+        pub(crate) fn $name(mask: u32, v: $t) -> $t {
+            let x = block::exchange(v as u32 as u64);
+            let op: fn($t, $t) -> $t = $op;
+            (0..32)
+                .filter(|&l| x.arrived & mask & (1 << l) != 0)
+                .map(|l| x.values[l] as u32 as $t)
+                .reduce(op)
+                .unwrap_or(v)
         }
     )*};
 }
 
-redux_of_one! {
-    redux_add_u32: u32; redux_min_u32: u32; redux_max_u32: u32; redux_min_i32: i32;
-    redux_max_i32: i32; redux_and_u32: u32; redux_or_u32: u32; redux_xor_u32: u32;
+redux! {
+    redux_add_u32: u32, u32::wrapping_add; redux_min_u32: u32, u32::min;
+    redux_max_u32: u32, u32::max; redux_min_i32: i32, i32::min;
+    redux_max_i32: i32, i32::max; redux_and_u32: u32, |a, b| a & b;
+    redux_or_u32: u32, |a, b| a | b; redux_xor_u32: u32, |a, b| a ^ b;
+}
+
+// ---- shared statics: one copy per block in the emulator --------------------------
+
+/// The running block's copy of a `SharedArray` static (the static itself outside the
+/// emulator).
+#[inline]
+pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
+    block::shared_static(addr, bytes)
 }
 
 // ---- dynamic shared memory -------------------------------------------------------

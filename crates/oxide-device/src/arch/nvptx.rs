@@ -55,6 +55,12 @@ pub(crate) fn threadfence_system() {
 /// Lanes in a warp on every NVIDIA GPU so far.
 pub(crate) const WARP_LANES: u32 = 32;
 
+/// Lanes of the current warp (every warp has 32 on the GPU).
+#[inline(always)]
+pub(crate) fn warp_lanes() -> u32 {
+    WARP_LANES
+}
+
 #[allow(improper_ctypes)]
 unsafe extern "C" {
     #[link_name = "llvm.nvvm.read.ptx.sreg.laneid"]

@@ -1,0 +1,227 @@
+//! The CPU emulator through the host entries that `#[kernel]` generates: barriers,
+//! shared memory, warps, atomics, traps and launch checks.
+
+use oxide_device::__private::emu::{
+    OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_OK, STATUS_TRAP,
+};
+use oxide_device::prelude::*;
+use oxide_device::shared::{DynamicSharedArray, SharedArray};
+use oxide_device::warp::Shuffle;
+
+type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
+
+fn run(
+    entry: Entry,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u64,
+    args: &[u64],
+) -> (i32, OxideError) {
+    let launch = OxideLaunch {
+        grid,
+        block,
+        shared_bytes: shared,
+    };
+    let mut error = OxideError::default();
+    // SAFETY: the tests pass buffers that outlive the call.
+    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
+    (status, error)
+}
+
+fn message(e: &OxideError) -> String {
+    let end = e.message.iter().position(|&b| b == 0).unwrap();
+    String::from_utf8(e.message[..end].to_vec()).unwrap()
+}
+
+fn slice<T>(s: &[T]) -> [u64; 2] {
+    [s.as_ptr() as u64, s.len() as u64]
+}
+
+#[kernel]
+pub fn reverse_block(x: &[f32], mut out: DisjointSlice<f32>) {
+    static TILE: SharedArray<f32, 256> = SharedArray::UNINIT;
+    let t = thread::threadIdx_x() as usize;
+    let n = thread::blockDim_x() as usize;
+    let idx = thread::index_1d();
+    let i = idx.get();
+    // SAFETY: one writer per slot; read after the barrier.
+    unsafe { TILE.write(t, x[i]) };
+    thread::sync_threads();
+    if let Some(o) = out.get_mut(idx) {
+        *o = unsafe { TILE.read(n - 1 - t) };
+    }
+}
+
+#[test]
+fn a_block_reverses_through_shared_memory() {
+    let x: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let out = vec![0.0f32; 1024];
+    let args = [slice(&x), slice(&out)].concat();
+    let (status, e) = run(__oxide_host_reverse_block, [8, 1, 1], [128, 1, 1], 0, &args);
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    for b in 0..8 {
+        for t in 0..128 {
+            assert_eq!(out[b * 128 + t], x[b * 128 + 127 - t]);
+        }
+    }
+}
+
+#[kernel]
+pub fn reverse_dynamic(x: &[u32], mut out: DisjointSlice<u32>) {
+    let t = thread::threadIdx_x() as usize;
+    let n = thread::blockDim_x() as usize;
+    let idx = thread::index_1d();
+    let tile = DynamicSharedArray::<u32>::get();
+    // SAFETY: the launch gives n words; one writer per slot, read after the barrier.
+    unsafe { tile.add(t).write(x[idx.get()]) };
+    thread::sync_threads();
+    if let Some(o) = out.get_mut(idx) {
+        *o = unsafe { tile.add(n - 1 - t).read() };
+    }
+}
+
+#[test]
+fn dynamic_shared_memory_is_per_block() {
+    let x: Vec<u32> = (0..640).collect();
+    let out = vec![0u32; 640];
+    let args = [slice(&x), slice(&out)].concat();
+    let (status, e) = run(
+        __oxide_host_reverse_dynamic,
+        [10, 1, 1],
+        [64, 1, 1],
+        256,
+        &args,
+    );
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(out[0], 63);
+    assert_eq!(out[639], 576);
+}
+
+#[kernel]
+pub fn early_exit(n: u32) {
+    if thread::threadIdx_x() == n {
+        return;
+    }
+    thread::sync_threads();
+}
+
+#[test]
+fn a_divergent_barrier_is_reported_with_its_thread() {
+    let (status, e) = run(__oxide_host_early_exit, [3, 1, 1], [64, 1, 1], 0, &[5]);
+    assert_eq!(status, STATUS_DIVERGENT_BARRIER, "{}", message(&e));
+    assert_eq!(e.thread, [5, 0, 0]);
+    assert!(message(&e).contains("sync_threads"), "{}", message(&e));
+    let (status, _) = run(__oxide_host_early_exit, [3, 1, 1], [64, 1, 1], 0, &[1000]);
+    assert_eq!(status, STATUS_OK);
+}
+
+#[kernel]
+pub fn out_of_bounds(x: &[f32], mut out: DisjointSlice<f32>) {
+    let idx = thread::index_1d();
+    let v = x[idx.get()];
+    if let Some(o) = out.get_mut(idx) {
+        *o = v;
+    }
+}
+
+#[test]
+fn a_panic_is_a_trap_with_block_and_thread() {
+    let x = vec![1.0f32; 100];
+    let out = vec![0.0f32; 100];
+    let args = [slice(&x), slice(&out)].concat();
+    let (status, e) = run(__oxide_host_out_of_bounds, [4, 1, 1], [32, 1, 1], 0, &args);
+    assert_eq!(status, STATUS_TRAP);
+    assert_eq!((e.block, e.thread), ([3, 0, 0], [4, 0, 0]));
+    let m = message(&e);
+    assert!(m.contains("index out of bounds"), "{m}");
+    assert!(m.contains("emulator.rs"), "{m}");
+}
+
+#[kernel]
+pub fn warp_ops(
+    mut shuffled: DisjointSlice<u32>,
+    mut ballots: DisjointSlice<u32>,
+    mut sums: DisjointSlice<f32>,
+) {
+    let lane = warp::lane_id();
+    let idx = thread::index_1d();
+    let down = (lane * 10).shuffle_down(warp::FULL_MASK, 1);
+    let xor = lane.shuffle_xor(warp::FULL_MASK, 31);
+    let ballot = warp::ballot_sync(warp::FULL_MASK, lane.is_multiple_of(3));
+    let sum = warp::reduce_sum_f32(lane as f32);
+    let i = idx.get();
+    if let Some(s) = shuffled.get_mut(idx) {
+        *s = down * 100 + xor;
+    }
+    // SAFETY: one writer per element.
+    unsafe {
+        *ballots.get_unchecked_mut(i) = ballot;
+        *sums.get_unchecked_mut(i) = sum;
+    }
+}
+
+#[test]
+fn warps_exchange_values() {
+    let n = 128;
+    let (shuffled, ballots, sums) = (vec![0u32; n], vec![0u32; n], vec![0.0f32; n]);
+    let args = [slice(&shuffled), slice(&ballots), slice(&sums)].concat();
+    let (status, e) = run(__oxide_host_warp_ops, [2, 1, 1], [64, 1, 1], 0, &args);
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    let expected_ballot = (0..32).filter(|l| l % 3 == 0).fold(0u32, |b, l| b | 1 << l);
+    for i in 0..n {
+        let lane = (i % 32) as u32;
+        let down = if lane < 31 {
+            (lane + 1) * 10
+        } else {
+            lane * 10
+        };
+        assert_eq!(shuffled[i], down * 100 + (lane ^ 31), "thread {i}");
+        assert_eq!(ballots[i], expected_ballot);
+        assert_eq!(sums[i], 496.0);
+    }
+}
+
+#[kernel]
+#[launch_bounds(1024)]
+pub fn count(hits: AtomicSlice<u32>, total: AtomicSlice<f32>) {
+    if let (Some(h), Some(t)) = (hits.first(), total.first()) {
+        h.fetch_add(1, Ordering::Relaxed);
+        t.fetch_add(0.5, Ordering::Relaxed);
+    }
+    let _ = warp::block_reduce_sum_u32(1);
+}
+
+#[test]
+fn atomics_from_many_threads() {
+    let hits = [0u32];
+    let total = [0.0f32];
+    let args = [slice(&hits), slice(&total)].concat();
+    let (status, e) = run(__oxide_host_count, [64, 1, 1], [256, 1, 1], 0, &args);
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(hits[0], 64 * 256);
+    assert_eq!(total[0], 64.0 * 256.0 * 0.5);
+}
+
+#[kernel]
+#[launch_bounds(64)]
+pub fn bounded(flag: bool) {
+    let _ = flag;
+}
+
+#[test]
+fn bad_launches_are_refused() {
+    let (status, e) = run(__oxide_host_bounded, [1, 1, 1], [128, 1, 1], 0, &[1]);
+    assert_eq!(status, STATUS_BAD_LAUNCH);
+    assert!(message(&e).contains("64"), "{}", message(&e));
+    let (status, _) = run(__oxide_host_bounded, [0, 1, 1], [32, 1, 1], 0, &[1]);
+    assert_eq!(status, STATUS_BAD_LAUNCH);
+    let (status, e) = run(__oxide_host_bounded, [1, 1, 1], [32, 1, 1], 0, &[]);
+    assert_eq!(status, STATUS_BAD_LAUNCH);
+    assert!(
+        message(&e).contains("expected 1 argument words"),
+        "{}",
+        message(&e)
+    );
+    let (status, _) = run(__oxide_host_bounded, [2, 2, 2], [4, 4, 4], 0, &[0]);
+    assert_eq!(status, STATUS_OK);
+}

@@ -1,0 +1,155 @@
+//! The CPU emulator's entry point of a kernel instance (host targets only):
+//!
+//! ```c
+//! int32_t __oxide_host_<entry>(const OxideLaunch *, const uint64_t *args, size_t nargs,
+//!                              OxideError *);
+//! ```
+//!
+//! It checks the number of argument words (see `oxide_abi::emu`), and hands the engine
+//! in `oxide_device::__private::emu` a closure that rebuilds the parameters from the
+//! words and calls the user's fn; the engine calls it once per emulated GPU thread.
+
+use oxide_abi::names::host_entry_symbol;
+use oxide_abi::{ParamKind, ScalarType};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::{Ident, LitStr};
+
+use crate::expand::turbofish;
+use crate::validate::{Instance, Kernel};
+
+/// The most threads a block may have without launch bounds (CUDA's limit).
+const MAX_BLOCK_THREADS: u32 = 1024;
+
+pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
+    let name = &kernel.func.sig.ident;
+    let symbol = host_entry_symbol(&inst.entry);
+    let ident = Ident::new(&symbol, Span::call_site());
+    let label = LitStr::new(&inst.entry, Span::call_site());
+    let private = quote!(::oxide_device::__private);
+    let mut word = 0usize;
+    let mut rebuild = Vec::new();
+    let mut call_args = Vec::new();
+    for (i, param) in kernel.params.iter().enumerate() {
+        let arg = format_ident!("__oxide_arg{}", i);
+        let ty = kernel.elem_type(param, inst);
+        let t = Ident::new(ty.rust_name(), Span::call_site());
+        let (w0, w1) = (word, word + 1);
+        let value = match param.kind {
+            ParamKind::Scalar => {
+                word += 1;
+                scalar_from_word(ty, quote!(__oxide_words[#w0]))
+            }
+            ParamKind::Pointer => {
+                word += 1;
+                if param.mutable {
+                    quote!(__oxide_words[#w0] as usize as *mut #t)
+                } else {
+                    quote!(__oxide_words[#w0] as usize as *const #t)
+                }
+            }
+            kind => {
+                word += 2;
+                let ptr = quote!(__oxide_words[#w0] as usize);
+                let len = quote!(__oxide_words[#w1] as usize);
+                match kind {
+                    ParamKind::Slice => {
+                        quote!(unsafe { #private::slice::<#t>(#ptr as *const #t, #len) })
+                    }
+                    ParamKind::DisjointSlice => {
+                        quote!(unsafe { #private::disjoint::<#t>(#ptr as *mut #t, #len) })
+                    }
+                    ParamKind::AtomicSlice => {
+                        quote!(unsafe { #private::atomic_slice::<#t>(#ptr as *mut #t, #len) })
+                    }
+                    _ => quote!(unsafe { #private::slice_mut::<#t>(#ptr as *mut #t, #len) }),
+                }
+            }
+        };
+        rebuild.push(quote!(let #arg = #value;));
+        call_args.push(arg);
+    }
+    let words = word;
+    let max_threads = kernel
+        .launch_bounds
+        .map_or(MAX_BLOCK_THREADS, |b| b.max_threads.min(MAX_BLOCK_THREADS));
+    let turbofish = turbofish(inst);
+    let call = quote!(#name #turbofish (#(#call_args),*));
+    let call = if kernel.is_unsafe {
+        quote!(unsafe { #call })
+    } else {
+        call
+    };
+    quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc(hidden)]
+        #[allow(unsafe_code, unused_unsafe, non_snake_case, clippy::missing_safety_doc)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn #ident(
+            launch: *const #private::emu::OxideLaunch,
+            args: *const u64,
+            nargs: usize,
+            error: *mut #private::emu::OxideError,
+        ) -> i32 {
+            // SAFETY: the caller passes `nargs` words at `args`, and valid buffers.
+            let __oxide_words: &[u64] =
+                match unsafe { #private::emu::words(#label, args, nargs, #words, error) } {
+                    Ok(w) => w,
+                    Err(status) => return status,
+                };
+            // SAFETY: as above; the buffers outlive the launch.
+            unsafe {
+                #private::emu::launch(launch, error, #max_threads, &|| {
+                    #(#rebuild)*
+                    #call;
+                })
+            }
+        }
+    }
+}
+
+/// A scalar parameter from its widened 64-bit word.
+fn scalar_from_word(ty: ScalarType, w: TokenStream) -> TokenStream {
+    match ty {
+        ScalarType::Bool => quote!(#w != 0),
+        ScalarType::F32 => quote!(f32::from_bits(#w as u32)),
+        ScalarType::F64 => quote!(f64::from_bits(#w)),
+        other => {
+            let t = Ident::new(other.rust_name(), Span::call_site());
+            quote!(#w as #t)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+    use crate::validate::validate;
+
+    #[test]
+    fn host_entry_decodes_words_per_kind() {
+        let k = validate(
+            parse(
+                quote!(),
+                quote!(
+                    pub fn k(b: bool, a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
+                ),
+            )
+            .unwrap(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let code = host_entry(&k, &k.instances[0]).to_string();
+        for expected in [
+            "fn __oxide_host_k",
+            "no_mangle",
+            "__oxide_words [0usize] != 0",
+            "f32 :: from_bits (__oxide_words [1usize] as u32)",
+            "__oxide_words [3usize] as usize",
+            "words (\"k\" , args , nargs , 6usize , error)",
+            "1024u32",
+        ] {
+            assert!(code.contains(expected), "{expected} not in {code}");
+        }
+    }
+}
