@@ -94,6 +94,9 @@ pub struct BuildArgs {
     /// Fail instead of warning when ptxas is not available to verify the PTX.
     #[arg(long)]
     pub require_ptxas: bool,
+    /// Build for the GPU only: no host library for the CPU emulator.
+    #[arg(long)]
+    pub no_emu: bool,
 }
 
 #[derive(Args, Debug)]

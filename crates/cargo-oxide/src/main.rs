@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod emulator;
 mod env;
 mod exit;
 mod fsutil;

@@ -18,6 +18,8 @@ pub struct Project {
     pub profile: Profile,
     /// Where the PTX and the manifest go.
     pub out_dir: PathBuf,
+    /// Names of the packages the crate depends on (any kind).
+    pub dependencies: Vec<String>,
 }
 
 impl Project {
@@ -66,6 +68,11 @@ impl Project {
             target_dir,
             profile,
             out_dir,
+            dependencies: package
+                .dependencies
+                .iter()
+                .map(|d| d.name.to_string())
+                .collect(),
         })
     }
 

@@ -56,6 +56,8 @@ fn builds_verified_ptx_and_a_manifest_for_each_arch() {
         "ptxas must have verified the PTX"
     );
     assert!(m.sources.iter().any(|s| s.path.ends_with("src/lib.rs")));
+    // The fixture does not use oxide-device, so it has no host entries: no emulator.
+    assert_eq!(m.emulator, None);
 
     let entries: Vec<&str> = m.kernels.iter().map(|k| k.entry.as_str()).collect();
     assert_eq!(entries, ["exp_reverse", "fill_u32", "rotate"]);

@@ -3,7 +3,8 @@
 //! 1. find the toolchain and the crate; make sure the `core` sysroot exists;
 //! 2. `cargo rustc --crate-type cdylib --target nvptx64-nvidia-cuda` with this binary
 //!    as the linker (the link step writes the optimised module and the descriptors);
-//! 3. `llc` per architecture, `ptxas` on each PTX;
+//! 3. `llc` per architecture, `ptxas` on each PTX; unless `--no-emu`, the host library
+//!    for the CPU emulator (`crate::emulator`);
 //! 4. the manifest, written last and atomically: a reader sees the old build or the
 //!    new one, never half of one.
 
@@ -52,6 +53,8 @@ pub struct Outcome {
     pub manifest: PathBuf,
     pub crate_name: String,
     pub artifacts: Vec<PathBuf>,
+    /// The emulator library, when built.
+    pub emulator: Option<PathBuf>,
 }
 
 impl Outcome {
@@ -60,6 +63,7 @@ impl Outcome {
             "manifest": self.manifest,
             "crate": self.crate_name,
             "artifacts": self.artifacts,
+            "emulator": self.emulator,
         })
         .to_string()
     }
@@ -149,6 +153,20 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         );
     }
 
+    let emulator = if args.no_emu {
+        None
+    } else if crate::emulator::wanted(&project) {
+        let (path, artifact) = crate::emulator::build(tc, &project)?;
+        progress("Emulator", &path.display().to_string());
+        Some((path, artifact))
+    } else {
+        progress(
+            "Emulator",
+            &format!("skipped: {} does not use oxide-device", project.name),
+        );
+        None
+    };
+
     let manifest = Manifest {
         schema: oxide_abi::MANIFEST_SCHEMA_VERSION,
         krate: CrateInfo {
@@ -160,7 +178,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         toolchain: toolchain_record(tc)?,
         sources: hash_sources(&mut sources, &project)?,
         artifacts: artifacts.clone(),
-        emulator: None,
+        emulator: emulator.as_ref().map(|(_, a)| a.clone()),
         kernels: descriptors,
     };
     let manifest_path = project.manifest_file();
@@ -180,6 +198,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
             .iter()
             .map(|a| project.out_dir.join(&a.path))
             .collect(),
+        emulator: emulator.map(|(path, _)| path),
     })
 }
 
