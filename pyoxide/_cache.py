@@ -164,8 +164,10 @@ def ensure_built(
 
 def _usable(path: Path) -> bool:
     try:
-        for artifact in read_manifest(path).artifacts:
+        manifest = read_manifest(path)
+        for artifact in manifest.artifacts:
             artifact.read()
+        manifest.read_emulator()
     except LoadError:
         return False
     return True
@@ -185,6 +187,7 @@ def _cached_manifest(
     try:
         for artifact in manifest.artifacts:
             artifact.read()  # present and unchanged
+        manifest.read_emulator()
     except LoadError:
         return None
     return path

@@ -169,6 +169,27 @@ class Manifest:
     def archs(self) -> list[str]:
         return [a.arch for a in self.artifacts]
 
+    def read_emulator(self) -> bytes | None:
+        """The emulator library's bytes, checked against the manifest's hash (None when
+        the build has none)."""
+        if self.emulator is None:
+            return None
+        path, sha256 = self.emulator
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ArtifactError(
+                f"cannot read the emulator library {path}: {e.strerror}. Fix: rebuild with "
+                "`pyoxide build`, or load a manifest whose files exist."
+            ) from None
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != sha256:
+            raise ArtifactError(
+                f"{path} changed since its manifest was written (sha256 {digest[:12]}…, "
+                f"manifest says {sha256[:12]}…). Fix: rebuild with `pyoxide build`."
+            )
+        return data
+
 
 # --- reading ---------------------------------------------------------------------
 

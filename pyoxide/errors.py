@@ -17,7 +17,7 @@ that caused it as attributes, and ends its message with what to do about it::
     │   └── ArgumentValueError(ValueError) out of range, wrong shape/device, aliasing
     ├── LaunchError                       the launch itself failed
     │   └── KernelTrapError               a kernel trapped (panic, failed bounds check)
-    └── EmulatorError                     the CPU emulator failed (or is not built yet)
+    └── EmulatorError                     the CPU emulator failed (trap, barrier hang) or is absent
 
 Argument errors are raised before anything is launched.
 """

@@ -1,8 +1,22 @@
 """The CPU emulator backend: runs kernels on host (NumPy) arrays.
 
-The emulator library (``<crate>.emu.so``, built by cargo-oxide from the same Rust
-source) does not exist yet; until it does this backend keeps the protocol and
-refuses every load with an :class:`EmulatorError` that says so.
+``cargo oxide build`` also builds the kernel crate for the host as ``<crate>.emu.so``
+(unless ``--no-emu``) and names it in the manifest's ``emulator`` field; every kernel
+instance has a host entry there that runs the whole grid on the CPU, block by block,
+with the same barriers, shared memory, warps and atomics as on a GPU. This backend
+opens that library (after checking its sha256 against the manifest), hands each entry
+the launch's ABI words widened to 64 bits, and turns the entry's status into the
+documented errors:
+
+* trap (a panic, failed bounds check, ``gpu_assert!``) → :class:`EmulatorError` naming
+  the kernel, block, thread and the panic message;
+* divergent barrier (on a GPU: a hang) → :class:`EmulatorError` naming the block and
+  the first thread that left it;
+* bad launch → :class:`LaunchError`, as the driver's refusal would be on a GPU.
+
+Launches are synchronous: the call returns when the grid has run. ``stream`` and
+``producer_streams`` mean nothing on the host and are ignored. The GIL is released
+while a kernel runs.
 """
 
 from __future__ import annotations
@@ -11,15 +25,43 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._arrays import HOST
-from ..errors import EmulatorError
+from ..errors import BackendUnavailableError, EmulatorError, LaunchError, LoadError
+from . import _emu_ffi as ffi
 
 if TYPE_CHECKING:
     from .._manifest import KernelSpec, Manifest
 
-NOT_BUILT = (
-    "the CPU emulator is not built yet, so kernels cannot run on NumPy (host) arrays. "
-    "Fix: pass GPU arrays (cupy.asarray(x), or a CUDA torch tensor) to run on the GPU."
+NO_EMULATOR = (
+    "this build has no emulator library, so its kernels cannot run on NumPy (host) arrays. "
+    "Fix: rebuild with `pyoxide build` (cargo oxide builds it unless --no-emu), or pass GPU "
+    "arrays (cupy.asarray(x))."
 )
+_U64 = 2**64 - 1
+
+
+def widen(word: Any) -> int:
+    """One launch-ABI word as the u64 the host entry reads: integers zero- or
+    sign-extended (two's complement), ``bool`` as 0 or 1, ``f32`` as its bit pattern in
+    the low 32 bits, ``f64`` as its bit pattern."""
+    import numpy as np
+
+    if isinstance(word, (bool, np.bool_)):
+        return 1 if word else 0
+    if isinstance(word, np.float32):
+        return int(word.view(np.uint32))
+    if isinstance(word, (float, np.float64)):
+        return int(np.float64(word).view(np.uint64))
+    if isinstance(word, np.floating):
+        raise TypeError(f"no launch-ABI encoding for {type(word).__name__}")
+    return int(word) & _U64
+
+
+class EmuModule:
+    """A crate's emulator library, opened."""
+
+    def __init__(self, crate: str, library: ffi.Library) -> None:
+        self.crate = crate
+        self.library = library
 
 
 class EmuBackend:
@@ -32,27 +74,91 @@ class EmuBackend:
     def device_of_pointer(self, ptr: int) -> int | None:
         return 0
 
-    def load_module(self, manifest: Manifest, device: int) -> Any:
-        raise EmulatorError(f"{manifest.crate_name}: {NOT_BUILT}")
+    def load_module(self, manifest: Manifest, device: int) -> EmuModule:
+        if manifest.emulator is None:
+            raise EmulatorError(f"{manifest.crate_name}: {NO_EMULATOR}")
+        manifest.read_emulator()  # present and unchanged since the manifest was written
+        path = manifest.emulator[0]
+        try:
+            library = ffi.Library(path)
+        except ImportError as e:
+            raise BackendUnavailableError(
+                f"host arrays run on the CPU emulator, which needs cffi ({e}). "
+                "Fix: pip install cffi (a dependency of pyoxide: reinstall it)."
+            ) from None
+        except OSError as e:
+            raise LoadError(
+                f"cannot open the emulator library {path}: {e}. Fix: rebuild with "
+                "`pyoxide build` on this machine (the library is built for the host it "
+                "was built on)."
+            ) from None
+        return EmuModule(manifest.crate_name, library)
 
-    def get_function(self, module: Any, entry: str) -> Any:
-        raise EmulatorError(NOT_BUILT, kernel=entry)
+    def get_function(self, module: EmuModule, entry: str) -> ffi.HostEntry:
+        function = module.library.entry(entry)
+        if function is None:
+            raise LoadError(
+                f"the emulator library {module.library.path} has no entry '{entry}' "
+                f"({ffi.HOST_ENTRY_PREFIX}{entry}); it does not match its manifest. "
+                "Fix: rebuild with `pyoxide build`."
+            )
+        return function
 
     def launch(
         self,
-        function: Any,
+        function: ffi.HostEntry,
         *,
         kernel: str,
         grid: tuple[int, int, int],
         block: tuple[int, int, int],
         args: Sequence[Any],
         shared_mem: int,
-        stream: Any,
-        producer_streams: Sequence[int],
+        stream: Any,  # ignored: a host launch is synchronous
+        producer_streams: Sequence[int],  # ignored: host arrays have no streams
     ) -> None:
-        raise EmulatorError(f"{kernel}: {NOT_BUILT}", kernel=kernel)
+        outcome = function(grid, block, shared_mem, [widen(a) for a in args])
+        if outcome.status != ffi.STATUS_OK:
+            raise launch_error(kernel, outcome)
 
     def fast_launcher(
         self, spec: KernelSpec, function: Any, device: int, default_block: int
     ) -> None:
         return None  # every emulated launch takes the general path
+
+
+def _dim(d: tuple[int, int, int]) -> str:
+    return f"({d[0]}, {d[1]}, {d[2]})"
+
+
+def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchError:
+    """The documented error for a failed host entry's status."""
+    block, thread = outcome.block, outcome.thread
+    where = f"block {_dim(block)} thread {_dim(thread)}"
+    message = outcome.message.strip() or "no message"
+    if outcome.status == ffi.STATUS_TRAP:
+        return EmulatorError(
+            f"kernel '{kernel}' trapped in {where}: {message}. Fix: the kernel panicked "
+            "there (on a GPU this launch would fail with an illegal instruction); check the "
+            "index or assertion it names, and the arguments and launch configuration.",
+            kernel=kernel, block=block, thread=thread,
+        )  # fmt: skip
+    if outcome.status == ffi.STATUS_DIVERGENT_BARRIER:
+        return EmulatorError(
+            f"kernel '{kernel}': barrier not reached by every thread of block {_dim(block)} "
+            f"(thread {_dim(thread)} left the block while others waited; on a GPU this "
+            f"kernel would hang): {message}. Fix: make every thread of a block reach each "
+            "sync_threads() (no barrier inside a branch that depends on the thread, and no "
+            "early return before one).",
+            kernel=kernel, block=block, thread=thread,
+        )  # fmt: skip
+    if outcome.status == ffi.STATUS_BAD_LAUNCH:
+        return LaunchError(
+            kernel,
+            f"kernel '{kernel}': the emulator refused the launch: {message}. Fix: check the "
+            "grid, block and shared memory size (and the kernel's launch bounds).",
+        )
+    return EmulatorError(
+        f"kernel '{kernel}': the emulator library returned unknown status {outcome.status} "
+        f"({message}). Fix: rebuild with `pyoxide build` so library and pyoxide match.",
+        kernel=kernel, block=block, thread=thread,
+    )  # fmt: skip

@@ -79,3 +79,34 @@ def find_ptxas() -> str | None:
         if hits:
             return str(hits[0])
     return None
+
+
+@functools.cache
+def workspace_cargo_oxide() -> str | None:
+    """This checkout's cargo-oxide, built with cargo (None without cargo): the installed
+    one may predate what the tests need (the emulator library)."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        return None
+    subprocess.run(
+        [cargo, "build", "-q", "-p", "cargo-oxide", "--bin", "cargo-oxide"],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return str(REPO / "target" / "debug" / "cargo-oxide")
+
+
+@functools.cache
+def emu_kernels_manifest() -> Path:
+    """kernels_rs built with its emulator library: by this checkout's cargo-oxide where
+    cargo is present, else the carried artifacts (which must name an emulator)."""
+    exe = workspace_cargo_oxide()
+    if exe is None:
+        return PREBUILT
+    out = subprocess.run(
+        [exe, "oxide", "build", "--manifest-path", str(KERNELS_CRATE), "--arch", ",".join(ARCHS),
+         "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
+    return Path(json.loads(out.stdout)["manifest"])

@@ -136,8 +136,10 @@ def manifest_dict(
     profile: str = "release",
     ptx_version: str | None = None,
     write_ptx: bool = True,
+    emulator: Path | None = None,
 ) -> dict[str, Any]:
-    """A manifest dict for ``out_dir``; writes the PTX files it names there."""
+    """A manifest dict for ``out_dir``; writes the PTX files it names there. ``emulator``:
+    an emulator library to name (relative to ``out_dir`` when inside it), with its sha256."""
     artifacts = []
     for arch in archs:
         name = f"{crate}.{arch}.ptx"
@@ -175,9 +177,14 @@ def manifest_dict(
         "toolchain": toolchain,
         "sources": [{"path": p, "sha256": h} for p, h in sources],
         "artifacts": artifacts,
-        "emulator": None,
+        "emulator": None if emulator is None else _emulator_entry(out_dir, emulator),
         "kernels": copy.deepcopy(kernels if kernels is not None else KERNELS),
     }
+
+
+def _emulator_entry(out_dir: Path, library: Path) -> dict[str, str]:
+    path = library.relative_to(out_dir) if library.is_relative_to(out_dir) else library
+    return {"path": str(path), "sha256": hashlib.sha256(library.read_bytes()).hexdigest()}
 
 
 def write_manifest(out_dir: Path, value: dict[str, Any] | None = None, **kw: Any) -> Path:

@@ -23,3 +23,21 @@ def _cuda_device_present() -> bool:
 def requires_gpu(reason: str) -> pytest.MarkDecorator:
     """Skip unless CuPy imports and sees at least one CUDA device."""
     return pytest.mark.skipif(not _cuda_device_present(), reason=f"no CUDA device: {reason}")
+
+
+@functools.cache
+def _c_compiler() -> str | None:
+    import shutil
+
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def requires_c_compiler(reason: str) -> pytest.MarkDecorator:
+    """Skip unless a C compiler (cc, gcc or clang) is on PATH."""
+    return pytest.mark.skipif(_c_compiler() is None, reason=f"no C compiler: {reason}")
+
+
+def c_compiler() -> str:
+    cc = _c_compiler()
+    assert cc is not None, "guard the test with requires_c_compiler"
+    return cc

@@ -1,0 +1,115 @@
+"""The emulator library's C ABI, through cffi: the only module that touches ``ffi``/``lib``.
+
+Mirrors ``crates/oxide-abi/src/emu.rs``: every kernel instance has a host entry
+
+    int32_t __oxide_host_<entry>(const OxideLaunch *launch,
+                                 const uint64_t *args, size_t nargs,
+                                 OxideError *error);
+
+This layer only opens a library, finds entries and calls them with words already
+widened to 64 bits; what a status means for the user is :mod:`.emu`'s business.
+cffi is imported when a library is first opened, never at ``import pyoxide``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: oxide-abi ``names::HOST_ENTRY_PREFIX`` (a test checks the two agree).
+HOST_ENTRY_PREFIX = "__oxide_host_"
+#: oxide-abi ``emu::OXIDE_ERROR_MESSAGE_BYTES``.
+MESSAGE_BYTES = 1024
+
+STATUS_OK = 0
+STATUS_TRAP = 1
+STATUS_DIVERGENT_BARRIER = 2
+STATUS_BAD_LAUNCH = 3
+
+_TYPES = f"""
+typedef struct {{ uint32_t grid[3]; uint32_t block[3]; uint64_t shared_bytes; }} OxideLaunch;
+typedef struct {{
+    uint32_t block[3]; uint32_t thread[3]; char message[{MESSAGE_BYTES}];
+}} OxideError;
+"""
+_SIGNATURE = "int32_t {symbol}(const OxideLaunch *, const uint64_t *, size_t, OxideError *);"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call of a host entry returned."""
+
+    status: int
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+    message: str
+
+
+class Library:
+    """An emulator library opened with ``dlopen`` (cffi's ABI mode: no compiler needed).
+
+    Raises ImportError when cffi is missing and OSError when the library cannot be
+    opened; the backend turns both into pyoxide errors.
+    """
+
+    def __init__(self, path: Path) -> None:
+        # Through importlib: cffi ships no type information, and user code type-checked
+        # against pyoxide's stubs must not need cffi's.
+        cffi: Any = importlib.import_module("cffi")
+        self._ffi = cffi.FFI()
+        self._ffi.cdef(_TYPES)
+        self._lib: Any = self._ffi.dlopen(str(path))
+        self._lock = threading.Lock()  # cdef and symbol lookup mutate the FFI
+        self.path = path
+
+    def entry(self, entry: str) -> HostEntry | None:
+        """The host entry of device entry ``entry``, or None when the library lacks it."""
+        symbol = HOST_ENTRY_PREFIX + entry
+        if not symbol.isidentifier() or not symbol.isascii():
+            return None  # not a C identifier: cannot be a symbol (and must not reach cdef)
+        with self._lock:
+            try:
+                self._ffi.cdef(_SIGNATURE.format(symbol=symbol), override=True)
+                function = getattr(self._lib, symbol)
+            except AttributeError:  # dlsym found nothing
+                return None
+        return HostEntry(self._ffi, function)
+
+
+class HostEntry:
+    """One ``__oxide_host_<entry>`` function. Calling it releases the GIL (cffi does so
+    for every ABI-mode call), so other Python threads run while the kernel does."""
+
+    __slots__ = ("_ffi", "_function")
+
+    def __init__(self, ffi: Any, function: Any) -> None:
+        self._ffi = ffi
+        self._function = function
+
+    def __call__(
+        self,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        words: Sequence[int],
+    ) -> Outcome:
+        ffi = self._ffi
+        launch = ffi.new("OxideLaunch *", {
+            "grid": list(grid), "block": list(block), "shared_bytes": shared_bytes,
+        })  # fmt: skip
+        args = ffi.new("uint64_t[]", list(words) or [0])  # never a zero-sized allocation
+        error = ffi.new("OxideError *")
+        status = int(self._function(launch, args, len(words), error))
+        if status == STATUS_OK:
+            return Outcome(status, (0, 0, 0), (0, 0, 0), "")
+        raw = ffi.string(error.message, MESSAGE_BYTES)
+        return Outcome(
+            status,
+            (int(error.block[0]), int(error.block[1]), int(error.block[2])),
+            (int(error.thread[0]), int(error.thread[1]), int(error.thread[2])),
+            raw.decode("utf-8", errors="replace"),
+        )

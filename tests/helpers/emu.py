@@ -1,0 +1,56 @@
+"""A hand-written emulator library (tests/fixtures/emu_fixtures.c) and a manifest that
+names it, so the emu backend is tested without the Rust side."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from helpers.fixtures import KERNELS, TESTS_DIR, kernel, param, write_manifest
+from helpers.probes import c_compiler
+
+C_SOURCE = TESTS_DIR / "fixtures" / "emu_fixtures.c"
+LIBRARY = "oxide_fixtures.emu.so"
+
+#: Every scalar type, in the order the echo entry receives them.
+ECHO_TYPES = (
+    "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64", "bool",
+)  # fmt: skip
+
+
+def _failing(name: str) -> dict[str, Any]:
+    return kernel(name, [param("out", "disjoint_slice", "f32")])
+
+
+EMU_KERNELS: list[dict[str, Any]] = [
+    next(k for k in KERNELS if k["name"] == "vecadd"),
+    kernel(
+        "echo",
+        [param(f"s_{t}", "scalar", t) for t in ECHO_TYPES]
+        + [param("out", "disjoint_slice", "u64")],
+    ),
+    kernel("nap", [param("ms", "scalar", "u32"), param("out", "disjoint_slice", "f32")]),
+    _failing("trap"),
+    _failing("diverge"),
+    _failing("refuse"),
+    _failing("weird"),
+    _failing("absent"),  # in the manifest, not in the library
+]
+
+
+def build_library(out_dir: Path) -> Path:
+    """Compile the C emulator fixture into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lib = out_dir / LIBRARY
+    subprocess.run(
+        [c_compiler(), "-shared", "-fPIC", "-O1", "-o", str(lib), str(C_SOURCE)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return lib
+
+
+def write_emu_manifest(out_dir: Path, *, library: Path | None = None) -> Path:
+    """A fixture manifest whose emulator is the C library (compiled unless given)."""
+    lib = library if library is not None else build_library(out_dir)
+    return write_manifest(out_dir, kernels=EMU_KERNELS, emulator=lib)
