@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._arrays import RUST_TYPESTR
 from .._manifest import INT_RANGES, OUTPUT_KINDS, SLICE_KINDS, KernelSpec
 
 # cuLaunchKernel's `extra` keys (cuda.h).
@@ -40,11 +41,6 @@ _STRUCT = {
     "f32": "f", "f64": "d", "bool": "B",
 }  # fmt: skip
 _F32_MAX = 3.4028234663852886e38
-_NUMPY_DTYPE = {
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "isize": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "usize": "uint64",
-    "f32": "float32", "f64": "float64", "bool": "bool",
-}  # fmt: skip
 _MAX_GRID_X = 2**31 - 1
 
 FastLauncher = Callable[[Sequence[Any], Any], bool]
@@ -99,7 +95,7 @@ def build(
     for i, p in enumerate(spec.params):
         a = f"a{i}"
         if p.is_array:
-            dtype = np.dtype(_NUMPY_DTYPE[p.type])
+            dtype = np.dtype(RUST_TYPESTR[p.type])  # the general path's table
             env[f"D{i}"] = dtype
             body += [
                 f"    if type({a}) is not ndarray or {a}.dtype is not D{i} or {a}.ndim != 1"

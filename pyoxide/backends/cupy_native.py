@@ -14,14 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, NoReturn
 
+from .._arrays import RUST_TYPESTR
 from .._manifest import OUTPUT_KINDS, SLICE_KINDS, KernelSpec
 from .cupy_fast import FastLauncher
-
-_NUMPY_DTYPE = {
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "isize": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "usize": "uint64",
-    "f32": "float32", "f64": "float64", "bool": "bool",
-}  # fmt: skip
 
 # Where the launcher finds the driver. None: cuLaunchKernel, cuCtxGetCurrent,
 # cuGetErrorName and cuGetErrorString from libcuda.so.1. A tuple: their addresses (0 for
@@ -53,7 +48,7 @@ def build(
     params: list[tuple[str, Any, int, bool]] = []
     for p in spec.params:
         if p.is_array:
-            dtype = np.dtype(_NUMPY_DTYPE[p.type])
+            dtype = np.dtype(RUST_TYPESTR[p.type])  # the general path's table
             params.append((p.type, dtype, dtype.itemsize, p.mutable))
         else:
             params.append((p.type, None, 0, False))
