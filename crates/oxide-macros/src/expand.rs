@@ -139,6 +139,19 @@ pub(crate) fn turbofish(inst: &Instance) -> TokenStream {
 
 /// Host-side check that each instance is well-formed (bounds hold), so a bad instance
 /// fails `cargo check`/`cargo test` and not only the device build.
+/// The call of the user's function for one instance, inside `unsafe` for unsafe
+/// kernels: the body of both the device entry and the host (emulator) entry.
+pub(crate) fn call_kernel(kernel: &Kernel, inst: &Instance, args: &[Ident]) -> TokenStream {
+    let name = &kernel.func.sig.ident;
+    let turbofish = turbofish(inst);
+    let call = quote!(#name #turbofish (#(#args),*));
+    if kernel.is_unsafe {
+        quote!(unsafe { #call })
+    } else {
+        call
+    }
+}
+
 fn instance_check(kernel: &Kernel, inst: &Instance) -> TokenStream {
     if inst.args.is_empty() {
         return TokenStream::new();
@@ -157,7 +170,6 @@ fn instance_check(kernel: &Kernel, inst: &Instance) -> TokenStream {
 /// in a descriptor LLVM's `ptx_kernel` calling convention, so kernel crates need no
 /// `abi_ptx` feature.
 fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
-    let name = &kernel.func.sig.ident;
     let wrapper = format_ident!("{}{}", DEVICE_WRAPPER_PREFIX, inst.entry);
     let entry = LitStr::new(&inst.entry, Span::call_site());
     let mut abi_params = Vec::new();
@@ -203,13 +215,7 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
         }
         call_args.push(arg);
     }
-    let turbofish = turbofish(inst);
-    let call = quote!(#name #turbofish (#(#call_args),*));
-    let call = if kernel.is_unsafe {
-        quote!(unsafe { #call })
-    } else {
-        call
-    };
+    let call = call_kernel(kernel, inst, &call_args);
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]

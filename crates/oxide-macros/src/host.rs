@@ -15,14 +15,13 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{Ident, LitStr};
 
-use crate::expand::turbofish;
+use crate::expand::call_kernel;
 use crate::validate::{Instance, Kernel};
 
 /// The most threads a block may have without launch bounds (CUDA's limit).
 const MAX_BLOCK_THREADS: u32 = 1024;
 
 pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
-    let name = &kernel.func.sig.ident;
     let symbol = host_entry_symbol(&inst.entry);
     let ident = Ident::new(&symbol, Span::call_site());
     let label = LitStr::new(&inst.entry, Span::call_site());
@@ -73,13 +72,7 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
     let max_threads = kernel
         .launch_bounds
         .map_or(MAX_BLOCK_THREADS, |b| b.max_threads.min(MAX_BLOCK_THREADS));
-    let turbofish = turbofish(inst);
-    let call = quote!(#name #turbofish (#(#call_args),*));
-    let call = if kernel.is_unsafe {
-        quote!(unsafe { #call })
-    } else {
-        call
-    };
+    let call = call_kernel(kernel, inst, &call_args);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc(hidden)]
