@@ -311,25 +311,29 @@ fn find_llvm_tools(rustc: &RustcInfo) -> Result<LlvmTools, String> {
     })
 }
 
-/// site-packages folders of the Python that holds NVIDIA's PyPI wheels.
-fn python_site_dirs() -> Vec<PathBuf> {
-    let python = env::path(env::PYTHON).unwrap_or_else(|| PathBuf::from("python3"));
-    let script =
-        "import site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))";
-    let resolved = if python.components().count() > 1 {
-        Some(python)
-    } else {
-        which("python3")
-    };
-    resolved
-        .and_then(|p| output_of(&p, &["-c", script]))
-        .map(|out| {
-            out.lines()
-                .map(PathBuf::from)
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default()
+/// site-packages folders of the Python that holds NVIDIA's PyPI wheels. Asked once per
+/// process: both libdevice and ptxas are looked up there, and every build runs this.
+fn python_site_dirs() -> &'static [PathBuf] {
+    static DIRS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    DIRS.get_or_init(|| {
+        let python = env::path(env::PYTHON).unwrap_or_else(|| PathBuf::from("python3"));
+        let script =
+            "import site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))";
+        let resolved = if python.components().count() > 1 {
+            Some(python)
+        } else {
+            python.to_str().and_then(which)
+        };
+        resolved
+            .and_then(|p| output_of(&p, &["-c", script]))
+            .map(|out| {
+                out.lines()
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
 }
 
 /// Files under `<site>/nvidia/<any>/<rel>` (the layout of nvidia-* wheels: `cu13/…`,
