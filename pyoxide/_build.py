@@ -120,15 +120,19 @@ def build(
     arch: Sequence[str] | None = None,
     profile: Profile = "release",
     out_dir: str | Path | None = None,
+    emulator: bool = True,
     echo: Echo | None = None,
 ) -> BuildResult:
-    """Build a kernel crate to PTX + manifest. Raises BuildError / ToolchainError."""
+    """Build a kernel crate to PTX + manifest (and, with `emulator`, the CPU emulator
+    library). Raises BuildError / ToolchainError."""
     toml = crate_manifest(crate)
     args = ["build", "--manifest-path", str(toml), "--json", f"--{profile}"]
     if arch:
         args += ["--arch", ",".join(arch)]
     if out_dir is not None:
         args += ["--out-dir", str(Path(out_dir).resolve())]
+    if not emulator:
+        args.append("--no-emu")
     rc, out, err = run_tool(args, echo)
     cmd = ["cargo", "oxide", *args]
     if rc == EXIT_TOOLCHAIN_MISSING:

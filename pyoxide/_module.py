@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _knobs
-from ._build import Echo, Profile
+from ._build import Echo, Profile, find_cargo_oxide
 from ._launch import GenericKernel, Kernel
 from ._manifest import Manifest, read_manifest
-from .errors import LoadError
+from .errors import LoadError, PyoxideError
 
 if TYPE_CHECKING:
     from .backends import Backend
@@ -164,14 +164,28 @@ def bundled_crate_dir() -> Path | None:
     return p if (p / "Cargo.toml").is_file() else None
 
 
+def _has_cargo_oxide() -> bool:
+    try:
+        find_cargo_oxide()
+    except PyoxideError:
+        return False
+    return True
+
+
 def load_bundled() -> Module:
-    """The bundled ``kernels_rs``: prebuilt artifacts if present, else built from source."""
+    """The bundled ``kernels_rs``.
+
+    An installed pyoxide loads the artifacts that ship in pyoxide/_prebuilt. A source
+    checkout with a Rust toolchain builds from source instead (cached: a no-op while
+    nothing changed), since a _prebuilt there may be older than the source beside it;
+    without a toolchain (a GPU machine the artifacts were carried to) it uses _prebuilt.
+    """
     prebuilt = bundled_manifest_path()
+    crate = bundled_crate_dir()
+    if crate is not None and (prebuilt is None or _has_cargo_oxide()):
+        return load(crate)
     if prebuilt is not None:
         return load(prebuilt)
-    crate = bundled_crate_dir()
-    if crate is not None:
-        return load(crate)
     raise LoadError(
         "the bundled kernels are missing: no prebuilt artifacts in pyoxide/_prebuilt and no "
         "kernels_rs source beside the package. Fix: reinstall pyoxide, or from a source "

@@ -142,3 +142,26 @@ def test_bundled_kernels_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_unknown_attribute_of_the_package() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = pyoxide.nothing  # type: ignore[attr-defined]
+
+
+def test_a_checkout_with_a_toolchain_builds_the_bundled_kernels_over_a_stale_prebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A _prebuilt in a source checkout may be older than kernels_rs beside it: with
+    cargo-oxide at hand the source wins; without one (a GPU machine the artifacts were
+    carried to) the prebuilt artifacts do."""
+    fake_cargo_oxide.install(tmp_path, monkeypatch)
+    pkg = tmp_path / "repo" / "pyoxide"
+    make_crate(tmp_path / "repo" / "kernels_rs", "kernels_rs")
+    pre = pkg / "_prebuilt"
+    pre.mkdir(parents=True)
+    value = json.loads(write_manifest(tmp_path / "w").read_text())
+    value["crate"]["name"] = "kernels_rs"
+    for a in value["artifacts"]:
+        (pre / a["path"]).write_text((tmp_path / "w" / a["path"]).read_text())
+    (pre / "kernels_rs.manifest.json").write_text(json.dumps(value))
+    monkeypatch.setattr(_module, "_PACKAGE_DIR", pkg)
+
+    assert _module.load_bundled().manifest.path.parent != pre
+    monkeypatch.setenv("PYOXIDE_CARGO_OXIDE", str(tmp_path / "missing" / "cargo-oxide"))
+    assert _module.load_bundled().manifest.path.parent == pre

@@ -23,7 +23,7 @@ import pyoxide
 from pyoxide.backends import cupy_native
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError, KernelTrapError, LaunchError
 
-pyoxide_native = pytest.importorskip("pyoxide_native")
+pyoxide_native = pytest.importorskip("pyoxide._native")
 
 _LAUNCH = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
@@ -257,7 +257,7 @@ def test_sync_mode_keeps_every_launch_on_the_general_path(native, mod, monkeypat
 
 
 def test_without_the_module_the_python_fast_path_is_used(native, mod, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "pyoxide_native", None)  # unimportable
+    monkeypatch.setitem(sys.modules, "pyoxide._native", None)  # unimportable
     _, driver = native
     launched: list[Any] = []
     import cupy
@@ -289,9 +289,9 @@ def test_the_launcher_refuses_bad_descriptions() -> None:
 
 
 def test_the_stub_matches_the_module() -> None:
-    """crates/pyoxide-native/pyoxide_native.pyi names what the module has, with the
+    """pyoxide/_native.pyi names what the module has, with the
     constructor's parameters in order."""
-    stub = ast.parse((REPO_DIR / "crates/pyoxide-native/pyoxide_native.pyi").read_text())
+    stub = ast.parse((REPO_DIR / "pyoxide/_native.pyi").read_text())
     names = {n.name for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     names |= {
         n.target.id
@@ -299,7 +299,7 @@ def test_the_stub_matches_the_module() -> None:
         if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
     }
     public = {n for n in dir(pyoxide_native) if not n.startswith("__")}
-    assert names == public - {"pyoxide_native"}
+    assert names == public - {"_native"}
     (cls,) = (n for n in stub.body if isinstance(n, ast.ClassDef))
     init = next(f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
     stub_params = [a.arg for a in init.args.args[1:]]

@@ -38,6 +38,17 @@ def _archs(values: tuple[str, ...]) -> list[str] | None:
 )
 @click.option("--stubs/--no-stubs", default=True, help="Write <crate>.pyi beside the manifest.")
 @click.option(
+    "--stub-module",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the stubs to this .pyi (the module that exposes the kernels).",
+)
+@click.option(
+    "--emu/--no-emu",
+    "emulator",
+    default=True,
+    help="Also build the CPU emulator library (default on).",
+)
+@click.option(
     "--bundled",
     is_flag=True,
     help=f"Build the bundled {BUNDLED_CRATE} into pyoxide/_prebuilt (from a source checkout).",
@@ -49,6 +60,8 @@ def build_command(
     release: bool,
     out_dir: Path | None,
     stubs: bool,
+    stub_module: Path | None,
+    emulator: bool,
     bundled: bool,
     quiet: bool,
 ) -> None:
@@ -61,12 +74,15 @@ def build_command(
         if path is None:
             raise usage_error(f"--bundled needs a source checkout with {BUNDLED_CRATE}/")
         out_dir = out_dir or _PACKAGE_DIR / "_prebuilt"
+        # Typed `from pyoxide import kernels` for editors and mypy.
+        stub_module = stub_module or _PACKAGE_DIR / "kernels.pyi"
     with reporting_errors():
         result = build(
             path or Path.cwd(),
             arch=archs,
             profile="release" if release else "debug",
             out_dir=out_dir,
+            emulator=emulator,
             echo=None if quiet else (lambda line: click.echo(line, err=True)),
         )
         manifest = read_manifest(result.manifest)
@@ -79,6 +95,5 @@ def build_command(
         if stubs:
             stub = write_stub(manifest, manifest.path.with_name(f"{manifest.crate_name}.pyi"))
             click.echo(f"  stubs:    {stub}")
-            if bundled:
-                # Typed `from pyoxide import kernels` for editors and mypy.
-                click.echo(f"  stubs:    {write_stub(manifest, _PACKAGE_DIR / 'kernels.pyi')}")
+            if stub_module is not None:
+                click.echo(f"  stubs:    {write_stub(manifest, stub_module)}")

@@ -1,4 +1,4 @@
-//! `pyoxide_native`: the native launch fast path for CuPy arrays.
+//! `pyoxide._native`: the native launch fast path for CuPy arrays.
 //!
 //! A [`Launcher`] is built once per kernel and device by pyoxide/backends/cupy_native.py.
 //! Called as `launcher(args, cfg)`, it does what the generated Python launcher of
@@ -25,7 +25,7 @@ const MAX_GRID_X: u64 = (1 << 31) - 1;
 /// Parameter buffers up to this size live on the stack (larger ones are allocated).
 const STACK_WORDS: usize = 64;
 
-#[pyclass(frozen, module = "pyoxide_native")]
+#[pyclass(frozen, module = "pyoxide._native")]
 pub struct Launcher {
     function: usize,
     device: i64,
@@ -269,7 +269,8 @@ fn _noop_entry_points() -> (usize, usize) {
 }
 
 #[pymodule]
-fn pyoxide_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pyo3(name = "_native")]
+fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Launcher>()?;
     // scripts/setup compares this with the sources' hash to rebuild a stale install.
     m.add(

@@ -1,0 +1,318 @@
+//! `oxide-build`: a build-script helper that puts a kernel crate's artifacts (PTX per
+//! arch, manifest, `.pyi` stubs and, optionally, the CPU emulator library) into a Python
+//! package folder, so that `maturin build` (or `pip wheel`) of a pyoxide project produces
+//! a complete wheel in one step.
+//!
+//! It runs pyoxide's own `pyoxide build` (through a Python that has pyoxide) instead of
+//! repeating its logic: cargo-oxide, the manifest checks and the stub generator stay in
+//! one place each. The nested build gets a target dir of its own (`<target>/oxide-bundle`)
+//! because the outer cargo holds the lock on its own one for the whole build.
+//!
+//! ```no_run
+//! // in build.rs of a `pyoxide new` project (its `wheel` feature is on for maturin only)
+//! if std::env::var_os("CARGO_FEATURE_WHEEL").is_some() {
+//!     oxide_build::Bundle::new(".", "python/demo/_oxide")
+//!         .stub_module("python/demo/kernels.pyi")
+//!         .without_emulator() // maturin's own cdylib of this crate is the emulator
+//!         .run();
+//! }
+//! ```
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The environment variable naming the Python that runs `pyoxide build`.
+pub const PYTHON_ENV: &str = "PYOXIDE_PYTHON";
+
+/// What to bundle and where. Relative paths are relative to the building crate's
+/// `CARGO_MANIFEST_DIR`.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    crate_dir: PathBuf,
+    out_dir: PathBuf,
+    stub_module: Option<PathBuf>,
+    emulator: bool,
+    archs: Option<String>,
+    pyoxide_source: Option<PathBuf>,
+    cargo_oxide: Option<PathBuf>,
+    bundled: bool,
+}
+
+impl Bundle {
+    /// Build the kernel crate at `crate_dir` into `out_dir`.
+    pub fn new(crate_dir: impl Into<PathBuf>, out_dir: impl Into<PathBuf>) -> Bundle {
+        Bundle {
+            crate_dir: crate_dir.into(),
+            out_dir: out_dir.into(),
+            stub_module: None,
+            emulator: true,
+            archs: None,
+            pyoxide_source: None,
+            cargo_oxide: None,
+            bundled: false,
+        }
+    }
+
+    /// pyoxide's own bundled kernels (`pyoxide build --bundled`: into `pyoxide/_prebuilt`,
+    /// stubs for `pyoxide.kernels`), from the pyoxide checkout at `source`.
+    pub fn pyoxide_bundled(source: impl Into<PathBuf>) -> Bundle {
+        let source = source.into();
+        let mut b = Bundle::new(source.join("kernels_rs"), source.join("pyoxide/_prebuilt"));
+        b.pyoxide_source = Some(source);
+        b.bundled = true;
+        b
+    }
+
+    /// The crates whose changes change the bundle beyond `crate_dir` itself.
+    fn extra_inputs(&self) -> Vec<PathBuf> {
+        let Some(src) = &self.pyoxide_source else {
+            return Vec::new();
+        };
+        ["oxide-abi", "oxide-macros", "oxide-device", "cargo-oxide"]
+            .iter()
+            .map(|c| src.join("crates").join(c))
+            .chain([src.join("pyoxide"), src.join("Cargo.lock")])
+            .collect()
+    }
+
+    /// Also write the stubs as this module's `.pyi` (e.g. `python/demo/kernels.pyi`).
+    pub fn stub_module(mut self, path: impl Into<PathBuf>) -> Bundle {
+        self.stub_module = Some(path.into());
+        self
+    }
+
+    /// Skip the emulator library (when the wheel gets it another way).
+    pub fn without_emulator(mut self) -> Bundle {
+        self.emulator = false;
+        self
+    }
+
+    /// Target architectures, as `pyoxide build --arch` takes them (`sm_80,sm_90`).
+    pub fn archs(mut self, archs: &str) -> Bundle {
+        self.archs = Some(archs.to_owned());
+        self
+    }
+
+    /// Use this cargo-oxide binary rather than the one on PATH.
+    pub fn cargo_oxide(mut self, exe: impl Into<PathBuf>) -> Bundle {
+        self.cargo_oxide = Some(exe.into());
+        self
+    }
+
+    /// Run the build; on failure, stop the build script with pyoxide's message and log.
+    pub fn run(self) {
+        if let Err(message) = self.try_run() {
+            // A build script reports by panicking; cargo shows this text.
+            panic!("\n\noxide-build: {message}\n");
+        }
+    }
+
+    /// Run the build, returning pyoxide's message and log on failure.
+    pub fn try_run(self) -> Result<(), String> {
+        let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
+        let abs = |p: &Path| {
+            if p.is_absolute() {
+                p.to_owned()
+            } else {
+                manifest_dir.join(p)
+            }
+        };
+        let crate_dir = abs(&self.crate_dir);
+        let out_dir = abs(&self.out_dir);
+        rerun_if_changed(&crate_dir);
+        for p in self.extra_inputs() {
+            println!("cargo:rerun-if-changed={}", p.display());
+        }
+        for var in [
+            PYTHON_ENV,
+            "PYOXIDE_CARGO_OXIDE",
+            "PYOXIDE_ARCH",
+            "VIRTUAL_ENV",
+        ] {
+            println!("cargo:rerun-if-env-changed={var}");
+        }
+
+        let python = python();
+        let mut cmd = Command::new(&python);
+        cmd.args(["-m", "pyoxide", "build", "--quiet"]);
+        if self.bundled {
+            cmd.arg("--bundled");
+        } else {
+            cmd.arg(&crate_dir).arg("--out-dir").arg(&out_dir);
+        }
+        if let Some(stub) = &self.stub_module {
+            cmd.arg("--stub-module").arg(abs(stub));
+        }
+        if !self.emulator {
+            cmd.arg("--no-emu");
+        }
+        if let Some(archs) = &self.archs {
+            cmd.args(["--arch", archs]);
+        }
+        scrub_cargo_env(&mut cmd);
+        cmd.env("CARGO_TARGET_DIR", bundle_target_dir()?);
+        let cargo_oxide = match (&self.cargo_oxide, &self.pyoxide_source) {
+            (Some(exe), _) => Some(exe.clone()),
+            // The checkout's own cargo-oxide, so the bundle never depends on what is
+            // installed (the target dir is scripts/setup's, so each reuses the other's).
+            (None, Some(src)) => Some(build_cargo_oxide(src)?),
+            (None, None) => None,
+        };
+        if let Some(exe) = cargo_oxide {
+            cmd.env("PYOXIDE_CARGO_OXIDE", exe);
+        }
+        if let Some(src) = &self.pyoxide_source {
+            // pyoxide from the checkout, ahead of any installed one.
+            let mut paths = vec![src.clone()];
+            paths.extend(
+                std::env::var_os("PYTHONPATH")
+                    .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+                    .unwrap_or_default(),
+            );
+            cmd.env(
+                "PYTHONPATH",
+                std::env::join_paths(paths).map_err(|e| e.to_string())?,
+            );
+        }
+        let output = cmd.output().map_err(|e| {
+            format!(
+                "cannot run {} ({e}). Fix: install Python with pyoxide, or set {PYTHON_ENV} \
+                 to a Python that has it",
+                python.to_string_lossy()
+            )
+        })?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let log = String::from_utf8_lossy(&output.stderr);
+        let what = if self.bundled {
+            "pyoxide build --bundled".to_owned()
+        } else {
+            format!("pyoxide build {}", crate_dir.display())
+        };
+        let hint = if log.contains("No module named pyoxide") {
+            format!(
+                "{} has no pyoxide. Fix: run the build from an environment that has pyoxide \
+                 installed (maturin build / pip install --no-build-isolation), or set \
+                 {PYTHON_ENV} to a Python that has it",
+                python.to_string_lossy()
+            )
+        } else {
+            "Fix: correct the errors in the log above (rustc, the link step or ptxas); \
+             `pyoxide doctor` checks the toolchain"
+                .to_owned()
+        };
+        Err(format!(
+            "`{what}` failed (exit {}):\n{log}\n{hint}",
+            output.status
+        ))
+    }
+}
+
+/// The Python to run pyoxide with: `PYOXIDE_PYTHON`, else the active virtualenv's, else
+/// `python3` from PATH.
+fn python() -> OsString {
+    if let Some(p) = std::env::var_os(PYTHON_ENV).filter(|p| !p.is_empty()) {
+        return p;
+    }
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|p| !p.is_empty()) {
+        let p = Path::new(&venv).join("bin").join("python");
+        if p.is_file() {
+            return p.into_os_string();
+        }
+    }
+    OsString::from("python3")
+}
+
+/// `cargo build --release -p cargo-oxide` in the pyoxide checkout at `source`.
+fn build_cargo_oxide(source: &Path) -> Result<PathBuf, String> {
+    let target = source.join("target").join("install");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "--quiet",
+        "--release",
+        "--locked",
+        "-p",
+        "cargo-oxide",
+    ])
+    .arg("--manifest-path")
+    .arg(source.join("Cargo.toml"))
+    .arg("--target-dir")
+    .arg(&target);
+    scrub_cargo_env(&mut cmd);
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run cargo to build cargo-oxide: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building cargo-oxide from {} failed:\n{}",
+            source.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(target.join("release").join("cargo-oxide"))
+}
+
+fn env(name: &str) -> Result<OsString, String> {
+    std::env::var_os(name).ok_or_else(|| format!("{name} is not set: run me from a build script"))
+}
+
+/// `<target dir>/oxide-bundle`: the outer build's target dir is the nearest folder above
+/// `OUT_DIR` that cargo marked with CACHEDIR.TAG.
+fn bundle_target_dir() -> Result<PathBuf, String> {
+    let out = PathBuf::from(env("OUT_DIR")?);
+    let target = out
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .ok_or_else(|| format!("no cargo target dir above {}", out.display()))?;
+    Ok(target.join("oxide-bundle"))
+}
+
+fn rerun_if_changed(crate_dir: &Path) {
+    for name in ["Cargo.toml", "src", "build.rs"] {
+        let p = crate_dir.join(name);
+        if p.exists() {
+            println!("cargo:rerun-if-changed={}", p.display());
+        }
+    }
+}
+
+/// Remove what cargo tells a build script about *this* build, so that the nested cargo
+/// (run by cargo-oxide) configures itself: `RUSTC` would pick the host rustc over the
+/// device toolchain, `CARGO_ENCODED_RUSTFLAGS` would leak the outer flags, the jobserver
+/// belongs to the outer build.
+fn scrub_cargo_env(cmd: &mut Command) {
+    const EXACT: &[&str] = &[
+        "CARGO",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_MAKEFLAGS",
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_CRATE_NAME",
+        "RUSTC",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_LINKER",
+        "RUSTDOC",
+        "TARGET",
+        "HOST",
+        "OUT_DIR",
+        "OPT_LEVEL",
+        "DEBUG",
+        "PROFILE",
+        "NUM_JOBS",
+    ];
+    const PREFIXES: &[&str] = &["CARGO_PKG_", "CARGO_CFG_", "CARGO_FEATURE_", "DEP_"];
+    for (key, _) in std::env::vars_os() {
+        let Some(k) = key.to_str() else { continue };
+        if EXACT.contains(&k) || PREFIXES.iter().any(|p| k.starts_with(p)) {
+            cmd.env_remove(&key);
+        }
+    }
+}
