@@ -162,7 +162,9 @@ class Manifest:
     toolchain: Toolchain
     sources: tuple[tuple[str, str], ...]  # (path, sha256)
     artifacts: tuple[PtxArtifact, ...]
-    emulator: tuple[Path, str] | None
+    # (path, sha256); sha256 None for a library supplied apart from the build (a wheel's
+    # own host build of the crate, see load(emulator=)), which has no hash to check.
+    emulator: tuple[Path, str | None] | None
     kernels: tuple[KernelSpec, ...] = field(default=())
 
     @property
@@ -183,7 +185,7 @@ class Manifest:
                 "`pyoxide build`, or load a manifest whose files exist."
             ) from None
         digest = hashlib.sha256(data).hexdigest()
-        if digest != sha256:
+        if sha256 is not None and digest != sha256:
             raise ArtifactError(
                 f"{path} changed since its manifest was written (sha256 {digest[:12]}…, "
                 f"manifest says {sha256[:12]}…). Fix: rebuild with `pyoxide build`."

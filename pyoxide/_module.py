@@ -10,6 +10,7 @@ time a kernel runs there.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -118,6 +119,7 @@ def load(
     profile: Profile = "release",
     rebuild: bool = False,
     echo: Echo | None = None,
+    emulator: str | os.PathLike[str] | None = None,
 ) -> Module:
     """Load a kernel crate as a :class:`Module`.
 
@@ -125,12 +127,22 @@ def load(
     cache when its sources or the toolchain changed; a ``<crate>.manifest.json``
     file, used as is; or a Manifest already read. ``arch`` defaults to
     ``PYOXIDE_ARCH``, then cargo-oxide's default.
+
+    ``emulator``, with a manifest: the crate's CPU emulator library when it was built
+    apart from the PTX (a ``pyoxide new`` wheel: maturin's host build of the crate is
+    the emulator, the manifest comes from ``pyoxide build --no-emu``).
     """
     if isinstance(path_or_manifest, Manifest):
-        return Module(path_or_manifest)
+        return Module(_with_emulator(path_or_manifest, emulator))
     path = Path(path_or_manifest)
     if path.is_file() and path.name.endswith(".json"):
-        return Module(read_manifest(path))
+        return Module(_with_emulator(read_manifest(path), emulator))
+    if emulator is not None:
+        raise LoadError(
+            f"load({str(path)!r}, emulator=…): an emulator library goes with a manifest, "
+            "not a crate (a crate's build makes its own). Fix: drop emulator=, or pass "
+            "the <crate>.manifest.json."
+        )
     if path.is_dir() or path.name == "Cargo.toml":
         from ._cache import ensure_built
 
@@ -144,6 +156,17 @@ def load(
         f"{path} is neither a kernel crate (a folder with Cargo.toml) nor a manifest "
         "(<crate>.manifest.json). Fix: pass one of those."
     )
+
+
+def _with_emulator(manifest: Manifest, emulator: str | os.PathLike[str] | None) -> Manifest:
+    if emulator is None:
+        return manifest
+    if manifest.emulator is not None:
+        raise LoadError(
+            f"{manifest.path} names its own emulator library ({manifest.emulator[0].name}); "
+            "emulator= is for manifests built with --no-emu. Fix: drop emulator=."
+        )
+    return dataclasses.replace(manifest, emulator=(Path(emulator).resolve(), None))
 
 
 def _stderr(line: str) -> None:

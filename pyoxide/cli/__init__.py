@@ -8,6 +8,7 @@ import click
 from .build import build_command
 from .doctor import doctor_command
 from .inspect import inspect_command
+from .new import new_command
 
 __all__ = ["cli", "main"]
 
@@ -25,6 +26,7 @@ def cli() -> None:
 cli.add_command(build_command)
 cli.add_command(doctor_command)
 cli.add_command(inspect_command)
+cli.add_command(new_command)
 
 
 def main() -> None:

@@ -21,6 +21,10 @@ class ExitCode(enum.IntEnum):
 
 
 def code_for(error: PyoxideError) -> ExitCode:
+    from .._scaffold import ScaffoldError
+
+    if isinstance(error, ScaffoldError):
+        return ExitCode.USAGE
     if isinstance(error, ToolchainError):
         return ExitCode.TOOLCHAIN_MISSING
     if isinstance(error, BuildError):

@@ -48,7 +48,12 @@ impl Project {
                 manifest_path.display()
             );
         };
-        let Some(lib) = package.targets.iter().find(|t| t.is_lib()) else {
+        // `[lib] crate-type = ["cdylib", "rlib"]` (a maturin project) is a library too:
+        // the builds pass their own --crate-type.
+        let is_library = |t: &&cargo_metadata::Target| {
+            t.is_lib() || t.is_rlib() || t.is_cdylib() || t.is_dylib() || t.is_staticlib()
+        };
+        let Some(lib) = package.targets.iter().find(is_library) else {
             bail!(
                 "{} has no library target; kernels live in a library crate (src/lib.rs)",
                 package.name

@@ -133,9 +133,21 @@ impl Bundle {
             println!("cargo:rerun-if-env-changed={var}");
         }
 
-        let python = python();
+        let pythonpath = match &self.pyoxide_source {
+            // pyoxide from the checkout, ahead of any installed one.
+            Some(src) => {
+                let mut paths = vec![src.clone()];
+                if let Some(p) = std::env::var_os("PYTHONPATH") {
+                    paths.extend(std::env::split_paths(&p));
+                }
+                Some(std::env::join_paths(paths).map_err(|e| e.to_string())?)
+            }
+            None => std::env::var_os("PYTHONPATH"),
+        };
+        let python = python(pythonpath.as_ref());
         let mut cmd = Command::new(&python);
-        cmd.args(["-m", "pyoxide", "build", "--quiet"]);
+        // Not --quiet: the streamed log (captured here) is what explains a failure.
+        cmd.args(["-m", "pyoxide", "build"]);
         if self.bundled {
             cmd.arg("--bundled");
         } else {
@@ -203,26 +215,58 @@ impl Bundle {
              `pyoxide doctor` checks the toolchain"
                 .to_owned()
         };
-        Err(format!(
-            "`{what}` failed (exit {}):\n{log}\n{hint}",
-            output.status
-        ))
+        let code = output
+            .status
+            .code()
+            .map_or("a signal".to_owned(), |c| c.to_string());
+        Err(format!("`{what}` failed (exit {code}):\n{log}\n{hint}"))
     }
 }
 
-/// The Python to run pyoxide with: `PYOXIDE_PYTHON`, else the active virtualenv's, else
-/// `python3` from PATH.
-fn python() -> OsString {
+/// The Python to run pyoxide with: `PYOXIDE_PYTHON` when set; else the first of the
+/// active virtualenv's Python, the Python of the `pyoxide` command on PATH (its
+/// shebang) and `python3` that can import pyoxide (with `pythonpath`). An isolated
+/// `pip` build puts its own environment first and tells the backend nothing of the
+/// Python that ran pip, hence the search.
+fn python(pythonpath: Option<&OsString>) -> OsString {
     if let Some(p) = std::env::var_os(PYTHON_ENV).filter(|p| !p.is_empty()) {
         return p;
     }
+    let mut candidates: Vec<OsString> = Vec::new();
     if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|p| !p.is_empty()) {
-        let p = Path::new(&venv).join("bin").join("python");
-        if p.is_file() {
-            return p.into_os_string();
-        }
+        candidates.push(Path::new(&venv).join("bin").join("python").into_os_string());
     }
-    OsString::from("python3")
+    if let Some(interpreter) = pyoxide_command_interpreter() {
+        candidates.push(interpreter);
+    }
+    candidates.push(OsString::from("python3"));
+    let has_pyoxide = |python: &OsString| {
+        let mut probe = Command::new(python);
+        probe.args(["-c", "import pyoxide"]);
+        if let Some(pp) = pythonpath {
+            probe.env("PYTHONPATH", pp);
+        }
+        probe.output().is_ok_and(|o| o.status.success())
+    };
+    candidates
+        .iter()
+        .find(|c| has_pyoxide(c))
+        .cloned()
+        .unwrap_or_else(|| OsString::from("python3"))
+}
+
+/// The interpreter in the shebang of the `pyoxide` console script on PATH.
+fn pyoxide_command_interpreter() -> Option<OsString> {
+    let path = std::env::var_os("PATH")?;
+    let script = std::env::split_paths(&path)
+        .map(|d| d.join("pyoxide"))
+        .find(|p| p.is_file())?;
+    let text = std::fs::read(&script).ok()?;
+    let first = text.split(|b| *b == b'\n').next()?;
+    let interpreter = std::str::from_utf8(first.strip_prefix(b"#!")?).ok()?.trim();
+    // `#!/usr/bin/env python3` style lines name no particular environment.
+    (Path::new(interpreter).is_absolute() && !interpreter.contains(' '))
+        .then(|| OsString::from(interpreter))
 }
 
 /// `cargo build --release -p cargo-oxide` in the pyoxide checkout at `source`.

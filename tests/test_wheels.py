@@ -1,0 +1,121 @@
+"""The wheels, for real: `maturin build` of pyoxide, installed in a fresh virtualenv
+with no Rust toolchain reachable, runs the bundled kernels on NumPy arrays; and a
+`pyoxide new` project builds into a wheel that installs and runs its kernel there too,
+and whose own tests pass.
+
+Slow (a venv, PyPI installs, a kernel crate built from scratch), so it is one module
+with one virtualenv for all of it. The GPU side of the installed wheel is checked on the
+H200 with scripts/demo.py run against the installed package (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from helpers.bundled import REPO
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def only_the_venv(venv: Path, home: Path) -> dict[str, str]:
+    """An environment that reaches the venv's Python and nothing else: no cargo, rustc,
+    cargo-oxide (PATH is the venv's bin only, HOME hides ~/.cargo), no checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYOXIDE", "OXIDE"))}
+    env.update(PATH=str(venv / "bin"), HOME=str(home), PYOXIDE_CACHE_DIR=str(home / "cache"))
+    return env
+
+
+@pytest.fixture(scope="module")
+def pyoxide_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheels")
+    run(["maturin", "build", "--release", "-q", "-o", str(out)], cwd=REPO)
+    (wheel,) = out.glob("pyoxide-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory, pyoxide_wheel: Path) -> Path:
+    root = tmp_path_factory.mktemp("venv") / "v"
+    run([sys.executable, "-m", "venv", str(root)], cwd=root.parent)
+    pip = [
+        str(root / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+    ]
+    run([*pip, str(pyoxide_wheel), "pytest"], cwd=root.parent)
+    return root
+
+
+def test_the_pyoxide_wheel_carries_ptx_manifest_stubs_emulator_and_launcher(
+    pyoxide_wheel: Path,
+) -> None:
+    names = set(zipfile.ZipFile(pyoxide_wheel).namelist())
+    pre = "pyoxide/_prebuilt/kernels_rs"
+    for f in (".sm_80.ptx", ".sm_90.ptx", ".manifest.json", ".pyi", ".emu.so"):
+        assert pre + f in names, f
+    assert {"pyoxide/kernels.pyi", "pyoxide/py.typed", "pyoxide/_native.abi3.so"} <= names
+    assert "pyoxide/_templates/new/src/lib.rs.tmpl" in names
+    assert not [n for n in names if "__pycache__" in n or n.startswith(("kernels_rs/", "crates/"))]
+
+
+def test_installed_wheel_runs_the_bundled_kernels_on_numpy_without_rust(
+    venv: Path, tmp_path: Path
+) -> None:
+    env = only_the_venv(venv, tmp_path)
+    python = str(venv / "bin" / "python")
+    probe = (
+        "import shutil, pyoxide\n"
+        "assert not [t for t in ('cargo', 'rustc', 'cargo-oxide') if shutil.which(t)]\n"
+        "from pyoxide import kernels\n"
+        "print(kernels.manifest.path)\n"
+    )
+    manifest = Path(run([python, "-I", "-c", probe], cwd=tmp_path, env=env).strip())
+    assert manifest.is_relative_to(venv) and manifest.parent.name == "_prebuilt"
+    # Every bundled kernel against float64 NumPy on the CPU emulator; exit 1 on a miss.
+    out = run([python, "-I", str(REPO / "scripts" / "demo.py")], cwd=tmp_path, env=env)
+    assert "on the CPU emulator" in out and "scan_blocks_u32" in out
+
+
+def test_pyoxide_new_project_builds_installs_and_runs(venv: Path, tmp_path: Path) -> None:
+    run([sys.executable, "-m", "pyoxide", "new", "demo"], cwd=tmp_path)
+    project = tmp_path / "demo"
+    # Built here, with the toolchain (and this checkout's pyoxide for its build script).
+    run(["maturin", "build", "--release", "-q", "-o", str(project / "dist")], cwd=project)
+    (wheel,) = (project / "dist").glob("demo-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {
+        "demo/_oxide/demo.sm_80.ptx", "demo/_oxide/demo.sm_90.ptx",
+        "demo/_oxide/demo.manifest.json", "demo/kernels.pyi", "demo/_emu/lib_emu.so",
+    } <= names  # fmt: skip
+
+    env = only_the_venv(venv, tmp_path / "home")
+    python = str(venv / "bin" / "python")
+    run([python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], cwd=tmp_path, env=env)
+    use = (
+        "import numpy as np, demo\n"
+        "x = np.arange(1000, dtype=np.float32); y = np.ones(1000, np.float32)\n"
+        "out = np.full(1000, np.nan, np.float32)\n"
+        "demo.kernels.saxpy(2.0, x, y, out)\n"
+        "assert np.array_equal(out, 2 * x + 1), out[:8]\n"
+        "print(demo.kernels.saxpy)\n"
+    )
+    elsewhere = tmp_path / "elsewhere"  # not the project folder: the installed package
+    elsewhere.mkdir()
+    assert "saxpy" in run([python, "-I", "-c", use], cwd=elsewhere, env=env)
+    # The project's own tests, against the installed wheel, pass on the first try.
+    shutil.copytree(project / "tests", elsewhere / "tests")
+    report = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], elsewhere, env)
+    assert " passed" in report and "failed" not in report
