@@ -133,21 +133,11 @@ impl Bundle {
             println!("cargo:rerun-if-env-changed={var}");
         }
 
-        let pythonpath = match &self.pyoxide_source {
-            // pyoxide from the checkout, ahead of any installed one.
-            Some(src) => {
-                let mut paths = vec![src.clone()];
-                if let Some(p) = std::env::var_os("PYTHONPATH") {
-                    paths.extend(std::env::split_paths(&p));
-                }
-                Some(std::env::join_paths(paths).map_err(|e| e.to_string())?)
-            }
-            None => std::env::var_os("PYTHONPATH"),
-        };
-        let python = python(pythonpath.as_ref());
+        let run_pyoxide = pyoxide_invocation(self.pyoxide_source.as_deref());
+        let python = python(&run_pyoxide);
         let mut cmd = Command::new(&python);
         // Not --quiet: the streamed log (captured here) is what explains a failure.
-        cmd.args(["-m", "pyoxide", "build"]);
+        cmd.args(&run_pyoxide).arg("build");
         if self.bundled {
             cmd.arg("--bundled");
         } else {
@@ -173,19 +163,6 @@ impl Bundle {
         };
         if let Some(exe) = cargo_oxide {
             cmd.env("PYOXIDE_CARGO_OXIDE", exe);
-        }
-        if let Some(src) = &self.pyoxide_source {
-            // pyoxide from the checkout, ahead of any installed one.
-            let mut paths = vec![src.clone()];
-            paths.extend(
-                std::env::var_os("PYTHONPATH")
-                    .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-                    .unwrap_or_default(),
-            );
-            cmd.env(
-                "PYTHONPATH",
-                std::env::join_paths(paths).map_err(|e| e.to_string())?,
-            );
         }
         let output = cmd.output().map_err(|e| {
             format!(
@@ -225,10 +202,10 @@ impl Bundle {
 
 /// The Python to run pyoxide with: `PYOXIDE_PYTHON` when set; else the first of the
 /// active virtualenv's Python, the Python of the `pyoxide` command on PATH (its
-/// shebang) and `python3` that can import pyoxide (with `pythonpath`). An isolated
+/// shebang) and `python3` that can run pyoxide (`run_pyoxide`). An isolated
 /// `pip` build puts its own environment first and tells the backend nothing of the
 /// Python that ran pip, hence the search.
-fn python(pythonpath: Option<&OsString>) -> OsString {
+fn python(run_pyoxide: &[String]) -> OsString {
     if let Some(p) = std::env::var_os(PYTHON_ENV).filter(|p| !p.is_empty()) {
         return p;
     }
@@ -241,18 +218,35 @@ fn python(pythonpath: Option<&OsString>) -> OsString {
     }
     candidates.push(OsString::from("python3"));
     let has_pyoxide = |python: &OsString| {
-        let mut probe = Command::new(python);
-        probe.args(["-c", "import pyoxide"]);
-        if let Some(pp) = pythonpath {
-            probe.env("PYTHONPATH", pp);
-        }
-        probe.output().is_ok_and(|o| o.status.success())
+        Command::new(python)
+            .args(run_pyoxide)
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| o.status.success())
     };
     candidates
         .iter()
         .find(|c| has_pyoxide(c))
         .cloned()
         .unwrap_or_else(|| OsString::from("python3"))
+}
+
+/// The arguments after `python` that run pyoxide's command line: `-m pyoxide`, or, for
+/// a checkout at `source`, code that puts it first on sys.path. Not PYTHONPATH: pip's
+/// isolated build environment drops from sys.path whatever an installed package's
+/// `.pth` also adds, which an editable install of the same checkout does.
+fn pyoxide_invocation(source: Option<&Path>) -> Vec<String> {
+    match source {
+        None => vec!["-m".into(), "pyoxide".into()],
+        Some(src) => vec![
+            "-c".into(),
+            format!(
+                "import runpy, sys; sys.path.insert(0, {:?}); \
+                 runpy.run_module('pyoxide', run_name='__main__', alter_sys=True)",
+                src.to_string_lossy()
+            ),
+        ],
+    }
 }
 
 /// The interpreter in the shebang of the `pyoxide` console script on PATH.
