@@ -5,7 +5,7 @@
 //!
 //! It runs pyoxide's own `pyoxide build` (through a Python that has pyoxide) instead of
 //! repeating its logic: cargo-oxide, the manifest checks and the stub generator stay in
-//! one place each. The nested build gets a target dir of its own (`<target>/oxide-bundle`)
+//! one place each. The nested build gets a target dir of its own (`<target>/<profile>/oxide-bundle`)
 //! because the outer cargo holds the lock on its own one for the whole build.
 //!
 //! ```no_run
@@ -298,15 +298,17 @@ fn env(name: &str) -> Result<OsString, String> {
     std::env::var_os(name).ok_or_else(|| format!("{name} is not set: run me from a build script"))
 }
 
-/// `<target dir>/oxide-bundle`: the outer build's target dir is the nearest folder above
-/// `OUT_DIR` that cargo marked with CACHEDIR.TAG.
+/// `<target dir>/<profile>/oxide-bundle`: `OUT_DIR` is
+/// `<target dir>/[<triple>/]<profile>/build/<package>-<hash>/out`. (CACHEDIR.TAG, which
+/// marks the target dir, is not there yet when a fresh target dir's first build runs.)
 fn bundle_target_dir() -> Result<PathBuf, String> {
     let out = PathBuf::from(env("OUT_DIR")?);
-    let target = out
+    let profile_dir = out
         .ancestors()
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
-        .ok_or_else(|| format!("no cargo target dir above {}", out.display()))?;
-    Ok(target.join("oxide-bundle"))
+        .find(|d| d.file_name().is_some_and(|n| n == "build"))
+        .and_then(Path::parent)
+        .ok_or_else(|| format!("OUT_DIR {} is not inside a cargo target dir", out.display()))?;
+    Ok(profile_dir.join("oxide-bundle"))
 }
 
 fn rerun_if_changed(crate_dir: &Path) {
