@@ -63,9 +63,16 @@ class Module:
         if launchers is None or name.startswith("__"):
             raise AttributeError(name)
         try:
-            return launchers[name]
+            launcher = launchers[name]
         except KeyError:
             raise AttributeError(self._unknown(name)) from None
+        # __getattr__ runs only after the normal lookup failed, which costs more than a
+        # kernel launch's own host work (CPython builds and discards an AttributeError
+        # first). Kept in the instance dict, the next `module.name` is a plain attribute
+        # read. Safe: nothing in the class or the instance has this name, or the normal
+        # lookup would have found it.
+        self.__dict__[name] = launcher
+        return launcher
 
     def __getitem__(self, name: str) -> Launcher:
         try:
