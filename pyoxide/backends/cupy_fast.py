@@ -112,9 +112,7 @@ def build(
         elif p.type in ("f32", "f64"):
             bound = "-F32_MAX <= {a} <= F32_MAX" if p.type == "f32" else "{a} == {a}"
             # NaN and out-of-range values go to the general path, which decides.
-            body.append(
-                f"    if type({a}) is not float or not ({bound.format(a=a)}): return False"
-            )
+            body.append(f"    if type({a}) is not float or not ({bound.format(a=a)}): return False")
             env["F32_MAX"] = _F32_MAX
             layout.add(_STRUCT[p.type])
             packed.append(a)
