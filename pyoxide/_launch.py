@@ -23,6 +23,7 @@ Argument rules (all enforced before anything is launched):
 
 from __future__ import annotations
 
+import importlib
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -380,9 +381,14 @@ class Kernel:
         return self._plan
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        # The same logic runs in compiled code for the class from kernel_class().
         fast = self._fast
         if fast is not None and not kwargs and fast(args, None):
             return
+        self._call_general(args, kwargs)
+
+    def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
+        """A plain call the fast launcher declined (or there is none yet)."""
         if kwargs:
             _no_keywords(self.spec, kwargs)
         self.launch(*args)
@@ -522,6 +528,38 @@ class Kernel:
                 f"{n} elements", "split the work, or pass an explicit grid",
             )  # fmt: skip
         return (blocks, 1, 1), block3
+
+
+_native_kernel_class: type[Kernel] | None = None
+
+
+def kernel_class() -> type[Kernel]:
+    """The class a Module makes its kernels of: with pyoxide._native, a subclass of
+    Kernel whose ``__call__`` is compiled (pyoxide._native.KernelBase, which runs the fast
+    launcher and calls ``_call_general`` when it declines), so a hot-loop call enters
+    native code with no Python frame in between; else Kernel itself.
+
+    It imports the native module when a Module is made (not at ``import pyoxide``): a
+    kernel's class is fixed when it is created, before its first launch."""
+    global _native_kernel_class
+    if _native_kernel_class is None:
+        try:
+            # import_module (not `from . import`) consults sys.modules first, so a test
+            # can make the module unimportable.
+            native = importlib.import_module("pyoxide._native")
+        except ImportError:
+            return Kernel  # not cached: the module may become importable later
+        base = getattr(native, "KernelBase", None)  # a stale build may lack it
+        if base is None:
+            return Kernel
+        # The native base comes first so its __call__ fills the type's call slot; Kernel
+        # supplies everything else (__init__, launch, __getitem__, __repr__).
+        _native_kernel_class = type(
+            "NativeKernel",
+            (base, Kernel),
+            {"__module__": __name__, "__doc__": Kernel.__doc__, "__qualname__": "NativeKernel"},
+        )
+    return _native_kernel_class
 
 
 def _no_keywords(spec: KernelSpec, kwargs: dict[str, Any], name: str | None = None) -> NoReturn:

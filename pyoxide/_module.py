@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _knobs
 from ._build import Echo, Profile, find_cargo_oxide
-from ._launch import GenericKernel, Kernel
+from ._launch import GenericKernel, Kernel, kernel_class
 from ._manifest import Manifest, read_manifest
 from .errors import LoadError, PyoxideError
 
@@ -42,8 +42,9 @@ class Module:
         self._functions: dict[tuple[str, int, str], Any] = {}
         launchers: dict[str, Launcher] = {}
         generic: dict[str, list[Kernel]] = {}
+        make_kernel = kernel_class()
         for spec in manifest.kernels:
-            kernel = Kernel(spec, self)
+            kernel = make_kernel(spec, self)
             launchers[spec.entry] = kernel
             if spec.instance:
                 generic.setdefault(spec.name, []).append(kernel)
