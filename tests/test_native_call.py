@@ -7,8 +7,10 @@ bookkeeping. tests/test_native_launcher.py covers the launcher's checks and pack
 from __future__ import annotations
 
 import ctypes
+import gc
 import sys
 import types
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,15 @@ def test_errors_of_the_fast_launcher_propagate(mod) -> None:
     mod.vecadd._fast = broken
     with pytest.raises(KeyError, match="from the fast launcher"):
         mod.vecadd(*arrays())
+
+
+def test_a_fast_launcher_that_refers_back_is_collected(mod) -> None:
+    kernel = _launch.kernel_class()(mod.vecadd.spec, mod)
+    kernel._fast = lambda args, cfg, k=kernel: False  # a cycle through the native slot
+    alive = weakref.ref(kernel)
+    del kernel
+    gc.collect()
+    assert alive() is None
 
 
 def test_without_the_module_kernels_are_plain_python(driver, tmp_path, monkeypatch) -> None:

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::Launcher;
 
@@ -86,6 +87,29 @@ impl KernelBase {
             fast,
         );
         drop(old); // outside the lock: dropping a launcher may run Python code
+    }
+
+    /// The fast launcher is the one reference the GC cannot see through the instance
+    /// dict (a user's `kernel._fast = other.method` could close a cycle).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // try_lock: the lock is never held while Python runs, but a traversal must not
+        // block in any case.
+        if let Ok(fast) = self.fast.try_lock() {
+            match &*fast {
+                Fast::None => {}
+                Fast::Native(l) => visit.call(l)?,
+                Fast::Python(f) => visit.call(f)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        let old = std::mem::replace(
+            &mut *self.fast.lock().unwrap_or_else(|e| e.into_inner()),
+            Fast::None,
+        );
+        drop(old);
     }
 
     /// `kernel(*args)`: the fast launcher, else `self._call_general(args, kwargs)`.
