@@ -129,7 +129,7 @@ def test_a_fast_launcher_that_refers_back_is_collected(mod) -> None:
 
 def test_without_the_module_kernels_are_plain_python(driver, tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pyoxide._native", None)  # unimportable
-    monkeypatch.setattr(_launch, "_native_kernel_class", None)
+    monkeypatch.setattr(_launch, "_native_classes", None)
     mod = pyoxide.load(write_manifest(tmp_path))
     assert type(mod.vecadd) is pyoxide.Kernel
     launched: list[Any] = []
@@ -142,6 +142,66 @@ def test_without_the_module_kernels_are_plain_python(driver, tmp_path, monkeypat
     assert len(launched) == 1 and driver.launches == []
     with pytest.raises(ArgumentTypeError, match="keyword"):
         mod.vecadd(a, b, c=c)
+
+
+def test_a_configured_call_reaches_the_launcher_without_python(driver, mod, monkeypatch) -> None:
+    a, b, c = arrays(100)
+    mod.vecadd(a, b, c)
+    configured = mod.vecadd[(3, 2), (64, 2), 1024]
+    assert isinstance(configured, pyoxide_native.ConfiguredBase)
+    assert type(configured).__call__ is pyoxide_native.ConfiguredBase.__call__
+    assert configured._kernel is mod.vecadd and configured._checked == (3, 2, 1, 64, 2, 1, 1024)
+
+    def no_python(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a Python frame ran on the fast path")
+
+    monkeypatch.setattr(_launch._Configured, "__call__", no_python)
+    monkeypatch.setattr(_launch._Configured, "_call_general", no_python)
+    configured(a, b, c)
+    (launch,) = driver.launches
+    assert launch["grid"] == (3, 2, 1) and launch["block"] == (64, 2, 1) and launch["smem"] == 1024
+
+
+def test_configured_calls_the_fast_path_cannot_take_go_the_general_way(driver, fake, mod) -> None:
+    a, b, c = arrays(100)
+    mod.vecadd[1, 128](a, b, c)  # general: no fast launcher yet
+    import cupy
+
+    unchecked = [
+        mod.vecadd[1, 128, 0, cupy.cuda.Stream(ptr=0x9000)],  # an explicit stream
+        mod.vecadd[1, 128, 64 * 1024],  # shared memory above the default limit
+        mod.scale[1, 128],  # generic: dispatched by the general path
+    ]
+    assert [u._checked for u in unchecked] == [None, None, None]
+    unchecked[0](a, b, c)
+    unchecked[1](a, b, c)
+    unchecked[2](2.0, FakeNdarray(10), FakeNdarray(10))
+    with pytest.raises(ArgumentTypeError, match="keyword argument c="):
+        mod.vecadd[1, 128](a, b, c=c)
+    with pytest.raises(ArgumentValueError, match="block"):
+        mod.vecadd[1, 2048](a, b, c)
+    with pytest.raises(ArgumentValueError, match="overlapping"):
+        mod.vecadd[1, 128](a, b, a)
+    assert driver.launches == []
+    assert len(fake.launches) == 4
+    assert fake.launches[1]["stream"].ptr == 0x9000
+    assert fake.launches[2]["shared_mem"] == 64 * 1024
+
+
+def test_a_configured_call_hands_a_python_launcher_its_configuration(mod) -> None:
+    seen: list[Any] = []
+    mod.vecadd._fast = lambda args, cfg: seen.append((args, cfg)) or True
+    mod.vecadd[2, 32](1, 2, 3)
+    assert seen == [((1, 2, 3), (2, 1, 1, 32, 1, 1, 0))]
+    configured = mod.vecadd[2, 32]
+    with pytest.raises(ValueError, match="7-tuple"):
+        configured._checked = (1, 2, 3)
+    with pytest.raises(ValueError, match="7-tuple"):
+        configured._checked = (1, 1, 1, 32, 1, 1, -1)
+    configured._checked = None
+    with pytest.raises(ArgumentTypeError):
+        configured(1, 2, 3)  # general path: not arrays
+    assert len(seen) == 1
 
 
 def test_configured_and_generic_calls_use_the_native_launcher(driver, fake, mod) -> None:

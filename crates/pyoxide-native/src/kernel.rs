@@ -1,4 +1,5 @@
-//! [`KernelBase`]: the call of a kernel object, in compiled code.
+//! [`KernelBase`] and [`ConfiguredBase`]: the calls `kernel(*args)` and
+//! `kernel[grid, block](*args)`, in compiled code.
 //!
 //! `kernel(*args)` with a Python `Kernel.__call__` costs a Python frame (an args tuple, an
 //! empty kwargs dict, an attribute read) before the launcher is even called. pyoxide's
@@ -7,6 +8,8 @@
 //! call site: it runs the installed fast launcher and, only when that declines (or there
 //! is none yet, or keywords were passed), calls the Python general path
 //! `self._call_general(args, kwargs)`. Semantics are those of the Python `Kernel.__call__`.
+//! `ConfiguredBase` does the same for `_Configured` (`kernel[grid, block]`), with the
+//! configuration its Python `__init__` checked once.
 
 use std::sync::Mutex;
 
@@ -14,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::Launcher;
+use crate::{Launcher, parse_config};
 
 /// The fast launcher a kernel holds (`kernel._fast`).
 enum Fast {
@@ -128,6 +131,136 @@ impl KernelBase {
             };
             if launched {
                 return Ok(());
+            }
+        }
+        slf.call_method1(pyo3::intern!(py, "_call_general"), (args, kwargs))?;
+        Ok(())
+    }
+}
+
+/// What a configured call needs besides the arguments, set by `_Configured.__init__`.
+struct Configured {
+    /// `_kernel`: a kernel (a KernelBase, whose launcher is read directly) or a generic one.
+    kernel: Option<Py<PyAny>>,
+    /// `_checked`: the configuration the fast path may use, parsed and as given (for a
+    /// Python fast launcher); None: every call takes the general path.
+    checked: Option<([u32; 7], Py<PyTuple>)>,
+}
+
+#[pyclass(frozen, subclass, module = "pyoxide._native")]
+pub struct ConfiguredBase {
+    state: Mutex<Configured>,
+}
+
+impl ConfiguredBase {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Configured> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl ConfiguredBase {
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> ConfiguredBase {
+        ConfiguredBase {
+            state: Mutex::new(Configured {
+                kernel: None,
+                checked: None,
+            }),
+        }
+    }
+
+    #[getter(_kernel)]
+    fn get_kernel(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.lock().kernel.as_ref().map(|k| k.clone_ref(py))
+    }
+
+    #[setter(_kernel)]
+    fn set_kernel(&self, kernel: Bound<'_, PyAny>) {
+        let new = (!kernel.is_none()).then(|| kernel.unbind());
+        let old = std::mem::replace(&mut self.lock().kernel, new);
+        drop(old); // outside the lock
+    }
+
+    /// The checked configuration (gx, gy, gz, bx, by, bz, shared_mem), or None.
+    #[getter(_checked)]
+    fn get_checked(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
+        self.lock().checked.as_ref().map(|(_, t)| t.clone_ref(py))
+    }
+
+    #[setter(_checked)]
+    fn set_checked(&self, checked: Bound<'_, PyAny>) -> PyResult<()> {
+        let new = if checked.is_none() {
+            None
+        } else {
+            let parsed = parse_config(&checked).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(
+                    "_checked must be None or a 7-tuple of ints that fit u32",
+                )
+            })?;
+            Some((parsed, checked.cast_into_exact::<PyTuple>()?.unbind()))
+        };
+        let old = std::mem::replace(&mut self.lock().checked, new);
+        drop(old);
+        Ok(())
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(state) = self.state.try_lock() {
+            if let Some(k) = &state.kernel {
+                visit.call(k)?;
+            }
+            if let Some((_, t)) = &state.checked {
+                visit.call(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        let old = std::mem::replace(
+            &mut *self.lock(),
+            Configured {
+                kernel: None,
+                checked: None,
+            },
+        );
+        drop(old);
+    }
+
+    /// `kernel[grid, block](*args)`: the kernel's fast launcher with the checked
+    /// configuration, else `self._call_general(args, kwargs)`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        if kwargs.is_none_or(|k| k.is_empty()) {
+            let (kernel, checked) = {
+                let state = slf.get().lock();
+                let checked = state.checked.as_ref().map(|(c, t)| (*c, t.clone_ref(py)));
+                (state.kernel.as_ref().map(|k| k.clone_ref(py)), checked)
+            };
+            if let (Some(kernel), Some((cfg, cfg_tuple))) = (kernel, checked) {
+                let kernel = kernel.bind(py);
+                let fast = match kernel.cast::<KernelBase>() {
+                    Ok(k) => k.get().fast(py),
+                    Err(_) => match kernel.getattr(pyo3::intern!(py, "_fast"))? {
+                        f if f.is_none() => Fast::None,
+                        f => Fast::Python(f.unbind()),
+                    },
+                };
+                let launched = match fast {
+                    Fast::None => false,
+                    Fast::Native(l) => l.get().launch(py, args, Some(cfg))?,
+                    Fast::Python(f) => f.bind(py).call1((args, cfg_tuple))?.is_truthy()?,
+                };
+                if launched {
+                    return Ok(());
+                }
             }
         }
         slf.call_method1(pyo3::intern!(py, "_call_general"), (args, kwargs))?;

@@ -195,7 +195,13 @@ impl Launcher {
         let Ok(args) = args.cast_exact::<PyTuple>() else {
             return Ok(false);
         };
-        self.launch(py, args, (!cfg.is_none()).then_some(cfg))
+        if cfg.is_none() {
+            return self.launch(py, args, None);
+        }
+        match parse_config(cfg) {
+            Some(cfg) => self.launch(py, args, Some(cfg)),
+            None => Ok(false),
+        }
     }
 
     /// Bytes in the packed parameter buffer.
@@ -212,13 +218,13 @@ impl Launcher {
 }
 
 impl Launcher {
-    /// Launch `args` with `cfg` (a 7-tuple), or with the grid sized from the output when
-    /// `cfg` is None. False: declined, nothing launched.
+    /// Launch `args` with `cfg` (gx, gy, gz, bx, by, bz, shared_mem), or with the grid
+    /// sized from the output when `cfg` is None. False: declined, nothing launched.
     pub(crate) fn launch(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
-        cfg: Option<&Bound<'_, PyAny>>,
+        cfg: Option<[u32; 7]>,
     ) -> PyResult<bool> {
         let size = self.layout.size;
         if size <= STACK_WORDS * 8 {
@@ -244,7 +250,7 @@ impl Launcher {
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
-        cfg: Option<&Bound<'_, PyAny>>,
+        cfg: Option<[u32; 7]>,
         buf: &mut [u8],
     ) -> PyResult<bool> {
         if !self
@@ -311,26 +317,32 @@ impl Launcher {
         )))
     }
 
-    /// (gx, gy, gz, bx, by, bz, smem): from `cfg`, or sized from the output.
-    fn config(&self, buf: &[u8], cfg: Option<&Bound<'_, PyAny>>) -> Option<[u32; 7]> {
-        let Some(cfg) = cfg else {
-            let n = self.layout.length_of(buf, self.grid_param?);
-            let gx = n.div_ceil(u64::from(self.default_block));
-            if gx > MAX_GRID_X {
-                return None;
-            }
-            return Some([gx as u32, 1, 1, self.default_block, 1, 1, 0]);
-        };
-        let cfg = cfg.cast_exact::<PyTuple>().ok()?;
-        if cfg.len() != 7 {
+    /// (gx, gy, gz, bx, by, bz, smem): `cfg`, or sized from the output.
+    fn config(&self, buf: &[u8], cfg: Option<[u32; 7]>) -> Option<[u32; 7]> {
+        if cfg.is_some() {
+            return cfg;
+        }
+        let n = self.layout.length_of(buf, self.grid_param?);
+        let gx = n.div_ceil(u64::from(self.default_block));
+        if gx > MAX_GRID_X {
             return None;
         }
-        let mut out = [0u32; 7];
-        for (o, v) in out.iter_mut().zip(cfg.iter_borrowed()) {
-            *o = v.extract::<u32>().ok()?;
-        }
-        Some(out)
+        Some([gx as u32, 1, 1, self.default_block, 1, 1, 0])
     }
+}
+
+/// A launch configuration (gx, gy, gz, bx, by, bz, shared_mem): an exact 7-tuple of ints
+/// that fit u32; None for anything else.
+pub(crate) fn parse_config(cfg: &Bound<'_, PyAny>) -> Option<[u32; 7]> {
+    let cfg = cfg.cast_exact::<PyTuple>().ok()?;
+    if cfg.len() != 7 {
+        return None;
+    }
+    let mut out = [0u32; 7];
+    for (o, v) in out.iter_mut().zip(cfg.iter_borrowed()) {
+        *o = v.extract::<u32>().ok()?;
+    }
+    Some(out)
 }
 
 /// Addresses of a cuLaunchKernel and a cuCtxGetCurrent that do nothing (the context is
@@ -367,6 +379,7 @@ fn _test_set_stream(value: Option<i64>) {
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Launcher>()?;
     m.add_class::<kernel::KernelBase>()?;
+    m.add_class::<kernel::ConfiguredBase>()?;
     // scripts/setup compares this with the sources' hash to rebuild a stale install.
     m.add(
         "_build_stamp",
