@@ -2,10 +2,10 @@
 //! `kernel[grid, block](*args)`, in compiled code.
 //!
 //! `kernel(*args)` with a Python `Kernel.__call__` costs a Python frame (an args tuple, an
-//! empty kwargs dict, an attribute read) before the launcher is even called. pyoxide's
-//! `Kernel` gets this class as a base when the module loads (pyoxide/_launch.py,
-//! `kernel_class`), so the interpreter calls [`KernelBase::__call__`] straight from the
-//! call site: it runs the installed fast launcher and, only when that declines (or there
+//! empty kwargs dict, an attribute read) before the launcher is even called. When this
+//! module imports, pyoxide makes its kernels of a subclass of this class and `Kernel`
+//! (pyoxide/_launch.py, `kernel_class`), so the interpreter calls
+//! [`KernelBase::__call__`] straight from the call site: it runs the installed fast launcher and, only when that declines (or there
 //! is none yet, or keywords were passed), calls the Python general path
 //! `self._call_general(args, kwargs)`. Semantics are those of the Python `Kernel.__call__`.
 //! `ConfiguredBase` does the same for `_Configured` (`kernel[grid, block]`), with the

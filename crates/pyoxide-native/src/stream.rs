@@ -5,7 +5,7 @@
 //! capsules named by the C signature; CuPy's `Function.__call__` calls it for a launch on
 //! the current stream. Called directly it skips `cupy.cuda.get_current_stream()` (a Python
 //! call) and the `.ptr` read of the Stream object it returns. Where CuPy exports no such
-//! capsule (an older or newer CuPy, a fake in tests) the Python call is the fallback.
+//! capsule (a CuPy without it, a fake in tests) the Python call is the fallback.
 
 use std::ffi::{CStr, c_void};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -26,7 +26,8 @@ pub enum CurrentStream {
     /// Python thread-local).
     Function {
         get: StreamFn,
-        /// Keeps the capsule (and so, by convention, its exporter) referenced.
+        /// Held with the pointer taken from it (the exporting extension module, like any,
+        /// is never unloaded).
         _capsule: Py<PyCapsule>,
     },
     /// `get().ptr`: `cupy.cuda.get_current_stream().ptr`.
