@@ -23,6 +23,7 @@ Argument rules (all enforced before anything is launched):
 
 from __future__ import annotations
 
+import importlib
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -311,7 +312,8 @@ class LaunchPlan:
 class _Configured:
     """``kernel[grid, block]`` or ``kernel[grid, block, shared_mem, stream]``."""
 
-    __slots__ = ("_block", "_checked", "_grid", "_kernel", "_shared_mem", "_stream")
+    # No __slots__: with the native module this class is combined with a compiled base
+    # (configured_class), whose instance layout a slotted class would conflict with.
 
     def __init__(self, kernel: Kernel | GenericKernel, config: Any) -> None:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -343,10 +345,15 @@ class _Configured:
                 self._checked = (*grid3, *block3, smem)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        # The same logic runs in compiled code for the class from configured_class().
         if self._checked is not None and not kwargs:
             fast = self._kernel._fast  # type: ignore[union-attr]
             if fast is not None and fast(args, self._checked):
                 return
+        self._call_general(args, kwargs)
+
+    def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
+        """A configured call the fast launcher declined (or there is none yet)."""
         if kwargs:
             k = self._kernel
             spec = k.spec if isinstance(k, Kernel) else next(iter(k.instances.values())).spec
@@ -380,15 +387,20 @@ class Kernel:
         return self._plan
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        # The same logic runs in compiled code for the class from kernel_class().
         fast = self._fast
         if fast is not None and not kwargs and fast(args, None):
             return
+        self._call_general(args, kwargs)
+
+    def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
+        """A plain call the fast launcher declined (or there is none yet)."""
         if kwargs:
             _no_keywords(self.spec, kwargs)
         self.launch(*args)
 
     def __getitem__(self, config: Any) -> _Configured:
-        return _Configured(self, config)
+        return _configured_class(self, config)
 
     def launch(
         self,
@@ -524,6 +536,56 @@ class Kernel:
         return (blocks, 1, 1), block3
 
 
+_native_classes: tuple[type[Kernel], type[_Configured]] | None = None
+
+
+def kernel_class() -> type[Kernel]:
+    """The class a Module makes its kernels of: with pyoxide._native, a subclass of
+    Kernel whose ``__call__`` is compiled (pyoxide._native.KernelBase, which runs the fast
+    launcher and calls ``_call_general`` when it declines), so a hot-loop call enters
+    native code with no Python frame in between; else Kernel itself.
+
+    It imports the native module when a Module is made (not at ``import pyoxide``): a
+    kernel's class is fixed when it is created, before its first launch."""
+    classes = _native()
+    return classes[0] if classes is not None else Kernel
+
+
+def _configured_class(kernel: Kernel | GenericKernel, config: Any) -> _Configured:
+    """``kernel[config]``: of the compiled-call subclass when ``kernel`` is of one."""
+    classes = _native_classes
+    if classes is not None and isinstance(kernel, classes[0]):
+        return classes[1](kernel, config)
+    return _Configured(kernel, config)
+
+
+def _native() -> tuple[type[Kernel], type[_Configured]] | None:
+    global _native_classes
+    if _native_classes is None:
+        try:
+            # import_module (not `from . import`) consults sys.modules first, so a test
+            # can make the module unimportable.
+            native = importlib.import_module("pyoxide._native")
+        except ImportError:
+            return None  # not cached: the module may become importable later
+        kernel_base = getattr(native, "KernelBase", None)  # a stale build may lack them
+        configured_base = getattr(native, "ConfiguredBase", None)
+        if kernel_base is None or configured_base is None:
+            return None
+        # The native base comes first so that its __call__ fills the type's call slot;
+        # the Python class supplies everything else (__init__, launch, __repr__, ...).
+        _native_classes = (
+            _subclass("NativeKernel", kernel_base, Kernel),
+            _subclass("NativeConfigured", configured_base, _Configured),
+        )
+    return _native_classes
+
+
+def _subclass(name: str, native_base: type, cls: type[Any]) -> Any:
+    attrs = {"__module__": __name__, "__qualname__": name, "__doc__": cls.__doc__}
+    return type(name, (native_base, cls), attrs)
+
+
 def _no_keywords(spec: KernelSpec, kwargs: dict[str, Any], name: str | None = None) -> NoReturn:
     key = next(iter(kwargs))
     order = ", ".join(p.name for p in spec.params)
@@ -599,7 +661,7 @@ class GenericKernel:
         self.launch(*args)
 
     def __getitem__(self, config: Any) -> _Configured:
-        return _Configured(self, config)
+        return _configured_class(self, config)
 
     def launch(
         self,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _knobs
 from ._build import Echo, Profile, find_cargo_oxide
-from ._launch import GenericKernel, Kernel
+from ._launch import GenericKernel, Kernel, kernel_class
 from ._manifest import Manifest, read_manifest
 from .errors import LoadError, PyoxideError
 
@@ -43,8 +43,9 @@ class Module:
         self._functions: dict[tuple[str, int, str], Any] = {}
         launchers: dict[str, Launcher] = {}
         generic: dict[str, list[Kernel]] = {}
+        make_kernel = kernel_class()
         for spec in manifest.kernels:
-            kernel = Kernel(spec, self)
+            kernel = make_kernel(spec, self)
             launchers[spec.entry] = kernel
             if spec.instance:
                 generic.setdefault(spec.name, []).append(kernel)
@@ -64,9 +65,16 @@ class Module:
         if launchers is None or name.startswith("__"):
             raise AttributeError(name)
         try:
-            return launchers[name]
+            launcher = launchers[name]
         except KeyError:
             raise AttributeError(self._unknown(name)) from None
+        # __getattr__ runs only after the normal lookup failed, which costs more than a
+        # kernel launch's own host work (CPython builds and discards an AttributeError
+        # first). Kept in the instance dict, the next `module.name` is a plain attribute
+        # read. Safe: nothing in the class or the instance has this name, or the normal
+        # lookup would have found it.
+        self.__dict__[name] = launcher
+        return launcher
 
     def __getitem__(self, name: str) -> Launcher:
         try:

@@ -7,7 +7,6 @@ is missing."""
 from __future__ import annotations
 
 import ast
-import ctypes
 import inspect
 import struct
 import sys
@@ -16,62 +15,19 @@ from typing import Any
 
 import pytest
 from helpers import fake_cupy
-from helpers.fake_launch import FakeNdarray, decode_launch
+from helpers.fake_launch import FakeDriver, FakeNdarray, install_native
 from helpers.fixtures import REPO_DIR, write_manifest
 
 import pyoxide
-from pyoxide.backends import cupy_native
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError, KernelTrapError, LaunchError
 
 pyoxide_native = pytest.importorskip("pyoxide._native")
-
-_LAUNCH = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_void_p,
-)  # fmt: skip
-_CTX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
-_ERROR_TEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
-_ERROR_NAMES = {1: b"CUDA_ERROR_INVALID_VALUE", 700: b"CUDA_ERROR_ILLEGAL_ADDRESS"}
-_CONTEXT_BASE = 0x1000  # the fake context of device d is 0x1000 + d
-
-
-class FakeDriver:
-    """The driver entry points, recording launches; `result` is what launches return."""
-
-    def __init__(self, fake: fake_cupy.FakeCuda) -> None:
-        self.launches: list[dict[str, Any]] = []
-        self.result = 0
-        self.context: int | None = None  # None: the fake's current device's context
-
-        def launch(*a: Any) -> int:
-            self.launches.append(decode_launch(*(0 if v is None else v for v in a)))
-            return self.result
-
-        def ctx(out: Any) -> int:
-            out[0] = self.context if self.context is not None else _CONTEXT_BASE + fake.current
-            return 0
-
-        def error_name(code: int, out: Any) -> int:
-            if code not in _ERROR_NAMES:
-                return 1
-            out[0] = _ERROR_NAMES[code]
-            return 0
-
-        # Kept alive here: the launcher holds only their addresses.
-        self._callbacks = (_LAUNCH(launch), _CTX(ctx), _ERROR_TEXT(error_name))
-        self.entry_points = (
-            *(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in self._callbacks),
-            0,
-        )
 
 
 @pytest.fixture
 def native(monkeypatch: pytest.MonkeyPatch) -> tuple[fake_cupy.FakeCuda, FakeDriver]:
     fake = fake_cupy.FakeCuda(device_count=2)
-    cp = fake_cupy.install(monkeypatch, fake)
-    cp.ndarray = FakeNdarray  # type: ignore[attr-defined]
-    driver = FakeDriver(fake)
-    monkeypatch.setattr(cupy_native, "entry_points", driver.entry_points)
+    _, driver = install_native(monkeypatch, fake)
     return fake, driver
 
 
@@ -300,7 +256,7 @@ def test_the_stub_matches_the_module() -> None:
     }
     public = {n for n in dir(pyoxide_native) if not n.startswith("__")}
     assert names == public - {"_native"}
-    (cls,) = (n for n in stub.body if isinstance(n, ast.ClassDef))
+    (cls,) = (n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Launcher")
     init = next(f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
     stub_params = [a.arg for a in init.args.args[1:]]
     assert stub_params == list(inspect.signature(pyoxide_native.Launcher).parameters)

@@ -12,6 +12,8 @@ The module is imported here, on the first fast-path build, never at ``import pyo
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib
 from typing import Any, Literal, NoReturn
 
@@ -24,6 +26,14 @@ from .cupy_fast import FastLauncher
 # the last two), so tests on a fake CuPy can stand in for the driver. False: no native
 # launcher at all (the fake CuPy sets this, so its function handles never reach a driver).
 entry_points: tuple[int, int, int, int] | Literal[False] | None = None
+
+# The C function behind CuPy's launches on the current stream: Cython exports a module's
+# cdef functions in its `__pyx_capi__` dict, each a capsule named by its C signature
+# (without the exception clause, which the launcher allows for). `cupy.cuda.stream`
+# declares it in its .pxd; `cupy_backends.cuda.stream`, which holds the per-thread
+# current stream it reads, declares one too.
+_STREAM_FUNCTION = "get_current_stream_ptr"
+_STREAM_SIGNATURE = b"intptr_t (void)"
 
 
 def build(
@@ -65,9 +75,34 @@ def build(
         launcher: FastLauncher = _native.Launcher(
             int(function.ptr), device, params, ndarray, cp.cuda.get_current_stream,
             default_block, grid_param, backend, name, failed, entry_points,
+            stream_capsule(cp),
         )  # fmt: skip
     except (OSError, RuntimeError, TypeError, ValueError):
         # No driver library, no current context, or a description this build of the
         # module does not take: the Python fast path does the job.
         return None
     return launcher
+
+
+def stream_capsule(cp: Any) -> Any | None:
+    """The capsule of CuPy's ``intptr_t get_current_stream_ptr()``, or None when this
+    CuPy exports none of that exact signature (the launcher then calls
+    ``cupy.cuda.get_current_stream()``; it also does when the two disagree)."""
+    modules = [getattr(cp.cuda, "stream", None)]
+    if hasattr(cp, "__path__"):  # the CuPy package itself, not a stand-in module
+        with contextlib.suppress(ImportError):
+            modules.append(importlib.import_module("cupy_backends.cuda.stream"))
+    for module in modules:
+        capi = getattr(module, "__pyx_capi__", None)
+        capsule = capi.get(_STREAM_FUNCTION) if isinstance(capi, dict) else None
+        if capsule is not None and _is_capsule(capsule, _STREAM_SIGNATURE):
+            return capsule
+    return None
+
+
+def _is_capsule(obj: Any, name: bytes) -> bool:
+    """Whether `obj` is a capsule named `name` (PyCapsule_IsValid never raises)."""
+    is_valid = ctypes.pythonapi.PyCapsule_IsValid
+    is_valid.argtypes = (ctypes.py_object, ctypes.c_char_p)
+    is_valid.restype = ctypes.c_int
+    return bool(is_valid(obj, name))

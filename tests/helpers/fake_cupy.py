@@ -8,6 +8,7 @@ selection, error mapping, streams) is tested on a machine without CUDA.
 
 from __future__ import annotations
 
+import ctypes
 import re
 import sys
 import types
@@ -38,6 +39,9 @@ class FakeCuda:
     attributes: list[tuple[int, int, int]] = field(default_factory=list)
     waits: list[int] = field(default_factory=list)
     syncs: int = 0
+    # Export `cupy.cuda.stream.__pyx_capi__["get_current_stream_ptr"]`, as CuPy's Cython
+    # module does: a capsule named "intptr_t (void)" around a C function.
+    stream_capsule: bool = False
 
     def module(self) -> types.ModuleType:
         fake = self
@@ -142,9 +146,29 @@ class FakeCuda:
         cuda.ExternalStream = ExternalStream  # type: ignore[attr-defined]
         cuda.Event = Event  # type: ignore[attr-defined]
         cuda.get_current_stream = lambda: current_stream  # type: ignore[attr-defined]
+        if fake.stream_capsule:
+            stream = types.ModuleType("cupy.cuda.stream")
+            get_ptr = _STREAM_FN(lambda: current_stream.ptr)
+            stream.__pyx_capi__ = {"get_current_stream_ptr": capsule(get_ptr)}  # type: ignore[attr-defined]
+            stream._keep_alive = get_ptr  # type: ignore[attr-defined]  # the capsule only points at it
+            cuda.stream = stream  # type: ignore[attr-defined]
         function.Module = Module  # type: ignore[attr-defined]
         function.Function = Function  # type: ignore[attr-defined]
         return cp
+
+
+_STREAM_FN = ctypes.CFUNCTYPE(ctypes.c_ssize_t)
+# Capsule names are not copied: this one lives as long as the process.
+_STREAM_SIGNATURE = ctypes.create_string_buffer(b"intptr_t (void)")
+
+
+def capsule(function: Any, name: Any = _STREAM_SIGNATURE) -> Any:
+    """A PyCapsule holding the address of a ctypes function, named `name` (a ctypes
+    buffer that must outlive the capsule), as Cython exports a cdef function."""
+    new = ctypes.pythonapi.PyCapsule_New
+    new.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    new.restype = ctypes.py_object
+    return new(ctypes.cast(function, ctypes.c_void_p), ctypes.addressof(name), None)
 
 
 def install(monkeypatch: Any, fake: FakeCuda) -> types.ModuleType:

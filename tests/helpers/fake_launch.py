@@ -1,5 +1,6 @@
-"""What the launch fast paths read on a fake CuPy: a `cupy.ndarray` look-alike, and the
-decoding of one cuLaunchKernel call that passes a packed parameter buffer."""
+"""What the launch fast paths read on a fake CuPy: a `cupy.ndarray` look-alike, the
+decoding of one cuLaunchKernel call that passes a packed parameter buffer, and ctypes
+stand-ins for the driver entry points the native launcher calls."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from . import fake_cupy
+from .fake_cupy import FakeCuda
 from .fakes import FakeCudaArray
 
 
@@ -35,3 +38,55 @@ def decode_launch(f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
         "f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "smem": smem, "stream": stream,
         "params": params, "buffer": ctypes.string_at(words[1], size),
     }  # fmt: skip
+
+
+_LAUNCH = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p,
+)  # fmt: skip
+_CTX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+_ERROR_TEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
+_ERROR_NAMES = {1: b"CUDA_ERROR_INVALID_VALUE", 700: b"CUDA_ERROR_ILLEGAL_ADDRESS"}
+_CONTEXT_BASE = 0x1000  # the fake context of device d is 0x1000 + d
+
+
+class FakeDriver:
+    """The driver entry points, recording launches; `result` is what launches return."""
+
+    def __init__(self, fake: FakeCuda) -> None:
+        self.launches: list[dict[str, Any]] = []
+        self.result = 0
+        self.context: int | None = None  # None: the fake's current device's context
+
+        def launch(*a: Any) -> int:
+            self.launches.append(decode_launch(*(0 if v is None else v for v in a)))
+            return self.result
+
+        def ctx(out: Any) -> int:
+            out[0] = self.context if self.context is not None else _CONTEXT_BASE + fake.current
+            return 0
+
+        def error_name(code: int, out: Any) -> int:
+            if code not in _ERROR_NAMES:
+                return 1
+            out[0] = _ERROR_NAMES[code]
+            return 0
+
+        # Kept alive here: the launcher holds only their addresses.
+        self._callbacks = (_LAUNCH(launch), _CTX(ctx), _ERROR_TEXT(error_name))
+        self.entry_points = (
+            *(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in self._callbacks),
+            0,
+        )
+
+
+def install_native(monkeypatch: Any, fake: FakeCuda) -> tuple[Any, FakeDriver]:
+    """Install `fake` as ``cupy`` (with FakeNdarray as its ndarray) and switch the native
+    launcher on with a FakeDriver's entry points; returns the fake module and the driver."""
+    from pyoxide.backends import cupy_native
+
+    cp = fake_cupy.install(monkeypatch, fake)
+    cp.ndarray = FakeNdarray  # type: ignore[attr-defined]
+    driver = FakeDriver(fake)
+    monkeypatch.setattr(cupy_native, "entry_points", driver.entry_points)
+    return cp, driver

@@ -9,17 +9,20 @@
 //! launched, and raises only what the error callback raises for a failed launch.
 
 mod driver;
+mod kernel;
 mod params;
+mod stream;
 
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple, PyType};
+use pyo3::types::{PyCapsule, PyDict, PyString, PyTuple, PyType};
 
 use driver::Driver;
 use params::{Layout, Names};
+use stream::CurrentStream;
 
 const MAX_GRID_X: u64 = (1 << 31) - 1;
 /// Parameter buffers up to this size live on the stack (larger ones are allocated).
@@ -36,25 +39,88 @@ pub struct Launcher {
     grid_param: Option<usize>,
     default_block: u32,
     ndarray: Py<PyType>,
-    current_stream: Py<PyAny>,
-    backend: Py<PyAny>,
+    current_stream: CurrentStream,
+    last_kernel: LastKernel,
     kernel: Py<PyString>,
-    last_kernel: Py<PyString>,
-    stream_ptr: Py<PyString>,
     on_error: Py<PyAny>,
     driver: Driver,
+}
+
+/// Where `backend._last_kernel` lives (named in trap messages: "'k' or an earlier launch").
+enum LastKernel {
+    /// The backend's instance dict, read and written directly: a plain instance attribute
+    /// (no class attribute of that name) is exactly its dict entry, and two dict
+    /// operations cost a fraction of a getattr and a setattr.
+    Dict { dict: Py<PyDict>, key: Py<PyString> },
+    /// Anything else: getattr and setattr.
+    Attr {
+        backend: Py<PyAny>,
+        key: Py<PyString>,
+    },
+}
+
+impl LastKernel {
+    fn new(backend: Bound<'_, PyAny>) -> PyResult<LastKernel> {
+        let py = backend.py();
+        let key = PyString::intern(py, "_last_kernel");
+        if !backend.get_type().hasattr(&key)?
+            && let Ok(dict) = backend.getattr(pyo3::intern!(py, "__dict__"))
+            && let Ok(dict) = dict.cast_into_exact::<PyDict>()
+        {
+            return Ok(LastKernel::Dict {
+                dict: dict.unbind(),
+                key: key.unbind(),
+            });
+        }
+        Ok(LastKernel::Attr {
+            backend: backend.unbind(),
+            key: key.unbind(),
+        })
+    }
+
+    /// Record `kernel` as the last launch; return the one before it.
+    fn replace<'py>(
+        &self,
+        py: Python<'py>,
+        kernel: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            LastKernel::Dict { dict, key } => {
+                let (dict, key) = (dict.bind(py), key.bind(py));
+                let previous = match dict.get_item(key)? {
+                    Some(p) => p,
+                    None => {
+                        return Err(pyo3::exceptions::PyAttributeError::new_err(
+                            "the backend has no _last_kernel",
+                        ));
+                    }
+                };
+                dict.set_item(key, kernel)?;
+                Ok(previous)
+            }
+            LastKernel::Attr { backend, key } => {
+                let (backend, key) = (backend.bind(py), key.bind(py));
+                let previous = backend.getattr(key)?;
+                backend.setattr(key, kernel)?;
+                Ok(previous)
+            }
+        }
+    }
 }
 
 #[pymethods]
 impl Launcher {
     /// `params`: one `(type, dtype, itemsize, mutable)` per kernel parameter, `dtype`
-    /// None for scalars. `on_error(code, text, previous_kernel)` must raise.
+    /// None for scalars. `current_stream()` returns the current stream (its `.ptr` is
+    /// read), unless `current_stream_capsule`, a capsule of CuPy's C function
+    /// `intptr_t get_current_stream_ptr()` (see stream.rs), is given: it is called instead.
+    /// `on_error(code, text, previous_kernel)` must raise.
     /// `entry_points`: addresses of (cuLaunchKernel, cuCtxGetCurrent, cuGetErrorName,
     /// cuGetErrorString), the last two may be 0; None resolves them from libcuda.so.1.
     #[new]
     #[pyo3(signature = (
         function, device, params, ndarray, current_stream, default_block, grid_param,
-        backend, kernel, on_error, entry_points=None,
+        backend, kernel, on_error, entry_points=None, current_stream_capsule=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -70,6 +136,7 @@ impl Launcher {
         kernel: Bound<'_, PyString>,
         on_error: Bound<'_, PyAny>,
         entry_points: Option<(usize, usize, usize, usize)>,
+        current_stream_capsule: Option<Bound<'_, PyCapsule>>,
     ) -> PyResult<Launcher> {
         let driver = match entry_points {
             // SAFETY: the caller passes C functions of the documented signatures.
@@ -109,11 +176,9 @@ impl Launcher {
             grid_param,
             default_block,
             ndarray: ndarray.unbind(),
-            current_stream: current_stream.unbind(),
-            backend: backend.unbind(),
+            current_stream: CurrentStream::new(current_stream, current_stream_capsule)?,
+            last_kernel: LastKernel::new(backend)?,
             kernel: kernel.unbind(),
-            last_kernel: PyString::intern(py, "_last_kernel").unbind(),
-            stream_ptr: PyString::intern(py, "ptr").unbind(),
             on_error: on_error.unbind(),
             driver,
         })
@@ -126,6 +191,40 @@ impl Launcher {
         py: Python<'_>,
         args: &Bound<'_, PyAny>,
         cfg: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let Ok(args) = args.cast_exact::<PyTuple>() else {
+            return Ok(false);
+        };
+        if cfg.is_none() {
+            return self.launch(py, args, None);
+        }
+        match parse_config(cfg) {
+            Some(cfg) => self.launch(py, args, Some(cfg)),
+            None => Ok(false),
+        }
+    }
+
+    /// Bytes in the packed parameter buffer.
+    #[getter]
+    fn buffer_size(&self) -> usize {
+        self.layout.size
+    }
+
+    /// Whether the current stream comes from CuPy's C function (else a Python call).
+    #[getter]
+    fn stream_from_capsule(&self) -> bool {
+        self.current_stream.is_function()
+    }
+}
+
+impl Launcher {
+    /// Launch `args` with `cfg` (gx, gy, gz, bx, by, bz, shared_mem), or with the grid
+    /// sized from the output when `cfg` is None. False: declined, nothing launched.
+    pub(crate) fn launch(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        cfg: Option<[u32; 7]>,
     ) -> PyResult<bool> {
         let size = self.layout.size;
         if size <= STACK_WORDS * 8 {
@@ -147,24 +246,13 @@ impl Launcher {
         }
     }
 
-    /// Bytes in the packed parameter buffer.
-    #[getter]
-    fn buffer_size(&self) -> usize {
-        self.layout.size
-    }
-}
-
-impl Launcher {
     fn run(
         &self,
         py: Python<'_>,
-        args: &Bound<'_, PyAny>,
-        cfg: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        cfg: Option<[u32; 7]>,
         buf: &mut [u8],
     ) -> PyResult<bool> {
-        let Ok(args) = args.cast_exact::<PyTuple>() else {
-            return Ok(false);
-        };
         if !self
             .layout
             .pack(&self.names, self.ndarray.bind(py), self.device, args, buf)
@@ -180,15 +268,9 @@ impl Launcher {
         if gx == 0 {
             return Ok(true); // an empty output: nothing to do
         }
-        let stream = self
-            .current_stream
-            .bind(py)
-            .call0()?
-            .getattr(self.stream_ptr.bind(py))?
-            .extract::<u64>()?;
-        let backend = self.backend.bind(py);
-        let previous = backend.getattr(self.last_kernel.bind(py))?;
-        backend.setattr(self.last_kernel.bind(py), self.kernel.bind(py))?;
+        let stream = self.current_stream.get(py)?;
+        let kernel = self.kernel.bind(py);
+        let previous = self.last_kernel.replace(py, kernel)?;
 
         // SAFETY: the function handle came from CuPy for this device; the buffer is this
         // call's own (on its stack), so it stays valid and unshared while the GIL is
@@ -235,26 +317,32 @@ impl Launcher {
         )))
     }
 
-    /// (gx, gy, gz, bx, by, bz, smem): from `cfg`, or sized from the output.
-    fn config(&self, buf: &[u8], cfg: &Bound<'_, PyAny>) -> Option<[u32; 7]> {
-        if cfg.is_none() {
-            let n = self.layout.length_of(buf, self.grid_param?);
-            let gx = n.div_ceil(u64::from(self.default_block));
-            if gx > MAX_GRID_X {
-                return None;
-            }
-            return Some([gx as u32, 1, 1, self.default_block, 1, 1, 0]);
+    /// (gx, gy, gz, bx, by, bz, smem): `cfg`, or sized from the output.
+    fn config(&self, buf: &[u8], cfg: Option<[u32; 7]>) -> Option<[u32; 7]> {
+        if cfg.is_some() {
+            return cfg;
         }
-        let cfg = cfg.cast_exact::<PyTuple>().ok()?;
-        if cfg.len() != 7 {
+        let n = self.layout.length_of(buf, self.grid_param?);
+        let gx = n.div_ceil(u64::from(self.default_block));
+        if gx > MAX_GRID_X {
             return None;
         }
-        let mut out = [0u32; 7];
-        for (o, v) in out.iter_mut().zip(cfg.iter_borrowed()) {
-            *o = v.extract::<u32>().ok()?;
-        }
-        Some(out)
+        Some([gx as u32, 1, 1, self.default_block, 1, 1, 0])
     }
+}
+
+/// A launch configuration (gx, gy, gz, bx, by, bz, shared_mem): an exact 7-tuple of ints
+/// that fit u32; None for anything else.
+pub(crate) fn parse_config(cfg: &Bound<'_, PyAny>) -> Option<[u32; 7]> {
+    let cfg = cfg.cast_exact::<PyTuple>().ok()?;
+    if cfg.len() != 7 {
+        return None;
+    }
+    let mut out = [0u32; 7];
+    for (o, v) in out.iter_mut().zip(cfg.iter_borrowed()) {
+        *o = v.extract::<u32>().ok()?;
+    }
+    Some(out)
 }
 
 /// Addresses of a cuLaunchKernel and a cuCtxGetCurrent that do nothing (the context is
@@ -268,15 +356,37 @@ fn _noop_entry_points() -> (usize, usize) {
     )
 }
 
+/// A capsule named like CuPy's `get_current_stream_ptr` (stream.rs) around a stand-in
+/// that returns `value` as set by [`_test_set_stream`] (0 at first). For the benchmark
+/// and tests.
+#[pyfunction]
+fn _test_stream_capsule(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
+    let f: extern "C" fn() -> isize = stream::test_current_stream;
+    let pointer = std::ptr::NonNull::new(f as *mut c_void).expect("a function is non-null");
+    // SAFETY: a static function of the signature the name declares.
+    unsafe { PyCapsule::new_with_pointer(py, pointer, stream::SIGNATURE) }
+}
+
+/// What `_test_stream_capsule`'s function returns from now on; None: it raises.
+#[pyfunction]
+fn _test_set_stream(value: Option<i64>) {
+    let value = value.map_or(i64::MIN, |v| v.max(i64::MIN + 1));
+    stream::TEST_STREAM.store(value, std::sync::atomic::Ordering::Relaxed);
+}
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Launcher>()?;
+    m.add_class::<kernel::KernelBase>()?;
+    m.add_class::<kernel::ConfiguredBase>()?;
     // scripts/setup compares this with the sources' hash to rebuild a stale install.
     m.add(
         "_build_stamp",
         option_env!("PYOXIDE_NATIVE_STAMP").unwrap_or(""),
     )?;
     m.add_function(wrap_pyfunction!(_noop_entry_points, m)?)?;
+    m.add_function(wrap_pyfunction!(_test_stream_capsule, m)?)?;
+    m.add_function(wrap_pyfunction!(_test_set_stream, m)?)?;
     Ok(())
 }
