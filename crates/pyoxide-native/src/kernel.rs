@@ -36,6 +36,22 @@ impl Fast {
             Fast::Python(f) => Fast::Python(f.clone_ref(py)),
         }
     }
+
+    /// Try the launch: `cfg` parsed for the native launcher, `cfg_obj` as given (None or
+    /// the checked tuple) for a Python one. False: declined, nothing launched.
+    fn launch(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        cfg: Option<[u32; 7]>,
+        cfg_obj: Py<PyAny>,
+    ) -> PyResult<bool> {
+        match self {
+            Fast::None => Ok(false),
+            Fast::Native(l) => l.get().launch(py, args, cfg),
+            Fast::Python(f) => f.bind(py).call1((args, cfg_obj))?.is_truthy(),
+        }
+    }
 }
 
 #[pyclass(frozen, subclass, module = "pyoxide._native")]
@@ -123,15 +139,10 @@ impl KernelBase {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let py = slf.py();
-        if kwargs.is_none_or(|k| k.is_empty()) {
-            let launched = match slf.get().fast(py) {
-                Fast::None => false,
-                Fast::Native(l) => l.get().launch(py, args, None)?,
-                Fast::Python(f) => f.bind(py).call1((args, py.None()))?.is_truthy()?,
-            };
-            if launched {
-                return Ok(());
-            }
+        if kwargs.is_none_or(|k| k.is_empty())
+            && slf.get().fast(py).launch(py, args, None, py.None())?
+        {
+            return Ok(());
         }
         slf.call_method1(pyo3::intern!(py, "_call_general"), (args, kwargs))?;
         Ok(())
@@ -253,12 +264,7 @@ impl ConfiguredBase {
                         f => Fast::Python(f.unbind()),
                     },
                 };
-                let launched = match fast {
-                    Fast::None => false,
-                    Fast::Native(l) => l.get().launch(py, args, Some(cfg))?,
-                    Fast::Python(f) => f.bind(py).call1((args, cfg_tuple))?.is_truthy()?,
-                };
-                if launched {
+                if fast.launch(py, args, Some(cfg), cfg_tuple.into_any())? {
                     return Ok(());
                 }
             }
