@@ -42,8 +42,13 @@ class BuildResult:
     log: str
 
 
+#: The cargo-oxide that a pyoxide wheel ships (crates/pyoxide-native/build.rs).
+PACKAGED_CARGO_OXIDE = Path(__file__).resolve().parent / "_bin" / "cargo-oxide"
+
+
 def find_cargo_oxide() -> Path:
-    """The cargo-oxide binary: PYOXIDE_CARGO_OXIDE, then PATH, then ~/.cargo/bin."""
+    """The cargo-oxide binary: PYOXIDE_CARGO_OXIDE, then PATH, then ~/.cargo/bin, then
+    the one shipped in the pyoxide wheel."""
     configured = _knobs.cargo_oxide()
     if configured is not None:
         if configured.is_file():
@@ -55,9 +60,9 @@ def find_cargo_oxide() -> Path:
     found = shutil.which("cargo-oxide", path=_knobs.path_env())
     if found:
         return Path(found)
-    fallback = Path.home() / ".cargo" / "bin" / "cargo-oxide"
-    if fallback.is_file():
-        return fallback
+    for fallback in (Path.home() / ".cargo" / "bin" / "cargo-oxide", PACKAGED_CARGO_OXIDE):
+        if fallback.is_file():
+            return fallback
     raise ToolchainError(
         f"cargo-oxide was not found on PATH or in ~/.cargo/bin. Fix: {_INSTALL_HINT}."
     )

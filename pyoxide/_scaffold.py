@@ -42,9 +42,13 @@ class Project:
 
 
 def default_crates_dir() -> Path | None:
-    """The ``crates/`` folder of the pyoxide checkout this package runs from, if any."""
-    crates = Path(__file__).resolve().parent.parent / "crates"
-    return crates if all((crates / c / "Cargo.toml").is_file() for c in RUST_CRATES) else None
+    """The ``crates/`` folder of the pyoxide checkout this package runs from, else the
+    copy an installed pyoxide wheel ships in ``pyoxide/_rust``, if any."""
+    package = Path(__file__).resolve().parent
+    for crates in (package.parent / "crates", package / "_rust" / "crates"):
+        if all((crates / c / "Cargo.toml").is_file() for c in RUST_CRATES):
+            return crates
+    return None
 
 
 def check_name(name: str) -> None:
@@ -74,7 +78,8 @@ def create(name: str, dest: Path | None = None, crates_dir: Path | None = None) 
     if crates is None:
         raise ScaffoldError(
             "pyoxide new: the project depends on pyoxide's Rust crates "
-            f"({', '.join(RUST_CRATES)}), which this installation does not include. "
+            f"({', '.join(RUST_CRATES)}), which this installation does not include "
+            "(a wheel built with `maturin build` in the pyoxide repository ships them). "
             "Fix: pass --crates PATH/TO/pyoxide/crates (a pyoxide source checkout)."
         )
     crates = crates.resolve()

@@ -10,6 +10,7 @@ from helpers import fake_cargo_oxide
 from helpers.fixtures import make_crate
 
 import pyoxide
+from pyoxide import _build
 from pyoxide._build import build, find_cargo_oxide
 
 
@@ -87,8 +88,13 @@ def test_tool_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYOXIDE_CARGO_OXIDE")
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("HOME", str(tmp_path))
+    packaged = tmp_path / "site" / "pyoxide" / "_bin" / "cargo-oxide"
+    monkeypatch.setattr(_build, "PACKAGED_CARGO_OXIDE", packaged)
     with pytest.raises(pyoxide.ToolchainError, match="cargo install --path crates/cargo-oxide"):
         find_cargo_oxide()
+    packaged.parent.mkdir(parents=True)
+    packaged.write_text("")  # the one a pyoxide wheel ships: the last resort
+    assert find_cargo_oxide() == packaged
     home_tool = tmp_path / ".cargo" / "bin" / "cargo-oxide"
     home_tool.parent.mkdir(parents=True)
     home_tool.write_text("")

@@ -68,6 +68,13 @@ def test_the_pyoxide_wheel_carries_ptx_manifest_stubs_emulator_and_launcher(
         assert pre + f in names, f
     assert {"pyoxide/kernels.pyi", "pyoxide/py.typed", "pyoxide/_native.abi3.so"} <= names
     assert "pyoxide/_templates/new/src/lib.rs.tmpl" in names
+    # The kernel author's kit: pyoxide's Rust crates (a workspace) and cargo-oxide.
+    kit = "pyoxide/_rust/crates/"
+    assert {
+        "pyoxide/_bin/cargo-oxide", "pyoxide/_rust/Cargo.toml",
+        kit + "oxide-device/src/lib.rs", kit + "oxide-build/src/lib.rs",
+        kit + "oxide-macros/Cargo.toml", kit + "oxide-abi/src/lib.rs",
+    } <= names  # fmt: skip
     assert not [n for n in names if "__pycache__" in n or n.startswith(("kernels_rs/", "crates/"))]
 
 
@@ -119,3 +126,38 @@ def test_pyoxide_new_project_builds_installs_and_runs(venv: Path, tmp_path: Path
     shutil.copytree(project / "tests", elsewhere / "tests")
     report = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], elsewhere, env)
     assert " passed" in report and "failed" not in report
+
+
+def test_pyoxide_new_from_the_installed_wheel_builds_with_its_own_kit(
+    venv: Path, tmp_path: Path
+) -> None:
+    """No checkout: `pyoxide new` points the project at the Rust crates the wheel ships,
+    and `pyoxide build` uses the wheel's cargo-oxide (none on PATH or in ~/.cargo/bin);
+    the machine's Rust toolchain, LLVM tools and NVIDIA wheels do the rest."""
+    real_home = Path.home()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYOXIDE"))}
+    env.update(
+        PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",  # not ~/.cargo/bin
+        HOME=str(tmp_path),
+        CARGO_HOME=os.environ.get("CARGO_HOME", str(real_home / ".cargo")),
+        PYOXIDE_CACHE_DIR=str(real_home / ".cache" / "pyoxide"),  # the built `core`
+        VIRTUAL_ENV=str(venv),
+    )
+    # libdevice and ptxas come from the NVIDIA wheels of the Python that has them.
+    env["OXIDE_PYTHON"] = sys.executable
+    python = str(venv / "bin" / "python")
+    run([str(venv / "bin" / "pyoxide"), "new", "kit_demo"], cwd=tmp_path, env=env)
+    cargo_toml = (tmp_path / "kit_demo" / "Cargo.toml").read_text()
+    assert f"{venv}" in cargo_toml and "/_rust/crates/oxide-device" in cargo_toml
+    use = (
+        "import numpy as np, pyoxide, shutil\n"
+        "from pyoxide._build import find_cargo_oxide, PACKAGED_CARGO_OXIDE\n"
+        "assert shutil.which('cargo-oxide') is None\n"
+        "assert find_cargo_oxide() == PACKAGED_CARGO_OXIDE, find_cargo_oxide()\n"
+        "m = pyoxide.load('kit_demo')\n"
+        "x = np.arange(300, dtype=np.float32); out = np.full(300, np.nan, np.float32)\n"
+        "m.saxpy(3.0, x, x, out)\n"
+        "assert np.array_equal(out, 4 * x), out[:4]\n"
+        "print(sorted(m.manifest.archs))\n"
+    )
+    assert "['sm_80', 'sm_90']" in run([python, "-c", use], cwd=tmp_path, env=env)

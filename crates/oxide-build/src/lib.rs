@@ -263,8 +263,9 @@ fn pyoxide_command_interpreter() -> Option<OsString> {
         .then(|| OsString::from(interpreter))
 }
 
-/// `cargo build --release -p cargo-oxide` in the pyoxide checkout at `source`.
-fn build_cargo_oxide(source: &Path) -> Result<PathBuf, String> {
+/// `cargo build --release -p cargo-oxide` in the pyoxide checkout at `source`; the
+/// binary's path.
+pub fn build_cargo_oxide(source: &Path) -> Result<PathBuf, String> {
     let target = source.join("target").join("install");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
