@@ -29,6 +29,7 @@ from .errors import (
     ManifestError,
     NoCompatibleArchError,
     PyoxideError,
+    ScaffoldError,
     ToolchainError,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "Module",
     "NoCompatibleArchError",
     "PyoxideError",
+    "ScaffoldError",
     "ToolchainError",
     "build",
     "kernels",

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PyoxideError
+from .errors import ScaffoldError
 
 _TEMPLATES = Path(__file__).resolve().parent / "_templates" / "new"
 _SUFFIX = ".tmpl"
@@ -28,10 +28,6 @@ _RENAMED = {"gitignore": ".gitignore"}
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 #: pyoxide's crates a kernel project depends on, by path (they are not on crates.io).
 RUST_CRATES = ("oxide-device", "oxide-build")
-
-
-class ScaffoldError(PyoxideError, ValueError):
-    """``pyoxide new`` cannot create the project (bad name, folder in the way, no crates)."""
 
 
 @dataclass(frozen=True)

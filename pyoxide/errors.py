@@ -12,6 +12,7 @@ that caused it as attributes, and ends its message with what to do about it::
     │   ├── ArtifactError                 a file the manifest names is missing/changed
     │   └── NoCompatibleArchError         no PTX fits the device, or driver too old
     ├── BackendUnavailableError           CuPy not installed / no CUDA device
+    ├── ScaffoldError(ValueError)         `pyoxide new` refused: bad name, folder taken
     ├── ArgumentError                     a kernel argument was refused before launch
     │   ├── ArgumentTypeError(TypeError)  wrong kind of object, dtype, arity, backend mix
     │   └── ArgumentValueError(ValueError) out of range, wrong shape/device, aliasing
@@ -39,6 +40,7 @@ __all__ = [
     "ManifestError",
     "NoCompatibleArchError",
     "PyoxideError",
+    "ScaffoldError",
     "ToolchainError",
 ]
 
@@ -106,6 +108,10 @@ class NoCompatibleArchError(LoadError):
 
 class BackendUnavailableError(PyoxideError, RuntimeError):
     """The backend an argument needs cannot run here (CuPy missing, no CUDA device)."""
+
+
+class ScaffoldError(PyoxideError, ValueError):
+    """``pyoxide new`` cannot create the project (bad name, folder in the way, no crates)."""
 
 
 class ArgumentError(PyoxideError):

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import click
 
-from ..errors import BuildError, LoadError, PyoxideError, ToolchainError
+from ..errors import BuildError, LoadError, PyoxideError, ScaffoldError, ToolchainError
 
 
 class ExitCode(enum.IntEnum):
@@ -21,8 +21,6 @@ class ExitCode(enum.IntEnum):
 
 
 def code_for(error: PyoxideError) -> ExitCode:
-    from .._scaffold import ScaffoldError
-
     if isinstance(error, ScaffoldError):
         return ExitCode.USAGE
     if isinstance(error, ToolchainError):

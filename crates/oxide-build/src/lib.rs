@@ -65,15 +65,19 @@ impl Bundle {
     }
 
     /// The crates whose changes change the bundle beyond `crate_dir` itself.
+    /// Named file by file where a folder also holds outputs: pyoxide/ receives the bundle
+    /// (and maturin's extension), so watching the folder reran the build on every build.
     fn extra_inputs(&self) -> Vec<PathBuf> {
         let Some(src) = &self.pyoxide_source else {
             return Vec::new();
         };
-        ["oxide-abi", "oxide-macros", "oxide-device", "cargo-oxide"]
+        let mut inputs: Vec<PathBuf> = ["oxide-abi", "oxide-macros", "oxide-device", "cargo-oxide"]
             .iter()
-            .map(|c| src.join("crates").join(c))
-            .chain([src.join("pyoxide"), src.join("Cargo.lock")])
-            .collect()
+            .flat_map(|c| ["src", "Cargo.toml"].map(|f| src.join("crates").join(c).join(f)))
+            .chain([src.join("Cargo.toml"), src.join("Cargo.lock")])
+            .collect();
+        python_sources(&src.join("pyoxide"), &mut inputs);
+        inputs
     }
 
     /// Also write the stubs as this module's `.pyi` (e.g. `python/demo/kernels.pyi`).
@@ -141,8 +145,9 @@ impl Bundle {
         if self.bundled {
             cmd.arg("--bundled");
         } else {
-            cmd.arg(&crate_dir).arg("--out-dir").arg(&out_dir);
+            cmd.arg(&crate_dir);
         }
+        cmd.arg("--out-dir").arg(&out_dir);
         if let Some(stub) = &self.stub_module {
             cmd.arg("--stub-module").arg(abs(stub));
         }
@@ -310,6 +315,26 @@ fn bundle_target_dir() -> Result<PathBuf, String> {
         .and_then(Path::parent)
         .ok_or_else(|| format!("OUT_DIR {} is not inside a cargo target dir", out.display()))?;
     Ok(profile_dir.join("oxide-bundle"))
+}
+
+/// The `.py` files under `dir` (pyoxide's own code), skipping `_`-prefixed folders that
+/// hold build outputs and caches (`_prebuilt`, `_rust`, `_bin`, `__pycache__`).
+fn python_sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            if !name.starts_with('_') && !name.starts_with('.') {
+                python_sources(&path, out);
+            }
+        } else if name.ends_with(".py") {
+            out.push(path);
+        }
+    }
 }
 
 fn rerun_if_changed(crate_dir: &Path) {
