@@ -6,6 +6,18 @@ import os
 
 import pytest
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        default="all",
+        choices=("emu", "cupy", "torch", "gpu", "all"),
+        help="array libraries the kernel suite (tests/kernels) runs on: emu (NumPy on the "
+        "CPU emulator), cupy, torch, gpu (cupy and torch) or all (default; GPU ones skip "
+        "without a CUDA device)",
+    )
+
+
 _VARS = [v for v in os.environ if v.startswith(("PYOXIDE_", "FAKE_OXIDE_"))]
 
 

@@ -50,12 +50,6 @@ def test_the_manifest_names_an_emulator(kernels: pyoxide.Module) -> None:
     assert kernels.manifest.emulator[0].is_file()
 
 
-@pytest.mark.parametrize("n", sizes(1, 255, 256, 257, 1_000_003))
-def test_vecadd(kernels: pyoxide.Module, n: int) -> None:
-    a, b = RNG.standard_normal(n, dtype=np.float32), RNG.standard_normal(n, dtype=np.float32)
-    c = poisoned(n, np.float32)
-    kernels.vecadd(a, b, c)
-    assert rel_err(c, a.astype(np.float64) + b) < 1e-6
 
 
 @pytest.mark.parametrize("n", sizes(1, 257, 100_003))

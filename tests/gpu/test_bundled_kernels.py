@@ -53,16 +53,6 @@ def rel_err(got, ref) -> float:
     return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
 
 
-@pytest.mark.parametrize("n", SIZES)
-def test_vecadd(kernels, lib, n):
-    to_dev, poisoned, to_np = lib
-    rng = np.random.default_rng()
-    a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
-    c = poisoned(n, np.float32)
-    kernels.vecadd(to_dev(a), to_dev(b), c)
-    err = rel_err(to_np(c), a.astype(np.float64) + b)
-    print(f"vecadd n={n} rel err {err:.2e}")
-    assert err < 1e-6
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -101,7 +101,7 @@ def emu_kernels_manifest() -> Path:
     cargo is present, else the carried artifacts (which must name an emulator)."""
     exe = workspace_cargo_oxide()
     if exe is None:
-        return PREBUILT
+        return PREBUILT if PREBUILT.is_file() else PACKAGED
     out = subprocess.run(
         [exe, "oxide", "build", "--manifest-path", str(KERNELS_CRATE), "--arch", ",".join(ARCHS),
          "--json"],

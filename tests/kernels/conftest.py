@@ -1,0 +1,24 @@
+"""The kernel suite runs every test once per array library chosen by `--backend`
+(tests/conftest.py): `lib` is a helpers.arraylibs.ArrayLib."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.arraylibs import CHOICES, array_lib
+from helpers.bundled import emu_kernels_manifest
+
+import pyoxide
+
+
+@pytest.fixture(scope="session")
+def kernels() -> pyoxide.Module:
+    """kernels_rs, built from this checkout with its emulator library (or, on a machine
+    with no Rust, the carried build): NumPy arrays run on the emulator, GPU arrays on
+    the GPU."""
+    return pyoxide.load(emu_kernels_manifest())
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "lib" in metafunc.fixturenames:
+        names = CHOICES[metafunc.config.getoption("backend")]
+        metafunc.parametrize("lib", [array_lib(n) for n in names], scope="module")
