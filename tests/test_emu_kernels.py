@@ -120,17 +120,6 @@ def test_matmul_tiled(kernels: pyoxide.Module, m: int, n: int, k: int) -> None:
     assert rel_err(c, (a.astype(np.float64) @ b).ravel()) < 1e-5
 
 
-@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (7, 31), (300, 257), (3, 4096)])
-@pytest.mark.parametrize("block", [32, 128])
-def test_softmax_rows(kernels: pyoxide.Module, rows: int, cols: int, block: int) -> None:
-    x = (RNG.standard_normal((rows, cols)) * 4).astype(np.float32)
-    out = poisoned(rows * cols, np.float32)
-    kernels.softmax_rows[rows, block](x.ravel(), out)
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    assert rel_err(out, (e / e.sum(axis=1, keepdims=True)).ravel()) < 1e-5
-
-
 @pytest.mark.parametrize("code", [0, 1, 2, 3])
 @pytest.mark.parametrize("n", sizes(1, 257, 10_007))
 def test_activate(kernels: pyoxide.Module, code: int, n: int) -> None:

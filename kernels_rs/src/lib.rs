@@ -7,9 +7,11 @@ mod histogram;
 mod matmul;
 mod reduce;
 mod rows;
+mod transpose;
 
 pub use elementwise::*;
 pub use histogram::*;
 pub use matmul::*;
 pub use reduce::*;
 pub use rows::*;
+pub use transpose::*;

@@ -1,24 +1,591 @@
-//! Row kernels: one block per row of a row-major matrix.
+//! Row kernels: each block owns whole rows of a row-major `rows × cols` matrix (given
+//! as its flat slice and `cols`), softmax and layer norm.
+//!
+//! How they reach the memory system's speed:
+//! - A row of up to [`CACHED`]` · blockDim` elements is read from DRAM once: each
+//!   thread keeps its part in registers between the statistics and the write. Longer
+//!   rows take a streaming path (softmax: one pass of running max and rescaled sum, then
+//!   the write pass; layer norm: mean, then squared deviations, then the write pass).
+//! - When the row, the output and (layer norm) weight and bias are 16-byte aligned,
+//!   every access is a 128-bit vector; otherwise (a view such as `x[1:]`, or `cols` not
+//!   a multiple of 4) scalar and still coalesced. Inputs load through the read-only
+//!   cache (`ld.global.nc`).
+//! - A block reduction costs one barrier (see [`block_allreduce`]).
+//! - Blocks take rows `blockIdx, blockIdx + gridDim, …`, so any grid is correct; one
+//!   block per row is the natural launch.
+//!
+//! Sizes are checked once: `x`, `out` (and `weight`, `bias`) must agree with `cols`, or
+//! the kernel traps with a message (`gpu_assert!`) before touching memory.
 
+use oxide_device::ldst::{self, ReadOnlyLoad};
 use oxide_device::prelude::*;
 
-/// Row-wise softmax of a row-major matrix: launch one block per row (the grid size is
-/// the number of rows; `x.len()` must be a multiple of it), 32·w threads a block.
-/// Subtracting the row's maximum keeps `exp` from overflowing.
-#[kernel]
-#[launch_bounds(1024)]
-pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>) {
-    let Some(mut row) = out.block_row_mut() else {
-        return;
+/// `f32` lanes in a 128-bit access.
+const VEC: usize = 4;
+/// 128-bit chunks a thread keeps in registers.
+const CHUNKS: usize = 8;
+/// Elements a thread keeps in registers: rows up to `CACHED · blockDim` are read once.
+pub const CACHED: usize = VEC * CHUNKS;
+/// Chunks of the register cache that scalar (unaligned) rows use: their 32-bit
+/// accesses need more registers for addresses, and the full cache would spill.
+const SCALAR_CHUNKS: usize = CHUNKS / 2;
+
+/// Columns a block of `threads` keeps in registers, with vector or scalar accesses.
+#[inline(always)]
+fn cached_cols(vector: bool, threads: usize) -> usize {
+    threads * VEC * if vector { CHUNKS } else { SCALAR_CHUNKS }
+}
+/// The largest block the row kernels take (their `launch_bounds`): 16 384 cached
+/// columns, and room for the cache in 128 registers a thread.
+const MAX_BLOCK: u32 = 512;
+
+/// `$body` once for each chunk index `$j` in `0..CHUNKS`, as straight-line code. LLVM
+/// does not fully unroll loops this long by itself, and a rolled loop indexes the
+/// register cache at run time, which moves it to local memory (DRAM).
+macro_rules! each_chunk {
+    ($j:ident => $body:block) => {
+        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7)
     };
-    let cols = row.cols();
-    let start = cols * thread::blockIdx_x() as usize;
-    let first = thread::block_thread_index() as usize;
-    let step = thread::block_size() as usize;
-    let mine = || x[start..start + cols].iter().skip(first).step_by(step);
-    let max = warp::block_reduce_max_f32(mine().fold(f32::NEG_INFINITY, |m, &v| m.max(v)));
-    let sum = warp::block_reduce_sum_f32(mine().map(|&v| (v - max).exp()).sum());
-    for (col, y) in row.iter_mut() {
-        *y = (x[start + col] - max).exp() / sum;
+    (@ $j:ident $body:block $($n:literal)*) => {
+        $({
+            let $j: usize = $n;
+            $body
+        })*
+    };
+}
+const _: () = assert!(CHUNKS == 8, "each_chunk! lists the chunk indices");
+
+/// A thread's share of a row: its registers' chunk `j`, lane `v`, and where that
+/// element sits in the row.
+#[derive(Clone, Copy)]
+struct Share {
+    t: usize,
+    threads: usize,
+    cols: usize,
+}
+
+impl Share {
+    fn of_block(cols: usize) -> Share {
+        Share {
+            t: thread::block_thread_index() as usize,
+            threads: thread::block_size() as usize,
+            cols,
+        }
+    }
+
+    /// Column of chunk `j`, lane `v`. Vector rows: chunk `j` is the 4 columns from
+    /// `(j·threads + t)·4` (a warp reads 512 contiguous bytes per chunk). Scalar rows:
+    /// `(j·4 + v)·threads + t` (a warp reads 128 contiguous bytes per element).
+    #[inline(always)]
+    fn col<const VECTOR: bool>(self, j: usize, v: usize) -> usize {
+        if VECTOR {
+            (j * self.threads + self.t) * VEC + v
+        } else {
+            (j * VEC + v) * self.threads + self.t
+        }
+    }
+
+    /// This thread's chunk `j`, lane `v` holds a column of the row.
+    #[inline(always)]
+    fn has<const VECTOR: bool>(self, j: usize, v: usize) -> bool {
+        (VECTOR || j < SCALAR_CHUNKS) && self.col::<VECTOR>(j, v) < self.cols
+    }
+}
+
+/// This thread's [`CACHED`] elements of the row at `src`, `fill` where it has none.
+///
+/// # Safety
+/// `src` points at `share.cols` readable `f32` not written during the launch; with
+/// `VECTOR`, `src` is 16-byte aligned and `cols` a multiple of 4.
+#[inline(always)]
+unsafe fn load_row<const VECTOR: bool>(src: *const f32, s: Share, fill: f32) -> [[f32; VEC]; CHUNKS] {
+    let mut c = [[fill; VEC]; CHUNKS];
+    each_chunk!(j => {
+        if VECTOR {
+            if s.has::<true>(j, 0) {
+                // SAFETY: the chunk's 4 columns are in the row (cols % 4 == 0), aligned.
+                c[j] = unsafe { ldst::load_nc_f32x4(src.add(s.col::<true>(j, 0))) };
+            }
+        } else {
+            for v in 0..VEC {
+                if s.has::<false>(j, v) {
+                    // SAFETY: the column is in the row.
+                    c[j][v] = unsafe { f32::load_nc(src.add(s.col::<false>(j, v))) };
+                }
+            }
+        }
+    });
+    c
+}
+
+/// `s`, hidden from the optimiser: the store phase then computes its addresses anew
+/// instead of keeping the load phase's column offsets live across the block reductions
+/// (16 to 32 registers, which made the scalar paths spill).
+#[inline(always)]
+fn fresh(s: Share) -> Share {
+    core::hint::black_box(s)
+}
+
+/// Write `f(element, column)` for each element of this thread's share of the row.
+///
+/// # Safety
+/// `dst` points at `share.cols` writable `f32` that only this block writes, and with
+/// `VECTOR` it is 16-byte aligned and `cols` a multiple of 4. (Threads write disjoint
+/// columns: the [`Share`] layout gives each column to one thread.)
+#[inline(always)]
+unsafe fn store_row<const VECTOR: bool>(
+    dst: *mut f32,
+    s: Share,
+    c: &[[f32; VEC]; CHUNKS],
+    f: impl Fn([f32; VEC], usize) -> [f32; VEC],
+) {
+    each_chunk!(j => {
+        if VECTOR {
+            if s.has::<true>(j, 0) {
+                let col = s.col::<true>(j, 0);
+                // SAFETY: as `load_row`; this thread's columns.
+                unsafe { ldst::store_f32x4(dst.add(col), f(c[j], col)) };
+            }
+        } else {
+            for v in 0..VEC {
+                if s.has::<false>(j, v) {
+                    let col = s.col::<false>(j, v);
+                    // SAFETY: this thread's column, in the row.
+                    unsafe { dst.add(col).write(f([c[j][v]; VEC], col)[0]) };
+                }
+            }
+        }
+    });
+}
+
+/// `op` over `value` of every thread of the block, returned to every thread, with one
+/// barrier: each warp leaves its total in `partials`, then every warp combines them.
+///
+/// Every thread of the block must call it; the block size is a multiple of 32 and at
+/// most 1024. A `partials` buffer may be used again only after another call with a
+/// different buffer (whose barrier guarantees that every warp has read this one).
+#[inline(always)]
+fn block_allreduce(
+    value: f32,
+    partials: &SharedArray<f32, 32>,
+    identity: f32,
+    op: impl Fn(f32, f32) -> f32 + Copy,
+) -> f32 {
+    let warps = thread::block_size().div_ceil(warp::WARP_SIZE) as usize;
+    let (lane, w) = (warp::lane_id() as usize, warp::warp_id() as usize);
+    let total = warp::reduce(value, op);
+    if lane == 0 {
+        // SAFETY: one writer per slot; no warp still reads this buffer (the rule above).
+        unsafe { partials.write(w, total) };
+    }
+    thread::sync_threads();
+    // SAFETY: slots below `warps` were written before the barrier.
+    let p = if lane < warps {
+        unsafe { partials.read(lane) }
+    } else {
+        identity
+    };
+    warp::reduce(p, op)
+}
+
+/// The block's rows: `first, first + step, …` below `rows` (blocks numbered x fastest).
+#[inline(always)]
+fn block_rows(rows: usize) -> impl Iterator<Item = usize> {
+    let (gx, gy) = (thread::gridDim_x() as usize, thread::gridDim_y() as usize);
+    let step = gx * gy * thread::gridDim_z() as usize;
+    let first = thread::blockIdx_x() as usize
+        + gx * (thread::blockIdx_y() as usize + gy * thread::blockIdx_z() as usize);
+    (first..rows).step_by(step.max(1))
+}
+
+/// The block shape both row kernels need, checked once.
+#[inline(always)]
+fn check_block() {
+    let b = thread::block_size();
+    gpu_assert!(
+        b.is_multiple_of(warp::WARP_SIZE) && b <= MAX_BLOCK,
+        "row kernels need a block of 32..=512 threads, a multiple of 32; got {}\n",
+        b
+    );
+}
+
+/// Whether every pointer is 16-byte aligned and rows of `cols` keep them so.
+#[inline(always)]
+fn vector_ok(cols: usize, ptrs: &[usize]) -> bool {
+    cols.is_multiple_of(VEC) && ptrs.iter().all(|p| p.is_multiple_of(16))
+}
+
+/// Row-wise softmax of the row-major matrix `x` (`x.len() / cols` rows of `cols`):
+/// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
+///
+/// Launch: block of 32..=512 threads, a multiple of 32 (`cols / 32` rounded up to a
+/// multiple of 32 and clamped to 128..=512 is a good choice), grid of one block per row
+/// (any grid is correct: blocks stride over rows). Rows up to `32 · blockDim` columns are
+/// read once; longer ones twice. Traps when `x.len()` is not `rows · cols` or `out.len()`
+/// differs from `x.len()`.
+#[kernel]
+#[launch_bounds(512)]
+pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
+    static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
+    static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
+    let cols = cols as usize;
+    let n = x.len();
+    gpu_assert!(
+        out.len() == n && (cols > 0 && n.is_multiple_of(cols) || n == 0),
+        "softmax_rows: x has {} elements, out {}, cols = {}: need x.len() == out.len(), a multiple of cols\n",
+        n,
+        out.len(),
+        cols
+    );
+    check_block();
+    let rows = n.checked_div(cols).unwrap_or(0);
+    let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
+    let s = Share::of_block(cols);
+    let vector = vector_ok(cols, &[src as usize, dst as usize]);
+    let cached = cols <= cached_cols(vector, s.threads);
+    let rows = Rows { src, dst, rows, cols, s };
+    // SAFETY (each arm): the pointers cover `rows · cols` elements of `x` and of `out`,
+    // and `out` is written nowhere else.
+    unsafe {
+        match (cached, vector) {
+            (true, true) => softmax_path::<true, true>(rows, &MAXES, &SUMS),
+            (true, false) => softmax_path::<true, false>(rows, &MAXES, &SUMS),
+            (false, true) => softmax_path::<false, true>(rows, &MAXES, &SUMS),
+            (false, false) => softmax_path::<false, false>(rows, &MAXES, &SUMS),
+        }
+    }
+}
+
+/// The rows of a launch, as raw parts (checked by the kernel).
+#[derive(Clone, Copy)]
+struct Rows {
+    src: *const f32,
+    dst: *mut f32,
+    rows: usize,
+    cols: usize,
+    s: Share,
+}
+
+impl Rows {
+    /// `body(row of src, row of dst)` for each of this block's rows.
+    ///
+    /// # Safety
+    /// `src` and `dst` hold `rows · cols` elements.
+    #[inline(always)]
+    unsafe fn each(self, body: impl Fn(*const f32, *mut f32)) {
+        for row in block_rows(self.rows) {
+            // SAFETY: row < rows, so the row's `cols` elements lie in both arrays.
+            unsafe { body(self.src.add(row * self.cols), self.dst.add(row * self.cols)) };
+        }
+    }
+}
+
+/// One of softmax's four paths, a function of its own (not inlined): every row of a
+/// launch takes the same path, and compiled apart, each path's registers are allocated
+/// on their own (all four inlined into the kernel spilled).
+///
+/// # Safety
+/// As [`Rows::each`]; only this block works on its rows (block_rows), and `dst` is
+/// written nowhere else during the launch.
+#[inline(never)]
+unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
+    rows: Rows,
+    maxes: &SharedArray<f32, 32>,
+    sums: &SharedArray<f32, 32>,
+) {
+    let s = rows.s;
+    // SAFETY: upheld by the caller.
+    unsafe {
+        rows.each(|x, y| {
+            if CACHED_ROW {
+                softmax_cached::<VECTOR>(x, y, s, maxes, sums)
+            } else {
+                softmax_streamed::<VECTOR>(x, y, s, maxes, sums)
+            }
+        })
+    }
+}
+
+/// One row read once into registers. # Safety: as `load_row` and `store_row`.
+#[inline(always)]
+unsafe fn softmax_cached<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    maxes: &SharedArray<f32, 32>,
+    sums: &SharedArray<f32, 32>,
+) {
+    // Columns this thread lacks hold -inf: they add nothing to the max, exp(-inf) = 0.
+    // SAFETY: upheld by the caller.
+    let mut c = unsafe { load_row::<VECTOR>(src, s, f32::NEG_INFINITY) };
+    let mut local_max = f32::NEG_INFINITY;
+    each_chunk!(j => {
+        local_max = c[j].iter().fold(local_max, |m, &v| m.max(v));
+    });
+    let max = block_allreduce(local_max, maxes, f32::NEG_INFINITY, f32::max);
+    let mut local_sum = 0.0;
+    each_chunk!(j => {
+        for v in 0..VEC {
+            c[j][v] = (c[j][v] - max).exp();
+            local_sum += c[j][v];
+        }
+    });
+    let inv = 1.0 / block_allreduce(local_sum, sums, 0.0, |a, b| a + b);
+    // SAFETY: upheld by the caller.
+    unsafe { store_row::<VECTOR>(dst, fresh(s), &c, |e, _| e.map(|e| e * inv)) };
+}
+
+/// A row too long for the registers: one pass of running max and rescaled sum, then
+/// a second read to write. # Safety: as `load_row` and `store_row`.
+#[inline(always)]
+unsafe fn softmax_streamed<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    maxes: &SharedArray<f32, 32>,
+    sums: &SharedArray<f32, 32>,
+) {
+    let width = if VECTOR { VEC } else { 1 };
+    let firsts = || (s.t * width..s.cols).step_by(s.threads * width);
+    // SAFETY (both closures): `col` comes from `firsts`, so `col + width <= cols`;
+    // vector columns are multiples of 4 from an aligned row.
+    let load = |col: usize| -> [f32; VEC] {
+        if VECTOR {
+            unsafe { ldst::load_nc_f32x4(src.add(col)) }
+        } else {
+            let v = unsafe { f32::load_nc(src.add(col)) };
+            [v, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY]
+        }
+    };
+    let (mut m, mut sum) = (f32::NEG_INFINITY, 0.0f32);
+    for col in firsts() {
+        let v = load(col);
+        let new_m = v.iter().fold(m, |a, &b| a.max(b));
+        // Rescale the sum to the new maximum (m == new_m also covers both -inf).
+        let scale = if m == new_m { 1.0 } else { (m - new_m).exp() };
+        sum = sum * scale + v.iter().map(|&x| (x - new_m).exp()).sum::<f32>();
+        m = new_m;
+    }
+    let max = block_allreduce(m, maxes, f32::NEG_INFINITY, f32::max);
+    let mine = if m == f32::NEG_INFINITY {
+        0.0
+    } else {
+        sum * (m - max).exp()
+    };
+    let inv = 1.0 / block_allreduce(mine, sums, 0.0, |a, b| a + b);
+    for col in firsts() {
+        let e = load(col).map(|x| (x - max).exp() * inv);
+        // SAFETY: this thread's columns of the row, which only this block writes.
+        unsafe {
+            if VECTOR {
+                ldst::store_f32x4(dst.add(col), e);
+            } else {
+                dst.add(col).write(e[0]);
+            }
+        }
+    }
+}
+
+/// Layer norm of each row of the row-major matrix `x` (`x.len() / cols` rows of
+/// `cols`): `out = (x - mean) / sqrt(var + eps) · weight + bias`, with the row's mean
+/// and biased variance (as `torch.nn.functional.layer_norm`); `weight` and `bias` have
+/// `cols` elements. The variance is a second pass over the centred values (in registers
+/// when the row fits), so no cancellation.
+///
+/// Launch: as [`softmax_rows`]. Traps when the sizes disagree with `cols`.
+#[kernel]
+#[launch_bounds(512)]
+pub fn layernorm_rows(
+    x: &[f32],
+    weight: &[f32],
+    bias: &[f32],
+    mut out: DisjointSlice<f32>,
+    cols: u32,
+    eps: f32,
+) {
+    static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
+    static SQUARES: SharedArray<f32, 32> = SharedArray::UNINIT;
+    let cols = cols as usize;
+    let n = x.len();
+    gpu_assert!(
+        out.len() == n
+            && weight.len() == cols
+            && bias.len() == cols
+            && (cols > 0 && n.is_multiple_of(cols) || n == 0),
+        "layernorm_rows: x has {} elements, out {}, weight {}, bias {}, cols = {}: need x.len() == out.len(), a multiple of cols, weight.len() == bias.len() == cols\n",
+        n,
+        out.len(),
+        weight.len(),
+        bias.len(),
+        cols
+    );
+    check_block();
+    let rows = n.checked_div(cols).unwrap_or(0);
+    let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
+    let s = Share::of_block(cols);
+    let affine = Affine {
+        weight: weight.as_ptr(),
+        bias: bias.as_ptr(),
+    };
+    let vector = vector_ok(
+        cols,
+        &[src as usize, dst as usize, affine.weight as usize, affine.bias as usize],
+    );
+    let cached = cols <= cached_cols(vector, s.threads);
+    let stats = (&SUMS, &SQUARES, cols as f32, eps);
+    let rows = Rows { src, dst, rows, cols, s };
+    // SAFETY (each arm): as in softmax_rows; weight and bias have `cols` elements.
+    unsafe {
+        match (cached, vector) {
+            (true, true) => layernorm_path::<true, true>(rows, affine, stats),
+            (true, false) => layernorm_path::<true, false>(rows, affine, stats),
+            (false, true) => layernorm_path::<false, true>(rows, affine, stats),
+            (false, false) => layernorm_path::<false, false>(rows, affine, stats),
+        }
+    }
+}
+
+/// One of layer norm's four paths; see [`softmax_path`].
+///
+/// # Safety
+/// As [`softmax_path`]; weight and bias have `cols` elements.
+#[inline(never)]
+unsafe fn layernorm_path<const CACHED_ROW: bool, const VECTOR: bool>(
+    rows: Rows,
+    affine: Affine,
+    stats: Stats,
+) {
+    let s = rows.s;
+    // SAFETY: upheld by the caller.
+    unsafe {
+        rows.each(|x, y| {
+            // The weight and bias addresses of this thread's columns are the same in
+            // every row; hidden behind black_box they are recomputed per row, rather
+            // than held in up to 64 registers across the row loop (which spilled).
+            let affine = core::hint::black_box(affine);
+            if CACHED_ROW {
+                layernorm_cached::<VECTOR>(x, y, s, affine, stats)
+            } else {
+                layernorm_streamed::<VECTOR>(x, y, s, affine, stats)
+            }
+        })
+    }
+}
+
+/// Layer norm's weight and bias, `cols` elements each.
+#[derive(Clone, Copy)]
+struct Affine {
+    weight: *const f32,
+    bias: *const f32,
+}
+
+impl Affine {
+    /// `(x - mean) · rstd · weight + bias` for the `N` (1 or 4) columns from `col`.
+    ///
+    /// # Safety
+    /// `col + N <= cols`; for `N == 4`, weight and bias are 16-byte aligned and `col`
+    /// a multiple of 4.
+    #[inline(always)]
+    unsafe fn apply<const N: usize>(self, x: [f32; VEC], col: usize, mean: f32, rstd: f32) -> [f32; VEC] {
+        // SAFETY: upheld by the caller.
+        let (w, b) = unsafe {
+            if N == VEC {
+                (
+                    ldst::load_nc_f32x4(self.weight.add(col)),
+                    ldst::load_nc_f32x4(self.bias.add(col)),
+                )
+            } else {
+                (
+                    [f32::load_nc(self.weight.add(col)); VEC],
+                    [f32::load_nc(self.bias.add(col)); VEC],
+                )
+            }
+        };
+        core::array::from_fn(|i| ((x[i] - mean) * rstd).mul_add(w[i], b[i]))
+    }
+}
+
+/// Shared buffers for the two reductions, `cols` as f32, and eps.
+type Stats<'a> = (&'a SharedArray<f32, 32>, &'a SharedArray<f32, 32>, f32, f32);
+
+/// One row read once into registers. # Safety: as `load_row`, `store_row`, `Affine::apply`.
+#[inline(always)]
+unsafe fn layernorm_cached<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    affine: Affine,
+    (sums, squares, n, eps): Stats,
+) {
+    // SAFETY: upheld by the caller.
+    let c = unsafe { load_row::<VECTOR>(src, s, 0.0) };
+    let mut local = 0.0f32;
+    each_chunk!(j => {
+        local += c[j].iter().sum::<f32>();
+    });
+    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / n;
+    let mut local_sq = 0.0f32;
+    each_chunk!(j => {
+        for v in 0..VEC {
+            if s.has::<VECTOR>(j, v) {
+                local_sq += (c[j][v] - mean) * (c[j][v] - mean);
+            }
+        }
+    });
+    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / n;
+    let rstd = (var + eps).rsqrt();
+    // SAFETY: upheld by the caller; store_row passes columns of the row.
+    unsafe {
+        store_row::<VECTOR>(dst, fresh(s), &c, |x, col| {
+            if VECTOR {
+                affine.apply::<VEC>(x, col, mean, rstd)
+            } else {
+                affine.apply::<1>(x, col, mean, rstd)
+            }
+        })
+    };
+}
+
+/// A row too long for the registers: the mean, the squared deviations from it, then
+/// the write (three reads; the later two mostly from L2). # Safety: as `layernorm_cached`.
+#[inline(always)]
+unsafe fn layernorm_streamed<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    affine: Affine,
+    (sums, squares, n, eps): Stats,
+) {
+    let width = if VECTOR { VEC } else { 1 };
+    let firsts = || (s.t * width..s.cols).step_by(s.threads * width);
+    // SAFETY: `col` comes from `firsts`: `col + width <= cols`, aligned when VECTOR.
+    let load = |col: usize| -> [f32; VEC] {
+        if VECTOR {
+            unsafe { ldst::load_nc_f32x4(src.add(col)) }
+        } else {
+            [unsafe { f32::load_nc(src.add(col)) }, 0.0, 0.0, 0.0]
+        }
+    };
+    let local: f32 = firsts().map(|col| load(col).iter().sum::<f32>()).sum();
+    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / n;
+    let local_sq: f32 = firsts()
+        .map(|col| {
+            let x = load(col);
+            (0..width).map(|i| (x[i] - mean) * (x[i] - mean)).sum::<f32>()
+        })
+        .sum();
+    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / n;
+    let rstd = (var + eps).rsqrt();
+    for col in firsts() {
+        // SAFETY: this thread's columns of the row, which only this block writes.
+        unsafe {
+            if VECTOR {
+                let y = affine.apply::<VEC>(load(col), col, mean, rstd);
+                ldst::store_f32x4(dst.add(col), y);
+            } else {
+                let y = affine.apply::<1>(load(col), col, mean, rstd);
+                dst.add(col).write(y[0]);
+            }
+        }
     }
 }

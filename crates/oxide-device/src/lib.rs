@@ -12,6 +12,7 @@
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
+//! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
 //!
 //! Safe by default: ordinary kernels (element-wise maps, reductions into an
@@ -70,6 +71,7 @@ mod arch;
 pub mod atomic;
 pub mod disjoint;
 pub mod half;
+pub mod ldst;
 pub mod math;
 pub mod prelude;
 pub mod print;
