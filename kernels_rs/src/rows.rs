@@ -2,10 +2,16 @@
 //! as its flat slice and `cols`), softmax and layer norm.
 //!
 //! How they reach the memory system's speed:
-//! - A row of up to [`CACHED`]` · blockDim` elements is read from DRAM once: each
-//!   thread keeps its part in registers between the statistics and the write. Longer
-//!   rows take a streaming path (softmax: one pass of running max and rescaled sum, then
-//!   the write pass; layer norm: mean, then squared deviations, then the write pass).
+//! - A row of up to `32 · blockDim` elements (`16 · blockDim` when unaligned) is read
+//!   from DRAM once: each thread keeps its part in registers between the statistics
+//!   and the write, loaded with unconditional (clamped) loads that issue back to back.
+//!   Longer rows take a streaming path (softmax: one pass of running max and rescaled
+//!   sum, then the write pass; layer norm: mean, then squared deviations, then the
+//!   write pass; the later passes mostly hit L2).
+//! - Each of the four paths (cached or streamed, vector or scalar) is a function of its
+//!   own, chosen once per launch, and loop-invariant addresses are recomputed per row
+//!   (see [`fresh`]): no path spills, and the kernels take at most 84 (softmax) and 108
+//!   (layer norm) registers a thread, from 128 in the first version.
 //! - When the row, the output and (layer norm) weight and bias are 16-byte aligned,
 //!   every access is a 128-bit vector; otherwise (a view such as `x[1:]`, or `cols` not
 //!   a multiple of 4) scalar and still coalesced. Inputs load through the read-only
@@ -17,26 +23,46 @@
 //! Sizes are checked once: `x`, `out` (and `weight`, `bias`) must agree with `cols`, or
 //! the kernel traps with a message (`gpu_assert!`) before touching memory.
 
+// Lane indices `v` also name columns (`Share::col(j, v)`) and unrolled register slots.
+#![allow(clippy::needless_range_loop)]
+
 use oxide_device::ldst::{self, ReadOnlyLoad};
 use oxide_device::prelude::*;
 
 /// `f32` lanes in a 128-bit access.
 const VEC: usize = 4;
-/// 128-bit chunks a thread keeps in registers.
+/// The most 128-bit chunks a thread keeps in registers (the register cache's size).
 const CHUNKS: usize = 8;
-/// Elements a thread keeps in registers: rows up to `CACHED · blockDim` are read once.
-pub const CACHED: usize = VEC * CHUNKS;
-/// Chunks of the register cache that scalar (unaligned) rows use: their 32-bit
-/// accesses need more registers for addresses, and the full cache would spill.
-const SCALAR_CHUNKS: usize = CHUNKS / 2;
+/// Chunks of the cache in use, with vector and with scalar accesses: rows up to
+/// `4 · chunks · blockDim` are read from DRAM once. Scalar (unaligned) rows use half:
+/// their 32-bit accesses need more registers for addresses, and the whole cache spilled.
+const CACHE: Chunks = Chunks {
+    vector: CHUNKS,
+    scalar: CHUNKS / 2,
+};
 
-/// Columns a block of `threads` keeps in registers, with vector or scalar accesses.
-#[inline(always)]
-fn cached_cols(vector: bool, threads: usize) -> usize {
-    threads * VEC * if vector { CHUNKS } else { SCALAR_CHUNKS }
+/// How many of the register cache's chunks are in use (see [`CACHE`]).
+#[derive(Clone, Copy)]
+struct Chunks {
+    vector: usize,
+    scalar: usize,
 }
+
+impl Chunks {
+    #[inline(always)]
+    const fn get(self, vector: bool) -> usize {
+        if vector { self.vector } else { self.scalar }
+    }
+
+    /// Columns a block of `threads` keeps in registers.
+    #[inline(always)]
+    const fn cols(self, vector: bool, threads: usize) -> usize {
+        threads * VEC * self.get(vector)
+    }
+}
+
 /// The largest block the row kernels take (their `launch_bounds`): 16 384 cached
-/// columns, and room for the cache in 128 registers a thread.
+/// columns, and room for the cache in up to 128 registers a thread.
 const MAX_BLOCK: u32 = 512;
 
 /// `$body` once for each chunk index `$j` in `0..CHUNKS`, as straight-line code. LLVM
@@ -85,48 +111,113 @@ impl Share {
         }
     }
 
-    /// This thread's chunk `j`, lane `v` holds a column of the row.
+    /// This thread's chunk `j`, lane `v` holds a column of the row, with `n` chunks.
     #[inline(always)]
-    fn has<const VECTOR: bool>(self, j: usize, v: usize) -> bool {
-        (VECTOR || j < SCALAR_CHUNKS) && self.col::<VECTOR>(j, v) < self.cols
+    fn has<const VECTOR: bool>(self, j: usize, v: usize, n: usize) -> bool {
+        j < n && self.col::<VECTOR>(j, v) < self.cols
     }
 }
 
-/// This thread's [`CACHED`] elements of the row at `src`, `fill` where it has none.
+/// This thread's `4 · n` cached elements of the row at `src` (chunks `0..n`; `n` is a
+/// constant once inlined), `fill` where it has none.
+///
+/// The loads are unconditional, so they issue back to back: a column past the row's
+/// end loads the row's last element(s) instead (an L1 hit) and is then replaced by
+/// `fill`. (Guarded loads put each in a basic block of its own.)
 ///
 /// # Safety
-/// `src` points at `share.cols` readable `f32` not written during the launch; with
+/// `src` points at `share.cols > 0` readable `f32` not written during the launch; with
 /// `VECTOR`, `src` is 16-byte aligned and `cols` a multiple of 4.
 #[inline(always)]
-unsafe fn load_row<const VECTOR: bool>(src: *const f32, s: Share, fill: f32) -> [[f32; VEC]; CHUNKS] {
+unsafe fn load_row<const VECTOR: bool>(
+    src: *const f32,
+    s: Share,
+    n: usize,
+    fill: f32,
+) -> [[f32; VEC]; CHUNKS] {
     let mut c = [[fill; VEC]; CHUNKS];
+    let last = s.cols - if VECTOR { VEC } else { 1 };
     each_chunk!(j => {
-        if VECTOR {
-            if s.has::<true>(j, 0) {
-                // SAFETY: the chunk's 4 columns are in the row (cols % 4 == 0), aligned.
-                c[j] = unsafe { ldst::load_nc_f32x4(src.add(s.col::<true>(j, 0))) };
-            }
+        if j >= n {
+            // Not part of this kernel's cache: stays `fill`, folded away.
+        } else if VECTOR {
+            let col = s.col::<true>(j, 0);
+            // SAFETY: clamped to the row's last 4 columns (cols % 4 == 0), aligned.
+            let v = unsafe { ldst::load_nc_f32x4(src.add(col.min(last))) };
+            c[j] = if col < s.cols { v } else { [fill; VEC] };
         } else {
             for v in 0..VEC {
-                if s.has::<false>(j, v) {
-                    // SAFETY: the column is in the row.
-                    c[j][v] = unsafe { f32::load_nc(src.add(s.col::<false>(j, v))) };
-                }
+                let col = s.col::<false>(j, v);
+                // SAFETY: clamped to the row's last column.
+                let x = unsafe { f32::load_nc(src.add(col.min(last))) };
+                c[j][v] = if col < s.cols { x } else { fill };
             }
         }
     });
     c
 }
 
-/// `s`, hidden from the optimiser: the store phase then computes its addresses anew
-/// instead of keeping the load phase's column offsets live across the block reductions
-/// (16 to 32 registers, which made the scalar paths spill).
+/// `s`, opaque to the optimiser: the phase that uses it computes its addresses anew,
+/// instead of LLVM keeping every chunk's column offset (or pointer) live in registers
+/// across a whole loop or across the block reductions (16 to 32 registers; the paths
+/// spilled).
 #[inline(always)]
 fn fresh(s: Share) -> Share {
-    core::hint::black_box(s)
+    Share {
+        t: ldst::opaque_usize(s.t),
+        threads: ldst::opaque_usize(s.threads),
+        cols: s.cols,
+    }
 }
 
-/// Write `f(element, column)` for each element of this thread's share of the row.
+/// `start, start + step, …` below `end`, with a trip count LLVM cannot compute, so it
+/// does not unroll the streamed paths' loops: unrolled, they took more registers than
+/// the cached paths, and a kernel's register count is its hungriest path's.
+struct Strided {
+    next: usize,
+    end: usize,
+    step: usize,
+}
+
+impl Strided {
+    #[inline(always)]
+    fn new(start: usize, end: usize, step: usize) -> Strided {
+        Strided {
+            next: start,
+            end,
+            step,
+        }
+    }
+}
+
+impl Iterator for Strided {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let col = self.next;
+        if col >= self.end {
+            return None;
+        }
+        self.next = ldst::opaque_usize(col + self.step);
+        Some(col)
+    }
+}
+
+/// `p`, opaque to the optimiser (see [`fresh`]).
+#[inline(always)]
+fn opaque_ptr(p: *const f32) -> *const f32 {
+    p.with_addr(ldst::opaque_usize(p.addr()))
+}
+
+/// `p`, opaque to the optimiser (see [`fresh`]).
+#[inline(always)]
+fn opaque_mut(p: *mut f32) -> *mut f32 {
+    p.with_addr(ldst::opaque_usize(p.addr()))
+}
+
+/// Write `f(element, column)` for each element of this thread's share of the row
+/// (chunks `0..n`).
 ///
 /// # Safety
 /// `dst` points at `share.cols` writable `f32` that only this block writes, and with
@@ -136,19 +227,20 @@ fn fresh(s: Share) -> Share {
 unsafe fn store_row<const VECTOR: bool>(
     dst: *mut f32,
     s: Share,
+    n: usize,
     c: &[[f32; VEC]; CHUNKS],
     f: impl Fn([f32; VEC], usize) -> [f32; VEC],
 ) {
     each_chunk!(j => {
         if VECTOR {
-            if s.has::<true>(j, 0) {
+            if s.has::<true>(j, 0, n) {
                 let col = s.col::<true>(j, 0);
                 // SAFETY: as `load_row`; this thread's columns.
                 unsafe { ldst::store_f32x4(dst.add(col), f(c[j], col)) };
             }
         } else {
             for v in 0..VEC {
-                if s.has::<false>(j, v) {
+                if s.has::<false>(j, v, n) {
                     let col = s.col::<false>(j, v);
                     // SAFETY: this thread's column, in the row.
                     unsafe { dst.add(col).write(f([c[j][v]; VEC], col)[0]) };
@@ -156,6 +248,16 @@ unsafe fn store_row<const VECTOR: bool>(
             }
         }
     });
+}
+
+/// `e^x` as `2^(x · log2 e)`: one multiply and one `ex2.approx` (relative error about
+/// 2⁻²², plus the product's rounding, which grows with |x|: at most about 1e-5 where
+/// `e^x` is still a normal float, and such tiny terms weigh nothing in a softmax). The
+/// libdevice `expf` would be about four times the instructions, which the streamed
+/// path, with two exponentials an element, feels.
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    (x * core::f32::consts::LOG2_E).exp2()
 }
 
 /// `op` over `value` of every thread of the block, returned to every thread, with one
@@ -242,8 +344,14 @@ pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
     let s = Share::of_block(cols);
     let vector = vector_ok(cols, &[src as usize, dst as usize]);
-    let cached = cols <= cached_cols(vector, s.threads);
-    let rows = Rows { src, dst, rows, cols, s };
+    let cached = cols <= CACHE.cols(vector, s.threads);
+    let rows = Rows {
+        src,
+        dst,
+        rows,
+        cols,
+        s,
+    };
     // SAFETY (each arm): the pointers cover `rows · cols` elements of `x` and of `out`,
     // and `out` is written nowhere else.
     unsafe {
@@ -275,7 +383,11 @@ impl Rows {
     unsafe fn each(self, body: impl Fn(*const f32, *mut f32)) {
         for row in block_rows(self.rows) {
             // SAFETY: row < rows, so the row's `cols` elements lie in both arrays.
-            unsafe { body(self.src.add(row * self.cols), self.dst.add(row * self.cols)) };
+            let (x, y) = unsafe { (self.src.add(row * self.cols), self.dst.add(row * self.cols)) };
+            // Opaque per row: otherwise LLVM keeps one pointer per chunk as a loop
+            // variable (8 · 2 registers for the whole loop) where one base and
+            // per-row offsets do.
+            body(opaque_ptr(x), opaque_mut(y));
         }
     }
 }
@@ -297,6 +409,9 @@ unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
     // SAFETY: upheld by the caller.
     unsafe {
         rows.each(|x, y| {
+            // Per row, so that the column offsets are recomputed (a few multiply-adds)
+            // rather than held in registers for the whole loop.
+            let s = fresh(s);
             if CACHED_ROW {
                 softmax_cached::<VECTOR>(x, y, s, maxes, sums)
             } else {
@@ -317,22 +432,27 @@ unsafe fn softmax_cached<const VECTOR: bool>(
 ) {
     // Columns this thread lacks hold -inf: they add nothing to the max, exp(-inf) = 0.
     // SAFETY: upheld by the caller.
-    let mut c = unsafe { load_row::<VECTOR>(src, s, f32::NEG_INFINITY) };
+    let n = CACHE.get(VECTOR);
+    let mut c = unsafe { load_row::<VECTOR>(src, s, n, f32::NEG_INFINITY) };
     let mut local_max = f32::NEG_INFINITY;
     each_chunk!(j => {
-        local_max = c[j].iter().fold(local_max, |m, &v| m.max(v));
+        if j < n {
+            local_max = c[j].iter().fold(local_max, |m, &v| m.max(v));
+        }
     });
     let max = block_allreduce(local_max, maxes, f32::NEG_INFINITY, f32::max);
     let mut local_sum = 0.0;
     each_chunk!(j => {
-        for v in 0..VEC {
-            c[j][v] = (c[j][v] - max).exp();
-            local_sum += c[j][v];
+        if j < n {
+            for v in 0..VEC {
+                c[j][v] = exp(c[j][v] - max);
+                local_sum += c[j][v];
+            }
         }
     });
     let inv = 1.0 / block_allreduce(local_sum, sums, 0.0, |a, b| a + b);
     // SAFETY: upheld by the caller.
-    unsafe { store_row::<VECTOR>(dst, fresh(s), &c, |e, _| e.map(|e| e * inv)) };
+    unsafe { store_row::<VECTOR>(dst, fresh(s), n, &c, |e, _| e.map(|e| e * inv)) };
 }
 
 /// A row too long for the registers: one pass of running max and rescaled sum, then
@@ -346,7 +466,7 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
     sums: &SharedArray<f32, 32>,
 ) {
     let width = if VECTOR { VEC } else { 1 };
-    let firsts = || (s.t * width..s.cols).step_by(s.threads * width);
+    let firsts = || Strided::new(s.t * width, s.cols, s.threads * width);
     // SAFETY (both closures): `col` comes from `firsts`, so `col + width <= cols`;
     // vector columns are multiples of 4 from an aligned row.
     let load = |col: usize| -> [f32; VEC] {
@@ -362,19 +482,19 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
         let v = load(col);
         let new_m = v.iter().fold(m, |a, &b| a.max(b));
         // Rescale the sum to the new maximum (m == new_m also covers both -inf).
-        let scale = if m == new_m { 1.0 } else { (m - new_m).exp() };
-        sum = sum * scale + v.iter().map(|&x| (x - new_m).exp()).sum::<f32>();
+        let scale = if m == new_m { 1.0 } else { exp(m - new_m) };
+        sum = sum * scale + v.iter().map(|&x| exp(x - new_m)).sum::<f32>();
         m = new_m;
     }
     let max = block_allreduce(m, maxes, f32::NEG_INFINITY, f32::max);
     let mine = if m == f32::NEG_INFINITY {
         0.0
     } else {
-        sum * (m - max).exp()
+        sum * exp(m - max)
     };
     let inv = 1.0 / block_allreduce(mine, sums, 0.0, |a, b| a + b);
     for col in firsts() {
-        let e = load(col).map(|x| (x - max).exp() * inv);
+        let e = load(col).map(|x| exp(x - max) * inv);
         // SAFETY: this thread's columns of the row, which only this block writes.
         unsafe {
             if VECTOR {
@@ -429,11 +549,22 @@ pub fn layernorm_rows(
     };
     let vector = vector_ok(
         cols,
-        &[src as usize, dst as usize, affine.weight as usize, affine.bias as usize],
+        &[
+            src as usize,
+            dst as usize,
+            affine.weight as usize,
+            affine.bias as usize,
+        ],
     );
-    let cached = cols <= cached_cols(vector, s.threads);
+    let cached = cols <= CACHE.cols(vector, s.threads);
     let stats = (&SUMS, &SQUARES, cols as f32, eps);
-    let rows = Rows { src, dst, rows, cols, s };
+    let rows = Rows {
+        src,
+        dst,
+        rows,
+        cols,
+        s,
+    };
     // SAFETY (each arm): as in softmax_rows; weight and bias have `cols` elements.
     unsafe {
         match (cached, vector) {
@@ -460,9 +591,13 @@ unsafe fn layernorm_path<const CACHED_ROW: bool, const VECTOR: bool>(
     unsafe {
         rows.each(|x, y| {
             // The weight and bias addresses of this thread's columns are the same in
-            // every row; hidden behind black_box they are recomputed per row, rather
-            // than held in up to 64 registers across the row loop (which spilled).
-            let affine = core::hint::black_box(affine);
+            // every row; made opaque, they are recomputed per row, rather than held in
+            // up to 64 registers across the row loop (which spilled).
+            let affine = Affine {
+                weight: opaque_ptr(affine.weight),
+                bias: opaque_ptr(affine.bias),
+            };
+            let s = fresh(s);
             if CACHED_ROW {
                 layernorm_cached::<VECTOR>(x, y, s, affine, stats)
             } else {
@@ -486,7 +621,13 @@ impl Affine {
     /// `col + N <= cols`; for `N == 4`, weight and bias are 16-byte aligned and `col`
     /// a multiple of 4.
     #[inline(always)]
-    unsafe fn apply<const N: usize>(self, x: [f32; VEC], col: usize, mean: f32, rstd: f32) -> [f32; VEC] {
+    unsafe fn apply<const N: usize>(
+        self,
+        x: [f32; VEC],
+        col: usize,
+        mean: f32,
+        rstd: f32,
+    ) -> [f32; VEC] {
         // SAFETY: upheld by the caller.
         let (w, b) = unsafe {
             if N == VEC {
@@ -515,28 +656,29 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
     dst: *mut f32,
     s: Share,
     affine: Affine,
-    (sums, squares, n, eps): Stats,
+    (sums, squares, cols_f, eps): Stats,
 ) {
     // SAFETY: upheld by the caller.
-    let c = unsafe { load_row::<VECTOR>(src, s, 0.0) };
+    let n = CACHE.get(VECTOR);
+    let c = unsafe { load_row::<VECTOR>(src, s, n, 0.0) };
     let mut local = 0.0f32;
     each_chunk!(j => {
         local += c[j].iter().sum::<f32>();
     });
-    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / n;
+    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
     let mut local_sq = 0.0f32;
     each_chunk!(j => {
         for v in 0..VEC {
-            if s.has::<VECTOR>(j, v) {
+            if s.has::<VECTOR>(j, v, n) {
                 local_sq += (c[j][v] - mean) * (c[j][v] - mean);
             }
         }
     });
-    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / n;
+    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
     let rstd = (var + eps).rsqrt();
     // SAFETY: upheld by the caller; store_row passes columns of the row.
     unsafe {
-        store_row::<VECTOR>(dst, fresh(s), &c, |x, col| {
+        store_row::<VECTOR>(dst, fresh(s), n, &c, |x, col| {
             if VECTOR {
                 affine.apply::<VEC>(x, col, mean, rstd)
             } else {
@@ -554,10 +696,10 @@ unsafe fn layernorm_streamed<const VECTOR: bool>(
     dst: *mut f32,
     s: Share,
     affine: Affine,
-    (sums, squares, n, eps): Stats,
+    (sums, squares, cols_f, eps): Stats,
 ) {
     let width = if VECTOR { VEC } else { 1 };
-    let firsts = || (s.t * width..s.cols).step_by(s.threads * width);
+    let firsts = || Strided::new(s.t * width, s.cols, s.threads * width);
     // SAFETY: `col` comes from `firsts`: `col + width <= cols`, aligned when VECTOR.
     let load = |col: usize| -> [f32; VEC] {
         if VECTOR {
@@ -567,14 +709,16 @@ unsafe fn layernorm_streamed<const VECTOR: bool>(
         }
     };
     let local: f32 = firsts().map(|col| load(col).iter().sum::<f32>()).sum();
-    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / n;
+    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
     let local_sq: f32 = firsts()
         .map(|col| {
             let x = load(col);
-            (0..width).map(|i| (x[i] - mean) * (x[i] - mean)).sum::<f32>()
+            (0..width)
+                .map(|i| (x[i] - mean) * (x[i] - mean))
+                .sum::<f32>()
         })
         .sum();
-    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / n;
+    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
     let rstd = (var + eps).rsqrt();
     for col in firsts() {
         // SAFETY: this thread's columns of the row, which only this block writes.

@@ -131,7 +131,11 @@ fn device_library_kernels() {
             param("eps", Scalar, F32),
         ]
     );
-    for (entry, ty) in [("transpose_f32", F32), ("transpose_f64", F64), ("transpose_u32", U32)] {
+    for (entry, ty) in [
+        ("transpose_f32", F32),
+        ("transpose_f64", F64),
+        ("transpose_u32", U32),
+    ] {
         let d = descriptor(entry);
         assert_eq!(d.name, "transpose");
         assert_eq!(

@@ -88,7 +88,10 @@ pub unsafe fn load_nc_f32x4(p: *const f32) -> [f32; 4] {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        debug_assert!((p as usize).is_multiple_of(16), "load_nc_f32x4: {p:?} is not 16-byte aligned");
+        debug_assert!(
+            (p as usize).is_multiple_of(16),
+            "load_nc_f32x4: {p:?} is not 16-byte aligned"
+        );
         // SAFETY: upheld by the caller.
         unsafe { p.cast::<[f32; 4]>().read() }
     }
@@ -114,10 +117,39 @@ pub unsafe fn store_f32x4(p: *mut f32, v: [f32; 4]) {
     };
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        debug_assert!((p as usize).is_multiple_of(16), "store_f32x4: {p:?} is not 16-byte aligned");
+        debug_assert!(
+            (p as usize).is_multiple_of(16),
+            "store_f32x4: {p:?} is not 16-byte aligned"
+        );
         // SAFETY: upheld by the caller.
         unsafe { p.cast::<[f32; 4]>().write(v) }
     }
+}
+
+/// `x`, unchanged, but opaque to the optimiser, which must compute it where it is
+/// written (it cannot hoist it out of a loop, or compute from it ahead of time).
+///
+/// For loops whose body derives many addresses from loop-invariant values: called per
+/// iteration, it keeps LLVM from holding every derived address in registers for the
+/// whole loop. Unlike `core::hint::black_box`, which round-trips through local memory on
+/// the GPU, it is one register move.
+#[inline(always)]
+pub fn opaque_usize(x: usize) -> usize {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let y: usize;
+        // SAFETY: a register move. Not `pure`, so LLVM may neither hoist nor merge it.
+        unsafe {
+            core::arch::asm!(
+                "mov.b64 {y}, {x};",
+                y = lateout(reg64) y, x = in(reg64) x,
+                options(nomem, nostack, preserves_flags),
+            )
+        };
+        y
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::hint::black_box(x)
 }
 
 #[cfg(test)]
@@ -126,6 +158,11 @@ mod tests {
 
     #[repr(C, align(16))]
     struct Aligned([f32; 8]);
+
+    #[test]
+    fn opaque_is_the_identity() {
+        assert_eq!(opaque_usize(12345), 12345);
+    }
 
     #[test]
     fn scalar_read_only_loads_read() {
