@@ -455,6 +455,58 @@ unsafe fn softmax_cached<const VECTOR: bool>(
     unsafe { store_row::<VECTOR>(dst, fresh(s), n, &c, |e, _| e.map(|e| e * inv)) };
 }
 
+/// Chunks a thread of a streamed pass loads at once: independent loads in flight.
+const GROUP: usize = 4;
+
+/// A streamed pass over this thread's columns of one row: groups of [`GROUP`] chunks
+/// (`width` columns each, 4 or 1, `stride` apart), each group's loads unconditional
+/// (clamped into the row) so they issue together; a chunk past the row's end is marked
+/// absent.
+#[derive(Clone, Copy)]
+struct Walk<const VECTOR: bool> {
+    src: *const f32,
+    s: Share,
+}
+
+impl<const VECTOR: bool> Walk<VECTOR> {
+    const WIDTH: usize = if VECTOR { VEC } else { 1 };
+
+    #[inline(always)]
+    fn stride(self) -> usize {
+        self.s.threads * Self::WIDTH
+    }
+
+    /// The first column of each of this thread's groups.
+    #[inline(always)]
+    fn groups(self) -> Strided {
+        Strided::new(self.s.t * Self::WIDTH, self.s.cols, self.stride() * GROUP)
+    }
+
+    /// The group at `base`: per chunk its first column, whether it is in the row, and
+    /// its values (`fill` in the lanes past `WIDTH`).
+    ///
+    /// # Safety
+    /// `src` holds `cols > 0` readable `f32` not written during the launch; with
+    /// `VECTOR` it is 16-byte aligned and `cols` a multiple of 4.
+    #[inline(always)]
+    unsafe fn load(self, base: usize, fill: f32) -> [(usize, bool, [f32; VEC]); GROUP] {
+        let last = self.s.cols - Self::WIDTH;
+        core::array::from_fn(|u| {
+            let col = base + u * self.stride();
+            let at = col.min(last);
+            // SAFETY: `at` is a column of the row (clamped), aligned when VECTOR.
+            let v = unsafe {
+                if VECTOR {
+                    ldst::load_nc_f32x4(self.src.add(at))
+                } else {
+                    [f32::load_nc(self.src.add(at)), fill, fill, fill]
+                }
+            };
+            (col, col < self.s.cols, v)
+        })
+    }
+}
+
 /// A row too long for the registers: one pass of running max and rescaled sum, then
 /// a second read to write. # Safety: as `load_row` and `store_row`.
 #[inline(always)]
@@ -465,25 +517,24 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
     maxes: &SharedArray<f32, 32>,
     sums: &SharedArray<f32, 32>,
 ) {
-    let width = if VECTOR { VEC } else { 1 };
-    let firsts = || Strided::new(s.t * width, s.cols, s.threads * width);
-    // SAFETY (both closures): `col` comes from `firsts`, so `col + width <= cols`;
-    // vector columns are multiples of 4 from an aligned row.
-    let load = |col: usize| -> [f32; VEC] {
-        if VECTOR {
-            unsafe { ldst::load_nc_f32x4(src.add(col)) }
-        } else {
-            let v = unsafe { f32::load_nc(src.add(col)) };
-            [v, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY]
-        }
-    };
+    let walk = Walk::<VECTOR> { src, s };
+    let width = Walk::<VECTOR>::WIDTH;
     let (mut m, mut sum) = (f32::NEG_INFINITY, 0.0f32);
-    for col in firsts() {
-        let v = load(col);
-        let new_m = v.iter().fold(m, |a, &b| a.max(b));
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller. Absent chunks and lanes hold -inf: no effect
+        // on the max, exp(-inf) = 0 in the sum.
+        let group = unsafe { walk.load(base, f32::NEG_INFINITY) };
+        let group = group.map(|(_, here, v)| if here { v } else { [f32::NEG_INFINITY; VEC] });
+        let new_m = group.iter().flatten().fold(m, |a, &b| a.max(b));
         // Rescale the sum to the new maximum (m == new_m also covers both -inf).
         let scale = if m == new_m { 1.0 } else { exp(m - new_m) };
-        sum = sum * scale + v.iter().map(|&x| exp(x - new_m)).sum::<f32>();
+        let mut add = 0.0;
+        for v in &group {
+            for &x in &v[..width] {
+                add += exp(x - new_m);
+            }
+        }
+        sum = sum * scale + add;
         m = new_m;
     }
     let max = block_allreduce(m, maxes, f32::NEG_INFINITY, f32::max);
@@ -493,14 +544,19 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
         sum * exp(m - max)
     };
     let inv = 1.0 / block_allreduce(mine, sums, 0.0, |a, b| a + b);
-    for col in firsts() {
-        let e = load(col).map(|x| exp(x - max) * inv);
-        // SAFETY: this thread's columns of the row, which only this block writes.
-        unsafe {
-            if VECTOR {
-                ldst::store_f32x4(dst.add(col), e);
-            } else {
-                dst.add(col).write(e[0]);
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (col, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                let e = v.map(|x| exp(x - max) * inv);
+                // SAFETY: this thread's columns of the row, which only this block writes.
+                unsafe {
+                    if VECTOR {
+                        ldst::store_f32x4(dst.add(col), e);
+                    } else {
+                        dst.add(col).write(e[0]);
+                    }
+                }
             }
         }
     }
@@ -698,37 +754,47 @@ unsafe fn layernorm_streamed<const VECTOR: bool>(
     affine: Affine,
     (sums, squares, cols_f, eps): Stats,
 ) {
-    let width = if VECTOR { VEC } else { 1 };
-    let firsts = || Strided::new(s.t * width, s.cols, s.threads * width);
-    // SAFETY: `col` comes from `firsts`: `col + width <= cols`, aligned when VECTOR.
-    let load = |col: usize| -> [f32; VEC] {
-        if VECTOR {
-            unsafe { ldst::load_nc_f32x4(src.add(col)) }
-        } else {
-            [unsafe { f32::load_nc(src.add(col)) }, 0.0, 0.0, 0.0]
+    let walk = Walk::<VECTOR> { src, s };
+    let width = Walk::<VECTOR>::WIDTH;
+    let mut local = 0.0f32;
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (_, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                local += v[..width].iter().sum::<f32>();
+            }
         }
-    };
-    let local: f32 = firsts().map(|col| load(col).iter().sum::<f32>()).sum();
+    }
     let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
-    let local_sq: f32 = firsts()
-        .map(|col| {
-            let x = load(col);
-            (0..width)
-                .map(|i| (x[i] - mean) * (x[i] - mean))
-                .sum::<f32>()
-        })
-        .sum();
+    let mut local_sq = 0.0f32;
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (_, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                local_sq += v[..width]
+                    .iter()
+                    .map(|&x| (x - mean) * (x - mean))
+                    .sum::<f32>();
+            }
+        }
+    }
     let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
     let rstd = (var + eps).rsqrt();
-    for col in firsts() {
-        // SAFETY: this thread's columns of the row, which only this block writes.
-        unsafe {
-            if VECTOR {
-                let y = affine.apply::<VEC>(load(col), col, mean, rstd);
-                ldst::store_f32x4(dst.add(col), y);
-            } else {
-                let y = affine.apply::<1>(load(col), col, mean, rstd);
-                dst.add(col).write(y[0]);
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (col, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                // SAFETY: this thread's columns of the row, which only this block
+                // writes; weight and bias have `cols` elements.
+                unsafe {
+                    if VECTOR {
+                        let y = affine.apply::<VEC>(v, col, mean, rstd);
+                        ldst::store_f32x4(dst.add(col), y);
+                    } else {
+                        let y = affine.apply::<1>(v, col, mean, rstd);
+                        dst.add(col).write(y[0]);
+                    }
+                }
             }
         }
     }
