@@ -1,10 +1,13 @@
 //! A kernel's parameters: where each one sits in the PTX parameter buffer, which Python
 //! values the fast path accepts for it, and how they are packed.
 //!
-//! The rules are those of pyoxide/backends/cupy_fast.py, which the general path backs:
-//! anything not certainly fine is declined (the caller returns False), never refused.
+//! The rules are a subset of pyoxide/_args.py (the one statement of them), which the
+//! general path applies: anything not certainly fine is declined (the caller returns
+//! False), never refused. tests/test_fast_path.py holds both to the same table.
 
 use std::ffi::c_ulong;
+
+use oxide_abi::ScalarType;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -214,36 +217,26 @@ impl Layout {
     }
 }
 
+/// A scalar parameter's kind, from oxide-abi's table (size, class, range).
 fn scalar_kind(ty: &str) -> PyResult<Kind> {
-    let signed = |bytes: usize| {
-        let bits = 8 * bytes as u32 - 1;
-        Kind::Signed {
+    let Some(t) = ScalarType::from_rust_name(ty) else {
+        return Err(PyValueError::new_err(format!("unknown scalar type {ty:?}")));
+    };
+    let bytes = t.size();
+    Ok(match (t, t.int_range()) {
+        (ScalarType::F32, _) => Kind::F32,
+        (ScalarType::F64, _) => Kind::F64,
+        (ScalarType::Bool, _) => Kind::Bool,
+        (_, Some((lo, hi))) if lo < 0 => Kind::Signed {
             bytes,
-            lo: i64::MIN >> (63 - bits),
-            hi: i64::MAX >> (63 - bits),
-        }
-    };
-    let unsigned = |bytes: usize| Kind::Unsigned {
-        bytes,
-        hi: u64::MAX >> (64 - 8 * bytes as u32),
-    };
-    Ok(match ty {
-        "f32" => Kind::F32,
-        "f64" => Kind::F64,
-        "bool" => Kind::Bool,
-        "i8" => signed(1),
-        "i16" => signed(2),
-        "i32" => signed(4),
-        "i64" | "isize" => signed(8),
-        "u8" => unsigned(1),
-        "u16" => unsigned(2),
-        "u32" => unsigned(4),
-        "u64" | "usize" => unsigned(8),
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown scalar type {other:?}"
-            )));
-        }
+            lo: lo as i64,
+            hi: hi as i64,
+        },
+        (_, Some((_, hi))) => Kind::Unsigned {
+            bytes,
+            hi: hi as u64,
+        },
+        (_, None) => unreachable!("every non-float, non-bool scalar type has a range"),
     })
 }
 
