@@ -45,7 +45,7 @@ class Module:
         generic: dict[str, list[Kernel]] = {}
         make_kernel = kernel_class()
         for spec in manifest.kernels:
-            kernel = make_kernel(spec, self)
+            kernel = make_kernel(spec, self.function)
             launchers[spec.entry] = kernel
             if spec.instance:
                 generic.setdefault(spec.name, []).append(kernel)
@@ -108,7 +108,9 @@ class Module:
 
     # --- code per device ---------------------------------------------------------
 
-    def _function(self, backend: Backend, device: int, entry: str) -> Any:
+    def function(self, backend: Backend, device: int, entry: str) -> Any:
+        """The backend's handle of ``entry`` on ``device``; the crate's code is loaded
+        there the first time."""
         key = (backend.name, device, entry)
         function = self._functions.get(key)
         if function is None:

@@ -24,7 +24,7 @@ enum Fast {
     None,
     /// The native launcher, called without going through Python.
     Native(Py<Launcher>),
-    /// Any other `fast(args, cfg) -> bool` (the generated Python fast path).
+    /// Any other `fast(args, cfg) -> bool` (a stand-in in tests).
     Python(Py<PyAny>),
 }
 

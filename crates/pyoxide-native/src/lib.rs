@@ -1,15 +1,17 @@
 //! `pyoxide._native`: the native launch fast path for CuPy arrays.
 //!
-//! A [`Launcher`] is built once per kernel and device by pyoxide/backends/cupy_native.py.
-//! Called as `launcher(args, cfg)`, it does what the generated Python launcher of
-//! pyoxide/backends/cupy_fast.py does, without the interpreter in between: it checks the
-//! arguments, packs one parameter buffer and calls `cuLaunchKernel` with
+//! A [`Launcher`] is built once per kernel and device by pyoxide/backends/cupy/_native.py.
+//! Called as `launcher(args, cfg)`, it takes the plain calls the argument rules of
+//! pyoxide/_args.py accept (a subset: exact CuPy arrays, Python scalars), without the
+//! interpreter in between: it checks the arguments, packs one parameter buffer and calls
+//! `cuLaunchKernel` with
 //! `CU_LAUNCH_PARAM_BUFFER_POINTER`. It returns False for anything it is not sure about
 //! (the general path then accepts the call or raises the documented error), True once
 //! launched, and raises only what the error callback raises for a failed launch.
 
 mod driver;
 mod kernel;
+mod knobs;
 mod params;
 mod stream;
 
@@ -44,6 +46,8 @@ pub struct Launcher {
     kernel: Py<PyString>,
     on_error: Py<PyAny>,
     driver: Driver,
+    /// PYOXIDE_SYNC and PYOXIDE_BACKEND when built: any change declines every call.
+    knobs: knobs::Snapshot,
 }
 
 /// Where `backend._last_kernel` lives (named in trap messages: "'k' or an earlier launch").
@@ -181,6 +185,7 @@ impl Launcher {
             kernel: kernel.unbind(),
             on_error: on_error.unbind(),
             driver,
+            knobs: knobs::Snapshot::now(),
         })
     }
 
@@ -261,6 +266,9 @@ impl Launcher {
         }
         if self.driver.current_context() != Some(self.context) {
             return Ok(false); // another device is current: the general path says so
+        }
+        if !self.knobs.current() {
+            return Ok(false); // a knob changed: the general path drops this launcher
         }
         let Some([gx, gy, gz, bx, by, bz, smem]) = self.config(buf, cfg) else {
             return Ok(false);
