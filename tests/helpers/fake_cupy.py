@@ -178,7 +178,7 @@ def install(monkeypatch: Any, fake: FakeCuda) -> types.ModuleType:
     the real driver. tests/test_native_launcher.py switches it back on with fake entry
     points."""
     from pyoxide import backends
-    from pyoxide.backends import cupy_native
+    from pyoxide.backends.cupy import _native as cupy_native
 
     cp = fake.module()
     monkeypatch.setitem(sys.modules, "cupy", cp)

@@ -144,7 +144,9 @@ impl Layout {
         }
         for (p, a) in self.params.iter().zip(args.iter_borrowed()) {
             let ok = match &p.kind {
-                Kind::Array { dtype, .. } => match array(names, ndarray, dtype, device, &a) {
+                Kind::Array {
+                    dtype, itemsize, ..
+                } => match array(names, ndarray, dtype, *itemsize, device, &a) {
                     Some((ptr, len)) => {
                         put(buf, p.offset, &ptr.to_ne_bytes());
                         put(buf, p.offset + 8, &len.to_ne_bytes());
@@ -240,11 +242,14 @@ fn scalar_kind(ty: &str) -> PyResult<Kind> {
     })
 }
 
-/// (pointer, length) of a plain 1-D C-contiguous `cupy.ndarray` of `dtype` on `device`.
+/// (pointer, length) of a plain 1-D C-contiguous `cupy.ndarray` of `dtype` on `device`,
+/// aligned to its `itemsize` and ending below 2**64 (anything else is the general path's
+/// to explain).
 fn array(
     names: &Names,
     ndarray: &Bound<'_, PyType>,
     dtype: &Py<PyAny>,
+    itemsize: u64,
     device: i64,
     a: &Bound<'_, PyAny>,
 ) -> Option<(u64, u64)> {
@@ -278,6 +283,14 @@ fn array(
     }
     let ptr = u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?;
     let len = u64_of(&a.getattr(names.size.bind(py)).ok()?)?;
+    if itemsize == 0 || !ptr.is_multiple_of(itemsize) {
+        return None;
+    }
+    let bytes = len.checked_mul(itemsize)?;
+    if bytes > (1 << 63) - 1 {
+        return None;
+    }
+    ptr.checked_add(bytes)?;
     Some((ptr, len))
 }
 
