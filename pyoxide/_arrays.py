@@ -162,7 +162,7 @@ def view(obj: Any) -> ArrayView | None:
     """Describe ``obj`` as an array, or return None if it speaks no array protocol."""
     if isinstance(obj, (str, bytes, int, float, complex, bool)) or obj is None:
         return None
-    if type(obj).__module__ == "numpy.ma.core":  # its interface shows the data, not the mask
+    if type(obj).__module__.startswith("numpy.ma"):  # its interface shows the data, not the mask
         raise ArrayProtocolError(
             "a NumPy masked array", "pass x.filled(value) or x.data: a kernel reads every element"
         )
