@@ -185,7 +185,7 @@ impl Launcher {
             kernel: kernel.unbind(),
             on_error: on_error.unbind(),
             driver,
-            knobs: knobs::Snapshot::now(),
+            knobs: knobs::Snapshot::now(py),
         })
     }
 
@@ -267,7 +267,7 @@ impl Launcher {
         if self.driver.current_context() != Some(self.context) {
             return Ok(false); // another device is current: the general path says so
         }
-        if !self.knobs.current() {
+        if !self.knobs.current(py) {
             return Ok(false); // a knob changed: the general path drops this launcher
         }
         let Some([gx, gy, gz, bx, by, bz, smem]) = self.config(buf, cfg) else {
