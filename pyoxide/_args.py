@@ -29,17 +29,19 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from . import _abi
-from ._arrays import ArrayProtocolError, ArrayView, rust_dtype_name, view
 from ._arrays import RUST_TYPESTR as _TYPESTR
+from ._arrays import ArrayProtocolError, ArrayView, rust_dtype_name, view
 from ._manifest import KernelSpec, ParamSpec
 from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError
 
 _F32_OVERFLOW = 2.0**128 - 2.0**103  # rounds to inf as f32
 _NP_NAMES = {
-    t.name: "uint8" if t.kind == "b" else {"i": "int", "u": "uint", "f": "float"}[t.kind]
-    + str(8 * t.size)
+    t.name: "uint8"
+    if t.kind == "b"
+    else {"i": "int", "u": "uint", "f": "float"}[t.kind] + str(8 * t.size)
     for t in _abi.SCALARS.values()
 }
+
 
 class Refused(Exception):
     """Raised by a converter; the caller adds kernel and parameter."""
@@ -88,6 +90,7 @@ def _scalar_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
 def _int_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], Any]:
     t = param.type
     lo, hi = _abi.SCALARS[t].lo, _abi.SCALARS[t].hi
+    assert lo is not None and hi is not None, f"{t} is an integer type"
     expected = f"an int in [{lo}, {hi}] ({t})"
 
     def convert_int(v: Any) -> Any:

@@ -168,7 +168,7 @@ def build(
         crate_name = str(report["crate"])
         artifacts = tuple(Path(a) for a in report["artifacts"])
         emu = report["emulator"]
-        emulator = None if emu is None else Path(emu)
+        emulator_path = None if emu is None else Path(emu)
     except (ValueError, KeyError, TypeError):
         raise BuildError(
             "cargo-oxide succeeded but did not print its JSON build report on stdout "
@@ -176,5 +176,5 @@ def build(
             log=err, returncode=rc, command=cmd,
         ) from None  # fmt: skip
     return BuildResult(
-        manifest=manifest, crate=crate_name, artifacts=artifacts, log=err, emulator=emulator
+        manifest=manifest, crate=crate_name, artifacts=artifacts, log=err, emulator=emulator_path
     )

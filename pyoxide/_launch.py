@@ -326,4 +326,3 @@ class GenericKernel:
             f"convert the arrays with .astype(...) to one instance's types, or call an "
             f"instance directly (e.g. {first.name})",
         )  # fmt: skip
-

@@ -228,11 +228,15 @@ CASES: list[tuple[str, Callable[[Any], None], type[ArgumentError], list[str]]] =
     ("x-ends-past-2**64", saxpy(x=f32(16, ptr=2**64 - 32)), V, ["'x'", "below 2**64"]),
     (
         "numpy-masked",
-        lambda m: m.saxpy(2.0, np.ma.masked_array(np.zeros(16, np.float32), mask=[1] * 16),
-                          np.zeros(16, np.float32), np.zeros(16, np.float32)),
+        lambda m: m.saxpy(
+            2.0,
+            np.ma.masked_array(np.zeros(16, np.float32), mask=[1] * 16),
+            np.zeros(16, np.float32),
+            np.zeros(16, np.float32),
+        ),
         T,
         ["'x'", "masked", "filled"],
-    ),  # fmt: skip
+    ),
     # generic dispatch
     (
         "generic-int-arrays",

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from helpers import fake_cargo_oxide
 from helpers.fixtures import make_crate, write_manifest
 
-from pyoxide.cli import cli
 from pyoxide._abi import EXIT_MEANINGS
+from pyoxide.cli import cli
 from pyoxide.cli._exit import ExitCode
 
 

@@ -69,20 +69,36 @@ TABLE: list[tuple[str, str, Callable[[], tuple[Any, ...]], Any]] = [
     ("numpy-float", "saxpy", lambda: (np.float32(2), X, Y, OUT), DECLINED),
     ("int-for-float", "saxpy", lambda: (2, X, Y, OUT), DECLINED),
     ("infinity", "saxpy", lambda: (math.inf, X, Y, OUT), DECLINED),
-    ("wrong-dtype", "saxpy", lambda: (2.0, FakeNdarray(1000, "float64"), Y, OUT),
-     ArgumentTypeError),  # fmt: skip
+    (
+        "wrong-dtype",
+        "saxpy",
+        lambda: (2.0, FakeNdarray(1000, "float64"), Y, OUT),
+        ArgumentTypeError,
+    ),
     ("out-aliases-x", "saxpy", lambda: (2.0, X, Y, X), ArgumentValueError),
     ("beyond-f32", "saxpy", lambda: (1e39, X, Y, OUT), ArgumentValueError),
     ("arity", "saxpy", lambda: (2.0, X, Y), ArgumentTypeError),
     ("bool-for-f32", "saxpy", lambda: (True, X, Y, OUT), ArgumentTypeError),
     ("str-for-f32", "saxpy", lambda: ("2", X, Y, OUT), ArgumentTypeError),
-    ("other-device", "saxpy", lambda: (2.0, X, Y, FakeNdarray(1000, device=1)),
-     ArgumentValueError),  # fmt: skip
+    (
+        "other-device",
+        "saxpy",
+        lambda: (2.0, X, Y, FakeNdarray(1000, device=1)),
+        ArgumentValueError,
+    ),
     ("2-d", "saxpy", lambda: (2.0, X, Y, FakeNdarray((10, 100))), ArgumentValueError),
-    ("strided", "saxpy", lambda: (2.0, X, Y, FakeNdarray(500, strides=(8,))),
-     ArgumentValueError),  # fmt: skip
-    ("misaligned", "saxpy", lambda: (2.0, X, Y, FakeNdarray(1000, ptr=Y.ptr + 2**29 + 2)),
-     ArgumentValueError),  # fmt: skip
+    (
+        "strided",
+        "saxpy",
+        lambda: (2.0, X, Y, FakeNdarray(500, strides=(8,))),
+        ArgumentValueError,
+    ),
+    (
+        "misaligned",
+        "saxpy",
+        lambda: (2.0, X, Y, FakeNdarray(1000, ptr=Y.ptr + 2**29 + 2)),
+        ArgumentValueError,
+    ),
     ("mix", "mix", lambda: (-3, 7, True, -(2**40), 0.5, 2**32 - 1, 2**64 - 1, OUT64), FAST),
     ("mix-extremes", "mix", lambda: (127, 0, False, 2**63 - 1, -math.inf, 0, 0, OUT64), FAST),
     ("nan-f64", "mix", lambda: (*MIX[:4], math.nan, *MIX[5:], OUT64), DECLINED),
@@ -94,13 +110,19 @@ TABLE: list[tuple[str, str, Callable[[], tuple[Any, ...]], Any]] = [
     ("beyond-usize", "mix", lambda: (*MIX[:6], 2**64, OUT64), ArgumentValueError),
     ("beyond-i64", "mix", lambda: (*MIX[:3], 2**63, *MIX[4:], OUT64), ArgumentValueError),
 ]
-GOOD = {"saxpy": lambda: (1.0, X, Y, OUT), "vecadd": lambda: (X, Y, OUT),
-        "mix": lambda: (*MIX, OUT64)}  # fmt: skip
+GOOD = {
+    "saxpy": lambda: (1.0, X, Y, OUT),
+    "vecadd": lambda: (X, Y, OUT),
+    "mix": lambda: (*MIX, OUT64),
+}
 
 
-@pytest.mark.parametrize(("kernel", "args", "outcome"), [t[1:] for t in TABLE],
-                         ids=[t[0] for t in TABLE])  # fmt: skip
-def test_conformance(native, mod, kernel: str, args: Callable[[], tuple[Any, ...]], outcome: Any) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("kernel", "args", "outcome"), [t[1:] for t in TABLE], ids=[t[0] for t in TABLE]
+)
+def test_conformance(
+    native, mod, kernel: str, args: Callable[[], tuple[Any, ...]], outcome: Any
+) -> None:
     fake, driver = native
     k = mod[kernel]
     k(*GOOD[kernel]())  # the general path, which builds the compiled launcher
@@ -138,8 +160,13 @@ def test_the_fast_path_packs_at_natural_alignment(native, mod) -> None:
     ((launch),) = driver.launches
     assert launch["buffer"][:4] == np.float32(-1.25).tobytes()
     assert np.frombuffer(launch["buffer"][8:], np.uint64).tolist() == [
-        X.ptr, 1000, Y.ptr, 1000, OUT.ptr, 1000,
-    ]  # fmt: skip
+        X.ptr,
+        1000,
+        Y.ptr,
+        1000,
+        OUT.ptr,
+        1000,
+    ]
 
 
 def test_configured_launch_uses_the_checked_configuration(native, mod) -> None:
@@ -240,9 +267,18 @@ def test_the_launcher_refuses_bad_descriptions() -> None:
 
     def make(params: Any, grid_param: Any = None, entry_points: Any = (launch, ctx, 0, 0)) -> Any:
         return pyoxide_native.Launcher(
-            1, 0, params, FakeNdarray, lambda: None, 256, grid_param, object(), "k",
-            lambda *a: None, entry_points,
-        )  # fmt: skip
+            1,
+            0,
+            params,
+            FakeNdarray,
+            lambda: None,
+            256,
+            grid_param,
+            object(),
+            "k",
+            lambda *a: None,
+            entry_points,
+        )
 
     assert make([("i32", None, 0, False)]).buffer_size == 4
     with pytest.raises(ValueError, match="unknown scalar type"):

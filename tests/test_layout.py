@@ -57,14 +57,14 @@ def import_graph() -> dict[str, set[str]]:
 
 def test_the_package_imports_form_a_dag() -> None:
     graph = import_graph()
-    assert "pyoxide._launch" in graph and graph["pyoxide._launch"]
+    assert graph.get("pyoxide._launch")
     state: dict[str, int] = {}
 
     def visit(m: str, path: list[str]) -> None:
         state[m] = 1
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                cycle = path[path.index(n) :] + [n] if n in path else [m, n]
+                cycle = [*path[path.index(n) :], n] if n in path else [m, n]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if n not in state:
                 visit(n, [*path, n])

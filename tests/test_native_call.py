@@ -27,7 +27,6 @@ from pyoxide.backends.cupy import _native as cupy_native
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError
 
 
-
 @pytest.fixture
 def fake() -> fake_cupy.FakeCuda:
     return fake_cupy.FakeCuda(device_count=2)

@@ -116,7 +116,8 @@ def test_a_tensor_on_cuda_1_launches_there(kernels) -> None:
 def test_every_rank_of_a_torch_distributed_run_uses_pyoxide(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     script = tmp_path / "ranks.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         import torch
         import torch.distributed as dist
@@ -136,12 +137,11 @@ def test_every_rank_of_a_torch_distributed_run_uses_pyoxide(tmp_path: Path) -> N
         if __name__ == "__main__":
             mp.spawn(main, args=(2, "file://" + sys.argv[1]), nprocs=2)
             print("ranks ok")
-    """))
+    """)
+    )
     env = {**os.environ, "NCCL_NVLS_ENABLE": "0"}
     r = subprocess.run(
         [sys.executable, str(script), str(tmp_path / "rendezvous")],
         capture_output=True, text=True, env=env, timeout=240, check=False,
     )  # fmt: skip
     assert r.returncode == 0 and "ranks ok" in r.stdout, r.stderr[-3000:]
-
-

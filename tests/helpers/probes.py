@@ -36,9 +36,7 @@ def _cuda_device_count() -> int:
 
 def requires_gpus(n: int, reason: str) -> pytest.MarkDecorator:
     """Skip unless CuPy sees at least `n` CUDA devices."""
-    return pytest.mark.skipif(
-        _cuda_device_count() < n, reason=f"needs {n} CUDA devices: {reason}"
-    )
+    return pytest.mark.skipif(_cuda_device_count() < n, reason=f"needs {n} CUDA devices: {reason}")
 
 
 @functools.cache

@@ -18,6 +18,4 @@ def test_histograms(kernels: pyoxide.Module, lib: ArrayLib, name: str, n: int, b
     x = RNG.integers(0, bins + 3, n, dtype=np.uint32)  # some past the last bin
     counts = lib.zeros(bins, np.uint32)
     kernels[name][132, 256](lib.asarray(x), counts)
-    np.testing.assert_array_equal(
-        lib.to_numpy(counts), np.bincount(x[x < bins], minlength=bins)
-    )
+    np.testing.assert_array_equal(lib.to_numpy(counts), np.bincount(x[x < bins], minlength=bins))

@@ -15,9 +15,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
-from typing import Any, Literal, NoReturn
-
 from collections.abc import Callable, Sequence
+from typing import Any, Literal, NoReturn
 
 from ..._abi import PARAM_KINDS
 from ..._arrays import RUST_TYPESTR
