@@ -111,12 +111,13 @@ def run_tool(args: Sequence[str], echo: Echo | None = None) -> tuple[int, str, s
             if echo is not None:
                 echo(line.rstrip("\n"))
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    rc = proc.wait()
-    reader.join()
+    with proc:  # closes both pipes (left open, each is a ResourceWarning)
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        rc = proc.wait()
+        reader.join()
     return rc, out, "".join(err_lines)
 
 
