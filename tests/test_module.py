@@ -175,6 +175,11 @@ def test_a_checkout_with_a_toolchain_builds_the_bundled_kernels_over_a_stale_pre
     (pre / "kernels_rs.manifest.json").write_text(json.dumps(value))
     monkeypatch.setattr(_module, "_PACKAGE_DIR", pkg)
 
+    # cargo-oxide there (the copy a checkout's pyoxide/_bin holds) but not the Rust
+    # toolchain it drives, nothing cached: the prebuilt artifacts (seen on the GPU machine).
+    monkeypatch.setenv("FAKE_OXIDE_MODE", "toolchain")
+    assert _module.load_bundled().manifest.path.parent == pre
+    monkeypatch.delenv("FAKE_OXIDE_MODE")
     assert _module.load_bundled().manifest.path.parent != pre
     monkeypatch.setenv("PYOXIDE_CARGO_OXIDE", str(tmp_path / "missing" / "cargo-oxide"))
     assert _module.load_bundled().manifest.path.parent == pre

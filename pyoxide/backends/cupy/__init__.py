@@ -157,17 +157,19 @@ class CupyBackend:
     # --- launching ---------------------------------------------------------------
 
     def _stream(self, kernel: str, stream: Any) -> Any:
+        """What Function.__call__ takes as its stream: an object whose ``.ptr`` is the
+        handle (CuPy reads nothing else)."""
         cp = self._cp
-        if stream is None:
-            return cp.cuda.get_current_stream()
         if isinstance(stream, cp.cuda.Stream):
             return stream
         if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
-            return cp.cuda.ExternalStream(int(stream.cuda_stream))
+            return _Handle(cp.cuda.runtime, int(stream.cuda_stream))
         if hasattr(stream, "__cuda_stream__"):  # CUDA stream protocol: (version, handle)
-            return cp.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
+            return _Handle(cp.cuda.runtime, int(stream.__cuda_stream__()[1]))
+        if hasattr(stream, "ptr"):  # a CuPy stream of another kind
+            return stream
         if isinstance(stream, int) and not isinstance(stream, bool):
-            return cp.cuda.ExternalStream(stream)
+            return _Handle(cp.cuda.runtime, stream)
         raise ArgumentTypeError(
             kernel,
             "stream",
@@ -208,7 +210,7 @@ class CupyBackend:
                     # CAI v3: wait for the producer's stream unless it is ours or a default.
                     if p not in (1, 2) and p != current.ptr:
                         event = cp.cuda.Event(disable_timing=True)
-                        event.record(cp.cuda.ExternalStream(p))
+                        event.record(_Handle(cp.cuda.runtime, p))
                         current.wait_event(event)
             if shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:
                 d = cp.cuda.driver
@@ -261,3 +263,23 @@ class CupyBackend:
             f"launching '{kernel}' failed: {text}. Fix: check the launch configuration "
             "(grid, block, shared_mem) against the device's limits.",
         )
+
+
+class _Handle:
+    """A stream CuPy does not own, by its raw handle (a PyTorch stream, an int): what
+    ``Function.__call__`` and ``Event.record`` read (``.ptr``), plus the two methods the
+    backend calls. Not a CuPy stream object: ``cupy.cuda.ExternalStream`` is deprecated
+    since CuPy 14, and the ``Stream`` that ``Stream.from_external`` returns destroys the
+    handle when it is collected (Stream.__del__), which is not ours to destroy."""
+
+    __slots__ = ("_runtime", "ptr")
+
+    def __init__(self, runtime: Any, ptr: int) -> None:
+        self._runtime = runtime
+        self.ptr = ptr
+
+    def synchronize(self) -> None:
+        self._runtime.streamSynchronize(self.ptr)
+
+    def wait_event(self, event: Any) -> None:
+        self._runtime.streamWaitEvent(self.ptr, event.ptr)
