@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::{Launcher, parse_config};
+use crate::launcher::{Launcher, parse_config};
 
 /// The fast launcher a kernel holds (`kernel._fast`).
 enum Fast {
