@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.fixtures import REPO_DIR
@@ -141,3 +142,28 @@ def _collected(backend: str) -> list[str]:
 def test_the_kernel_suite_lists_the_same_tests_for_every_backend() -> None:
     emu, cupy = _collected("emu"), _collected("cupy")
     assert len(emu) > 50 and emu == cupy
+
+
+def test_skip_on_emu_skips_only_the_emulator() -> None:
+    import importlib.util
+    import types
+
+    from helpers.arraylibs import ArrayLib, skip_on_emu
+
+    spec = importlib.util.spec_from_file_location(
+        "kernels_conftest", REPO_DIR / "tests" / "kernels" / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    mark = skip_on_emu("reads a texture").mark
+
+    def item(lib: str) -> Any:
+        return types.SimpleNamespace(
+            get_closest_marker=lambda name: mark if name == mark.name else None,
+            callspec=types.SimpleNamespace(params={"lib": ArrayLib(lib)}),
+        )
+
+    conftest.pytest_runtest_setup(item("cupy"))  # runs
+    with pytest.raises(pytest.skip.Exception, match="not on the emulator: reads a texture"):
+        conftest.pytest_runtest_setup(item("emu"))
