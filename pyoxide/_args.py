@@ -317,7 +317,7 @@ class ArgumentPlan:
                     packed.append(check(a))
                     continue
                 if v is None:
-                    if p.kind == "pointer" and type(a) is int and 0 <= a < 2**64:
+                    if p.takes_address and type(a) is int and 0 <= a < 2**64:
                         packed.append(_u64(a))  # a raw address: unsafe kernels only
                         continue
                     not_an_array(p, a)

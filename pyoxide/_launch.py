@@ -295,7 +295,7 @@ class GenericKernel:
         views = first.plan.views(args)  # same parameter kinds in every instance
         for i in self._array_params:
             if views[i] is None and not (
-                first.spec.params[i].kind == "pointer" and type(args[i]) is int
+                first.spec.params[i].takes_address and type(args[i]) is int
             ):
                 try:
                     not_an_array(first.spec.params[i], args[i])

@@ -25,12 +25,8 @@ DESCRIPTOR_VERSION = _abi.DESCRIPTOR_VERSION
 
 #: Scalar types in their Rust (= manifest) spelling, with their size in bytes.
 SCALAR_SIZES: Mapping[str, int] = {t.name: t.size for t in _abi.SCALARS.values()}
+#: Parameter kinds in their manifest spelling (what each means: ``_abi.PARAM_KINDS``).
 PARAM_KINDS = tuple(_abi.PARAM_KINDS)
-#: Kinds passed as (pointer, length) and given as 1-D contiguous arrays.
-SLICE_KINDS = frozenset(k.name for k in _abi.PARAM_KINDS.values() if k.is_slice)
-#: Kinds whose length sizes an automatic grid (one thread per element). An
-#: `AtomicSlice` (a histogram's bins, an accumulator) does not: its size is not the work.
-OUTPUT_KINDS = frozenset(k.name for k in _abi.PARAM_KINDS.values() if k.sizes_grid)
 
 
 @dataclass(frozen=True)
@@ -42,7 +38,14 @@ class ParamSpec:
 
     @property
     def is_array(self) -> bool:
-        return self.kind != "scalar"
+        return _abi.PARAM_KINDS[self.kind].is_array
+
+    @property
+    def takes_address(self) -> bool:
+        """An array parameter passed as a bare pointer (``unsafe`` kernels' ``*const T`` /
+        ``*mut T``): it also takes an ``int`` address."""
+        k = _abi.PARAM_KINDS[self.kind]
+        return k.is_array and not k.is_slice
 
     @property
     def rust_type(self) -> str:
