@@ -11,6 +11,7 @@
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
+//! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
 //!
@@ -71,6 +72,7 @@ pub mod atomic;
 pub mod disjoint;
 pub mod half;
 pub mod math;
+pub mod mma;
 pub mod prelude;
 pub mod print;
 pub mod shared;
