@@ -135,7 +135,7 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
         } else {
             ([0.0; 4], [0.0; 4])
         };
-        for kk in 0..SG_BK {
+        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
             // SAFETY: buffer `buf` was written before the last barrier; 16-byte
             // aligned vectors (offsets are multiples of 4 floats).
             let (ar, br) = unsafe {
@@ -152,7 +152,7 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
                     acc[i][j] = av.mul_add(br[j / 4][j % 4], acc[i][j]);
                 });
             });
-        }
+        });
         if next {
             store(1 - buf, na, nb);
         }
