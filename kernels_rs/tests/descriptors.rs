@@ -19,7 +19,6 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_histogram_shared[..],
         &kernels_rs::__oxide_descriptor_reduce_blocks_f32[..],
         &kernels_rs::__oxide_descriptor_sgemm[..],
-        &kernels_rs::__oxide_descriptor_sgemm_1block[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
     ]
     .into_iter()
@@ -74,7 +73,6 @@ fn one_descriptor_per_entry() {
             "histogram_shared",
             "reduce_blocks_f32",
             "sgemm",
-            "sgemm_1block",
             "gemm_bf16"
         ]
     );
