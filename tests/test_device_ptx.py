@@ -77,7 +77,12 @@ INSTRUCTIONS = {
     ],
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
     # 16-byte global and shared vectors, FMAs on registers (no local-memory accumulator).
-    "sgemm": [r"ld\.global\.v4\.(f32|b32)", r"ld\.shared\.v4\.(f32|b32)", r"fma\.rn\.f32", r"bar\.sync"],
+    "sgemm": [
+        r"ld\.global\.v4\.(f32|b32)",
+        r"ld\.shared\.v4\.(f32|b32)",
+        r"fma\.rn\.f32",
+        r"bar\.sync",
+    ],
     # Tensor cores fed by ldmatrix from a cp.async pipeline.
     "gemm_bf16": [
         r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32",
