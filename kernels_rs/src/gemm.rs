@@ -9,8 +9,8 @@
 //! but with the same result.
 
 use oxide_device::mma::{
-    cp_async_cg_zfill, cp_async_commit_group, cp_async_wait_group, ldmatrix_x4,
-    ldmatrix_x4_trans, mma_m16n8k16_f32_bf16,
+    cp_async_cg_zfill, cp_async_commit_group, cp_async_wait_group, ldmatrix_x4, ldmatrix_x4_trans,
+    mma_m16n8k16_f32_bf16,
 };
 use oxide_device::prelude::*;
 
@@ -90,7 +90,13 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
             }
             return [0.0; 4];
         }
-        let at = |j: usize| if r < m && col + j < k { a[r * k + col + j] } else { 0.0 };
+        let at = |j: usize| {
+            if r < m && col + j < k {
+                a[r * k + col + j]
+            } else {
+                0.0
+            }
+        };
         [at(0), at(1), at(2), at(3)]
     };
     let load_b = |k0: usize| -> [f32; 4] {
@@ -102,7 +108,13 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
             }
             return [0.0; 4];
         }
-        let at = |j: usize| if r < k && col + j < n { b[r * n + col + j] } else { 0.0 };
+        let at = |j: usize| {
+            if r < k && col + j < n {
+                b[r * n + col + j]
+            } else {
+                0.0
+            }
+        };
         [at(0), at(1), at(2), at(3)]
     };
     // A is stored transposed (k-major) so a thread's 4 rows are one vector.
@@ -114,7 +126,9 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
             unroll!(for j in [0, 1, 2, 3] {
                 a_s.add((a_col + j) * SG_BM + a_row).write(av[j]);
             });
-            let b_s = B_S.as_mut_ptr().add(buf * SG_BK * SG_BN + b_row * SG_BN + b_col);
+            let b_s = B_S
+                .as_mut_ptr()
+                .add(buf * SG_BK * SG_BN + b_row * SG_BN + b_col);
             (b_s as *mut Vec4).write(Vec4(bv));
         }
     };
@@ -246,18 +260,34 @@ pub fn gemm_bf16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>, m: u32, n: u32
                     let (r, ch) = (id / 4, id % 4);
                     let (gr, gc) = (m0 + r, k0 + ch * 8);
                     let ok = gr < m && gc < k;
-                    let src = if ok { a.as_ptr().add(gr * k + gc) } else { a.as_ptr() };
+                    let src = if ok {
+                        a.as_ptr().add(gr * k + gc)
+                    } else {
+                        a.as_ptr()
+                    };
                     let dst = a_s.add(s * A_STAGE + a_swz(r, ch * 8));
-                    cp_async_cg_zfill(dst as *mut Vec4, src as *const Vec4, if ok { 16 } else { 0 });
+                    cp_async_cg_zfill(
+                        dst as *mut Vec4,
+                        src as *const Vec4,
+                        if ok { 16 } else { 0 },
+                    );
                 }
                 for j in 0..2 {
                     let id = tid + 256 * j;
                     let (r, ch) = (id / 16, id % 16);
                     let (gr, gc) = (k0 + r, n0 + ch * 8);
                     let ok = gr < k && gc < n;
-                    let src = if ok { b.as_ptr().add(gr * n + gc) } else { b.as_ptr() };
+                    let src = if ok {
+                        b.as_ptr().add(gr * n + gc)
+                    } else {
+                        b.as_ptr()
+                    };
                     let dst = b_s.add(s * B_STAGE + b_swz(r, ch * 8));
-                    cp_async_cg_zfill(dst as *mut Vec4, src as *const Vec4, if ok { 16 } else { 0 });
+                    cp_async_cg_zfill(
+                        dst as *mut Vec4,
+                        src as *const Vec4,
+                        if ok { 16 } else { 0 },
+                    );
                 }
             } else {
                 for j in 0..A_STAGE / 256 {

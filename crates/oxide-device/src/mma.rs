@@ -217,9 +217,21 @@ stmatrix_fns! {
 /// copy's group is waited for, nor writes it meanwhile.
 #[inline(always)]
 pub unsafe fn cp_async_ca<T: Copy>(dst: *mut T, src: *const T) {
-    const { assert!(matches!(core::mem::size_of::<T>(), 4 | 8 | 16), "cp.async copies 4, 8 or 16 bytes") };
+    const {
+        assert!(
+            matches!(core::mem::size_of::<T>(), 4 | 8 | 16),
+            "cp.async copies 4, 8 or 16 bytes"
+        )
+    };
     // SAFETY: upheld by the caller.
-    unsafe { arch::cp_async::<false>(dst.cast(), src.cast(), core::mem::size_of::<T>() as u32, core::mem::size_of::<T>() as u32) }
+    unsafe {
+        arch::cp_async::<false>(
+            dst.cast(),
+            src.cast(),
+            core::mem::size_of::<T>() as u32,
+            core::mem::size_of::<T>() as u32,
+        )
+    }
 }
 
 /// `cp.async.cg.shared.global` of 16 bytes (`T` must be 16 bytes): as [`cp_async_ca`],
@@ -229,7 +241,12 @@ pub unsafe fn cp_async_ca<T: Copy>(dst: *mut T, src: *const T) {
 /// As [`cp_async_ca`].
 #[inline(always)]
 pub unsafe fn cp_async_cg<T: Copy>(dst: *mut T, src: *const T) {
-    const { assert!(core::mem::size_of::<T>() == 16, "cp.async.cg copies 16 bytes") };
+    const {
+        assert!(
+            core::mem::size_of::<T>() == 16,
+            "cp.async.cg copies 16 bytes"
+        )
+    };
     // SAFETY: upheld by the caller.
     unsafe { arch::cp_async::<true>(dst.cast(), src.cast(), 16, 16) }
 }
@@ -243,9 +260,21 @@ pub unsafe fn cp_async_cg<T: Copy>(dst: *mut T, src: *const T) {
 /// As [`cp_async_ca`], with `src` valid for `src_bytes` bytes.
 #[inline(always)]
 pub unsafe fn cp_async_ca_zfill<T: Copy>(dst: *mut T, src: *const T, src_bytes: u32) {
-    const { assert!(matches!(core::mem::size_of::<T>(), 4 | 8 | 16), "cp.async copies 4, 8 or 16 bytes") };
+    const {
+        assert!(
+            matches!(core::mem::size_of::<T>(), 4 | 8 | 16),
+            "cp.async copies 4, 8 or 16 bytes"
+        )
+    };
     // SAFETY: upheld by the caller.
-    unsafe { arch::cp_async::<false>(dst.cast(), src.cast(), core::mem::size_of::<T>() as u32, src_bytes) }
+    unsafe {
+        arch::cp_async::<false>(
+            dst.cast(),
+            src.cast(),
+            core::mem::size_of::<T>() as u32,
+            src_bytes,
+        )
+    }
 }
 
 /// [`cp_async_cg`] with [`cp_async_ca_zfill`]'s `src_bytes`.
@@ -254,7 +283,12 @@ pub unsafe fn cp_async_ca_zfill<T: Copy>(dst: *mut T, src: *const T, src_bytes: 
 /// As [`cp_async_ca_zfill`].
 #[inline(always)]
 pub unsafe fn cp_async_cg_zfill<T: Copy>(dst: *mut T, src: *const T, src_bytes: u32) {
-    const { assert!(core::mem::size_of::<T>() == 16, "cp.async.cg copies 16 bytes") };
+    const {
+        assert!(
+            core::mem::size_of::<T>() == 16,
+            "cp.async.cg copies 16 bytes"
+        )
+    };
     // SAFETY: upheld by the caller.
     unsafe { arch::cp_async::<true>(dst.cast(), src.cast(), 16, src_bytes) }
 }

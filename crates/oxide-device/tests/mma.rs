@@ -19,7 +19,10 @@ fn run(entry: Entry, threads: u32, args: &[u64]) -> (i32, String) {
     // SAFETY: the tests pass buffers that outlive the call.
     let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut e) };
     let end = e.message.iter().position(|&b| b == 0).unwrap();
-    (status, String::from_utf8(e.message[..end].to_vec()).unwrap())
+    (
+        status,
+        String::from_utf8(e.message[..end].to_vec()).unwrap(),
+    )
 }
 
 fn slice<T>(s: &[T]) -> [u64; 2] {
@@ -88,19 +91,34 @@ fn reference(a: &[f32], b: &[f32], c: &[f32], m: usize, n: usize, k: usize) -> V
 #[test]
 fn mma_m16n8k16_multiplies_bf16_and_f16_tiles() {
     // Small integers and halves: exact in bf16, f16 and every sum here.
-    let af: Vec<f32> = (0..256).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.5).collect();
+    let af: Vec<f32> = (0..256)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.5)
+        .collect();
     let bf: Vec<f32> = (0..128).map(|i| (i * 5 % 9) as f32 - 4.0).collect();
     let c: Vec<f32> = (0..128).map(|i| i as f32).collect();
     let want = reference(&af, &bf, &c, 16, 8, 16);
     for f16_inputs in [false, true] {
         let bits = |x: &[f32]| -> Vec<u16> {
             x.iter()
-                .map(|&v| if f16_inputs { f16::from_f32(v).to_bits() } else { bf16::from_f32(v).to_bits() })
+                .map(|&v| {
+                    if f16_inputs {
+                        f16::from_f32(v).to_bits()
+                    } else {
+                        bf16::from_f32(v).to_bits()
+                    }
+                })
                 .collect()
         };
         let (a, b) = (bits(&af), bits(&bf));
         let d = vec![f32::NAN; 128];
-        let args = [&slice(&a)[..], &slice(&b), &slice(&c), &slice(&d), &[f16_inputs as u64]].concat();
+        let args = [
+            &slice(&a)[..],
+            &slice(&b),
+            &slice(&c),
+            &slice(&d),
+            &[f16_inputs as u64],
+        ]
+        .concat();
         let (status, m) = run(__oxide_host_mma_bf16_tile, 32, &args);
         assert_eq!(status, STATUS_OK, "{m}");
         assert_eq!(d, want, "f16 inputs: {f16_inputs}");
@@ -114,7 +132,10 @@ fn mma_refuses_a_partial_warp_naming_the_instruction() {
     let args = [&slice(&a)[..], &slice(&b), &slice(&c), &slice(&d), &[0]].concat();
     let (status, m) = run(__oxide_host_mma_bf16_tile, 16, &args);
     assert_eq!(status, STATUS_TRAP);
-    assert!(m.contains("mma.sync.m16n8k16.bf16") && m.contains("32 lanes"), "{m}");
+    assert!(
+        m.contains("mma.sync.m16n8k16.bf16") && m.contains("32 lanes"),
+        "{m}"
+    );
 }
 
 /// tf32: `a` 16×8, `b` 8×8, `d = a·b` (16×8), operands rounded with `cvt_rna_tf32`.
@@ -142,7 +163,11 @@ fn mma_m16n8k8_multiplies_tf32_tiles() {
     let b: Vec<f32> = (0..64).map(|i| ((i % 7) as f32 - 3.0) * 0.25).collect();
     let want = reference(&a, &b, &[0.0; 128], 16, 8, 8);
     let d = vec![f32::NAN; 128];
-    let (status, m) = run(__oxide_host_mma_tf32_tile, 32, &[slice(&a), slice(&b), slice(&d)].concat());
+    let (status, m) = run(
+        __oxide_host_mma_tf32_tile,
+        32,
+        &[slice(&a), slice(&b), slice(&d)].concat(),
+    );
     assert_eq!(status, STATUS_OK, "{m}");
     assert_eq!(d, want);
 }
@@ -150,8 +175,14 @@ fn mma_m16n8k8_multiplies_tf32_tiles() {
 #[test]
 fn tf32_rounds_to_nearest_ties_away() {
     // 1 + 2^-11 is halfway between two tf32 values (10 fraction bits): away from zero.
-    assert_eq!(cvt_rna_tf32(1.0 + 2f32.powi(-11)), (1.0f32 + 2f32.powi(-10)).to_bits());
-    assert_eq!(cvt_rna_tf32(-(1.0 + 2f32.powi(-11))), (-(1.0f32 + 2f32.powi(-10))).to_bits());
+    assert_eq!(
+        cvt_rna_tf32(1.0 + 2f32.powi(-11)),
+        (1.0f32 + 2f32.powi(-10)).to_bits()
+    );
+    assert_eq!(
+        cvt_rna_tf32(-(1.0 + 2f32.powi(-11))),
+        (-(1.0f32 + 2f32.powi(-10))).to_bits()
+    );
     assert_eq!(cvt_rna_tf32(1.0 + 2f32.powi(-12)), 1.0f32.to_bits());
 }
 
@@ -176,12 +207,34 @@ pub unsafe fn ldmatrix_modes(mode: u32, out: &mut [u32], back: &mut [u16]) {
     let mut regs = [0u32; 4];
     unsafe {
         match mode {
-            0 => { let r = ldmatrix_x1(row); regs[..1].copy_from_slice(&r); stmatrix_x1(brow, r) }
-            1 => { let r = ldmatrix_x2(row); regs[..2].copy_from_slice(&r); stmatrix_x2(brow, r) }
-            2 => { regs = ldmatrix_x4(row); stmatrix_x4(brow, regs) }
-            3 => { let r = ldmatrix_x1_trans(row); regs[..1].copy_from_slice(&r); stmatrix_x1_trans(brow, r) }
-            4 => { let r = ldmatrix_x2_trans(row); regs[..2].copy_from_slice(&r); stmatrix_x2_trans(brow, r) }
-            _ => { regs = ldmatrix_x4_trans(row); stmatrix_x4_trans(brow, regs) }
+            0 => {
+                let r = ldmatrix_x1(row);
+                regs[..1].copy_from_slice(&r);
+                stmatrix_x1(brow, r)
+            }
+            1 => {
+                let r = ldmatrix_x2(row);
+                regs[..2].copy_from_slice(&r);
+                stmatrix_x2(brow, r)
+            }
+            2 => {
+                regs = ldmatrix_x4(row);
+                stmatrix_x4(brow, regs)
+            }
+            3 => {
+                let r = ldmatrix_x1_trans(row);
+                regs[..1].copy_from_slice(&r);
+                stmatrix_x1_trans(brow, r)
+            }
+            4 => {
+                let r = ldmatrix_x2_trans(row);
+                regs[..2].copy_from_slice(&r);
+                stmatrix_x2_trans(brow, r)
+            }
+            _ => {
+                regs = ldmatrix_x4_trans(row);
+                stmatrix_x4_trans(brow, regs)
+            }
         }
     }
     thread::sync_threads();
@@ -199,7 +252,11 @@ fn ldmatrix_distributes_rows_and_stmatrix_inverts_it() {
         let (count, trans) = ([1usize, 2, 4][mode as usize % 3], mode >= 3);
         let out = vec![0u32; 128];
         let back = vec![0u16; 256];
-        let (status, m) = run(__oxide_host_ldmatrix_modes, 32, &[&[mode as u64][..], &slice(&out), &slice(&back)].concat());
+        let (status, m) = run(
+            __oxide_host_ldmatrix_modes,
+            32,
+            &[&[mode as u64][..], &slice(&out), &slice(&back)].concat(),
+        );
         assert_eq!(status, STATUS_OK, "{m}");
         for lane in 0..32usize {
             for i in 0..count {
@@ -211,7 +268,11 @@ fn ldmatrix_distributes_rows_and_stmatrix_inverts_it() {
                 } else {
                     (64 * i + 8 * r + c, 64 * i + 8 * r + c + 1)
                 };
-                assert_eq!(out[lane * 4 + i], lo as u32 | (hi as u32) << 16, "mode {mode} lane {lane} reg {i}");
+                assert_eq!(
+                    out[lane * 4 + i],
+                    lo as u32 | (hi as u32) << 16,
+                    "mode {mode} lane {lane} reg {i}"
+                );
             }
         }
         for (e, &v) in back.iter().enumerate() {
@@ -253,14 +314,47 @@ fn cp_async_lands_when_its_group_is_waited_for() {
     let src: Vec<u32> = (100..164).collect();
     for tail in [8u32, 4, 0] {
         let seen = vec![0u32; 128];
-        let (status, m) = run(__oxide_host_cp_async_groups, 16, &[&slice(&src)[..], &slice(&seen), &[tail as u64]].concat());
+        let (status, m) = run(
+            __oxide_host_cp_async_groups,
+            16,
+            &[&slice(&src)[..], &slice(&seen), &[tail as u64]].concat(),
+        );
         assert_eq!(status, STATUS_OK, "{m}");
         for t in 0..16usize {
             let s = &src[4 * t..4 * t + 4];
-            assert_eq!(seen[8 * t..8 * t + 4], [s[0], s[1], 0xdead, 0xdead], "thread {t}: second group not waited for yet");
+            assert_eq!(
+                seen[8 * t..8 * t + 4],
+                [s[0], s[1], 0xdead, 0xdead],
+                "thread {t}: second group not waited for yet"
+            );
             let third = if tail >= 4 { s[2] } else { 0 };
             let fourth = if tail >= 8 { s[3] } else { 0 };
-            assert_eq!(seen[8 * t + 4..8 * t + 8], [s[0], s[1], third, fourth], "thread {t}, src_bytes {tail}");
+            assert_eq!(
+                seen[8 * t + 4..8 * t + 8],
+                [s[0], s[1], third, fourth],
+                "thread {t}, src_bytes {tail}"
+            );
         }
     }
+}
+
+#[kernel]
+pub unsafe fn warpgroup_product(out: &mut [f32]) {
+    let mut acc = [0.0f32; 32];
+    unsafe {
+        oxide_device::wgmma::wgmma_fence();
+        oxide_device::wgmma::wgmma_m64n64k16_f32_bf16::<0, 0>(&mut acc, 0, 0, false);
+    }
+    out[0] = acc[0];
+}
+
+#[test]
+fn the_emulator_refuses_wgmma_naming_it() {
+    let out = vec![0.0f32; 1];
+    let (status, m) = run(__oxide_host_warpgroup_product, 128, &slice(&out));
+    assert_eq!(status, STATUS_TRAP);
+    assert!(
+        m.contains("wgmma.fence is not emulated") && m.contains("mma.sync"),
+        "{m}"
+    );
 }

@@ -129,7 +129,12 @@ pub(crate) unsafe fn stmatrix<const N: usize, const TRANS: bool>(row: *mut u16, 
 
 /// `cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes`.
 #[inline(always)]
-pub(crate) unsafe fn cp_async<const CG: bool>(dst: *mut u8, src: *const u8, bytes: u32, src_bytes: u32) {
+pub(crate) unsafe fn cp_async<const CG: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    bytes: u32,
+    src_bytes: u32,
+) {
     // SAFETY: upheld by the caller (`mma::cp_async_ca`).
     unsafe {
         macro_rules! cp {

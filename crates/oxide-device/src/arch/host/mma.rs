@@ -64,7 +64,9 @@ fn mma(
     let lane = super::lane_id();
     core::array::from_fn(|i| {
         let (row, col) = crate::mma::frag_c_coords(lane, i as u32);
-        let sum: f64 = (0..k_dim).map(|k| a_at(&la, row, k) * b_at(&lb, k, col)).sum();
+        let sum: f64 = (0..k_dim)
+            .map(|k| a_at(&la, row, k) * b_at(&lb, k, col))
+            .sum();
         (sum + f64::from(c[i])) as f32
     })
 }
@@ -135,7 +137,10 @@ fn row_addresses(name: &str, x: &block::Exchange, matrices: usize) -> [usize; 32
     for (l, r) in rows.iter_mut().enumerate().take(8 * matrices) {
         *r = x.values[l] as usize;
         if *r % 16 != 0 {
-            std::panic!("{name}: lane {l} passed row address {:#x}, not 16-byte aligned", *r);
+            std::panic!(
+                "{name}: lane {l} passed row address {:#x}, not 16-byte aligned",
+                *r
+            );
         }
     }
     rows
@@ -159,7 +164,10 @@ pub(crate) unsafe fn ldmatrix<const N: usize, const TRANS: bool>(row: *const u16
             let hi = read(rows[8 * i + c + 1] + 2 * r);
             crate::mma::pack2(lo, hi)
         } else {
-            crate::mma::pack2(read(rows[8 * i + r] + 2 * c), read(rows[8 * i + r] + 2 * c + 2))
+            crate::mma::pack2(
+                read(rows[8 * i + r] + 2 * c),
+                read(rows[8 * i + r] + 2 * c + 2),
+            )
         }
     })
 }
@@ -209,7 +217,8 @@ std::thread_local! {
 fn with_groups<R>(f: impl FnOnce(&mut Groups) -> R) -> R {
     let c = super::thread_coords();
     let t = (c.thread_idx[0]
-        + c.block_dim[0] * (c.thread_idx[1] + c.block_dim[1] * c.thread_idx[2])) as usize;
+        + c.block_dim[0] * (c.thread_idx[1] + c.block_dim[1] * c.thread_idx[2]))
+        as usize;
     GROUPS.with(|g| {
         let mut g = g.borrow_mut();
         if g.len() <= t {
@@ -224,13 +233,22 @@ pub(crate) fn reset_async_copies() {
     GROUPS.with(|g| g.borrow_mut().clear());
 }
 
-pub(crate) unsafe fn cp_async<const CG: bool>(dst: *mut u8, src: *const u8, bytes: u32, src_bytes: u32) {
+pub(crate) unsafe fn cp_async<const CG: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    bytes: u32,
+    src_bytes: u32,
+) {
     let name = if CG { "cp.async.cg" } else { "cp.async.ca" };
     let (len, read) = (bytes as usize, src_bytes.min(bytes) as usize);
     if (dst as usize) % len != 0 || (read > 0 && (src as usize) % len != 0) {
         std::panic!("{name}: addresses {dst:p} <- {src:p} are not {len}-byte aligned");
     }
-    let mut copy = Copy { dst, bytes: [0; 16], len };
+    let mut copy = Copy {
+        dst,
+        bytes: [0; 16],
+        len,
+    };
     // SAFETY: the caller promised `src_bytes` readable bytes at `src`.
     unsafe { core::ptr::copy_nonoverlapping(src, copy.bytes.as_mut_ptr(), read) };
     with_groups(|g| g.open.push(copy));
@@ -253,4 +271,69 @@ pub(crate) fn cp_async_wait_group<const N: u32>() {
         // SAFETY: `cp_async`'s caller promised `len` writable shared bytes at `dst`.
         unsafe { core::ptr::copy_nonoverlapping(c.bytes.as_ptr(), c.dst, c.len) };
     }
+}
+
+// ---- sm_90 warpgroup and bulk-copy instructions: refused -----------------------------
+
+fn not_emulated(instruction: &str) -> ! {
+    std::panic!(
+        "{instruction} is not emulated: the CPU emulator has no model of sm_90's \
+         asynchronous warpgroup/tensor-memory engines, and will not guess. Run this kernel \
+         on an sm_90 GPU, or use mma.sync (oxide_device::mma), which the emulator runs"
+    )
+}
+
+pub(crate) fn wgmma_fence() {
+    not_emulated("wgmma.fence")
+}
+
+pub(crate) fn wgmma_commit_group() {
+    not_emulated("wgmma.commit_group")
+}
+
+pub(crate) fn wgmma_wait_group<const N: u32>() {
+    not_emulated("wgmma.wait_group")
+}
+
+pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    _acc: &mut [f32; 32],
+    _desc_a: u64,
+    _desc_b: u64,
+    _accumulate: bool,
+) {
+    not_emulated("wgmma.mma_async")
+}
+
+pub(crate) fn shared_addr<T>(_p: *const T) -> u32 {
+    not_emulated("a wgmma shared-memory descriptor (cvta.to.shared)")
+}
+
+pub(crate) unsafe fn mbarrier_init(_bar: *mut u64, _count: u32) {
+    not_emulated("mbarrier.init")
+}
+
+pub(crate) unsafe fn mbarrier_arrive(_bar: *mut u64) -> u64 {
+    not_emulated("mbarrier.arrive")
+}
+
+pub(crate) unsafe fn mbarrier_arrive_expect_tx(_bar: *mut u64, _bytes: u32) -> u64 {
+    not_emulated("mbarrier.arrive.expect_tx")
+}
+
+pub(crate) unsafe fn mbarrier_try_wait_parity(_bar: *mut u64, _parity: u32) -> bool {
+    not_emulated("mbarrier.try_wait.parity")
+}
+
+pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
+    _dst: *mut u8,
+    _tensor_map: *const u8,
+    _x: i32,
+    _y: i32,
+    _bar: *mut u64,
+) {
+    not_emulated("cp.async.bulk.tensor (TMA)")
+}
+
+pub(crate) fn fence_proxy_async_shared() {
+    not_emulated("fence.proxy.async")
 }
