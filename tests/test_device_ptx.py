@@ -27,12 +27,16 @@ SIGNATURES = {
         name: [
             ("a", "slice", elem, False),
             ("b", "slice", elem, False),
-            ("c", "disjoint_slice", "f32", True),
+            ("c", "disjoint_slice", out, True),
             ("m", "scalar", "u32", False),
             ("n", "scalar", "u32", False),
             ("k", "scalar", "u32", False),
         ]
-        for name, elem in (("sgemm", "f32"), ("gemm_bf16", "u16"))
+        for name, elem, out in (
+            ("sgemm", "f32", "f32"),
+            ("gemm_bf16", "u16", "f32"),
+            ("gemm_bf16_bf16", "u16", "u16"),
+        )
     },
     "softmax_rows": [("x", "slice", "f32", False), ("out", "disjoint_slice", "f32", True)],
     "activate": [

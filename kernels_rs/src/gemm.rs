@@ -1,5 +1,5 @@
-//! Fast matrix products: `sgemm` (f32 on the FMA units) and `gemm_bf16` (bf16 on the
-//! tensor cores). Both compute `c = a · b` for row-major `a` (m×k), `b` (k×n) and
+//! Fast matrix products: `sgemm` (f32 on the FMA units) and `gemm_bf16` /
+//! `gemm_bf16_bf16` (bf16 on the tensor cores, f32 or bf16 result). Both compute `c = a · b` for row-major `a` (m×k), `b` (k×n) and
 //! `c` (m×n), for any m, n, k (tails are bounds-checked); `matmul_tiled` stays the
 //! readable version of the same product.
 //!
@@ -40,7 +40,7 @@ const SG_BN: usize = 128;
 const SG_BK: usize = 8;
 
 fn aligned16<T>(p: *const T) -> bool {
-    (p as usize) % 16 == 0
+    (p as usize).is_multiple_of(16)
 }
 
 /// `c = a · b` in f32 with fused multiply-adds. Launch: block (256, 1, 1), grid
@@ -75,8 +75,8 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
         thread::blockIdx_y() as usize * SG_BM,
         thread::blockIdx_x() as usize * SG_BN,
     );
-    let a_vec = k % 4 == 0 && aligned16(a.as_ptr());
-    let b_vec = n % 4 == 0 && aligned16(b.as_ptr());
+    let a_vec = k.is_multiple_of(4) && aligned16(a.as_ptr());
+    let b_vec = n.is_multiple_of(4) && aligned16(b.as_ptr());
     // This thread's part of each tile load: one row of A (4 consecutive k), one row
     // of B (4 consecutive n).
     let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
@@ -168,7 +168,7 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
         }
         thread::sync_threads();
     }
-    let c_vec = n % 4 == 0 && aligned16(c.as_mut_ptr());
+    let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
     unroll!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
         let r = m0 + (i / 4) * 64 + ty * 4 + i % 4;
@@ -233,8 +233,31 @@ fn b_swz(row: usize, col: usize) -> usize {
 /// aligned) tiles load element by element instead of through `cp.async`.
 #[kernel]
 #[launch_bounds(256)]
-pub fn gemm_bf16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+pub fn gemm_bf16(a: &[u16], b: &[u16], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+    gemm_bf16_tile(a, b, c, m, n, k, |v| v)
+}
+
+/// [`gemm_bf16`] with a bf16 result: `c` holds bf16 bit patterns, each f32 sum rounded
+/// to nearest (ties to even) once, at the end. Same launch.
+#[kernel]
+#[launch_bounds(256)]
+pub fn gemm_bf16_bf16(a: &[u16], b: &[u16], c: DisjointSlice<u16>, m: u32, n: u32, k: u32) {
+    gemm_bf16_tile(a, b, c, m, n, k, |v| bf16::from_f32(v).to_bits())
+}
+
+#[inline(always)]
+fn gemm_bf16_tile<T: Copy>(
+    a: &[u16],
+    b: &[u16],
+    mut c: DisjointSlice<T>,
+    m: u32,
+    n: u32,
+    k: u32,
+    out: impl Fn(f32) -> T,
+) {
+    #[unsafe(link_section = ".oxide.shared")]
     static A_S: SharedArray<u16, { BF_STAGES * A_STAGE }> = SharedArray::UNINIT;
+    #[unsafe(link_section = ".oxide.shared")]
     static B_S: SharedArray<u16, { BF_STAGES * B_STAGE }> = SharedArray::UNINIT;
     let (m, n, k) = (m as usize, n as usize, k as usize);
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
@@ -245,7 +268,10 @@ pub fn gemm_bf16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>, m: u32, n: u32
         thread::blockIdx_y() as usize * BF_BM,
         thread::blockIdx_x() as usize * BF_BN,
     );
-    let vec = k % 8 == 0 && n % 8 == 0 && aligned16(a.as_ptr()) && aligned16(b.as_ptr());
+    let vec = k.is_multiple_of(8)
+        && n.is_multiple_of(8)
+        && aligned16(a.as_ptr())
+        && aligned16(b.as_ptr());
     let (a_s, b_s) = (A_S.as_mut_ptr(), B_S.as_mut_ptr());
     // Tile `kt` of A and B into stage `s`.
     let load = |kt: usize, s: usize| {
@@ -361,7 +387,7 @@ pub fn gemm_bf16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>, m: u32, n: u32
                 if r < m && col < n {
                     // SAFETY: each element of c belongs to one lane of one warp of one
                     // block (the fragment layout); in bounds; `c.len() >= m * n`.
-                    unsafe { cp.add(r * n + col).write(acc[mt][nt][i]) };
+                    unsafe { cp.add(r * n + col).write(out(acc[mt][nt][i])) };
                 }
             });
         });

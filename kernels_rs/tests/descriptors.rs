@@ -20,6 +20,7 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_reduce_blocks_f32[..],
         &kernels_rs::__oxide_descriptor_sgemm[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
+        &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -73,7 +74,8 @@ fn one_descriptor_per_entry() {
             "histogram_shared",
             "reduce_blocks_f32",
             "sgemm",
-            "gemm_bf16"
+            "gemm_bf16",
+            "gemm_bf16_bf16"
         ]
     );
 }
@@ -105,14 +107,18 @@ fn device_library_kernels() {
             param("k", Scalar, U32),
         ]
     );
-    for (name, elem) in [("sgemm", F32), ("gemm_bf16", U16)] {
+    for (name, elem, out) in [
+        ("sgemm", F32, F32),
+        ("gemm_bf16", U16, F32),
+        ("gemm_bf16_bf16", U16, U16),
+    ] {
         let d = descriptor(name);
         assert_eq!(
             d.params,
             [
                 param("a", Slice, elem),
                 param("b", Slice, elem),
-                param("c", DisjointSlice, F32),
+                param("c", DisjointSlice, out),
                 param("m", Scalar, U32),
                 param("n", Scalar, U32),
                 param("k", Scalar, U32),

@@ -74,3 +74,22 @@ def test_gemm_bf16_vector_path_with_k_tails(kernels: pyoxide.Module, lib: ArrayL
     kernels.gemm_bf16[grid(m, n), 256](lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k)
     want = from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)
     assert rel_err(lib.to_numpy(c), want.ravel()) < 1e-5
+
+
+def test_gemm_bf16_with_bf16_output(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    """The bf16 result is the f32 sum rounded once: each element within a bf16 ulp
+    (2^-7 relative, twice the rounding bound 2^-8) of the exact product, plus the f32 sum's
+    own error near zero. Elementwise, so a poisoned (0xBEEF) element left unwritten
+    fails unless the product happens to round to that very value."""
+    for m, n, k in shapes(lib):
+        a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
+        b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+        c = lib.poisoned(m * n, np.uint16)
+        kernels.gemm_bf16_bf16[grid(m, n), 256](
+            lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k
+        )
+        got = from_bf16_bits(lib.to_numpy(c)).astype(np.float64)
+        want = (from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)).ravel()
+        scale = np.abs(want) + 1e-5 * np.sqrt(k)
+        worst = float(np.max(np.abs(got - want) / scale))
+        assert worst <= 2.0**-7, f"gemm_bf16_bf16 {m}x{n}x{k}: worst {worst:.2e} of 2^-7"

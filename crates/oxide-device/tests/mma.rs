@@ -2,6 +2,10 @@
 //! PTX ISA's fragment figures for `mma.m16n8k16` / `m16n8k8`, `ldmatrix`'s and
 //! `stmatrix`'s row distribution, and `cp.async`'s commit/wait groups.
 
+// The test kernels are `unsafe fn` for their `&mut [T]` outputs; only the emulator
+// calls them, through the launch entries below.
+#![allow(clippy::missing_safety_doc)]
+
 use oxide_device::__private::emu::{OxideError, OxideLaunch, STATUS_OK, STATUS_TRAP};
 use oxide_device::mma::*;
 use oxide_device::prelude::*;

@@ -136,7 +136,7 @@ fn row_addresses(name: &str, x: &block::Exchange, matrices: usize) -> [usize; 32
     let mut rows = [0usize; 32];
     for (l, r) in rows.iter_mut().enumerate().take(8 * matrices) {
         *r = x.values[l] as usize;
-        if *r % 16 != 0 {
+        if !r.is_multiple_of(16) {
             std::panic!(
                 "{name}: lane {l} passed row address {:#x}, not 16-byte aligned",
                 *r
@@ -241,7 +241,7 @@ pub(crate) unsafe fn cp_async<const CG: bool>(
 ) {
     let name = if CG { "cp.async.cg" } else { "cp.async.ca" };
     let (len, read) = (bytes as usize, src_bytes.min(bytes) as usize);
-    if (dst as usize) % len != 0 || (read > 0 && (src as usize) % len != 0) {
+    if !(dst as usize).is_multiple_of(len) || (read > 0 && !(src as usize).is_multiple_of(len)) {
         std::panic!("{name}: addresses {dst:p} <- {src:p} are not {len}-byte aligned");
     }
     let mut copy = Copy {
