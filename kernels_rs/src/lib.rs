@@ -3,6 +3,7 @@
 #![no_std]
 
 mod elementwise;
+mod gemm;
 mod histogram;
 mod matmul;
 mod reduce;
@@ -10,6 +11,7 @@ mod rows;
 mod transpose;
 
 pub use elementwise::*;
+pub use gemm::*;
 pub use histogram::*;
 pub use matmul::*;
 pub use reduce::*;
