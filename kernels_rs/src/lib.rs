@@ -8,6 +8,7 @@ mod histogram;
 mod matmul;
 mod reduce;
 mod rows;
+mod transpose;
 
 pub use elementwise::*;
 pub use gemm::*;
@@ -15,3 +16,4 @@ pub use histogram::*;
 pub use matmul::*;
 pub use reduce::*;
 pub use rows::*;
+pub use transpose::*;

@@ -18,6 +18,10 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_scan_blocks_u32[..],
         &kernels_rs::__oxide_descriptor_histogram_shared[..],
         &kernels_rs::__oxide_descriptor_reduce_blocks_f32[..],
+        &kernels_rs::__oxide_descriptor_layernorm_rows[..],
+        &kernels_rs::__oxide_descriptor_transpose_f32[..],
+        &kernels_rs::__oxide_descriptor_transpose_f64[..],
+        &kernels_rs::__oxide_descriptor_transpose_u32[..],
         &kernels_rs::__oxide_descriptor_sgemm[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
@@ -73,6 +77,10 @@ fn one_descriptor_per_entry() {
             "scan_blocks_u32",
             "histogram_shared",
             "reduce_blocks_f32",
+            "layernorm_rows",
+            "transpose_f32",
+            "transpose_f64",
+            "transpose_u32",
             "sgemm",
             "gemm_bf16",
             "gemm_bf16_bf16"
@@ -129,8 +137,42 @@ fn device_library_kernels() {
     let d = descriptor("softmax_rows");
     assert_eq!(
         d.params,
-        [param("x", Slice, F32), param("out", DisjointSlice, F32)]
+        [
+            param("x", Slice, F32),
+            param("out", DisjointSlice, F32),
+            param("cols", Scalar, U32),
+        ]
     );
+    assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512));
+    let d = descriptor("layernorm_rows");
+    assert_eq!(
+        d.params,
+        [
+            param("x", Slice, F32),
+            param("weight", Slice, F32),
+            param("bias", Slice, F32),
+            param("out", DisjointSlice, F32),
+            param("cols", Scalar, U32),
+            param("eps", Scalar, F32),
+        ]
+    );
+    for (entry, ty) in [
+        ("transpose_f32", F32),
+        ("transpose_f64", F64),
+        ("transpose_u32", U32),
+    ] {
+        let d = descriptor(entry);
+        assert_eq!(d.name, "transpose");
+        assert_eq!(
+            d.params,
+            [
+                param("x", Slice, ty),
+                param("out", DisjointSlice, ty),
+                param("rows", Scalar, U32),
+                param("cols", Scalar, U32),
+            ]
+        );
+    }
     let d = descriptor("activate");
     assert_eq!(
         d.params,

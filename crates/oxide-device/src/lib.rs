@@ -14,6 +14,7 @@
 //! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
 //! | [`wgmma`] | sm_90: `wgmma_m64n64k16_f32_bf16` (sm_90a) with fence/commit/wait and `smem_descriptor`, `mbarrier_*`, TMA `cp_async_bulk_tensor_2d_global_to_shared`; not emulated (refused by name) |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
+//! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
 //!
 //! Safe by default: ordinary kernels (element-wise maps, reductions into an
@@ -72,6 +73,7 @@ mod arch;
 pub mod atomic;
 pub mod disjoint;
 pub mod half;
+pub mod ldst;
 pub mod math;
 pub mod mma;
 pub mod prelude;
