@@ -41,7 +41,7 @@ use oxide_device::prelude::*;
 /// read once; longer ones twice. Traps when `x.len()` is not `rows · cols` or `out.len()`
 /// differs from `x.len()`.
 #[kernel]
-#[launch_bounds(512)]
+#[launch_bounds(512, 2)]
 pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
     static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
     static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;

@@ -185,17 +185,7 @@ impl Iterator for Strided {
     }
 }
 
-/// `p`, opaque to the optimiser (see [`fresh`]).
-#[inline(always)]
-pub(super) fn opaque_ptr(p: *const f32) -> *const f32 {
-    p.with_addr(ldst::opaque_usize(p.addr()))
-}
-
-/// `p`, opaque to the optimiser (see [`fresh`]).
-#[inline(always)]
-pub(super) fn opaque_mut(p: *mut f32) -> *mut f32 {
-    p.with_addr(ldst::opaque_usize(p.addr()))
-}
+pub(super) use ldst::{opaque_mut, opaque_ptr};
 
 /// Write `f(element, column)` for each element of this thread's share of the row
 /// (chunks `0..n`).
@@ -255,7 +245,13 @@ pub(super) fn block_allreduce(
     op: impl Fn(f32, f32) -> f32 + Copy,
 ) -> f32 {
     let warps = thread::block_size().div_ceil(warp::WARP_SIZE) as usize;
-    let (lane, w) = (warp::lane_id() as usize, warp::warp_id() as usize);
+    // Opaque: the shared slots' addresses are computed here, per call, not held in
+    // registers across the caller's row loop (four 64-bit addresses per reduction pair;
+    // with them, softmax's register-cached path spilled under a 64-register cap).
+    let (lane, w) = (
+        ldst::opaque_usize(warp::lane_id() as usize),
+        ldst::opaque_usize(warp::warp_id() as usize),
+    );
     let total = warp::reduce(value, op);
     if lane == 0 {
         // SAFETY: one writer per slot; no warp still reads this buffer (the rule above).
