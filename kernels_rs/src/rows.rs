@@ -117,10 +117,11 @@ unsafe fn softmax_cached<const VECTOR: bool>(
     maxes: &SharedArray<f32, 32>,
     sums: &SharedArray<f32, 32>,
 ) {
-    // Columns this thread lacks hold -inf: they add nothing to the max, exp(-inf) = 0.
+    // Columns past the row's end hold copies of its last element: they do not change
+    // the max, and are left out of the sum.
     // SAFETY: upheld by the caller.
     let n = CACHE.get(VECTOR);
-    let mut c = unsafe { load_row::<VECTOR>(src, s, n, f32::NEG_INFINITY) };
+    let mut c = unsafe { load_row::<VECTOR>(src, s, n) };
     let mut local_max = f32::NEG_INFINITY;
     each_chunk!(j => {
         if j < n {
@@ -128,12 +129,16 @@ unsafe fn softmax_cached<const VECTOR: bool>(
         }
     });
     let max = block_allreduce(local_max, maxes, f32::NEG_INFINITY, f32::max);
+    // The columns anew (not the loads' offsets, kept live across the reduction).
+    let m = fresh(s);
     let mut local_sum = 0.0;
     each_chunk!(j => {
         if j < n {
             for v in 0..VEC {
                 c[j][v] = exp(c[j][v] - max);
-                local_sum += c[j][v];
+                if m.has::<VECTOR>(j, v, n) {
+                    local_sum += c[j][v];
+                }
             }
         }
     });
@@ -351,16 +356,23 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
 ) {
     // SAFETY: upheld by the caller.
     let n = CACHE.get(VECTOR);
-    let c = unsafe { load_row::<VECTOR>(src, s, n, 0.0) };
+    let c = unsafe { load_row::<VECTOR>(src, s, n) };
+    // The columns anew (not the loads' offsets, kept live across the reduction).
+    let m = fresh(s);
     let mut local = 0.0f32;
     each_chunk!(j => {
-        local += c[j].iter().sum::<f32>();
+        for v in 0..VEC {
+            if m.has::<VECTOR>(j, v, n) {
+                local += c[j][v];
+            }
+        }
     });
     let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
+    let m = fresh(s);
     let mut local_sq = 0.0f32;
     each_chunk!(j => {
         for v in 0..VEC {
-            if s.has::<VECTOR>(j, v, n) {
+            if m.has::<VECTOR>(j, v, n) {
                 local_sq += (c[j][v] - mean) * (c[j][v] - mean);
             }
         }
