@@ -10,8 +10,10 @@
 //!   write pass; the later passes mostly hit L2).
 //! - Each of the four paths (cached or streamed, vector or scalar) is a function of its
 //!   own, chosen once per launch, and loop-invariant addresses are recomputed per row
-//!   (see [`access::fresh`]): no path spills, and the kernels take at most 84 (softmax) and 108
-//!   (layer norm) registers a thread, from 128 in the first version.
+//!   (see [`access::fresh`]): no path spills, and the kernels take at most 93 (softmax) and 92
+//!   (layer norm) registers a thread on sm_90, from 128 in the first version. (Capped at
+//!   64 for two 512-thread blocks an SM, softmax spilled a little and measured slower on
+//!   an H200 at 4096 columns, 1.08× torch against 1.42×; see docs/performance.md.)
 //! - When the row, the output and (layer norm) weight and bias are 16-byte aligned,
 //!   every access is a 128-bit vector; otherwise (a view such as `x[1:]`, or `cols` not
 //!   a multiple of 4) scalar and still coalesced. Inputs load through the read-only
@@ -35,13 +37,16 @@ use oxide_device::prelude::*;
 /// Row-wise softmax of the row-major matrix `x` (`x.len() / cols` rows of `cols`):
 /// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
 ///
-/// Launch: block of 32..=512 threads, a multiple of 32 (`cols / 32` rounded up to a
-/// multiple of 32 and clamped to 128..=512 is a good choice), grid of one block per row
-/// (any grid is correct: blocks stride over rows). Rows up to `32 · blockDim` columns are
-/// read once; longer ones twice. Traps when `x.len()` is not `rows · cols` or `out.len()`
-/// differs from `x.len()`.
+/// Launch: block of 32..=512 threads, a multiple of 32, grid of one block per row (any
+/// grid is correct: blocks stride over rows). Rows up to `32 · blockDim` columns are
+/// read once; longer ones twice. The suggested block (what `scripts/bench_rows` calls
+/// "policy"): `cols / 32` rounded up to a multiple of 32 and clamped to 128..=256. On an
+/// H200 at 16384 columns, 256 threads reading the row twice (the second read mostly
+/// from L2) beat 512 threads holding it in registers (0.98× against 0.88× torch), one
+/// 93-register block of 512 an SM leaving too little in flight. Traps when `x.len()` is
+/// not `rows · cols` or `out.len()` differs from `x.len()`.
 #[kernel]
-#[launch_bounds(512, 2)]
+#[launch_bounds(512)]
 pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
     static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
     static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
@@ -208,7 +213,10 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// `cols` elements. The variance is a second pass over the centred values (in registers
 /// when the row fits), so no cancellation.
 ///
-/// Launch: as [`softmax_rows`]. Traps when the sizes disagree with `cols`.
+/// Launch: as [`softmax_rows`], but the suggested block is `cols / 32` rounded up to a
+/// multiple of 32 and clamped to 128..=512 (at 16384 columns, 512 threads with the row
+/// in registers measured 1.09× torch, 256 threads streaming it 0.88×). Traps when the
+/// sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
 pub fn layernorm_rows(
