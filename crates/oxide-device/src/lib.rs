@@ -84,8 +84,9 @@ pub mod __private;
 pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
-pub use oxide_macros::{device, gpu_printf, kernel, launch_bounds};
-pub use thread::ThreadIndex;
+pub use oxide_macros::{cuda_module, device, gpu_printf, kernel, launch_bounds};
+pub use shared::{DynamicSharedArray, SharedArray};
+pub use thread::*;
 
 /// A GPU thread cannot unwind or report a message: a panic (including a failed bounds
 /// check) stops the kernel with `trap`, which the host sees as a launch error.

@@ -199,7 +199,7 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             }
             ParamKind::DisjointSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));
-                rebuild.push(quote!(let #arg = unsafe { #private::disjoint::<#t>(#arg, #len) };));
+                rebuild.push(quote!(let #arg = unsafe { #private::disjoint::<#t, _>(#arg, #len) };));
             }
             ParamKind::AtomicSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));

@@ -19,6 +19,7 @@ extern crate proc_macro;
 
 mod expand;
 mod host;
+mod module;
 mod parse;
 mod printf;
 mod shared;
@@ -46,6 +47,15 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[cuda_module] mod kernels { … }`: cuda-oxide's wrapper around a file's kernels,
+/// accepted so its kernel files build unchanged (see `module.rs`).
+#[proc_macro_attribute]
+pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
+    module::cuda_module(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -327,12 +327,25 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
                 });
                 match (types.next(), types.next()) {
                     (Some(t), None) => Ok((kind, element(t?, generics)?, true)),
+                    (Some(t), Some(space)) => {
+                        index_space_arg(kind, space?, ty)?;
+                        Ok((kind, element(t?, generics)?, true))
+                    }
                     _ => Err(unsupported(ty)),
                 }
             } else {
                 Ok((ParamKind::Scalar, element(ty, generics)?, false))
             }
         }
+        _ => Err(unsupported(ty)),
+    }
+}
+
+/// `DisjointSlice<T, S>`'s index space (`Index2D<64>`, `WarpIndex`): one more type
+/// argument, allowed there only; the device crate's sealed trait checks which.
+fn index_space_arg(kind: ParamKind, space: &Type, ty: &Type) -> Result<(), syn::Error> {
+    match (kind, space) {
+        (ParamKind::DisjointSlice, Type::Path(_)) => Ok(()),
         _ => Err(unsupported(ty)),
     }
 }

@@ -199,8 +199,8 @@ redux! {
 /// The running block's copy of a `SharedArray` static (the static itself outside the
 /// emulator).
 #[inline]
-pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
-    block::shared_static(addr, bytes)
+pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
+    block::shared_static(addr, bytes, align)
 }
 
 // ---- dynamic shared memory -------------------------------------------------------

@@ -127,21 +127,29 @@ pub(crate) fn exchange(v: u64) -> Exchange {
     })
 }
 
-/// The running block's copy of the shared static at `addr` (`bytes` long); the static
-/// itself outside the emulator.
-pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
+/// The running block's copy of the shared static at `addr` (`bytes` long, aligned to
+/// `align`); the static itself outside the emulator.
+pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
     with_ctx(|c| {
         let mut map = c.shared.borrow_mut();
         let key = addr as usize;
         if let Some((_, buf)) = map.iter_mut().find(|(k, _)| *k == key) {
-            return buf.as_mut_ptr().cast::<u8>();
+            return aligned(buf, align);
         }
-        let mut buf: Box<[u128]> = (0..bytes.div_ceil(16)).map(|_| 0).collect();
-        let p = buf.as_mut_ptr().cast::<u8>();
+        // u128s are 16-byte aligned; a larger alignment takes its slack from the end.
+        let slack = align.saturating_sub(16);
+        let mut buf: Box<[u128]> = (0..(bytes + slack).div_ceil(16)).map(|_| 0).collect();
+        let p = aligned(&mut buf, align);
         map.push((key, buf));
         p
     })
     .unwrap_or(addr)
+}
+
+/// The first `align`-aligned byte of `buf`.
+fn aligned(buf: &mut [u128], align: usize) -> *mut u8 {
+    let p = buf.as_mut_ptr().cast::<u8>();
+    p.wrapping_add(p.align_offset(align.max(1)))
 }
 
 /// Where and why a block failed.
