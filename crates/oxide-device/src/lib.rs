@@ -84,7 +84,9 @@ pub mod __private;
 pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
-pub use oxide_macros::{cuda_module, device, gpu_printf, kernel, launch_bounds};
+pub use oxide_macros::{
+    cuda_module, device, gpu_printf, kernel, launch_bounds, launch_contract, unroll,
+};
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;
 

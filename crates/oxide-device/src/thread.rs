@@ -138,6 +138,74 @@ pub fn grid_stride() -> usize {
     arch::grid_dim_x() as usize * arch::block_dim_x() as usize
 }
 
+/// cuda-oxide's handle on the running launch (`#[kernel(launch_context = lc)]` binds
+/// one): what its `index_1d_u32(lc)` / `coord_2d_u32(lc)` read. Here every launch's
+/// coordinates are readable anywhere, so it carries nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchContext {
+    _private: (),
+}
+
+impl LaunchContext {
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn current() -> LaunchContext {
+        LaunchContext { _private: () }
+    }
+}
+
+/// This thread's 1-D index as a `u32` (cuda-oxide's `index_1d_u32`), for arithmetic in
+/// 32 bits; `get()` reads it. Not a write witness.
+#[inline(always)]
+pub fn index_1d_u32(_context: LaunchContext) -> ThreadIndex32 {
+    ThreadIndex32 {
+        index: arch::block_idx_x()
+            .wrapping_mul(arch::block_dim_x())
+            .wrapping_add(arch::thread_idx_x()),
+    }
+}
+
+/// A thread's 1-D index in 32 bits ([`index_1d_u32`]).
+#[derive(Debug)]
+pub struct ThreadIndex32 {
+    index: u32,
+}
+
+impl ThreadIndex32 {
+    #[inline(always)]
+    pub fn get(&self) -> u32 {
+        self.index
+    }
+}
+
+/// This thread's (row, col) in a 2-D launch, in 32 bits (cuda-oxide's `coord_2d_u32`).
+#[inline(always)]
+pub fn coord_2d_u32(_context: LaunchContext) -> ThreadCoord2D32 {
+    ThreadCoord2D32 {
+        row: index_2d_row() as u32,
+        col: index_2d_col() as u32,
+    }
+}
+
+/// A thread's 2-D coordinates in 32 bits ([`coord_2d_u32`]).
+#[derive(Debug)]
+pub struct ThreadCoord2D32 {
+    row: u32,
+    col: u32,
+}
+
+impl ThreadCoord2D32 {
+    #[inline(always)]
+    pub fn row(&self) -> u32 {
+        self.row
+    }
+
+    #[inline(always)]
+    pub fn col(&self) -> u32 {
+        self.col
+    }
+}
+
 /// The index space of a 1-D launch: `blockIdx.x * blockDim.x + threadIdx.x`
 /// ([`index_1d`], [`block_leader_index`]). The default of [`ThreadIndex`] and
 /// [`DisjointSlice`](crate::DisjointSlice).

@@ -238,18 +238,13 @@ fn check_param(
             );
         }
     }
-    if !is_unsafe && matches!(kind, ParamKind::MutSlice | ParamKind::Pointer) {
-        let what = if kind == ParamKind::MutSlice {
-            "`&mut [T]` parameters"
-        } else {
-            "raw pointer parameters"
-        };
+    // A raw pointer is fine in a safe kernel, as in cuda-oxide: using it takes an
+    // `unsafe` block anyway. `&mut [T]` is not: safe code could race through it.
+    if !is_unsafe && kind == ParamKind::MutSlice {
         errors.push_spanned(
             &typed.ty,
-            format!(
-                "{what} are only allowed in `unsafe fn` kernels (every thread could write \
-                 anywhere): make the kernel `unsafe fn` or use DisjointSlice<T>"
-            ),
+            "`&mut [T]` parameters are only allowed in `unsafe fn` kernels (every thread \
+             could write anywhere): make the kernel `unsafe fn` or use DisjointSlice<T>",
         );
     }
     Some(Param {
