@@ -218,6 +218,14 @@ def write_crate(out: Path, name: str, source: str, device_crate: Path, edition: 
     return crate
 
 
+def write_fixture(mirror: Path, crate: Path, names: list[str]) -> None:
+    """One crate holding several ports, one module file each (`src/<example>.rs`)."""
+    (crate / "src").mkdir(parents=True, exist_ok=True)
+    for name in names:
+        source = port_source(git_show(mirror, f"{EXAMPLES}/{name}/src/main.rs"))
+        (crate / "src" / f"{name}.rs").write_text(source)
+
+
 def build(crate: Path, cargo_oxide: str, emu: bool) -> tuple[bool, str]:
     # One arch: what fails to build fails on every arch these examples are eligible for.
     extra = [] if emu else ["--no-emu"]
@@ -239,7 +247,11 @@ def main() -> int:
     ap.add_argument("--cargo", default="cargo")
     ap.add_argument("--no-emu", action="store_true", help="device build only (faster)")
     ap.add_argument("names", nargs="*")
+    ap.add_argument("--fixture", type=Path, help="write NAMEs as modules of this crate")
     args = ap.parse_args()
+    if args.fixture:
+        write_fixture(args.mirror, args.fixture, args.names)
+        return 0
     device_crate = (Path(__file__).resolve().parents[1] / "crates" / "oxide-device").resolve()
     names = args.names or list_examples(args.mirror)
     built, failed, skipped = [], [], []
