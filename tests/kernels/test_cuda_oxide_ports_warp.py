@@ -155,3 +155,28 @@ def test_sharedmem(ports: pyoxide.Module, lib: ArrayLib, blocks: int) -> None:
     out = lib.poisoned(n, np.float32)
     ports.shared_dual[blocks, 256](lib.asarray(a), lib.asarray(b), out)
     np.testing.assert_array_equal(run(lib, out), a[neighbour] + b[neighbour])
+
+
+@pytest.mark.parametrize("n", [256, 200, 1])
+def test_threads_that_return_before_a_barrier_count_as_arrived(
+    ports: pyoxide.Module, lib: ArrayLib, n: int
+) -> None:
+    # PTX's bar.sync counts exited threads; the emulator must not call this a hang.
+    out = lib.poisoned(512, np.uint32)
+    ports.exit_before_barrier[2, 256](n, out)
+    t = np.arange(512) % 256
+    want = ((t + 1) % n) * 10 + np.arange(512) // 256
+    got = run(lib, out)
+    np.testing.assert_array_equal(got[t < n], want[t < n])
+    assert (got[t >= n] == 0xDEADBEEF).all(), "threads that returned wrote nothing"
+
+
+def test_printf_formats_as_cuda_does(
+    ports: pyoxide.Module, lib: ArrayLib, capfd: pytest.CaptureFixture[str]
+) -> None:
+    returned = lib.poisoned(1, np.int32)
+    ports.print_formats[1, 32](3.14159, 1234567.8, 42, returned)
+    # CUDA's printf returns the number of arguments.
+    np.testing.assert_array_equal(run(lib, returned), [8])
+    printed = capfd.readouterr().out
+    assert "parity: 3.14159 1.234568e+06 3.14 +42 0xff 10    3.142|42    |\n" in printed

@@ -211,11 +211,9 @@ pub(crate) fn trap() -> ! {
 /// `vprintf(format, args)`: CUDA's device printf; `args` packs the arguments with C's
 /// alignment (see `print.rs`).
 #[inline(always)]
-pub(crate) unsafe fn vprintf(format: *const u8, args: *const u8) {
+pub(crate) unsafe fn vprintf(format: *const u8, args: *const u8) -> i32 {
     // SAFETY: upheld by the caller: a NUL-terminated format and a matching buffer.
-    unsafe {
-        nvptx::vprintf(format, args.cast());
-    }
+    unsafe { nvptx::vprintf(format, args.cast()) }
 }
 
 // ---- scoped atomics -------------------------------------------------------------
