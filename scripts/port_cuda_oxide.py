@@ -122,7 +122,7 @@ def top_level_items(src: str) -> list[tuple[int, int]]:
         i += 1
     # Attach leading comments/doc comments: an item's span starts after the previous.
     spans, prev = [], 0
-    for a, b in items:
+    for _, b in items:
         spans.append((prev, b))
         prev = b
     return spans
@@ -153,7 +153,9 @@ HOST_MARKERS = re.compile(
 
 # `use cuda_host::cuda_module;` or `use cuda_host::{cuda_module, ltoir};`: cuda_host
 # re-exports the attribute that cuda_device also exports; the port keeps that name only.
-HOST_CUDA_MODULE = re.compile(r"(pub\s+)?use\s+cuda_host::(\{[^}]*\bcuda_module\b[^}]*\}|cuda_module)\s*;")
+HOST_CUDA_MODULE = re.compile(
+    r"(pub\s+)?use\s+cuda_host::(\{[^}]*\bcuda_module\b[^}]*\}|cuda_module)\s*;"
+)
 
 
 def port_source(src: str) -> str:
@@ -230,8 +232,16 @@ def build(crate: Path, cargo_oxide: str, emu: bool) -> tuple[bool, str]:
     # One arch: what fails to build fails on every arch these examples are eligible for.
     extra = [] if emu else ["--no-emu"]
     proc = subprocess.run(
-        [cargo_oxide, "oxide", "build", "--arch", "sm_80", *extra,
-         "--manifest-path", str(crate / "Cargo.toml")],
+        [
+            cargo_oxide,
+            "oxide",
+            "build",
+            "--arch",
+            "sm_80",
+            *extra,
+            "--manifest-path",
+            str(crate / "Cargo.toml"),
+        ],
         capture_output=True,
         text=True,
     )

@@ -291,7 +291,12 @@ mod tests {
         assert!(DisjointSlice::<u8>::from_mut(&mut []).is_empty());
     }
 
-    fn as_thread(thread_idx: [u32; 3], block_idx: [u32; 3], block_dim: [u32; 3], grid_dim: [u32; 3]) -> ThreadCoords {
+    fn as_thread(
+        thread_idx: [u32; 3],
+        block_idx: [u32; 3],
+        block_dim: [u32; 3],
+        grid_dim: [u32; 3],
+    ) -> ThreadCoords {
         set_thread_coords(ThreadCoords {
             thread_idx,
             block_idx,
@@ -323,7 +328,9 @@ mod tests {
 
     fn itertools_grid() -> impl Iterator<Item = (u32, u32, u32, u32)> {
         (0..2).flat_map(|bx| {
-            (0..2).flat_map(move |by| (0..3).flat_map(move |tx| (0..2).map(move |ty| (bx, by, tx, ty))))
+            (0..2).flat_map(move |by| {
+                (0..3).flat_map(move |tx| (0..2).map(move |ty| (bx, by, tx, ty)))
+            })
         })
     }
 
@@ -341,8 +348,16 @@ mod tests {
         assert_eq!(data, [0, 10, 20, 30, 40]);
         // In a 2-D launch a 1-D witness may not write.
         let previous = as_thread([1, 1, 0], [0, 0, 0], [4, 2, 1], [1, 1, 1]);
-        assert!(DisjointSlice::from_mut(&mut data).get_mut_indexed().is_none());
-        assert!(DisjointSlice::from_mut(&mut data).get_mut(index_1d()).is_none());
+        assert!(
+            DisjointSlice::from_mut(&mut data)
+                .get_mut_indexed()
+                .is_none()
+        );
+        assert!(
+            DisjointSlice::from_mut(&mut data)
+                .get_mut(index_1d())
+                .is_none()
+        );
         set_thread_coords(previous);
     }
 

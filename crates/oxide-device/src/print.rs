@@ -366,7 +366,10 @@ mod tests {
         );
         crate::gpu_printf!("no arguments, 100%\n");
         // CUDA's printf returns the number of arguments.
-        assert_eq!(crate::gpu_printf!("{:+} {:#x} {:<4}|\n", 1, 2u32, 3.5f32), 3);
+        assert_eq!(
+            crate::gpu_printf!("{:+} {:#x} {:<4}|\n", 1, 2u32, 3.5f32),
+            3
+        );
     }
 
     #[test]

@@ -118,15 +118,27 @@ mod tests {
         assert_eq!(render("%e", &[Float(1234567.8)]), "1.234568e+06");
         assert_eq!(render("%g", &[Float(3.14159_f32 as f64)]), "3.14159");
         assert_eq!(render("%f", &[Float(3.14159_f32 as f64)]), "3.141590");
-        assert_eq!(render("[%8.3f|%-+8.2e]", &[Float(2.5), Float(-0.0125)]), "[   2.500|-1.25e-02]");
+        assert_eq!(
+            render("[%8.3f|%-+8.2e]", &[Float(2.5), Float(-0.0125)]),
+            "[   2.500|-1.25e-02]"
+        );
         assert_eq!(render("%g %g", &[Float(1e-5), Float(1e20)]), "1e-05 1e+20");
     }
 
     #[test]
     fn integers_flags_and_widths() {
         use HostArg::{Int, UInt};
-        assert_eq!(render("%5d|%-5d|%05d", &[Int(42), Int(-7), Int(3)]), "   42|-7   |00003");
-        assert_eq!(render("%#x %#o %X %+d", &[UInt(255), UInt(8), UInt(48879), Int(5)]), "0xff 010 BEEF +5");
-        assert_eq!(render("%llu %lld %c%%", &[UInt(u64::MAX), Int(i64::MIN), Int(65)]), "18446744073709551615 -9223372036854775808 A%");
+        assert_eq!(
+            render("%5d|%-5d|%05d", &[Int(42), Int(-7), Int(3)]),
+            "   42|-7   |00003"
+        );
+        assert_eq!(
+            render("%#x %#o %X %+d", &[UInt(255), UInt(8), UInt(48879), Int(5)]),
+            "0xff 010 BEEF +5"
+        );
+        assert_eq!(
+            render("%llu %lld %c%%", &[UInt(u64::MAX), Int(i64::MIN), Int(65)]),
+            "18446744073709551615 -9223372036854775808 A%"
+        );
     }
 }

@@ -23,8 +23,8 @@ pub fn index_1d() -> ThreadIndex {
     // In usize so that grids larger than 2^32 threads do not wrap.
     let index =
         arch::block_idx_x() as usize * arch::block_dim_x() as usize + arch::thread_idx_x() as usize;
-    let one_d = (arch::block_dim_y() | arch::block_dim_z() | arch::grid_dim_y() | arch::grid_dim_z())
-        == 1;
+    let one_d =
+        (arch::block_dim_y() | arch::block_dim_z() | arch::grid_dim_y() | arch::grid_dim_z()) == 1;
     ThreadIndex::new(index, one_d)
 }
 
@@ -78,8 +78,8 @@ fn flat_2d(row: usize, col: usize, stride: usize) -> Option<usize> {
 /// two warps the same number.
 #[inline(always)]
 pub fn warp_index() -> Option<ThreadIndex<WarpIndex>> {
-    let one_d = (arch::block_dim_y() | arch::block_dim_z() | arch::grid_dim_y() | arch::grid_dim_z())
-        == 1;
+    let one_d =
+        (arch::block_dim_y() | arch::block_dim_z() | arch::grid_dim_y() | arch::grid_dim_z()) == 1;
     let tid = arch::thread_idx_x();
     if !one_d || !tid.is_multiple_of(crate::warp::WARP_SIZE) {
         return None;

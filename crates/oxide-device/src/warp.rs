@@ -558,7 +558,11 @@ pub fn live_lanes_1d() -> u32 {
 #[inline(always)]
 pub fn reduce_partial<T: Shuffle>(value: T, live_lanes: u32, op: impl Fn(T, T) -> T) -> T {
     let live = live_lanes.clamp(1, WARP_SIZE);
-    let mask = if live == WARP_SIZE { FULL_MASK } else { (1u32 << live) - 1 };
+    let mask = if live == WARP_SIZE {
+        FULL_MASK
+    } else {
+        (1u32 << live) - 1
+    };
     let lane = lane_id();
     let mut v = value;
     let mut offset = live.next_power_of_two() / 2;

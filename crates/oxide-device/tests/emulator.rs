@@ -117,7 +117,13 @@ fn threads_that_returned_count_as_arrived_at_a_barrier() {
     // As PTX's bar.sync does: the 40 threads that stay meet, the 24 that returned
     // do not hold them back.
     let out = vec![0u32; 3 * 64];
-    let (status, e) = run(__oxide_host_early_exit, [3, 1, 1], [64, 1, 1], 0, &[40, out.as_ptr() as u64]);
+    let (status, e) = run(
+        __oxide_host_early_exit,
+        [3, 1, 1],
+        [64, 1, 1],
+        0,
+        &[40, out.as_ptr() as u64],
+    );
     assert_eq!(status, STATUS_OK, "{}", message(&e));
     for b in 0..3 {
         for t in 0..64u32 {

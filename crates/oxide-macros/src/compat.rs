@@ -36,7 +36,10 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
         ));
     }
     let mut module: syn::ItemMod = syn::parse2(item.clone()).map_err(|_| {
-        syn::Error::new_spanned(&item, "#[cuda_module] goes on a module: `mod kernels { … }`")
+        syn::Error::new_spanned(
+            &item,
+            "#[cuda_module] goes on a module: `mod kernels { … }`",
+        )
     })?;
     let Some((_, items)) = module.content.as_mut() else {
         return Err(syn::Error::new_spanned(

@@ -200,7 +200,8 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             }
             ParamKind::DisjointSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));
-                rebuild.push(quote!(let #arg = unsafe { #private::disjoint::<#t, _>(#arg, #len) };));
+                rebuild
+                    .push(quote!(let #arg = unsafe { #private::disjoint::<#t, _>(#arg, #len) };));
             }
             ParamKind::AtomicSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));

@@ -17,8 +17,8 @@
 
 extern crate proc_macro;
 
-mod expand;
 mod compat;
+mod expand;
 mod host;
 mod parse;
 mod printf;

@@ -137,7 +137,12 @@ fn split(text: &str, lit: &LitStr) -> syn::Result<(Vec<String>, Vec<Spec>)> {
 /// understands (Rust's and C's spellings mostly agree there).
 fn spec(inner: &str) -> Option<Spec> {
     let body = match inner {
-        "" => return Some(Spec { prefix: "%".into(), conversion: "DISPLAY" }),
+        "" => {
+            return Some(Spec {
+                prefix: "%".into(),
+                conversion: "DISPLAY",
+            });
+        }
         _ => inner.strip_prefix(':')?,
     };
     let mut rest = body;
@@ -152,7 +157,9 @@ fn spec(inner: &str) -> Option<Spec> {
         }
         rest = &rest[c.len_utf8()..];
     }
-    let width_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let width_len = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     let (width, rest) = rest.split_at(width_len);
     let (precision, rest) = match rest.strip_prefix('.') {
         Some(r) => {
@@ -173,7 +180,10 @@ fn spec(inner: &str) -> Option<Spec> {
         _ => return None,
     };
     let precision = precision.map(|p| format!(".{p}")).unwrap_or_default();
-    Some(Spec { prefix: format!("%{flags}{width}{precision}"), conversion })
+    Some(Spec {
+        prefix: format!("%{flags}{width}{precision}"),
+        conversion,
+    })
 }
 
 #[cfg(test)]
