@@ -99,6 +99,9 @@ fn dynamic_shared_memory_is_per_block() {
 
 /// Threads at or past `n` return first; the rest meet at the barrier and then each
 /// reads its neighbour's slot (written before the barrier).
+///
+/// # Safety
+/// `out` holds `64 * gridDim.x` elements.
 #[kernel]
 pub unsafe fn early_exit(n: u32, out: *mut u32) {
     static mut SLOTS: SharedArray<u32, 64> = SharedArray::UNINIT;

@@ -35,7 +35,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return with_item(item.into(), e).into(),
     };
     let item = compat::prepare_kernel(proc_macro2::TokenStream::from(item), context);
-    let result = parse::parse(attr.into(), item.clone()).and_then(validate::validate);
+    let result = parse::parse(attr, item.clone()).and_then(validate::validate);
     match result {
         Ok(kernel) => expand::expand(&kernel),
         Err(error) => with_item(item, error),
