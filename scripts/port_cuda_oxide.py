@@ -208,6 +208,15 @@ def eligibility(mirror: Path, name: str) -> str | None:
     return None
 
 
+def example_source(mirror: Path, name: str) -> str:
+    """The example's kernel source: `src/lib.rs` where it has one (its `main.rs` is then
+    host code using the library), else `src/main.rs`."""
+    try:
+        return git_show(mirror, f"{EXAMPLES}/{name}/src/lib.rs")
+    except subprocess.CalledProcessError:
+        return git_show(mirror, f"{EXAMPLES}/{name}/src/main.rs")
+
+
 def write_crate(out: Path, name: str, source: str, device_crate: Path, edition: str) -> Path:
     crate = out / name
     (crate / "src").mkdir(parents=True, exist_ok=True)
@@ -272,7 +281,7 @@ def main() -> int:
             continue
         toml = git_show(args.mirror, f"{EXAMPLES}/{name}/Cargo.toml")
         edition = m.group(1) if (m := re.search(r'edition\s*=\s*"(\d+)"', toml)) else "2021"
-        source = port_source(git_show(args.mirror, f"{EXAMPLES}/{name}/src/main.rs"))
+        source = port_source(example_source(args.mirror, name))
         crate = write_crate(args.out, name, source, device_crate, edition)
         if args.build:
             ok, why = build(crate, args.cargo, not args.no_emu)

@@ -139,6 +139,19 @@ where
         .cast();
     }
 
+    /// Pointer to element 0 of the array behind `shared`, with no reference made on
+    /// the way (cuda-oxide's form for a `static mut`:
+    /// `SharedArray::as_raw_mut_ptr(&raw mut TILE)`).
+    ///
+    /// # Safety
+    /// `shared` points to a live `SharedArray`.
+    #[inline(always)]
+    pub unsafe fn as_raw_mut_ptr(shared: *mut Self) -> *mut T {
+        // SAFETY: the caller's pointer is to a live array; `&*` makes a shared
+        // reference only, which `UnsafeCell` contents allow while others write.
+        unsafe { (*shared).as_mut_ptr() }
+    }
+
     /// Element `i`, bounds-checked (an out-of-bounds `i` traps).
     ///
     /// # Safety

@@ -113,7 +113,7 @@ fn split(text: &str, lit: &LitStr) -> syn::Result<(Vec<String>, Vec<Spec>)> {
                 specs.push(spec(&inner).ok_or_else(|| {
                     error(format!(
                         "unsupported placeholder `{{{inner}}}`; gpu_printf! supports {{}}, {{:?}} and \
-                         {{:[#+0 <>][width][.N][x|X|o|e|g|f]}}"
+                         {{:[#+-0 <>][width][.N][x|X|o|e|g|f]}}"
                     ))
                 })?);
                 pieces.push(std::mem::take(&mut piece));
@@ -131,8 +131,8 @@ fn split(text: &str, lit: &LitStr) -> syn::Result<(Vec<String>, Vec<Spec>)> {
     Ok((pieces, specs))
 }
 
-/// `{}`, `{:?}`, or `{:[flags][width][.N][conversion]}`: flags `#`, `+`, `0`, ` ` (as
-/// C's) and `<`/`>` (left/right alignment, C's `-` and its default), conversions `x`,
+/// `{}`, `{:?}`, or `{:[flags][width][.N][conversion]}`: flags `#`, `+`, `-`, `0`, ` `
+/// (as C's) and `<`/`>` (left/right alignment, C's `-` and its default), conversions `x`,
 /// `X`, `o`, `e`/`E`, `g`/`G`, `f`, `?`. The spec becomes a C conversion that `vprintf`
 /// understands (Rust's and C's spellings mostly agree there).
 fn spec(inner: &str) -> Option<Spec> {
@@ -149,7 +149,7 @@ fn spec(inner: &str) -> Option<Spec> {
     let mut flags = String::new();
     while let Some(c) = rest.chars().next() {
         match c {
-            '#' | '+' | ' ' => flags.push(c),
+            '#' | '+' | ' ' | '-' => flags.push(c),
             '<' => flags.push('-'),
             '>' => {}
             '0' => flags.push('0'),
