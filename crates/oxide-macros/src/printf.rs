@@ -217,8 +217,27 @@ mod tests {
     }
 
     #[test]
+    fn c_flags_widths_and_conversions() {
+        let (_, specs) = parts("{:+} {:#x} {:o} {:8.3} {:<6} {:-8} {:>5} {:08.2e} {:.4f} {: }");
+        let want: [(&str, &str); 10] = [
+            ("%+", "DISPLAY"),
+            ("%#", "HEX"),
+            ("%", "OCTAL"),
+            ("%8.3", "PRECISION"),
+            ("%-6", "DISPLAY"),
+            ("%-8", "DISPLAY"),
+            ("%5", "DISPLAY"),
+            ("%08.2", "EXP"),
+            ("%.4", "PRECISION"),
+            ("% ", "DISPLAY"),
+        ];
+        let want: Vec<(String, &str)> = want.iter().map(|(p, c)| (p.to_string(), *c)).collect();
+        assert_eq!(specs, want);
+    }
+
+    #[test]
     fn bad_formats_are_errors() {
-        for bad in ["{", "}", "{:>5}", "{0}", "{name}"] {
+        for bad in ["{", "}", "{:^5}", "{:5q}", "{0}", "{name}"] {
             let lit = LitStr::new(bad, Span::call_site());
             assert!(split(bad, &lit).is_err(), "{bad}");
         }
