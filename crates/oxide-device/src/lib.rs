@@ -68,7 +68,9 @@ extern crate self as oxide_device;
 
 mod arch;
 pub mod atomic;
+pub mod debug;
 pub mod disjoint;
+pub mod dotprod;
 pub mod half;
 pub mod math;
 pub mod prelude;

@@ -10,6 +10,8 @@ use core::marker::PhantomData;
 
 use crate::arch;
 
+pub use crate::debug::{gridid, nsmid, smid};
+
 /// This thread's global index in a 1-D launch, as a witness that only this thread
 /// holds: `blockIdx.x * blockDim.x + threadIdx.x`.
 ///

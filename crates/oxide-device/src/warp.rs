@@ -15,6 +15,8 @@ use crate::arch;
 use crate::shared::SharedArray;
 use crate::thread;
 
+pub use crate::debug::{nwarpid, warpid};
+
 /// Lanes per warp on NVIDIA GPUs.
 pub const WARP_SIZE: u32 = 32;
 
