@@ -181,3 +181,27 @@ def test_tuple_return_through_get_mut_indexed(ports: pyoxide.Module, lib: ArrayL
     out = lib.poisoned(300, np.float32)
     ports.run(out)
     np.testing.assert_array_equal(run(lib, out), 2 * np.arange(300, dtype=np.float32))
+
+
+def test_dotprod(ports: pyoxide.Module, lib: ArrayLib) -> None:
+    a4, b4 = RNG.integers(0, 256, 4), RNG.integers(0, 256, 4)
+    a2, b2 = RNG.integers(0, 1 << 16, 2), RNG.integers(0, 256, 2)
+    cs, cu = int(RNG.integers(-1000, 1000)), int(RNG.integers(0, 1000))
+    pack4 = int(sum(int(v) << (8 * k) for k, v in enumerate(a4)))
+    packb = int(sum(int(v) << (8 * k) for k, v in enumerate(b4)))
+    pack2 = int(a2[0]) | int(a2[1]) << 16
+    packb2 = int(b2[0]) | int(b2[1]) << 8
+    out = lib.poisoned(4, np.int32)
+    ports.dotprod_test(pack4, packb, cs, cu, pack2, packb2, out)
+
+    def s8(v: np.ndarray) -> np.ndarray:
+        return v.astype(np.int64) - 256 * (v >= 128)
+
+    s16 = a2.astype(np.int64) - 65536 * (a2 >= 32768)
+    want = [
+        cs + int((s8(a4) * s8(b4)).sum()),
+        cu + int((a4 * b4).sum()),
+        cs + int((s16 * s8(b2)).sum()),
+        cu + int((a2 * b2).sum()),
+    ]
+    np.testing.assert_array_equal(run(lib, out), np.array(want, np.int64).astype(np.int32))
