@@ -5,7 +5,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()` witnesses, `sync_threads()`, fences |
+//! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()`/`warp_index()` witnesses and their index spaces, `sync_threads()`, fences |
 //! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`) |
 //! | [`shared`] | [`SharedArray`](shared::SharedArray) statics, [`DynamicSharedArray`](shared::DynamicSharedArray) |
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
@@ -13,6 +13,7 @@
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
+//! | [`dotprod`], [`debug`] | `dp4a`/`dp2a`; timers, SM and warp ids, `trap`, `breakpoint` |
 //!
 //! Safe by default: ordinary kernels (element-wise maps, reductions into an
 //! `AtomicSlice`, row-wise softmax) need no `unsafe`; shared memory, raw-pointer
