@@ -22,6 +22,8 @@ pub struct Project {
     pub dependencies: Vec<String>,
     /// The library's root source file (`src/lib.rs`).
     pub lib_root: PathBuf,
+    /// `--features`, `--all-features`, `--no-default-features` as cargo takes them.
+    pub feature_args: Vec<String>,
 }
 
 impl Project {
@@ -81,6 +83,7 @@ impl Project {
                 .map(|d| d.name.to_string())
                 .collect(),
             lib_root: lib.src_path.clone().into_std_path_buf(),
+            feature_args: args.cargo_feature_args(),
         })
     }
 

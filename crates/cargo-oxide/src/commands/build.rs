@@ -230,6 +230,7 @@ fn cargo_device_build(
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
+        .args(&project.feature_args)
         .arg("--config")
         .arg(format!("target.{DEVICE_TARGET}.rustflags=[{sysroot_flag}]"))
         .arg(if color {
