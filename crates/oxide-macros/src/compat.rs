@@ -57,7 +57,8 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
 }
 
 /// `#[kernel(f32, launch_context = lc)]`: take cuda-oxide's `launch_context = NAME` out
-/// of the attribute (the rest is the instance list) and return NAME.
+/// of the attribute (the rest is the instance list) and return NAME. cuda-oxide's
+/// `unchecked_indexing` flag is taken out too: bounds checks stay (a failed one traps).
 pub fn take_launch_context(attr: TokenStream) -> syn::Result<(TokenStream, Option<syn::Ident>)> {
     use proc_macro2::TokenTree;
     let mut chunks: Vec<Vec<TokenTree>> = vec![Vec::new()];
@@ -85,6 +86,7 @@ pub fn take_launch_context(attr: TokenStream) -> syn::Result<(TokenStream, Optio
                 }
             }
             [] => {}
+            [TokenTree::Ident(flag)] if flag == "unchecked_indexing" => {}
             _ => kept.push(chunk.into_iter().collect()),
         }
     }
