@@ -3,12 +3,14 @@
 #![no_std]
 
 mod elementwise;
+mod gemm;
 mod histogram;
 mod matmul;
 mod reduce;
 mod rows;
 
 pub use elementwise::*;
+pub use gemm::*;
 pub use histogram::*;
 pub use matmul::*;
 pub use reduce::*;
