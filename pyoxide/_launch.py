@@ -29,10 +29,10 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import backends
+from . import _policy, backends
 from ._arrays import GPU, ArrayProtocolError, ArrayView, dtype_name, rust_dtype_name, view
 from ._arrays import RUST_TYPESTR as _TYPESTR
-from ._manifest import INT_RANGES, OUTPUT_KINDS, SLICE_KINDS, KernelSpec, ParamSpec
+from ._manifest import INT_RANGES, SLICE_KINDS, KernelSpec, ParamSpec
 from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 Dim = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
 
-DEFAULT_BLOCK = 256
+DEFAULT_BLOCK = _policy.DEFAULT_BLOCK
 # Dynamic shared memory above this needs a function attribute set first (general path).
 _FAST_SHARED_LIMIT = 48 * 1024
 _MAX_ABI_BYTES = 2**63 - 1
@@ -259,7 +259,7 @@ class LaunchPlan:
     """What a call needs that depends only on the kernel, computed once."""
 
     __slots__ = (
-        "checks", "default_block", "grid_param", "max_threads", "may_alias", "params", "spec",
+        "checks", "default_block", "max_threads", "may_alias", "params", "spec", "validates_grid",
     )  # fmt: skip
 
     def __init__(self, spec: KernelSpec) -> None:
@@ -267,11 +267,9 @@ class LaunchPlan:
 
         self.spec = spec
         self.params = spec.params
-        self.max_threads = spec.launch_bounds.max_threads if spec.launch_bounds else 1024
-        self.default_block = min(DEFAULT_BLOCK, self.max_threads)
-        self.grid_param = next(
-            (i for i, p in enumerate(spec.params) if p.kind in OUTPUT_KINDS), None
-        )
+        self.max_threads = _policy.max_threads(spec)
+        self.default_block = _policy.default_block(spec)
+        self.validates_grid = _policy.validates_grid(spec)
         slices = [p for p in spec.params if p.kind in SLICE_KINDS]
         self.may_alias = len(slices) > 1 and any(p.mutable for p in slices)
         self.checks: tuple[Callable[[Any], Any] | None, ...] = tuple(
@@ -332,6 +330,7 @@ class _Configured:
         smem = self._shared_mem
         if (
             isinstance(kernel, Kernel)
+            and not kernel.plan.validates_grid  # checked against each call's arrays
             and self._stream is None
             and self._grid is not None
             and type(smem) is int
@@ -448,7 +447,7 @@ class Kernel:
         device = self._device(backend, arrays) if backend.array_kind == GPU else 0
         if plan.may_alias:
             _check_aliasing(name, arrays)
-        grid3, block3 = self._config(plan, views, grid, block)
+        grid3, block3 = self._config(plan, views, grid, block, args, backend, device)
         if grid3[0] * grid3[1] * grid3[2] == 0:
             return  # an empty output: nothing to do
         if type(shared_mem) is not int or not 0 <= shared_mem < 2**32:
@@ -501,39 +500,27 @@ class Kernel:
         return current
 
     def _config(
-        self, plan: LaunchPlan, views: list[ArrayView | None], grid: Dim | None, block: Dim | None
+        self,
+        plan: LaunchPlan,
+        views: list[ArrayView | None],
+        grid: Dim | None,
+        block: Dim | None,
+        args: Sequence[Any] = (),
+        backend: backends.Backend | None = None,
+        device: int = 0,
     ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) for this call, by the kernel's launch policy (pyoxide/_policy)."""
         name = self.spec.entry
-        if block is None:
-            block3 = (plan.default_block, 1, 1)
-        else:
-            block3 = _dim3(name, "block", block, (1024, 1024, 64))
-            threads = block3[0] * block3[1] * block3[2]
-            if threads > plan.max_threads:
-                raise ArgumentValueError(
-                    name, "block", f"at most {plan.max_threads} threads per block "
-                    "(the kernel's launch bounds or the CUDA limit)",
-                    f"{block!r} = {threads} threads", f"pass block={plan.max_threads} or fewer",
-                )  # fmt: skip
-        if grid is not None:
-            return _dim3(name, "grid", grid, (2**31 - 1, 65535, 65535)), block3
-        if plan.grid_param is None:
-            raise ArgumentValueError(
-                name, None, "an explicit launch configuration (the kernel has no "
-                "DisjointSlice or &mut [T] output to size the grid from)", "none",
-                f"launch it as {name}[grid, block](...) or {name}.launch(..., grid=, block=)",
-            )  # fmt: skip
-        out = views[plan.grid_param]
-        assert out is not None
-        n = math.prod(out.shape)
-        per_block = block3[0] * block3[1] * block3[2]
-        blocks = -(-n // per_block)
-        if blocks > 2**31 - 1:
-            raise ArgumentValueError(
-                name, plan.params[plan.grid_param].name, "at most 2**31-1 blocks of work",
-                f"{n} elements", "split the work, or pass an explicit grid",
-            )  # fmt: skip
-        return (blocks, 1, 1), block3
+        block3 = None if block is None else _dim3(name, "block", block, (1024, 1024, 64))
+        grid3 = None if grid is None else _dim3(name, "grid", grid, (2**31 - 1, 65535, 65535))
+
+        def multiprocessors() -> int:
+            assert backend is not None, "a plain call is configured with its arrays"
+            return backend.multiprocessors(device)
+
+        return _policy.configure(
+            self.spec, _policy.lengths_of(views), args, grid3, block3, multiprocessors
+        )
 
 
 _native_classes: tuple[type[Kernel], type[_Configured]] | None = None

@@ -18,7 +18,7 @@ from typing import Any
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands (oxide-abi MANIFEST_SCHEMA_VERSION).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Kernel descriptor encoding this reader understands (oxide-abi DESCRIPTOR_VERSION).
 DESCRIPTOR_VERSION = 1
 
@@ -42,6 +42,15 @@ SLICE_KINDS = frozenset({"slice", "disjoint_slice", "mut_slice", "atomic_slice"}
 #: Kinds whose length sizes an automatic grid (one thread per element). An
 #: `AtomicSlice` (a histogram's bins, an accumulator) does not: its size is not the work.
 OUTPUT_KINDS = frozenset({"disjoint_slice", "mut_slice"})
+#: Launch policies (oxide-abi `LaunchPolicy`, `#[launch(...)]`) and their fields besides
+#: `kind` (checked against the manifest schema by tests/test_manifest.py).
+LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
+    "elementwise": ("over", "per_thread", "block"),
+    "grid_stride": ("over", "per_thread", "block", "blocks_per_sm"),
+    "block_per_element": ("over", "block"),
+    "block_per_row": ("over", "cols", "block"),
+    "segments": ("over",),
+}
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,19 @@ class LaunchBounds:
 
 
 @dataclass(frozen=True)
+class LaunchPolicy:
+    """A kernel's ``#[launch(...)]``; ``over`` and ``cols`` are parameter indices.
+    pyoxide/_policy.py applies it."""
+
+    kind: str
+    over: int
+    per_thread: int = 1
+    block: int = 256
+    blocks_per_sm: int = 1
+    cols: int | None = None
+
+
+@dataclass(frozen=True)
 class SourceLocation:
     module: str
     file: str
@@ -93,6 +115,7 @@ class KernelSpec:
     instance: tuple[tuple[str, str], ...] = ()
     is_unsafe: bool = False
     launch_bounds: LaunchBounds | None = None
+    launch: LaunchPolicy | None = None
 
     @property
     def signature(self) -> str:
@@ -385,7 +408,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         value,
         w,
         ["version", "name", "entry", "params", "source"],
-        ["instance", "is_unsafe", "launch_bounds"],
+        ["instance", "is_unsafe", "launch_bounds", "launch"],
         closed=False,
     )
     version = c.uint(k["version"], w + ".version")
@@ -425,6 +448,9 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
             max_threads,
             None if min_blocks is None else c.uint(min_blocks, w + ".launch_bounds.min_blocks"),
         )
+    launch = None
+    if k.get("launch") is not None:
+        launch = _launch_policy(c, k["launch"], w + ".launch", params)
     src = c.obj(k["source"], w + ".source", ["module", "file", "line"], closed=False)
     return KernelSpec(
         name=name,
@@ -438,4 +464,24 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         instance=tuple(instance),
         is_unsafe=c.bool_(k.get("is_unsafe", False), w + ".is_unsafe"),
         launch_bounds=bounds,
+        launch=launch,
     )
+
+
+def _launch_policy(c: _Checker, value: Any, w: str, params: list[ParamSpec]) -> LaunchPolicy:
+    kind = c.choice(c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS))
+    fields = LAUNCH_KINDS[kind]
+    v = c.obj(value, w, ["kind", *fields])
+    names = [p.name for p in params]
+    over = c.choice(v["over"], w + ".over", names)
+    if params[names.index(over)].kind not in SLICE_KINDS:
+        raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
+    ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
+    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > 1024:
+        raise c.fail(w, "per_thread, block and blocks_per_sm are at least 1, block at most 1024")
+    cols = None
+    if "cols" in v:
+        cols = names.index(c.choice(v["cols"], w + ".cols", names))
+        if params[cols].kind != "scalar" or params[cols].type not in INT_RANGES:
+            raise c.fail(w + ".cols", f"parameter {names[cols]!r} is not an integer scalar")
+    return LaunchPolicy(kind, names.index(over), cols=cols, **ints)

@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._arrays import RUST_TYPESTR
-from .._manifest import INT_RANGES, OUTPUT_KINDS, SLICE_KINDS, KernelSpec
+from .._manifest import INT_RANGES, SLICE_KINDS, KernelSpec
+from .._policy import plain_rule
 
 # cuLaunchKernel's `extra` keys (cuda.h).
 _CU_LAUNCH_PARAM_END = 0
@@ -134,7 +135,7 @@ def build(
                     f"    if n{x} and n{y} and p{x} < p{y} + n{y} * {y_size}"
                     f" and p{y} < p{x} + n{x} * {x_size}: return False"
                 )
-    grid_param = next((i for i, p in enumerate(spec.params) if p.kind in OUTPUT_KINDS), None)
+    rule = plain_rule(spec)  # a plain call's grid: ceil(n / per_block) blocks of `block`
     env["PACK"] = struct.Struct(layout.fmt).pack_into
     env["SIZE"] = struct.calcsize(layout.fmt)
     env["make_buffer"] = _make_buffer
@@ -148,13 +149,14 @@ def build(
         "    if getDevice() != DEV: return False",
         "    if cfg is None:",
     ]
-    if grid_param is None:
-        src.append("        return False  # no output to size the grid from")
+    if rule is None:
+        src.append("        return False  # the policy needs more than a division: general path")
     else:
+        grid_param, block, per_block = rule
         src += [
-            f"        gx = (n{grid_param} + {default_block - 1}) // {default_block}",
+            f"        gx = (n{grid_param} + {per_block - 1}) // {per_block}",
             f"        if gx > {_MAX_GRID_X}: return False",
-            f"        gy = gz = 1; bx = {default_block}; by = bz = 1; smem = 0",
+            f"        gy = gz = 1; bx = {block}; by = bz = 1; smem = 0",
         ]
     src += [
         "    else:",

@@ -18,7 +18,8 @@ import importlib
 from typing import Any, Literal, NoReturn
 
 from .._arrays import RUST_TYPESTR
-from .._manifest import OUTPUT_KINDS, SLICE_KINDS, KernelSpec
+from .._manifest import SLICE_KINDS, KernelSpec
+from .._policy import plain_rule
 from .cupy_fast import FastLauncher
 
 # Where the launcher finds the driver. None: cuLaunchKernel, cuCtxGetCurrent,
@@ -65,7 +66,10 @@ def build(
             params.append((p.type, dtype, dtype.itemsize, p.mutable))
         else:
             params.append((p.type, None, 0, False))
-    grid_param = next((i for i, p in enumerate(spec.params) if p.kind in OUTPUT_KINDS), None)
+    # A plain call's grid: ceil(n / per_block) blocks of `block` threads, or None (the
+    # launcher then declines plain calls, which take the general path).
+    rule = plain_rule(spec)
+    grid_param, block, per_block = rule if rule is not None else (None, default_block, None)
     name = spec.entry
 
     def failed(code: int, text: str, previous: str | None) -> NoReturn:
@@ -74,8 +78,8 @@ def build(
     try:
         launcher: FastLauncher = _native.Launcher(
             int(function.ptr), device, params, ndarray, cp.cuda.get_current_stream,
-            default_block, grid_param, backend, name, failed, entry_points,
-            stream_capsule(cp),
+            block, grid_param, backend, name, failed, entry_points,
+            stream_capsule(cp), per_block,
         )  # fmt: skip
     except (OSError, RuntimeError, TypeError, ValueError):
         # No driver library, no current context, or a description this build of the

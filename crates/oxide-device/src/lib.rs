@@ -6,7 +6,8 @@
 //! | module | what |
 //! |---|---|
 //! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()` witnesses, `sync_threads()`, fences |
-//! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`) |
+//! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`, `map`) |
+//! | [`vector`] | 128-bit vector access: `x.as_vectors::<N>()` on `&[T]`, `out.map(inputs, f)` |
 //! | [`shared`] | [`SharedArray`](shared::SharedArray) statics, [`DynamicSharedArray`](shared::DynamicSharedArray) |
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
@@ -75,6 +76,7 @@ pub mod prelude;
 pub mod print;
 pub mod shared;
 pub mod thread;
+pub mod vector;
 pub mod warp;
 
 #[doc(hidden)]
@@ -84,7 +86,7 @@ pub mod __private;
 pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
-pub use oxide_macros::{device, gpu_printf, kernel, launch_bounds};
+pub use oxide_macros::{device, gpu_printf, kernel, launch, launch_bounds};
 pub use thread::ThreadIndex;
 
 /// A GPU thread cannot unwind or report a message: a panic (including a failed bounds
