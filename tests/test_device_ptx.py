@@ -30,7 +30,7 @@ SIGNATURES = {
         ("activation", "scalar", "u32", False),
         ("out", "disjoint_slice", "f32", True),
     ],
-    "histogram_shared": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
+    "histogram_global": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
     "scan_blocks_u32": [("x", "slice", "u32", False), ("out", "disjoint_slice", "u32", True)],
     "scale_f64": [
         ("factor", "scalar", "f64", False),
@@ -56,9 +56,9 @@ INSTRUCTIONS = {
         r"ld\.shared\.",
         r"st\.global\.(b32|f32)",
     ],
-    "histogram": [r"atom\.relaxed\.gpu\.add\.u32"],
+    "histogram_global": [r"atom\.relaxed\.gpu\.add\.u32"],
     # Block-scope atomics on the shared copy, device-scope ones to flush it.
-    "histogram_shared": [
+    "histogram": [
         r"atom\.relaxed\.cta\.add\.u32",
         r"atom\.relaxed\.gpu\.add\.u32",
         r"bar\.sync",
@@ -88,7 +88,7 @@ INSTRUCTIONS = {
 
 # Kernels that stage data in shared memory: ptxas must report it.
 SHARED = {
-    "histogram_shared": 1024 * 4,
+    "histogram": 1024 * 4,
     "reduce_sum_f32": 32 * 4,
     "matmul_tiled": 2 * 16 * 16 * 4,
     "softmax_rows": 33 * 4,

@@ -102,7 +102,7 @@ def test_reduce_blocks(kernels: pyoxide.Module, n: int, block: int) -> None:
     assert err < 1e-6
 
 
-@pytest.mark.parametrize("name", ["histogram", "histogram_shared"])
+@pytest.mark.parametrize("name", ["histogram", "histogram_global"])
 @pytest.mark.parametrize(("n", "bins"), [(1, 1), (257, 10), (1_000_003, 256), (100_000, 1025)])
 def test_histograms(kernels: pyoxide.Module, name: str, n: int, bins: int) -> None:
     x = RNG.integers(0, bins + 3, n, dtype=np.uint32)  # some past the last bin

@@ -98,7 +98,7 @@ def test_reduce_sum(kernels, lib, n, block):
     assert err < 1e-6
 
 
-@pytest.mark.parametrize("name", ["histogram", "histogram_shared"])
+@pytest.mark.parametrize("name", ["histogram", "histogram_global"])
 @pytest.mark.parametrize(("n", "bins"), [(1, 1), (257, 10), (1_000_003, 256), (100_000, 1025)])
 def test_histograms(kernels, lib, name, n, bins):
     to_dev, _, to_np = lib
