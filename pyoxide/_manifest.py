@@ -469,7 +469,9 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
 
 
 def _launch_policy(c: _Checker, value: Any, w: str, params: list[ParamSpec]) -> LaunchPolicy:
-    kind = c.choice(c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS))
+    kind = c.choice(
+        c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS)
+    )
     fields = LAUNCH_KINDS[kind]
     v = c.obj(value, w, ["kind", *fields])
     names = [p.name for p in params]

@@ -229,10 +229,12 @@ def test_without_the_module_the_python_fast_path_is_used(native, mod, monkeypatc
 def test_the_launcher_refuses_bad_descriptions() -> None:
     launch, ctx = pyoxide_native._noop_entry_points()
 
-    def make(params: Any, grid_param: Any = None, entry_points: Any = (launch, ctx, 0, 0)) -> Any:
+    def make(
+        params: Any, grid_param: Any = None, entry_points: Any = (launch, ctx, 0, 0), **kw: Any
+    ) -> Any:
         return pyoxide_native.Launcher(
             1, 0, params, FakeNdarray, lambda: None, 256, grid_param, object(), "k",
-            lambda *a: None, entry_points,
+            lambda *a: None, entry_points, **kw,
         )  # fmt: skip
 
     assert make([("i32", None, 0, False)]).buffer_size == 4
@@ -242,6 +244,8 @@ def test_the_launcher_refuses_bad_descriptions() -> None:
         make([("i32", None, 0, False)], grid_param=0)
     with pytest.raises(ValueError, match="non-null"):
         make([], entry_points=(0, ctx, 0, 0))
+    with pytest.raises(ValueError, match="elements_per_block must be positive"):
+        make([("i32", None, 0, False)], elements_per_block=0)
 
 
 def test_the_stub_matches_the_module() -> None:

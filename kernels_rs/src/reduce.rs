@@ -9,14 +9,16 @@ use oxide_device::prelude::*;
 /// each block's first thread adds the block's total to a device-wide accumulator and
 /// takes a ticket; the block that takes the last ticket reads the total into `out[0]`
 /// and leaves the accumulator and the counter at zero for the next launch. A plain call
-/// fills the device (a few blocks per multiprocessor); block size: a multiple of 32.
+/// launches 64 blocks of 256 per multiprocessor (fewer for small `x`): on an H200 the
+/// best of a sweep from 1 to 64 blocks per multiprocessor and 256 to 1024 threads per
+/// block (docs/performance.md). Block size: a multiple of 32.
 ///
 /// The accumulator is one per loaded module and device: launches of this kernel that
 /// run at the same time (on two streams, or from two host threads on the emulator)
 /// would mix their sums. Launches on one stream never overlap.
 #[kernel]
 #[launch_bounds(1024)]
-#[launch(grid_stride(x, per_thread = 16, block = 512, blocks_per_sm = 4))]
+#[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 64))]
 pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
     static TOTAL: atomic::DeviceAtomicF32 = atomic::DeviceAtomicF32::new(0.0);
     static BLOCKS_DONE: atomic::DeviceAtomicU32 = atomic::DeviceAtomicU32::new(0);

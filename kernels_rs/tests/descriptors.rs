@@ -168,7 +168,7 @@ fn launch_policies() {
     ));
     assert!(matches!(
         policy("reduce_sum_f32"),
-        LaunchPolicy::GridStride { block: 512, blocks_per_sm: 4, .. }
+        LaunchPolicy::GridStride { block: 256, blocks_per_sm: 64, .. }
     ));
     assert!(matches!(policy("histogram"), LaunchPolicy::GridStride { .. }));
     assert_eq!(

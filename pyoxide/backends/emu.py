@@ -22,7 +22,6 @@ while a kernel runs.
 from __future__ import annotations
 
 import os
-
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 

@@ -16,7 +16,7 @@ pub fn j(x: &[f32]) {
 
 #[kernel]
 #[launch(segments(out, block = 64))]
-pub fn s(mut out: DisjointSlice<u32>) {
+pub fn s(out: DisjointSlice<u32>) {
     let _ = out.len();
 }
 

@@ -3,7 +3,7 @@ use oxide_device::prelude::*;
 // `over` must be a slice parameter, and one that exists.
 #[kernel]
 #[launch(elementwise(n))]
-pub fn k(n: u32, mut out: DisjointSlice<f32>) {
+pub fn k(n: u32, out: DisjointSlice<f32>) {
     let _ = (n, out.len());
 }
 
