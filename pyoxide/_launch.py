@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 Dim = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
 
-DEFAULT_BLOCK = _policy.DEFAULT_BLOCK
 # Dynamic shared memory above this needs a function attribute set first (general path).
 _FAST_SHARED_LIMIT = 48 * 1024
 _MAX_ABI_BYTES = 2**63 - 1

@@ -19,7 +19,8 @@ from typing import Any
 from ._manifest import OUTPUT_KINDS, KernelSpec, LaunchPolicy
 from .errors import ArgumentValueError
 
-#: Threads per block of a plain call of a kernel without a policy of its own.
+#: Threads per block of a plain call of a kernel without a policy of its own
+#: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
 DEFAULT_BLOCK = 256
 _MAX_GRID = 2**31 - 1
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers.bundled import kernels_manifest
 
 import pyoxide
 from pyoxide import _policy
@@ -108,3 +109,11 @@ def test_a_block_past_the_launch_bounds_is_refused() -> None:
     s = spec((X, OUT), bounds=128)
     with pytest.raises(pyoxide.ArgumentValueError, match="at most 128 threads per block"):
         config(s, [None, 10], block=(256, 1, 1))
+
+
+def test_the_default_block_is_oxide_abis() -> None:
+    """vecadd's `#[launch]` gives no block, so its manifest records oxide-abi's
+    DEFAULT_BLOCK: the block that kernels without a policy get here."""
+    m = pyoxide.read_manifest(kernels_manifest())
+    vecadd = next(k for k in m.kernels if k.entry == "vecadd")
+    assert vecadd.launch is not None and vecadd.launch.block == _policy.DEFAULT_BLOCK

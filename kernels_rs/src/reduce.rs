@@ -53,7 +53,12 @@ fn thread_sum(x: &[f32]) -> f32 {
     let stride = thread::grid_stride();
     let mut c = thread::index_1d().get();
     while c + 3 * stride < body.len() {
-        let (v0, v1, v2, v3) = (body[c], body[c + stride], body[c + 2 * stride], body[c + 3 * stride]);
+        let (v0, v1, v2, v3) = (
+            body[c],
+            body[c + stride],
+            body[c + 2 * stride],
+            body[c + 3 * stride],
+        );
         acc = add(add(add(add(acc, v0), v1), v2), v3);
         c += 4 * stride;
     }

@@ -168,9 +168,16 @@ fn launch_policies() {
     ));
     assert!(matches!(
         policy("reduce_sum_f32"),
-        LaunchPolicy::GridStride { block: 256, blocks_per_sm: 64, .. }
+        LaunchPolicy::GridStride {
+            block: 256,
+            blocks_per_sm: 64,
+            ..
+        }
     ));
-    assert!(matches!(policy("histogram"), LaunchPolicy::GridStride { .. }));
+    assert!(matches!(
+        policy("histogram"),
+        LaunchPolicy::GridStride { .. }
+    ));
     assert_eq!(
         policy("reduce_blocks_f32"),
         LaunchPolicy::BlockPerElement {

@@ -342,7 +342,11 @@ pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -
     for line in ir.lines() {
         let entry = line
             .starts_with("define ")
-            .then(|| kernels.keys().find(|e| line.contains(&format!(" void @{e}("))))
+            .then(|| {
+                kernels
+                    .keys()
+                    .find(|e| line.contains(&format!(" void @{e}(")))
+            })
             .flatten();
         let Some(entry) = entry else {
             out.push_str(line);

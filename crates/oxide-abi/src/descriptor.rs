@@ -75,6 +75,11 @@ pub struct LaunchBounds {
     pub min_blocks: Option<u32>,
 }
 
+/// Threads per block of a plain call when `#[launch]` gives no `block`, and for kernels
+/// without a policy (pyoxide/_policy.py's `DEFAULT_BLOCK`, checked against a built
+/// manifest by tests/test_policy.py).
+pub const DEFAULT_BLOCK: u32 = 256;
+
 /// A kernel's launch policy, declared with `#[launch(...)]` and applied by the Python
 /// launcher (one function, `pyoxide/_policy.py`). `over` names a slice parameter, whose
 /// length `n` sizes the launch; `block` is the threads per block of a plain call (an

@@ -359,7 +359,7 @@ mod tests {
                     .chain(tail.iter().copied())
                     .collect();
                 assert_eq!(joined, view);
-                assert!(body.is_empty() || body.as_ptr() as usize % 16 == 0);
+                assert!(body.is_empty() || (body.as_ptr() as usize).is_multiple_of(16));
             }
         }
     }

@@ -370,7 +370,10 @@ mod tests {
         )
         .unwrap();
         let l = input.launch.unwrap();
-        assert_eq!((l.kind.to_string(), l.over.to_string()), ("grid_stride".into(), "x".into()));
+        assert_eq!(
+            (l.kind.to_string(), l.over.to_string()),
+            ("grid_stride".into(), "x".into())
+        );
         let keys: Vec<String> = l.options.iter().map(|(k, _)| k.to_string()).collect();
         assert_eq!(keys, ["per_thread", "block"]);
         assert!(input.func.attrs.is_empty());

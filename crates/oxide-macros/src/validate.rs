@@ -1,7 +1,7 @@
 //! The rules a kernel must follow, each reported as a spanned error, and the checked
 //! model (`Kernel`) that `expand` works from. All errors found are reported at once.
 
-use oxide_abi::descriptor::LaunchBounds;
+use oxide_abi::descriptor::{DEFAULT_BLOCK, LaunchBounds};
 use oxide_abi::names::{RESERVED_PREFIX, entry_symbol};
 use oxide_abi::{ParamKind, ScalarType};
 use proc_macro2::Span;
@@ -56,14 +56,16 @@ pub enum PerThread {
     Vector,
 }
 
-/// Threads per block of a plain call when `#[launch]` does not say.
-pub const DEFAULT_BLOCK: u32 = 256;
 /// Threads a multiprocessor holds at once on sm_80 and sm_90 (2048), over which
 /// `grid_stride`'s default `blocks_per_sm` fills it.
 const THREADS_PER_SM: u32 = 2048;
 
 const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 5] = [
-    ("elementwise", LaunchKind::Elementwise, &["per_thread", "block"]),
+    (
+        "elementwise",
+        LaunchKind::Elementwise,
+        &["per_thread", "block"],
+    ),
     (
         "grid_stride",
         LaunchKind::GridStride,
@@ -606,7 +608,11 @@ fn check_launch(
         let names: Vec<&str> = LAUNCH_KINDS.iter().map(|(n, ..)| *n).collect();
         errors.push(
             l.kind.span(),
-            format!("unknown launch policy `{}`; expected one of: {}", l.kind, names.join(", ")),
+            format!(
+                "unknown launch policy `{}`; expected one of: {}",
+                l.kind,
+                names.join(", ")
+            ),
         );
         return None;
     };
@@ -632,8 +638,12 @@ fn check_launch(
         }
     };
     let max_block = bounds.map_or(1024, |b| b.max_threads.min(1024));
-    let (mut per_thread, mut block, mut blocks_per_sm, mut cols) =
-        (PerThread::Elements(1), DEFAULT_BLOCK.min(max_block), None, None);
+    let (mut per_thread, mut block, mut blocks_per_sm, mut cols) = (
+        PerThread::Elements(1),
+        DEFAULT_BLOCK.min(max_block),
+        None,
+        None,
+    );
     let mut seen: Vec<String> = Vec::new();
     for (key, value) in &l.options {
         let name = key.to_string();
@@ -645,7 +655,10 @@ fn check_launch(
             };
             errors.push(
                 key.span(),
-                format!("`{name}` is not an option of `{}`; it takes: {allowed}", l.kind),
+                format!(
+                    "`{name}` is not an option of `{}`; it takes: {allowed}",
+                    l.kind
+                ),
             );
             continue;
         }
@@ -658,12 +671,18 @@ fn check_launch(
             LaunchValue::Int(lit) => match lit.base10_parse::<u32>() {
                 Ok(v) if (lo..=hi).contains(&v) => Some(v),
                 _ => {
-                    errors.push(lit.span(), format!("`{name}` must be an integer from {lo} to {hi}"));
+                    errors.push(
+                        lit.span(),
+                        format!("`{name}` must be an integer from {lo} to {hi}"),
+                    );
                     None
                 }
             },
             LaunchValue::Ident(_) => {
-                errors.push(value.span(), format!("`{name}` must be an integer from {lo} to {hi}"));
+                errors.push(
+                    value.span(),
+                    format!("`{name}` must be an integer from {lo} to {hi}"),
+                );
                 None
             }
         };
@@ -694,7 +713,10 @@ fn check_launch(
             "blocks_per_sm" => blocks_per_sm = int(1, 64, errors),
             "cols" => {
                 let LaunchValue::Ident(ident) = value else {
-                    errors.push(value.span(), "`cols` names the integer parameter that holds the row length");
+                    errors.push(
+                        value.span(),
+                        "`cols` names the integer parameter that holds the row length",
+                    );
                     continue;
                 };
                 match find(ident) {
@@ -713,7 +735,10 @@ fn check_launch(
         }
     }
     if kind == LaunchKind::BlockPerRow && cols.is_none() && !seen.iter().any(|k| k == "cols") {
-        errors.push(l.kind.span(), "`block_per_row` needs `cols = <integer parameter>`");
+        errors.push(
+            l.kind.span(),
+            "`block_per_row` needs `cols = <integer parameter>`",
+        );
     }
     Some(Launch {
         kind,
