@@ -17,10 +17,11 @@ pub fn parse_arch(arch: &str) -> Result<u32> {
         .map(|s| s.trim_end_matches(['a', 'f']))
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
     match digits.and_then(|d| d.parse::<u32>().ok()) {
-        Some(n) if n >= 50 => Ok(n),
+        Some(n) if n >= oxide_abi::limits::MIN_ARCH => Ok(n),
         _ => bail!(
-            "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with NN ≥ 50, \
-             e.g. --arch sm_80,sm_90"
+            "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with NN ≥ {} \
+             (ptxas refuses older ones), e.g. --arch sm_80,sm_90",
+            oxide_abi::limits::MIN_ARCH
         ),
     }
 }
@@ -156,7 +157,7 @@ ptxas info    : Compile time = 3.054 ms
         assert_eq!(parse_arch("sm_80").unwrap(), 80);
         assert_eq!(parse_arch("sm_90a").unwrap(), 90);
         assert_eq!(parse_arch("sm_100f").unwrap(), 100);
-        for bad in ["80", "sm_", "sm_3", "compute_80", "sm_8x"] {
+        for bad in ["80", "sm_", "sm_3", "compute_80", "sm_8x", "sm_50", "sm_70"] {
             assert!(parse_arch(bad).is_err(), "{bad}");
         }
     }
