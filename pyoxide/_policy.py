@@ -16,13 +16,14 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._manifest import OUTPUT_KINDS, KernelSpec, LaunchPolicy
+from . import _abi
+from ._manifest import KernelSpec, LaunchPolicy
 from .errors import ArgumentValueError
 
 #: Threads per block of a plain call of a kernel without a policy of its own
 #: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
 DEFAULT_BLOCK = 256
-_MAX_GRID = 2**31 - 1
+_MAX_GRID = _abi.MAX_GRID_DIM[0]
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
 _GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
 
@@ -34,12 +35,12 @@ def policy_of(spec: KernelSpec) -> LaunchPolicy | None:
     None when neither applies (a plain call then needs an explicit configuration)."""
     if spec.launch is not None:
         return spec.launch
-    out = next((i for i, p in enumerate(spec.params) if p.kind in OUTPUT_KINDS), None)
+    out = next((i for i, p in enumerate(spec.params) if _abi.PARAM_KINDS[p.kind].sizes_grid), None)
     return None if out is None else LaunchPolicy("elementwise", out, block=DEFAULT_BLOCK)
 
 
 def max_threads(spec: KernelSpec) -> int:
-    return spec.launch_bounds.max_threads if spec.launch_bounds else 1024
+    return spec.launch_bounds.max_threads if spec.launch_bounds else _abi.MAX_THREADS_PER_BLOCK
 
 
 def default_block(spec: KernelSpec) -> int:
