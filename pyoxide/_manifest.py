@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _abi
+from ._policy_spec import LaunchPolicy, read_launch_policy
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -27,15 +28,6 @@ DESCRIPTOR_VERSION = _abi.DESCRIPTOR_VERSION
 SCALAR_SIZES: Mapping[str, int] = {t.name: t.size for t in _abi.SCALARS.values()}
 #: Parameter kinds in their manifest spelling (what each means: ``_abi.PARAM_KINDS``).
 PARAM_KINDS = tuple(_abi.PARAM_KINDS)
-#: Launch policies (oxide-abi `LaunchPolicy`, `#[launch(...)]`) and their fields besides
-#: `kind` (checked against the manifest schema by tests/test_manifest.py).
-LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
-    "elementwise": ("over", "per_thread", "block"),
-    "grid_stride": ("over", "per_thread", "block", "blocks_per_sm"),
-    "block_per_element": ("over", "block"),
-    "block_per_row": ("over", "cols", "block"),
-    "segments": ("over",),
-}
 
 
 @dataclass(frozen=True)
@@ -69,19 +61,6 @@ class ParamSpec:
 class LaunchBounds:
     max_threads: int
     min_blocks: int | None = None
-
-
-@dataclass(frozen=True)
-class LaunchPolicy:
-    """A kernel's ``#[launch(...)]``; ``over`` and ``cols`` are parameter indices.
-    pyoxide/_policy.py applies it."""
-
-    kind: str
-    over: int
-    per_thread: int = 1
-    block: int = 256
-    blocks_per_sm: int = 1
-    cols: int | None = None
 
 
 @dataclass(frozen=True)
@@ -437,7 +416,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         )
     launch = None
     if k.get("launch") is not None:
-        launch = _launch_policy(c, k["launch"], w + ".launch", params)
+        launch = read_launch_policy(c, k["launch"], w + ".launch", params)
     src = c.obj(k["source"], w + ".source", ["module", "file", "line"], closed=False)
     return KernelSpec(
         name=name,
@@ -453,29 +432,3 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         launch_bounds=bounds,
         launch=launch,
     )
-
-
-def _launch_policy(c: _Checker, value: Any, w: str, params: list[ParamSpec]) -> LaunchPolicy:
-    kind = c.choice(
-        c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS)
-    )
-    fields = LAUNCH_KINDS[kind]
-    v = c.obj(value, w, ["kind", *fields])
-    names = [p.name for p in params]
-    over = c.choice(v["over"], w + ".over", names)
-    if params[names.index(over)].kind not in (
-        "slice",
-        "disjoint_slice",
-        "mut_slice",
-        "atomic_slice",
-    ):
-        raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
-    ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
-    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > 1024:
-        raise c.fail(w, "per_thread, block and blocks_per_sm are at least 1, block at most 1024")
-    cols = None
-    if "cols" in v:
-        cols = names.index(c.choice(v["cols"], w + ".cols", names))
-        if params[cols].kind != "scalar" or params[cols].type in ("f32", "f64", "bool"):
-            raise c.fail(w + ".cols", f"parameter {names[cols]!r} is not an integer scalar")
-    return LaunchPolicy(kind, names.index(over), cols=cols, **ints)

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _abi
-from ._manifest import KernelSpec, LaunchPolicy
+from ._manifest import KernelSpec
+from ._policy_spec import LaunchPolicy
 from .errors import ArgumentValueError
 
 #: Threads per block of a plain call of a kernel without a policy of its own

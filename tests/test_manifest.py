@@ -13,12 +13,12 @@ from helpers.fixtures import SCHEMA_FILE, manifest_dict, write_manifest
 
 import pyoxide
 from pyoxide._manifest import (
-    LAUNCH_KINDS,
     PARAM_KINDS,
     SCALAR_SIZES,
     SCHEMA_VERSION,
     parse_manifest,
 )
+from pyoxide._policy_spec import LAUNCH_KINDS
 
 
 @pytest.fixture(scope="module")
