@@ -12,7 +12,10 @@
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
+//! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
+//! | [`wgmma`] | sm_90: `wgmma_m64n64k16_f32_bf16` (sm_90a) with fence/commit/wait and `smem_descriptor`, `mbarrier_*`, TMA `cp_async_bulk_tensor_2d_global_to_shared`; not emulated (refused by name) |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
+//! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
 //!
 //! Safe by default: ordinary kernels (element-wise maps, reductions into an
@@ -71,13 +74,16 @@ mod arch;
 pub mod atomic;
 pub mod disjoint;
 pub mod half;
+pub mod ldst;
 pub mod math;
+pub mod mma;
 pub mod prelude;
 pub mod print;
 pub mod shared;
 pub mod thread;
 pub mod vector;
 pub mod warp;
+pub mod wgmma;
 
 #[doc(hidden)]
 #[path = "private.rs"]

@@ -364,6 +364,7 @@ fn compile_arch(
         .suffix(".ptx")
         .tempfile_in(&project.out_dir)?;
     ptx::llc(&tc.llvm.llc, module, arch, optimize, staging.path())?;
+    ptx::check_arch_specific(&std::fs::read_to_string(staging.path())?, arch)?;
     let resources = match &tc.ptxas {
         Some(ptxas) => Some(ptx::verify(ptxas, staging.path(), arch)?),
         None => None,

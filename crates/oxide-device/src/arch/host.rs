@@ -8,6 +8,8 @@ use core::cell::Cell;
 
 mod block;
 pub(crate) mod engine;
+mod mma;
+pub(crate) use mma::*;
 
 /// Coordinates of one emulated GPU thread, as CUDA's `threadIdx`, `blockIdx`,
 /// `blockDim` and `gridDim` (x, y, z).

@@ -198,6 +198,7 @@ impl Runner {
             },
         }));
         CTX.with(|c| c.set(ctx));
+        super::reset_async_copies();
         // SAFETY: the buffer is 16-byte aligned, as large as the launch asks, and
         // outlives the block; reset below.
         let previous = unsafe { super::set_dynamic_shared(self.dynamic.as_mut_ptr().cast()) };
