@@ -86,7 +86,7 @@ INSTRUCTIONS = {
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
     # 16-byte global and shared vectors, FMAs on registers (no local-memory accumulator).
     "sgemm": [
-        r"ld\.global\.v4\.(f32|b32)",
+        r"ld\.global(\.nc)?\.v4\.(f32|b32)",  # .nc: the link step marks &[T] readonly
         r"ld\.shared\.v4\.(f32|b32)",
         r"fma\.rn\.f32",
         r"bar\.sync",
