@@ -6,7 +6,8 @@
 //! | module | what |
 //! |---|---|
 //! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()`/`warp_index()` witnesses and their index spaces, `sync_threads()`, fences |
-//! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`) |
+//! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`, `map`) |
+//! | [`vector`] | 128-bit vector access: `x.as_vectors::<N>()` on `&[T]`, `out.map(inputs, f)` |
 //! | [`shared`] | [`SharedArray`](shared::SharedArray) statics, [`DynamicSharedArray`](shared::DynamicSharedArray) |
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
@@ -83,6 +84,7 @@ pub mod prelude;
 pub mod print;
 pub mod shared;
 pub mod thread;
+pub mod vector;
 pub mod warp;
 pub mod wgmma;
 
@@ -94,7 +96,7 @@ pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
 pub use oxide_macros::{
-    cuda_module, device, gpu_printf, kernel, launch_bounds, launch_contract, unroll,
+    cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract, unroll,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

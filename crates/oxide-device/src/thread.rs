@@ -261,6 +261,49 @@ impl<const S: usize> IndexFormula for Index2D<S> {
     }
 }
 
+/// The indices `i < n` of this thread in a 1-D grid-stride loop: [`index_1d`], then
+/// steps of [`grid_stride`]. For reads and for per-thread accumulations (writes go
+/// through a `DisjointSlice`); the loop compiles to one add and one compare per step.
+///
+/// ```
+/// # use oxide_device::prelude::*;
+/// # let x = [1.0f32; 10];
+/// let mine: f32 = thread::grid_stride_range(x.len()).map(|i| x[i]).sum();
+/// # assert_eq!(mine, 10.0); // a plain call is thread 0 of a one-thread grid
+/// ```
+#[inline(always)]
+pub fn grid_stride_range(n: usize) -> GridStrideRange {
+    GridStrideRange {
+        next: index_1d().get(),
+        end: n,
+        step: grid_stride(),
+    }
+}
+
+/// The iterator of [`grid_stride_range`].
+#[derive(Clone, Debug)]
+pub struct GridStrideRange {
+    next: usize,
+    end: usize,
+    step: usize,
+}
+
+impl Iterator for GridStrideRange {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.next < self.end {
+            let i = self.next;
+            // No overflow: next < end <= isize::MAX and step < 2^42 (grid × block).
+            self.next += self.step;
+            Some(i)
+        } else {
+            None
+        }
+    }
+}
+
 /// A thread's index witness in the index space `S`, obtainable only from [`index_1d`],
 /// [`index_2d`], [`warp_index`] and [`block_leader_index`].
 ///
@@ -448,6 +491,27 @@ mod tests {
         });
         assert!(block_leader_index().is_none());
         set_thread_coords(previous);
+    }
+
+    #[test]
+    fn grid_stride_ranges_partition_the_indices() {
+        let mut seen = [0u8; 23];
+        for b in 0..2 {
+            for t in 0..3 {
+                let previous = set_thread_coords(ThreadCoords {
+                    thread_idx: [t, 0, 0],
+                    block_idx: [b, 0, 0],
+                    block_dim: [3, 1, 1],
+                    grid_dim: [2, 1, 1],
+                });
+                for i in grid_stride_range(seen.len()) {
+                    seen[i] += 1;
+                }
+                set_thread_coords(previous);
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
+        assert_eq!(grid_stride_range(0).count(), 0);
     }
 
     #[test]

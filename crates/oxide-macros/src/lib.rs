@@ -50,7 +50,29 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// above `#[kernel]`, and moves it below.
 #[proc_macro_attribute]
 pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(attr.into(), item.into())
+    parse::move_below_kernel(parse::LAUNCH_BOUNDS_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[launch(policy(param, ...))]` on a `#[kernel]` function: how a call without
+/// `[grid, block]` sizes its launch, and which explicit grids are refused. Recorded in
+/// the kernel's descriptor and applied by the Python launcher. Policies (`param` names a
+/// slice parameter of length `n`; `block = B` sets a plain call's block, 256 if absent):
+///
+/// - `elementwise(out, per_thread = N | vector)`: each thread handles `N` contiguous
+///   elements (`vector`: 16 bytes' worth of `out`'s type); `ceil(n / (N·B))` blocks;
+/// - `grid_stride(x, per_thread = N | vector, blocks_per_sm = K)`: a grid-stride loop
+///   that wants the device full: at most `K` blocks per multiprocessor;
+/// - `block_per_element(partial)`: one block per element; a grid of another size is
+///   refused;
+/// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
+///   (an integer parameter) columns;
+/// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
+///   the block; the grid follows from it.
+#[proc_macro_attribute]
+pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(parse::LAUNCH_ATTR, attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
@@ -123,6 +145,7 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
     match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(mut func) => {
             let _ = parse::take_launch_bounds(&mut func.attrs);
+            let _ = parse::take_attr::<parse::LaunchSyntax>(&mut func.attrs, parse::LAUNCH_ATTR);
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),

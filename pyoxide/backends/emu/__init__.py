@@ -21,6 +21,7 @@ while a kernel runs.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,10 @@ class EmuBackend:
 
     def device_of_pointer(self, ptr: int) -> int | None:
         return 0
+
+    def multiprocessors(self, device: int) -> int:
+        # The emulator runs a launch's blocks on the machine's cores.
+        return os.cpu_count() or 1
 
     def load_module(self, manifest: Manifest, device: int) -> EmuModule:
         if manifest.emulator is None:

@@ -3,7 +3,7 @@
 #![no_std]
 extern crate std;
 
-use oxide_abi::descriptor::{KernelDescriptor, LaunchBounds};
+use oxide_abi::descriptor::{KernelDescriptor, LaunchBounds, LaunchPolicy};
 use oxide_abi::{ParamKind, ScalarType};
 use oxide_device::prelude::*;
 
@@ -25,6 +25,19 @@ pub fn with_lifetimes<'a>(x: &'a [u8], out: oxide_device::DisjointSlice<'_, u8>)
 #[launch_bounds(128)]
 #[kernel]
 pub fn bounds_first(_x: &[f32]) {}
+
+/// Launch policies, written above or below `#[kernel]`, with and without options.
+#[launch(block_per_row(out, cols = n, block = 128))]
+#[kernel]
+pub fn rows(x: &[f32], mut out: DisjointSlice<f32>, n: u32) {
+    let _ = (x, out.len(), n);
+}
+
+#[kernel(f32, f64)]
+#[launch(grid_stride(x, per_thread = vector, blocks_per_sm = 3))]
+pub fn strided<T: Copy>(x: &[T], acc: AtomicSlice<u32>) {
+    let _ = (x, acc.len());
+}
 
 /// Type and const generics, several instances each written as a tuple.
 #[kernel((f32, 4), (f64, 8), (i32, -1))]
@@ -95,6 +108,22 @@ fn main() {
 
     let d = KernelDescriptor::decode(&__oxide_descriptor_bounds_first).unwrap();
     assert_eq!(d.launch_bounds, Some(LaunchBounds { max_threads: 128, min_blocks: None }));
+
+    let d = KernelDescriptor::decode(&__oxide_descriptor_rows).unwrap();
+    assert_eq!(
+        d.launch,
+        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: "n".into(), block: 128 })
+    );
+    let d = KernelDescriptor::decode(&__oxide_descriptor_strided_f64).unwrap();
+    assert_eq!(
+        d.launch,
+        Some(LaunchPolicy::GridStride {
+            over: "x".into(),
+            per_thread: 2,
+            block: 256,
+            blocks_per_sm: 3
+        })
+    );
 
     let d = KernelDescriptor::decode(&__oxide_descriptor_tile_i32_m1).unwrap();
     assert_eq!((d.instance[1].param.as_str(), d.instance[1].value.as_str()), ("N", "-1"));
