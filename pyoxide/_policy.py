@@ -90,7 +90,8 @@ def configure(
                 f"of '{over}', so the block size is part of the result", "no block",
                 f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
             )  # fmt: skip
-        block3 = (default_block(spec), 1, 1)
+        block3 = (_row_block(spec, policy, args) if policy and policy.kind == "block_per_row"
+                  else default_block(spec), 1, 1)  # fmt: skip
     else:
         block3 = block
         threads = block3[0] * block3[1] * block3[2]
@@ -124,6 +125,16 @@ def configure(
             "split the work, or pass an explicit grid",
         )  # fmt: skip
     return (blocks, 1, 1), block3
+
+
+def _row_block(spec: KernelSpec, policy: LaunchPolicy, args: Sequence[Any]) -> int:
+    """A row kernel's block when the call gives none: one warp per 32 columns, so each
+    thread keeps about 32 of the row's elements in registers, between 128 threads (short
+    rows still get a full block's bandwidth) and the policy's `block` (its maximum)."""
+    assert policy.cols is not None
+    cols = operator.index(args[policy.cols])
+    warps = -(-max(cols, 1) // (32 * 32))
+    return max(min(32 * warps, default_block(spec)), min(128, default_block(spec)))
 
 
 def _blocks(

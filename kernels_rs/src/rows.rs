@@ -35,13 +35,15 @@ use oxide_device::prelude::*;
 /// Row-wise softmax of the row-major matrix `x` (`x.len() / cols` rows of `cols`):
 /// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
 ///
-/// Launch: block of 32..=512 threads, a multiple of 32 (`cols / 32` rounded up to a
-/// multiple of 32 and clamped to 128..=512 is a good choice), grid of one block per row
-/// (any grid is correct: blocks stride over rows). Rows up to `32 · blockDim` columns are
+/// Launch: a plain call `softmax_rows(x, out, cols)` takes one block per row and
+/// `cols / 32` threads rounded up to a multiple of 32, clamped to 128..=512 (the
+/// `block_per_row` policy). An explicit block must be 32..=512 threads, a multiple of 32;
+/// an explicit grid must have one block per row. Rows up to `32 · blockDim` columns are
 /// read once; longer ones twice. Traps when `x.len()` is not `rows · cols` or `out.len()`
 /// differs from `x.len()`.
 #[kernel]
 #[launch_bounds(512)]
+#[launch(block_per_row(out, cols = cols, block = 512))]
 pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
     static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
     static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
@@ -206,6 +208,7 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// Launch: as [`softmax_rows`]. Traps when the sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
+#[launch(block_per_row(out, cols = cols, block = 512))]
 pub fn layernorm_rows(
     x: &[f32],
     weight: &[f32],
