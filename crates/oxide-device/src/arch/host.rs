@@ -8,6 +8,7 @@ use core::cell::Cell;
 
 mod block;
 pub(crate) mod engine;
+mod fault;
 
 /// Coordinates of one emulated GPU thread, as CUDA's `threadIdx`, `blockIdx`,
 /// `blockDim` and `gridDim` (x, y, z).
@@ -214,6 +215,20 @@ std::thread_local! {
     static DYNAMIC_SHARED: std::boxed::Box<[core::cell::UnsafeCell<u128>]> =
         (0..DYNAMIC_SHARED_BYTES / 16).map(|_| core::cell::UnsafeCell::new(0)).collect();
     static DYNAMIC_SHARED_OVERRIDE: Cell<*mut u8> = const { Cell::new(core::ptr::null_mut()) };
+    static DYNAMIC_SHARED_LEN: Cell<usize> = const { Cell::new(DYNAMIC_SHARED_BYTES) };
+}
+
+/// Make `bytes` the dynamic shared memory size the current OS thread's emulated thread
+/// sees (the launch's `shared_bytes`); returns the previous one.
+pub(crate) fn set_dynamic_shared_len(bytes: usize) -> usize {
+    DYNAMIC_SHARED_LEN.with(|c| c.replace(bytes))
+}
+
+/// Bytes of dynamic shared memory of the running launch (the fallback's size outside
+/// one), as `%dynamic_smem_size` on a GPU.
+#[inline]
+pub(crate) fn dynamic_shared_bytes() -> usize {
+    DYNAMIC_SHARED_LEN.with(Cell::get)
 }
 
 /// Make `base` the dynamic shared memory of the current OS thread's emulated thread

@@ -1,8 +1,9 @@
 //! The emulator's launch: checks the configuration, then runs the grid's blocks on
 //! one worker OS thread per core, each pulling block indices from a shared counter.
 //!
-//! On a failure (a trap, a divergent barrier) no block starts after it; blocks that
-//! other workers are running finish. The first failure recorded is the one reported.
+//! On a failure (a trap, a divergent barrier, a fault) no block starts after it; blocks
+//! that other workers are running finish. The first failure recorded is the one
+//! reported. Faults and Ctrl-C are caught as `fault` describes.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::boxed::Box;
@@ -127,6 +128,10 @@ pub unsafe fn launch(
         return unsafe { fail(error, STATUS_BAD_LAUNCH, [0; 3], [0; 3], &msg) };
     }
     install_panic_hook();
+    super::fault::install_fault_handlers();
+    // Ctrl-C stops the launch (and reaches Python's handler) while it runs.
+    let _interrupt = super::fault::InterruptGuard::new();
+    let interrupts = super::fault::INTERRUPTS.load(Ordering::Relaxed);
     // SAFETY: every coroutine that holds the reference is finished or dropped before
     // the workers (and this function) return.
     let kernel: &'static (dyn Fn() + Sync) = unsafe { core::mem::transmute(kernel) };
@@ -139,7 +144,7 @@ pub unsafe fn launch(
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<([u32; 3], BlockFailure)>> = Mutex::new(None);
     let work = || {
-        let mut runner = Runner::new(cfg.shared_bytes as usize);
+        let mut runner = Runner::new(cfg.shared_bytes as usize, interrupts);
         while !stop.load(Ordering::Relaxed) {
             let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= blocks {
