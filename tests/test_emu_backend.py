@@ -289,4 +289,6 @@ def test_constants_match_oxide_abi() -> None:
         "STATUS_TRAP": str(_emu_ffi.STATUS_TRAP),
         "STATUS_DIVERGENT_BARRIER": str(_emu_ffi.STATUS_DIVERGENT_BARRIER),
         "STATUS_BAD_LAUNCH": str(_emu_ffi.STATUS_BAD_LAUNCH),
+        "STATUS_FAULT": str(_emu_ffi.STATUS_FAULT),
+        "STATUS_INTERRUPTED": str(_emu_ffi.STATUS_INTERRUPTED),
     }

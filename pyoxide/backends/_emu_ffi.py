@@ -29,6 +29,8 @@ STATUS_OK = 0
 STATUS_TRAP = 1
 STATUS_DIVERGENT_BARRIER = 2
 STATUS_BAD_LAUNCH = 3
+STATUS_FAULT = 4
+STATUS_INTERRUPTED = 5
 
 _TYPES = f"""
 typedef struct {{ uint32_t grid[3]; uint32_t block[3]; uint64_t shared_bytes; }} OxideLaunch;

@@ -117,6 +117,10 @@ class EmuBackend:
         producer_streams: Sequence[int],  # ignored: host arrays have no streams
     ) -> None:
         outcome = function(grid, block, shared_mem, [widen(a) for a in args])
+        if outcome.status == ffi.STATUS_INTERRUPTED:
+            # Ctrl-C: Python's own SIGINT handler has run too and normally raised
+            # KeyboardInterrupt already; this covers a handler that did not raise.
+            raise KeyboardInterrupt(f"kernel '{kernel}' interrupted in the emulator")
         if outcome.status != ffi.STATUS_OK:
             raise launch_error(kernel, outcome)
 
@@ -149,6 +153,14 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
             f"kernel would hang): {message}. Fix: make every thread of a block reach each "
             "sync_threads() (no barrier inside a branch that depends on the thread, and no "
             "early return before one).",
+            kernel=kernel, block=block, thread=thread,
+        )  # fmt: skip
+    if outcome.status == ffi.STATUS_FAULT:
+        return EmulatorError(
+            f"kernel '{kernel}' faulted in {where}: {message}. Fix: on a GPU this launch "
+            "would fail with an illegal address and lose the CUDA context; give the launch "
+            "the shared memory the kernel uses (shared_mem=), or shrink the thread's local "
+            "arrays and recursion.",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
     if outcome.status == ffi.STATUS_BAD_LAUNCH:
