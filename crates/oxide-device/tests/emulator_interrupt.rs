@@ -50,12 +50,27 @@ fn ctrl_c_stops_a_spinning_launch_and_reaches_the_previous_handler() {
     // SAFETY: a handler that only counts, as Python's only records the signal.
     unsafe { libc::signal(libc::SIGINT, count as *const () as libc::sighandler_t) };
     let stop = vec![0u32; 1];
-    for entry in [__oxide_host_spin as Entry, __oxide_host_spin_at_barriers] {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let spin = __oxide_host_spin as Entry;
+    // To the process (any thread may take it), and to the launching thread itself,
+    // which runs blocks too (as Python's main thread does, which takes SIGINT).
+    for (entry, to_me) in [
+        (spin, false),
+        (spin, true),
+        (__oxide_host_spin_at_barriers, true),
+    ] {
         let before = SEEN.load(Ordering::SeqCst);
-        let killer = std::thread::spawn(|| {
+        let killer = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(300));
-            // SAFETY: sends SIGINT to this process.
-            unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
+            // SAFETY: sends SIGINT to this process or one of its threads.
+            unsafe {
+                if to_me {
+                    libc::syscall(libc::SYS_tgkill, libc::getpid(), me, libc::SIGINT);
+                } else {
+                    libc::kill(libc::getpid(), libc::SIGINT);
+                }
+            }
         });
         let (status, e) = run(entry, 8, 64, &[stop.as_ptr() as u64, 1]);
         killer.join().unwrap();

@@ -265,6 +265,9 @@ unsafe fn install(sig: libc::c_int) -> Action {
         new.sa_sigaction = on_signal as *const () as usize;
         new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
         libc::sigemptyset(&mut new.sa_mask);
+        // SIGURG waits until the handler returns: the SIGINT handler sends it to its own
+        // thread too, and it must then see the interrupted context, not the handler's.
+        libc::sigaddset(&mut new.sa_mask, libc::SIGURG);
         libc::sigaction(sig, &new, core::ptr::null_mut());
         old
     }
