@@ -50,6 +50,8 @@ def test_the_manifest_names_an_emulator(kernels: pyoxide.Module) -> None:
     assert kernels.manifest.emulator[0].is_file()
 
 
+
+
 @pytest.mark.parametrize("n", sizes(1, 257, 100_003))
 def test_saxpy(kernels: pyoxide.Module, n: int) -> None:
     alpha = float(np.float32(RNG.uniform(-4, 4)))

@@ -53,6 +53,8 @@ def rel_err(got, ref) -> float:
     return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
 
 
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_saxpy(kernels, lib, n):
     to_dev, poisoned, to_np = lib
