@@ -44,9 +44,23 @@ fn target_lib_dir(sysroot: &Path) -> PathBuf {
     sysroot.join("lib/rustlib").join(DEVICE_TARGET).join("lib")
 }
 
-/// The rlib files of a complete sysroot (used by the link step to tell them apart).
+/// Whether the sysroot was finished and its rlibs still have the sizes recorded in the
+/// marker: a truncated rlib (a full disk, a killed copy, a damaged cache) makes it
+/// incomplete, so it is built again rather than failing every build with rustc's
+/// "found invalid metadata files".
 pub fn is_complete(sysroot: &Path) -> bool {
-    sysroot.join(COMPLETE_MARKER).is_file()
+    let Ok(marker) = std::fs::read_to_string(sysroot.join(COMPLETE_MARKER)) else {
+        return false;
+    };
+    let lib_dir = target_lib_dir(sysroot);
+    // Line 1: the rustc version; then "<size> <file name>" per rlib.
+    marker.lines().skip(1).all(|line| {
+        let Some((size, name)) = line.split_once(' ') else {
+            return false;
+        };
+        let len = std::fs::metadata(lib_dir.join(name)).map(|m| m.len());
+        size.parse::<u64>().is_ok_and(|size| len.is_ok_and(|l| l == size))
+    })
 }
 
 /// Return the sysroot, building it first if needed. Safe when two processes race:
@@ -55,6 +69,12 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
     let dir = sysroot_dir(tc);
     if is_complete(&dir) {
         return Ok(dir);
+    }
+    if dir.join(COMPLETE_MARKER).exists() {
+        log(&format!(
+            "the cached core in {} is damaged (an rlib changed size); building it again",
+            dir.display()
+        ));
     }
     let Some(library) = &tc.rustc.library_src else {
         bail!("rust-src is missing for {}", tc.rustc.version);
@@ -79,7 +99,13 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         std::fs::copy(rlib, lib_dir.join(name))
             .with_context(|| format!("copying {}", rlib.display()))?;
     }
-    std::fs::write(staged.join(COMPLETE_MARKER), tc.rustc.version.as_bytes())?;
+    let mut marker = format!("{}\n", tc.rustc.version);
+    for rlib in &rlibs {
+        let name = rlib.file_name().expect("rlib has a file name");
+        let len = std::fs::metadata(lib_dir.join(name))?.len();
+        marker += &format!("{len} {}\n", name.to_string_lossy());
+    }
+    std::fs::write(staged.join(COMPLETE_MARKER), marker)?;
     match std::fs::rename(&staged, &dir) {
         Ok(()) => {}
         // Another process finished first; its sysroot is as good as ours.
@@ -161,4 +187,27 @@ fn build_core(tc: &Toolchain, work: &Path) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(rlibs)
+}
+
+#[cfg(test)]
+mod damage_tests {
+    use super::*;
+
+    #[test]
+    fn a_truncated_rlib_makes_the_sysroot_incomplete() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = target_lib_dir(dir.path());
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("libcore-x.rlib"), vec![7u8; 1000]).unwrap();
+        let marker = dir.path().join(COMPLETE_MARKER);
+        std::fs::write(&marker, "rustc 1.96.0\n1000 libcore-x.rlib\n").unwrap();
+        assert!(is_complete(dir.path()));
+        std::fs::write(lib.join("libcore-x.rlib"), vec![7u8; 10]).unwrap();
+        assert!(!is_complete(dir.path()));
+        std::fs::remove_file(lib.join("libcore-x.rlib")).unwrap();
+        assert!(!is_complete(dir.path()));
+        // A marker from before sizes were recorded still counts as complete.
+        std::fs::write(&marker, "rustc 1.96.0").unwrap();
+        assert!(is_complete(dir.path()));
+    }
 }

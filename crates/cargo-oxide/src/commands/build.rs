@@ -255,6 +255,7 @@ fn cargo_device_build(
         .spawn()
         .with_context(|| format!("running {}", tc.cargo.display()))?;
     let mut dep_infos = BTreeSet::new();
+    let mut bad_metadata = false;
     let stdout = child.stdout.take().expect("stdout is piped");
     for line in BufReader::new(stdout).lines() {
         let line = line?;
@@ -269,6 +270,7 @@ fn cargo_device_build(
                 if text.starts_with("linking with") && config.error_file.is_file() {
                     continue;
                 }
+                bad_metadata |= text.contains("invalid metadata");
                 if let Some(rendered) = msg["message"]["rendered"].as_str() {
                     eprint!("{rendered}");
                 }
@@ -292,6 +294,16 @@ fn cargo_device_build(
     if !status.success() {
         if let Ok(text) = std::fs::read_to_string(&config.error_file) {
             bail!("linking the kernels of {} failed:\n{text}", project.name);
+        }
+        if bad_metadata {
+            bail!(
+                "the device build of {} failed: rustc found invalid metadata in the \
+                 cached core sysroot {} (a damaged cache). Fix: run `cargo oxide clean \
+                 --sysroot --manifest-path {}` and build again",
+                project.name,
+                sysroot.display(),
+                project.manifest_path.display()
+            );
         }
         bail!(
             "the device build of {} failed (rustc's messages are above)",
