@@ -59,7 +59,8 @@ pub fn is_complete(sysroot: &Path) -> bool {
             return false;
         };
         let len = std::fs::metadata(lib_dir.join(name)).map(|m| m.len());
-        size.parse::<u64>().is_ok_and(|size| len.is_ok_and(|l| l == size))
+        size.parse::<u64>()
+            .is_ok_and(|size| len.is_ok_and(|l| l == size))
     })
 }
 
@@ -118,6 +119,16 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         }
     }
     Ok(dir)
+}
+
+/// Remove a damaged sysroot (the next `ensure` builds it again).
+pub fn discard(sysroot: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(sysroot) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", sysroot.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Build core with -Zbuild-std on an empty crate; return the rlibs to keep.

@@ -93,7 +93,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         );
     }
     let project = Project::locate(&args.krate, &tc.cargo)?;
-    let sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
+    let mut sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
 
     let link_dir = project.link_dir();
     std::fs::create_dir_all(&link_dir)?;
@@ -126,7 +126,16 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         );
         None
     };
-    let mut sources = cargo_device_build(tc, &project, &sysroot, &config, &config_path)?;
+    let mut sources = match cargo_device_build(tc, &project, &sysroot, &config, &config_path) {
+        // A damaged cached core (same size, other bytes): build it again, once.
+        Err(e) if e.downcast_ref::<DamagedSysroot>().is_some() => {
+            progress("Sysroot", &format!("{e}; building core again"));
+            sysroot::discard(&sysroot)?;
+            sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
+            cargo_device_build(tc, &project, &sysroot, &config, &config_path)?
+        }
+        other => other?,
+    };
     if !config.out_module.is_file() || !config.out_descriptors.is_file() {
         // cargo found the crate fresh but the link step's outputs are gone (e.g. after
         // `cargo oxide clean --out-dir`): make rustc link again.
@@ -207,6 +216,27 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         emulator: emulator.map(|(path, _)| path),
     })
 }
+
+/// rustc found invalid metadata in the cached core: the sysroot is damaged.
+#[derive(Debug)]
+struct DamagedSysroot {
+    sysroot: PathBuf,
+    manifest: PathBuf,
+}
+
+impl std::fmt::Display for DamagedSysroot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rustc found invalid metadata in the cached core sysroot {} (a damaged cache). \
+             Fix: run `cargo oxide clean --sysroot --manifest-path {}` and build again",
+            self.sysroot.display(),
+            self.manifest.display()
+        )
+    }
+}
+
+impl std::error::Error for DamagedSysroot {}
 
 /// Run cargo for the device; return the dep-info files of the crate and its local
 /// dependencies (for the manifest's source list).
@@ -296,14 +326,11 @@ fn cargo_device_build(
             bail!("linking the kernels of {} failed:\n{text}", project.name);
         }
         if bad_metadata {
-            bail!(
-                "the device build of {} failed: rustc found invalid metadata in the \
-                 cached core sysroot {} (a damaged cache). Fix: run `cargo oxide clean \
-                 --sysroot --manifest-path {}` and build again",
-                project.name,
-                sysroot.display(),
-                project.manifest_path.display()
-            );
+            return Err(DamagedSysroot {
+                sysroot: sysroot.to_path_buf(),
+                manifest: project.manifest_path.clone(),
+            }
+            .into());
         }
         bail!(
             "the device build of {} failed (rustc's messages are above)",
