@@ -9,6 +9,7 @@
 #![cfg_attr(not(feature = "serde"), no_std)]
 
 pub mod emu;
+pub mod limits;
 pub mod names;
 pub mod types;
 

@@ -208,7 +208,7 @@ pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
 
 /// Bytes of the fallback dynamic shared memory: the most a CUDA block can have
 /// (227 KiB on sm_90), so any launch that fits a GPU fits here.
-pub(crate) const DYNAMIC_SHARED_BYTES: usize = 227 * 1024;
+pub(crate) const DYNAMIC_SHARED_BYTES: usize = oxide_abi::limits::MAX_DYNAMIC_SHARED_BYTES as usize;
 
 std::thread_local! {
     // u128 elements give the 16-byte alignment that the device symbol has.

@@ -17,10 +17,7 @@ use oxide_abi::emu::{
 
 use super::block::{BlockFailure, Runner};
 
-/// CUDA's limits on block and grid dimensions.
-const MAX_BLOCK_THREADS: u32 = 1024;
-const MAX_BLOCK_DIM: [u32; 3] = [1024, 1024, 64];
-const MAX_GRID_DIM: [u32; 3] = [u32::MAX >> 1, 65535, 65535];
+use oxide_abi::limits::{MAX_BLOCK_DIM, MAX_BLOCK_THREADS, MAX_DYNAMIC_SHARED_BYTES, MAX_GRID_DIM};
 
 /// Write `status`'s details into `error` (when not null) and return `status`.
 ///
@@ -93,7 +90,7 @@ fn check(launch: &OxideLaunch, max_threads: u32) -> Result<(), String> {
              (its launch bounds, or CUDA's 1024)"
         ));
     }
-    if launch.shared_bytes > 227 * 1024 {
+    if launch.shared_bytes > MAX_DYNAMIC_SHARED_BYTES {
         return Err(format!(
             "{} bytes of dynamic shared memory exceed the 227 KiB a block can have",
             launch.shared_bytes
