@@ -10,6 +10,7 @@ from .._build import build
 from .._manifest import read_manifest
 from .._module import BUNDLED_CRATE, bundled_crate_dir
 from .._stubs import write_stub
+from ..errors import BuildError
 from ._exit import reporting_errors, usage_error
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -77,14 +78,20 @@ def build_command(
         # Typed `from pyoxide import kernels` for editors and mypy.
         stub_module = stub_module or _PACKAGE_DIR / "kernels.pyi"
     with reporting_errors():
-        result = build(
-            path or Path.cwd(),
-            arch=archs,
-            profile="release" if release else "debug",
-            out_dir=out_dir,
-            emulator=emulator,
-            echo=None if quiet else (lambda line: click.echo(line, err=True)),
-        )
+        try:
+            result = build(
+                path or Path.cwd(),
+                arch=archs,
+                profile="release" if release else "debug",
+                out_dir=out_dir,
+                emulator=emulator,
+                echo=None if quiet else (lambda line: click.echo(line, err=True)),
+            )
+        except BuildError as e:
+            # -q hides progress, not the cause: the log was not streamed, so show it.
+            if quiet and e.log.strip():
+                click.echo(e.log.rstrip("\n"), err=True)
+            raise
         manifest = read_manifest(result.manifest)
         names = ", ".join(k.entry for k in manifest.kernels) or "no kernels"
         click.echo(
