@@ -36,9 +36,9 @@ from pathlib import Path
 
 from . import _knobs
 from ._build import Echo, Profile, build, crate_manifest, find_cargo_oxide
-from ._fs import atomic_write, sha256_file
+from ._fs import atomic_write, make_temp_dir, sha256_file
 from ._manifest import Manifest, read_manifest
-from .errors import BuildError, LoadError, ManifestError
+from .errors import BuildError, ConfigError, LoadError, ManifestError
 
 LAYOUT_VERSION = 1
 
@@ -148,7 +148,7 @@ def ensure_built(
 ) -> Path:
     """The manifest of a fresh build of ``crate``, building it if needed."""
     toml = crate_manifest(crate)
-    root = _knobs.cache_dir()
+    root = _usable_cache_dir(_knobs.cache_dir())
     fingerprint = toolchain_fingerprint()
     lookup = hashlib.sha256(
         json.dumps([LAYOUT_VERSION, str(toml), list(arch or []), profile, fingerprint]).encode()
@@ -165,7 +165,7 @@ def ensure_built(
         (root / "tmp").mkdir(parents=True, exist_ok=True)
         for attempt in range(1, BUILD_ATTEMPTS + 1):
             before = _snapshot(toml.parent, _last_sources(root, index, toml.parent))
-            tmp = Path(tempfile.mkdtemp(dir=root / "tmp", prefix="build-"))
+            tmp = make_temp_dir(root / "tmp", "build-")
             try:
                 manifest = _build_into(tmp, toml, arch, profile, echo)
                 changed = _changed_during_build(manifest, toml.parent, before)
@@ -208,6 +208,22 @@ def ensure_built(
         entry = {"build": final.name, "manifest": manifest.path.name, "inputs": extra}
         atomic_write(index, json.dumps(entry, indent=1))
         return final / manifest.path.name
+
+
+def _usable_cache_dir(root: Path) -> Path:
+    """``root``, created if needed; a ConfigError (not a traceback) when it cannot be."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / "tmp"
+        probe.mkdir(exist_ok=True)
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as e:
+        what = "is a file, not a folder" if root.is_file() else (e.strerror or str(e))
+        raise ConfigError(
+            "PYOXIDE_CACHE_DIR", str(root), f"a writable folder for the build cache ({what})"
+        ) from None
+    return root
 
 
 def _build_into(

@@ -15,6 +15,7 @@ from helpers.fixtures import make_crate
 import pyoxide
 from pyoxide.cli import cli
 from pyoxide.cli._exit import ExitCode
+from pyoxide.errors import ConfigError
 
 
 @pytest.fixture
@@ -30,3 +31,33 @@ def test_a_quiet_failing_build_still_shows_the_cause(
     r = CliRunner().invoke(cli, ["build", str(crate), "-q"])
     assert r.exit_code == ExitCode.BUILD_FAILED, r.output
     assert "error[E0308]: mismatched types" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["file", "file-in-path"])
+def test_a_cache_path_that_is_a_file_is_a_clear_error(
+    crate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    cache = blocker if kind == "file" else blocker / "cache"
+    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(cache))
+    with pytest.raises(
+        ConfigError, match=r"expected a writable folder.*\(is a file|Fix: set PYOXIDE_CACHE_DIR"
+    ):
+        pyoxide.load(crate)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_the_cache_and_its_files_follow_the_umask(
+    crate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mask: int
+) -> None:
+    cache = tmp_path / f"cache-{mask:o}"
+    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(cache))
+    old = os.umask(mask)
+    try:
+        manifest = pyoxide.load(crate).manifest.path
+    finally:
+        os.umask(old)
+    index = next((cache / "index").iterdir())
+    for path, mode in [(manifest.parent, 0o777), (index, 0o666)]:
+        assert path.stat().st_mode & 0o777 == mode & ~mask, (path, oct(path.stat().st_mode))

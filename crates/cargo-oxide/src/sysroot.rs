@@ -86,7 +86,7 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
     ));
     let parent = dir.parent().expect("sysroot dir has a parent");
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let work = tempfile::Builder::new()
+    let work = crate::fsutil::umask_respecting(&mut tempfile::Builder::new(), 0o777)
         .prefix(".build-")
         .tempdir_in(parent)
         .context("creating a temp folder for the sysroot build")?;

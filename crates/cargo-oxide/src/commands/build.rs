@@ -394,7 +394,7 @@ fn compile_arch(
 ) -> Result<PtxArtifact> {
     let file_name = manifest::ptx_file_name(&project.crate_name, arch);
     let final_path = project.out_dir.join(&file_name);
-    let staging = tempfile::Builder::new()
+    let staging = crate::fsutil::umask_respecting(&mut tempfile::Builder::new(), 0o666)
         .prefix(&format!(".{file_name}."))
         .suffix(".ptx")
         .tempfile_in(&project.out_dir)?;
