@@ -53,14 +53,32 @@ pub fn is_complete(sysroot: &Path) -> bool {
         return false;
     };
     let lib_dir = target_lib_dir(sysroot);
-    // Line 1: the rustc version; then "<size> <file name>" per rlib.
+    // Line 1: the rustc version; then "<size> <sha256> <file name>" per rlib.
     marker.lines().skip(1).all(|line| {
-        let Some((size, name)) = line.split_once(' ') else {
+        let Some((size, _, name)) = marker_line(line) else {
             return false;
         };
-        let len = std::fs::metadata(lib_dir.join(name)).map(|m| m.len());
-        size.parse::<u64>()
-            .is_ok_and(|size| len.is_ok_and(|l| l == size))
+        std::fs::metadata(lib_dir.join(name)).is_ok_and(|m| m.len() == size)
+    })
+}
+
+fn marker_line(line: &str) -> Option<(u64, &str, &str)> {
+    let mut parts = line.splitn(3, ' ');
+    let size = parts.next()?.parse().ok()?;
+    Some((size, parts.next()?, parts.next()?))
+}
+
+/// Whether every rlib still has the sha256 its marker records (read in full: called
+/// only when a build failed, to tell a damaged cache from a broken crate).
+pub fn is_intact(sysroot: &Path) -> bool {
+    let Ok(marker) = std::fs::read_to_string(sysroot.join(COMPLETE_MARKER)) else {
+        return false;
+    };
+    let lib_dir = target_lib_dir(sysroot);
+    marker.lines().skip(1).all(|line| {
+        marker_line(line).is_some_and(|(_, sha, name)| {
+            crate::fsutil::sha256_file(&lib_dir.join(name)).is_ok_and(|h| h == sha)
+        })
     })
 }
 
@@ -103,8 +121,10 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
     let mut marker = format!("{}\n", tc.rustc.version);
     for rlib in &rlibs {
         let name = rlib.file_name().expect("rlib has a file name");
-        let len = std::fs::metadata(lib_dir.join(name))?.len();
-        marker += &format!("{len} {}\n", name.to_string_lossy());
+        let path = lib_dir.join(name);
+        let len = std::fs::metadata(&path)?.len();
+        let sha = crate::fsutil::sha256_file(&path)?;
+        marker += &format!("{len} {sha} {}\n", name.to_string_lossy());
     }
     std::fs::write(staged.join(COMPLETE_MARKER), marker)?;
     match std::fs::rename(&staged, &dir) {
@@ -211,8 +231,17 @@ mod damage_tests {
         std::fs::create_dir_all(&lib).unwrap();
         std::fs::write(lib.join("libcore-x.rlib"), vec![7u8; 1000]).unwrap();
         let marker = dir.path().join(COMPLETE_MARKER);
-        std::fs::write(&marker, "rustc 1.96.0\n1000 libcore-x.rlib\n").unwrap();
-        assert!(is_complete(dir.path()));
+        let sha = sha256_hex(&[7u8; 1000]);
+        std::fs::write(
+            &marker,
+            format!("rustc 1.96.0\n1000 {sha} libcore-x.rlib\n"),
+        )
+        .unwrap();
+        assert!(is_complete(dir.path()) && is_intact(dir.path()));
+        let mut garbled = vec![7u8; 1000];
+        garbled[500] = 8;
+        std::fs::write(lib.join("libcore-x.rlib"), &garbled).unwrap();
+        assert!(is_complete(dir.path()) && !is_intact(dir.path()));
         std::fs::write(lib.join("libcore-x.rlib"), vec![7u8; 10]).unwrap();
         assert!(!is_complete(dir.path()));
         std::fs::remove_file(lib.join("libcore-x.rlib")).unwrap();

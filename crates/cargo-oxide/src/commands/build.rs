@@ -228,7 +228,7 @@ impl std::fmt::Display for DamagedSysroot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "rustc found invalid metadata in the cached core sysroot {} (a damaged cache). \
+            "the cached core sysroot {} is damaged (an rlib's contents changed). \
              Fix: run `cargo oxide clean --sysroot --manifest-path {}` and build again",
             self.sysroot.display(),
             self.manifest.display()
@@ -325,7 +325,8 @@ fn cargo_device_build(
         if let Ok(text) = std::fs::read_to_string(&config.error_file) {
             bail!("linking the kernels of {} failed:\n{text}", project.name);
         }
-        if bad_metadata {
+        // rustc reports a damaged core as invalid metadata, or crashes on it.
+        if bad_metadata || !sysroot::is_intact(sysroot) {
             return Err(DamagedSysroot {
                 sysroot: sysroot.to_path_buf(),
                 manifest: project.manifest_path.clone(),
