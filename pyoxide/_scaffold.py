@@ -29,8 +29,28 @@ _RENAMED = {"gitignore": ".gitignore"}
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 #: Packages a kernel project's users likely have, installed here or not.
 _COMMON_PACKAGES = frozenset(
-    "numpy cupy torch scipy pandas jax jaxlib triton numba cffi maturin tensorflow "
-    "matplotlib pytest setuptools pip wheel sklearn cuda nvidia".split()
+    [
+        "numpy",
+        "cupy",
+        "torch",
+        "scipy",
+        "pandas",
+        "jax",
+        "jaxlib",
+        "triton",
+        "numba",
+        "cffi",
+        "maturin",
+        "tensorflow",
+        "matplotlib",
+        "pytest",
+        "setuptools",
+        "pip",
+        "wheel",
+        "sklearn",
+        "cuda",
+        "nvidia",
+    ]
 )
 #: pyoxide's crates a kernel project depends on, by path (they are not on crates.io).
 RUST_CRATES = ("oxide-device", "oxide-build")
