@@ -84,7 +84,7 @@ impl Profile {
 pub struct BuildArgs {
     #[command(flatten)]
     pub krate: CrateArgs,
-    /// GPU architectures, comma-separated (sm_70 … sm_120, with an `a` suffix for
+    /// GPU architectures, comma-separated (sm_75 … sm_120, with an `a` suffix for
     /// arch-specific features).
     #[arg(long, value_delimiter = ',', default_value = "sm_80,sm_90")]
     pub arch: Vec<String>,

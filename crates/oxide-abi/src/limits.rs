@@ -12,3 +12,7 @@ pub const MAX_GRID_DIM: [u32; 3] = [u32::MAX >> 1, 65535, 65535];
 pub const MAX_DYNAMIC_SHARED_BYTES: u64 = 227 * 1024;
 /// Local memory of one thread, in bytes (what ptxas accepts for a stack frame).
 pub const MAX_LOCAL_BYTES_PER_THREAD: u64 = 512 * 1024;
+
+/// The oldest architecture pyoxide builds for (`sm_75`, Turing): what the ptxas of
+/// CUDA 13 still accepts.
+pub const MIN_SM: u32 = 75;
