@@ -150,8 +150,13 @@ def ensure_built(
     toml = crate_manifest(crate)
     root = _usable_cache_dir(_knobs.cache_dir())
     fingerprint = toolchain_fingerprint()
+    # Which ptxas verifies the PTX is part of the key: a build verified by none (or by
+    # another) is never served as verified by the one configured now.
+    ptxas = [_knobs.ptxas(), shutil.which("ptxas", path=_knobs.path_env())]
     lookup = hashlib.sha256(
-        json.dumps([LAYOUT_VERSION, str(toml), list(arch or []), profile, fingerprint]).encode()
+        json.dumps(
+            [LAYOUT_VERSION, str(toml), list(arch or []), profile, fingerprint, ptxas]
+        ).encode()
     ).hexdigest()[:32]
     index = root / "index" / f"{lookup}.json"
     extra = _extra_inputs(toml)

@@ -94,6 +94,12 @@ def sync_launches() -> bool:
     raise ConfigError("PYOXIDE_SYNC", value, "0 or 1")
 
 
+def ptxas() -> str | None:
+    """cargo-oxide's OXIDE_PTXAS: the ptxas that verifies the PTX (a build fails when it
+    does not work)."""
+    return _get("OXIDE_PTXAS")
+
+
 def rustc() -> str:
     return _get("PYOXIDE_RUSTC") or _get("RUSTC") or "rustc"
 
