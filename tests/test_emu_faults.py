@@ -8,12 +8,15 @@ Kernels: the bundled scan (dynamic shared memory) and tests/fixtures/hostile_ker
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from helpers.bundled import REPO, emu_kernels_manifest, workspace_cargo_oxide
 
@@ -142,3 +145,33 @@ def test_ctrl_c_raises_keyboard_interrupt(hostile: Path) -> None:
         p.kill()
     assert p.returncode == 0, err
     assert out.split() == ["RESULT", "KeyboardInterrupt", "AFTER", "ok"], out + err
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda k: k["params"][0].update(type="f32"), "other parameters"),
+        (lambda k: k.update(entry="spin_fast", name="spin_fast"), "has no such kernel"),
+        (lambda k: k.update(launch_bounds={"max_threads": 64, "min_blocks": None}), "other"),
+    ],
+)
+def test_a_hand_edited_manifest_is_checked_against_the_emulator_library(
+    hostile: Path, tmp_path: Path, edit: Any, why: str
+) -> None:
+    """The host entries read their argument words by the descriptors compiled into the
+    library; a manifest that disagrees would pass them the wrong words."""
+    import pyoxide
+    from pyoxide.errors import ManifestError
+
+    value = json.loads(hostile.read_text())
+    for a in value["artifacts"]:
+        shutil.copy(hostile.parent / a["path"], tmp_path / a["path"])
+    shutil.copy(hostile.parent / value["emulator"]["path"], tmp_path / value["emulator"]["path"])
+    spin = next(k for k in value["kernels"] if k["entry"] == "spin")
+    edit(spin)
+    edited = tmp_path / hostile.name
+    edited.write_text(json.dumps(value))
+    with pytest.raises(ManifestError, match=rf"kernel '{spin['entry']}'.*{why}.*Fix: rebuild"):
+        mod = pyoxide.load(edited)
+        dtype = np.float32 if spin["params"][0]["type"] == "f32" else np.uint32
+        getattr(mod, spin["entry"])[1, 32](np.ones(1, dtype))

@@ -22,6 +22,9 @@ from typing import Any
 
 #: oxide-abi ``names::HOST_ENTRY_PREFIX`` (a test checks the two agree).
 HOST_ENTRY_PREFIX = "__oxide_host_"
+#: oxide-abi ``names::DESCRIPTOR_SECTION``: where each kernel's descriptor JSON lies, in
+#: the emulator library as in the device build.
+DESCRIPTOR_SECTION = ".oxide.kernels"
 #: oxide-abi ``emu::OXIDE_ERROR_MESSAGE_BYTES``.
 MESSAGE_BYTES = 1024
 
