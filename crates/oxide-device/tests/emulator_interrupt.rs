@@ -49,7 +49,7 @@ extern "C" fn count(_: libc::c_int) {
 fn ctrl_c_stops_a_spinning_launch_and_reaches_the_previous_handler() {
     // SAFETY: a handler that only counts, as Python's only records the signal.
     unsafe { libc::signal(libc::SIGINT, count as *const () as libc::sighandler_t) };
-    let stop = vec![0u32; 1];
+    let stop = [0u32; 1];
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() };
     let spin = __oxide_host_spin as Entry;
@@ -78,7 +78,7 @@ fn ctrl_c_stops_a_spinning_launch_and_reaches_the_previous_handler() {
         assert_eq!(SEEN.load(Ordering::SeqCst), before + 1);
     }
     // The handler is the process's own again, and launches run normally.
-    let stop = vec![1u32; 1];
+    let stop = [1u32; 1];
     let (status, _) = run(__oxide_host_spin, 4, 64, &[stop.as_ptr() as u64, 1]);
     assert_eq!(status, STATUS_OK);
     // SAFETY: reading the current action.

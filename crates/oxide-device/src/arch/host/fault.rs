@@ -315,11 +315,11 @@ impl Drop for InterruptGuard {
     fn drop(&mut self) {
         let mut users = SIGINT_USERS.lock().unwrap_or_else(|p| p.into_inner());
         users.0 -= 1;
-        if users.0 == 0 {
-            if let Some(old) = users.1.take() {
-                // SAFETY: puts back the handler saved in `new`.
-                unsafe { libc::sigaction(libc::SIGINT, &old, core::ptr::null_mut()) };
-            }
+        if users.0 == 0
+            && let Some(old) = users.1.take()
+        {
+            // SAFETY: puts back the handler saved in `new`.
+            unsafe { libc::sigaction(libc::SIGINT, &old, core::ptr::null_mut()) };
         }
     }
 }
