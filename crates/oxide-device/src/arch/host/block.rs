@@ -20,7 +20,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::ThreadCoords;
-use super::fault::{self, AltStack, Registration, Running, SharedRegion, Stop};
+use super::fault::{self, Registration, Running, SharedRegion, Stop};
 
 /// Why a thread yielded to the worker.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -160,11 +160,19 @@ type Thread = Coroutine<(), Wait, Option<Stop>, DefaultStack>;
 pub(super) struct Runner {
     stacks: Vec<DefaultStack>,
     ctx: Box<BlockCtx>,
-    dynamic: SharedRegion,
+    /// Always `Some` until dropped (then given back to the thread's spare).
+    dynamic: Option<SharedRegion>,
     /// `fault::INTERRUPTS` when the launch started.
     interrupts: u64,
-    _alt_stack: AltStack,
     _registration: Registration,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some(region) = self.dynamic.take() {
+            region.give_back();
+        }
+    }
 }
 
 impl Runner {
@@ -178,10 +186,12 @@ impl Runner {
                 warps: UnsafeCell::new(Vec::new()),
                 shared: RefCell::new(Vec::new()),
             }),
-            dynamic: SharedRegion::new(shared_bytes),
+            dynamic: Some(SharedRegion::take(shared_bytes)),
             interrupts,
-            _alt_stack: AltStack::ensure(),
-            _registration: Registration::new(),
+            _registration: {
+                fault::ensure_alt_stack();
+                Registration::new()
+            },
         }
     }
 
@@ -209,8 +219,9 @@ impl Runner {
         CTX.with(|c| c.set(ctx));
         // SAFETY: the region is 16-byte aligned, as large as the launch asks, and
         // outlives the block; reset below.
-        let previous = unsafe { super::set_dynamic_shared(self.dynamic.base) };
-        let previous_len = super::set_dynamic_shared_len(self.dynamic.bytes);
+        let region = self.dynamic.as_ref().expect("a region until dropped");
+        let previous = unsafe { super::set_dynamic_shared(region.base) };
+        let previous_len = super::set_dynamic_shared_len(region.bytes);
         let coords = super::thread_coords();
         let result = self.schedule(kernel, n, block, block_dim, grid_dim);
         super::set_thread_coords(coords);
@@ -302,7 +313,12 @@ impl Runner {
                             Stop::Fault { addr, sp } => failure(
                                 oxide_abi::emu::STATUS_FAULT,
                                 t,
-                                fault::describe(addr, sp, STACK_BYTES, &self.dynamic),
+                                fault::describe(
+                                    addr,
+                                    sp,
+                                    STACK_BYTES,
+                                    self.dynamic.as_ref().expect("a region until dropped"),
+                                ),
                             ),
                         });
                         break;

@@ -102,7 +102,40 @@ pub(super) struct SharedRegion {
     guard: usize,
 }
 
+std::thread_local! {
+    /// The last region this OS thread used, kept for its next launch (the caller's
+    /// thread runs blocks of every launch): a map costs a few system calls.
+    static SPARE_REGION: core::cell::RefCell<Option<SharedRegion>> =
+        const { core::cell::RefCell::new(None) };
+    /// This OS thread's alternate signal stack, made once.
+    static ALT_STACK: core::cell::RefCell<Option<AltStack>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// Make sure this OS thread has an alternate signal stack (kept until it exits).
+pub(super) fn ensure_alt_stack() {
+    ALT_STACK.with(|a| {
+        if a.borrow().is_none() {
+            *a.borrow_mut() = Some(AltStack::ensure());
+        }
+    });
+}
+
 impl SharedRegion {
+    /// A region of `bytes`: this thread's spare one when it has that size (shared
+    /// memory starts undefined on a GPU too), else a new one.
+    pub fn take(bytes: usize) -> SharedRegion {
+        SPARE_REGION
+            .with(|s| s.borrow_mut().take())
+            .filter(|r| r.bytes == bytes)
+            .unwrap_or_else(|| SharedRegion::new(bytes))
+    }
+
+    /// Keep the region for this thread's next launch.
+    pub fn give_back(self) {
+        SPARE_REGION.with(|s| *s.borrow_mut() = Some(self));
+    }
+
     pub fn new(bytes: usize) -> SharedRegion {
         let page = page_size();
         let used = bytes.div_ceil(16) * 16;
