@@ -290,7 +290,7 @@ pub fn assert_failed(cond: &'static str, file: &'static str, line: u32) -> ! {
     {
         let cut = |s: &'static str| s.strip_suffix('\0').unwrap_or(s);
         std::panic!(
-            "gpu_assert!({}) failed at {}:{}",
+            "GPU trap: gpu_assert!({}) failed at {}:{}",
             cut(cond),
             cut(file),
             line
