@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from ._manifest import SCALAR_SIZES
+from . import _abi
 from .errors import BackendUnavailableError
 
 GPU = "gpu"
@@ -29,10 +29,7 @@ _LE = "<" if sys.byteorder == "little" else ">"
 
 #: The NumPy typestr each Rust element type must have (little-endian, like the GPU).
 RUST_TYPESTR: dict[str, str] = {
-    t: (("|b" if t == "bool" else "|" + t[0]) + "1")
-    if SCALAR_SIZES[t] == 1
-    else "<" + {"f": "f", "i": "i", "u": "u"}[t[0]] + str(SCALAR_SIZES[t])
-    for t in SCALAR_SIZES
+    t.name: ("|" if t.size == 1 else "<") + t.kind + str(t.size) for t in _abi.SCALARS.values()
 }
 
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
@@ -165,6 +162,10 @@ def view(obj: Any) -> ArrayView | None:
     """Describe ``obj`` as an array, or return None if it speaks no array protocol."""
     if isinstance(obj, (str, bytes, int, float, complex, bool)) or obj is None:
         return None
+    if type(obj).__module__.startswith("numpy.ma"):  # its interface shows the data, not the mask
+        raise ArrayProtocolError(
+            "a NumPy masked array", "pass x.filled(value) or x.data: a kernel reads every element"
+        )
     try:
         cai = obj.__cuda_array_interface__
     except AttributeError:
@@ -276,7 +277,7 @@ def _from_dlpack(obj: Any) -> ArrayView:
         except ImportError:
             raise BackendUnavailableError(
                 f"a CUDA {_type_name(obj)} arrived through DLPack, which needs CuPy to import "
-                "it. Fix: pip install 'pyoxide[cuda12]' (or [cuda13] for a CUDA 13 driver)."
+                "it. Fix: pip install 'pyoxide[cuda]' (CUDA 13 drivers) or 'pyoxide[cuda12]'."
             ) from None
         v = view(cupy.from_dlpack(obj))  # v.obj: the CuPy view, which owns the capsule
         assert v is not None

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import _knobs
+from . import _abi, _knobs
 from .errors import BuildError, ToolchainError
 
 Profile = Literal["release", "debug"]
 Echo = Callable[[str], None]
 
-#: cargo-oxide's exit codes (crates/cargo-oxide).
-EXIT_BUILD_FAILED = 1
-EXIT_USAGE = 2
-EXIT_TOOLCHAIN_MISSING = 3
+#: cargo-oxide's exit codes (oxide-abi's table, shared with the pyoxide command).
+EXIT_BUILD_FAILED = _abi.ExitCode.BUILD_FAILED
+EXIT_USAGE = _abi.ExitCode.USAGE
+EXIT_TOOLCHAIN_MISSING = _abi.ExitCode.TOOLCHAIN_MISSING
 
 _INSTALL_HINT = (
     "install it with `cargo install --path crates/cargo-oxide` from the pyoxide "
@@ -40,6 +40,7 @@ class BuildResult:
     crate: str
     artifacts: tuple[Path, ...]
     log: str
+    emulator: Path | None = None  # the CPU emulator library, when built
 
 
 #: The cargo-oxide that a pyoxide wheel ships (crates/pyoxide-native/build.rs).
@@ -110,12 +111,13 @@ def run_tool(args: Sequence[str], echo: Echo | None = None) -> tuple[int, str, s
             if echo is not None:
                 echo(line.rstrip("\n"))
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    rc = proc.wait()
-    reader.join()
+    with proc:  # closes both pipes (left open, each is a ResourceWarning)
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        rc = proc.wait()
+        reader.join()
     return rc, out, "".join(err_lines)
 
 
@@ -161,13 +163,19 @@ def build(
         )  # fmt: skip
     try:
         report = json.loads(out)
+        if sorted(report) != sorted(_abi.BUILD_REPORT_KEYS):
+            raise KeyError(sorted(report))
         manifest = Path(report["manifest"])
         crate_name = str(report["crate"])
         artifacts = tuple(Path(a) for a in report["artifacts"])
+        emu = report["emulator"]
+        emulator_path = None if emu is None else Path(emu)
     except (ValueError, KeyError, TypeError):
         raise BuildError(
             "cargo-oxide succeeded but did not print its JSON build report on stdout "
             f"(got {out[:200]!r}). Fix: install the cargo-oxide from the same pyoxide release.",
             log=err, returncode=rc, command=cmd,
         ) from None  # fmt: skip
-    return BuildResult(manifest=manifest, crate=crate_name, artifacts=artifacts, log=err)
+    return BuildResult(
+        manifest=manifest, crate=crate_name, artifacts=artifacts, log=err, emulator=emulator_path
+    )

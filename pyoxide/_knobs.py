@@ -100,6 +100,13 @@ def ptxas() -> str | None:
     return _get("OXIDE_PTXAS")
 
 
+def launch_knobs() -> tuple[str | None, str | None]:
+    """The raw values of the variables a compiled fast launcher depends on; it is
+    rebuilt when they change (and declines calls meanwhile: crates/pyoxide-native's
+    knobs.rs reads the same two)."""
+    return os.environ.get("PYOXIDE_SYNC"), os.environ.get("PYOXIDE_BACKEND")
+
+
 def rustc() -> str:
     return _get("PYOXIDE_RUSTC") or _get("RUSTC") or "rustc"
 

@@ -1,312 +1,47 @@
 """Stage 3: typed launchers.
 
-A :class:`Kernel` checks a call against its manifest entry and launches it. The
-work that depends only on the kernel (one converter per parameter, which parameter
-sizes the grid, the default block) is done once, on the first call, into a
-:class:`LaunchPlan`; a call then runs the plan's converters over its arguments.
+A :class:`Kernel` checks a call (the argument rules of :mod:`._args`, the configuration
+rules of :mod:`._config`, both before any backend is chosen), picks the backend and the
+device and launches. :meth:`Kernel._run` is the one place that decides how a launch
+goes: which backend, which device and stream, and whether a compiled fast launcher
+(:mod:`pyoxide._native`) takes the next plain calls. The fast launcher is dropped when a
+knob it depends on (``PYOXIDE_SYNC``, ``PYOXIDE_BACKEND``) changes; it declines every
+call from then on, so the change takes effect at the next launch.
 
-Argument rules (all enforced before anything is launched):
-
-* Arrays: exact dtype (no silent casts), 1-D and C-contiguous for slices, writable
-  for ``DisjointSlice``/``&mut [T]``/``*mut T``, all on one device (the current one)
-  and all on the GPU or all on the host; a mutable slice may not overlap another
-  array argument (Rust assumes no aliasing). Zero-length arrays are fine: an
-  automatic grid of zero blocks launches nothing.
-* Integer scalars: Python ``int`` or NumPy integers, in range for the Rust type.
-  ``bool`` is refused (say ``int(flag)``), floats are refused (even ``3.0``).
-* Float scalars: ``float``, NumPy floats, and ``int`` when exactly representable.
-  ``bool`` is refused. A finite value too large for ``f32`` is refused.
-* ``bool`` scalars: ``True``/``False`` or ``numpy.bool_`` only.
-* Pointers (``unsafe`` kernels): an array (dtype checked, any shape, contiguous),
-  or an ``int`` address taken as is.
+Streams and devices follow the array library: CuPy arrays (and other
+``__cuda_array_interface__`` arrays) run on CuPy's current device and stream; PyTorch
+tensors on their own device (a device guard, as PyTorch's ops) and PyTorch's current
+stream there, so launches inside ``torch.cuda.graph`` capture and under
+``torch.cuda.stream(s)`` go where PyTorch code goes. CuPy arrays and PyTorch tensors in
+one call are refused unless ``stream=`` says which stream to use.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
-import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
-from . import backends
-from ._arrays import GPU, ArrayProtocolError, ArrayView, dtype_name, rust_dtype_name, view
+from . import _knobs, backends
+from ._abi import DEFAULT_DYNAMIC_SHARED_BYTES
+from ._args import ArgumentPlan, Refused, not_an_array
+from ._arrays import GPU, ArrayView, dtype_name
 from ._arrays import RUST_TYPESTR as _TYPESTR
-from ._manifest import INT_RANGES, OUTPUT_KINDS, SLICE_KINDS, KernelSpec, ParamSpec
-from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError
+from ._config import (
+    LAUNCH_KEYWORDS,
+    Dim,
+    check_shared_mem,
+    check_stream,
+    default_block,
+    launch_config,
+    unknown_keyword,
+)
+from ._devices import device_of, torch_stream
+from ._manifest import KernelSpec
+from .errors import ArgumentError, ArgumentTypeError
 
-if TYPE_CHECKING:
-    from ._module import Module
-
-Dim = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
-
-DEFAULT_BLOCK = 256
-# Dynamic shared memory above this needs a function attribute set first (general path).
-_FAST_SHARED_LIMIT = 48 * 1024
-_MAX_ABI_BYTES = 2**63 - 1
-_F32_OVERFLOW = 2.0**128 - 2.0**103  # rounds to inf as f32
-_NP_NAMES = {
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "isize": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "usize": "uint64",
-    "f32": "float32", "f64": "float64", "bool": "uint8",
-}  # fmt: skip
-
-
-class _Refused(Exception):
-    """Raised by a converter; the caller adds kernel and parameter."""
-
-    def __init__(self, cls: type[ArgumentError], expected: str, got: str, fix: str) -> None:
-        super().__init__(expected)
-        self.cls, self.expected, self.got, self.fix = cls, expected, got, fix
-
-
-def _describe_value(value: Any) -> str:
-    if value is None:
-        return "None"
-    if isinstance(value, (bool, int, float)):
-        return f"{type(value).__name__} {value!r}"
-    if isinstance(value, str):
-        return f"str {value!r}" if len(value) < 40 else "a str"
-    t = type(value)
-    name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-    if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
-        return f"{name} {value!r}"
-    return name
-
-
-# --- scalar converters ---------------------------------------------------------------
-
-
-def _scalar_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
-    t = param.type
-    np_type = getattr(np, _NP_NAMES[t])
-    if t == "bool":
-
-        def convert_bool(v: Any) -> Any:
-            if isinstance(v, (bool, np.bool_)):
-                return np_type(1 if v else 0)
-            raise _Refused(
-                ArgumentTypeError, "a bool (True or False)", _describe_value(v),
-                f"pass bool(...) explicitly, e.g. {param.name}=bool(value)",
-            )  # fmt: skip
-
-        return convert_bool
-    if t in ("f32", "f64"):
-        return _float_converter(np, param, np_type)
-    return _int_converter(np, param, np_type)
-
-
-def _int_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], Any]:
-    t = param.type
-    lo, hi = INT_RANGES[t]
-    expected = f"an int in [{lo}, {hi}] ({t})"
-
-    def convert_int(v: Any) -> Any:
-        if type(v) is int:  # the common case, first
-            i = v
-        elif isinstance(v, (bool, np.bool_)):
-            raise _Refused(
-                ArgumentTypeError, expected, _describe_value(v),
-                "pass int(flag) if you mean 0 or 1",
-            )  # fmt: skip
-        elif isinstance(v, (float, np.floating)):
-            if math.isnan(v) or math.isinf(v):
-                raise _Refused(
-                    ArgumentValueError, expected, _describe_value(v),
-                    "an integer parameter has no NaN or infinity; pass a finite int",
-                )  # fmt: skip
-            raise _Refused(
-                ArgumentTypeError, expected, _describe_value(v),
-                f"pass an int (int({v!r}) if truncation is what you want)",
-            )  # fmt: skip
-        elif isinstance(v, (str, bytes)) or v is None or not hasattr(v, "__index__"):
-            raise _Refused(ArgumentTypeError, expected, _describe_value(v), "pass a Python int")
-        else:
-            try:
-                i = operator.index(v)
-            except TypeError:
-                raise _Refused(
-                    ArgumentTypeError, expected, _describe_value(v), "pass a Python int"
-                ) from None
-        if not lo <= i <= hi:
-            raise _Refused(
-                ArgumentValueError, expected, f"{i}",
-                f"pass a value that fits {t}; the Rust parameter cannot hold {i}",
-            )  # fmt: skip
-        return np_type(i)
-
-    return convert_int
-
-
-def _float_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], Any]:
-    t = param.type
-    expected = f"a float ({t})"
-
-    def convert_float(v: Any) -> Any:
-        if type(v) is float:
-            f = v
-        elif isinstance(v, (bool, np.bool_)):
-            raise _Refused(
-                ArgumentTypeError, expected, _describe_value(v),
-                "pass float(flag) if you mean 0.0 or 1.0",
-            )  # fmt: skip
-        elif isinstance(v, (float, np.floating)):
-            f = float(v)
-        elif isinstance(v, (int, np.integer)):
-            i = int(v)
-            try:
-                exact = int(np_type(i)) == i
-            except OverflowError:
-                exact = False
-            if not exact:
-                raise _Refused(
-                    ArgumentValueError, expected + ", exactly representable", f"int {i}",
-                    f"pass float({i}) to accept rounding to the nearest {t}",
-                )  # fmt: skip
-            return np_type(i)
-        else:
-            fix = "pass a Python float"
-            if hasattr(v, "item"):
-                fix += " (value.item() for a 0-d array)"
-            raise _Refused(ArgumentTypeError, expected, _describe_value(v), fix)
-        if t == "f32" and abs(f) >= _F32_OVERFLOW and not math.isinf(f):
-            raise _Refused(
-                ArgumentValueError, "a float within f32's range (|x| < 3.4e38)", repr(f),
-                "pass a smaller value, or use a kernel that takes f64",
-            )  # fmt: skip
-        return np_type(f)
-
-    return convert_float
-
-
-# --- array checks ----------------------------------------------------------------------
-
-
-def _check_array(param: ParamSpec, v: ArrayView) -> None:
-    want = _TYPESTR[param.type]
-    if v.typestr != want:
-        raise _Refused(
-            ArgumentTypeError, f"a {rust_dtype_name(param.type)} array ({param.rust_type})",
-            v.describe(),
-            f"convert it with .astype(numpy.{rust_dtype_name(param.type)}) "
-            "(pyoxide never casts silently)",
-        )  # fmt: skip
-    if param.kind in SLICE_KINDS and len(v.shape) != 1:
-        raise _Refused(
-            ArgumentValueError, f"a 1-D array ({param.rust_type})",
-            f"{len(v.shape)}-D {v.describe()}",
-            "pass a 1-D array: .ravel() a contiguous array, or index one row",
-        )  # fmt: skip
-    if not v.is_c_contiguous():
-        raise _Refused(
-            ArgumentValueError, f"a contiguous array ({param.rust_type})",
-            f"a strided {v.describe()} (strides {v.strides})",
-            "make it contiguous with cupy.ascontiguousarray(x) / numpy.ascontiguousarray(x)",
-        )  # fmt: skip
-    if param.mutable and v.readonly:
-        raise _Refused(
-            ArgumentValueError, f"a writable array ({param.rust_type})",
-            f"a read-only {v.describe()}",
-            "pass a writable array (x.copy())",
-        )  # fmt: skip
-    n = math.prod(v.shape)
-    if n and v.ptr == 0:
-        raise _Refused(
-            ArgumentValueError, "an array with memory behind it",
-            f"a null pointer for {n} elements",
-            "allocate the array (cupy.empty(n, dtype))",
-        )  # fmt: skip
-    if n * v.itemsize > _MAX_ABI_BYTES:
-        raise _Refused(
-            ArgumentValueError, "at most 2**63-1 bytes (the ABI length)",
-            f"{n} elements of {v.itemsize} bytes",
-            "split the work into smaller arrays",
-        )  # fmt: skip
-
-
-def _not_an_array(param: ParamSpec, value: Any) -> NoReturn:
-    dt = rust_dtype_name(param.type)
-    raise _Refused(
-        ArgumentTypeError,
-        f"a 1-D {dt} array ({param.rust_type}): CuPy, NumPy, or anything with "
-        "__cuda_array_interface__ or __dlpack__",
-        _describe_value(value),
-        f"pass an array, e.g. cupy.asarray(value, dtype=cupy.{dt})",
-    )
-
-
-# --- grid and block ----------------------------------------------------------------------
-
-
-def _dim3(kernel: str, what: str, value: Any, limits: tuple[int, int, int]) -> tuple[int, int, int]:
-    parts = value if isinstance(value, tuple) else (value,)
-    ok = 1 <= len(parts) <= 3 and all(
-        type(p) is int or (hasattr(p, "__index__") and not isinstance(p, bool)) for p in parts
-    )
-    if ok:
-        dims = tuple(operator.index(p) for p in parts) + (1,) * (3 - len(parts))
-        if all(1 <= d <= lim for d, lim in zip(dims, limits, strict=True)):
-            return dims  # type: ignore[return-value]
-    raise ArgumentValueError(
-        kernel, what,
-        f"a positive int or a tuple of up to 3 positive ints, each at most {limits}",
-        _describe_value(value) if not isinstance(value, tuple) else repr(value),
-        f"pass e.g. {what}=256 or {what}=(16, 16)",
-    )  # fmt: skip
-
-
-class LaunchPlan:
-    """What a call needs that depends only on the kernel, computed once."""
-
-    __slots__ = (
-        "checks", "default_block", "grid_param", "max_threads", "may_alias", "params", "spec",
-    )  # fmt: skip
-
-    def __init__(self, spec: KernelSpec) -> None:
-        import numpy as np  # numpy loads on the first launch, not at import
-
-        self.spec = spec
-        self.params = spec.params
-        self.max_threads = spec.launch_bounds.max_threads if spec.launch_bounds else 1024
-        self.default_block = min(DEFAULT_BLOCK, self.max_threads)
-        self.grid_param = next(
-            (i for i, p in enumerate(spec.params) if p.kind in OUTPUT_KINDS), None
-        )
-        slices = [p for p in spec.params if p.kind in SLICE_KINDS]
-        self.may_alias = len(slices) > 1 and any(p.mutable for p in slices)
-        self.checks: tuple[Callable[[Any], Any] | None, ...] = tuple(
-            None if p.is_array else _scalar_converter(np, p) for p in spec.params
-        )
-
-    def arity(self, args: Sequence[Any]) -> None:
-        if len(args) != len(self.params):
-            names = ", ".join(p.name for p in self.params)
-            raise ArgumentTypeError(
-                self.spec.entry, None,
-                f"{len(self.params)} argument(s) ({names})", f"{len(args)}",
-                f"call {self.spec.entry}({names}); the Rust signature is {self.spec.signature}",
-            )  # fmt: skip
-
-    def views(self, args: Sequence[Any]) -> list[ArrayView | None]:
-        """Describe the array arguments (arity checked first)."""
-        self.arity(args)
-        out: list[ArrayView | None] = []
-        for p, a in zip(self.params, args, strict=True):
-            if not p.is_array:
-                out.append(None)
-                continue
-            try:
-                v = view(a)
-            except ArrayProtocolError as e:
-                cls = ArgumentValueError if e.value_error else ArgumentTypeError
-                raise cls(
-                    self.spec.entry, p.name, f"an array ({p.rust_type})", e.got, e.fix
-                ) from None
-            out.append(v)
-        return out
-
-    def refuse(self, param: str, r: _Refused) -> ArgumentError:
-        return r.cls(self.spec.entry, param, r.expected, r.got, r.fix)
+#: Loads a kernel's code: (backend, device, entry) -> the backend's function handle.
+CodeLoader = Callable[[backends.Backend, int, str], Any]
 
 
 class _Configured:
@@ -335,10 +70,10 @@ class _Configured:
             and self._stream is None
             and self._grid is not None
             and type(smem) is int
-            and 0 <= smem <= _FAST_SHARED_LIMIT
+            and 0 <= smem <= DEFAULT_DYNAMIC_SHARED_BYTES  # more: the general path opts in
         ):
             try:
-                grid3, block3 = kernel._config(kernel.plan, [], self._grid, self._block)
+                grid3, block3 = launch_config(kernel.plan, [], self._grid, self._block)
             except ArgumentError:
                 pass
             else:
@@ -367,23 +102,25 @@ class _Configured:
 class Kernel:
     """A launcher for one kernel (or one instance of a generic kernel)."""
 
-    def __init__(self, spec: KernelSpec, module: Module) -> None:
+    def __init__(self, spec: KernelSpec, code: CodeLoader) -> None:
         self.spec = spec
         self.name = spec.entry
-        self._module = module
-        self._plan: LaunchPlan | None = None
-        # Built after the first successful plain launch on a backend that offers one.
+        self._code = code
+        self._plan: ArgumentPlan | None = None
+        # Built after the first successful plain launch on a backend that offers one,
+        # for the knob values of that moment (_fast_knobs).
         self._fast: Callable[[Sequence[Any], Any], bool] | None = None
         self._fast_tried = False
+        self._fast_knobs: tuple[str | None, ...] = ()
         self.__doc__ = f"{spec.signature}\n\nDefined at {spec.source.file}:{spec.source.line}."
 
     def __repr__(self) -> str:
         return f"<pyoxide.Kernel {self.spec.signature}>"
 
     @property
-    def plan(self) -> LaunchPlan:
+    def plan(self) -> ArgumentPlan:
         if self._plan is None:
-            self._plan = LaunchPlan(self.spec)
+            self._plan = ArgumentPlan(self.spec)
         return self._plan
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
@@ -402,138 +139,62 @@ class Kernel:
     def __getitem__(self, config: Any) -> _Configured:
         return _configured_class(self, config)
 
-    def launch(
-        self,
-        *args: Any,
-        grid: Dim | None = None,
-        block: Dim | None = None,
-        shared_mem: int = 0,
-        stream: Any = None,
-    ) -> None:
-        """Launch with an explicit configuration; None picks it as a plain call does."""
+    def launch(self, *args: Any, **config: Any) -> None:
+        """Launch with an explicit configuration: ``grid``, ``block``, ``shared_mem``
+        (bytes of dynamic shared memory), ``stream``; None picks what a plain call does."""
+        grid, block, shared_mem, stream = _launch_keywords(self.name, config)
         plan = self.plan
         self._run(plan, args, plan.views(args), grid, block, shared_mem, stream)
 
     def _run(
         self,
-        plan: LaunchPlan,
+        plan: ArgumentPlan,
         args: Sequence[Any],
         views: list[ArrayView | None],
         grid: Dim | None,
         block: Dim | None,
-        shared_mem: int,
+        shared_mem: Any,
         stream: Any,
     ) -> None:
         name = self.spec.entry
-        packed: list[Any] = []
-        arrays: list[tuple[ParamSpec, ArrayView]] = []
-        for p, check, a, v in zip(plan.params, plan.checks, args, views, strict=True):
-            try:
-                if check is not None:
-                    packed.append(check(a))
-                    continue
-                if v is None:
-                    if p.kind == "pointer" and type(a) is int and 0 <= a < 2**64:
-                        packed.append(_u64(a))  # a raw address: unsafe kernels only
-                        continue
-                    _not_an_array(p, a)
-                _check_array(p, v)
-            except _Refused as r:
-                raise plan.refuse(p.name, r) from None
-            arrays.append((p, v))
-            packed.append(_u64(v.ptr))
-            if p.kind != "pointer":
-                packed.append(_u64(math.prod(v.shape)))
+        knobs = _knobs.launch_knobs()
+        if self._fast_tried and knobs != self._fast_knobs:
+            self._fast, self._fast_tried = None, False  # built for other settings
+        # Everything that depends only on the arguments, before a backend is chosen.
+        packed, arrays = plan.pack(args, views)
+        shared_mem = check_shared_mem(name, shared_mem)
+        check_stream(name, stream)
+        grid3, block3 = launch_config(plan, views, grid, block)
         backend = backends.select(name, arrays)
-        device = self._device(backend, arrays) if backend.array_kind == GPU else 0
-        if plan.may_alias:
-            _check_aliasing(name, arrays)
-        grid3, block3 = self._config(plan, views, grid, block)
+        torch_owned = False
+        device = 0
+        if backend.array_kind == GPU:
+            device, torch_owned = device_of(name, backend, arrays, stream)
         if grid3[0] * grid3[1] * grid3[2] == 0:
             return  # an empty output: nothing to do
-        if type(shared_mem) is not int or not 0 <= shared_mem < 2**32:
-            raise ArgumentValueError(
-                name, "shared_mem", "a byte count (int >= 0)", _describe_value(shared_mem),
-                "pass the dynamic shared memory size in bytes, or leave it out",
-            )  # fmt: skip
-        function = self._module._function(backend, device, name)
+        if torch_owned and stream is None:
+            stream = torch_stream(device)  # PyTorch's current stream on that device
+        function = self._code(backend, device, name)
         producer = [v.stream for _, v in arrays if v.stream is not None]
         backend.launch(
             function, kernel=name, grid=grid3, block=block3, args=tuple(packed),
-            shared_mem=shared_mem, stream=stream, producer_streams=producer,
+            shared_mem=shared_mem, stream=stream, producer_streams=producer, device=device,
         )  # fmt: skip
         if not self._fast_tried and stream is None:
-            self._fast_tried = True
-            self._fast = backend.fast_launcher(self.spec, function, device, plan.default_block)
+            self._fast_tried, self._fast_knobs = True, knobs
+            self._fast = backend.fast_launcher(
+                self.spec, function, device, plan.grid_param, default_block(plan)
+            )
 
-    def _device(self, backend: backends.Backend, arrays: list[tuple[ParamSpec, ArrayView]]) -> int:
-        name = self.spec.entry
-        first: tuple[str, int, ArrayView] | None = None
-        for p, v in arrays:
-            dev = v.device
-            if dev is None:
-                if math.prod(v.shape) == 0:
-                    continue  # nothing will be read through it
-                dev = backend.device_of_pointer(v.ptr)
-                if dev is None:
-                    raise ArgumentValueError(
-                        name, p.name, "GPU memory", f"{v.describe()} whose pointer "
-                        f"{v.ptr:#x} is not device memory",
-                        "pass an array allocated on the GPU (cupy.asarray(x))",
-                    )  # fmt: skip
-                v.device = dev
-            if first is None:
-                first = (p.name, dev, v)
-            elif dev != first[1]:
-                raise ArgumentValueError(
-                    name, p.name, f"an array on device {first[1]}, like '{first[0]}'",
-                    f"{v.describe()} on device {dev}",
-                    f"put all arrays on one device (with cupy.cuda.Device({first[1]}): "
-                    f"{p.name} = cupy.asarray({p.name}))",
-                )  # fmt: skip
-        current = backend.current_device()
-        if first is not None and first[1] != current:
-            raise ArgumentValueError(
-                name, first[0], f"an array on the current device ({current})",
-                f"{first[2].describe()} on device {first[1]}",
-                f"run the call inside `with cupy.cuda.Device({first[1]}):`",
-            )  # fmt: skip
-        return current
 
-    def _config(
-        self, plan: LaunchPlan, views: list[ArrayView | None], grid: Dim | None, block: Dim | None
-    ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        name = self.spec.entry
-        if block is None:
-            block3 = (plan.default_block, 1, 1)
-        else:
-            block3 = _dim3(name, "block", block, (1024, 1024, 64))
-            threads = block3[0] * block3[1] * block3[2]
-            if threads > plan.max_threads:
-                raise ArgumentValueError(
-                    name, "block", f"at most {plan.max_threads} threads per block "
-                    "(the kernel's launch bounds or the CUDA limit)",
-                    f"{block!r} = {threads} threads", f"pass block={plan.max_threads} or fewer",
-                )  # fmt: skip
-        if grid is not None:
-            return _dim3(name, "grid", grid, (2**31 - 1, 65535, 65535)), block3
-        if plan.grid_param is None:
-            raise ArgumentValueError(
-                name, None, "an explicit launch configuration (the kernel has no "
-                "DisjointSlice or &mut [T] output to size the grid from)", "none",
-                f"launch it as {name}[grid, block](...) or {name}.launch(..., grid=, block=)",
-            )  # fmt: skip
-        out = views[plan.grid_param]
-        assert out is not None
-        n = math.prod(out.shape)
-        per_block = block3[0] * block3[1] * block3[2]
-        blocks = -(-n // per_block)
-        if blocks > 2**31 - 1:
-            raise ArgumentValueError(
-                name, plan.params[plan.grid_param].name, "at most 2**31-1 blocks of work",
-                f"{n} elements", "split the work, or pass an explicit grid",
-            )  # fmt: skip
-        return (blocks, 1, 1), block3
+def _launch_keywords(kernel: str, config: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    for key in config:
+        if key not in LAUNCH_KEYWORDS:
+            raise unknown_keyword(kernel, key, LAUNCH_KEYWORDS)
+    return (
+        config.get("grid"), config.get("block"), config.get("shared_mem", 0),
+        config.get("stream"),
+    )  # fmt: skip
 
 
 _native_classes: tuple[type[Kernel], type[_Configured]] | None = None
@@ -568,15 +229,11 @@ def _native() -> tuple[type[Kernel], type[_Configured]] | None:
             native = importlib.import_module("pyoxide._native")
         except ImportError:
             return None  # not cached: the module may become importable later
-        kernel_base = getattr(native, "KernelBase", None)  # a stale build may lack them
-        configured_base = getattr(native, "ConfiguredBase", None)
-        if kernel_base is None or configured_base is None:
-            return None
         # The native base comes first so that its __call__ fills the type's call slot;
         # the Python class supplies everything else (__init__, launch, __repr__, ...).
         _native_classes = (
-            _subclass("NativeKernel", kernel_base, Kernel),
-            _subclass("NativeConfigured", configured_base, _Configured),
+            _subclass("NativeKernel", native.KernelBase, Kernel),
+            _subclass("NativeConfigured", native.ConfiguredBase, _Configured),
         )
     return _native_classes
 
@@ -591,44 +248,9 @@ def _no_keywords(spec: KernelSpec, kwargs: dict[str, Any], name: str | None = No
     order = ", ".join(p.name for p in spec.params)
     raise ArgumentTypeError(
         name or spec.entry, key, "positional arguments (kernels follow the Rust signature)",
-        f"keyword argument {key}=", f"pass the arguments in order: ({order})",
+        f"keyword argument {key}=", f"pass the arguments in order: ({order}); launch "
+        f"options go to .launch(..., {'=, '.join(LAUNCH_KEYWORDS)}=)",
     )  # fmt: skip
-
-
-def _u64(x: int) -> Any:
-    return _NP_U64(x)
-
-
-class _LazyU64:
-    """numpy.uint64, bound on first use (numpy is not imported at `import pyoxide`)."""
-
-    def __call__(self, x: int) -> Any:
-        import numpy as np
-
-        global _NP_U64
-        _NP_U64 = np.uint64
-        return np.uint64(x)
-
-
-_NP_U64: Callable[[int], Any] = _LazyU64()
-
-
-def _check_aliasing(kernel: str, arrays: list[tuple[ParamSpec, ArrayView]]) -> None:
-    """A mutable slice may not overlap any other array argument."""
-    spans = []
-    for p, v in arrays:
-        size = math.prod(v.shape) * v.itemsize
-        if p.kind in SLICE_KINDS and size:
-            spans.append((p, v, v.ptr, v.ptr + size))
-    for i, (p, v, lo, hi) in enumerate(spans):
-        for q, w, lo2, hi2 in spans[i + 1 :]:
-            if (p.mutable or q.mutable) and lo < hi2 and lo2 < hi and v.device == w.device:
-                m, other = (p, q) if p.mutable else (q, p)
-                raise ArgumentValueError(
-                    kernel, m.name, f"memory that no other argument uses ({m.rust_type} "
-                    "is exclusive in Rust)", f"an array overlapping '{other.name}'",
-                    f"write into a separate array (e.g. {m.name} = {other.name}.copy())",
-                )  # fmt: skip
 
 
 class GenericKernel:
@@ -663,14 +285,8 @@ class GenericKernel:
     def __getitem__(self, config: Any) -> _Configured:
         return _configured_class(self, config)
 
-    def launch(
-        self,
-        *args: Any,
-        grid: Dim | None = None,
-        block: Dim | None = None,
-        shared_mem: int = 0,
-        stream: Any = None,
-    ) -> None:
+    def launch(self, *args: Any, **config: Any) -> None:
+        grid, block, shared_mem, stream = _launch_keywords(self.name, config)
         kernel, views = self.dispatch(args)
         kernel._run(kernel.plan, args, views, grid, block, shared_mem, stream)
 
@@ -679,11 +295,11 @@ class GenericKernel:
         views = first.plan.views(args)  # same parameter kinds in every instance
         for i in self._array_params:
             if views[i] is None and not (
-                first.spec.params[i].kind == "pointer" and type(args[i]) is int
+                first.spec.params[i].takes_address and type(args[i]) is int
             ):
                 try:
-                    _not_an_array(first.spec.params[i], args[i])
-                except _Refused as r:
+                    not_an_array(first.spec.params[i], args[i])
+                except Refused as r:
                     raise first.plan.refuse(first.spec.params[i].name, r) from None
         key = tuple(
             v.typestr if v is not None else "" for v in (views[i] for i in self._array_params)

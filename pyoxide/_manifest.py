@@ -15,33 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _abi
 from .errors import ArtifactError, ManifestError
 
-#: Newest manifest schema this reader understands (oxide-abi MANIFEST_SCHEMA_VERSION).
-SCHEMA_VERSION = 1
-#: Kernel descriptor encoding this reader understands (oxide-abi DESCRIPTOR_VERSION).
-DESCRIPTOR_VERSION = 1
+#: Newest manifest schema this reader understands.
+SCHEMA_VERSION = _abi.MANIFEST_SCHEMA_VERSION
+#: Kernel descriptor encoding this reader understands.
+DESCRIPTOR_VERSION = _abi.DESCRIPTOR_VERSION
 
 #: Scalar types in their Rust (= manifest) spelling, with their size in bytes.
-SCALAR_SIZES: Mapping[str, int] = {
-    "i8": 1, "i16": 2, "i32": 4, "i64": 8,
-    "u8": 1, "u16": 2, "u32": 4, "u64": 8,
-    "f32": 4, "f64": 8, "bool": 1, "usize": 8, "isize": 8,
-}  # fmt: skip
-#: The values each integer type holds (the launchers refuse anything else).
-INT_RANGES = {
-    "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1),
-    "i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1),
-    "isize": (-(2**63), 2**63 - 1),
-    "u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1),
-    "u64": (0, 2**64 - 1), "usize": (0, 2**64 - 1),
-}  # fmt: skip
-PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice", "pointer", "atomic_slice")
-#: Kinds passed as (pointer, length) and given as 1-D contiguous arrays.
-SLICE_KINDS = frozenset({"slice", "disjoint_slice", "mut_slice", "atomic_slice"})
-#: Kinds whose length sizes an automatic grid (one thread per element). An
-#: `AtomicSlice` (a histogram's bins, an accumulator) does not: its size is not the work.
-OUTPUT_KINDS = frozenset({"disjoint_slice", "mut_slice"})
+SCALAR_SIZES: Mapping[str, int] = {t.name: t.size for t in _abi.SCALARS.values()}
+#: Parameter kinds in their manifest spelling (what each means: ``_abi.PARAM_KINDS``).
+PARAM_KINDS = tuple(_abi.PARAM_KINDS)
 
 
 @dataclass(frozen=True)
@@ -53,20 +38,22 @@ class ParamSpec:
 
     @property
     def is_array(self) -> bool:
-        return self.kind != "scalar"
+        return _abi.PARAM_KINDS[self.kind].is_array
+
+    @property
+    def takes_address(self) -> bool:
+        """An array parameter passed as a bare pointer (``unsafe`` kernels' ``*const T`` /
+        ``*mut T``): it also takes an ``int`` address."""
+        k = _abi.PARAM_KINDS[self.kind]
+        return k.is_array and not k.is_slice
 
     @property
     def rust_type(self) -> str:
         """How the parameter is written in Rust, for messages."""
-        t = self.type
-        return {
-            "scalar": t,
-            "slice": f"&[{t}]",
-            "disjoint_slice": f"DisjointSlice<{t}>",
-            "mut_slice": f"&mut [{t}]",
-            "atomic_slice": f"AtomicSlice<{t}>",
-            "pointer": f"*{'mut' if self.mutable else 'const'} {t}",
-        }[self.kind]
+        template = _abi.PARAM_KINDS[self.kind].rust
+        return template.replace("{mut}", "mut" if self.mutable else "const").replace(
+            "{t}", self.type
+        )
 
 
 @dataclass(frozen=True)

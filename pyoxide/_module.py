@@ -21,7 +21,7 @@ from . import _knobs
 from ._build import Echo, Profile, find_cargo_oxide
 from ._launch import GenericKernel, Kernel, kernel_class
 from ._manifest import Manifest, read_manifest
-from .errors import LoadError, PyoxideError
+from .errors import LoadError, PyoxideError, ToolchainError
 
 if TYPE_CHECKING:
     from .backends import Backend
@@ -45,7 +45,7 @@ class Module:
         generic: dict[str, list[Kernel]] = {}
         make_kernel = kernel_class()
         for spec in manifest.kernels:
-            kernel = make_kernel(spec, self)
+            kernel = make_kernel(spec, self.function)
             launchers[spec.entry] = kernel
             if spec.instance:
                 generic.setdefault(spec.name, []).append(kernel)
@@ -108,7 +108,9 @@ class Module:
 
     # --- code per device ---------------------------------------------------------
 
-    def _function(self, backend: Backend, device: int, entry: str) -> Any:
+    def function(self, backend: Backend, device: int, entry: str) -> Any:
+        """The backend's handle of ``entry`` on ``device``; the crate's code is loaded
+        there the first time."""
         key = (backend.name, device, entry)
         function = self._functions.get(key)
         if function is None:
@@ -209,12 +211,19 @@ def load_bundled() -> Module:
     An installed pyoxide loads the artifacts that ship in pyoxide/_prebuilt. A source
     checkout with a Rust toolchain builds from source instead (cached: a no-op while
     nothing changed), since a _prebuilt there may be older than the source beside it;
-    without a toolchain (a GPU machine the artifacts were carried to) it uses _prebuilt.
+    without a toolchain (a GPU machine the artifacts were carried to: no cargo-oxide, or
+    one that reports the Rust toolchain missing) it uses _prebuilt.
     """
     prebuilt = bundled_manifest_path()
     crate = bundled_crate_dir()
     if crate is not None and (prebuilt is None or _has_cargo_oxide()):
-        return load(crate)
+        try:
+            return load(crate)
+        except ToolchainError:
+            if prebuilt is None:
+                raise
+            # cargo-oxide is there (a checkout's pyoxide/_bin copy) but not the Rust
+            # toolchain it drives: a machine the artifacts were carried to.
     if prebuilt is not None:
         return load(prebuilt)
     raise LoadError(

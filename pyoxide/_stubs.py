@@ -20,9 +20,9 @@ _SCALAR_ANNOTATION = {"bool": "Bool", "f32": "Float", "f64": "Float"}
 
 
 def _annotation(param: ParamSpec) -> str:
-    if param.kind == "scalar":
+    if not param.is_array:
         return _SCALAR_ANNOTATION.get(param.type, "Int")
-    if param.kind == "pointer":
+    if param.takes_address:
         return "Array | int"
     return "Array"
 

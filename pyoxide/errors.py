@@ -20,10 +20,14 @@ that caused it as attributes, and ends its message with what to do about it::
     │   └── KernelTrapError               a kernel trapped (panic, failed bounds check)
     └── EmulatorError                     the CPU emulator failed (trap, barrier hang) or is absent
 
-Argument errors are raised before anything is launched.
+Argument errors are raised before anything is launched. Every class pickles (its
+``__reduce__`` gives back the constructor's arguments), so errors cross process
+boundaries (multiprocessing, pytest-xdist, Dask, Ray) intact.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "ArgumentError",
@@ -46,7 +50,25 @@ __all__ = [
 
 
 class PyoxideError(Exception):
-    """Root of every error pyoxide raises."""
+    """Root of every error pyoxide raises.
+
+    A subclass whose constructor takes more than the message stores its arguments in
+    ``_init`` (positional) and ``_kw`` (keywords) so that it pickles.
+    """
+
+    _init: tuple[Any, ...] | None = None
+    _kw: dict[str, Any] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        init = self._init if self._init is not None else self.args
+        if self._kw:
+            return (_rebuild, (type(self), init, self._kw), self.__dict__)
+        return (type(self), init, self.__dict__)
+
+
+def _rebuild(cls: type[PyoxideError], args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+    """Unpickle an error whose constructor takes keyword-only arguments."""
+    return cls(*args, **kw)
 
 
 class ConfigError(PyoxideError, ValueError):
@@ -56,6 +78,7 @@ class ConfigError(PyoxideError, ValueError):
         self.variable = variable
         self.value = value
         self.expected = expected
+        self._init = (variable, value, expected)
         super().__init__(
             f"{variable}={value!r} is not valid: expected {expected}. "
             f"Fix: set {variable} to one of those values or unset it."
@@ -76,6 +99,8 @@ class BuildError(PyoxideError):
         self.log = log
         self.returncode = returncode
         self.command = command or []
+        self._init = (message,)
+        self._kw = {"log": log, "returncode": returncode, "command": command}
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -127,6 +152,7 @@ class ArgumentError(PyoxideError):
         self.expected = expected
         self.got = got
         self.fix = fix
+        self._init = (kernel, param, expected, got, fix)
         where = f"{kernel}(): " if param is None else f"{kernel}(): parameter '{param}' "
         super().__init__(f"{where}expected {expected}, got {got}. Fix: {fix}")
 
@@ -144,6 +170,7 @@ class LaunchError(PyoxideError):
 
     def __init__(self, kernel: str, message: str) -> None:
         self.kernel = kernel
+        self._init = (kernel, message)
         super().__init__(message)
 
 
@@ -165,4 +192,6 @@ class EmulatorError(PyoxideError):
         self.kernel = kernel
         self.block = block
         self.thread = thread
+        self._init = (message,)
+        self._kw = {"kernel": kernel, "block": block, "thread": thread}
         super().__init__(message)

@@ -8,12 +8,13 @@ recording fake, so "nothing launched" is checked, not assumed.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers.fakes import RecordingBackend, cuda
+from helpers.fakes import RecordingBackend, cuda, fresh_ptr
 from helpers.fixtures import write_manifest
 
 import pyoxide
@@ -203,6 +204,39 @@ CASES: list[tuple[str, Callable[[Any], None], type[ArgumentError], list[str]]] =
         ["'shared_mem'"],
     ),
     ("config-one-item", lambda m: m.vecadd[5](f32(), f32(), f32()), T, ["kernel[grid, block]"]),
+    (
+        "shared-mem-negative-empty-output",  # refused even when nothing would launch
+        lambda m: m.vecadd.launch(f32(0), f32(0), f32(0), shared_mem=-1),
+        V,
+        ["'shared_mem'"],
+    ),
+    (
+        "shared-mem-over-the-block-limit",
+        lambda m: m.vecadd.launch(f32(), f32(), f32(), shared_mem=227 * 1024 + 1),
+        V,
+        ["'shared_mem'", "from 0 to 232448"],
+    ),
+    ("stream-str", lambda m: m.vecadd.launch(f32(), f32(), f32(), stream="foo"), T, ["'stream'"]),
+    (
+        "launch-keyword-misspelt",
+        lambda m: m.vecadd.launch(f32(), f32(), f32(), grdi=4),
+        T,
+        ["'grdi'", "grid, block, shared_mem, stream", "did you mean grid="],
+    ),
+    # alignment and address range (a GPU faults on a misaligned load and loses the context)
+    ("x-misaligned", saxpy(x=f32(16, ptr=fresh_ptr() + 2)), V, ["'x'", "aligned", "x.copy()"]),
+    ("x-ends-past-2**64", saxpy(x=f32(16, ptr=2**64 - 32)), V, ["'x'", "below 2**64"]),
+    (
+        "numpy-masked",
+        lambda m: m.saxpy(
+            2.0,
+            np.ma.masked_array(np.zeros(16, np.float32), mask=[1] * 16),
+            np.zeros(16, np.float32),
+            np.zeros(16, np.float32),
+        ),
+        T,
+        ["'x'", "masked", "filled"],
+    ),
     # generic dispatch
     (
         "generic-int-arrays",
@@ -278,3 +312,30 @@ def test_backend_forced_by_knob_refuses_the_other_kind(
     with pytest.raises(pyoxide.ConfigError, match="auto, cupy or emu"):
         saxpy()(mod)
     assert gpu.launches == []
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "fragment"),
+    [
+        (lambda m: m.vecadd[0, 256](f32(), f32(), f32()), V, "'grid'"),
+        (lambda m: m.vecadd.launch(f32(0), f32(0), f32(0), shared_mem=-1), V, "'shared_mem'"),
+        (lambda m: m.scale_f32(2.0, _same, _same), V, "overlapping"),
+        (lambda m: m.vecadd[1, 2048](f32(), f32(), f32()), V, "'block'"),
+    ],
+)
+def test_argument_checks_come_before_the_backend(
+    mod: pyoxide.Module, monkeypatch: pytest.MonkeyPatch, call: Any, error: Any, fragment: str
+) -> None:
+    """Without CuPy, a bad call with GPU arrays reports what is wrong with it, not that
+    CuPy cannot be imported (it would once the call is fixed)."""
+    monkeypatch.setitem(sys.modules, "cupy", None)  # unimportable
+    monkeypatch.setattr(backends, "_instances", {})
+    with pytest.raises(error, match=fragment):
+        call(mod)
+    monkeypatch.setenv("PYOXIDE_BACKEND", "cupy")
+    host = np.zeros(16, np.float32)
+    with pytest.raises(ArgumentTypeError, match="PYOXIDE_BACKEND=cupy"):
+        mod.vecadd(host, host.copy(), host.copy())
+    monkeypatch.delenv("PYOXIDE_BACKEND")
+    with pytest.raises(pyoxide.BackendUnavailableError, match="pyoxide\\[cuda\\]"):
+        mod.vecadd(f32(), f32(), f32())  # a good call gets as far as the backend

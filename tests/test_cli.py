@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from helpers import fake_cargo_oxide
 from helpers.fixtures import make_crate, write_manifest
 
+from pyoxide._abi import EXIT_MEANINGS
 from pyoxide.cli import cli
 from pyoxide.cli._exit import ExitCode
 
@@ -31,9 +32,13 @@ def crate(tmp_path: Path) -> Path:
     return make_crate(tmp_path / "kcrate")
 
 
-def test_exit_codes_are_the_documented_ones() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5]
-    assert "0 ok, 1 build failed, 2 usage error, 3 toolchain missing" in cli.epilog  # type: ignore[operator]
+def test_exit_codes_are_one_table_in_help_and_readme() -> None:
+    assert [int(c) for c in ExitCode] == list(range(7))
+    shown = " ".join((cli.epilog or "").split())
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for code, meaning in EXIT_MEANINGS.items():
+        assert f"{code} {meaning}" in shown
+        assert f"| {code} | {meaning} |" in readme
 
 
 def test_build_writes_artifacts_and_stubs(runner: CliRunner, tool: Path, crate: Path) -> None:
@@ -87,7 +92,9 @@ def test_build_usage_errors(runner: CliRunner, tool: Path, crate: Path, tmp_path
     r = runner.invoke(cli, ["build", str(crate), "--bundled"])
     assert r.exit_code == ExitCode.USAGE and "not both" in r.stderr
     r = runner.invoke(cli, ["build", str(tmp_path)])
-    assert r.exit_code == ExitCode.BUILD_FAILED and "not a Rust crate" in r.stderr
+    assert r.exit_code == ExitCode.USAGE and "not a Rust crate" in r.stderr
+    r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_70"])  # ptxas refuses it
+    assert r.exit_code == ExitCode.USAGE and "sm_NN with NN >= 75" in r.stderr
 
 
 def test_toolchain_missing(
@@ -125,9 +132,9 @@ def test_inspect(runner: CliRunner, tmp_path: Path) -> None:
     assert ".entry scale_f32(" in r.stdout and ".entry scale_f64(" in r.stdout
     assert ".entry saxpy(" not in r.stdout and "sm_80" not in r.stdout
     r = runner.invoke(cli, ["inspect", "sxapy", str(manifest)])
-    assert r.exit_code == ExitCode.USAGE and "kernels: accumulate" in r.stderr
+    assert r.exit_code == ExitCode.NOT_FOUND and "kernels: accumulate" in r.stderr
     r = runner.invoke(cli, ["inspect", "saxpy", str(manifest), "--arch", "sm_70"])
-    assert r.exit_code == ExitCode.USAGE
+    assert r.exit_code == ExitCode.NOT_FOUND
     manifest.write_text('{"schema": 7}')
     r = runner.invoke(cli, ["inspect", "saxpy", str(manifest)])
     assert r.exit_code == ExitCode.LOAD_FAILED and "newer" in r.stderr

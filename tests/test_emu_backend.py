@@ -19,7 +19,8 @@ from helpers.fixtures import REPO_DIR, write_manifest
 from helpers.probes import requires_c_compiler
 
 import pyoxide
-from pyoxide.backends import _emu_ffi, emu
+from pyoxide.backends import emu
+from pyoxide.backends.emu import _ffi as _emu_ffi
 
 pytestmark = requires_c_compiler("compiles the C emulator fixture")
 
@@ -58,11 +59,15 @@ def test_numpy_arrays_pick_the_emulator_and_a_forced_emu_backend_agrees(
         mod.vecadd(cuda(8), cuda(8), cuda(8))
 
 
-def test_stream_is_ignored_on_the_host(mod: pyoxide.Module) -> None:
+def test_stream_is_ignored_on_the_host_but_checked(mod: pyoxide.Module) -> None:
     a = np.ones(40, np.float32)
     c = np.zeros(40, np.float32)
-    mod.vecadd[1, 64, 0, object()](a, a, c)
+    mod.vecadd[1, 64, 0, 7](a, a, c)  # a raw handle: meaningless on the host
     assert (c == 2).all()
+    # What no GPU would take is refused here too, so NumPy-tested code runs on GPU arrays.
+    for bad in ("foo", -1, 1.5, object()):
+        with pytest.raises(pyoxide.ArgumentTypeError, match="parameter 'stream'"):
+            mod.vecadd.launch(a, a, c, stream=bad)
 
 
 def test_the_gil_is_released_while_a_kernel_runs(mod: pyoxide.Module) -> None:
@@ -178,7 +183,7 @@ def test_an_unknown_status_is_an_emulator_error(mod: pyoxide.Module) -> None:
 def test_wrong_word_count_is_reported_by_the_library(mod: pyoxide.Module) -> None:
     # The launcher always sends the manifest's words; call the entry directly to see the
     # library's own check come back as a bad launch.
-    entry = mod._function(emu.EmuBackend(), 0, "vecadd")
+    entry = mod.function(emu.EmuBackend(), 0, "vecadd")
     outcome = entry((1, 1, 1), (1, 1, 1), 0, [0, 0])
     assert outcome.status == _emu_ffi.STATUS_BAD_LAUNCH
     assert outcome.message == "expected 6 argument words, got 2"

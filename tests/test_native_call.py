@@ -2,7 +2,8 @@
 the driver: a kernel's compiled ``__call__`` (pyoxide._native.KernelBase, no Python frame
 before the launcher), the current stream from CuPy's C function (a capsule in
 ``cupy.cuda.stream.__pyx_capi__``) or from the Python call, and the ``_last_kernel``
-bookkeeping. tests/test_native_launcher.py covers the launcher's checks and packing."""
+bookkeeping. tests/test_fast_path.py holds the launcher's checks and packing to the
+general path's."""
 
 from __future__ import annotations
 
@@ -20,11 +21,10 @@ from helpers.fake_launch import _CTX, _LAUNCH, FakeDriver, FakeNdarray, install_
 from helpers.fixtures import write_manifest
 
 import pyoxide
+import pyoxide._native as pyoxide_native
 from pyoxide import _launch
-from pyoxide.backends import cupy_native
+from pyoxide.backends.cupy import _native as cupy_native
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError
-
-pyoxide_native = pytest.importorskip("pyoxide._native")
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_errors_of_the_fast_launcher_propagate(mod) -> None:
 
 
 def test_a_fast_launcher_that_refers_back_is_collected(mod) -> None:
-    kernel = _launch.kernel_class()(mod.vecadd.spec, mod)
+    kernel = _launch.kernel_class()(mod.vecadd.spec, mod.function)
     kernel._fast = lambda args, cfg, k=kernel: False  # a cycle through the native slot
     alive = weakref.ref(kernel)
     del kernel
@@ -127,19 +127,16 @@ def test_a_fast_launcher_that_refers_back_is_collected(mod) -> None:
     assert alive() is None
 
 
-def test_without_the_module_kernels_are_plain_python(driver, tmp_path, monkeypatch) -> None:
+def test_without_the_module_kernels_are_plain_python(driver, fake, tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pyoxide._native", None)  # unimportable
     monkeypatch.setattr(_launch, "_native_classes", None)
     mod = pyoxide.load(write_manifest(tmp_path))
     assert type(mod.vecadd) is pyoxide.Kernel
-    launched: list[Any] = []
-    import cupy
-
-    cupy.cuda.driver.launchKernel = lambda *a: launched.append(a)
     a, b, c = arrays()
     mod.vecadd(a, b, c)
     mod.vecadd(a, b, c)
-    assert len(launched) == 1 and driver.launches == []
+    assert mod.vecadd._fast is None  # no compiled launcher: every call is a general one
+    assert driver.launches == [] and len(fake.launches) == 2
     with pytest.raises(ArgumentTypeError, match="keyword"):
         mod.vecadd(a, b, c=c)
 

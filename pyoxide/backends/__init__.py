@@ -60,15 +60,24 @@ class Backend(Protocol):
         shared_mem: int,
         stream: Any,
         producer_streams: Sequence[int],
+        device: int = 0,
     ) -> None:
-        """Launch. ``args`` is the flat ABI list (NumPy scalars; slices as ptr, len)."""
+        """Launch on ``device`` (made current for the launch when it is not).
+        ``args`` is the flat ABI list (NumPy scalars; slices as ptr, len)."""
         ...
 
     def fast_launcher(
-        self, spec: KernelSpec, function: Any, device: int, default_block: int
+        self,
+        spec: KernelSpec,
+        function: Any,
+        device: int,
+        grid_param: int | None,
+        default_block: int,
     ) -> Callable[[Sequence[Any], Any], bool] | None:
-        """After a successful launch: a specialised launcher for repeat calls of the same
-        shape (it returns False for anything it does not handle), or None."""
+        """After a successful launch: a compiled launcher for repeat calls of the same
+        shape (it returns False for anything it does not handle), or None. A plain call
+        it takes gets the grid that ``_config.launch_config`` would give it: one thread
+        per element of parameter ``grid_param``, in blocks of ``default_block``."""
         ...
 
 
@@ -108,6 +117,7 @@ def override(name: str, backend: Backend) -> Iterator[Backend]:
             _overrides[name] = previous
 
 
+_ARRAY_KIND = {"cupy": GPU, "emu": HOST}
 _FIX_FOR = {
     GPU: "copy it to the GPU with cupy.asarray(x)",
     HOST: "copy it to the host with cupy.asnumpy(x) (or tensor.cpu())",
@@ -135,15 +145,17 @@ def select(kernel: str, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> Backen
     choice = _knobs.backend()
     if choice == "auto":
         return get("emu" if kind == HOST else "cupy")
-    backend = get(choice)
-    if kind is not None and kind != backend.array_kind:
+    # Checked before the backend is made: a forced cupy refuses NumPy arrays even where
+    # CuPy cannot be imported.
+    array_kind = _ARRAY_KIND[choice]
+    if kind is not None and kind != array_kind:
         p, v = arrays[0]
-        where = "GPU" if backend.array_kind == GPU else "host"
+        where = "GPU" if array_kind == GPU else "host"
         raise ArgumentTypeError(
             kernel,
             p.name,
             f"a {where} array (PYOXIDE_BACKEND={choice})",
             v.describe(),
-            f"{_FIX_FOR[backend.array_kind]}, or unset PYOXIDE_BACKEND",
+            f"{_FIX_FOR[array_kind]}, or unset PYOXIDE_BACKEND",
         )
-    return backend
+    return get(choice)

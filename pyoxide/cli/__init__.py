@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ._exit import help_text
 from .build import build_command
 from .doctor import doctor_command
 from .inspect import inspect_command
@@ -15,8 +16,7 @@ __all__ = ["cli", "main"]
 
 @click.group(
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Exit codes: 0 ok, 1 build failed, 2 usage error, 3 toolchain missing, "
-    "4 manifest or artifacts unusable, 5 other pyoxide error.",
+    epilog=help_text(),
 )
 @click.version_option(package_name="pyoxide", prog_name="pyoxide")
 def cli() -> None:

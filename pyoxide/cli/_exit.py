@@ -1,23 +1,22 @@
-"""Exit codes of the ``pyoxide`` command, and the one place errors become them."""
+"""Exit codes of the ``pyoxide`` command (oxide-abi's table, shared with ``cargo oxide``),
+and the one place errors become them."""
 
 from __future__ import annotations
 
 import contextlib
-import enum
 from collections.abc import Iterator
 
 import click
 
+from .._abi import EXIT_MEANINGS, ExitCode
 from ..errors import BuildError, LoadError, PyoxideError, ScaffoldError, ToolchainError
 
+__all__ = ["ExitCode", "code_for", "help_text", "not_found", "reporting_errors", "usage_error"]
 
-class ExitCode(enum.IntEnum):
-    OK = 0
-    BUILD_FAILED = 1  # cargo oxide build failed (rustc, link step, ptxas)
-    USAGE = 2  # bad command line (click's own code for usage errors too)
-    TOOLCHAIN_MISSING = 3  # cargo-oxide or a tool it needs is missing
-    LOAD_FAILED = 4  # manifest malformed/newer, artifacts missing or changed
-    ERROR = 5  # any other pyoxide error
+
+def help_text() -> str:
+    """The table, as ``--help`` and the README show it."""
+    return "Exit codes: " + ", ".join(f"{c} {m}" for c, m in EXIT_MEANINGS.items()) + "."
 
 
 def code_for(error: PyoxideError) -> ExitCode:
@@ -47,3 +46,8 @@ def reporting_errors() -> Iterator[None]:
 def usage_error(message: str) -> click.exceptions.Exit:
     click.echo(f"error: {message}", err=True)
     return click.exceptions.Exit(int(ExitCode.USAGE))
+
+
+def not_found(message: str) -> click.exceptions.Exit:
+    click.echo(f"error: {message}", err=True)
+    return click.exceptions.Exit(int(ExitCode.NOT_FOUND))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .._build import build
+from .._abi import MIN_ARCH
+from .._build import build, crate_manifest
 from .._manifest import read_manifest
 from .._module import BUNDLED_CRATE, bundled_crate_dir
 from .._stubs import write_stub
@@ -19,9 +20,12 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 def _archs(values: tuple[str, ...]) -> list[str] | None:
     archs = [a.strip() for v in values for a in v.split(",") if a.strip()]
     for a in archs:
-        if not a.startswith("sm_") or not a[3:].rstrip("af").isdigit():
+        digits = a[3:].rstrip("af") if a.startswith("sm_") else ""
+        if not digits.isdigit() or int(digits) < MIN_ARCH:
             raise click.BadParameter(
-                f"{a!r} is not an architecture like sm_90", param_hint="--arch"
+                f"{a!r} is not an architecture pyoxide builds for: sm_NN with NN >= "
+                f"{MIN_ARCH} (ptxas refuses older ones), e.g. sm_80,sm_90",
+                param_hint="--arch",
             )
     return archs or None
 
@@ -77,6 +81,10 @@ def build_command(
         out_dir = out_dir or _PACKAGE_DIR / "_prebuilt"
         # Typed `from pyoxide import kernels` for editors and mypy.
         stub_module = stub_module or _PACKAGE_DIR / "kernels.pyi"
+    try:
+        crate_manifest(path or Path.cwd())
+    except BuildError as e:
+        raise usage_error(str(e)) from None
     with reporting_errors():
         try:
             result = build(

@@ -98,7 +98,7 @@ def _print_python_side(report: dict[str, Any]) -> None:
     if not cupy["available"]:
         click.echo(
             f"cupy: not available ({cupy['reason']}); GPU launches need "
-            "pip install 'pyoxide[cuda12]'"
+            "pip install 'pyoxide[cuda]' (CUDA 13 drivers) or 'pyoxide[cuda12]'"
         )
     else:
         click.echo(f"cupy: {cupy['version']}, driver {cupy.get('driver', '?')}")

@@ -7,18 +7,11 @@ from pathlib import Path
 
 import click
 
+from .._abi import PARAM_KINDS
 from .._manifest import KernelSpec, Manifest
 from .._module import Module, load, load_bundled
 from .._stubs import _annotation
-from ._exit import reporting_errors, usage_error
-
-_ABI = {
-    "scalar": "value",
-    "slice": "pointer, length (u64)",
-    "disjoint_slice": "pointer, length (u64)",
-    "mut_slice": "pointer, length (u64)",
-    "pointer": "pointer",
-}
+from ._exit import not_found, reporting_errors
 
 
 def entry_ptx(ptx: str, entry: str) -> str | None:
@@ -41,7 +34,7 @@ def _describe(spec: KernelSpec, manifest: Manifest, arch: str | None, show_ptx: 
     py = ", ".join(f"{p.name}: {_annotation(p)}" for p in spec.params)
     click.echo(f"  python:  {spec.entry}({py})")
     for p in spec.params:
-        click.echo(f"    {p.name:<12} {p.rust_type:<24} ABI: {_ABI[p.kind]}")
+        click.echo(f"    {p.name:<12} {p.rust_type:<24} ABI: {PARAM_KINDS[p.kind].abi}")
     if spec.launch_bounds:
         lb = spec.launch_bounds
         click.echo(f"  launch bounds: max {lb.max_threads} threads, min blocks {lb.min_blocks}")
@@ -75,8 +68,8 @@ def inspect_command(kernel: str, path: Path | None, arch: str | None, show_ptx: 
         specs = [k for k in manifest.kernels if kernel in (k.name, k.entry)]
         if not specs:
             names = ", ".join(sorted({k.entry for k in manifest.kernels})) or "none"
-            raise usage_error(f"{manifest.crate_name} has no kernel '{kernel}' (kernels: {names})")
+            raise not_found(f"{manifest.crate_name} has no kernel '{kernel}' (kernels: {names})")
         if arch is not None and arch not in manifest.archs:
-            raise usage_error(f"no {arch} PTX in the manifest (have: {', '.join(manifest.archs)})")
+            raise not_found(f"no {arch} PTX in the manifest (have: {', '.join(manifest.archs)})")
         for spec in specs:
             _describe(spec, manifest, arch, show_ptx)

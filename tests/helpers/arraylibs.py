@@ -85,9 +85,39 @@ def array_lib(name: str) -> Any:
     return pytest.param(ArrayLib(name), id=name, marks=marks)
 
 
-def rel_err(got: Any, ref: Any) -> float:
-    """‖got − ref‖ / ‖ref‖ in float64, after checking no poisoned (NaN) element is left."""
+def rel_err(got: Any, ref: Any, scale: Any = None) -> float:
+    """‖got − ref‖ / ‖ref‖ in float64, after checking no poisoned (NaN) element is left.
+
+    With `scale` (an array): ‖got − ref‖ over the larger of ‖ref‖ and ‖scale‖, the size of
+    the terms the kernel combined. Where terms cancel (a*x + y near 0, relu of a small
+    polynomial) float32 rounding is a fraction of the terms, not of the tiny result."""
     got = np.asarray(got, dtype=np.float64)
     assert np.isfinite(got).all(), "an output element was not written (NaN poison left)"
     ref = np.asarray(ref, dtype=np.float64)
-    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
+    size = np.linalg.norm(ref)
+    if scale is not None:
+        size = max(size, np.linalg.norm(np.asarray(scale, dtype=np.float64)))
+    return float(np.linalg.norm(got - ref) / max(size, 1e-300))
+
+
+def tol(dtype: Any, *, compound: bool = False) -> float:
+    """The one tolerance policy of the kernel suite, for `rel_err` against float64:
+    about 8 units of roundoff of `dtype` for elementwise work and sums; ten times that
+    for compound work (matrix products, softmax, transcendental activations)."""
+    eps = float(np.finfo(np.dtype(dtype)).eps)
+    return 8 * eps * (10 if compound else 1)
+
+
+def sizes(*fixed: int) -> list[int]:
+    """Problem sizes: the fixed ones plus 3001 (a prime: no block size divides it).
+    Fixed, not drawn, so that every array library and every run collects the same tests
+    (`pytest --collect-only --backend emu` and `--backend cupy` list the same); the data
+    is drawn afresh."""
+    return [*fixed, 3001]
+
+
+def skip_on_emu(reason: str) -> pytest.MarkDecorator:
+    """Mark a kernel test that cannot run on the CPU emulator; it is still collected for
+    every library (the emu and GPU collections list the same tests) and skipped, with
+    `reason`, only where `lib` is the emulator (tests/kernels/conftest.py)."""
+    return pytest.mark.skip_on_emu(reason=reason)

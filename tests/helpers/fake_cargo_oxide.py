@@ -111,7 +111,12 @@ def main(argv: list[str]) -> int:
     if "--json" in args:
         print(
             json.dumps(
-                {"manifest": str(manifest), "crate": value["crate"]["name"], "artifacts": artifacts}
+                {
+                    "manifest": str(manifest),
+                    "crate": value["crate"]["name"],
+                    "artifacts": artifacts,
+                    "emulator": None,
+                }
             )
         )
     return 0

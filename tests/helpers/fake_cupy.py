@@ -1,7 +1,7 @@
 """A stand-in ``cupy`` module with the API surface pyoxide's CuPy backend uses.
 
 It mirrors CuPy's names and signatures (cuda.function.Module.load/get_function,
-Function(grid, block, args, shared_mem=, stream=), Device, Stream, ExternalStream,
+Function(grid, block, args, shared_mem=, stream=), Device, Stream,
 Event, runtime, driver) and records every call, so the backend's logic (arch
 selection, error mapping, streams) is tested on a machine without CUDA.
 """
@@ -67,6 +67,14 @@ class FakeCuda:
 
         runtime.pointerGetAttributes = pointer_attributes  # type: ignore[attr-defined]
 
+        def stream_synchronize(ptr: int) -> None:
+            fake.syncs += 1
+            if fake.sync_error:
+                raise CUDADriverError(fake.sync_error)
+
+        runtime.streamSynchronize = stream_synchronize  # type: ignore[attr-defined]
+        runtime.streamWaitEvent = lambda s, e: fake.waits.append(events[e].recorded_on)  # type: ignore[attr-defined]
+
         driver.CUDADriverError = CUDADriverError  # type: ignore[attr-defined]
         driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # type: ignore[attr-defined]
         driver.funcSetAttribute = lambda f, a, v: fake.attributes.append((f, a, v))  # type: ignore[attr-defined]
@@ -95,13 +103,13 @@ class FakeCuda:
             def wait_event(self, event: Any) -> None:
                 fake.waits.append(event.recorded_on)
 
-        class ExternalStream(Stream):
-            def __init__(self, ptr: int) -> None:
-                super().__init__(ptr=ptr)
+        events: dict[int, Any] = {}
 
         class Event:
             def __init__(self, disable_timing: bool = False) -> None:
                 self.recorded_on: int | None = None
+                self.ptr = id(self)
+                events[self.ptr] = self
 
             def record(self, stream: Any = None) -> None:
                 self.recorded_on = stream.ptr
@@ -143,7 +151,6 @@ class FakeCuda:
 
         cuda.Device = Device  # type: ignore[attr-defined]
         cuda.Stream = Stream  # type: ignore[attr-defined]
-        cuda.ExternalStream = ExternalStream  # type: ignore[attr-defined]
         cuda.Event = Event  # type: ignore[attr-defined]
         cuda.get_current_stream = lambda: current_stream  # type: ignore[attr-defined]
         if fake.stream_capsule:
@@ -178,7 +185,7 @@ def install(monkeypatch: Any, fake: FakeCuda) -> types.ModuleType:
     the real driver. tests/test_native_launcher.py switches it back on with fake entry
     points."""
     from pyoxide import backends
-    from pyoxide.backends import cupy_native
+    from pyoxide.backends.cupy import _native as cupy_native
 
     cp = fake.module()
     monkeypatch.setitem(sys.modules, "cupy", cp)

@@ -83,7 +83,7 @@ class FakeDriver:
 def install_native(monkeypatch: Any, fake: FakeCuda) -> tuple[Any, FakeDriver]:
     """Install `fake` as ``cupy`` (with FakeNdarray as its ndarray) and switch the native
     launcher on with a FakeDriver's entry points; returns the fake module and the driver."""
-    from pyoxide.backends import cupy_native
+    from pyoxide.backends.cupy import _native as cupy_native
 
     cp = fake_cupy.install(monkeypatch, fake)
     cp.ndarray = FakeNdarray  # type: ignore[attr-defined]

@@ -81,6 +81,7 @@ class Launch:
     shared_mem: int
     stream: Any
     producer_streams: list[int]
+    device: int = 0
 
 
 @dataclass
@@ -109,7 +110,9 @@ class RecordingBackend:
     def get_function(self, module: Any, entry: str) -> Any:
         return (module, entry)
 
-    def fast_launcher(self, spec: Any, function: Any, device: int, default_block: int) -> None:
+    def fast_launcher(
+        self, spec: Any, function: Any, device: int, grid_param: int | None, default_block: int
+    ) -> None:
         return None  # every recorded launch goes through `launch`
 
     def launch(self, function: Any, **kw: Any) -> None:

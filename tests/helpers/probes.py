@@ -26,6 +26,20 @@ def requires_gpu(reason: str) -> pytest.MarkDecorator:
 
 
 @functools.cache
+def _cuda_device_count() -> int:
+    if not _cuda_device_present():
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def requires_gpus(n: int, reason: str) -> pytest.MarkDecorator:
+    """Skip unless CuPy sees at least `n` CUDA devices."""
+    return pytest.mark.skipif(_cuda_device_count() < n, reason=f"needs {n} CUDA devices: {reason}")
+
+
+@functools.cache
 def _c_compiler() -> str | None:
     import shutil
 

@@ -1,5 +1,7 @@
 """The kernel suite runs every test once per array library chosen by `--backend`
-(tests/conftest.py): `lib` is a helpers.arraylibs.ArrayLib."""
+(tests/conftest.py): `lib` is a helpers.arraylibs.ArrayLib. A test marked with
+helpers.arraylibs.skip_on_emu("reason") is collected for every library and skipped on
+the emulator only."""
 
 from __future__ import annotations
 
@@ -22,3 +24,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "lib" in metafunc.fixturenames:
         names = CHOICES[metafunc.config.getoption("backend")]
         metafunc.parametrize("lib", [array_lib(n) for n in names], scope="module")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    mark = item.get_closest_marker("skip_on_emu")
+    callspec = getattr(item, "callspec", None)
+    if mark is not None and callspec is not None and callspec.params["lib"].name == "emu":
+        pytest.skip(f"not on the emulator: {mark.kwargs['reason']}")

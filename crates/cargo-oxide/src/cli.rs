@@ -5,21 +5,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-const EXIT_CODES: &str = "\
-Exit codes:
-  0  success
-  1  the build failed (rustc, link step or ptxas errors are printed above)
-  2  bad command line
-  3  a toolchain piece is missing (the message names it and its install command)
-  4  inspect: no such kernel or architecture in the manifest";
-
 #[derive(Parser, Debug)]
 #[command(
     name = "cargo oxide",
     bin_name = "cargo oxide",
     version,
     about = "Build Rust #[kernel] crates to PTX with stock rustc, and inspect the result",
-    after_help = EXIT_CODES
+    after_help = crate::exit::help_text()
 )]
 pub struct Cli {
     #[command(subcommand)]

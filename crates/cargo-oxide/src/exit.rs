@@ -1,12 +1,31 @@
-//! Exit codes of `cargo oxide`, documented in its `--help` and in the README.
+//! Exit codes of `cargo oxide`: oxide-abi's table, shared with `pyoxide`, documented in
+//! `--help` and in the README.
 
-/// Success.
-pub const OK: i32 = 0;
-/// The build failed: rustc, the link step or ptxas reported errors (printed above).
-pub const BUILD_FAILED: i32 = 1;
-/// Bad command line (clap's own code for usage errors).
-pub const USAGE: i32 = 2;
-/// A toolchain piece is missing; the message names it and the command that installs it.
-pub const TOOLCHAIN_MISSING: i32 = 3;
-/// `inspect` was asked for something the manifest does not have.
-pub const NOT_FOUND: i32 = 4;
+use std::fmt;
+
+pub use oxide_abi::exit::{
+    BUILD_FAILED, LOAD_FAILED, NOT_FOUND, OK, TOOLCHAIN_MISSING, USAGE, help_text,
+};
+
+/// Context that gives an error its exit code (an error without one is BUILD_FAILED).
+/// `commands::report` leaves it out of the printed cause chain.
+#[derive(Debug, Clone, Copy)]
+pub struct Code(pub i32);
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "exit code {}", self.0)
+    }
+}
+
+impl std::error::Error for Code {}
+
+/// Mark `r`'s error as ending the command with `code`.
+pub fn coded<T>(r: anyhow::Result<T>, code: i32) -> anyhow::Result<T> {
+    r.map_err(|e| e.context(Code(code)))
+}
+
+/// The exit code an error ends the command with.
+pub fn code_of(err: &anyhow::Error) -> i32 {
+    err.downcast_ref::<Code>().map_or(BUILD_FAILED, |c| c.0)
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use oxide_abi::limits::MIN_SM;
+use oxide_abi::limits::MIN_ARCH;
 use oxide_abi::manifest::KernelResources;
 
 use crate::toolchain::Ptxas;
@@ -18,15 +18,15 @@ pub fn parse_arch(arch: &str) -> Result<u32> {
         .map(|s| s.trim_end_matches(['a', 'f']))
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
     match digits.and_then(|d| d.parse::<u32>().ok()) {
-        Some(n) if n >= MIN_SM => Ok(n),
+        Some(n) if n >= MIN_ARCH => Ok(n),
         Some(n) => bail!(
             "`{arch}` (sm_{n}) is older than the GPUs pyoxide builds for: the ptxas it uses \
-             (CUDA 13) supports sm_{MIN_SM} (Turing) and later. Use sm_{MIN_SM} … sm_120, \
+             (CUDA 13) supports sm_{MIN_ARCH} (Turing) and later. Use sm_{MIN_ARCH} … sm_120, \
              e.g. --arch sm_80,sm_90"
         ),
         None => bail!(
             "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with \
-             NN ≥ {MIN_SM}, e.g. --arch sm_80,sm_90"
+             NN ≥ {MIN_ARCH}, e.g. --arch sm_80,sm_90"
         ),
     }
 }

@@ -237,13 +237,18 @@ fn a_missing_toolchain_piece_is_named_with_its_install_command() {
 #[test]
 fn bad_architectures_are_refused_before_building() {
     let dir = fixture_copy();
+    // A bad --arch is a usage error (oxide-abi's exit table), whatever the toolchain.
     let out = cargo_oxide(dir.path(), &["build", "--arch", "sm_80,compute_90"], &[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("`compute_90` is not a GPU architecture"),
         "{}",
         stderr(&out)
     );
+    // Older than ptxas builds for: refused up front, not after a build.
+    let out = cargo_oxide(dir.path(), &["build", "--arch", "sm_70"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("NN ≥ 75"), "{}", stderr(&out));
     let out = cargo_oxide(dir.path(), &["build", "--no-such-flag"], &[]);
     assert_eq!(out.status.code(), Some(2));
 }

@@ -9,6 +9,7 @@
 #![cfg_attr(not(feature = "serde"), no_std)]
 
 pub mod emu;
+pub mod exit;
 pub mod limits;
 pub mod names;
 pub mod types;
@@ -17,6 +18,10 @@ pub mod types;
 pub mod descriptor;
 #[cfg(feature = "serde")]
 pub mod manifest;
+#[cfg(feature = "serde")]
+pub mod python;
+#[cfg(feature = "serde")]
+pub mod report;
 
 pub use types::{ParamKind, ScalarType};
 

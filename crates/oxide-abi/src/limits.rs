@@ -1,18 +1,25 @@
-//! CUDA's limits that pyoxide checks in more than one place (the `#[kernel]` macro, the
-//! emulator), for every architecture pyoxide builds for (sm_75 and later).
+//! CUDA limits a launch is checked against before it reaches a backend, and the
+//! architectures pyoxide builds for. The emulator enforces the same ones, so a launch
+//! refused on the GPU is refused on NumPy arrays too.
 
-/// Threads in a block (`maxThreadsPerBlock`); the most `#[launch_bounds]` may ask for.
-pub const MAX_BLOCK_THREADS: u32 = 1024;
-/// Block dimensions (x, y, z).
+/// Threads in one block (every architecture pyoxide builds for).
+pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+/// Largest block dimension, per axis (x, y, z).
 pub const MAX_BLOCK_DIM: [u32; 3] = [1024, 1024, 64];
-/// Grid dimensions (x, y, z).
-pub const MAX_GRID_DIM: [u32; 3] = [u32::MAX >> 1, 65535, 65535];
-/// Dynamic shared memory of one block, in bytes, on the largest part (227 KiB on
-/// sm_90); a launch beyond it fails on every GPU.
-pub const MAX_DYNAMIC_SHARED_BYTES: u64 = 227 * 1024;
-/// Local memory of one thread, in bytes (what ptxas accepts for a stack frame).
+/// Largest grid dimension, per axis (x, y, z).
+pub const MAX_GRID_DIM: [u32; 3] = [(1 << 31) - 1, 65535, 65535];
+/// Dynamic shared memory a launch may ask for without opting in through
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+pub const DEFAULT_DYNAMIC_SHARED_BYTES: u32 = 48 * 1024;
+/// The most dynamic shared memory one block can have on any architecture pyoxide builds
+/// for, after opting in (227 KiB on sm_90 and sm_100; a smaller device refuses more at
+/// launch). The emulator gives each block this much.
+pub const MAX_DYNAMIC_SHARED_BYTES: u32 = 227 * 1024;
+/// Bytes the launch ABI can describe in one slice (its length word is a u64 element
+/// count, but device code indexes with isize).
+pub const MAX_SLICE_BYTES: u64 = (1 << 63) - 1;
+/// The oldest architecture pyoxide builds for: ptxas of CUDA 13 refuses anything older.
+pub const MIN_ARCH: u32 = 75;
+/// Local memory of one thread, in bytes (what ptxas accepts for a stack frame); the
+/// emulator's thread stacks have room for it.
 pub const MAX_LOCAL_BYTES_PER_THREAD: u64 = 512 * 1024;
-
-/// The oldest architecture pyoxide builds for (`sm_75`, Turing): what the ptxas of
-/// CUDA 13 still accepts.
-pub const MIN_SM: u32 = 75;

@@ -60,6 +60,35 @@ impl ScalarType {
         }
     }
 
+    /// What kind of number it is: `'i'` signed, `'u'` unsigned, `'f'` float, `'b'` bool
+    /// (NumPy's dtype kind letters).
+    pub const fn class(self) -> char {
+        match self {
+            ScalarType::I8
+            | ScalarType::I16
+            | ScalarType::I32
+            | ScalarType::I64
+            | ScalarType::Isize => 'i',
+            ScalarType::U8
+            | ScalarType::U16
+            | ScalarType::U32
+            | ScalarType::U64
+            | ScalarType::Usize => 'u',
+            ScalarType::F32 | ScalarType::F64 => 'f',
+            ScalarType::Bool => 'b',
+        }
+    }
+
+    /// The smallest and largest value of an integer type (None for floats and bool).
+    pub const fn int_range(self) -> Option<(i128, i128)> {
+        let bits = 8 * self.size() as u32;
+        match self.class() {
+            'i' => Some((-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)),
+            'u' => Some((0, (1i128 << bits) - 1)),
+            _ => None,
+        }
+    }
+
     pub fn from_rust_name(name: &str) -> Option<ScalarType> {
         ScalarType::ALL.into_iter().find(|t| t.rust_name() == name)
     }
@@ -102,6 +131,69 @@ pub enum ParamKind {
 }
 
 impl ParamKind {
+    pub const ALL: [ParamKind; 6] = [
+        ParamKind::Scalar,
+        ParamKind::Slice,
+        ParamKind::DisjointSlice,
+        ParamKind::MutSlice,
+        ParamKind::Pointer,
+        ParamKind::AtomicSlice,
+    ];
+
+    /// The manifest spelling.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ParamKind::Scalar => "scalar",
+            ParamKind::Slice => "slice",
+            ParamKind::DisjointSlice => "disjoint_slice",
+            ParamKind::MutSlice => "mut_slice",
+            ParamKind::Pointer => "pointer",
+            ParamKind::AtomicSlice => "atomic_slice",
+        }
+    }
+
+    /// How the parameter is written in Rust: `{t}` stands for the element type and
+    /// `{mut}` for `mut` or `const`.
+    pub const fn rust_template(self) -> &'static str {
+        match self {
+            ParamKind::Scalar => "{t}",
+            ParamKind::Slice => "&[{t}]",
+            ParamKind::DisjointSlice => "DisjointSlice<{t}>",
+            ParamKind::MutSlice => "&mut [{t}]",
+            ParamKind::Pointer => "*{mut} {t}",
+            ParamKind::AtomicSlice => "AtomicSlice<{t}>",
+        }
+    }
+
+    /// The words it is passed as, for people (`pyoxide inspect`).
+    pub const fn abi_text(self) -> &'static str {
+        match self {
+            ParamKind::Scalar => "value",
+            ParamKind::Pointer => "pointer",
+            _ => "pointer, length (u64)",
+        }
+    }
+
+    /// Passed as (pointer, length) and given as a 1-D contiguous array.
+    pub const fn is_slice(self) -> bool {
+        self.abi_words() == 2
+    }
+
+    /// Whether the kernel may write through it whatever the declaration says (slices
+    /// that are mutable by kind; a pointer's mutability is its own).
+    pub const fn always_mutable(self) -> bool {
+        matches!(
+            self,
+            ParamKind::DisjointSlice | ParamKind::MutSlice | ParamKind::AtomicSlice
+        )
+    }
+
+    /// Whether its length is the amount of work: one thread per element sizes an
+    /// automatic grid. An `AtomicSlice` (a histogram's bins) does not.
+    pub const fn sizes_grid(self) -> bool {
+        matches!(self, ParamKind::DisjointSlice | ParamKind::MutSlice)
+    }
+
     /// Number of 8-byte-or-smaller words the parameter occupies at the launch ABI.
     pub const fn abi_words(self) -> usize {
         match self {

@@ -535,7 +535,7 @@ fn check_launch_bounds(lb: LaunchBoundsSyntax, errors: &mut Errors) -> Option<La
             Ok(v) => Some(v),
         };
     let max_threads = positive(&lb.max_threads, "max_threads", errors);
-    let limit = oxide_abi::limits::MAX_BLOCK_THREADS;
+    let limit = oxide_abi::limits::MAX_THREADS_PER_BLOCK;
     let max_threads = match max_threads {
         Some(v) if v > limit => {
             errors.push(

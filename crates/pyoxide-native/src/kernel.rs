@@ -17,14 +17,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::{Launcher, parse_config};
+use crate::launcher::{Launcher, parse_config};
 
 /// The fast launcher a kernel holds (`kernel._fast`).
 enum Fast {
     None,
     /// The native launcher, called without going through Python.
     Native(Py<Launcher>),
-    /// Any other `fast(args, cfg) -> bool` (the generated Python fast path).
+    /// Any other `fast(args, cfg) -> bool` (a stand-in in tests).
     Python(Py<PyAny>),
 }
 

@@ -1,10 +1,13 @@
 //! A kernel's parameters: where each one sits in the PTX parameter buffer, which Python
 //! values the fast path accepts for it, and how they are packed.
 //!
-//! The rules are those of pyoxide/backends/cupy_fast.py, which the general path backs:
-//! anything not certainly fine is declined (the caller returns False), never refused.
+//! The rules are a subset of pyoxide/_args.py (the one statement of them), which the
+//! general path applies: anything not certainly fine is declined (the caller returns
+//! False), never refused. tests/test_fast_path.py holds both to the same table.
 
 use std::ffi::c_ulong;
+
+use oxide_abi::ScalarType;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -141,7 +144,9 @@ impl Layout {
         }
         for (p, a) in self.params.iter().zip(args.iter_borrowed()) {
             let ok = match &p.kind {
-                Kind::Array { dtype, .. } => match array(names, ndarray, dtype, device, &a) {
+                Kind::Array {
+                    dtype, itemsize, ..
+                } => match array(names, ndarray, dtype, *itemsize, device, &a) {
                     Some((ptr, len)) => {
                         put(buf, p.offset, &ptr.to_ne_bytes());
                         put(buf, p.offset + 8, &len.to_ne_bytes());
@@ -214,44 +219,37 @@ impl Layout {
     }
 }
 
+/// A scalar parameter's kind, from oxide-abi's table (size, class, range).
 fn scalar_kind(ty: &str) -> PyResult<Kind> {
-    let signed = |bytes: usize| {
-        let bits = 8 * bytes as u32 - 1;
-        Kind::Signed {
+    let Some(t) = ScalarType::from_rust_name(ty) else {
+        return Err(PyValueError::new_err(format!("unknown scalar type {ty:?}")));
+    };
+    let bytes = t.size();
+    Ok(match (t, t.int_range()) {
+        (ScalarType::F32, _) => Kind::F32,
+        (ScalarType::F64, _) => Kind::F64,
+        (ScalarType::Bool, _) => Kind::Bool,
+        (_, Some((lo, hi))) if lo < 0 => Kind::Signed {
             bytes,
-            lo: i64::MIN >> (63 - bits),
-            hi: i64::MAX >> (63 - bits),
-        }
-    };
-    let unsigned = |bytes: usize| Kind::Unsigned {
-        bytes,
-        hi: u64::MAX >> (64 - 8 * bytes as u32),
-    };
-    Ok(match ty {
-        "f32" => Kind::F32,
-        "f64" => Kind::F64,
-        "bool" => Kind::Bool,
-        "i8" => signed(1),
-        "i16" => signed(2),
-        "i32" => signed(4),
-        "i64" | "isize" => signed(8),
-        "u8" => unsigned(1),
-        "u16" => unsigned(2),
-        "u32" => unsigned(4),
-        "u64" | "usize" => unsigned(8),
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown scalar type {other:?}"
-            )));
-        }
+            lo: lo as i64,
+            hi: hi as i64,
+        },
+        (_, Some((_, hi))) => Kind::Unsigned {
+            bytes,
+            hi: hi as u64,
+        },
+        (_, None) => unreachable!("every non-float, non-bool scalar type has a range"),
     })
 }
 
-/// (pointer, length) of a plain 1-D C-contiguous `cupy.ndarray` of `dtype` on `device`.
+/// (pointer, length) of a plain 1-D C-contiguous `cupy.ndarray` of `dtype` on `device`,
+/// aligned to its `itemsize` and ending below 2**64 (anything else is the general path's
+/// to explain).
 fn array(
     names: &Names,
     ndarray: &Bound<'_, PyType>,
     dtype: &Py<PyAny>,
+    itemsize: u64,
     device: i64,
     a: &Bound<'_, PyAny>,
 ) -> Option<(u64, u64)> {
@@ -285,6 +283,14 @@ fn array(
     }
     let ptr = u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?;
     let len = u64_of(&a.getattr(names.size.bind(py)).ok()?)?;
+    if itemsize == 0 || !ptr.is_multiple_of(itemsize) {
+        return None;
+    }
+    let bytes = len.checked_mul(itemsize)?;
+    if bytes > (1 << 63) - 1 {
+        return None;
+    }
+    ptr.checked_add(bytes)?;
     Some((ptr, len))
 }
 

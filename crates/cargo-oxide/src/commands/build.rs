@@ -18,6 +18,7 @@ use anyhow::{Context, Result, bail};
 use oxide_abi::descriptor::KernelDescriptor;
 use oxide_abi::manifest::{self, CrateInfo, Manifest, PtxArtifact, SourceFile};
 use oxide_abi::names::{DEVICE_TARGET, LINK_CONFIG_ENV};
+use oxide_abi::report::BuildReport;
 
 use super::link::LinkConfig;
 use crate::cli::{BuildArgs, Profile};
@@ -27,6 +28,12 @@ use crate::toolchain::{Discovery, Toolchain};
 use crate::{env, exit, ptx, sysroot};
 
 pub fn run(args: &BuildArgs) -> i32 {
+    // The command line first: a bad --arch is a usage error whatever the toolchain.
+    for arch in &args.arch {
+        if let Err(e) = ptx::parse_arch(arch.trim()) {
+            return super::fail(&e.context(exit::Code(exit::USAGE)));
+        }
+    }
     let tc = match Discovery::run().for_build() {
         Ok(tc) => tc,
         Err(msg) => {
@@ -41,10 +48,7 @@ pub fn run(args: &BuildArgs) -> i32 {
             }
             exit::OK
         }
-        Err(e) => {
-            super::report(&e);
-            exit::BUILD_FAILED
-        }
+        Err(e) => super::fail(&e),
     }
 }
 
@@ -59,13 +63,13 @@ pub struct Outcome {
 
 impl Outcome {
     fn to_json(&self) -> String {
-        serde_json::json!({
-            "manifest": self.manifest,
-            "crate": self.crate_name,
-            "artifacts": self.artifacts,
-            "emulator": self.emulator,
-        })
-        .to_string()
+        BuildReport {
+            manifest: self.manifest.clone(),
+            krate: self.crate_name.clone(),
+            artifacts: self.artifacts.clone(),
+            emulator: self.emulator.clone(),
+        }
+        .to_json()
     }
 }
 
@@ -84,7 +88,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
             .collect()
     };
     for arch in &archs {
-        ptx::parse_arch(arch)?;
+        exit::coded(ptx::parse_arch(arch), exit::USAGE)?;
     }
     if args.require_ptxas && tc.ptxas.is_none() {
         bail!(
@@ -92,7 +96,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
             crate::toolchain::PIP_PTXAS
         );
     }
-    let project = Project::locate(&args.krate, &tc.cargo)?;
+    let project = exit::coded(Project::locate(&args.krate, &tc.cargo), exit::USAGE)?;
     let mut sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
 
     let link_dir = project.link_dir();

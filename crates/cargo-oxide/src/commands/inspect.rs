@@ -12,10 +12,7 @@ use crate::{exit, ptx};
 pub fn run(args: &InspectArgs) -> i32 {
     match inspect(args) {
         Ok(code) => code,
-        Err(e) => {
-            super::report(&e);
-            exit::BUILD_FAILED
-        }
+        Err(e) => super::fail(&e),
     }
 }
 
@@ -37,16 +34,25 @@ fn inspect(args: &InspectArgs) -> Result<i32> {
 }
 
 fn inspect_into(args: &InspectArgs, out: &mut String) -> Result<i32> {
-    let tc = Discovery::run().for_build().map_err(anyhow::Error::msg)?;
-    let project = Project::locate(&args.krate, &tc.cargo)?;
+    let tc = exit::coded(
+        Discovery::run().for_build().map_err(anyhow::Error::msg),
+        exit::TOOLCHAIN_MISSING,
+    )?;
+    let project = exit::coded(Project::locate(&args.krate, &tc.cargo), exit::USAGE)?;
     let path = project.manifest_file();
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "no manifest at {}; run `cargo oxide build` first",
-            path.display()
-        )
-    })?;
-    let manifest = Manifest::from_json(&text).map_err(anyhow::Error::msg)?;
+    let text = exit::coded(
+        std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "no manifest at {}; run `cargo oxide build` first",
+                path.display()
+            )
+        }),
+        exit::LOAD_FAILED,
+    )?;
+    let manifest = exit::coded(
+        Manifest::from_json(&text).map_err(anyhow::Error::msg),
+        exit::LOAD_FAILED,
+    )?;
 
     let Some(wanted) = &args.kernel else {
         outln!(
@@ -75,7 +81,10 @@ fn inspect_into(args: &InspectArgs, out: &mut String) -> Result<i32> {
         );
         return Ok(exit::NOT_FOUND);
     }
-    let artifact = pick_artifact(&manifest.artifacts, args.arch.as_deref())?;
+    let artifact = exit::coded(
+        pick_artifact(&manifest.artifacts, args.arch.as_deref()),
+        exit::NOT_FOUND,
+    )?;
     let ptx_text = std::fs::read_to_string(project.out_dir.join(&artifact.path))?;
     for k in kernels {
         outln!(

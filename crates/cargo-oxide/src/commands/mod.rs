@@ -17,10 +17,19 @@ pub fn dispatch(cli: Cli) -> i32 {
     }
 }
 
-/// Print an error the way cargo does, with the cause chain.
+/// Print an error the way cargo does, with the cause chain (less its exit-code mark).
 pub fn report(err: &anyhow::Error) {
-    eprintln!("error: {err}");
-    for cause in err.chain().skip(1) {
+    let mut chain = err.chain().filter(|c| !c.is::<crate::exit::Code>());
+    if let Some(first) = chain.next() {
+        eprintln!("error: {first}");
+    }
+    for cause in chain {
         eprintln!("  caused by: {cause}");
     }
+}
+
+/// Report `err` and return its exit code.
+pub fn fail(err: &anyhow::Error) -> i32 {
+    report(err);
+    crate::exit::code_of(err)
 }

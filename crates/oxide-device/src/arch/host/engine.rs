@@ -17,7 +17,9 @@ use oxide_abi::emu::{
 
 use super::block::{BlockFailure, Runner};
 
-use oxide_abi::limits::{MAX_BLOCK_DIM, MAX_BLOCK_THREADS, MAX_DYNAMIC_SHARED_BYTES, MAX_GRID_DIM};
+use oxide_abi::limits::{
+    MAX_BLOCK_DIM, MAX_DYNAMIC_SHARED_BYTES, MAX_GRID_DIM, MAX_THREADS_PER_BLOCK,
+};
 
 /// Write `status`'s details into `error` (when not null) and return `status`.
 ///
@@ -83,14 +85,14 @@ fn check(launch: &OxideLaunch, max_threads: u32) -> Result<(), String> {
         }
     }
     let threads = b.iter().map(|&d| u64::from(d)).product::<u64>();
-    let limit = max_threads.min(MAX_BLOCK_THREADS);
+    let limit = max_threads.min(MAX_THREADS_PER_BLOCK);
     if threads > u64::from(limit) {
         return Err(format!(
             "block {b:?} has {threads} threads, more than the {limit} this kernel allows \
              (its launch bounds, or CUDA's 1024)"
         ));
     }
-    if launch.shared_bytes > MAX_DYNAMIC_SHARED_BYTES {
+    if launch.shared_bytes > u64::from(MAX_DYNAMIC_SHARED_BYTES) {
         return Err(format!(
             "{} bytes of dynamic shared memory exceed the 227 KiB a block can have",
             launch.shared_bytes

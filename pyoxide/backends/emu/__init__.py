@@ -14,8 +14,8 @@ documented errors:
   the first thread that left it;
 * bad launch → :class:`LaunchError`, as the driver's refusal would be on a GPU.
 
-Launches are synchronous: the call returns when the grid has run. ``stream`` and
-``producer_streams`` mean nothing on the host and are ignored. The GIL is released
+Launches are synchronous: the call returns when the grid has run. ``stream`` (whose
+type the launcher checked) and ``producer_streams`` mean nothing on the host. The GIL is released
 while a kernel runs.
 """
 
@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._arrays import HOST
-from ..errors import (
+from ..._arrays import HOST
+from ...errors import (
     BackendUnavailableError,
     EmulatorError,
     LaunchError,
@@ -35,10 +35,10 @@ from ..errors import (
     ManifestError,
 )
 from . import _elf
-from . import _emu_ffi as ffi
+from . import _ffi as ffi
 
 if TYPE_CHECKING:
-    from .._manifest import KernelSpec, Manifest
+    from ..._manifest import KernelSpec, Manifest
 
 NO_EMULATOR = (
     "this build has no emulator library, so its kernels cannot run on NumPy (host) arrays. "
@@ -124,8 +124,9 @@ class EmuBackend:
         block: tuple[int, int, int],
         args: Sequence[Any],
         shared_mem: int,
-        stream: Any,  # ignored: a host launch is synchronous
+        stream: Any,  # ignored (its type was checked): a host launch is synchronous
         producer_streams: Sequence[int],  # ignored: host arrays have no streams
+        device: int = 0,
     ) -> None:
         outcome = function(grid, block, shared_mem, [widen(a) for a in args])
         if outcome.status == ffi.STATUS_INTERRUPTED:
@@ -136,7 +137,12 @@ class EmuBackend:
             raise launch_error(kernel, outcome)
 
     def fast_launcher(
-        self, spec: KernelSpec, function: Any, device: int, default_block: int
+        self,
+        spec: KernelSpec,
+        function: Any,
+        device: int,
+        grid_param: int | None,
+        default_block: int,
     ) -> None:
         return None  # every emulated launch takes the general path
 

@@ -11,9 +11,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import _knobs
-from .._arrays import GPU
-from ..errors import (
+from ... import _knobs
+from ..._abi import DEFAULT_DYNAMIC_SHARED_BYTES
+from ..._arrays import GPU
+from ...errors import (
     ArgumentTypeError,
     BackendUnavailableError,
     KernelTrapError,
@@ -23,7 +24,7 @@ from ..errors import (
 )
 
 if TYPE_CHECKING:
-    from .._manifest import KernelSpec, Manifest, PtxArtifact
+    from ..._manifest import KernelSpec, Manifest, PtxArtifact
 
 _ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
@@ -31,7 +32,6 @@ _TRAP_MARKERS = (
     "illegalinstruction", "launchfail", "illegaladdress", "misaligned",
     "assert", "hardwarestack", "unspecifiedlaunch",
 )  # fmt: skip
-_DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
 def ptx_isa_min_driver(isa: str) -> int:
@@ -100,7 +100,7 @@ class CupyBackend:
         except ImportError as e:
             raise BackendUnavailableError(
                 f"GPU arrays need CuPy, which cannot be imported ({e}). "
-                "Fix: pip install 'pyoxide[cuda12]' (or 'pyoxide[cuda13]' for CUDA 13 drivers)."
+                "Fix: pip install 'pyoxide[cuda]' (CUDA 13 drivers) or 'pyoxide[cuda12]'."
             ) from None
         self._cp = cupy
         self._last_kernel: str | None = None
@@ -157,17 +157,19 @@ class CupyBackend:
     # --- launching ---------------------------------------------------------------
 
     def _stream(self, kernel: str, stream: Any) -> Any:
+        """What Function.__call__ takes as its stream: an object whose ``.ptr`` is the
+        handle (CuPy reads nothing else)."""
         cp = self._cp
-        if stream is None:
-            return cp.cuda.get_current_stream()
         if isinstance(stream, cp.cuda.Stream):
             return stream
         if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
-            return cp.cuda.ExternalStream(int(stream.cuda_stream))
+            return _Handle(cp.cuda.runtime, int(stream.cuda_stream))
         if hasattr(stream, "__cuda_stream__"):  # CUDA stream protocol: (version, handle)
-            return cp.cuda.ExternalStream(int(stream.__cuda_stream__()[1]))
+            return _Handle(cp.cuda.runtime, int(stream.__cuda_stream__()[1]))
+        if hasattr(stream, "ptr"):  # a CuPy stream of another kind
+            return stream
         if isinstance(stream, int) and not isinstance(stream, bool):
-            return cp.cuda.ExternalStream(stream)
+            return _Handle(cp.cuda.runtime, stream)
         raise ArgumentTypeError(
             kernel,
             "stream",
@@ -187,8 +189,18 @@ class CupyBackend:
         shared_mem: int,
         stream: Any,
         producer_streams: Sequence[int],
+        device: int = 0,
     ) -> None:
         cp = self._cp
+        if device != cp.cuda.runtime.getDevice():
+            # A PyTorch tensor's own device (a device guard, as PyTorch's ops have).
+            with cp.cuda.Device(device):
+                self.launch(
+                    function, kernel=kernel, grid=grid, block=block, args=args,
+                    shared_mem=shared_mem, stream=stream, producer_streams=producer_streams,
+                    device=device,
+                )  # fmt: skip
+            return
         s = None if stream is None else self._stream(kernel, stream)
         previous, self._last_kernel = self._last_kernel, kernel
         try:
@@ -198,9 +210,9 @@ class CupyBackend:
                     # CAI v3: wait for the producer's stream unless it is ours or a default.
                     if p not in (1, 2) and p != current.ptr:
                         event = cp.cuda.Event(disable_timing=True)
-                        event.record(cp.cuda.ExternalStream(p))
+                        event.record(_Handle(cp.cuda.runtime, p))
                         current.wait_event(event)
-            if shared_mem > _DEFAULT_SHARED_LIMIT:
+            if shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:
                 d = cp.cuda.driver
                 attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
                 d.funcSetAttribute(function.ptr, attr, shared_mem)
@@ -212,19 +224,20 @@ class CupyBackend:
             raise self._error(kernel, previous, e) from None
 
     def fast_launcher(
-        self, spec: KernelSpec, function: Any, device: int, default_block: int
+        self,
+        spec: KernelSpec,
+        function: Any,
+        device: int,
+        grid_param: int | None,
+        default_block: int,
     ) -> Any:
-        """A specialised launcher for plain CuPy-array calls, or None: the compiled one
-        (cupy_native) when its module and the driver library load, else the generated
-        Python one (cupy_fast). Both keep the same contract."""
+        """The compiled launcher for plain CuPy-array calls (pyoxide._native), or None
+        (then every call takes the general path)."""
         if _knobs.sync_launches():
             return None  # debugging mode: every launch goes through `launch` and syncs
-        from . import cupy_fast, cupy_native
+        from . import _native
 
-        native = cupy_native.build(self, spec, function, device, default_block)
-        if native is not None:
-            return native
-        return cupy_fast.build(self, spec, function, device, default_block)
+        return _native.build(self, spec, function, device, grid_param, default_block)
 
     def _error(self, kernel: str, previous: str | None, e: Exception | str) -> LaunchError:
         """The error for a failed launch: `e` is CuPy's exception, or the driver's text
@@ -250,3 +263,23 @@ class CupyBackend:
             f"launching '{kernel}' failed: {text}. Fix: check the launch configuration "
             "(grid, block, shared_mem) against the device's limits.",
         )
+
+
+class _Handle:
+    """A stream CuPy does not own, by its raw handle (a PyTorch stream, an int): what
+    ``Function.__call__`` and ``Event.record`` read (``.ptr``), plus the two methods the
+    backend calls. Not a CuPy stream object: ``cupy.cuda.ExternalStream`` is deprecated
+    since CuPy 14, and the ``Stream`` that ``Stream.from_external`` returns destroys the
+    handle when it is collected (Stream.__del__), which is not ours to destroy."""
+
+    __slots__ = ("_runtime", "ptr")
+
+    def __init__(self, runtime: Any, ptr: int) -> None:
+        self._runtime = runtime
+        self.ptr = ptr
+
+    def synchronize(self) -> None:
+        self._runtime.streamSynchronize(self.ptr)
+
+    def wait_event(self, event: Any) -> None:
+        self._runtime.streamWaitEvent(self.ptr, event.ptr)

@@ -1,0 +1,50 @@
+//! The build report: the one JSON object `cargo oxide build --json` prints on stdout.
+//! pyoxide reads it (pyoxide/_build.py) with the key list generated from here.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildReport {
+    /// The manifest written (absolute path).
+    pub manifest: PathBuf,
+    /// The crate's library name (the manifest's `crate.name`).
+    #[serde(rename = "crate")]
+    pub krate: String,
+    /// One PTX per architecture (absolute paths).
+    pub artifacts: Vec<PathBuf>,
+    /// The CPU emulator library, or null when it was not built.
+    pub emulator: Option<PathBuf>,
+}
+
+/// The report's keys, in order: every one is always present.
+pub const BUILD_REPORT_KEYS: [&str; 4] = ["manifest", "crate", "artifacts", "emulator"];
+
+impl BuildReport {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a build report always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_the_serialized_fields() {
+        let r = BuildReport {
+            manifest: "/m.json".into(),
+            krate: "k".into(),
+            artifacts: vec![],
+            emulator: None,
+        };
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let mut want = BUILD_REPORT_KEYS.to_vec();
+        want.sort_unstable();
+        let mut got = keys.clone();
+        got.sort_unstable();
+        assert_eq!(got, want);
+    }
+}

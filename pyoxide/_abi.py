@@ -1,0 +1,111 @@
+"""Generated from crates/oxide-abi (src/python.rs): do not edit.
+
+Regenerate with `OXIDE_BLESS=1 cargo test -p cargo-oxide --test abi_is_current`;
+that test fails while this file differs from what the Rust tables generate.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+MANIFEST_SCHEMA_VERSION = 1
+DESCRIPTOR_VERSION = 1
+
+
+class Scalar(NamedTuple):
+    """A scalar or element type, by its Rust (= manifest) name."""
+
+    name: str
+    size: int  # bytes at the launch ABI
+    kind: str  # NumPy's kind letter: i signed, u unsigned, f float, b bool
+    lo: int | None  # an integer type's range; None for floats and bool
+    hi: int | None
+
+
+SCALARS: dict[str, Scalar] = {
+    "i8": Scalar("i8", 1, "i", -128, 127),
+    "i16": Scalar("i16", 2, "i", -32768, 32767),
+    "i32": Scalar("i32", 4, "i", -2147483648, 2147483647),
+    "i64": Scalar("i64", 8, "i", -9223372036854775808, 9223372036854775807),
+    "u8": Scalar("u8", 1, "u", 0, 255),
+    "u16": Scalar("u16", 2, "u", 0, 65535),
+    "u32": Scalar("u32", 4, "u", 0, 4294967295),
+    "u64": Scalar("u64", 8, "u", 0, 18446744073709551615),
+    "f32": Scalar("f32", 4, "f", None, None),
+    "f64": Scalar("f64", 8, "f", None, None),
+    "bool": Scalar("bool", 1, "b", None, None),
+    "usize": Scalar("usize", 8, "u", 0, 18446744073709551615),
+    "isize": Scalar("isize", 8, "i", -9223372036854775808, 9223372036854775807),
+}
+
+
+class Kind(NamedTuple):
+    """A parameter kind, by its manifest name."""
+
+    name: str
+    abi_words: int  # words at the launch ABI: 1 (a value, a pointer) or 2 (pointer, length)
+    is_array: bool  # given as an array from Python
+    is_slice: bool  # passed as (pointer, length); given as a 1-D contiguous array
+    always_mutable: bool  # the kernel may write through it, whatever the declaration
+    sizes_grid: bool  # its length is the work: it sizes an automatic grid
+    rust: str  # how it is written in Rust ({t}: element type, {mut}: mut or const)
+    abi: str  # the words it is passed as, for people
+
+
+PARAM_KINDS: dict[str, Kind] = {
+    "scalar": Kind(
+        "scalar", 1, False, False, False, False, "{t}", "value"
+    ),
+    "slice": Kind(
+        "slice", 2, True, True, False, False, "&[{t}]", "pointer, length (u64)"
+    ),
+    "disjoint_slice": Kind(
+        "disjoint_slice", 2, True, True, True, True, "DisjointSlice<{t}>", "pointer, length (u64)"
+    ),
+    "mut_slice": Kind(
+        "mut_slice", 2, True, True, True, True, "&mut [{t}]", "pointer, length (u64)"
+    ),
+    "pointer": Kind(
+        "pointer", 1, True, False, False, False, "*{mut} {t}", "pointer"
+    ),
+    "atomic_slice": Kind(
+        "atomic_slice", 2, True, True, True, False, "AtomicSlice<{t}>", "pointer, length (u64)"
+    ),
+}
+
+# CUDA limits (src/limits.rs).
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIM = (1024, 1024, 64)
+MAX_GRID_DIM = (2147483647, 65535, 65535)
+DEFAULT_DYNAMIC_SHARED_BYTES = 49152
+MAX_DYNAMIC_SHARED_BYTES = 232448
+MAX_SLICE_BYTES = 9223372036854775807
+MIN_ARCH = 75
+DYNAMIC_SHARED_ALIGN = 16
+
+# The keys of `cargo oxide build --json`'s report, all always present.
+BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes of `pyoxide` and `cargo oxide` (src/exit.rs)."""
+
+    OK = 0
+    BUILD_FAILED = 1
+    USAGE = 2
+    TOOLCHAIN_MISSING = 3
+    NOT_FOUND = 4
+    LOAD_FAILED = 5
+    ERROR = 6
+
+
+EXIT_MEANINGS: dict[int, str] = {
+    0: "success",
+    1: "the build failed (rustc, the link step or ptxas)",
+    2: "bad command line (an unknown option, an architecture pyoxide does not build for, a path that is not a kernel crate)",
+    3: "a toolchain piece is missing (named, with its install command)",
+    4: "no such kernel or architecture in the manifest",
+    5: "the manifest or an artifact is unusable (malformed, newer, missing, changed)",
+    6: "any other error",
+}

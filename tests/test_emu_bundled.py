@@ -1,0 +1,46 @@
+"""What only the CPU emulator does with the bundled kernels (the kernel suite in
+tests/kernels runs their results on every backend): its library is named by the
+manifest, and a kernel's trap comes back as an EmulatorError naming kernel, block and
+thread (on a GPU it would end the CUDA context)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.bundled import emu_kernels_manifest
+
+import pyoxide
+
+
+@pytest.fixture(scope="module")
+def kernels() -> pyoxide.Module:
+    return pyoxide.load(emu_kernels_manifest())
+
+
+def test_the_manifest_names_an_emulator(kernels: pyoxide.Module) -> None:
+    assert kernels.manifest.emulator is not None
+    assert kernels.manifest.emulator[0].is_file()
+
+
+def test_scan_with_a_block_not_a_multiple_of_32_traps_with_its_message(
+    kernels: pyoxide.Module,
+) -> None:
+    x = np.ones(48, np.uint32)
+    with pytest.raises(pyoxide.EmulatorError) as info:
+        kernels.scan_blocks_u32[1, 48, 8](x, np.zeros(48, np.uint32))
+    e = info.value
+    assert e.kernel == "scan_blocks_u32" and e.block == (0, 0, 0) and e.thread is not None
+    assert "trapped in block (0, 0, 0)" in str(e)
+
+
+def test_a_misaligned_view_is_refused_with_the_fix(kernels: pyoxide.Module) -> None:
+    """The emulator would read it fine; a GPU faults on the misaligned load and loses the
+    CUDA context, so code tested on NumPy arrays must not pass it."""
+    a = np.frombuffer(bytearray(4001), np.float32, 1000, 1)
+    b, c = np.zeros(1000, np.float32), np.zeros(1000, np.float32)
+    with pytest.raises(pyoxide.ArgumentValueError) as info:
+        kernels.vecadd(a, b, c)
+    e = info.value
+    assert e.kernel == "vecadd" and e.param == "a"
+    assert "aligned to its 4-byte elements" in str(e) and "x.copy()" in e.fix
+    kernels.vecadd(a.copy(), b, c)  # the fix it names works

@@ -1,0 +1,307 @@
+"""The compiled fast path (crates/pyoxide-native, pyoxide/backends/cupy/_native.py) held
+to the general path, on a fake ``cupy`` with ctypes stand-ins for cuLaunchKernel,
+cuCtxGetCurrent and cuGetErrorName.
+
+One conformance table: each call, made after a first launch built the fast launcher, is
+`fast` (the compiled launcher launched it, with exactly the parameter bytes, grid and
+block the general path gives the same call), `declined` (the general path launched it)
+or an error class (the general path refused it; nothing was launched anywhere). Then the
+driver-facing cases: current context, launch errors, knobs changed after a fast launch.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import fake_cupy
+from helpers.fake_launch import FakeDriver, FakeNdarray, install_native
+from helpers.fixtures import REPO_DIR, write_manifest
+
+import pyoxide
+import pyoxide._native as pyoxide_native
+from pyoxide.errors import ArgumentTypeError, ArgumentValueError, KernelTrapError, LaunchError
+
+FAST, DECLINED = "fast", "declined"
+
+
+@pytest.fixture
+def native(monkeypatch: pytest.MonkeyPatch) -> tuple[fake_cupy.FakeCuda, FakeDriver]:
+    fake = fake_cupy.FakeCuda(device_count=2)
+    _, driver = install_native(monkeypatch, fake)
+    return fake, driver
+
+
+@pytest.fixture
+def mod(tmp_path: Path) -> pyoxide.Module:
+    return pyoxide.load(write_manifest(tmp_path))
+
+
+def general_bytes(words: tuple[Any, ...]) -> bytes:
+    """The PTX parameter buffer of the general path's ABI words (NumPy scalars), each at
+    its natural alignment."""
+    buf = bytearray()
+    for w in words:
+        b = np.asarray(w).tobytes()
+        buf += bytes(-len(buf) % len(b)) + b
+    return bytes(buf)
+
+
+X = FakeNdarray(1000)
+Y = FakeNdarray(1000)
+OUT = FakeNdarray(1000)
+OUT64 = FakeNdarray(5, "float64")
+MIX = (-3, 7, True, 0, 0.5, 0, 0)
+
+# kernel, arguments (after a first plain launch of `kernel` with good ones), outcome.
+TABLE: list[tuple[str, str, Callable[[], tuple[Any, ...]], Any]] = [
+    ("plain", "saxpy", lambda: (2.5, X, Y, OUT), FAST),
+    ("negative-zero", "saxpy", lambda: (-0.0, X, Y, OUT), FAST),
+    ("f32-max", "saxpy", lambda: (3.4028234663852886e38, X, Y, OUT), FAST),
+    ("inputs-may-alias", "saxpy", lambda: (1.0, X, X, OUT), FAST),
+    ("empty-output", "vecadd", lambda: (FakeNdarray(0),) * 3, FAST),
+    ("numpy-float", "saxpy", lambda: (np.float32(2), X, Y, OUT), DECLINED),
+    ("int-for-float", "saxpy", lambda: (2, X, Y, OUT), DECLINED),
+    ("infinity", "saxpy", lambda: (math.inf, X, Y, OUT), DECLINED),
+    (
+        "wrong-dtype",
+        "saxpy",
+        lambda: (2.0, FakeNdarray(1000, "float64"), Y, OUT),
+        ArgumentTypeError,
+    ),
+    ("out-aliases-x", "saxpy", lambda: (2.0, X, Y, X), ArgumentValueError),
+    ("beyond-f32", "saxpy", lambda: (1e39, X, Y, OUT), ArgumentValueError),
+    ("arity", "saxpy", lambda: (2.0, X, Y), ArgumentTypeError),
+    ("bool-for-f32", "saxpy", lambda: (True, X, Y, OUT), ArgumentTypeError),
+    ("str-for-f32", "saxpy", lambda: ("2", X, Y, OUT), ArgumentTypeError),
+    (
+        "other-device",
+        "saxpy",
+        lambda: (2.0, X, Y, FakeNdarray(1000, device=1)),
+        ArgumentValueError,
+    ),
+    ("2-d", "saxpy", lambda: (2.0, X, Y, FakeNdarray((10, 100))), ArgumentValueError),
+    (
+        "strided",
+        "saxpy",
+        lambda: (2.0, X, Y, FakeNdarray(500, strides=(8,))),
+        ArgumentValueError,
+    ),
+    (
+        "misaligned",
+        "saxpy",
+        lambda: (2.0, X, Y, FakeNdarray(1000, ptr=Y.ptr + 2**29 + 2)),
+        ArgumentValueError,
+    ),
+    ("mix", "mix", lambda: (-3, 7, True, -(2**40), 0.5, 2**32 - 1, 2**64 - 1, OUT64), FAST),
+    ("mix-extremes", "mix", lambda: (127, 0, False, 2**63 - 1, -math.inf, 0, 0, OUT64), FAST),
+    ("nan-f64", "mix", lambda: (*MIX[:4], math.nan, *MIX[5:], OUT64), DECLINED),
+    ("int-for-f64", "mix", lambda: (*MIX[:4], 1, *MIX[5:], OUT64), DECLINED),
+    ("int-for-bool", "mix", lambda: (-3, 7, 1, *MIX[3:], OUT64), ArgumentTypeError),
+    ("beyond-i8", "mix", lambda: (128, *MIX[1:], OUT64), ArgumentValueError),
+    ("negative-u16", "mix", lambda: (-3, -1, *MIX[2:], OUT64), ArgumentValueError),
+    ("beyond-u32", "mix", lambda: (*MIX[:5], 2**32, 0, OUT64), ArgumentValueError),
+    ("beyond-usize", "mix", lambda: (*MIX[:6], 2**64, OUT64), ArgumentValueError),
+    ("beyond-i64", "mix", lambda: (*MIX[:3], 2**63, *MIX[4:], OUT64), ArgumentValueError),
+]
+GOOD = {
+    "saxpy": lambda: (1.0, X, Y, OUT),
+    "vecadd": lambda: (X, Y, OUT),
+    "mix": lambda: (*MIX, OUT64),
+}
+
+
+@pytest.mark.parametrize(
+    ("kernel", "args", "outcome"), [t[1:] for t in TABLE], ids=[t[0] for t in TABLE]
+)
+def test_conformance(
+    native, mod, kernel: str, args: Callable[[], tuple[Any, ...]], outcome: Any
+) -> None:
+    fake, driver = native
+    k = mod[kernel]
+    k(*GOOD[kernel]())  # the general path, which builds the compiled launcher
+    assert type(k._fast) is pyoxide_native.Launcher
+    general, compiled = len(fake.launches), len(driver.launches)
+    call = args()
+    if outcome is FAST:
+        k(*call)
+        empty = len(driver.launches) == compiled  # an empty output launches nothing
+        assert len(fake.launches) == general
+        k.launch(*call)  # always the general path
+        if empty:
+            assert len(fake.launches) == general
+            return
+        (fast,) = driver.launches[compiled:]
+        slow = fake.launches[-1]
+        assert fast["buffer"] == general_bytes(slow["args"])
+        assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"])
+        assert fast["smem"] == slow["shared_mem"] == 0
+    elif outcome is DECLINED:
+        k(*call)
+        assert len(driver.launches) == compiled and len(fake.launches) == general + 1
+    else:
+        with pytest.raises(outcome):
+            k(*call)
+        assert len(driver.launches) == compiled and len(fake.launches) == general
+
+
+def test_the_fast_path_packs_at_natural_alignment(native, mod) -> None:
+    """The table compares with the general path; this pins the layout itself."""
+    _, driver = native
+    mod.saxpy(1.0, X, Y, OUT)
+    mod.saxpy(-1.25, X, Y, OUT)
+    assert mod.saxpy._fast.buffer_size == 56
+    ((launch),) = driver.launches
+    assert launch["buffer"][:4] == np.float32(-1.25).tobytes()
+    assert np.frombuffer(launch["buffer"][8:], np.uint64).tolist() == [
+        X.ptr,
+        1000,
+        Y.ptr,
+        1000,
+        OUT.ptr,
+        1000,
+    ]
+
+
+def test_configured_launch_uses_the_checked_configuration(native, mod) -> None:
+    _, driver = native
+    a, b, c = FakeNdarray(100), FakeNdarray(100), FakeNdarray(100)
+    mod.vecadd(a, b, c)
+    mod.vecadd[(3, 2), (64, 2), 1024](a, b, c)
+    (launch,) = driver.launches
+    assert launch["grid"] == (3, 2, 1) and launch["block"] == (64, 2, 1) and launch["smem"] == 1024
+    with pytest.raises(ArgumentValueError):
+        mod.vecadd[1, 2048](a, b, c)  # block beyond the CUDA limit: general path refuses
+
+
+def test_generic_kernels_pick_the_fast_instance_by_dtype(native, mod) -> None:
+    fake, driver = native
+    x32, o32 = FakeNdarray(10, "float32"), FakeNdarray(10, "float32")
+    x64, o64 = FakeNdarray(10, "float64"), FakeNdarray(10, "float64")
+    mod.scale(2.0, x32, o32)
+    mod.scale(2.0, x64, o64)
+    mod.scale(3.0, x64, o64)
+    mod.scale(4.0, x32, o32)
+    assert [launch["name"] for launch in fake.launches] == ["scale_f32", "scale_f64"]
+    assert driver.launches[0]["buffer"][:8] == np.float64(3.0).tobytes()
+    assert driver.launches[1]["buffer"][:4] == np.float32(4.0).tobytes()
+
+
+def test_another_current_device_is_left_to_the_general_path(native, mod) -> None:
+    fake, driver = native
+    a, b, c = FakeNdarray(10), FakeNdarray(10), FakeNdarray(10)
+    mod.vecadd(a, b, c)
+    import cupy
+
+    with cupy.cuda.Device(1), pytest.raises(ArgumentValueError, match="current device"):
+        mod.vecadd(a, b, c)
+    driver.context = 0xDEAD  # some other context made current through the driver API
+    mod.vecadd(a, b, c)
+    assert driver.launches == [] and len(fake.launches) == 2
+
+
+def test_a_failed_launch_raises_the_backends_errors(native, mod) -> None:
+    _, driver = native
+    a, b, c = FakeNdarray(10), FakeNdarray(10), FakeNdarray(10)
+    mod.vecadd(a, b, c)
+    mod.saxpy(1.0, a, b, c)
+    driver.result = 1
+    with pytest.raises(LaunchError, match="CUDA_ERROR_INVALID_VALUE") as e:
+        mod.vecadd(a, b, c)
+    assert not isinstance(e.value, KernelTrapError)
+    driver.result = 700
+    with pytest.raises(KernelTrapError, match=r"'saxpy' or an earlier launch.*'vecadd'"):
+        mod.saxpy(1.0, a, b, c)
+    driver.result = 999  # a code without a name
+    with pytest.raises(LaunchError, match="CUDA error 999"):
+        mod.vecadd(a, b, c)
+    assert len(driver.launches) == 3
+
+
+def test_the_last_kernel_is_recorded_for_trap_messages(native, mod) -> None:
+    a, b, c = FakeNdarray(10), FakeNdarray(10), FakeNdarray(10)
+    mod.vecadd(a, b, c)
+    mod.saxpy(1.0, a, b, c)
+    mod.vecadd(a, b, c)
+    assert pyoxide.backends.get("cupy")._last_kernel == "vecadd"  # type: ignore[attr-defined]
+
+
+def test_sync_mode_keeps_every_launch_on_the_general_path(native, mod, monkeypatch) -> None:
+    monkeypatch.setenv("PYOXIDE_SYNC", "1")
+    fake, driver = native
+    a, b, c = FakeNdarray(10), FakeNdarray(10), FakeNdarray(10)
+    mod.vecadd(a, b, c)
+    mod.vecadd(a, b, c)
+    assert driver.launches == [] and len(fake.launches) == 2 and fake.syncs == 2
+
+
+def test_a_knob_changed_after_a_fast_launch_takes_effect(native, mod, monkeypatch) -> None:
+    fake, driver = native
+    a, b, c = FakeNdarray(10), FakeNdarray(10), FakeNdarray(10)
+    mod.vecadd(a, b, c)
+    mod.vecadd(a, b, c)
+    assert len(driver.launches) == 1  # the fast path is in use
+    monkeypatch.setenv("PYOXIDE_SYNC", "1")
+    mod.vecadd(a, b, c)
+    mod.vecadd(a, b, c)
+    assert len(driver.launches) == 1 and len(fake.launches) == 3 and fake.syncs == 2
+    assert mod.vecadd._fast is None  # dropped: built for the old settings
+    monkeypatch.setenv("PYOXIDE_BACKEND", "emu")
+    with pytest.raises(ArgumentTypeError, match="PYOXIDE_BACKEND=emu"):
+        mod.vecadd(a, b, c)
+    monkeypatch.delenv("PYOXIDE_SYNC")
+    monkeypatch.delenv("PYOXIDE_BACKEND")
+    mod.vecadd(a, b, c)  # the general path again, which builds a new fast launcher
+    mod.vecadd(a, b, c)
+    assert len(driver.launches) == 2 and type(mod.vecadd._fast) is pyoxide_native.Launcher
+
+
+def test_the_launcher_refuses_bad_descriptions() -> None:
+    launch, ctx = pyoxide_native._noop_entry_points()
+
+    def make(params: Any, grid_param: Any = None, entry_points: Any = (launch, ctx, 0, 0)) -> Any:
+        return pyoxide_native.Launcher(
+            1,
+            0,
+            params,
+            FakeNdarray,
+            lambda: None,
+            256,
+            grid_param,
+            object(),
+            "k",
+            lambda *a: None,
+            entry_points,
+        )
+
+    assert make([("i32", None, 0, False)]).buffer_size == 4
+    with pytest.raises(ValueError, match="unknown scalar type"):
+        make([("i128", None, 0, False)])
+    with pytest.raises(ValueError, match="grid_param"):
+        make([("i32", None, 0, False)], grid_param=0)
+    with pytest.raises(ValueError, match="non-null"):
+        make([], entry_points=(0, ctx, 0, 0))
+
+
+def test_the_stub_matches_the_module() -> None:
+    """pyoxide/_native.pyi names what the module has, with the constructor's parameters
+    in order."""
+    stub = ast.parse((REPO_DIR / "pyoxide/_native.pyi").read_text())
+    names = {n.name for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    names |= {
+        n.target.id
+        for n in stub.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    }
+    public = {n for n in dir(pyoxide_native) if not n.startswith("__")}
+    assert names == public - {"_native"}
+    (cls,) = (n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "Launcher")
+    init = next(f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    stub_params = [a.arg for a in init.args.args[1:]]
+    assert stub_params == list(inspect.signature(pyoxide_native.Launcher).parameters)

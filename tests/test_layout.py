@@ -1,0 +1,169 @@
+"""The shape of the package: no import cycle among pyoxide's modules (imports at any
+depth, TYPE_CHECKING ones too), no Python file over 450 lines, every error class
+pickles, and the kernel suite lists the same tests for every backend."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.fixtures import REPO_DIR
+
+import pyoxide.errors
+
+PACKAGE = REPO_DIR / "pyoxide"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO_DIR).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the pyoxide modules it imports (a `from . import x` of a submodule counts
+    as importing that submodule; the implicit import of a parent package does not)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                base = (f"{base}.{node.module}" if node.module else base) if node.level else (
+                    node.module or ""
+                )  # fmt: skip
+                targets = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+                targets = targets or [base]
+            for t in targets:
+                while t and t not in modules:
+                    t = t.rpartition(".")[0]
+                if t and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def test_the_package_imports_form_a_dag() -> None:
+    graph = import_graph()
+    assert graph.get("pyoxide._launch")
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycle = [*path[path.index(n) :], n] if n in path else [m, n]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if n not in state:
+                visit(n, [*path, n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    """The graph sees relative imports at any depth (so the DAG test can fail)."""
+    graph = import_graph()
+    assert "pyoxide._args" in graph["pyoxide._launch"]
+    assert "pyoxide._manifest" in graph["pyoxide.backends.cupy"]  # a TYPE_CHECKING import
+    assert "pyoxide.backends.cupy._native" in graph["pyoxide.backends.cupy"]  # in a function
+
+
+def test_no_python_file_is_over_450_lines() -> None:
+    long = {
+        str(p.relative_to(REPO_DIR)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 450
+    }
+    assert long == {}
+
+
+ERRORS = [getattr(pyoxide.errors, n) for n in pyoxide.errors.__all__]
+
+
+@pytest.mark.parametrize("cls", ERRORS, ids=[c.__name__ for c in ERRORS])
+def test_every_error_class_round_trips_pickle(cls: type[Exception]) -> None:
+    params = [
+        p for p in inspect.signature(cls.__init__).parameters.values()
+        if p.name != "self" and p.kind is not p.VAR_KEYWORD and p.kind is not p.VAR_POSITIONAL
+    ]  # fmt: skip
+    args = [f"value of {p.name}" for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    kwargs = {
+        p.name: (1, 2, 3) if p.name in ("block", "thread") else 7 if p.name == "returncode"
+        else ["cargo", "oxide"] if p.name == "command" else f"value of {p.name}"
+        for p in params if p.kind is p.KEYWORD_ONLY
+    }  # fmt: skip
+    e = cls(*(args or ["a message. Fix: something"]), **kwargs)
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        back = pickle.loads(pickle.dumps(e, protocol))
+        assert type(back) is cls and str(back) == str(e) and back.args == e.args
+        assert vars(back) == vars(e)
+
+
+def test_remedies_name_only_extras_that_exist() -> None:
+    extras = set(re.findall(r"^(\w+) = \[", _optional_dependencies(), re.MULTILINE))
+    assert {"cuda", "cuda12"} <= extras
+    named: set[str] = set()
+    for p in [*PACKAGE.rglob("*.py"), REPO_DIR / "README.md"]:
+        named |= set(re.findall(r"pyoxide\[(\w+)\]", p.read_text()))
+    assert named and named <= extras, named - extras
+
+
+def _optional_dependencies() -> str:
+    text = (REPO_DIR / "pyproject.toml").read_text()
+    return text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+
+
+def _collected(backend: str) -> list[str]:
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+         "--backend", backend, str(REPO_DIR / "tests" / "kernels")],
+        capture_output=True, text=True, cwd=REPO_DIR, check=True,
+    )  # fmt: skip
+    ids = [line for line in r.stdout.splitlines() if "::" in line]
+    return sorted(re.sub(rf"\[{backend}-|-{backend}\]|\[{backend}\]", "[", i) for i in ids)
+
+
+def test_the_kernel_suite_lists_the_same_tests_for_every_backend() -> None:
+    emu, cupy = _collected("emu"), _collected("cupy")
+    assert len(emu) > 50 and emu == cupy
+
+
+def test_skip_on_emu_skips_only_the_emulator() -> None:
+    import importlib.util
+    import types
+
+    from helpers.arraylibs import ArrayLib, skip_on_emu
+
+    spec = importlib.util.spec_from_file_location(
+        "kernels_conftest", REPO_DIR / "tests" / "kernels" / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    mark = skip_on_emu("reads a texture").mark
+
+    def item(lib: str) -> Any:
+        return types.SimpleNamespace(
+            get_closest_marker=lambda name: mark if name == mark.name else None,
+            callspec=types.SimpleNamespace(params={"lib": ArrayLib(lib)}),
+        )
+
+    conftest.pytest_runtest_setup(item("cupy"))  # runs
+    with pytest.raises(pytest.skip.Exception, match="not on the emulator: reads a texture"):
+        conftest.pytest_runtest_setup(item("emu"))
