@@ -19,10 +19,10 @@ pub fn parse_arch(arch: &str) -> Result<u32> {
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
     match digits.and_then(|d| d.parse::<u32>().ok()) {
         Some(n) if n >= MIN_ARCH => Ok(n),
-        Some(n) => bail!(
-            "`{arch}` (sm_{n}) is older than the GPUs pyoxide builds for: the ptxas it uses \
-             (CUDA 13) supports sm_{MIN_ARCH} (Turing) and later. Use sm_{MIN_ARCH} … sm_120, \
-             e.g. --arch sm_80,sm_90"
+        Some(_) => bail!(
+            "`{arch}` is older than the GPUs pyoxide builds for: use sm_NN with \
+             NN ≥ {MIN_ARCH} (sm_{MIN_ARCH}, Turing, … sm_120; the ptxas of CUDA 13 refuses \
+             older ones), e.g. --arch sm_80,sm_90"
         ),
         None => bail!(
             "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with \
