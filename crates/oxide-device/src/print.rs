@@ -274,7 +274,9 @@ pub const fn cstr(s: &'static str) -> &'static CStr {
 /// A failed `gpu_assert!(cond)`: on the GPU, print it and trap; in the emulator, the
 /// launch's error carries the condition and place (not only stdout).
 #[doc(hidden)]
-#[cold]
+// Inlined on the GPU as the macro's printf+trap was (one kernel, no call).
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), cold)]
 pub fn assert_failed(cond: &'static str, file: &'static str, line: u32) -> ! {
     #[cfg(target_arch = "nvptx64")]
     {
