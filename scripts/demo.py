@@ -87,7 +87,7 @@ def run_all(kernels, cp, rng: np.random.Generator) -> list[tuple[str, str, float
     rows_, cols = 300, 1000
     sx = rng.standard_normal((rows_, cols), dtype=f32)
     so = poisoned(rows_ * cols)
-    kernels.softmax_rows[rows_, 256](dev(sx.ravel()), so)
+    kernels.softmax_rows[rows_, 256](dev(sx.ravel()), so, cols)
     e = np.exp(sx - sx.max(axis=1, keepdims=True).astype(np.float64))
     rows.append(("softmax_rows", f"{rows_}x{cols}", rel(so, e / e.sum(axis=1, keepdims=True))))
     coeffs = np.array([0.1, 1.0, -0.5, 0.25], f32)

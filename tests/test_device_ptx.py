@@ -23,7 +23,26 @@ SIGNATURES = {
         ("n", "scalar", "u32", False),
         ("k", "scalar", "u32", False),
     ],
-    "softmax_rows": [("x", "slice", "f32", False), ("out", "disjoint_slice", "f32", True)],
+    **{
+        name: [
+            ("a", "slice", elem, False),
+            ("b", "slice", elem, False),
+            ("c", "disjoint_slice", out, True),
+            ("m", "scalar", "u32", False),
+            ("n", "scalar", "u32", False),
+            ("k", "scalar", "u32", False),
+        ]
+        for name, elem, out in (
+            ("sgemm", "f32", "f32"),
+            ("gemm_bf16", "u16", "f32"),
+            ("gemm_bf16_bf16", "u16", "u16"),
+        )
+    },
+    "softmax_rows": [
+        ("x", "slice", "f32", False),
+        ("out", "disjoint_slice", "f32", True),
+        ("cols", "scalar", "u32", False),
+    ],
     "activate": [
         ("x", "slice", "f32", False),
         ("coeffs", "slice", "f32", False),
@@ -65,13 +84,21 @@ INSTRUCTIONS = {
         r"st\.shared\.",
     ],
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
-    # exp from libdevice (inlined: ex2.approx), two block reductions (shuffles + shared).
-    "softmax_rows": [
-        r"ex2\.approx",
-        r"shfl\.sync\.bfly\.b32",
+    # 16-byte global and shared vectors, FMAs on registers (no local-memory accumulator).
+    "sgemm": [
+        r"ld\.global\.v4\.(f32|b32)",
+        r"ld\.shared\.v4\.(f32|b32)",
+        r"fma\.rn\.f32",
         r"bar\.sync",
-        r"ld\.shared\.",
-        r"div\.rn\.f32",
+    ],
+    # Tensor cores fed by ldmatrix from a cp.async pipeline.
+    "gemm_bf16": [
+        r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32",
+        r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16",
+        r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16",
+        r"cp\.async\.cg\.shared\.global",
+        r"cp\.async\.commit_group",
+        r"cp\.async\.wait_group",
     ],
     # tanh and erf from libdevice, inlined; Horner's rule as fma.
     "activate": [r"fma\.rn\.f32", r"ex2\.approx"],
@@ -91,7 +118,9 @@ SHARED = {
     "histogram_shared": 1024 * 4,
     "reduce_sum_f32": 32 * 4,
     "matmul_tiled": 2 * 16 * 16 * 4,
-    "softmax_rows": 33 * 4,
+    "sgemm": 2 * 2 * 8 * 128 * 4,
+    "gemm_bf16": 3 * 2 * 128 * 32 * 2,
+    "softmax_rows": 2 * 32 * 4,
 }
 
 
@@ -157,3 +186,16 @@ def test_dynamic_shared_memory_is_one_extern_array():
     for _, ptx in _ptx_texts():
         assert ptx.count(".extern .shared .align 16 .b8 __oxide_dynamic_shared[];") == 1
         assert "__oxide_dynamic_shared" in _body(ptx, "scan_blocks_u32")
+
+
+@pytest.mark.parametrize("entry", ["sgemm", "gemm_bf16"])
+def test_gemm_accumulators_stay_in_registers(entry: str):
+    """A dynamic index into the accumulator array (a loop LLVM left rolled) puts it in
+    local memory and costs the GEMMs most of their speed: ptxas must see no stack."""
+    for art, _ in _ptx_texts():
+        stats = art["ptxas"][entry]
+        assert stats["stack_frame_bytes"] == 0 and stats["spill_store_bytes"] == 0, (
+            entry,
+            art["arch"],
+            stats,
+        )

@@ -88,3 +88,19 @@ def test_a_tensor_launch_builds_no_fast_launcher(torch, gpu, mod) -> None:
     """The compiled launcher reads CuPy's stream; tensor calls stay on the general path."""
     mod.vecadd(Tensor(8, 0), Tensor(8, 0), Tensor(8, 0))
     assert mod.vecadd._fast_tried is False
+
+
+def test_the_cupy_backend_guards_the_tensors_device(torch, tmp_path: Path, monkeypatch) -> None:
+    """On the CuPy backend (a fake CuPy): the module is loaded, the function fetched and
+    the kernel launched with the tensor's device current, and the current device is
+    restored after."""
+    from helpers import fake_cupy
+
+    fake = fake_cupy.FakeCuda(device_count=2)
+    fake_cupy.install(monkeypatch, fake)
+    mod = pyoxide.load(write_manifest(tmp_path))
+    mod.vecadd(Tensor(8, 1), Tensor(8, 1), Tensor(8, 1))
+    assert fake.loads and all(device == 1 for device, _ in fake.loads)
+    (launch,) = fake.launches
+    assert launch["device"] == 1 and launch["stream"].ptr == 0x101
+    assert fake.current == 0

@@ -3,13 +3,17 @@
 #![no_std]
 
 mod elementwise;
+mod gemm;
 mod histogram;
 mod matmul;
 mod reduce;
 mod rows;
+mod transpose;
 
 pub use elementwise::*;
+pub use gemm::*;
 pub use histogram::*;
 pub use matmul::*;
 pub use reduce::*;
 pub use rows::*;
+pub use transpose::*;

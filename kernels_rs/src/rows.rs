@@ -1,24 +1,436 @@
-//! Row kernels: one block per row of a row-major matrix.
+//! Row kernels: each block owns whole rows of a row-major `rows × cols` matrix (given
+//! as its flat slice and `cols`), softmax and layer norm.
+//!
+//! How they reach the memory system's speed:
+//! - A row of up to `32 · blockDim` elements (`16 · blockDim` when unaligned) is read
+//!   from DRAM once: each thread keeps its part in registers between the statistics
+//!   and the write, loaded with unconditional (clamped) loads that issue back to back.
+//!   Longer rows take a streaming path (softmax: one pass of running max and rescaled
+//!   sum, then the write pass; layer norm: mean, then squared deviations, then the
+//!   write pass; the later passes mostly hit L2).
+//! - Each of the four paths (cached or streamed, vector or scalar) is a function of its
+//!   own, chosen once per launch, and loop-invariant addresses are recomputed per row
+//!   (see [`access::fresh`]): no path spills, and the kernels take at most 84 (softmax) and 108
+//!   (layer norm) registers a thread, from 128 in the first version.
+//! - When the row, the output and (layer norm) weight and bias are 16-byte aligned,
+//!   every access is a 128-bit vector; otherwise (a view such as `x[1:]`, or `cols` not
+//!   a multiple of 4) scalar and still coalesced. Inputs load through the read-only
+//!   cache (`ld.global.nc`).
+//! - A block reduction costs one barrier (see [`access::block_allreduce`]).
+//! - Blocks take rows `blockIdx, blockIdx + gridDim, …`, so any grid is correct; one
+//!   block per row is the natural launch.
+//!
+//! Sizes are checked once: `x`, `out` (and `weight`, `bias`) must agree with `cols`, or
+//! the kernel traps with a message (`gpu_assert!`) before touching memory.
 
+// Lane indices `v` also name columns (`Share::col(j, v)`) and unrolled register slots.
+#![allow(clippy::needless_range_loop)]
+
+mod access;
+
+use access::*;
+use oxide_device::ldst::{self, ReadOnlyLoad};
 use oxide_device::prelude::*;
 
-/// Row-wise softmax of a row-major matrix: launch one block per row (the grid size is
-/// the number of rows; `x.len()` must be a multiple of it), 32·w threads a block.
-/// Subtracting the row's maximum keeps `exp` from overflowing.
+/// Row-wise softmax of the row-major matrix `x` (`x.len() / cols` rows of `cols`):
+/// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
+///
+/// Launch: block of 32..=512 threads, a multiple of 32 (`cols / 32` rounded up to a
+/// multiple of 32 and clamped to 128..=512 is a good choice), grid of one block per row
+/// (any grid is correct: blocks stride over rows). Rows up to `32 · blockDim` columns are
+/// read once; longer ones twice. Traps when `x.len()` is not `rows · cols` or `out.len()`
+/// differs from `x.len()`.
 #[kernel]
-#[launch_bounds(1024)]
-pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>) {
-    let Some(mut row) = out.block_row_mut() else {
-        return;
+#[launch_bounds(512)]
+pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
+    static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
+    static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
+    let cols = cols as usize;
+    let n = x.len();
+    gpu_assert!(
+        out.len() == n && (cols > 0 && n.is_multiple_of(cols) || n == 0),
+        "softmax_rows: x has {} elements, out {}, cols = {}: need x.len() == out.len(), a multiple of cols\n",
+        n,
+        out.len(),
+        cols
+    );
+    check_block();
+    let rows = n.checked_div(cols).unwrap_or(0);
+    let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
+    let s = Share::of_block(cols);
+    let vector = vector_ok(cols, &[src as usize, dst as usize]);
+    let cached = cols <= CACHE.cols(vector, s.threads);
+    let rows = Rows {
+        src,
+        dst,
+        rows,
+        cols,
+        s,
     };
-    let cols = row.cols();
-    let start = cols * thread::blockIdx_x() as usize;
-    let first = thread::block_thread_index() as usize;
-    let step = thread::block_size() as usize;
-    let mine = || x[start..start + cols].iter().skip(first).step_by(step);
-    let max = warp::block_reduce_max_f32(mine().fold(f32::NEG_INFINITY, |m, &v| m.max(v)));
-    let sum = warp::block_reduce_sum_f32(mine().map(|&v| (v - max).exp()).sum());
-    for (col, y) in row.iter_mut() {
-        *y = (x[start + col] - max).exp() / sum;
+    // SAFETY (each arm): the pointers cover `rows · cols` elements of `x` and of `out`,
+    // and `out` is written nowhere else.
+    unsafe {
+        match (cached, vector) {
+            (true, true) => softmax_path::<true, true>(rows, &MAXES, &SUMS),
+            (true, false) => softmax_path::<true, false>(rows, &MAXES, &SUMS),
+            (false, true) => softmax_path::<false, true>(rows, &MAXES, &SUMS),
+            (false, false) => softmax_path::<false, false>(rows, &MAXES, &SUMS),
+        }
+    }
+}
+
+/// One of softmax's four paths, a function of its own (not inlined): every row of a
+/// launch takes the same path, and compiled apart, each path's registers are allocated
+/// on their own (all four inlined into the kernel spilled).
+///
+/// # Safety
+/// As [`Rows::each`]; only this block works on its rows (block_rows), and `dst` is
+/// written nowhere else during the launch.
+#[inline(never)]
+unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
+    rows: Rows,
+    maxes: &SharedArray<f32, 32>,
+    sums: &SharedArray<f32, 32>,
+) {
+    let s = rows.s;
+    // SAFETY: upheld by the caller.
+    unsafe {
+        rows.each(|x, y| {
+            // Per row, so that the column offsets are recomputed (a few multiply-adds)
+            // rather than held in registers for the whole loop.
+            let s = fresh(s);
+            if CACHED_ROW {
+                softmax_cached::<VECTOR>(x, y, s, maxes, sums)
+            } else {
+                softmax_streamed::<VECTOR>(x, y, s, maxes, sums)
+            }
+        })
+    }
+}
+
+/// One row read once into registers. # Safety: as `load_row` and `store_row`.
+#[inline(always)]
+unsafe fn softmax_cached<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    maxes: &SharedArray<f32, 32>,
+    sums: &SharedArray<f32, 32>,
+) {
+    // Columns this thread lacks hold -inf: they add nothing to the max, exp(-inf) = 0.
+    // SAFETY: upheld by the caller.
+    let n = CACHE.get(VECTOR);
+    let mut c = unsafe { load_row::<VECTOR>(src, s, n, f32::NEG_INFINITY) };
+    let mut local_max = f32::NEG_INFINITY;
+    each_chunk!(j => {
+        if j < n {
+            local_max = c[j].iter().fold(local_max, |m, &v| m.max(v));
+        }
+    });
+    let max = block_allreduce(local_max, maxes, f32::NEG_INFINITY, f32::max);
+    let mut local_sum = 0.0;
+    each_chunk!(j => {
+        if j < n {
+            for v in 0..VEC {
+                c[j][v] = exp(c[j][v] - max);
+                local_sum += c[j][v];
+            }
+        }
+    });
+    let inv = 1.0 / block_allreduce(local_sum, sums, 0.0, |a, b| a + b);
+    // SAFETY: upheld by the caller.
+    unsafe { store_row::<VECTOR>(dst, fresh(s), n, &c, |e, _| e.map(|e| e * inv)) };
+}
+
+/// A row too long for the registers: one pass of running max and rescaled sum, then
+/// a second read to write. # Safety: as `load_row` and `store_row`.
+#[inline(always)]
+unsafe fn softmax_streamed<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    maxes: &SharedArray<f32, 32>,
+    sums: &SharedArray<f32, 32>,
+) {
+    let walk = Walk::<VECTOR> { src, s };
+    let width = Walk::<VECTOR>::WIDTH;
+    let (mut m, mut sum) = (f32::NEG_INFINITY, 0.0f32);
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller. Absent chunks and lanes hold -inf: no effect
+        // on the max, exp(-inf) = 0 in the sum.
+        let group = unsafe { walk.load(base, f32::NEG_INFINITY) };
+        let group = group.map(|(_, here, v)| if here { v } else { [f32::NEG_INFINITY; VEC] });
+        let new_m = group.iter().flatten().fold(m, |a, &b| a.max(b));
+        // Rescale the sum to the new maximum (m == new_m also covers both -inf).
+        let scale = if m == new_m { 1.0 } else { exp(m - new_m) };
+        let mut add = 0.0;
+        for v in &group {
+            for &x in &v[..width] {
+                add += exp(x - new_m);
+            }
+        }
+        sum = sum * scale + add;
+        m = new_m;
+    }
+    let max = block_allreduce(m, maxes, f32::NEG_INFINITY, f32::max);
+    let mine = if m == f32::NEG_INFINITY {
+        0.0
+    } else {
+        sum * exp(m - max)
+    };
+    let inv = 1.0 / block_allreduce(mine, sums, 0.0, |a, b| a + b);
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (col, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                let e = v.map(|x| exp(x - max) * inv);
+                // SAFETY: this thread's columns of the row, which only this block writes.
+                unsafe {
+                    if VECTOR {
+                        ldst::store_f32x4(dst.add(col), e);
+                    } else {
+                        dst.add(col).write(e[0]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Layer norm of each row of the row-major matrix `x` (`x.len() / cols` rows of
+/// `cols`): `out = (x - mean) / sqrt(var + eps) · weight + bias`, with the row's mean
+/// and biased variance (as `torch.nn.functional.layer_norm`); `weight` and `bias` have
+/// `cols` elements. The variance is a second pass over the centred values (in registers
+/// when the row fits), so no cancellation.
+///
+/// Launch: as [`softmax_rows`]. Traps when the sizes disagree with `cols`.
+#[kernel]
+#[launch_bounds(512)]
+pub fn layernorm_rows(
+    x: &[f32],
+    weight: &[f32],
+    bias: &[f32],
+    mut out: DisjointSlice<f32>,
+    cols: u32,
+    eps: f32,
+) {
+    static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
+    static SQUARES: SharedArray<f32, 32> = SharedArray::UNINIT;
+    let cols = cols as usize;
+    let n = x.len();
+    gpu_assert!(
+        out.len() == n
+            && weight.len() == cols
+            && bias.len() == cols
+            && (cols > 0 && n.is_multiple_of(cols) || n == 0),
+        "layernorm_rows: x has {} elements, out {}, weight {}, bias {}, cols = {}: need x.len() == out.len(), a multiple of cols, weight.len() == bias.len() == cols\n",
+        n,
+        out.len(),
+        weight.len(),
+        bias.len(),
+        cols
+    );
+    check_block();
+    let rows = n.checked_div(cols).unwrap_or(0);
+    let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
+    let s = Share::of_block(cols);
+    let affine = Affine {
+        weight: weight.as_ptr(),
+        bias: bias.as_ptr(),
+    };
+    let vector = vector_ok(
+        cols,
+        &[
+            src as usize,
+            dst as usize,
+            affine.weight as usize,
+            affine.bias as usize,
+        ],
+    );
+    let cached = cols <= CACHE.cols(vector, s.threads);
+    let stats = (&SUMS, &SQUARES, cols as f32, eps);
+    let rows = Rows {
+        src,
+        dst,
+        rows,
+        cols,
+        s,
+    };
+    // SAFETY (each arm): as in softmax_rows; weight and bias have `cols` elements.
+    unsafe {
+        match (cached, vector) {
+            (true, true) => layernorm_path::<true, true>(rows, affine, stats),
+            (true, false) => layernorm_path::<true, false>(rows, affine, stats),
+            (false, true) => layernorm_path::<false, true>(rows, affine, stats),
+            (false, false) => layernorm_path::<false, false>(rows, affine, stats),
+        }
+    }
+}
+
+/// One of layer norm's four paths; see [`softmax_path`].
+///
+/// # Safety
+/// As [`softmax_path`]; weight and bias have `cols` elements.
+#[inline(never)]
+unsafe fn layernorm_path<const CACHED_ROW: bool, const VECTOR: bool>(
+    rows: Rows,
+    affine: Affine,
+    stats: Stats,
+) {
+    let s = rows.s;
+    // SAFETY: upheld by the caller.
+    unsafe {
+        rows.each(|x, y| {
+            // The weight and bias addresses of this thread's columns are the same in
+            // every row; made opaque, they are recomputed per row, rather than held in
+            // up to 64 registers across the row loop (which spilled).
+            let affine = Affine {
+                weight: opaque_ptr(affine.weight),
+                bias: opaque_ptr(affine.bias),
+            };
+            let s = fresh(s);
+            if CACHED_ROW {
+                layernorm_cached::<VECTOR>(x, y, s, affine, stats)
+            } else {
+                layernorm_streamed::<VECTOR>(x, y, s, affine, stats)
+            }
+        })
+    }
+}
+
+/// Layer norm's weight and bias, `cols` elements each.
+#[derive(Clone, Copy)]
+struct Affine {
+    weight: *const f32,
+    bias: *const f32,
+}
+
+impl Affine {
+    /// `(x - mean) · rstd · weight + bias` for the `N` (1 or 4) columns from `col`.
+    ///
+    /// # Safety
+    /// `col + N <= cols`; for `N == 4`, weight and bias are 16-byte aligned and `col`
+    /// a multiple of 4.
+    #[inline(always)]
+    unsafe fn apply<const N: usize>(
+        self,
+        x: [f32; VEC],
+        col: usize,
+        mean: f32,
+        rstd: f32,
+    ) -> [f32; VEC] {
+        // SAFETY: upheld by the caller.
+        let (w, b) = unsafe {
+            if N == VEC {
+                (
+                    ldst::load_nc_f32x4(self.weight.add(col)),
+                    ldst::load_nc_f32x4(self.bias.add(col)),
+                )
+            } else {
+                (
+                    [f32::load_nc(self.weight.add(col)); VEC],
+                    [f32::load_nc(self.bias.add(col)); VEC],
+                )
+            }
+        };
+        core::array::from_fn(|i| ((x[i] - mean) * rstd).mul_add(w[i], b[i]))
+    }
+}
+
+/// Shared buffers for the two reductions, `cols` as f32, and eps.
+type Stats<'a> = (&'a SharedArray<f32, 32>, &'a SharedArray<f32, 32>, f32, f32);
+
+/// One row read once into registers. # Safety: as `load_row`, `store_row`, `Affine::apply`.
+#[inline(always)]
+unsafe fn layernorm_cached<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    affine: Affine,
+    (sums, squares, cols_f, eps): Stats,
+) {
+    // SAFETY: upheld by the caller.
+    let n = CACHE.get(VECTOR);
+    let c = unsafe { load_row::<VECTOR>(src, s, n, 0.0) };
+    let mut local = 0.0f32;
+    each_chunk!(j => {
+        local += c[j].iter().sum::<f32>();
+    });
+    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
+    let mut local_sq = 0.0f32;
+    each_chunk!(j => {
+        for v in 0..VEC {
+            if s.has::<VECTOR>(j, v, n) {
+                local_sq += (c[j][v] - mean) * (c[j][v] - mean);
+            }
+        }
+    });
+    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
+    let rstd = (var + eps).rsqrt();
+    // SAFETY: upheld by the caller; store_row passes columns of the row.
+    unsafe {
+        store_row::<VECTOR>(dst, fresh(s), n, &c, |x, col| {
+            if VECTOR {
+                affine.apply::<VEC>(x, col, mean, rstd)
+            } else {
+                affine.apply::<1>(x, col, mean, rstd)
+            }
+        })
+    };
+}
+
+/// A row too long for the registers: the mean, the squared deviations from it, then
+/// the write (three reads; the later two mostly from L2). # Safety: as `layernorm_cached`.
+#[inline(always)]
+unsafe fn layernorm_streamed<const VECTOR: bool>(
+    src: *const f32,
+    dst: *mut f32,
+    s: Share,
+    affine: Affine,
+    (sums, squares, cols_f, eps): Stats,
+) {
+    let walk = Walk::<VECTOR> { src, s };
+    let width = Walk::<VECTOR>::WIDTH;
+    let mut local = 0.0f32;
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (_, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                local += v[..width].iter().sum::<f32>();
+            }
+        }
+    }
+    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
+    let mut local_sq = 0.0f32;
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (_, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                local_sq += v[..width]
+                    .iter()
+                    .map(|&x| (x - mean) * (x - mean))
+                    .sum::<f32>();
+            }
+        }
+    }
+    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
+    let rstd = (var + eps).rsqrt();
+    for base in walk.groups() {
+        // SAFETY: upheld by the caller.
+        for (col, here, v) in unsafe { walk.load(base, 0.0) } {
+            if here {
+                // SAFETY: this thread's columns of the row, which only this block
+                // writes; weight and bias have `cols` elements.
+                unsafe {
+                    if VECTOR {
+                        let y = affine.apply::<VEC>(v, col, mean, rstd);
+                        ldst::store_f32x4(dst.add(col), y);
+                    } else {
+                        let y = affine.apply::<1>(v, col, mean, rstd);
+                        dst.add(col).write(y[0]);
+                    }
+                }
+            }
+        }
     }
 }

@@ -18,6 +18,13 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_scan_blocks_u32[..],
         &kernels_rs::__oxide_descriptor_histogram_shared[..],
         &kernels_rs::__oxide_descriptor_reduce_blocks_f32[..],
+        &kernels_rs::__oxide_descriptor_layernorm_rows[..],
+        &kernels_rs::__oxide_descriptor_transpose_f32[..],
+        &kernels_rs::__oxide_descriptor_transpose_f64[..],
+        &kernels_rs::__oxide_descriptor_transpose_u32[..],
+        &kernels_rs::__oxide_descriptor_sgemm[..],
+        &kernels_rs::__oxide_descriptor_gemm_bf16[..],
+        &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -69,7 +76,14 @@ fn one_descriptor_per_entry() {
             "activate",
             "scan_blocks_u32",
             "histogram_shared",
-            "reduce_blocks_f32"
+            "reduce_blocks_f32",
+            "layernorm_rows",
+            "transpose_f32",
+            "transpose_f64",
+            "transpose_u32",
+            "sgemm",
+            "gemm_bf16",
+            "gemm_bf16_bf16"
         ]
     );
 }
@@ -101,11 +115,64 @@ fn device_library_kernels() {
             param("k", Scalar, U32),
         ]
     );
+    for (name, elem, out) in [
+        ("sgemm", F32, F32),
+        ("gemm_bf16", U16, F32),
+        ("gemm_bf16_bf16", U16, U16),
+    ] {
+        let d = descriptor(name);
+        assert_eq!(
+            d.params,
+            [
+                param("a", Slice, elem),
+                param("b", Slice, elem),
+                param("c", DisjointSlice, out),
+                param("m", Scalar, U32),
+                param("n", Scalar, U32),
+                param("k", Scalar, U32),
+            ]
+        );
+        assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(256));
+    }
     let d = descriptor("softmax_rows");
     assert_eq!(
         d.params,
-        [param("x", Slice, F32), param("out", DisjointSlice, F32)]
+        [
+            param("x", Slice, F32),
+            param("out", DisjointSlice, F32),
+            param("cols", Scalar, U32),
+        ]
     );
+    assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512));
+    let d = descriptor("layernorm_rows");
+    assert_eq!(
+        d.params,
+        [
+            param("x", Slice, F32),
+            param("weight", Slice, F32),
+            param("bias", Slice, F32),
+            param("out", DisjointSlice, F32),
+            param("cols", Scalar, U32),
+            param("eps", Scalar, F32),
+        ]
+    );
+    for (entry, ty) in [
+        ("transpose_f32", F32),
+        ("transpose_f64", F64),
+        ("transpose_u32", U32),
+    ] {
+        let d = descriptor(entry);
+        assert_eq!(d.name, "transpose");
+        assert_eq!(
+            d.params,
+            [
+                param("x", Slice, ty),
+                param("out", DisjointSlice, ty),
+                param("rows", Scalar, U32),
+                param("cols", Scalar, U32),
+            ]
+        );
+    }
     let d = descriptor("activate");
     assert_eq!(
         d.params,

@@ -58,7 +58,7 @@ fn softmax_rows_sum_to_one() {
         .map(|i| ((i * 37) % 101) as f32 / 10.0)
         .collect();
     let out = vec![0.0f32; rows * cols];
-    let args = [words(&x), words(&out)].concat();
+    let args = [&words(&x)[..], &words(&out), &[cols as u64]].concat();
     run(
         __oxide_host_softmax_rows,
         [rows as u32, 1, 1],

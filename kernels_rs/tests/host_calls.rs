@@ -92,16 +92,17 @@ fn histogram_shared_one_thread_counts_everything() {
 // the other 255 threads write, so it has no host test until the emulator runs blocks
 // (tests/gpu/test_device_kernels.py checks it on the GPU).
 
+/// The row kernels reduce across whole warps; a one-thread call is refused with a
+/// message rather than computing with a partial warp.
 #[test]
-fn softmax_rows_one_block_one_row() {
+fn softmax_rows_needs_whole_warps() {
     let x = [1.0f32, 2.0, 3.0, 4.0];
     let mut out = [0.0f32; 4];
-    softmax_rows(&x, DisjointSlice::from_mut(&mut out));
-    let e: Vec<f64> = x.iter().map(|&v| (v as f64 - 4.0).exp()).collect();
-    let total: f64 = e.iter().sum();
-    for (o, e) in out.iter().zip(&e) {
-        assert!((*o as f64 - e / total).abs() < 1e-6, "{out:?}");
-    }
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        softmax_rows(&x, DisjointSlice::from_mut(&mut out), 4)
+    }));
+    assert!(refused.is_err());
+    assert_eq!(out, [0.0; 4]);
 }
 
 #[test]

@@ -133,7 +133,8 @@ def test_softmax_rows(rows: int, cols: int, block: int):
     x = (rng.standard_normal((rows, cols)) * 4).astype(np.float32)
     out = cp.full((rows, cols), cp.nan, dtype=cp.float32)
     # One block per row: the grid size is the row count.
-    _fn("softmax_rows")((rows,), (block,), (cp.asarray(x), _u64(x.size), out, _u64(x.size)))
+    args = (cp.asarray(x), _u64(x.size), out, _u64(x.size), np.uint32(cols))
+    _fn("softmax_rows")((rows,), (block,), args)
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     err = rel_err(cp.asnumpy(out), e / e.sum(axis=1, keepdims=True))

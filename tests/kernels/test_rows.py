@@ -1,26 +1,188 @@
-"""Row-wise kernels (one block per row) of the bundled kernels on every array library
-(`lib`), against float64 NumPy."""
+"""Row and tile kernels (softmax_rows, layernorm_rows, transpose) on every array library
+(`lib`), against float64 NumPy: fresh random inputs, poisoned outputs, rows that fit the
+registers and rows that do not, misaligned views, odd shapes; and size checks that refuse
+rather than read or write out of bounds (emulator only: a GPU trap ends the CUDA context)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.arraylibs import ArrayLib, rel_err, tol
+from helpers.arraylibs import ArrayLib, poison_value, rel_err, tol
 
 import pyoxide
 
 RNG = np.random.default_rng()
 
+# The suite's tolerance for compound work (exp, sums, divisions) against float64.
+TOL = tol(np.float32, compound=True)
 
-@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (7, 31), (300, 257), (3, 4096)])
-@pytest.mark.parametrize("block", [32, 128])
+# (rows, cols): one element; a warp's worth; not multiples of 4 or of the block; a row
+# of 4096 (vector path); rows longer than 32 x 512 registers (the streamed path).
+SHAPES = [(1, 1), (7, 31), (300, 257), (3, 4096), (5, 1000), (2, 70000)]
+
+
+def softmax64(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm64(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=1, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x64 - mean) / np.sqrt(var + eps) * w + b
+
+
+def block_for(cols: int) -> int:
+    """The launch the kernels' docs suggest: cols / 32 in whole warps, 128..=512."""
+    per_thread_32 = -(-cols // 32)
+    return min(512, max(128, -(-per_thread_32 // 32) * 32))
+
+
+def misaligned(lib: ArrayLib, host: np.ndarray) -> object:
+    """`host` as a view starting at element 1 of a larger device array (4 bytes past a
+    16-byte boundary), so the kernels must take their scalar path."""
+    flat = lib.asarray(np.concatenate([np.zeros(1, host.dtype), host.ravel()]))
+    return flat[1:]
+
+
+@pytest.mark.parametrize(("rows", "cols"), SHAPES)
+@pytest.mark.parametrize("one_warp", [False, True])
 def test_softmax_rows(
-    kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int, block: int
+    kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int, one_warp: bool
 ) -> None:
     x = (RNG.standard_normal((rows, cols)) * 4).astype(np.float32)
     out = lib.poisoned(rows * cols, np.float32)
-    kernels.softmax_rows[rows, block](lib.asarray(x.ravel()), out)
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    ref = (e / e.sum(axis=1, keepdims=True)).ravel()
-    assert rel_err(lib.to_numpy(out), ref) < tol(np.float32, compound=True)
+    block = 32 if one_warp else block_for(cols)
+    kernels.softmax_rows[rows, block](lib.asarray(x.ravel()), out, cols)
+    assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(7, 31), (3, 4096), (2, 70000)])
+def test_softmax_rows_misaligned_views(
+    kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int
+) -> None:
+    x = (RNG.standard_normal((rows, cols)) * 4).astype(np.float32)
+    out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
+    kernels.softmax_rows[rows, 128](misaligned(lib, x), out, cols)
+    assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
+
+
+def test_softmax_rows_fewer_blocks_than_rows(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    """Blocks stride over rows, so a grid smaller than the row count still covers all."""
+    x = (RNG.standard_normal((37, 300)) * 4).astype(np.float32)
+    out = lib.poisoned(x.size, np.float32)
+    kernels.softmax_rows[5, 64](lib.asarray(x.ravel()), out, 300)
+    assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
+
+
+def test_softmax_rows_extreme_values(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    """Large logits do not overflow (the max is subtracted first), -inf entries give 0."""
+    x = (RNG.standard_normal((4, 5000)) * 50 + 80).astype(np.float32)
+    x[:, ::7] = -np.inf
+    out = lib.poisoned(x.size, np.float32)
+    kernels.softmax_rows[4, 128](lib.asarray(x.ravel()), out, 5000)
+    got = lib.to_numpy(out)
+    assert rel_err(got, softmax64(x).ravel()) < TOL
+    assert (got.reshape(4, 5000)[:, ::7] == 0).all()
+
+
+@pytest.mark.parametrize(("rows", "cols"), SHAPES)
+def test_layernorm_rows(kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int) -> None:
+    # An offset far from 0 is what breaks a one-pass E[x²] − E[x]² variance.
+    x = (RNG.standard_normal((rows, cols)) * 3 + 100).astype(np.float32)
+    w = RNG.standard_normal(cols).astype(np.float32)
+    b = RNG.standard_normal(cols).astype(np.float32)
+    out = lib.poisoned(rows * cols, np.float32)
+    eps = 1e-5
+    kernels.layernorm_rows[rows, block_for(cols)](
+        lib.asarray(x.ravel()), lib.asarray(w), lib.asarray(b), out, cols, eps
+    )
+    ref = layernorm64(x, w, b, eps)
+    # cols == 1: x - mean is exactly 0, out is the bias.
+    assert rel_err(lib.to_numpy(out), ref.ravel()) < (TOL if cols > 1 else tol(np.float32))
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(7, 31), (3, 4096), (2, 70000)])
+def test_layernorm_rows_misaligned_views(
+    kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int
+) -> None:
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    w = RNG.standard_normal(cols).astype(np.float32)
+    b = RNG.standard_normal(cols).astype(np.float32)
+    out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
+    kernels.layernorm_rows[rows, 256](
+        lib.asarray(x.ravel()), misaligned(lib, w), lib.asarray(b), out, cols, 1e-5
+    )
+    assert rel_err(lib.to_numpy(out), layernorm64(x, w, b, 1e-5).ravel()) < TOL
+
+
+def transpose_launch(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The launch transpose's doc gives: 32 x 8 threads, one block per 32 x 32 tile."""
+    return (-(-cols // 32), min(-(-rows // 32), 65535)), (32, 8)
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols"), [(1, 1), (1, 300), (300, 1), (33, 65), (1000, 1001), (64, 32)]
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint32])
+def test_transpose(
+    kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int, dtype: type
+) -> None:
+    x = (RNG.standard_normal((rows, cols)) * 1000).astype(dtype)
+    out = lib.poisoned(rows * cols, dtype)
+    grid, block = transpose_launch(rows, cols)
+    kernels.transpose[grid, block](lib.asarray(x.ravel()), out, rows, cols)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+
+
+def test_transpose_small_grid(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    """A grid smaller than the tile count strides over the tiles."""
+    rows, cols = 97, 130
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    out = lib.poisoned(rows * cols, np.float32)
+    kernels.transpose[(2, 3), (32, 8)](lib.asarray(x.ravel()), out, rows, cols)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+
+
+def test_transpose_misaligned_view(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    rows, cols = 33, 65
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
+    grid, block = transpose_launch(rows, cols)
+    kernels.transpose[grid, block](misaligned(lib, x), out, rows, cols)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+
+
+# Wrong sizes: the kernel traps with a message before touching memory. On the emulator
+# only (NumPy arrays): a trap on the GPU makes the CUDA context unusable.
+def _refused(capfd: pytest.CaptureFixture[str], launch: object, *args: object, says: str) -> None:
+    with pytest.raises(pyoxide.errors.EmulatorError, match="trapped"):
+        launch(*args)  # type: ignore[operator]
+    assert says in capfd.readouterr().out
+
+
+def test_row_kernels_refuse_sizes_that_disagree_with_cols(
+    kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
+) -> None:
+    x = np.ones(12, np.float32)
+    out = np.full(12, poison_value(np.float32), np.float32)
+    softmax = kernels.softmax_rows[3, 32]
+    _refused(capfd, softmax, x, out, 5, says="softmax_rows: x has 12 elements, out 12, cols = 5")
+    _refused(capfd, softmax, x, out[:11], 4, says="out 11")
+    _refused(capfd, softmax, x, out, 0, says="cols = 0")
+    w = np.ones(4, np.float32)
+    _refused(capfd, kernels.layernorm_rows[3, 32], x, w, w[:3], out, 4, 1e-5, says="bias 3")
+    _refused(capfd, kernels.softmax_rows[3, 48], x, out, 4, says="multiple of 32; got 48")
+    assert np.isnan(out).all()
+
+
+def test_transpose_refuses_wrong_sizes_and_blocks(
+    kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
+) -> None:
+    x = np.ones(12, np.float32)
+    out = np.full(12, poison_value(np.float32), np.float32)
+    _refused(capfd, kernels.transpose[(1, 1), (32, 8)], x, out, 3, 5, says="need rows * cols")
+    _refused(capfd, kernels.transpose[(1, 1), (16, 8)], x, out, 3, 4, says="block of (32, 8)")
+    assert np.isnan(out).all()

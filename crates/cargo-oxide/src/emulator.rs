@@ -61,6 +61,7 @@ pub fn start(tc: &Toolchain, project: &Project) -> Result<HostBuild> {
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--release"])
+        .args(&project.feature_args)
         .env("RUSTC", &tc.rustc.path)
         // A target dir of its own: the device build compiles the same host crates (the
         // proc macros) with other settings, and sharing one dir made each build

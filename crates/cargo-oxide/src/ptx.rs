@@ -112,6 +112,55 @@ pub fn parse_report(log: &str) -> BTreeMap<String, KernelResources> {
     report
 }
 
+/// Instructions that exist only on an architecture-specific target (`sm_90a`,
+/// `sm_100a`): their PTX does not assemble for the plain `sm_NN`, nor run on any other
+/// device. (opcode prefix, the target that has it)
+const ARCH_SPECIFIC: &[(&str, &str)] = &[
+    ("wgmma.", "sm_90a"),
+    ("setmaxnreg.", "sm_90a"),
+    ("tcgen05.", "sm_100a"),
+];
+
+/// Refuse, naming the kernel and the instruction, a PTX for a plain (or family)
+/// target that uses an instruction only an `a` target has. ptxas would refuse it
+/// too, but without saying which kernel or what to build instead.
+pub fn check_arch_specific(ptx: &str, arch: &str) -> Result<()> {
+    if arch.ends_with('a') {
+        return Ok(());
+    }
+    let mut function = "(module scope)";
+    for line in ptx.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.split(".entry ").nth(1).or_else(|| {
+            t.strip_prefix(".func ")
+                .or_else(|| t.split(".func ").nth(1))
+        }) {
+            let name = rest.rsplit(' ').next().unwrap_or(rest);
+            function = name.split('(').next().unwrap_or(name).trim();
+            continue;
+        }
+        for (op, target) in ARCH_SPECIFIC {
+            if t.starts_with(op)
+                || t.contains(&format!("; {op}"))
+                || t.contains(&format!("}} {op}"))
+            {
+                let op = t
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or(op)
+                    .trim_end_matches(';');
+                bail!(
+                    "kernel `{function}` uses `{op}`, which only {target} has, but this build \
+                     is for {arch}: build it for the arch-specific target (`--arch {target}`; \
+                     that PTX runs only on that exact compute capability), and keep kernels \
+                     for other targets in a crate of their own"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The text of one `.entry` in a PTX file, from its declaration to its closing brace.
 pub fn entry_text<'a>(ptx: &'a str, entry: &str) -> Option<&'a str> {
     let decl = format!(".entry {entry}(");
@@ -124,6 +173,36 @@ pub fn entry_text<'a>(ptx: &'a str, entry: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const WGMMA: &str = "\
+.visible .entry gemm_sm90(
+\t.param .u64 gemm_sm90_param_0
+)
+{
+\twgmma.fence.sync.aligned;
+\t{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%f1}, %rd1, %rd2, p, 1, 1; }
+}
+";
+
+    #[test]
+    fn arch_specific_instructions_are_refused_for_plain_targets() {
+        let e = check_arch_specific(WGMMA, "sm_90").unwrap_err().to_string();
+        assert!(
+            e.contains("kernel `gemm_sm90` uses `wgmma.fence.sync.aligned`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("only sm_90a has") && e.contains("--arch sm_90a"),
+            "{e}"
+        );
+        assert!(check_arch_specific(WGMMA, "sm_100f").is_err());
+        check_arch_specific(WGMMA, "sm_90a").unwrap();
+        check_arch_specific(
+            ".visible .entry k(\n)\n{\n\tmma.sync.aligned.m16n8k16;\n}\n",
+            "sm_80",
+        )
+        .unwrap();
+    }
 
     const REPORT: &str = "\
 ptxas info    : 0 bytes gmem

@@ -46,14 +46,17 @@ pub unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> &'a mut [T] {
 /// # Safety
 /// As [`DisjointSlice::from_raw_parts`].
 #[inline(always)]
-pub unsafe fn disjoint<'a, T>(ptr: *mut T, len: usize) -> DisjointSlice<'a, T> {
+pub unsafe fn disjoint<'a, T, S: crate::thread::IndexSpace>(
+    ptr: *mut T,
+    len: usize,
+) -> DisjointSlice<'a, T, S> {
     let ptr = if len == 0 {
         NonNull::dangling().as_ptr()
     } else {
         ptr
     };
     // SAFETY: upheld by the caller.
-    unsafe { DisjointSlice::from_raw_parts(ptr, len) }
+    unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len) }
 }
 
 /// Rebuild an `AtomicSlice<T>` argument.

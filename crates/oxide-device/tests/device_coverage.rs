@@ -61,6 +61,24 @@ fn every_device_operation_passes_ptxas() {
             "no built format ({arch})"
         );
         assert!(entry(&ptx, "halves").contains("ret;"));
+        let tc = entry(&ptx, "tensor_cores");
+        for insn in [
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+            "cvt.rna.tf32.f32",
+            "ldmatrix.sync.aligned.m8n8.x1.shared.b16",
+            "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+            "cp.async.ca.shared.global [s], [g], 4,",
+            "cp.async.ca.shared.global [s], [g], 8,",
+            "cp.async.ca.shared.global [s], [g], 16,",
+            "cp.async.cg.shared.global [s], [g], 16,",
+            "cp.async.commit_group",
+            "cp.async.wait_group 0",
+        ] {
+            assert!(tc.contains(insn), "{insn} missing ({arch})");
+        }
         let reduxes = entry(&ptx, "reduxes");
         for op in [
             "add.s32", "min.u32", "max.u32", "min.s32", "max.s32", "and.b32", "or.b32", "xor.b32",

@@ -23,6 +23,7 @@ use crate::validate::{Instance, Kernel};
 pub fn expand(kernel: &Kernel) -> TokenStream {
     let mut func = kernel.func.clone();
     crate::shared::place_shared_statics(&mut func);
+    crate::compat::bring_float_methods(&mut func);
     let instances = kernel.instances.iter().map(|inst| {
         let descriptor = descriptor_static(kernel, inst);
         let check = instance_check(kernel, inst);
@@ -199,7 +200,8 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             }
             ParamKind::DisjointSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));
-                rebuild.push(quote!(let #arg = unsafe { #private::disjoint::<#t>(#arg, #len) };));
+                rebuild
+                    .push(quote!(let #arg = unsafe { #private::disjoint::<#t, _>(#arg, #len) };));
             }
             ParamKind::AtomicSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));

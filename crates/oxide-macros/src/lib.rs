@@ -17,6 +17,7 @@
 
 extern crate proc_macro;
 
+mod compat;
 mod expand;
 mod host;
 mod parse;
@@ -29,8 +30,12 @@ use quote::quote;
 
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    let result = parse::parse(attr.into(), item.clone()).and_then(validate::validate);
+    let (attr, context) = match compat::take_launch_context(attr.into()) {
+        Ok(split) => split,
+        Err(e) => return with_item(item.into(), e).into(),
+    };
+    let item = compat::prepare_kernel(proc_macro2::TokenStream::from(item), context);
+    let result = parse::parse(attr, item.clone()).and_then(validate::validate);
     match result {
         Ok(kernel) => expand::expand(&kernel),
         Err(error) => with_item(item, error),
@@ -48,6 +53,32 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
+}
+
+/// `#[cuda_module] mod kernels { … }`: cuda-oxide's wrapper around a file's kernels,
+/// accepted so its kernel files build unchanged (see `compat.rs`).
+#[proc_macro_attribute]
+pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
+    compat::cuda_module(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[launch_contract(domain = 1, block = (256, 1, 1), …)]`, cuda-oxide's statement of
+/// a kernel's launch shape: accepted so its kernels build unchanged; not checked at
+/// launch yet (see `compat.rs`). `#[kernel]` removes it when written below it; this
+/// runs when it is written above, and leaves the item as it is.
+#[proc_macro_attribute]
+pub fn launch_contract(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}
+
+/// `#[unroll]` / `#[unroll(N)]` on an item (a loop inside a `#[kernel]` has it removed
+/// by the kernel macro, since attributes on expressions cannot run macros on stable
+/// Rust): a hint with no effect here; LLVM unrolls constant-trip loops by itself.
+#[proc_macro_attribute]
+pub fn unroll(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    item
 }
 
 /// `gpu_printf!("x = {}, i = {:x}\n", x, i)`: device printf with Rust format strings
@@ -73,7 +104,10 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
             .into();
     }
     match syn::parse2::<syn::ItemFn>(item.clone()) {
-        Ok(_) => item.into(),
+        Ok(mut func) => {
+            compat::bring_float_methods(&mut func);
+            quote!(#func).into()
+        }
         Err(_) => with_item(
             item.clone(),
             syn::Error::new_spanned(item, "#[device] goes on a function"),

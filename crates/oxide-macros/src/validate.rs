@@ -238,18 +238,13 @@ fn check_param(
             );
         }
     }
-    if !is_unsafe && matches!(kind, ParamKind::MutSlice | ParamKind::Pointer) {
-        let what = if kind == ParamKind::MutSlice {
-            "`&mut [T]` parameters"
-        } else {
-            "raw pointer parameters"
-        };
+    // A raw pointer is fine in a safe kernel, as in cuda-oxide: using it takes an
+    // `unsafe` block anyway. `&mut [T]` is not: safe code could race through it.
+    if !is_unsafe && kind == ParamKind::MutSlice {
         errors.push_spanned(
             &typed.ty,
-            format!(
-                "{what} are only allowed in `unsafe fn` kernels (every thread could write \
-                 anywhere): make the kernel `unsafe fn` or use DisjointSlice<T>"
-            ),
+            "`&mut [T]` parameters are only allowed in `unsafe fn` kernels (every thread \
+             could write anywhere): make the kernel `unsafe fn` or use DisjointSlice<T>",
         );
     }
     Some(Param {
@@ -327,12 +322,25 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
                 });
                 match (types.next(), types.next()) {
                     (Some(t), None) => Ok((kind, element(t?, generics)?, true)),
+                    (Some(t), Some(space)) => {
+                        index_space_arg(kind, space?, ty)?;
+                        Ok((kind, element(t?, generics)?, true))
+                    }
                     _ => Err(unsupported(ty)),
                 }
             } else {
                 Ok((ParamKind::Scalar, element(ty, generics)?, false))
             }
         }
+        _ => Err(unsupported(ty)),
+    }
+}
+
+/// `DisjointSlice<T, S>`'s index space (`Index2D<64>`, `WarpIndex`): one more type
+/// argument, allowed there only; the device crate's sealed trait checks which.
+fn index_space_arg(kind: ParamKind, space: &Type, ty: &Type) -> Result<(), syn::Error> {
+    match (kind, space) {
+        (ParamKind::DisjointSlice, Type::Path(_)) => Ok(()),
         _ => Err(unsupported(ty)),
     }
 }

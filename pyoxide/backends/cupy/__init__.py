@@ -143,11 +143,15 @@ class CupyBackend:
                     f"CUDA could not load {ptx.path} on device {device}: {text}. "
                     "Fix: rebuild with `pyoxide build`; run `pyoxide doctor` if it persists."
                 ) from None
-        return module
+        return (module, device)
 
     def get_function(self, module: Any, entry: str) -> Any:
+        loaded, device = module
         try:
-            return module.get_function(entry)
+            # On the module's device: a PyTorch tensor's launch may load it for a device
+            # other than the current one.
+            with self._cp.cuda.Device(device):
+                return loaded.get_function(entry)
         except self._cp.cuda.driver.CUDADriverError as e:
             raise LoadError(
                 f"the PTX has no entry '{entry}' ({e}). Fix: rebuild; the manifest and the "

@@ -260,6 +260,7 @@ fn cargo_device_build(
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
+        .args(&project.feature_args)
         .arg("--config")
         .arg(format!("target.{DEVICE_TARGET}.rustflags=[{sysroot_flag}]"))
         .arg(if color {
@@ -276,6 +277,11 @@ fn cargo_device_build(
     cmd.arg("--")
         .arg("-C")
         .arg(format!("linker={}", self_exe.display()));
+    if !project.declares_no_std() {
+        // nvptx has no `std`: a crate written for cuda-oxide (no `#![no_std]`) builds
+        // against `core` alone, as there. Only the kernel crate gets it (after `--`).
+        cmd.arg("-Zcrate-attr=no_std");
+    }
     cmd.env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)
         .env(LINK_CONFIG_ENV, config_path)
@@ -404,6 +410,7 @@ fn compile_arch(
         .suffix(".ptx")
         .tempfile_in(&project.out_dir)?;
     ptx::llc(&tc.llvm.llc, module, arch, optimize, staging.path())?;
+    ptx::check_arch_specific(&std::fs::read_to_string(staging.path())?, arch)?;
     let resources = match &tc.ptxas {
         Some(ptxas) => Some(ptx::verify(ptxas, staging.path(), arch)?),
         None => None,

@@ -9,6 +9,8 @@ use core::cell::Cell;
 mod block;
 pub(crate) mod engine;
 mod fault;
+mod mma;
+pub(crate) use mma::*;
 
 /// Coordinates of one emulated GPU thread, as CUDA's `threadIdx`, `blockIdx`,
 /// `blockDim` and `gridDim` (x, y, z).
@@ -158,6 +160,12 @@ pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
         & mask
 }
 
+/// `__syncwarp`: the lanes meet (an exchange is a rendezvous of the warp's lanes).
+#[inline]
+pub(crate) fn warp_sync(_mask: u32) {
+    let _ = block::exchange(0);
+}
+
 #[inline]
 pub(crate) fn match_any_u32(mask: u32, v: u32) -> u32 {
     match_any_u64(mask, u64::from(v))
@@ -200,8 +208,8 @@ redux! {
 /// The running block's copy of a `SharedArray` static (the static itself outside the
 /// emulator).
 #[inline]
-pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
-    block::shared_static(addr, bytes)
+pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
+    block::shared_static(addr, bytes, align)
 }
 
 // ---- dynamic shared memory -------------------------------------------------------

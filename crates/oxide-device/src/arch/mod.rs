@@ -6,6 +6,14 @@
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx::*;
+#[cfg(target_arch = "nvptx64")]
+mod nvptx_mma;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_mma::*;
+#[cfg(target_arch = "nvptx64")]
+mod nvptx_wgmma;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_wgmma::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod host;

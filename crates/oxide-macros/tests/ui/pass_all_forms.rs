@@ -45,6 +45,27 @@ pub unsafe fn raw(data: &mut [u32], src: *const u32, dst: *mut u32) {
     unsafe { *dst = data[0] + 1 };
 }
 
+/// Safe kernels may take raw pointers too (as in cuda-oxide): using one needs `unsafe`.
+#[kernel]
+pub fn copy_through(src: *const u32, dst: *mut u32) {
+    unsafe { *dst = *src * 2 };
+}
+
+/// cuda-oxide's module around its kernels; a typed index space; float methods with no
+/// `GpuFloat` import in scope.
+#[oxide_device::cuda_module]
+mod kernels {
+    use oxide_device::thread::{self, Index2D};
+    use oxide_device::{kernel, DisjointSlice};
+
+    #[kernel]
+    pub fn rows(x: &[f32], mut out: DisjointSlice<f32, Index2D<4>>) {
+        if let Some((o, idx)) = out.get_mut_indexed() {
+            *o = x[idx.get()].sqrt() + thread::index_2d_row() as f32;
+        }
+    }
+}
+
 mod nested {
     use oxide_device::prelude::*;
 
@@ -84,6 +105,11 @@ fn main() {
     let kinds: std::vec::Vec<_> = d.params.iter().map(|p| (p.kind, p.mutable)).collect();
     assert_eq!(kinds, [(ParamKind::MutSlice, true), (ParamKind::Pointer, false), (ParamKind::Pointer, true)]);
 
+    let d = KernelDescriptor::decode(&__oxide_descriptor_copy_through).unwrap();
+    assert!(!d.is_unsafe);
+    let d = KernelDescriptor::decode(&kernels::__oxide_descriptor_rows).unwrap();
+    assert_eq!((d.params[1].kind, d.params[1].mutable), (ParamKind::DisjointSlice, true));
+
     let d = KernelDescriptor::decode(&nested::__oxide_descriptor_inner_u8).unwrap();
     assert!(d.source.module.ends_with("::nested"), "{}", d.source.module);
 
@@ -99,6 +125,12 @@ fn main() {
     unsafe { raw(&mut data, &src, &mut dst) };
     assert_eq!(dst, 42);
     nested::inner(1u8);
+    let (src, mut dst) = (21u32, 0u32);
+    copy_through(&src, &mut dst);
+    assert_eq!(dst, 42);
+    let mut rows = [0.0f32; 4];
+    kernels::rows(&[16.0], DisjointSlice::from_mut_with_space(&mut rows));
+    assert_eq!(rows, [4.0, 0.0, 0.0, 0.0]);
     let mut total = [1u32];
     accumulate::<u32>(&[2, 3], AtomicSlice::from_mut(&mut total));
     assert_eq!(total, [6]);

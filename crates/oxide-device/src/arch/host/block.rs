@@ -5,10 +5,10 @@
 //! ready ones in turn (linear thread order); a thread runs until it returns, reaches
 //! `sync_threads` or a warp operation (it then yields). When no thread is ready:
 //! a warp whose live lanes all wait in a warp operation completes it (they see a
-//! snapshot of the lanes' deposited values); failing that, a barrier that every thread
-//! of the block waits at releases them all. Anything else (a thread returned while
-//! others wait at a barrier, lanes split between a barrier and a warp operation) is a
-//! deadlock on a GPU and is reported, never waited on.
+//! snapshot of the lanes' deposited values); failing that, a barrier that every live
+//! thread of the block waits at releases them all (threads that returned count as
+//! arrived, as with PTX's `bar.sync`). Anything else (lanes split between a barrier and
+//! a warp operation) is a deadlock on a GPU and is reported, never waited on.
 
 use core::cell::{Cell, RefCell, UnsafeCell};
 use std::boxed::Box;
@@ -129,21 +129,29 @@ pub(crate) fn exchange(v: u64) -> Exchange {
     })
 }
 
-/// The running block's copy of the shared static at `addr` (`bytes` long); the static
-/// itself outside the emulator.
-pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
+/// The running block's copy of the shared static at `addr` (`bytes` long, aligned to
+/// `align`); the static itself outside the emulator.
+pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
     with_ctx(|c| {
         let mut map = c.shared.borrow_mut();
         let key = addr as usize;
         if let Some((_, buf)) = map.iter_mut().find(|(k, _)| *k == key) {
-            return buf.as_mut_ptr().cast::<u8>();
+            return aligned(buf, align);
         }
-        let mut buf: Box<[u128]> = (0..bytes.div_ceil(16)).map(|_| 0).collect();
-        let p = buf.as_mut_ptr().cast::<u8>();
+        // u128s are 16-byte aligned; a larger alignment takes its slack from the end.
+        let slack = align.saturating_sub(16);
+        let mut buf: Box<[u128]> = (0..(bytes + slack).div_ceil(16)).map(|_| 0).collect();
+        let p = aligned(&mut buf, align);
         map.push((key, buf));
         p
     })
     .unwrap_or(addr)
+}
+
+/// The first `align`-aligned byte of `buf`.
+fn aligned(buf: &mut [u128], align: usize) -> *mut u8 {
+    let p = buf.as_mut_ptr().cast::<u8>();
+    p.wrapping_add(p.align_offset(align.max(1)))
 }
 
 /// Where and why a block failed.
@@ -217,6 +225,7 @@ impl Runner {
             },
         }));
         CTX.with(|c| c.set(ctx));
+        super::reset_async_copies();
         // SAFETY: the region is 16-byte aligned, as large as the launch asks, and
         // outlives the block; reset below.
         let region = self.dynamic.as_ref().expect("a region until dropped");
@@ -258,7 +267,6 @@ impl Runner {
         };
         let mut threads: Vec<Option<Thread>> = (0..n).map(|_| None).collect();
         let mut state = std::vec![State::Ready; n as usize];
-        let mut first_exit: Option<u32> = None;
         let failure = |status, t: u32, message: String| BlockFailure {
             status,
             thread: coords(t).thread_idx,
@@ -325,7 +333,6 @@ impl Runner {
                     }
                     Ok(CoroutineResult::Return(None)) => {
                         state[t as usize] = State::Done;
-                        first_exit.get_or_insert(t);
                         let done = slot.take().expect("a finished thread");
                         self.stacks.push(done.into_stack());
                     }
@@ -353,43 +360,29 @@ impl Runner {
             let all_at_barrier = live
                 .iter()
                 .all(|&t| state[t as usize] == State::At(Wait::Barrier));
-            match first_exit {
-                None if all_at_barrier => {
-                    for &t in &live {
-                        state[t as usize] = State::Ready;
-                    }
+            if all_at_barrier {
+                // PTX `bar.sync` counts threads that have exited as arrived (cuda-oxide's
+                // examples rely on it), so the live threads' barrier completes.
+                for &t in &live {
+                    state[t as usize] = State::Ready;
                 }
-                Some(exited) if all_at_barrier => {
-                    break Err(failure(
-                        oxide_abi::emu::STATUS_DIVERGENT_BARRIER,
-                        exited,
-                        format!(
-                            "thread {:?} returned while {} other threads of the block wait \
-                             at sync_threads (a deadlock on a GPU): every thread of a block \
-                             must reach each barrier",
-                            coords(exited).thread_idx,
-                            live.len()
-                        ),
-                    ));
-                }
-                _ => {
-                    let t = live
-                        .iter()
-                        .copied()
-                        .find(|&t| state[t as usize] == State::At(Wait::Warp))
-                        .unwrap_or(first_live);
-                    break Err(failure(
-                        oxide_abi::emu::STATUS_DIVERGENT_BARRIER,
-                        t,
-                        format!(
-                            "thread {:?} waits in a warp operation that the other lanes of \
-                             its warp never reach (they returned or wait at sync_threads): \
-                             the emulator runs warp operations over every live lane of the warp",
-                            coords(t).thread_idx
-                        ),
-                    ));
-                }
+                continue;
             }
+            let t = live
+                .iter()
+                .copied()
+                .find(|&t| state[t as usize] == State::At(Wait::Warp))
+                .unwrap_or(first_live);
+            break Err(failure(
+                oxide_abi::emu::STATUS_DIVERGENT_BARRIER,
+                t,
+                format!(
+                    "thread {:?} waits in a warp operation that the other lanes of \
+                     its warp never reach (they returned or wait at sync_threads): \
+                     the emulator runs warp operations over every live lane of the warp",
+                    coords(t).thread_idx
+                ),
+            ));
         };
         // Threads left suspended (a failed block) unwind and give their stacks back.
         for t in threads.into_iter().flatten() {

@@ -1,0 +1,171 @@
+//! sm_90 (Hopper) warpgroup tensor cores and bulk copies: `wgmma.mma_async` with its
+//! fence/commit/wait, shared-memory matrix descriptors, `mbarrier`, and TMA tensor
+//! copies (`cp.async.bulk.tensor`).
+//!
+//! `wgmma` exists only on the arch-specific target: a crate that calls
+//! [`wgmma_m64n64k16_f32_bf16`] builds with `cargo oxide build --arch sm_90a`, and a
+//! build for a plain target (`sm_90`, `sm_80`) is refused naming the kernel and the
+//! instruction. pyoxide loads the `sm_90a` PTX on a device of compute capability 9.0.
+//! `mbarrier` and the TMA copies need sm_90 only.
+//!
+//! The CPU emulator runs none of these: each stops the kernel with an error that names
+//! the instruction (a warpgroup's asynchronous products and the tensor-memory engine
+//! have no faithful emulation here yet). Kernels the emulator should run use `mma`'s
+//! warp-level `mma.sync` path.
+//!
+//! # Matrix descriptors
+//!
+//! [`smem_descriptor`] packs the 64-bit descriptor `wgmma` reads an operand through:
+//! bits 0–13 the shared address / 16, 16–29 the leading-dimension byte offset / 16,
+//! 32–45 the stride byte offset / 16, 62–63 the swizzle mode ([`Swizzle`]), as the
+//! PTX ISA's "Matrix Descriptor Format" gives them.
+//!
+//! # Safety
+//!
+//! `wgmma` calls are collective over a warpgroup (4 consecutive warps, 128 threads),
+//! converged; the accumulator registers must not be read between an `mma_async` and the
+//! `wgmma_wait_group` that retires it.
+
+use crate::arch;
+
+/// Shared-memory swizzle of a `wgmma` operand (the descriptor's bits 62–63).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum Swizzle {
+    None = 0,
+    B128 = 1,
+    B64 = 2,
+    B32 = 3,
+}
+
+/// The `wgmma` matrix descriptor of an operand at `smem` (a pointer into shared
+/// memory, 16-byte aligned) with the given leading and stride byte offsets.
+#[inline(always)]
+pub fn smem_descriptor<T>(
+    smem: *const T,
+    leading_bytes: u32,
+    stride_bytes: u32,
+    swizzle: Swizzle,
+) -> u64 {
+    let field = |x: u32| u64::from((x >> 4) & 0x3fff);
+    field(arch::shared_addr(smem))
+        | field(leading_bytes) << 16
+        | field(stride_bytes) << 32
+        | (swizzle as u64) << 62
+}
+
+/// `wgmma.fence.sync.aligned`: order this warpgroup's register and shared-memory
+/// writes before the `wgmma.mma_async` that reads them.
+#[inline(always)]
+pub fn wgmma_fence() {
+    arch::wgmma_fence()
+}
+
+/// `wgmma.commit_group.sync.aligned`: close the group of issued `mma_async`s.
+#[inline(always)]
+pub fn wgmma_commit_group() {
+    arch::wgmma_commit_group()
+}
+
+/// `wgmma.wait_group.sync.aligned N`: wait until at most `N` groups are pending.
+#[inline(always)]
+pub fn wgmma_wait_group<const N: u32>() {
+    arch::wgmma_wait_group::<N>()
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16`: `acc = A·B (+ acc when
+/// `accumulate`)` for a 64×64 tile, A (64×16) and B (16×64) read from shared memory
+/// through descriptors. `TRANS_A`/`TRANS_B` (0 or 1) are the instruction's
+/// transpose immediates (1: the operand is stored MN-major). Each thread of the
+/// warpgroup holds 32 of the 64×64 f32 results: thread `t` (warp `w = t/32`, lane `l`)
+/// holds rows `16w + l/4` and `+8`, columns `8j + 2(l%4)` and `+1` for `j` in 0..8,
+/// in the order (row, col), (row, col+1), (row+8, col), (row+8, col+1) per `j`.
+///
+/// # Safety
+/// See the module docs: all 128 threads of the warpgroup, converged, after
+/// [`wgmma_fence`]; the descriptors describe initialised shared memory.
+#[inline(always)]
+pub unsafe fn wgmma_m64n64k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::wgmma_m64n64k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+}
+
+/// `mbarrier.init.shared::cta.b64`: a barrier in shared memory expecting `count`
+/// arrivals per phase.
+///
+/// # Safety
+/// `bar` points to an 8-byte-aligned `u64` in shared memory that no other thread
+/// touches until a `sync_threads` after this call.
+#[inline(always)]
+pub unsafe fn mbarrier_init(bar: *mut u64, count: u32) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::mbarrier_init(bar, count) }
+}
+
+/// `mbarrier.arrive.shared::cta.b64`: count this thread's arrival; returns the state
+/// token of the phase.
+///
+/// # Safety
+/// `bar` is an initialised mbarrier in shared memory.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive(bar: *mut u64) -> u64 {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::mbarrier_arrive(bar) }
+}
+
+/// `mbarrier.arrive.expect_tx.shared::cta.b64`: arrive, and make the phase wait for
+/// `bytes` more bytes of asynchronous (TMA) copies to land.
+///
+/// # Safety
+/// As [`mbarrier_arrive`].
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: *mut u64, bytes: u32) -> u64 {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::mbarrier_arrive_expect_tx(bar, bytes) }
+}
+
+/// `mbarrier.try_wait.parity.shared::cta.b64`: whether the phase with `parity` (0 or
+/// 1) has completed; loop on it to wait.
+///
+/// # Safety
+/// As [`mbarrier_arrive`].
+#[inline(always)]
+pub unsafe fn mbarrier_try_wait_parity(bar: *mut u64, parity: u32) -> bool {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::mbarrier_try_wait_parity(bar, parity) }
+}
+
+/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`:
+/// the TMA engine copies the box at element coordinates (`x`, `y`) of the tensor that
+/// `tensor_map` describes (a 128-byte `CUtensorMap`, made on the host with the
+/// driver's `cuTensorMapEncodeTiled`) into shared memory at `dst`, and counts its
+/// bytes on the mbarrier `bar`.
+///
+/// # Safety
+/// `tensor_map` points to a valid tensor map (in global memory, 64-byte aligned, or a
+/// kernel parameter); `dst` is shared memory aligned as the map's swizzle requires
+/// (128 bytes), large enough for the box; `bar` is an initialised mbarrier that
+/// expects these bytes ([`mbarrier_arrive_expect_tx`]).
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_2d_global_to_shared(
+    dst: *mut u8,
+    tensor_map: *const u8,
+    x: i32,
+    y: i32,
+    bar: *mut u64,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::cp_async_bulk_tensor_2d_g2s(dst, tensor_map, x, y, bar) }
+}
+
+/// `fence.proxy.async.shared::cta`: make this thread's ordinary shared-memory writes
+/// visible to the asynchronous proxy (`wgmma` operands, TMA stores) before it reads.
+#[inline(always)]
+pub fn fence_proxy_async_shared() {
+    arch::fence_proxy_async_shared()
+}

@@ -1,0 +1,395 @@
+//! Fast matrix products: `sgemm` (f32 on the FMA units) and `gemm_bf16` /
+//! `gemm_bf16_bf16` (bf16 on the tensor cores, f32 or bf16 result). Both compute `c = a · b` for row-major `a` (m×k), `b` (k×n) and
+//! `c` (m×n), for any m, n, k (tails are bounds-checked); `matmul_tiled` stays the
+//! readable version of the same product.
+//!
+//! Each block computes a 128×128 tile of `c`. Vector loads (16 bytes) need rows that
+//! start 16-byte aligned: `k` and `n` multiples of 4 (sgemm) or 8 (gemm_bf16) and
+//! 16-byte-aligned arrays; otherwise the same kernel loads element by element, slower
+//! but with the same result.
+
+use oxide_device::mma::{
+    cp_async_cg_zfill, cp_async_commit_group, cp_async_wait_group, ldmatrix_x4, ldmatrix_x4_trans,
+    mma_m16n8k16_f32_bf16,
+};
+use oxide_device::prelude::*;
+
+/// `body` once per listed value of `i`, as straight-line code: an array indexed only
+/// by these constants stays in registers (LLVM does not always unroll a loop whose
+/// body is large, and one dynamic index sends the whole array to local memory).
+macro_rules! unroll {
+    (for $i:ident in [$($n:literal),*] $body:block) => {
+        $({
+            #[allow(clippy::identity_op, clippy::erasing_op)]
+            let $i: usize = $n;
+            $body
+        })*
+    };
+}
+
+/// Sixteen bytes of f32 or bf16, aligned for one vector load or store.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Vec4([f32; 4]);
+
+/// Side of the square tile of `c` that one block of [`sgemm`] or [`gemm_bf16`] computes.
+pub const GEMM_TILE: u32 = 128;
+
+const SG_BM: usize = 128;
+const SG_BN: usize = 128;
+const SG_BK: usize = 8;
+
+fn aligned16<T>(p: *const T) -> bool {
+    (p as usize).is_multiple_of(16)
+}
+
+/// `c = a · b` in f32 with fused multiply-adds. Launch: block (256, 1, 1), grid
+/// (⌈n/128⌉, ⌈m/128⌉, 1); `a`, `b`, `c` hold at least m·k, k·n and m·n elements.
+///
+/// Each thread accumulates an 8×8 piece of the block's 128×128 tile in registers
+/// (rows `4ty..4ty+4` and `64+4ty..`, columns likewise, so its shared-memory reads
+/// are 16-byte vectors that the warp's lanes broadcast without bank conflicts). The
+/// k loop steps 8 at a time through two shared-memory buffers: the next step's
+/// global loads are in flight while the current step computes, and one barrier per
+/// step separates the two. About 160 registers: one block (8 warps) per SM.
+#[kernel]
+#[launch_bounds(256)]
+pub fn sgemm(a: &[f32], b: &[f32], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+    sgemm_tile(a, b, c, m, n, k)
+}
+
+// The body lives apart from the kernel so that a variant with other launch bounds
+// is one more three-line kernel. Measured on the H200 (docs/performance.md): capping
+// registers at 128 for two blocks per SM (`launch_bounds(256, 2)`) spills and runs
+// 12 % slower than one block with ~160 registers.
+#[inline(always)]
+fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+    #[unsafe(link_section = ".oxide.shared")]
+    static A_S: SharedArray<f32, { 2 * SG_BK * SG_BM }> = SharedArray::UNINIT;
+    #[unsafe(link_section = ".oxide.shared")]
+    static B_S: SharedArray<f32, { 2 * SG_BK * SG_BN }> = SharedArray::UNINIT;
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    let tid = thread::threadIdx_x() as usize;
+    let (m0, n0) = (
+        thread::blockIdx_y() as usize * SG_BM,
+        thread::blockIdx_x() as usize * SG_BN,
+    );
+    let a_vec = k.is_multiple_of(4) && aligned16(a.as_ptr());
+    let b_vec = n.is_multiple_of(4) && aligned16(b.as_ptr());
+    // This thread's part of each tile load: one row of A (4 consecutive k), one row
+    // of B (4 consecutive n).
+    let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
+    let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
+    let load_a = |k0: usize| -> [f32; 4] {
+        let (r, col) = (m0 + a_row, k0 + a_col);
+        if a_vec {
+            if r < m && col < k {
+                // SAFETY: in bounds (k % 4 == 0, so col + 4 <= k), 16-byte aligned.
+                return unsafe { (a.as_ptr().add(r * k + col) as *const Vec4).read().0 };
+            }
+            return [0.0; 4];
+        }
+        let at = |j: usize| {
+            if r < m && col + j < k {
+                a[r * k + col + j]
+            } else {
+                0.0
+            }
+        };
+        [at(0), at(1), at(2), at(3)]
+    };
+    let load_b = |k0: usize| -> [f32; 4] {
+        let (r, col) = (k0 + b_row, n0 + b_col);
+        if b_vec {
+            if r < k && col < n {
+                // SAFETY: in bounds (n % 4 == 0), 16-byte aligned.
+                return unsafe { (b.as_ptr().add(r * n + col) as *const Vec4).read().0 };
+            }
+            return [0.0; 4];
+        }
+        let at = |j: usize| {
+            if r < k && col + j < n {
+                b[r * n + col + j]
+            } else {
+                0.0
+            }
+        };
+        [at(0), at(1), at(2), at(3)]
+    };
+    // A is stored transposed (k-major) so a thread's 4 rows are one vector.
+    let store = |buf: usize, av: [f32; 4], bv: [f32; 4]| {
+        // SAFETY: each thread writes its own slots of buffer `buf`, which no thread
+        // reads until the barrier that follows.
+        unsafe {
+            let a_s = A_S.as_mut_ptr().add(buf * SG_BK * SG_BM);
+            unroll!(for j in [0, 1, 2, 3] {
+                a_s.add((a_col + j) * SG_BM + a_row).write(av[j]);
+            });
+            let b_s = B_S
+                .as_mut_ptr()
+                .add(buf * SG_BK * SG_BN + b_row * SG_BN + b_col);
+            (b_s as *mut Vec4).write(Vec4(bv));
+        }
+    };
+    let (tx, ty) = (tid % 16, tid / 16);
+    let mut acc = [[0.0f32; 8]; 8];
+    let tiles = k.div_ceil(SG_BK);
+    store(0, load_a(0), load_b(0));
+    thread::sync_threads();
+    for t in 0..tiles {
+        let buf = t % 2;
+        let next = t + 1 < tiles;
+        let (na, nb) = if next {
+            (load_a((t + 1) * SG_BK), load_b((t + 1) * SG_BK))
+        } else {
+            ([0.0; 4], [0.0; 4])
+        };
+        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+            // SAFETY: buffer `buf` was written before the last barrier; 16-byte
+            // aligned vectors (offsets are multiples of 4 floats).
+            let (ar, br) = unsafe {
+                let a_s = A_S.as_ptr().add(buf * SG_BK * SG_BM + kk * SG_BM) as *const Vec4;
+                let b_s = B_S.as_ptr().add(buf * SG_BK * SG_BN + kk * SG_BN) as *const Vec4;
+                (
+                    [a_s.add(ty).read().0, a_s.add(16 + ty).read().0],
+                    [b_s.add(tx).read().0, b_s.add(16 + tx).read().0],
+                )
+            };
+            unroll!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                let av = ar[i / 4][i % 4];
+                unroll!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    acc[i][j] = av.mul_add(br[j / 4][j % 4], acc[i][j]);
+                });
+            });
+        });
+        if next {
+            store(1 - buf, na, nb);
+        }
+        thread::sync_threads();
+    }
+    let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
+    let cp = c.as_mut_ptr();
+    unroll!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+        let r = m0 + (i / 4) * 64 + ty * 4 + i % 4;
+        unroll!(for half in [0, 1] {
+            let col = n0 + half * 64 + tx * 4;
+            let v = [
+                acc[i][half * 4],
+                acc[i][half * 4 + 1],
+                acc[i][half * 4 + 2],
+                acc[i][half * 4 + 3],
+            ];
+            // SAFETY: every element of c belongs to exactly one thread of one block
+            // (its row and column above); bounds checked against m and n, and
+            // `c.len() >= m * n` was asserted.
+            unsafe {
+                if r < m && c_vec && col + 4 <= n {
+                    (cp.add(r * n + col) as *mut Vec4).write(Vec4(v));
+                } else if r < m {
+                    unroll!(for j in [0, 1, 2, 3] {
+                        if col + j < n {
+                            cp.add(r * n + col + j).write(v[j]);
+                        }
+                    });
+                }
+            }
+        });
+    });
+}
+
+const BF_BM: usize = 128;
+const BF_BN: usize = 128;
+const BF_BK: usize = 32;
+const BF_STAGES: usize = 3;
+const A_STAGE: usize = BF_BM * BF_BK;
+const B_STAGE: usize = BF_BK * BF_BN;
+
+/// Offset in a stage of A's tile (128 rows × 32 k, 4 chunks of 8 per row) of element
+/// `col` of row `row`: chunks are swizzled (`chunk ^ (row/2 % 4)`) so that the 8 rows
+/// one `ldmatrix` reads fall in 8 different bank groups.
+#[inline(always)]
+fn a_swz(row: usize, col: usize) -> usize {
+    row * BF_BK + (((col / 8) ^ ((row / 2) % 4)) * 8) + col % 8
+}
+
+/// Offset in a stage of B's tile (32 k × 128 n, 16 chunks per row), swizzled by
+/// `chunk ^ (row % 8)` for the same reason.
+#[inline(always)]
+fn b_swz(row: usize, col: usize) -> usize {
+    row * BF_BN + (((col / 8) ^ (row % 8)) * 8) + col % 8
+}
+
+/// `c = a · b` with bf16 inputs and f32 accumulation and output, on the tensor cores
+/// (`mma.sync.m16n8k16`, sm_80+). `a` and `b` hold bf16 bit patterns (an array of
+/// bfloat16 viewed as uint16: `x.view(uint16)`), `c` is f32. Launch: block (256, 1, 1),
+/// grid (⌈n/128⌉, ⌈m/128⌉, 1); static shared memory 48 KiB.
+///
+/// Eight warps (2 × 4) each own a 64×32 piece of the block's 128×128 tile: 4 × 4
+/// `m16n8k16` accumulators. Tiles of 32 k move global → shared through `cp.async`
+/// in a 3-stage pipeline (two tiles in flight while one computes) into swizzled
+/// shared memory, and shared → registers through `ldmatrix` (`.trans` for B, which is
+/// row-major k×n). When `k` or `n` is not a multiple of 8 (or an array is not 16-byte
+/// aligned) tiles load element by element instead of through `cp.async`.
+#[kernel]
+#[launch_bounds(256)]
+pub fn gemm_bf16(a: &[u16], b: &[u16], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+    gemm_bf16_tile(a, b, c, m, n, k, |v| v)
+}
+
+/// [`gemm_bf16`] with a bf16 result: `c` holds bf16 bit patterns, each f32 sum rounded
+/// to nearest (ties to even) once, at the end. Same launch.
+#[kernel]
+#[launch_bounds(256)]
+pub fn gemm_bf16_bf16(a: &[u16], b: &[u16], c: DisjointSlice<u16>, m: u32, n: u32, k: u32) {
+    gemm_bf16_tile(a, b, c, m, n, k, |v| bf16::from_f32(v).to_bits())
+}
+
+#[inline(always)]
+fn gemm_bf16_tile<T: Copy>(
+    a: &[u16],
+    b: &[u16],
+    mut c: DisjointSlice<T>,
+    m: u32,
+    n: u32,
+    k: u32,
+    out: impl Fn(f32) -> T,
+) {
+    #[unsafe(link_section = ".oxide.shared")]
+    static A_S: SharedArray<u16, { BF_STAGES * A_STAGE }> = SharedArray::UNINIT;
+    #[unsafe(link_section = ".oxide.shared")]
+    static B_S: SharedArray<u16, { BF_STAGES * B_STAGE }> = SharedArray::UNINIT;
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    let tid = thread::threadIdx_x() as usize;
+    let lane = tid % 32;
+    let (wm, wn) = (tid / 32 / 4, tid / 32 % 4);
+    let (m0, n0) = (
+        thread::blockIdx_y() as usize * BF_BM,
+        thread::blockIdx_x() as usize * BF_BN,
+    );
+    let vec = k.is_multiple_of(8)
+        && n.is_multiple_of(8)
+        && aligned16(a.as_ptr())
+        && aligned16(b.as_ptr());
+    let (a_s, b_s) = (A_S.as_mut_ptr(), B_S.as_mut_ptr());
+    // Tile `kt` of A and B into stage `s`.
+    let load = |kt: usize, s: usize| {
+        let k0 = kt * BF_BK;
+        // SAFETY: destinations are this thread's chunks of stage `s`, which no thread
+        // reads until a barrier after the copy's group is waited for; sources are in
+        // bounds (src-size 0 reads nothing) and 16-byte aligned when `vec`.
+        unsafe {
+            if vec {
+                for j in 0..2 {
+                    let id = tid + 256 * j;
+                    let (r, ch) = (id / 4, id % 4);
+                    let (gr, gc) = (m0 + r, k0 + ch * 8);
+                    let ok = gr < m && gc < k;
+                    let src = if ok {
+                        a.as_ptr().add(gr * k + gc)
+                    } else {
+                        a.as_ptr()
+                    };
+                    let dst = a_s.add(s * A_STAGE + a_swz(r, ch * 8));
+                    cp_async_cg_zfill(
+                        dst as *mut Vec4,
+                        src as *const Vec4,
+                        if ok { 16 } else { 0 },
+                    );
+                }
+                for j in 0..2 {
+                    let id = tid + 256 * j;
+                    let (r, ch) = (id / 16, id % 16);
+                    let (gr, gc) = (k0 + r, n0 + ch * 8);
+                    let ok = gr < k && gc < n;
+                    let src = if ok {
+                        b.as_ptr().add(gr * n + gc)
+                    } else {
+                        b.as_ptr()
+                    };
+                    let dst = b_s.add(s * B_STAGE + b_swz(r, ch * 8));
+                    cp_async_cg_zfill(
+                        dst as *mut Vec4,
+                        src as *const Vec4,
+                        if ok { 16 } else { 0 },
+                    );
+                }
+            } else {
+                for j in 0..A_STAGE / 256 {
+                    let e = tid + 256 * j;
+                    let (r, col) = (e / BF_BK, e % BF_BK);
+                    let (gr, gc) = (m0 + r, k0 + col);
+                    let v = if gr < m && gc < k { a[gr * k + gc] } else { 0 };
+                    a_s.add(s * A_STAGE + a_swz(r, col)).write(v);
+                }
+                for j in 0..B_STAGE / 256 {
+                    let e = tid + 256 * j;
+                    let (r, col) = (e / BF_BN, e % BF_BN);
+                    let (gr, gc) = (k0 + r, n0 + col);
+                    let v = if gr < k && gc < n { b[gr * n + gc] } else { 0 };
+                    b_s.add(s * B_STAGE + b_swz(r, col)).write(v);
+                }
+            }
+        }
+    };
+    let mut acc = [[[0.0f32; 4]; 4]; 4];
+    let tiles = k.div_ceil(BF_BK);
+    for s in 0..BF_STAGES - 1 {
+        if s < tiles {
+            load(s, s);
+        }
+        cp_async_commit_group();
+    }
+    for kt in 0..tiles {
+        cp_async_wait_group::<{ (BF_STAGES - 2) as u32 }>();
+        thread::sync_threads();
+        // The stage tile kt + 2 goes into was computed on in step kt - 1, which every
+        // warp finished before the barrier above.
+        let pre = kt + BF_STAGES - 1;
+        if pre < tiles {
+            load(pre, pre % BF_STAGES);
+        }
+        cp_async_commit_group();
+        let s = kt % BF_STAGES;
+        for kk in 0..BF_BK / 16 {
+            // SAFETY: stage `s` is complete (waited for, then the barrier); every lane
+            // of every warp runs these warp-collective loads and products.
+            unsafe {
+                let a_at = |mt: usize| {
+                    let row = wm * 64 + mt * 16 + lane % 16;
+                    ldmatrix_x4(a_s.add(s * A_STAGE + a_swz(row, kk * 16 + (lane / 16) * 8)))
+                };
+                let b_at = |np: usize| {
+                    let row = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+                    let col = wn * 32 + np * 16 + (lane / 16) * 8;
+                    ldmatrix_x4_trans(b_s.add(s * B_STAGE + b_swz(row, col)))
+                };
+                let af = [a_at(0), a_at(1), a_at(2), a_at(3)];
+                let bf = [b_at(0), b_at(1)];
+                unroll!(for mt in [0, 1, 2, 3] {
+                    unroll!(for nt in [0, 1, 2, 3] {
+                        let b_frag = [bf[nt / 2][(nt % 2) * 2], bf[nt / 2][(nt % 2) * 2 + 1]];
+                        acc[mt][nt] = mma_m16n8k16_f32_bf16(acc[mt][nt], af[mt], b_frag);
+                    });
+                });
+            }
+        }
+    }
+    cp_async_wait_group::<0>();
+    let cp = c.as_mut_ptr();
+    let (g, t4) = (lane / 4, lane % 4);
+    unroll!(for mt in [0, 1, 2, 3] {
+        unroll!(for nt in [0, 1, 2, 3] {
+            unroll!(for i in [0, 1, 2, 3] {
+                let r = m0 + wm * 64 + mt * 16 + g + 8 * (i / 2);
+                let col = n0 + wn * 32 + nt * 8 + 2 * t4 + i % 2;
+                if r < m && col < n {
+                    // SAFETY: each element of c belongs to one lane of one warp of one
+                    // block (the fragment layout); in bounds; `c.len() >= m * n`.
+                    unsafe { cp.add(r * n + col).write(out(acc[mt][nt][i])) };
+                }
+            });
+        });
+    });
+}

@@ -1,0 +1,379 @@
+//! What the row kernels share: the register cache of a thread's share of a row
+//! ([`Share`], [`load_row`], [`store_row`]), the streamed walk over longer rows
+//! ([`Walk`]), one-barrier block reductions, and the opaque values that keep LLVM from
+//! holding loop-invariant addresses in registers.
+
+// Lane indices `v` also name columns (`Share::col(j, v)`) and unrolled register slots.
+#![allow(clippy::needless_range_loop)]
+
+use oxide_device::ldst::{self, ReadOnlyLoad};
+use oxide_device::prelude::*;
+
+/// `f32` lanes in a 128-bit access.
+pub(super) const VEC: usize = 4;
+/// The most 128-bit chunks a thread keeps in registers (the register cache's size).
+pub(super) const CHUNKS: usize = 8;
+/// Chunks of the cache in use, with vector and with scalar accesses: rows up to
+/// `4 · chunks · blockDim` are read from DRAM once. Scalar (unaligned) rows use half:
+/// their 32-bit accesses need more registers for addresses, and the whole cache spilled.
+pub(super) const CACHE: Chunks = Chunks {
+    vector: CHUNKS,
+    scalar: CHUNKS / 2,
+};
+
+/// How many of the register cache's chunks are in use (see [`CACHE`]).
+#[derive(Clone, Copy)]
+pub(super) struct Chunks {
+    vector: usize,
+    scalar: usize,
+}
+
+impl Chunks {
+    #[inline(always)]
+    pub(super) const fn get(self, vector: bool) -> usize {
+        if vector { self.vector } else { self.scalar }
+    }
+
+    /// Columns a block of `threads` keeps in registers.
+    #[inline(always)]
+    pub(super) const fn cols(self, vector: bool, threads: usize) -> usize {
+        threads * VEC * self.get(vector)
+    }
+}
+
+/// The largest block the row kernels take (their `launch_bounds`): 16 384 cached
+/// columns, and room for the cache in up to 128 registers a thread.
+pub(super) const MAX_BLOCK: u32 = 512;
+
+/// `$body` once for each chunk index `$j` in `0..CHUNKS`, as straight-line code. LLVM
+/// does not fully unroll loops this long by itself, and a rolled loop indexes the
+/// register cache at run time, which moves it to local memory (DRAM).
+macro_rules! each_chunk {
+    ($j:ident => $body:block) => {
+        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7)
+    };
+    (@ $j:ident $body:block $($n:literal)*) => {
+        $({
+            let $j: usize = $n;
+            $body
+        })*
+    };
+}
+pub(super) use each_chunk;
+const _: () = assert!(CHUNKS == 8, "each_chunk! lists the chunk indices");
+
+/// A thread's share of a row: its registers' chunk `j`, lane `v`, and where that
+/// element sits in the row.
+#[derive(Clone, Copy)]
+pub(super) struct Share {
+    pub(super) t: usize,
+    pub(super) threads: usize,
+    pub(super) cols: usize,
+}
+
+impl Share {
+    pub(super) fn of_block(cols: usize) -> Share {
+        Share {
+            t: thread::block_thread_index() as usize,
+            threads: thread::block_size() as usize,
+            cols,
+        }
+    }
+
+    /// Column of chunk `j`, lane `v`. Vector rows: chunk `j` is the 4 columns from
+    /// `(j·threads + t)·4` (a warp reads 512 contiguous bytes per chunk). Scalar rows:
+    /// `(j·4 + v)·threads + t` (a warp reads 128 contiguous bytes per element).
+    #[inline(always)]
+    pub(super) fn col<const VECTOR: bool>(self, j: usize, v: usize) -> usize {
+        if VECTOR {
+            (j * self.threads + self.t) * VEC + v
+        } else {
+            (j * VEC + v) * self.threads + self.t
+        }
+    }
+
+    /// This thread's chunk `j`, lane `v` holds a column of the row, with `n` chunks.
+    #[inline(always)]
+    pub(super) fn has<const VECTOR: bool>(self, j: usize, v: usize, n: usize) -> bool {
+        j < n && self.col::<VECTOR>(j, v) < self.cols
+    }
+}
+
+/// This thread's `4 · n` cached elements of the row at `src` (chunks `0..n`; `n` is a
+/// constant once inlined), `fill` where it has none.
+///
+/// The loads are unconditional, so they issue back to back: a column past the row's
+/// end loads the row's last element(s) instead (an L1 hit) and is then replaced by
+/// `fill`. (Guarded loads put each in a basic block of its own.)
+///
+/// # Safety
+/// `src` points at `share.cols > 0` readable `f32` not written during the launch; with
+/// `VECTOR`, `src` is 16-byte aligned and `cols` a multiple of 4.
+#[inline(always)]
+pub(super) unsafe fn load_row<const VECTOR: bool>(
+    src: *const f32,
+    s: Share,
+    n: usize,
+    fill: f32,
+) -> [[f32; VEC]; CHUNKS] {
+    let mut c = [[fill; VEC]; CHUNKS];
+    let last = s.cols - if VECTOR { VEC } else { 1 };
+    each_chunk!(j => {
+        if j >= n {
+            // Not part of this kernel's cache: stays `fill`, folded away.
+        } else if VECTOR {
+            let col = s.col::<true>(j, 0);
+            // SAFETY: clamped to the row's last 4 columns (cols % 4 == 0), aligned.
+            let v = unsafe { ldst::load_nc_f32x4(src.add(col.min(last))) };
+            c[j] = if col < s.cols { v } else { [fill; VEC] };
+        } else {
+            for v in 0..VEC {
+                let col = s.col::<false>(j, v);
+                // SAFETY: clamped to the row's last column.
+                let x = unsafe { f32::load_nc(src.add(col.min(last))) };
+                c[j][v] = if col < s.cols { x } else { fill };
+            }
+        }
+    });
+    c
+}
+
+/// `s`, opaque to the optimiser: the phase that uses it computes its addresses anew,
+/// instead of LLVM keeping every chunk's column offset (or pointer) live in registers
+/// across a whole loop or across the block reductions (16 to 32 registers; the paths
+/// spilled).
+#[inline(always)]
+pub(super) fn fresh(s: Share) -> Share {
+    Share {
+        t: ldst::opaque_usize(s.t),
+        threads: ldst::opaque_usize(s.threads),
+        cols: s.cols,
+    }
+}
+
+/// `start, start + step, …` below `end`, with a trip count LLVM cannot compute, so it
+/// does not unroll the streamed paths' loops: unrolled, they took more registers than
+/// the cached paths, and a kernel's register count is its hungriest path's.
+pub(super) struct Strided {
+    next: usize,
+    end: usize,
+    step: usize,
+}
+
+impl Strided {
+    #[inline(always)]
+    pub(super) fn new(start: usize, end: usize, step: usize) -> Strided {
+        Strided {
+            next: start,
+            end,
+            step,
+        }
+    }
+}
+
+impl Iterator for Strided {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let col = self.next;
+        if col >= self.end {
+            return None;
+        }
+        self.next = ldst::opaque_usize(col + self.step);
+        Some(col)
+    }
+}
+
+/// `p`, opaque to the optimiser (see [`fresh`]).
+#[inline(always)]
+pub(super) fn opaque_ptr(p: *const f32) -> *const f32 {
+    p.with_addr(ldst::opaque_usize(p.addr()))
+}
+
+/// `p`, opaque to the optimiser (see [`fresh`]).
+#[inline(always)]
+pub(super) fn opaque_mut(p: *mut f32) -> *mut f32 {
+    p.with_addr(ldst::opaque_usize(p.addr()))
+}
+
+/// Write `f(element, column)` for each element of this thread's share of the row
+/// (chunks `0..n`).
+///
+/// # Safety
+/// `dst` points at `share.cols` writable `f32` that only this block writes, and with
+/// `VECTOR` it is 16-byte aligned and `cols` a multiple of 4. (Threads write disjoint
+/// columns: the [`Share`] layout gives each column to one thread.)
+#[inline(always)]
+pub(super) unsafe fn store_row<const VECTOR: bool>(
+    dst: *mut f32,
+    s: Share,
+    n: usize,
+    c: &[[f32; VEC]; CHUNKS],
+    f: impl Fn([f32; VEC], usize) -> [f32; VEC],
+) {
+    each_chunk!(j => {
+        if VECTOR {
+            if s.has::<true>(j, 0, n) {
+                let col = s.col::<true>(j, 0);
+                // SAFETY: as `load_row`; this thread's columns.
+                unsafe { ldst::store_f32x4(dst.add(col), f(c[j], col)) };
+            }
+        } else {
+            for v in 0..VEC {
+                if s.has::<false>(j, v, n) {
+                    let col = s.col::<false>(j, v);
+                    // SAFETY: this thread's column, in the row.
+                    unsafe { dst.add(col).write(f([c[j][v]; VEC], col)[0]) };
+                }
+            }
+        }
+    });
+}
+
+/// `e^x` as `2^(x · log2 e)`: one multiply and one `ex2.approx` (relative error about
+/// 2⁻²², plus the product's rounding, which grows with |x|: at most about 1e-5 where
+/// `e^x` is still a normal float, and such tiny terms weigh nothing in a softmax). The
+/// libdevice `expf` would be about four times the instructions, which the streamed
+/// path, with two exponentials an element, feels.
+#[inline(always)]
+pub(super) fn exp(x: f32) -> f32 {
+    (x * core::f32::consts::LOG2_E).exp2()
+}
+
+/// `op` over `value` of every thread of the block, returned to every thread, with one
+/// barrier: each warp leaves its total in `partials`, then every warp combines them.
+///
+/// Every thread of the block must call it; the block size is a multiple of 32 and at
+/// most 1024. A `partials` buffer may be used again only after another call with a
+/// different buffer (whose barrier guarantees that every warp has read this one).
+#[inline(always)]
+pub(super) fn block_allreduce(
+    value: f32,
+    partials: &SharedArray<f32, 32>,
+    identity: f32,
+    op: impl Fn(f32, f32) -> f32 + Copy,
+) -> f32 {
+    let warps = thread::block_size().div_ceil(warp::WARP_SIZE) as usize;
+    let (lane, w) = (warp::lane_id() as usize, warp::warp_id() as usize);
+    let total = warp::reduce(value, op);
+    if lane == 0 {
+        // SAFETY: one writer per slot; no warp still reads this buffer (the rule above).
+        unsafe { partials.write(w, total) };
+    }
+    thread::sync_threads();
+    // SAFETY: slots below `warps` were written before the barrier.
+    let p = if lane < warps {
+        unsafe { partials.read(lane) }
+    } else {
+        identity
+    };
+    warp::reduce(p, op)
+}
+
+/// The block's rows: `first, first + step, …` below `rows` (blocks numbered x fastest).
+#[inline(always)]
+pub(super) fn block_rows(rows: usize) -> impl Iterator<Item = usize> {
+    let (gx, gy) = (thread::gridDim_x() as usize, thread::gridDim_y() as usize);
+    let step = gx * gy * thread::gridDim_z() as usize;
+    let first = thread::blockIdx_x() as usize
+        + gx * (thread::blockIdx_y() as usize + gy * thread::blockIdx_z() as usize);
+    (first..rows).step_by(step.max(1))
+}
+
+/// The block shape both row kernels need, checked once.
+#[inline(always)]
+pub(super) fn check_block() {
+    let b = thread::block_size();
+    gpu_assert!(
+        b.is_multiple_of(warp::WARP_SIZE) && b <= MAX_BLOCK,
+        "row kernels need a block of 32..=512 threads, a multiple of 32; got {}\n",
+        b
+    );
+}
+
+/// Whether every pointer is 16-byte aligned and rows of `cols` keep them so.
+#[inline(always)]
+pub(super) fn vector_ok(cols: usize, ptrs: &[usize]) -> bool {
+    cols.is_multiple_of(VEC) && ptrs.iter().all(|p| p.is_multiple_of(16))
+}
+
+/// The rows of a launch, as raw parts (checked by the kernel).
+#[derive(Clone, Copy)]
+pub(super) struct Rows {
+    pub(super) src: *const f32,
+    pub(super) dst: *mut f32,
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    pub(super) s: Share,
+}
+
+impl Rows {
+    /// `body(row of src, row of dst)` for each of this block's rows.
+    ///
+    /// # Safety
+    /// `src` and `dst` hold `rows · cols` elements.
+    #[inline(always)]
+    pub(super) unsafe fn each(self, body: impl Fn(*const f32, *mut f32)) {
+        for row in block_rows(self.rows) {
+            // SAFETY: row < rows, so the row's `cols` elements lie in both arrays.
+            let (x, y) = unsafe { (self.src.add(row * self.cols), self.dst.add(row * self.cols)) };
+            // Opaque per row: otherwise LLVM keeps one pointer per chunk as a loop
+            // variable (8 · 2 registers for the whole loop) where one base and
+            // per-row offsets do.
+            body(opaque_ptr(x), opaque_mut(y));
+        }
+    }
+}
+
+/// Chunks a thread of a streamed pass loads at once: independent loads in flight.
+pub(super) const GROUP: usize = 4;
+
+/// A streamed pass over this thread's columns of one row: groups of [`GROUP`] chunks
+/// (`width` columns each, 4 or 1, `stride` apart), each group's loads unconditional
+/// (clamped into the row) so they issue together; a chunk past the row's end is marked
+/// absent.
+#[derive(Clone, Copy)]
+pub(super) struct Walk<const VECTOR: bool> {
+    pub(super) src: *const f32,
+    pub(super) s: Share,
+}
+
+impl<const VECTOR: bool> Walk<VECTOR> {
+    pub(super) const WIDTH: usize = if VECTOR { VEC } else { 1 };
+
+    #[inline(always)]
+    pub(super) fn stride(self) -> usize {
+        self.s.threads * Self::WIDTH
+    }
+
+    /// The first column of each of this thread's groups.
+    #[inline(always)]
+    pub(super) fn groups(self) -> Strided {
+        Strided::new(self.s.t * Self::WIDTH, self.s.cols, self.stride() * GROUP)
+    }
+
+    /// The group at `base`: per chunk its first column, whether it is in the row, and
+    /// its values (`fill` in the lanes past `WIDTH`).
+    ///
+    /// # Safety
+    /// `src` holds `cols > 0` readable `f32` not written during the launch; with
+    /// `VECTOR` it is 16-byte aligned and `cols` a multiple of 4.
+    #[inline(always)]
+    pub(super) unsafe fn load(self, base: usize, fill: f32) -> [(usize, bool, [f32; VEC]); GROUP] {
+        let last = self.s.cols - Self::WIDTH;
+        core::array::from_fn(|u| {
+            let col = base + u * self.stride();
+            let at = col.min(last);
+            // SAFETY: `at` is a column of the row (clamped), aligned when VECTOR.
+            let v = unsafe {
+                if VECTOR {
+                    ldst::load_nc_f32x4(self.src.add(at))
+                } else {
+                    [f32::load_nc(self.src.add(at)), fill, fill, fill]
+                }
+            };
+            (col, col < self.s.cols, v)
+        })
+    }
+}

@@ -1,0 +1,103 @@
+"""The bundled GEMMs (`sgemm`, `gemm_bf16`, and `matmul_tiled`'s launch for
+comparison) on every array library, against a float64 NumPy product: odd shapes whose
+tails cut every tile, poisoned outputs.
+
+Tolerances: sgemm sums k products in f32 with fused multiply-adds, so its relative
+error (in the Frobenius norm) grows like sqrt(k)·2^-24; 1e-5 holds with margin up to
+k ≈ 10^5. gemm_bf16 is compared with the float64 product of the bf16-rounded inputs
+(so input rounding is not its error): products are exact and sums are f32, so the
+same 1e-5 applies. The emulator runs at small sizes (its 32-lane warps and tensor-core
+instructions run on the CPU); the GPU runs the issue's shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+from helpers.arraylibs import ArrayLib, rel_err
+
+import pyoxide
+
+RNG = np.random.default_rng()
+TILE = 128
+
+EMU_SHAPES = [(1, 1, 1), (33, 17, 8), (130, 129, 40), (64, 136, 33)]
+GPU_SHAPES = [(1, 1, 1), (1000, 1000, 1000), (4095, 4097, 129), (300, 200, 8), (256, 384, 512)]
+
+
+def shapes(lib: ArrayLib) -> list[tuple[int, int, int]]:
+    return GPU_SHAPES if lib.on_gpu else EMU_SHAPES
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """`x` (float32) rounded to bfloat16 (nearest, ties to even), as uint16 bit patterns."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def grid(m: int, n: int) -> tuple[int, int]:
+    return (-(-n // TILE), -(-m // TILE))
+
+
+def test_sgemm(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    for m, n, k in shapes(lib):
+        a = RNG.standard_normal((m, k), dtype=np.float32)
+        b = RNG.standard_normal((k, n), dtype=np.float32)
+        c = lib.poisoned(m * n, np.float32)
+        kernels.sgemm[grid(m, n), 256](lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k)
+        err = rel_err(lib.to_numpy(c), (a.astype(np.float64) @ b).ravel())
+        assert err < 1e-5, f"sgemm {m}x{n}x{k}: relative error {err:.2e}"
+
+
+def test_gemm_bf16(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    for m, n, k in shapes(lib):
+        a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
+        b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+        c = lib.poisoned(m * n, np.float32)
+        kernels.gemm_bf16[grid(m, n), 256](
+            lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k
+        )
+        want = from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)
+        err = rel_err(lib.to_numpy(c), want.ravel())
+        assert err < 1e-5, f"gemm_bf16 {m}x{n}x{k}: relative error {err:.2e}"
+
+
+def test_gemm_bf16_vector_path_with_k_tails(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    """k and n multiples of 8 take the cp.async path; k = 40 leaves a partial last
+    32-wide tile that the zero-fill must cover, m = 200 a partial row tile."""
+    m, n, k = 200, 136, 40
+    a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
+    b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+    c = lib.poisoned(m * n, np.float32)
+    kernels.gemm_bf16[grid(m, n), 256](lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k)
+    want = from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)
+    assert rel_err(lib.to_numpy(c), want.ravel()) < 1e-5
+
+
+def test_gemm_bf16_with_bf16_output(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+    """The bf16 result is the f32 result rounded once (nearest, ties to even): both
+    instances share one body, so `gemm_bf16_bf16` must equal `gemm_bf16` rounded to bf16
+    bit for bit, and `gemm_bf16` is held to the float64 product. (An elementwise bound
+    against the float64 product alone cannot work near zero: the tensor cores' f32 sums
+    of k terms of size ~1 are off by ~1e-4 absolute there, many bf16 ulps of a tiny
+    result.) A poisoned (0xBEEF) element left unwritten fails the bitwise check unless the
+    result happens to round to that very pattern."""
+    for m, n, k in shapes(lib):
+        a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
+        b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+        a_dev, b_dev = lib.asarray(a.ravel()), lib.asarray(b.ravel())
+        c16 = lib.poisoned(m * n, np.uint16)
+        c32 = lib.poisoned(m * n, np.float32)
+        kernels.gemm_bf16_bf16[grid(m, n), 256](a_dev, b_dev, c16, m, n, k)
+        kernels.gemm_bf16[grid(m, n), 256](a_dev, b_dev, c32, m, n, k)
+        f32 = lib.to_numpy(c32)
+        want = (from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)).ravel()
+        assert rel_err(f32, want) < 1e-5, f"gemm_bf16 {m}x{n}x{k}"
+        got = lib.to_numpy(c16)
+        mismatched = np.flatnonzero(got != to_bf16_bits(f32))
+        assert mismatched.size == 0, (
+            f"gemm_bf16_bf16 {m}x{n}x{k}: {mismatched.size} element(s) differ from the f32 "
+            f"result rounded to bf16, first at {mismatched[0]}"
+        )
