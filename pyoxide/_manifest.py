@@ -250,6 +250,10 @@ def read_manifest(path: str | Path) -> Manifest:
     file = Path(path).resolve()
     try:
         text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ManifestError(
+            f"manifest {file} is not UTF-8 text (damaged). Fix: rebuild with `pyoxide build`."
+        ) from None
     except OSError as e:
         raise ManifestError(
             f"cannot read manifest {file}: {e.strerror}. "

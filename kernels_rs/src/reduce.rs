@@ -102,6 +102,9 @@ pub fn reduce_blocks_f32(x: &[f32], mut partial: DisjointSlice<f32>) {
 #[launch(segments(out))]
 pub fn scan_blocks_u32(x: &[u32], mut out: DisjointSlice<u32>) {
     gpu_assert!(thread::blockDim_x().is_multiple_of(warp::WARP_SIZE));
+    // One u32 per warp of dynamic shared memory: launch with shared_mem >= 4 * warps.
+    let warps = (thread::blockDim_x() / warp::WARP_SIZE) as usize;
+    gpu_assert!(DynamicSharedArray::<u32>::len() >= warps);
     let totals = DynamicSharedArray::<u32>::get();
     let idx = thread::index_1d();
     let value = x.get(idx.get()).copied().unwrap_or(0);
@@ -113,7 +116,6 @@ pub fn scan_blocks_u32(x: &[u32], mut out: DisjointSlice<u32>) {
         unsafe { totals.add(warp_id).write(in_warp) };
     }
     thread::sync_threads();
-    let warps = (thread::blockDim_x() / warp::WARP_SIZE) as usize;
     if warp_id == 0 {
         // SAFETY: slots below `warps` were written before the barrier.
         let total = if (lane as usize) < warps {

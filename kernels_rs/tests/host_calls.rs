@@ -149,7 +149,7 @@ fn erf_ref(x: f64) -> f64 {
 }
 
 /// A one-thread block is not a whole number of warps: the kernel's `gpu_assert!`
-/// prints and traps, which on the host is a panic.
+/// traps, which on the host is a panic naming the condition.
 #[test]
 #[should_panic(expected = "GPU trap")]
 fn scan_blocks_u32_refuses_a_partial_warp() {

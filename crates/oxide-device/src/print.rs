@@ -251,13 +251,11 @@ fn host_print(text: &str, arguments: usize) -> i32 {
 macro_rules! gpu_assert {
     ($cond:expr $(,)?) => {
         if !$cond {
-            $crate::gpu_printf_c!(
-                "assertion failed: %s at %s:%d\n",
-                $crate::print::cstr(::core::concat!(::core::stringify!($cond), "\0")),
-                $crate::print::cstr(::core::concat!(::core::file!(), "\0")),
+            $crate::print::assert_failed(
+                ::core::concat!(::core::stringify!($cond), "\0"),
+                ::core::concat!(::core::file!(), "\0"),
                 ::core::line!(),
             );
-            $crate::print::trap();
         }
     };
     ($cond:expr, $($message:tt)+) => {
@@ -282,6 +280,35 @@ pub const fn cstr(s: &'static str) -> &'static CStr {
     match CStr::from_bytes_with_nul(s.as_bytes()) {
         Ok(c) => c,
         Err(_) => panic!("a string with an inner NUL"),
+    }
+}
+
+/// A failed `gpu_assert!(cond)`: on the GPU, print it and trap; in the emulator, the
+/// launch's error carries the condition and place (not only stdout).
+#[doc(hidden)]
+// Inlined on the GPU as the macro's printf+trap was (one kernel, no call).
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), cold)]
+pub fn assert_failed(cond: &'static str, file: &'static str, line: u32) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        crate::gpu_printf_c!(
+            "assertion failed: %s at %s:%d\n",
+            cstr(cond),
+            cstr(file),
+            line,
+        );
+        trap()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let cut = |s: &'static str| s.strip_suffix('\0').unwrap_or(s);
+        std::panic!(
+            "GPU trap: gpu_assert!({}) failed at {}:{}",
+            cut(cond),
+            cut(file),
+            line
+        )
     }
 }
 

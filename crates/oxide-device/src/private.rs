@@ -94,8 +94,8 @@ pub mod emu {
         ThreadCoords, set_dynamic_shared, set_thread_coords, thread_coords,
     };
     pub use oxide_abi::emu::{
-        OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_OK,
-        STATUS_TRAP,
+        OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_FAULT,
+        STATUS_INTERRUPTED, STATUS_OK, STATUS_TRAP,
     };
 }
 

@@ -37,7 +37,8 @@
 //! Shared memory is written and read by every thread of a block, so access is
 //! `unsafe`: the kernel orders it with [`sync_threads`](crate::thread::sync_threads).
 //! On the host, inside an emulated launch, each block has its own copy of every
-//! `SharedArray` static and of the dynamic array (`launch.shared_bytes`); outside one,
+//! `SharedArray` static and of the dynamic array (`launch.shared_bytes`, followed by a
+//! guard page: an access past it is reported as a fault of that thread); outside one,
 //! a `SharedArray` is the ordinary static and the dynamic array a per-OS-thread buffer.
 
 use core::cell::UnsafeCell;
@@ -267,6 +268,24 @@ impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
     pub fn offset(bytes: usize) -> *mut T {
         let () = Self::ALIGN_OK;
         arch::dynamic_shared_base().wrapping_add(bytes).cast()
+    }
+
+    /// Bytes of dynamic shared memory this launch gave the block (`shared_mem=` in
+    /// Python; `%dynamic_smem_size` on the GPU). A kernel that needs a given size checks
+    /// it: `gpu_assert!(DynamicSharedArray::<u32>::len() >= warps)`.
+    #[inline(always)]
+    pub fn bytes() -> usize {
+        arch::dynamic_shared_bytes()
+    }
+
+    /// Whole elements of `T` that fit in the launch's dynamic shared memory.
+    #[inline(always)]
+    pub fn len() -> usize {
+        let () = Self::ALIGN_OK;
+        match core::mem::size_of::<T>() {
+            0 => usize::MAX,
+            size => Self::bytes() / size,
+        }
     }
 
     /// The region as a slice of `len` elements.

@@ -596,6 +596,20 @@ fn check_launch_bounds(lb: LaunchBoundsSyntax, errors: &mut Errors) -> Option<La
             Ok(v) => Some(v),
         };
     let max_threads = positive(&lb.max_threads, "max_threads", errors);
+    let limit = oxide_abi::limits::MAX_THREADS_PER_BLOCK;
+    let max_threads = match max_threads {
+        Some(v) if v > limit => {
+            errors.push(
+                lb.max_threads.span(),
+                format!(
+                    "launch_bounds: max_threads is {v}, but a CUDA block has at most {limit} \
+                     threads; ask for {limit} or fewer"
+                ),
+            );
+            None
+        }
+        other => other,
+    };
     let min_blocks = match &lb.min_blocks {
         Some(lit) => Some(positive(lit, "min_blocks", errors)?),
         None => None,

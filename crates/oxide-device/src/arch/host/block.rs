@@ -20,6 +20,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::ThreadCoords;
+use super::fault::{self, Registration, Running, SharedRegion, Stop};
 
 /// Why a thread yielded to the worker.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -35,9 +36,10 @@ enum State {
     Done,
 }
 
-/// Stack of each emulated thread. Pages are touched only as used, so a block of 1024
-/// threads costs little real memory.
-const STACK_BYTES: usize = 256 * 1024;
+/// Stack of each emulated thread: room for the 512 KiB of local memory a GPU thread can
+/// have, plus the host's own frames. Pages are touched only as used, so a block of 1024
+/// threads costs little real memory; a guard page below turns an overflow into an error.
+const STACK_BYTES: usize = 1024 * 1024;
 
 pub(super) const WARP: u32 = 32;
 
@@ -159,18 +161,30 @@ pub(super) struct BlockFailure {
     pub message: String,
 }
 
-type Thread = Coroutine<(), Wait, (), DefaultStack>;
+type Thread = Coroutine<(), Wait, Option<Stop>, DefaultStack>;
 
 /// A worker's means to run blocks: its stacks and block context, reused block after
 /// block.
 pub(super) struct Runner {
     stacks: Vec<DefaultStack>,
     ctx: Box<BlockCtx>,
-    dynamic: Box<[u128]>,
+    /// Always `Some` until dropped (then given back to the thread's spare).
+    dynamic: Option<SharedRegion>,
+    /// `fault::INTERRUPTS` when the launch started.
+    interrupts: u64,
+    _registration: Registration,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some(region) = self.dynamic.take() {
+            region.give_back();
+        }
+    }
 }
 
 impl Runner {
-    pub fn new(shared_bytes: usize) -> Runner {
+    pub fn new(shared_bytes: usize, interrupts: u64) -> Runner {
         Runner {
             stacks: Vec::new(),
             ctx: Box::new(BlockCtx {
@@ -180,7 +194,12 @@ impl Runner {
                 warps: UnsafeCell::new(Vec::new()),
                 shared: RefCell::new(Vec::new()),
             }),
-            dynamic: (0..shared_bytes.div_ceil(16).max(1)).map(|_| 0).collect(),
+            dynamic: Some(SharedRegion::take(shared_bytes)),
+            interrupts,
+            _registration: {
+                fault::ensure_alt_stack();
+                Registration::new()
+            },
         }
     }
 
@@ -207,14 +226,17 @@ impl Runner {
         }));
         CTX.with(|c| c.set(ctx));
         super::reset_async_copies();
-        // SAFETY: the buffer is 16-byte aligned, as large as the launch asks, and
+        // SAFETY: the region is 16-byte aligned, as large as the launch asks, and
         // outlives the block; reset below.
-        let previous = unsafe { super::set_dynamic_shared(self.dynamic.as_mut_ptr().cast()) };
+        let region = self.dynamic.as_ref().expect("a region until dropped");
+        let previous = unsafe { super::set_dynamic_shared(region.base) };
+        let previous_len = super::set_dynamic_shared_len(region.bytes);
         let coords = super::thread_coords();
         let result = self.schedule(kernel, n, block, block_dim, grid_dim);
         super::set_thread_coords(coords);
         // SAFETY: back to what it was.
         unsafe { super::set_dynamic_shared(previous) };
+        super::set_dynamic_shared_len(previous_len);
         CTX.with(|c| c.set(core::ptr::null()));
         result
     }
@@ -251,6 +273,13 @@ impl Runner {
             message,
         };
         let outcome = loop {
+            if fault::interrupted(self.interrupts) {
+                break Err(failure(
+                    oxide_abi::emu::STATUS_INTERRUPTED,
+                    0,
+                    "interrupted (Ctrl-C)".into(),
+                ));
+            }
             let mut failed = None;
             for t in 0..n {
                 if state[t as usize] != State::Ready {
@@ -267,14 +296,42 @@ impl Runner {
                     Coroutine::with_stack(stack, move |y: &Yielder<(), Wait>, ()| {
                         ctx.yielder.set(y);
                         kernel();
+                        None
                     })
                 });
+                fault::set_running(Some(Running {
+                    handler: coroutine.trap_handler(),
+                    interrupts: self.interrupts,
+                }));
                 let resumed = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
                     coroutine.resume(())
                 }));
+                fault::set_running(None);
                 match resumed {
                     Ok(CoroutineResult::Yield(why)) => state[t as usize] = State::At(why),
-                    Ok(CoroutineResult::Return(())) => {
+                    Ok(CoroutineResult::Return(Some(stop))) => {
+                        let done = slot.take().expect("a stopped thread");
+                        self.stacks.push(done.into_stack());
+                        failed = Some(match stop {
+                            Stop::Interrupted => failure(
+                                oxide_abi::emu::STATUS_INTERRUPTED,
+                                t,
+                                "interrupted (Ctrl-C)".into(),
+                            ),
+                            Stop::Fault { addr, sp } => failure(
+                                oxide_abi::emu::STATUS_FAULT,
+                                t,
+                                fault::describe(
+                                    addr,
+                                    sp,
+                                    STACK_BYTES,
+                                    self.dynamic.as_ref().expect("a region until dropped"),
+                                ),
+                            ),
+                        });
+                        break;
+                    }
+                    Ok(CoroutineResult::Return(None)) => {
                         state[t as usize] = State::Done;
                         let done = slot.take().expect("a finished thread");
                         self.stacks.push(done.into_stack());
