@@ -101,9 +101,17 @@ sreg32! {
     nsmid: "nsmid", 1;
     /// The warp's slot on its SM (`%warpid`; on the emulator the warp's index in its
     /// block). For diagnostics only.
-    warpid: "warpid", crate::warp::warp_id();
+    warpid: "warpid", {
+        use crate::arch::{block_dim_x, block_dim_y, thread_idx_x, thread_idx_y, thread_idx_z};
+        // The flat thread index in the block (as `thread::block_thread_index`) over 32.
+        (thread_idx_x() + block_dim_x() * (thread_idx_y() + block_dim_y() * thread_idx_z()))
+            / crate::arch::WARP_SIZE
+    };
     /// An upper bound on `warpid()` (`%nwarpid`).
-    nwarpid: "nwarpid", crate::thread::block_size().div_ceil(32);
+    nwarpid: "nwarpid", {
+        use crate::arch::{block_dim_x, block_dim_y, block_dim_z};
+        (block_dim_x() * block_dim_y() * block_dim_z()).div_ceil(crate::arch::WARP_SIZE)
+    };
 }
 
 /// The launch's grid id (`%gridid`, 64-bit; 0 on the emulator).

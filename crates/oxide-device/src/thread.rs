@@ -83,13 +83,13 @@ pub fn warp_index() -> Option<ThreadIndex<WarpIndex>> {
     let one_d =
         (arch::block_dim_y() | arch::block_dim_z() | arch::grid_dim_y() | arch::grid_dim_z()) == 1;
     let tid = arch::thread_idx_x();
-    if !one_d || !tid.is_multiple_of(crate::warp::WARP_SIZE) {
+    if !one_d || !tid.is_multiple_of(arch::WARP_SIZE) {
         return None;
     }
-    let warps_per_block = arch::block_dim_x().div_ceil(crate::warp::WARP_SIZE) as usize;
+    let warps_per_block = arch::block_dim_x().div_ceil(arch::WARP_SIZE) as usize;
     let index = (arch::block_idx_x() as usize)
         .checked_mul(warps_per_block)?
-        .checked_add((tid / crate::warp::WARP_SIZE) as usize)?;
+        .checked_add((tid / arch::WARP_SIZE) as usize)?;
     Some(ThreadIndex::new(index, true))
 }
 

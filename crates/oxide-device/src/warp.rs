@@ -18,7 +18,7 @@ use crate::thread;
 pub use crate::debug::{nwarpid, warpid};
 
 /// Lanes per warp on NVIDIA GPUs.
-pub const WARP_SIZE: u32 = 32;
+pub const WARP_SIZE: u32 = crate::arch::WARP_SIZE;
 
 /// Every lane of the warp.
 pub const FULL_MASK: u32 = 0xffff_ffff;

@@ -18,8 +18,9 @@ use oxide_abi::{DESCRIPTOR_VERSION, ParamKind, ScalarType};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
-use syn::{GenericArgument, Ident, LitStr};
+use syn::{Ident, LitStr};
 
+use crate::call::{call_kernel, turbofish};
 use crate::validate::{Instance, Kernel, LaunchKind, PerThread};
 
 pub fn expand(kernel: &Kernel) -> TokenStream {
@@ -161,36 +162,8 @@ fn source_template(head: &str) -> [String; 4] {
     ]
 }
 
-/// The turbofish arguments of an instance (`f32`, `{ 4 }`), spanned as written so an
-/// unsatisfied bound points at the instance.
-pub(crate) fn turbofish(inst: &Instance) -> TokenStream {
-    if inst.args.is_empty() {
-        return TokenStream::new();
-    }
-    let args = inst.args.iter().map(|a| match (&a.value, a.is_const) {
-        (GenericArgument::Type(t), false) => quote!(#t),
-        (GenericArgument::Type(t), true) => quote!({ #t }),
-        (GenericArgument::Const(e), _) => quote!({ #e }),
-        (other, _) => quote!(#other),
-    });
-    quote!(::<#(#args),*>)
-}
-
 /// Host-side check that each instance is well-formed (bounds hold), so a bad instance
 /// fails `cargo check`/`cargo test` and not only the device build.
-/// The call of the user's function for one instance, inside `unsafe` for unsafe
-/// kernels: the body of both the device entry and the host (emulator) entry.
-pub(crate) fn call_kernel(kernel: &Kernel, inst: &Instance, args: &[Ident]) -> TokenStream {
-    let name = &kernel.func.sig.ident;
-    let turbofish = turbofish(inst);
-    let call = quote!(#name #turbofish (#(#args),*));
-    if kernel.is_unsafe {
-        quote!(unsafe { #call })
-    } else {
-        call
-    }
-}
-
 fn instance_check(kernel: &Kernel, inst: &Instance) -> TokenStream {
     if inst.args.is_empty() {
         return TokenStream::new();

@@ -15,7 +15,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{Ident, LitStr};
 
-use crate::expand::call_kernel;
+use crate::call::call_kernel;
 use crate::validate::{Instance, Kernel};
 
 /// The most threads a block may have without launch bounds (CUDA's limit).

@@ -17,6 +17,7 @@
 
 extern crate proc_macro;
 
+mod call;
 mod compat;
 mod expand;
 mod host;

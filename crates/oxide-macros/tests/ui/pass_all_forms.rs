@@ -29,7 +29,7 @@ pub fn bounds_first(_x: &[f32]) {}
 /// Launch policies, written above or below `#[kernel]`, with and without options.
 #[launch(block_per_row(out, cols = n, block = 128))]
 #[kernel]
-pub fn rows(x: &[f32], mut out: DisjointSlice<f32>, n: u32) {
+pub fn rows(x: &[f32], out: DisjointSlice<f32>, n: u32) {
     let _ = (x, out.len(), n);
 }
 
@@ -72,7 +72,7 @@ mod kernels {
     use oxide_device::{kernel, DisjointSlice};
 
     #[kernel]
-    pub fn rows(x: &[f32], mut out: DisjointSlice<f32, Index2D<4>>) {
+    pub fn rows_2d(x: &[f32], mut out: DisjointSlice<f32, Index2D<4>>) {
         if let Some((o, idx)) = out.get_mut_indexed() {
             *o = x[idx.get()].sqrt() + thread::index_2d_row() as f32;
         }
@@ -136,7 +136,7 @@ fn main() {
 
     let d = KernelDescriptor::decode(&__oxide_descriptor_copy_through).unwrap();
     assert!(!d.is_unsafe);
-    let d = KernelDescriptor::decode(&kernels::__oxide_descriptor_rows).unwrap();
+    let d = KernelDescriptor::decode(&kernels::__oxide_descriptor_rows_2d).unwrap();
     assert_eq!((d.params[1].kind, d.params[1].mutable), (ParamKind::DisjointSlice, true));
 
     let d = KernelDescriptor::decode(&nested::__oxide_descriptor_inner_u8).unwrap();
@@ -158,7 +158,7 @@ fn main() {
     copy_through(&src, &mut dst);
     assert_eq!(dst, 42);
     let mut rows = [0.0f32; 4];
-    kernels::rows(&[16.0], DisjointSlice::from_mut_with_space(&mut rows));
+    kernels::rows_2d(&[16.0], DisjointSlice::from_mut_with_space(&mut rows));
     assert_eq!(rows, [4.0, 0.0, 0.0, 0.0]);
     let mut total = [1u32];
     accumulate::<u32>(&[2, 3], AtomicSlice::from_mut(&mut total));

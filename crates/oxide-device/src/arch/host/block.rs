@@ -13,7 +13,7 @@
 use core::cell::{Cell, RefCell, UnsafeCell};
 use std::boxed::Box;
 use std::format;
-use std::string::String;
+use std::string::{String, ToString};
 use std::vec::Vec;
 
 use corosensei::stack::DefaultStack;
@@ -337,7 +337,7 @@ impl Runner {
                         self.stacks.push(done.into_stack());
                     }
                     Err(payload) => {
-                        let message = super::engine::panic_message(payload);
+                        let message = panic_message(payload);
                         let done = slot.take().expect("a panicked thread");
                         self.stacks.push(done.into_stack());
                         failed = Some(failure(oxide_abi::emu::STATUS_TRAP, t, message));
@@ -428,4 +428,30 @@ fn complete_warps(ctx: &BlockCtx, state: &mut [State], n: u32) -> bool {
         }
     }
     any
+}
+
+std::thread_local! {
+    /// Where the last panic on this OS thread happened (set by the panic hook).
+    static PANIC_LOCATION: core::cell::RefCell<Option<String>> = const { core::cell::RefCell::new(None) };
+}
+
+/// Record where a panic of an emulated thread happened (from the panic hook), for
+/// [`panic_message`].
+pub(super) fn record_panic_location(at: Option<String>) {
+    PANIC_LOCATION.with(|p| *p.borrow_mut() = at);
+}
+
+/// The message of a caught panic, with where it happened.
+pub(super) fn panic_message(payload: Box<dyn core::any::Any + Send>) -> String {
+    let text = if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "the kernel panicked".to_string()
+    };
+    match PANIC_LOCATION.with(|p| p.borrow_mut().take()) {
+        Some(at) => format!("panicked at {at}: {text}"),
+        None => text,
+    }
 }

@@ -178,11 +178,6 @@ pub unsafe fn launch(
     }
 }
 
-std::thread_local! {
-    /// Where the last panic on this OS thread happened (set by the panic hook).
-    static PANIC_LOCATION: core::cell::RefCell<Option<String>> = const { core::cell::RefCell::new(None) };
-}
-
 /// Keep Rust's default panic report off stderr for the emulator's threads (the
 /// launch's error carries it) and remember where each panic happened.
 fn install_panic_hook() {
@@ -192,25 +187,10 @@ fn install_panic_hook() {
         std::panic::set_hook(Box::new(move |info| {
             if super::block::in_block() {
                 let at = info.location().map(|l| l.to_string());
-                PANIC_LOCATION.with(|p| *p.borrow_mut() = at);
+                super::block::record_panic_location(at);
             } else {
                 previous(info);
             }
         }));
     });
-}
-
-/// The message of a caught panic, with where it happened.
-pub(super) fn panic_message(payload: Box<dyn core::any::Any + Send>) -> String {
-    let text = if let Some(s) = payload.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "the kernel panicked".to_string()
-    };
-    match PANIC_LOCATION.with(|p| p.borrow_mut().take()) {
-        Some(at) => format!("panicked at {at}: {text}"),
-        None => text,
-    }
 }
