@@ -11,7 +11,10 @@ Layout under ``PYOXIDE_CACHE_DIR``::
 the toolchain fingerprint (cargo-oxide's binary and ``rustc -vV``). A cached build
 is fresh while every source file its manifest lists, the crate's Cargo.toml and
 the workspace Cargo.lock still hash the same. ``key`` hashes ``lookup`` plus those
-content hashes, so equal inputs give the same folder. Every write is a rename of a
+content hashes, so equal inputs give the same folder. cargo-oxide hashes the sources
+after compiling them, so the crate's files are hashed here before the build too: a
+build whose sources changed while it ran is thrown away and built again, never cached
+under the new sources' hash. Every write is a rename of a
 finished temporary (``os.replace``), so two processes loading at once both succeed:
 the lock (where the OS has ``fcntl``) makes the second wait and reuse the first's
 build; without it, both build and the first rename wins.
@@ -33,9 +36,9 @@ from pathlib import Path
 
 from . import _knobs
 from ._build import Echo, Profile, build, crate_manifest, find_cargo_oxide
-from ._fs import atomic_write, sha256_file
+from ._fs import atomic_write, make_temp_dir, sha256_file
 from ._manifest import Manifest, read_manifest
-from .errors import LoadError, ManifestError
+from .errors import BuildError, ConfigError, LoadError, ManifestError
 
 LAYOUT_VERSION = 1
 
@@ -67,6 +70,41 @@ def _extra_inputs(toml: Path) -> dict[str, str | None]:
             inputs[str(lock)] = sha256_file(lock)
             break
     return inputs
+
+
+#: Builds of one load whose sources kept changing while they ran, before giving up.
+BUILD_ATTEMPTS = 3
+_SNAPSHOT_MAX_BYTES = 16 << 20
+
+
+def _snapshot(crate_dir: Path, also: Sequence[str]) -> dict[str, str | None]:
+    """sha256 of the crate's files (not target/ or hidden folders) and of ``also`` (the
+    last build's sources, which may lie outside the crate), by absolute path."""
+    paths: list[Path] = [Path(p) for p in also]
+    for folder, dirs, files in os.walk(crate_dir):
+        dirs[:] = [d for d in dirs if d != "target" and not d.startswith(".")]
+        paths += [Path(folder) / f for f in files]
+    out: dict[str, str | None] = {}
+    for p in paths:
+        with contextlib.suppress(OSError):
+            if p.stat().st_size > _SNAPSHOT_MAX_BYTES:
+                continue
+        out[str(p.resolve())] = sha256_file(p)
+    return out
+
+
+def _changed_during_build(
+    manifest: Manifest, crate_dir: Path, before: dict[str, str | None]
+) -> list[str]:
+    """Sources whose hash in the manifest (taken after the build) differs from the
+    hash they had before it started."""
+    changed = []
+    for path, digest in manifest.sources:
+        p = Path(path) if Path(path).is_absolute() else crate_dir / path
+        key = str(p.resolve())
+        if key in before and before[key] != digest:
+            changed.append(path)
+    return changed
 
 
 def is_fresh(manifest: Manifest, crate_dir: Path, extra: dict[str, str | None]) -> bool:
@@ -110,10 +148,15 @@ def ensure_built(
 ) -> Path:
     """The manifest of a fresh build of ``crate``, building it if needed."""
     toml = crate_manifest(crate)
-    root = _knobs.cache_dir()
+    root = _usable_cache_dir(_knobs.cache_dir())
     fingerprint = toolchain_fingerprint()
+    # Which ptxas verifies the PTX is part of the key: a build verified by none (or by
+    # another) is never served as verified by the one configured now.
+    ptxas = [_knobs.ptxas(), shutil.which("ptxas", path=_knobs.path_env())]
     lookup = hashlib.sha256(
-        json.dumps([LAYOUT_VERSION, str(toml), list(arch or []), profile, fingerprint]).encode()
+        json.dumps(
+            [LAYOUT_VERSION, str(toml), list(arch or []), profile, fingerprint, ptxas]
+        ).encode()
     ).hexdigest()[:32]
     index = root / "index" / f"{lookup}.json"
     extra = _extra_inputs(toml)
@@ -125,18 +168,28 @@ def ensure_built(
                 return cached
         _say(echo, 1, f"pyoxide: building {toml.parent.name} ({profile})")
         (root / "tmp").mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=root / "tmp", prefix="build-"))
-        try:
-            result = build(
-                toml, arch=arch, profile=profile, out_dir=tmp,
-                echo=echo if _knobs.verbose() >= 1 else None,
-            )  # fmt: skip
-            manifest = read_manifest(result.manifest)
-            if manifest.path.parent != tmp.resolve():
-                raise ManifestError(
-                    f"cargo-oxide wrote its manifest to {manifest.path}, not to the "
-                    f"requested --out-dir {tmp}. Fix: update cargo-oxide."
+        for attempt in range(1, BUILD_ATTEMPTS + 1):
+            before = _snapshot(toml.parent, _last_sources(root, index, toml.parent))
+            tmp = make_temp_dir(root / "tmp", "build-")
+            try:
+                manifest = _build_into(tmp, toml, arch, profile, echo)
+                changed = _changed_during_build(manifest, toml.parent, before)
+                if before.get(str(toml.resolve())) != sha256_file(toml):
+                    changed.append(str(toml))
+                if not changed:
+                    break
+                _say(echo, 1, f"pyoxide: {', '.join(changed)} changed during the build; again")
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+            if attempt == BUILD_ATTEMPTS:
+                raise BuildError(
+                    f"the sources of {toml.parent.name} changed during each of "
+                    f"{BUILD_ATTEMPTS} builds ({', '.join(changed)}), so no build matches "
+                    "them. Fix: load the crate again once its files stop changing."
                 )
+        try:
             # Hash the inputs again: the build itself may have written the Cargo.lock
             # (a crate built for the first time), and the next load will see it.
             extra = _extra_inputs(toml)
@@ -160,6 +213,48 @@ def ensure_built(
         entry = {"build": final.name, "manifest": manifest.path.name, "inputs": extra}
         atomic_write(index, json.dumps(entry, indent=1))
         return final / manifest.path.name
+
+
+def _usable_cache_dir(root: Path) -> Path:
+    """``root``, created if needed; a ConfigError (not a traceback) when it cannot be."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / "tmp"
+        probe.mkdir(exist_ok=True)
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as e:
+        what = "is a file, not a folder" if root.is_file() else (e.strerror or str(e))
+        raise ConfigError(
+            "PYOXIDE_CACHE_DIR", str(root), f"a writable folder for the build cache ({what})"
+        ) from None
+    return root
+
+
+def _build_into(
+    tmp: Path, toml: Path, arch: Sequence[str] | None, profile: Profile, echo: Echo | None
+) -> Manifest:
+    result = build(
+        toml, arch=arch, profile=profile, out_dir=tmp,
+        echo=echo if _knobs.verbose() >= 1 else None,
+    )  # fmt: skip
+    manifest = read_manifest(result.manifest)
+    if manifest.path.parent != tmp.resolve():
+        raise ManifestError(
+            f"cargo-oxide wrote its manifest to {manifest.path}, not to the "
+            f"requested --out-dir {tmp}. Fix: update cargo-oxide."
+        )
+    return manifest
+
+
+def _last_sources(root: Path, index: Path, crate_dir: Path) -> list[str]:
+    """The source files of the build the index last named (may be outside the crate)."""
+    try:
+        entry = json.loads(index.read_text(encoding="utf-8"))
+        manifest = read_manifest(root / "builds" / entry["build"] / entry["manifest"])
+    except (OSError, ValueError, KeyError, TypeError, LoadError):
+        return []
+    return [p if Path(p).is_absolute() else str(crate_dir / p) for p, _ in manifest.sources]
 
 
 def _usable(path: Path) -> bool:

@@ -7,11 +7,11 @@ backend is chosen (a bad grid reports the grid, whether or not CuPy is installed
 
 from __future__ import annotations
 
-import math
 import operator
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _abi
+from . import _abi, _policy
 from ._args import describe_value
 from .errors import ArgumentTypeError, ArgumentValueError
 
@@ -23,7 +23,7 @@ Dim = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
 Dim3 = tuple[int, int, int]
 
 #: Threads per block of an automatic configuration (fewer under tighter launch bounds).
-DEFAULT_BLOCK = 256
+DEFAULT_BLOCK = _policy.DEFAULT_BLOCK
 #: The keywords of ``Kernel.launch`` besides the kernel's own arguments.
 LAUNCH_KEYWORDS = ("grid", "block", "shared_mem", "stream")
 
@@ -46,49 +46,33 @@ def dim3(kernel: str, what: str, value: Any, limits: tuple[int, int, int]) -> Di
 
 
 def default_block(plan: ArgumentPlan) -> int:
-    return min(DEFAULT_BLOCK, plan.max_threads)
+    return _policy.default_block(plan.spec)
 
 
 def launch_config(
-    plan: ArgumentPlan, views: list[ArrayView | None], grid: Dim | None, block: Dim | None
+    plan: ArgumentPlan,
+    views: list[ArrayView | None],
+    grid: Dim | None,
+    block: Dim | None,
+    args: Sequence[Any] = (),
+    multiprocessors: Callable[[], int] | None = None,
 ) -> tuple[Dim3, Dim3]:
-    """The grid and block of one launch: as given (checked against the CUDA limits and
-    the kernel's launch bounds), or, where None, the default: one thread per element of
-    the first output (``DisjointSlice``/``&mut [T]``) in blocks of :func:`default_block`.
-    The compiled fast path sizes a plain call the same way (its ``default_block`` and
-    ``grid_param`` come from here)."""
+    """The grid and block of one launch: as given (checked against the CUDA limits, the
+    kernel's launch bounds and, where the grid has a meaning, its launch policy), or,
+    where None, the kernel's launch policy's (``#[launch]``, pyoxide/_policy.py; without
+    one, one thread per element of the first output in blocks of :func:`default_block`).
+    ``multiprocessors()`` (the device's SM count) is called only by grid-stride policies.
+    The compiled fast path sizes a plain call the same way (``_policy.plain_rule``)."""
     name = plan.spec.entry
-    if block is None:
-        block3 = (default_block(plan), 1, 1)
-    else:
-        block3 = dim3(name, "block", block, _abi.MAX_BLOCK_DIM)
-        threads = block3[0] * block3[1] * block3[2]
-        if threads > plan.max_threads:
-            raise ArgumentValueError(
-                name, "block", f"at most {plan.max_threads} threads per block "
-                "(the kernel's launch bounds or the CUDA limit)",
-                f"{block!r} = {threads} threads", f"pass block={plan.max_threads} or fewer",
-            )  # fmt: skip
-    if grid is not None:
-        return dim3(name, "grid", grid, _abi.MAX_GRID_DIM), block3
-    if plan.grid_param is None:
-        raise ArgumentValueError(
-            name, None, "an explicit launch configuration (the kernel has no "
-            "DisjointSlice or &mut [T] output to size the grid from)", "none",
-            f"launch it as {name}[grid, block](...) or {name}.launch(..., grid=, block=)",
-        )  # fmt: skip
-    out = views[plan.grid_param]
-    assert out is not None
-    n = math.prod(out.shape)
-    per_block = block3[0] * block3[1] * block3[2]
-    blocks = -(-n // per_block)
-    if blocks > _abi.MAX_GRID_DIM[0]:
-        raise ArgumentValueError(
-            name, plan.params[plan.grid_param].name,
-            f"at most {_abi.MAX_GRID_DIM[0]} blocks of work", f"{n} elements",
-            "split the work, or pass an explicit grid",
-        )  # fmt: skip
-    return (blocks, 1, 1), block3
+    block3 = None if block is None else dim3(name, "block", block, _abi.MAX_BLOCK_DIM)
+    grid3 = None if grid is None else dim3(name, "grid", grid, _abi.MAX_GRID_DIM)
+
+    def unknown() -> int:
+        raise AssertionError("a plain call of a grid-stride kernel is configured with its device")
+
+    return _policy.configure(
+        plan.spec, _policy.lengths_of(views), args, grid3, block3, multiprocessors or unknown
+    )
 
 
 def check_shared_mem(kernel: str, shared_mem: Any) -> int:

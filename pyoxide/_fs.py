@@ -17,11 +17,32 @@ def sha256_file(path: Path) -> str | None:
         return None
 
 
+def umask() -> int:
+    """The process's umask, read without changing it where /proc tells it (os.umask can
+    only be read by setting it, which races with other threads)."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        status = Path("/proc/self/status").read_text().splitlines()
+        return int(next(x for x in status if x.startswith("Umask:")).split()[1], 8)
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def make_temp_dir(parent: Path, prefix: str) -> Path:
+    """``tempfile.mkdtemp`` with the mode ``mkdir`` would give (0o777 less the umask), not
+    0o700: the folder is renamed into a cache that other users may share."""
+    path = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+    os.chmod(path, 0o777 & ~umask())
+    return path
+
+
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the new one, never half."""
+    """Write ``text`` to ``path`` so readers see the old file or the new one, never half.
+    The file gets the mode ``open`` would give (0o666 less the umask), not mkstemp's 0o600."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -94,6 +94,12 @@ def sync_launches() -> bool:
     raise ConfigError("PYOXIDE_SYNC", value, "0 or 1")
 
 
+def ptxas() -> str | None:
+    """cargo-oxide's OXIDE_PTXAS: the ptxas that verifies the PTX (a build fails when it
+    does not work)."""
+    return _get("OXIDE_PTXAS")
+
+
 def launch_knobs() -> tuple[str | None, str | None]:
     """The raw values of the variables a compiled fast launcher depends on; it is
     rebuilt when they change (and declines calls meanwhile: crates/pyoxide-native's

@@ -38,6 +38,7 @@ from ._config import (
 )
 from ._devices import device_of, torch_stream
 from ._manifest import KernelSpec
+from ._policy import plain_rule, validates_grid
 from .errors import ArgumentError, ArgumentTypeError
 
 #: Loads a kernel's code: (backend, device, entry) -> the backend's function handle.
@@ -67,6 +68,7 @@ class _Configured:
         smem = self._shared_mem
         if (
             isinstance(kernel, Kernel)
+            and not validates_grid(kernel.spec)  # checked against each call's arrays
             and self._stream is None
             and self._grid is not None
             and type(smem) is int
@@ -164,7 +166,12 @@ class Kernel:
         packed, arrays = plan.pack(args, views)
         shared_mem = check_shared_mem(name, shared_mem)
         check_stream(name, stream)
-        grid3, block3 = launch_config(plan, views, grid, block)
+
+        def multiprocessors() -> int:
+            chosen = backends.select(name, arrays)
+            return chosen.multiprocessors(chosen.current_device())
+
+        grid3, block3 = launch_config(plan, views, grid, block, args, multiprocessors)
         backend = backends.select(name, arrays)
         torch_owned = False
         device = 0
@@ -182,8 +189,10 @@ class Kernel:
         )  # fmt: skip
         if not self._fast_tried and stream is None:
             self._fast_tried, self._fast_knobs = True, knobs
+            # A plain call's grid as the fast path computes it (a division), or None.
+            rule = plain_rule(self.spec)
             self._fast = backend.fast_launcher(
-                self.spec, function, device, plan.grid_param, default_block(plan)
+                self.spec, function, device, rule[0] if rule else None, default_block(plan)
             )
 
 

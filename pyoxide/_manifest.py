@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _abi
+from ._policy_spec import LaunchPolicy, read_launch_policy
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -80,6 +81,7 @@ class KernelSpec:
     instance: tuple[tuple[str, str], ...] = ()
     is_unsafe: bool = False
     launch_bounds: LaunchBounds | None = None
+    launch: LaunchPolicy | None = None
 
     @property
     def signature(self) -> str:
@@ -248,6 +250,10 @@ def read_manifest(path: str | Path) -> Manifest:
     file = Path(path).resolve()
     try:
         text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ManifestError(
+            f"manifest {file} is not UTF-8 text (damaged). Fix: rebuild with `pyoxide build`."
+        ) from None
     except OSError as e:
         raise ManifestError(
             f"cannot read manifest {file}: {e.strerror}. "
@@ -372,7 +378,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         value,
         w,
         ["version", "name", "entry", "params", "source"],
-        ["instance", "is_unsafe", "launch_bounds"],
+        ["instance", "is_unsafe", "launch_bounds", "launch"],
         closed=False,
     )
     version = c.uint(k["version"], w + ".version")
@@ -412,6 +418,9 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
             max_threads,
             None if min_blocks is None else c.uint(min_blocks, w + ".launch_bounds.min_blocks"),
         )
+    launch = None
+    if k.get("launch") is not None:
+        launch = read_launch_policy(c, k["launch"], w + ".launch", params)
     src = c.obj(k["source"], w + ".source", ["module", "file", "line"], closed=False)
     return KernelSpec(
         name=name,
@@ -425,4 +434,5 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         instance=tuple(instance),
         is_unsafe=c.bool_(k.get("is_unsafe", False), w + ".is_unsafe"),
         launch_bounds=bounds,
+        launch=launch,
     )

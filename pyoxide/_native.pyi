@@ -21,6 +21,7 @@ class Launcher:
         on_error: Callable[[int, str, str | None], NoReturn],
         entry_points: tuple[int, int, int, int] | None = None,
         current_stream_capsule: Any = None,
+        elements_per_block: int | None = None,
     ) -> None: ...
     def __call__(self, args: Sequence[Any], cfg: tuple[int, ...] | None, /) -> bool: ...
     @property

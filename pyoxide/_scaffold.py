@@ -8,6 +8,7 @@ nothing half-made.
 
 from __future__ import annotations
 
+import importlib.metadata
 import keyword
 import os
 import re
@@ -26,6 +27,31 @@ _SUFFIX = ".tmpl"
 # that walk the package).
 _RENAMED = {"gitignore": ".gitignore"}
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+#: Packages a kernel project's users likely have, installed here or not.
+_COMMON_PACKAGES = frozenset(
+    [
+        "numpy",
+        "cupy",
+        "torch",
+        "scipy",
+        "pandas",
+        "jax",
+        "jaxlib",
+        "triton",
+        "numba",
+        "cffi",
+        "maturin",
+        "tensorflow",
+        "matplotlib",
+        "pytest",
+        "setuptools",
+        "pip",
+        "wheel",
+        "sklearn",
+        "cuda",
+        "nvidia",
+    ]
+)
 #: pyoxide's crates a kernel project depends on, by path (they are not on crates.io).
 RUST_CRATES = ("oxide-device", "oxide-build")
 
@@ -57,6 +83,13 @@ def check_name(name: str) -> None:
     if keyword.iskeyword(name) or name in sys.stdlib_module_names or name in {"pyoxide", "test"}:
         raise ScaffoldError(
             f"pyoxide new: {name!r} would shadow a Python module of that name. "
+            f"Fix: choose another name, e.g. {name}_kernels."
+        )
+    if name in _COMMON_PACKAGES or name in importlib.metadata.packages_distributions():
+        raise ScaffoldError(
+            f"pyoxide new: {name!r} is the name of an installed or widely used Python "
+            f"package; the project's `import {name}` would clash with it (and its "
+            f"generated `from {name} import kernels` would load the wrong one). "
             f"Fix: choose another name, e.g. {name}_kernels."
         )
 

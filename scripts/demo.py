@@ -73,7 +73,7 @@ def run_all(kernels, cp, rng: np.random.Generator) -> list[tuple[str, str, float
     err = abs(float(total[0]) - a.astype(np.float64).sum()) / np.abs(a).astype(np.float64).sum()
     rows.append(("reduce_sum_f32", f"n={N}", err))
     v = rng.integers(0, 300, N, dtype=u32)
-    for name in ("histogram", "histogram_shared"):
+    for name in ("histogram", "histogram_global"):
         bins = cp.zeros(256, u32)
         getattr(kernels, name)[132, 256](dev(v), bins)
         want = np.bincount(v[v < 256], minlength=256)

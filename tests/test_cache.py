@@ -13,6 +13,8 @@ from helpers import fake_cargo_oxide
 from helpers.fixtures import TESTS_DIR, make_crate
 
 import pyoxide
+from pyoxide import _cache
+from pyoxide.errors import BuildError
 
 
 @pytest.fixture
@@ -156,3 +158,26 @@ def test_two_processes_loading_at_once_both_succeed(calls: Path, crate: Path) ->
     paths = {out.strip() for out, _ in results}
     assert len(paths) == 1 and Path(paths.pop()).is_file()
     assert builds(calls) == 1  # the lock made the second wait and reuse the first's build
+
+
+@pytest.mark.parametrize("edits", [1, 2, 3])
+def test_an_edit_during_the_build_is_never_cached_as_the_new_source(
+    calls: Path, crate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edits: int
+) -> None:
+    """Issue 16: cargo-oxide hashes sources after compiling them, so an edit while it
+    runs used to cache the old build under the new source's hash, for good."""
+    counter = tmp_path / "edits"
+    counter.write_text("edit\n" * edits)
+    monkeypatch.setenv("FAKE_OXIDE_EDIT", str(counter))
+    lib = crate / "src" / "lib.rs"
+    if edits >= _cache.BUILD_ATTEMPTS:
+        with pytest.raises(BuildError, match="changed during each of 3 builds"):
+            pyoxide.load(crate)
+        assert not (Path(os.environ["PYOXIDE_CACHE_DIR"]) / "index").exists()
+    else:
+        mod = pyoxide.load(crate)
+        assert builds(calls) == edits + 1  # rebuilt until a build saw no edit
+        assert (mod.manifest.path.parent / "compiled.rs").read_text() == lib.read_text()
+    # Either way the next load serves a build of what is on disk now.
+    again = pyoxide.load(crate)
+    assert (again.manifest.path.parent / "compiled.rs").read_text() == lib.read_text()

@@ -49,7 +49,7 @@ SIGNATURES = {
         ("activation", "scalar", "u32", False),
         ("out", "disjoint_slice", "f32", True),
     ],
-    "histogram_shared": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
+    "histogram_global": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
     "scan_blocks_u32": [("x", "slice", "u32", False), ("out", "disjoint_slice", "u32", True)],
     "scale_f64": [
         ("factor", "scalar", "f64", False),
@@ -75,9 +75,9 @@ INSTRUCTIONS = {
         r"ld\.shared\.",
         r"st\.global\.(b32|f32)",
     ],
-    "histogram": [r"atom\.relaxed\.gpu\.add\.u32"],
+    "histogram_global": [r"atom\.relaxed\.gpu\.add\.u32"],
     # Block-scope atomics on the shared copy, device-scope ones to flush it.
-    "histogram_shared": [
+    "histogram": [
         r"atom\.relaxed\.cta\.add\.u32",
         r"atom\.relaxed\.gpu\.add\.u32",
         r"bar\.sync",
@@ -86,7 +86,7 @@ INSTRUCTIONS = {
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
     # 16-byte global and shared vectors, FMAs on registers (no local-memory accumulator).
     "sgemm": [
-        r"ld\.global\.v4\.(f32|b32)",
+        r"ld\.global(\.nc)?\.v4\.(f32|b32)",  # .nc: the link step marks &[T] readonly
         r"ld\.shared\.v4\.(f32|b32)",
         r"fma\.rn\.f32",
         r"bar\.sync",
@@ -115,7 +115,7 @@ INSTRUCTIONS = {
 
 # Kernels that stage data in shared memory: ptxas must report it.
 SHARED = {
-    "histogram_shared": 1024 * 4,
+    "histogram": 1024 * 4,
     "reduce_sum_f32": 32 * 4,
     "matmul_tiled": 2 * 16 * 16 * 4,
     "sgemm": 2 * 2 * 8 * 128 * 4,

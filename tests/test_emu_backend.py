@@ -286,6 +286,7 @@ def test_a_read_only_output_is_refused(mod: pyoxide.Module) -> None:
 def test_constants_match_oxide_abi() -> None:
     names = (REPO_DIR / "crates" / "oxide-abi" / "src" / "names.rs").read_text()
     assert f'HOST_ENTRY_PREFIX: &str = "{_emu_ffi.HOST_ENTRY_PREFIX}";' in names
+    assert f'DESCRIPTOR_SECTION: &str = "{_emu_ffi.DESCRIPTOR_SECTION}";' in names
     abi = (REPO_DIR / "crates" / "oxide-abi" / "src" / "emu.rs").read_text()
     assert f"OXIDE_ERROR_MESSAGE_BYTES: usize = {_emu_ffi.MESSAGE_BYTES};" in abi
     statuses = dict(re.findall(r"pub const (STATUS_\w+): i32 = (\d+);", abi))
@@ -294,4 +295,6 @@ def test_constants_match_oxide_abi() -> None:
         "STATUS_TRAP": str(_emu_ffi.STATUS_TRAP),
         "STATUS_DIVERGENT_BARRIER": str(_emu_ffi.STATUS_DIVERGENT_BARRIER),
         "STATUS_BAD_LAUNCH": str(_emu_ffi.STATUS_BAD_LAUNCH),
+        "STATUS_FAULT": str(_emu_ffi.STATUS_FAULT),
+        "STATUS_INTERRUPTED": str(_emu_ffi.STATUS_INTERRUPTED),
     }

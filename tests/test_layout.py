@@ -84,6 +84,80 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     assert "pyoxide.backends.cupy._native" in graph["pyoxide.backends.cupy"]  # in a function
 
 
+RUST_PATH = re.compile(r"\b((?:crate|super|self)(?:::(?:super|\w+))*)(?:::\{([^}]*)\})?")
+
+
+def _rust_modules(src: Path) -> dict[tuple[str, ...], Path]:
+    """A crate's module files: src/lib.rs is (), src/a.rs and src/a/mod.rs are ("a",)."""
+    modules = {}
+    for path in src.rglob("*.rs"):
+        parts = path.relative_to(src).with_suffix("").parts
+        if parts[-1] in ("lib", "main", "mod"):
+            parts = parts[:-1]
+        modules[parts] = path
+    return modules
+
+
+def rust_module_graph(src: Path) -> dict[tuple[str, ...], set[tuple[str, ...]]]:
+    """module -> the modules of the same crate it names through `crate::`, `super::` or
+    `self::` paths, leaving out a module's own ancestors and descendants (a parent
+    declares its children; a child may use its parent's items)."""
+    modules = _rust_modules(src)
+    graph: dict[tuple[str, ...], set[tuple[str, ...]]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        text = re.sub(r"//[^\n]*", "", path.read_text())
+        for m in RUST_PATH.finditer(text):
+            segments = m.group(1).split("::")
+            heads = [[*segments, s.strip().split("::")[0]] for s in (m.group(2) or "").split(",")]
+            for full in heads if m.group(2) else [segments]:
+                base: tuple[str, ...] = () if full[0] == "crate" else module
+                rest = full[1:] if full[0] in ("crate", "self") else full
+                while rest and rest[0] == "super":
+                    base, rest = base[:-1], rest[1:]
+                target = (*base, *[r for r in rest if r])
+                while target not in modules:
+                    target = target[:-1]
+                related = target[: len(module)] == module or module[: len(target)] == target
+                if not related:
+                    graph[module].add(target)
+    return graph
+
+
+RUST_CRATES = sorted(
+    p.parent for p in [*REPO_DIR.glob("crates/*/src"), REPO_DIR / "kernels_rs/src"]
+)
+
+
+@pytest.mark.parametrize("crate", RUST_CRATES, ids=lambda p: p.name)
+def test_the_rust_modules_of_a_crate_form_a_dag(crate: Path) -> None:
+    graph = rust_module_graph(crate / "src")
+    state: dict[tuple[str, ...], int] = {}
+
+    def visit(m: tuple[str, ...], path: list[tuple[str, ...]]) -> None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycle = [*path[path.index(n) :], n]
+                raise AssertionError("module cycle: " + " -> ".join("::".join(c) for c in cycle))
+            if n not in state:
+                visit(n, [*path, n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+
+
+def test_the_rust_graph_sees_crate_super_and_grouped_paths() -> None:
+    """The Rust graph follows `crate::a::b`, `super::x` and `use crate::{a, b}` (so the
+    DAG test can fail)."""
+    graph = rust_module_graph(REPO_DIR / "crates" / "oxide-macros" / "src")
+    assert ("call",) in graph[("expand",)]  # use crate::call::{call_kernel, turbofish}
+    assert ("validate",) in graph[("host",)]
+    device = rust_module_graph(REPO_DIR / "crates" / "oxide-device" / "src")
+    assert ("arch", "host", "block") in device[("arch", "host", "engine")]  # super::block
+
+
 def test_no_python_file_is_over_450_lines() -> None:
     long = {
         str(p.relative_to(REPO_DIR)): n

@@ -12,7 +12,13 @@ import pytest
 from helpers.fixtures import SCHEMA_FILE, manifest_dict, write_manifest
 
 import pyoxide
-from pyoxide._manifest import PARAM_KINDS, SCALAR_SIZES, SCHEMA_VERSION, parse_manifest
+from pyoxide._manifest import (
+    PARAM_KINDS,
+    SCALAR_SIZES,
+    SCHEMA_VERSION,
+    parse_manifest,
+)
+from pyoxide._policy_spec import LAUNCH_KINDS
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +45,40 @@ def test_reader_knows_every_type_and_kind_in_the_schema(schema: dict[str, Any]) 
     assert kinds == set(PARAM_KINDS)
 
 
+def test_reader_knows_every_launch_policy_in_the_schema(schema: dict[str, Any]) -> None:
+    """LAUNCH_KINDS is the Python copy of oxide-abi's LaunchPolicy: its kinds and fields."""
+    kinds = {}
+    for alt in schema["$defs"]["LaunchPolicy"]["oneOf"]:
+        kind = alt["properties"]["kind"]["const"]
+        kinds[kind] = set(alt["required"]) - {"kind"}
+    assert kinds == {k: set(v) for k, v in LAUNCH_KINDS.items()}
+
+
+def test_launch_policies_are_read_and_checked(good: dict[str, Any], tmp_path: Path) -> None:
+    def with_launch(policy: dict[str, Any]) -> dict[str, Any]:
+        m = copy.deepcopy(good)
+        saxpy = next(k for k in m["kernels"] if k["entry"] == "saxpy")
+        saxpy["launch"] = policy
+        return m
+
+    ok = {"kind": "elementwise", "over": "out", "per_thread": 4, "block": 128}
+    spec = next(
+        k for k in parse_manifest(with_launch(ok), tmp_path / "m").kernels if k.entry == "saxpy"
+    )
+    assert spec.launch is not None
+    assert (spec.launch.kind, spec.launch.over, spec.launch.per_thread) == ("elementwise", 3, 4)
+    for bad, message in [
+        ({**ok, "kind": "per_element"}, "expected one of"),
+        ({**ok, "over": "a"}, "not a slice"),
+        ({**ok, "over": "nope"}, "expected one of"),
+        ({**ok, "block": 2048}, "block at most 1024"),
+        ({**ok, "per_thread": 0}, "at least 1"),
+        ({"kind": "segments", "over": "out", "block": 1}, "unknown field"),
+    ]:
+        with pytest.raises(pyoxide.ManifestError, match=message):
+            parse_manifest(with_launch(bad), tmp_path / "m")
+
+
 def test_reads_a_manifest(tmp_path: Path) -> None:
     m = pyoxide.read_manifest(write_manifest(tmp_path))
     assert m.crate_name == "oxide_fixtures" and m.schema == SCHEMA_VERSION
@@ -59,7 +99,9 @@ def test_reads_a_manifest(tmp_path: Path) -> None:
 def test_newer_schema_is_refused_with_upgrade_advice(tmp_path: Path, good: dict[str, Any]) -> None:
     good["schema"] = SCHEMA_VERSION + 1
     good["something_new"] = True  # a newer schema may add fields: the version speaks first
-    with pytest.raises(pyoxide.ManifestError, match=r"newer than the 1.*upgrade pyoxide"):
+    with pytest.raises(
+        pyoxide.ManifestError, match=rf"newer than the {SCHEMA_VERSION}.*upgrade pyoxide"
+    ):
         parse_manifest(good, tmp_path / "m.json")
 
 

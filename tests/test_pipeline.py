@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from helpers.bundled import ARCHS, REPO, find_ptxas, kernels_manifest, load_manifest
 
+from pyoxide._manifest import SCHEMA_VERSION
+
 SCHEMA = REPO / "crates" / "oxide-abi" / "manifest.schema.json"
 
 
@@ -21,7 +23,7 @@ def test_manifest_validates_against_the_checked_in_schema():
 
 def test_manifest_records_toolchain_and_every_arch():
     m = load_manifest()
-    assert m["schema"] == 1
+    assert m["schema"] == SCHEMA_VERSION
     assert m["crate"]["name"] == "kernels_rs"
     assert m["toolchain"]["rustc"].startswith("rustc ")
     assert re.fullmatch(r"\d+\.\d+\.\d+", m["toolchain"]["llvm"])

@@ -51,6 +51,10 @@ def test_new_writes_a_kernel_crate_and_a_maturin_project(tmp_path: Path) -> None
         ("json", "shadow a Python module"),
         ("class", "shadow a Python module"),
         ("pyoxide", "shadow a Python module"),
+        ("numpy", "installed or widely used Python package"),  # issue 16
+        ("cupy", "installed or widely used Python package"),
+        ("pytest", "installed or widely used Python package"),
+        ("cffi", "installed or widely used Python package"),
     ],
 )
 def test_new_refuses_bad_names(tmp_path: Path, name: str, why: str) -> None:

@@ -37,16 +37,18 @@ use oxide_device::prelude::*;
 /// Row-wise softmax of the row-major matrix `x` (`x.len() / cols` rows of `cols`):
 /// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
 ///
-/// Launch: block of 32..=512 threads, a multiple of 32, grid of one block per row (any
-/// grid is correct: blocks stride over rows). Rows up to `32 · blockDim` columns are
-/// read once; longer ones twice. The suggested block (what `scripts/bench_rows` calls
-/// "policy"): `cols / 32` rounded up to a multiple of 32 and clamped to 128..=256. On an
-/// H200 at 16384 columns, 256 threads reading the row twice (the second read mostly
+/// Launch: a plain call `softmax_rows(x, out, cols)` takes one block per row and
+/// `cols / 32` threads rounded up to a multiple of 32, clamped to 128..=256 (the
+/// `block_per_row` policy; what `scripts/bench_rows` calls "policy"). 256, not 512: on
+/// an H200 at 16384 columns, 256 threads reading the row twice (the second read mostly
 /// from L2) beat 512 threads holding it in registers (0.98× against 0.88× torch), one
-/// 93-register block of 512 an SM leaving too little in flight. Traps when `x.len()` is
-/// not `rows · cols` or `out.len()` differs from `x.len()`.
+/// 93-register block of 512 an SM leaving too little in flight. An explicit block must
+/// be 32..=512 threads, a multiple of 32; an explicit grid must have one block per row.
+/// Rows up to `32 · blockDim` columns are read once; longer ones twice. Traps when
+/// `x.len()` is not `rows · cols` or `out.len()` differs from `x.len()`.
 #[kernel]
 #[launch_bounds(512)]
+#[launch(block_per_row(out, cols = cols, block = 256))]
 pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
     static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
     static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
@@ -213,12 +215,12 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// `cols` elements. The variance is a second pass over the centred values (in registers
 /// when the row fits), so no cancellation.
 ///
-/// Launch: as [`softmax_rows`], but the suggested block is `cols / 32` rounded up to a
-/// multiple of 32 and clamped to 128..=512 (at 16384 columns, 512 threads with the row
-/// in registers measured 1.09× torch, 256 threads streaming it 0.88×). Traps when the
-/// sizes disagree with `cols`.
+/// Launch: as [`softmax_rows`], but a plain call's block is clamped to 128..=512 (at
+/// 16384 columns on an H200, 512 threads with the row in registers measured 1.09×
+/// torch, 256 threads streaming it 0.88×). Traps when the sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
+#[launch(block_per_row(out, cols = cols, block = 512))]
 pub fn layernorm_rows(
     x: &[f32],
     weight: &[f32],

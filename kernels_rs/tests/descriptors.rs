@@ -1,6 +1,6 @@
 //! The descriptors that `#[kernel]` embeds, decoded as the link step will decode them.
 
-use oxide_abi::descriptor::{GenericArg, KernelDescriptor, ParamDescriptor};
+use oxide_abi::descriptor::{GenericArg, KernelDescriptor, LaunchPolicy, ParamDescriptor};
 use oxide_abi::{ParamKind, ScalarType};
 
 /// Every descriptor static of the crate, by entry symbol.
@@ -16,7 +16,7 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_softmax_rows[..],
         &kernels_rs::__oxide_descriptor_activate[..],
         &kernels_rs::__oxide_descriptor_scan_blocks_u32[..],
-        &kernels_rs::__oxide_descriptor_histogram_shared[..],
+        &kernels_rs::__oxide_descriptor_histogram_global[..],
         &kernels_rs::__oxide_descriptor_reduce_blocks_f32[..],
         &kernels_rs::__oxide_descriptor_layernorm_rows[..],
         &kernels_rs::__oxide_descriptor_transpose_f32[..],
@@ -75,7 +75,7 @@ fn one_descriptor_per_entry() {
             "softmax_rows",
             "activate",
             "scan_blocks_u32",
-            "histogram_shared",
+            "histogram_global",
             "reduce_blocks_f32",
             "layernorm_rows",
             "transpose_f32",
@@ -189,7 +189,7 @@ fn device_library_kernels() {
         d.params,
         [param("x", Slice, F32), param("partial", DisjointSlice, F32)]
     );
-    let d = descriptor("histogram_shared");
+    let d = descriptor("histogram_global");
     assert_eq!(
         d.params,
         [param("x", Slice, U32), param("bins", AtomicSlice, U32)]
@@ -216,6 +216,47 @@ fn vecadd() {
     );
     assert!(!d.is_unsafe);
     assert_eq!(d.launch_bounds, None);
+    assert_eq!(
+        d.launch,
+        Some(LaunchPolicy::Elementwise {
+            over: "c".into(),
+            per_thread: 4,
+            block: 256
+        })
+    );
+}
+
+#[test]
+fn launch_policies() {
+    let policy = |entry: &str| descriptor(entry).launch.unwrap();
+    assert!(matches!(
+        policy("scale_f64"),
+        LaunchPolicy::Elementwise { per_thread: 2, .. }
+    ));
+    assert!(matches!(
+        policy("reduce_sum_f32"),
+        LaunchPolicy::GridStride {
+            block: 256,
+            blocks_per_sm: 64,
+            ..
+        }
+    ));
+    assert!(matches!(
+        policy("histogram"),
+        LaunchPolicy::GridStride { .. }
+    ));
+    assert_eq!(
+        policy("reduce_blocks_f32"),
+        LaunchPolicy::BlockPerElement {
+            over: "partial".into(),
+            block: 256
+        }
+    );
+    assert_eq!(
+        policy("scan_blocks_u32"),
+        LaunchPolicy::Segments { over: "out".into() }
+    );
+    assert_eq!(descriptor("activate").launch, None);
 }
 
 #[test]

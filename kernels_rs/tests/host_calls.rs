@@ -1,40 +1,38 @@
 //! Kernels are ordinary Rust functions on the host: called directly, they run as
-//! thread 0 of a one-thread launch and write element 0.
+//! thread 0 of a one-thread launch, so grid-stride kernels (the elementwise maps, the
+//! reductions) do every element, and `activate` and the softmax write element 0 / row 0.
 
 use kernels_rs::{
-    activate, histogram, histogram_shared, reduce_blocks_f32, reduce_sum_f32, saxpy, scale,
+    activate, histogram, histogram_global, reduce_blocks_f32, reduce_sum_f32, saxpy, scale,
     scan_blocks_u32, softmax_rows, vecadd,
 };
 use oxide_device::{AtomicSlice, DisjointSlice};
 
 #[test]
-fn vecadd_thread_zero() {
+fn vecadd_one_thread_does_everything() {
     let mut c = [0.0f32; 3];
     vecadd(
         &[1.0, 2.0, 3.0],
         &[10.0, 20.0, 30.0],
         DisjointSlice::from_mut(&mut c),
     );
-    assert_eq!(c, [11.0, 0.0, 0.0]);
+    assert_eq!(c, [11.0, 22.0, 33.0]);
 }
 
 #[test]
-fn saxpy_thread_zero() {
-    let mut out = [0.0f32; 2];
-    saxpy(
-        2.0,
-        &[3.0, 4.0],
-        &[1.0, 1.0],
-        DisjointSlice::from_mut(&mut out),
-    );
-    assert_eq!(out, [7.0, 0.0]);
+fn saxpy_one_thread_does_everything() {
+    // Nine elements: a vector body and a tail, at whatever phase the array has.
+    let x: Vec<f32> = (0..9).map(|v| v as f32).collect();
+    let mut out = [0.0f32; 9];
+    saxpy(2.0, &x, &[1.0; 9], DisjointSlice::from_mut(&mut out));
+    assert_eq!(out, [1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0, 17.0]);
 }
 
 #[test]
-fn scale_thread_zero() {
+fn scale_one_thread_does_everything() {
     let mut out32 = [0.0f32; 2];
     scale(0.5f32, &[4.0, 8.0], DisjointSlice::from_mut(&mut out32));
-    assert_eq!(out32, [2.0, 0.0]);
+    assert_eq!(out32, [2.0, 4.0]);
     let mut out64 = [0.0f64; 1];
     scale(3.0f64, &[2.5], DisjointSlice::from_mut(&mut out64));
     assert_eq!(out64, [7.5]);
@@ -43,7 +41,7 @@ fn scale_thread_zero() {
 #[test]
 fn out_of_range_threads_write_nothing() {
     let mut out: [f32; 0] = [];
-    // Thread 0 with an empty output: `get_mut` says no, and no input is read.
+    // Thread 0 with an empty output: nothing to do, and no input is read.
     vecadd(&[], &[], DisjointSlice::from_mut(&mut out));
 }
 
@@ -53,9 +51,12 @@ fn out_of_range_threads_write_nothing() {
 #[test]
 fn reduce_sum_f32_one_thread_sums_everything() {
     let x: Vec<f32> = (1..=100).map(|v| v as f32).collect();
-    let mut out = [0.5f32];
+    let mut out = [0.5f32]; // overwritten, not added to
     reduce_sum_f32(&x, AtomicSlice::from_mut(&mut out));
-    assert_eq!(out, [5050.5]);
+    assert_eq!(out, [5050.0]);
+    // The accumulator is left at zero: a second launch gives the same answer.
+    reduce_sum_f32(&x[1..], AtomicSlice::from_mut(&mut out));
+    assert_eq!(out, [5049.0]);
 }
 
 #[test]
@@ -67,21 +68,21 @@ fn reduce_blocks_f32_one_block_writes_its_partial() {
 }
 
 #[test]
-fn histogram_one_thread_counts_everything() {
+fn histogram_global_one_thread_counts_everything() {
     let mut bins = [0u32; 4];
-    histogram(&[0, 3, 3, 9, 1, 3], AtomicSlice::from_mut(&mut bins));
+    histogram_global(&[0, 3, 3, 9, 1, 3], AtomicSlice::from_mut(&mut bins));
     assert_eq!(bins, [1, 1, 0, 3]);
 }
 
 #[test]
-fn histogram_shared_one_thread_counts_everything() {
+fn histogram_one_thread_counts_everything() {
     let x = [0, 3, 3, 9, 1, 3, 1023, 1024];
     let mut bins = [7u32; 4]; // counts add to what is there
-    histogram_shared(&x, AtomicSlice::from_mut(&mut bins));
+    histogram(&x, AtomicSlice::from_mut(&mut bins));
     assert_eq!(bins, [8, 8, 7, 10]);
     // More bins than shared memory holds: the global-memory path.
     let mut many = std::vec![0u32; 2000];
-    histogram_shared(&x, AtomicSlice::from_mut(&mut many));
+    histogram(&x, AtomicSlice::from_mut(&mut many));
     assert_eq!(
         (many[3], many[1023], many[1024], many.iter().sum::<u32>()),
         (3, 1, 1, 8)
@@ -148,7 +149,7 @@ fn erf_ref(x: f64) -> f64 {
 }
 
 /// A one-thread block is not a whole number of warps: the kernel's `gpu_assert!`
-/// prints and traps, which on the host is a panic.
+/// traps, which on the host is a panic naming the condition.
 #[test]
 #[should_panic(expected = "GPU trap")]
 fn scan_blocks_u32_refuses_a_partial_warp() {

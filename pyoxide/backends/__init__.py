@@ -41,6 +41,11 @@ class Backend(Protocol):
         """The device that owns ``ptr``, or None when it is not device memory."""
         ...
 
+    def multiprocessors(self, device: int) -> int:
+        """How many blocks ``device`` runs at once, to first order: its streaming
+        multiprocessors (GPU) or its cores (emulator). Sizes grid-stride launches."""
+        ...
+
     def load_module(self, manifest: Manifest, device: int) -> Any:
         """Load the crate's code for ``device`` (once per device; the caller caches)."""
         ...

@@ -86,14 +86,20 @@ def build_command(
     except BuildError as e:
         raise usage_error(str(e)) from None
     with reporting_errors():
-        result = build(
-            path or Path.cwd(),
-            arch=archs,
-            profile="release" if release else "debug",
-            out_dir=out_dir,
-            emulator=emulator,
-            echo=None if quiet else (lambda line: click.echo(line, err=True)),
-        )
+        try:
+            result = build(
+                path or Path.cwd(),
+                arch=archs,
+                profile="release" if release else "debug",
+                out_dir=out_dir,
+                emulator=emulator,
+                echo=None if quiet else (lambda line: click.echo(line, err=True)),
+            )
+        except BuildError as e:
+            # -q hides progress, not the cause: the log was not streamed, so show it.
+            if quiet and e.log.strip():
+                click.echo(e.log.rstrip("\n"), err=True)
+            raise
         manifest = read_manifest(result.manifest)
         names = ", ".join(k.entry for k in manifest.kernels) or "no kernels"
         click.echo(

@@ -67,7 +67,7 @@ def test_reduce_blocks_f32(n: int, block: int):
 
 @pytest.mark.parametrize("bins", [1, 10, 256, 1000])
 @pytest.mark.parametrize("n", SIZES)
-def test_histogram(n: int, bins: int):
+def test_histogram_global(n: int, bins: int):
     import cupy as cp
 
     rng = np.random.default_rng()
@@ -75,24 +75,24 @@ def test_histogram(n: int, bins: int):
     x = rng.integers(0, bins + 3, size=n, dtype=np.uint32)
     counts = cp.zeros(bins, dtype=cp.uint32)
     grid = min((n + 255) // 256, 1024)
-    _fn("histogram")((grid,), (256,), (cp.asarray(x), _u64(n), counts, _u64(bins)))
+    _fn("histogram_global")((grid,), (256,), (cp.asarray(x), _u64(n), counts, _u64(bins)))
     ref = np.bincount(x[x < bins], minlength=bins)
-    print(f"histogram n={n} bins={bins} total {int(cp.asnumpy(counts).sum())}")
+    print(f"histogram_global n={n} bins={bins} total {int(cp.asnumpy(counts).sum())}")
     np.testing.assert_array_equal(cp.asnumpy(counts), ref)
 
 
 @pytest.mark.parametrize("bins", [1, 10, 256, 1024, 1025])
 @pytest.mark.parametrize("n", SIZES)
-def test_histogram_shared(n: int, bins: int):
+def test_histogram(n: int, bins: int):
     import cupy as cp
 
     rng = np.random.default_rng()
     x = rng.integers(0, bins + 3, size=n, dtype=np.uint32)
     counts = cp.zeros(bins, dtype=cp.uint32)
     grid = min((n + 255) // 256, 1024)
-    _fn("histogram_shared")((grid,), (256,), (cp.asarray(x), _u64(n), counts, _u64(bins)))
+    _fn("histogram")((grid,), (256,), (cp.asarray(x), _u64(n), counts, _u64(bins)))
     ref = np.bincount(x[x < bins], minlength=bins)
-    print(f"histogram_shared n={n} bins={bins} total {int(cp.asnumpy(counts).sum())}")
+    print(f"histogram n={n} bins={bins} total {int(cp.asnumpy(counts).sum())}")
     np.testing.assert_array_equal(cp.asnumpy(counts), ref)
 
 

@@ -110,3 +110,26 @@ def emu_kernels_manifest() -> Path:
     if out.returncode != 0:
         raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
     return Path(json.loads(out.stdout)["manifest"])
+
+
+CUDA_OXIDE_PORTS = REPO / "crates" / "oxide-device" / "tests" / "fixtures" / "cuda_oxide_ports"
+PORTS_OUT = REPO / "target" / "oxide" / "cuda_oxide_ports"
+
+
+@functools.cache
+def cuda_oxide_ports_manifest() -> Path:
+    """The crate of ported cuda-oxide examples, built with its emulator into PORTS_OUT by
+    this checkout's cargo-oxide; on a machine without cargo, what was built there before
+    (carry target/oxide/cuda_oxide_ports to the GPU machine)."""
+    prebuilt = PORTS_OUT / "cuda_oxide_ports.manifest.json"
+    exe = workspace_cargo_oxide()
+    if exe is None:
+        return prebuilt
+    out = subprocess.run(
+        [exe, "oxide", "build", "--manifest-path", str(CUDA_OXIDE_PORTS / "Cargo.toml"),
+         "--arch", ",".join(ARCHS), "--out-dir", str(PORTS_OUT), "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
+    return Path(json.loads(out.stdout)["manifest"])

@@ -6,6 +6,9 @@ PYOXIDE_CARGO_OXIDE at it. Behaviour is steered by environment variables:
 FAKE_OXIDE_MODE   ok (default) | fail | usage | toolchain | nojson | newer-schema
 FAKE_OXIDE_LOG    file that gets one JSON line (argv) per invocation
 FAKE_OXIDE_SLEEP  seconds to sleep while "building"
+FAKE_OXIDE_EDIT   a file whose count (lines) of builds edit src/lib.rs after "compiling"
+                  it and before hashing it, as a user editing during a build; each such
+                  build removes a line; the compiled text goes to compiled.rs in --out-dir
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ def main(argv: list[str]) -> int:
     out = Path(_opt(args, "--out-dir") or toml.parent / "target" / "oxide" / profile)
     out.mkdir(parents=True, exist_ok=True)
     archs = tuple((_opt(args, "--arch") or "sm_80,sm_90").split(","))
+    lib = toml.parent / "src" / "lib.rs"
+    (out / "compiled.rs").write_bytes(lib.read_bytes())
+    edits = Path(os.environ.get("FAKE_OXIDE_EDIT", "/nonexistent"))
+    if edits.is_file() and (lines := edits.read_text().splitlines()):
+        edits.write_text("".join(f"{x}\n" for x in lines[1:]))
+        lib.write_text(lib.read_text() + f"// edited during build {len(lines)}\n")
     sources = [
         (str(p), hashlib.sha256(p.read_bytes()).hexdigest())
         for p in sorted((toml.parent / "src").rglob("*.rs"))

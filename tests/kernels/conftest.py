@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.arraylibs import CHOICES, array_lib
-from helpers.bundled import emu_kernels_manifest
+from helpers.bundled import cuda_oxide_ports_manifest, emu_kernels_manifest
 
 import pyoxide
 
@@ -18,6 +18,13 @@ def kernels() -> pyoxide.Module:
     with no Rust, the carried build): NumPy arrays run on the emulator, GPU arrays on
     the GPU."""
     return pyoxide.load(emu_kernels_manifest())
+
+
+@pytest.fixture(scope="session")
+def ports() -> pyoxide.Module:
+    """NVIDIA cuda-oxide's examples, renamed and without host code
+    (crates/oxide-device/tests/fixtures/cuda_oxide_ports), built like kernels_rs."""
+    return pyoxide.load(cuda_oxide_ports_manifest())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -12,7 +12,7 @@ import pyoxide
 RNG = np.random.default_rng()
 
 
-@pytest.mark.parametrize("name", ["histogram", "histogram_shared"])
+@pytest.mark.parametrize("name", ["histogram", "histogram_global"])
 @pytest.mark.parametrize(("n", "bins"), [(1, 1), (257, 10), (1_000_003, 256), (100_000, 1025)])
 def test_histograms(kernels: pyoxide.Module, lib: ArrayLib, name: str, n: int, bins: int) -> None:
     x = RNG.integers(0, bins + 3, n, dtype=np.uint32)  # some past the last bin

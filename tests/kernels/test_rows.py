@@ -69,12 +69,20 @@ def test_softmax_rows_misaligned_views(
     assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
 
 
-def test_softmax_rows_fewer_blocks_than_rows(kernels: pyoxide.Module, lib: ArrayLib) -> None:
-    """Blocks stride over rows, so a grid smaller than the row count still covers all."""
+def test_softmax_rows_plain_call_takes_one_block_per_row(
+    kernels: pyoxide.Module, lib: ArrayLib
+) -> None:
+    """The `block_per_row` policy: a plain call covers every row, and a grid that is not
+    one block per row is refused before anything runs (issue #16: `softmax_rows[10, 32]`
+    once wrote nothing, silently)."""
     x = (RNG.standard_normal((37, 300)) * 4).astype(np.float32)
     out = lib.poisoned(x.size, np.float32)
-    kernels.softmax_rows[5, 64](lib.asarray(x.ravel()), out, 300)
+    kernels.softmax_rows(lib.asarray(x.ravel()), out, 300)
     assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
+    untouched = lib.poisoned(x.size, np.float32)
+    with pytest.raises(pyoxide.errors.ArgumentValueError, match="one per row of 'out'"):
+        kernels.softmax_rows[5, 64](lib.asarray(x.ravel()), untouched, 300)
+    assert np.isnan(lib.to_numpy(untouched)).all()
 
 
 def test_softmax_rows_extreme_values(kernels: pyoxide.Module, lib: ArrayLib) -> None:
@@ -170,9 +178,12 @@ def test_row_kernels_refuse_sizes_that_disagree_with_cols(
     x = np.ones(12, np.float32)
     out = np.full(12, poison_value(np.float32), np.float32)
     softmax = kernels.softmax_rows[3, 32]
-    _refused(capfd, softmax, x, out, 5, says="softmax_rows: x has 12 elements, out 12, cols = 5")
-    _refused(capfd, softmax, x, out[:11], 4, says="out 11")
-    _refused(capfd, softmax, x, out, 0, says="cols = 0")
+    # Sizes the launch policy can see are refused before launch, naming the parameter ...
+    for bad_out, cols in ((out, 5), (out[:11], 4), (out, 0)):
+        with pytest.raises(pyoxide.errors.ArgumentValueError, match="rows of cols elements"):
+            softmax(x, bad_out, cols)
+    # ... and what it cannot see (x against out) traps in the kernel, with a message.
+    _refused(capfd, softmax, np.ones(16, np.float32), out, 4, says="x has 16 elements, out 12")
     w = np.ones(4, np.float32)
     _refused(capfd, kernels.layernorm_rows[3, 32], x, w, w[:3], out, 4, 1e-5, says="bias 3")
     _refused(capfd, kernels.softmax_rows[3, 48], x, out, 4, says="multiple of 32; got 48")

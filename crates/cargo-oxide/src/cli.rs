@@ -44,9 +44,39 @@ pub struct CrateArgs {
     /// Use the release profile (the default).
     #[arg(long)]
     pub release: bool,
+    /// Cargo features of the kernel crate to enable (comma- or space-separated), for
+    /// the device and the emulator builds alike.
+    #[arg(long, short = 'F', value_name = "FEATURES", value_delimiter = ',')]
+    pub features: Vec<String>,
+    /// Enable every feature of the kernel crate.
+    #[arg(long)]
+    pub all_features: bool,
+    /// Do not enable the kernel crate's default features.
+    #[arg(long)]
+    pub no_default_features: bool,
 }
 
 impl CrateArgs {
+    /// The feature flags to hand to both cargo builds.
+    pub fn cargo_feature_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        let features: Vec<&str> = self
+            .features
+            .iter()
+            .flat_map(|f| f.split_whitespace())
+            .collect();
+        if !features.is_empty() {
+            args.push(format!("--features={}", features.join(",")));
+        }
+        if self.all_features {
+            args.push("--all-features".into());
+        }
+        if self.no_default_features {
+            args.push("--no-default-features".into());
+        }
+        args
+    }
+
     pub fn profile(&self) -> Profile {
         if self.debug {
             Profile::Debug
@@ -138,5 +168,36 @@ pub fn parse() -> Cli {
             let _ = e.print();
             std::process::exit(code);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_reach_cargo_as_cargo_spells_them() {
+        let cli = Cli::try_parse_from([
+            "cargo-oxide",
+            "build",
+            "--features",
+            "a,b",
+            "-F",
+            "c d",
+            "--no-default-features",
+        ])
+        .unwrap();
+        let Command::Build(build) = cli.command else {
+            panic!("not a build")
+        };
+        assert_eq!(
+            build.krate.cargo_feature_args(),
+            ["--features=a,b,c,d", "--no-default-features"]
+        );
+        let cli = Cli::try_parse_from(["cargo-oxide", "build", "--all-features"]).unwrap();
+        let Command::Build(build) = cli.command else {
+            panic!("not a build")
+        };
+        assert_eq!(build.krate.cargo_feature_args(), ["--all-features"]);
     }
 }

@@ -7,9 +7,11 @@
 //! does not depend on `oxide-device` has no host entries and no engine (the
 //! handmade test fixture spells its entries out for the GPU only): it gets none.
 
-use std::os::fd::AsFd;
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use anyhow::{Context, Result, bail};
 use oxide_abi::manifest::FileArtifact;
@@ -41,6 +43,11 @@ fn host_target_dir(project: &Project) -> PathBuf {
 /// Dropping it unfinished (the device build failed) stops it.
 pub struct HostBuild {
     child: Option<Child>,
+    /// rustc's rendered diagnostics, held back: the device build compiles the same code
+    /// and prints the same errors and warnings, so these are shown only when the host
+    /// build alone fails (code under `cfg(not(target_arch = "nvptx64"))`).
+    diagnostics: Arc<Mutex<String>>,
+    reader: Option<JoinHandle<()>>,
     built: PathBuf,
     dest: PathBuf,
     crate_name: String,
@@ -54,24 +61,45 @@ pub fn start(tc: &Toolchain, project: &Project) -> Result<HostBuild> {
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--release"])
+        .args(&project.feature_args)
         .env("RUSTC", &tc.rustc.path)
         // A target dir of its own: the device build compiles the same host crates (the
         // proc macros) with other settings, and sharing one dir made each build
         // invalidate the other's, recompiling them on every `cargo oxide build`.
         .env("CARGO_TARGET_DIR", host_target_dir(project))
-        // Progress and diagnostics go to stderr: stdout carries `--json`.
-        .stdout(Stdio::from(
-            std::io::stderr()
-                .as_fd()
-                .try_clone_to_owned()
-                .context("duplicating stderr")?,
-        ))
+        // Progress goes to stderr (stdout carries `--json`); diagnostics come as JSON.
+        .arg(if std::io::stderr().is_terminal() {
+            "--message-format=json-diagnostic-rendered-ansi"
+        } else {
+            "--message-format=json"
+        })
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .with_context(|| format!("running {}", tc.cargo.display()))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let diagnostics = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&diagnostics);
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+                eprintln!("{line}");
+                continue;
+            };
+            if msg["reason"] == "compiler-message"
+                && let Some(rendered) = msg["message"]["rendered"].as_str()
+            {
+                sink.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_str(rendered);
+            }
+        }
+    });
     Ok(HostBuild {
         child: Some(child),
+        diagnostics,
+        reader: Some(reader),
         built: host_target_dir(project)
             .join("release")
             .join(format!("lib{}.so", project.crate_name)),
@@ -85,7 +113,14 @@ impl HostBuild {
     /// Wait for the host build and place the library in the output folder.
     pub fn finish(mut self) -> Result<(PathBuf, FileArtifact)> {
         let status = self.child.take().expect("finished once").wait()?;
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
         if !status.success() {
+            eprint!(
+                "{}",
+                self.diagnostics.lock().unwrap_or_else(|p| p.into_inner())
+            );
             bail!(
                 "the host (emulator) build of {} failed (rustc's messages are above); \
                  pass --no-emu to build for the GPU only",

@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+    let mut tmp = umask_respecting(&mut tempfile::Builder::new(), 0o666)
+        .tempfile_in(dir)
         .with_context(|| format!("creating a temp file in {}", dir.display()))?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all().ok();
@@ -27,4 +28,23 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub fn sha256_file(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(sha256_hex(&bytes))
+}
+
+/// Temp files and folders with the mode an ordinary `open`/`mkdir` gives (0o666 or
+/// 0o777 less the umask) rather than tempfile's private 0o600/0o700: they are renamed
+/// into artifacts and caches that other users of a shared checkout or cache read.
+pub fn umask_respecting<'a, 'b>(
+    builder: &'b mut tempfile::Builder<'a, 'a>,
+    mode: u32,
+) -> &'b mut tempfile::Builder<'a, 'a> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = mode;
+        builder
+    }
 }

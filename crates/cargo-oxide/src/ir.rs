@@ -7,6 +7,11 @@
 //!   `ld.shared`/`st.shared`);
 //! - kernel entries get the `ptx_kernel` calling convention (so user crates need no
 //!   `abi_ptx` feature) and their launch bounds;
+//! - kernel entries' pointer parameters get what Rust's types prove ([`param_facts`]):
+//!   `noalias` for every slice (the launcher refuses an output that overlaps another
+//!   argument), `readonly` for `&[T]`, `align` = the element's alignment (the launcher
+//!   refuses element-misaligned views). With them LLVM loads `&[T]` through the
+//!   read-only path (`ld.global.nc`) and keeps loads and stores apart, in every kernel;
 //! - per-function `target-cpu`/`target-features` are dropped so one module serves
 //!   every architecture, chosen later by `llc -mcpu`.
 //!
@@ -15,7 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
-use oxide_abi::descriptor::LaunchBounds;
+use oxide_abi::ParamKind;
+use oxide_abi::descriptor::{KernelDescriptor, LaunchBounds};
 use oxide_abi::names::{
     DESCRIPTOR_SECTION, DYNAMIC_SHARED_ALIGN, DYNAMIC_SHARED_SYMBOL, SHARED_SECTION,
 };
@@ -305,6 +311,128 @@ fn fn_attrs_position(line: &str, entry: &str) -> Option<usize> {
         at += line[at..].find(')')? + 1;
     }
     Some(at)
+}
+
+/// The LLVM attributes each parameter of a kernel's entry may carry, in the order of
+/// the entry's LLVM parameters (a slice is two: pointer, then length; the length and
+/// scalars get nothing). Raw pointers (`unsafe` kernels) get nothing: they may alias.
+pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for p in &kernel.params {
+        let align = format!("align {}", p.ty.size());
+        match p.kind {
+            ParamKind::Scalar | ParamKind::Pointer => out.push(Vec::new()),
+            ParamKind::Slice => {
+                out.push(vec!["noalias".into(), "readonly".into(), align]);
+                out.push(Vec::new());
+            }
+            ParamKind::DisjointSlice | ParamKind::MutSlice | ParamKind::AtomicSlice => {
+                out.push(vec!["noalias".into(), align]);
+                out.push(Vec::new());
+            }
+        }
+    }
+    out
+}
+
+/// Add [`param_facts`] to each kernel entry's parameters (after the type, before any
+/// attribute rustc wrote; an attribute already there is not repeated).
+pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -> Result<String> {
+    let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
+    for line in ir.lines() {
+        let entry = line
+            .starts_with("define ")
+            .then(|| {
+                kernels
+                    .keys()
+                    .find(|e| line.contains(&format!(" void @{e}(")))
+            })
+            .flatten();
+        let Some(entry) = entry else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let facts = &kernels[entry];
+        let open = line.find(&format!("@{entry}(")).unwrap() + entry.len() + 2;
+        let Some(close) = matching_paren(line, open - 1) else {
+            bail!("cannot read the parameters of kernel {entry}: {line}");
+        };
+        let params = split_top_level(&line[open..close]);
+        if params.len() != facts.len() {
+            bail!(
+                "kernel {entry} has {} LLVM parameters but its descriptor describes {}: {line}",
+                params.len(),
+                facts.len()
+            );
+        }
+        let rewritten: Vec<String> = params
+            .iter()
+            .zip(facts)
+            .map(|(param, facts)| {
+                let param = param.trim_start();
+                let Some(rest) = param.strip_prefix("ptr ").filter(|_| !facts.is_empty()) else {
+                    return param.to_string();
+                };
+                let words: Vec<&str> = rest.split(' ').collect();
+                // An attribute rustc already wrote (`align 4`, `noalias`) is kept as is.
+                let new: Vec<&str> = facts
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|f| !words.contains(&f.split(' ').next().unwrap_or("")))
+                    .collect();
+                if new.is_empty() {
+                    param.to_string()
+                } else {
+                    format!("ptr {} {rest}", new.join(" "))
+                }
+            })
+            .collect();
+        out.push_str(&line[..open]);
+        out.push_str(&rewritten.join(", "));
+        out.push_str(&line[close..]);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The index of the `)` closing the `(` at `open`.
+fn matching_paren(line: &str, open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in line[open..].char_indices() {
+        match c {
+            '(' | '{' | '[' | '<' => depth += 1,
+            ')' | '}' | ']' | '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `s` split at the commas outside brackets.
+fn split_top_level(s: &str) -> Vec<&str> {
+    if s.trim().is_empty() {
+        return Vec::new();
+    }
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '{' | '[' | '<' => depth += 1,
+            ')' | '}' | ']' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
 }
 
 /// Drop per-function CPU and feature attributes; `llc -mcpu` decides per architecture.

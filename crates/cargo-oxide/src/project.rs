@@ -20,6 +20,10 @@ pub struct Project {
     pub out_dir: PathBuf,
     /// Names of the packages the crate depends on (any kind).
     pub dependencies: Vec<String>,
+    /// The library's root source file (`src/lib.rs`).
+    pub lib_root: PathBuf,
+    /// `--features`, `--all-features`, `--no-default-features` as cargo takes them.
+    pub feature_args: Vec<String>,
 }
 
 impl Project {
@@ -78,6 +82,21 @@ impl Project {
                 .iter()
                 .map(|d| d.name.to_string())
                 .collect(),
+            lib_root: lib.src_path.clone().into_std_path_buf(),
+            feature_args: args.cargo_feature_args(),
+        })
+    }
+
+    /// Whether the crate root declares `#![no_std]` itself (also inside `cfg_attr`).
+    /// cuda-oxide's kernel files do not (its backend supplies `core`), so the device
+    /// build adds the attribute to crates that lack it; adding it twice would warn.
+    pub fn declares_no_std(&self) -> bool {
+        let Ok(text) = std::fs::read_to_string(&self.lib_root) else {
+            return false;
+        };
+        text.lines().any(|line| {
+            let line = line.trim_start();
+            line.starts_with("#![") && line.contains("no_std")
         })
     }
 

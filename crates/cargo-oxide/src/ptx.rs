@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use oxide_abi::limits::MIN_ARCH;
 use oxide_abi::manifest::KernelResources;
 
 use crate::toolchain::Ptxas;
@@ -17,11 +18,15 @@ pub fn parse_arch(arch: &str) -> Result<u32> {
         .map(|s| s.trim_end_matches(['a', 'f']))
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
     match digits.and_then(|d| d.parse::<u32>().ok()) {
-        Some(n) if n >= oxide_abi::limits::MIN_ARCH => Ok(n),
-        _ => bail!(
-            "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with NN ≥ {} \
-             (ptxas refuses older ones), e.g. --arch sm_80,sm_90",
-            oxide_abi::limits::MIN_ARCH
+        Some(n) if n >= MIN_ARCH => Ok(n),
+        Some(_) => bail!(
+            "`{arch}` is older than the GPUs pyoxide builds for: use sm_NN with \
+             NN ≥ {MIN_ARCH} (sm_{MIN_ARCH}, Turing, … sm_120; the ptxas of CUDA 13 refuses \
+             older ones), e.g. --arch sm_80,sm_90"
+        ),
+        None => bail!(
+            "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with \
+             NN ≥ {MIN_ARCH}, e.g. --arch sm_80,sm_90"
         ),
     }
 }
@@ -236,7 +241,17 @@ ptxas info    : Compile time = 3.054 ms
         assert_eq!(parse_arch("sm_80").unwrap(), 80);
         assert_eq!(parse_arch("sm_90a").unwrap(), 90);
         assert_eq!(parse_arch("sm_100f").unwrap(), 100);
-        for bad in ["80", "sm_", "sm_3", "compute_80", "sm_8x", "sm_50", "sm_70"] {
+        assert_eq!(parse_arch("sm_75").unwrap(), 75);
+        for bad in [
+            "80",
+            "sm_",
+            "sm_3",
+            "compute_80",
+            "sm_8x",
+            "sm_50",
+            "sm_70",
+            "sm_74",
+        ] {
             assert!(parse_arch(bad).is_err(), "{bad}");
         }
     }

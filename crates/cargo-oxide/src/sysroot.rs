@@ -44,9 +44,42 @@ fn target_lib_dir(sysroot: &Path) -> PathBuf {
     sysroot.join("lib/rustlib").join(DEVICE_TARGET).join("lib")
 }
 
-/// The rlib files of a complete sysroot (used by the link step to tell them apart).
+/// Whether the sysroot was finished and its rlibs still have the sizes recorded in the
+/// marker: a truncated rlib (a full disk, a killed copy, a damaged cache) makes it
+/// incomplete, so it is built again rather than failing every build with rustc's
+/// "found invalid metadata files".
 pub fn is_complete(sysroot: &Path) -> bool {
-    sysroot.join(COMPLETE_MARKER).is_file()
+    let Ok(marker) = std::fs::read_to_string(sysroot.join(COMPLETE_MARKER)) else {
+        return false;
+    };
+    let lib_dir = target_lib_dir(sysroot);
+    // Line 1: the rustc version; then "<size> <sha256> <file name>" per rlib.
+    marker.lines().skip(1).all(|line| {
+        let Some((size, _, name)) = marker_line(line) else {
+            return false;
+        };
+        std::fs::metadata(lib_dir.join(name)).is_ok_and(|m| m.len() == size)
+    })
+}
+
+fn marker_line(line: &str) -> Option<(u64, &str, &str)> {
+    let mut parts = line.splitn(3, ' ');
+    let size = parts.next()?.parse().ok()?;
+    Some((size, parts.next()?, parts.next()?))
+}
+
+/// Whether every rlib still has the sha256 its marker records (read in full: called
+/// only when a build failed, to tell a damaged cache from a broken crate).
+pub fn is_intact(sysroot: &Path) -> bool {
+    let Ok(marker) = std::fs::read_to_string(sysroot.join(COMPLETE_MARKER)) else {
+        return false;
+    };
+    let lib_dir = target_lib_dir(sysroot);
+    marker.lines().skip(1).all(|line| {
+        marker_line(line).is_some_and(|(_, sha, name)| {
+            crate::fsutil::sha256_file(&lib_dir.join(name)).is_ok_and(|h| h == sha)
+        })
+    })
 }
 
 /// Return the sysroot, building it first if needed. Safe when two processes race:
@@ -55,6 +88,12 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
     let dir = sysroot_dir(tc);
     if is_complete(&dir) {
         return Ok(dir);
+    }
+    if dir.join(COMPLETE_MARKER).exists() {
+        log(&format!(
+            "the cached core in {} is damaged (an rlib changed size); building it again",
+            dir.display()
+        ));
     }
     let Some(library) = &tc.rustc.library_src else {
         bail!("rust-src is missing for {}", tc.rustc.version);
@@ -65,7 +104,7 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
     ));
     let parent = dir.parent().expect("sysroot dir has a parent");
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let work = tempfile::Builder::new()
+    let work = crate::fsutil::umask_respecting(&mut tempfile::Builder::new(), 0o777)
         .prefix(".build-")
         .tempdir_in(parent)
         .context("creating a temp folder for the sysroot build")?;
@@ -79,7 +118,15 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         std::fs::copy(rlib, lib_dir.join(name))
             .with_context(|| format!("copying {}", rlib.display()))?;
     }
-    std::fs::write(staged.join(COMPLETE_MARKER), tc.rustc.version.as_bytes())?;
+    let mut marker = format!("{}\n", tc.rustc.version);
+    for rlib in &rlibs {
+        let name = rlib.file_name().expect("rlib has a file name");
+        let path = lib_dir.join(name);
+        let len = std::fs::metadata(&path)?.len();
+        let sha = crate::fsutil::sha256_file(&path)?;
+        marker += &format!("{len} {sha} {}\n", name.to_string_lossy());
+    }
+    std::fs::write(staged.join(COMPLETE_MARKER), marker)?;
     match std::fs::rename(&staged, &dir) {
         Ok(()) => {}
         // Another process finished first; its sysroot is as good as ours.
@@ -92,6 +139,16 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         }
     }
     Ok(dir)
+}
+
+/// Remove a damaged sysroot (the next `ensure` builds it again).
+pub fn discard(sysroot: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(sysroot) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", sysroot.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Build core with -Zbuild-std on an empty crate; return the rlibs to keep.
@@ -161,4 +218,36 @@ fn build_core(tc: &Toolchain, work: &Path) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(rlibs)
+}
+
+#[cfg(test)]
+mod damage_tests {
+    use super::*;
+
+    #[test]
+    fn a_truncated_rlib_makes_the_sysroot_incomplete() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = target_lib_dir(dir.path());
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("libcore-x.rlib"), vec![7u8; 1000]).unwrap();
+        let marker = dir.path().join(COMPLETE_MARKER);
+        let sha = sha256_hex(&[7u8; 1000]);
+        std::fs::write(
+            &marker,
+            format!("rustc 1.96.0\n1000 {sha} libcore-x.rlib\n"),
+        )
+        .unwrap();
+        assert!(is_complete(dir.path()) && is_intact(dir.path()));
+        let mut garbled = vec![7u8; 1000];
+        garbled[500] = 8;
+        std::fs::write(lib.join("libcore-x.rlib"), &garbled).unwrap();
+        assert!(is_complete(dir.path()) && !is_intact(dir.path()));
+        std::fs::write(lib.join("libcore-x.rlib"), vec![7u8; 10]).unwrap();
+        assert!(!is_complete(dir.path()));
+        std::fs::remove_file(lib.join("libcore-x.rlib")).unwrap();
+        assert!(!is_complete(dir.path()));
+        // A marker from before sizes were recorded still counts as complete.
+        std::fs::write(&marker, "rustc 1.96.0").unwrap();
+        assert!(is_complete(dir.path()));
+    }
 }

@@ -116,6 +116,11 @@ impl Discovery {
         if let Err(e) = &self.llvm {
             missing.push(format!("LLVM tools: {e}"));
         }
+        // A ptxas the user named must work: without it the PTX would silently go
+        // unverified, which is what they set the variable to avoid.
+        if let (Err(e), Some(_)) = (&self.ptxas, env::path(env::PTXAS)) {
+            missing.push(format!("ptxas: {e}"));
+        }
         if !missing.is_empty() {
             return Err(format!(
                 "the device toolchain is incomplete:\n  - {}\n(run `cargo oxide doctor` for the full report)",
@@ -408,6 +413,19 @@ fn find_ptxas() -> Result<Ptxas, String> {
             .chain(in_nvidia_wheels("bin/ptxas"))
             .collect(),
     };
+    if let Some(set) = env::path(env::PTXAS) {
+        return probe_ptxas(&set).ok_or_else(|| {
+            format!(
+                "{}={} is not a working ptxas (`{} --version` failed or printed no \
+                 version); point {} at CUDA's ptxas (install it with `{PIP_PTXAS}`), or \
+                 unset it to build without verifying the PTX",
+                env::PTXAS,
+                set.display(),
+                set.display(),
+                env::PTXAS
+            )
+        });
+    }
     candidates
         .iter()
         .filter(|p| p.is_file())

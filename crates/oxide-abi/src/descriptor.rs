@@ -33,6 +33,11 @@ pub struct KernelDescriptor {
     /// `#[launch_bounds(max_threads, min_blocks)]`, if given.
     #[serde(default)]
     pub launch_bounds: Option<LaunchBounds>,
+    /// `#[launch(...)]`: how a call without `[grid, block]` sizes its launch, and which
+    /// explicit grids are refused. None: one thread per element of the first
+    /// `DisjointSlice`/`&mut [T]` output, blocks of 256 (or the launch bounds).
+    #[serde(default)]
+    pub launch: Option<LaunchPolicy>,
     /// Where the kernel is defined, for messages.
     pub source: SourceLocation,
 }
@@ -68,6 +73,66 @@ pub struct LaunchBounds {
     pub max_threads: u32,
     #[serde(default)]
     pub min_blocks: Option<u32>,
+}
+
+/// Threads per block of a plain call when `#[launch]` gives no `block`, and for kernels
+/// without a policy (pyoxide/_policy.py's `DEFAULT_BLOCK`, checked against a built
+/// manifest by tests/test_policy.py).
+pub const DEFAULT_BLOCK: u32 = 256;
+
+/// A kernel's launch policy, declared with `#[launch(...)]` and applied by the Python
+/// launcher (one function, `pyoxide/_policy.py`). `over` names a slice parameter, whose
+/// length `n` sizes the launch; `block` is the threads per block of a plain call (an
+/// explicit block may differ, within the launch bounds).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LaunchPolicy {
+    /// Thread `t` handles `per_thread` contiguous elements of `over` (the kernel
+    /// grid-strides past them, so any explicit grid is accepted). Plain call:
+    /// `ceil(n / (per_thread · block))` blocks.
+    Elementwise {
+        over: String,
+        per_thread: u32,
+        block: u32,
+    },
+    /// A grid-stride loop over `over` that wants the device full, not one thread per
+    /// element (reductions, histograms). Plain call: `min(ceil(n / (per_thread ·
+    /// block)), blocks_per_sm · multiprocessors)` blocks, at least one.
+    GridStride {
+        over: String,
+        per_thread: u32,
+        block: u32,
+        blocks_per_sm: u32,
+    },
+    /// One block per element of `over` (per-block results). Plain call: `n` blocks;
+    /// an explicit grid of any other size is refused.
+    BlockPerElement { over: String, block: u32 },
+    /// One block per row of `over`, a row-major matrix whose row length is the integer
+    /// scalar parameter `cols`. Plain call: `n / cols` blocks; `n` not a multiple of
+    /// `cols`, or an explicit grid other than `n / cols` blocks, is refused.
+    BlockPerRow {
+        over: String,
+        cols: String,
+        block: u32,
+    },
+    /// Each block handles `blockDim.x` consecutive elements of `over`, so the block
+    /// size is part of the result: a call must give the block; the grid is
+    /// `ceil(n / block)` and an explicit grid of any other size is refused.
+    Segments { over: String },
+}
+
+impl LaunchPolicy {
+    /// The parameter whose length sizes the launch.
+    pub fn over(&self) -> &str {
+        match self {
+            LaunchPolicy::Elementwise { over, .. }
+            | LaunchPolicy::GridStride { over, .. }
+            | LaunchPolicy::BlockPerElement { over, .. }
+            | LaunchPolicy::BlockPerRow { over, .. }
+            | LaunchPolicy::Segments { over } => over,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +211,11 @@ mod tests {
             ],
             is_unsafe: false,
             launch_bounds: None,
+            launch: Some(LaunchPolicy::Elementwise {
+                over: "y".into(),
+                per_thread: 4,
+                block: 256,
+            }),
             source: SourceLocation {
                 module: "k".into(),
                 file: "src/lib.rs".into(),

@@ -59,3 +59,9 @@ pub const STATUS_DIVERGENT_BARRIER: i32 = 2;
 /// The launch itself is invalid (wrong number of argument words, a zero or too large
 /// dimension, more threads per block than the kernel's launch bounds).
 pub const STATUS_BAD_LAUNCH: i32 = 3;
+/// A thread faulted: its stack overflowed, it accessed dynamic shared memory past the
+/// launch's size, or it dereferenced an invalid address.
+pub const STATUS_FAULT: i32 = 4;
+/// The launch was interrupted (SIGINT, Ctrl-C) before it finished; its outputs are
+/// partly written.
+pub const STATUS_INTERRUPTED: i32 = 5;

@@ -20,3 +20,6 @@ pub const MAX_DYNAMIC_SHARED_BYTES: u32 = 227 * 1024;
 pub const MAX_SLICE_BYTES: u64 = (1 << 63) - 1;
 /// The oldest architecture pyoxide builds for: ptxas of CUDA 13 refuses anything older.
 pub const MIN_ARCH: u32 = 75;
+/// Local memory of one thread, in bytes (what ptxas accepts for a stack frame); the
+/// emulator's thread stacks have room for it.
+pub const MAX_LOCAL_BYTES_PER_THREAD: u64 = 512 * 1024;

@@ -93,6 +93,11 @@ impl ScalarType {
         ScalarType::ALL.into_iter().find(|t| t.rust_name() == name)
     }
 
+    /// An integer type (not a float, not `bool`).
+    pub const fn is_integer(self) -> bool {
+        !matches!(self, ScalarType::F32 | ScalarType::F64 | ScalarType::Bool)
+    }
+
     /// Size in bytes at the launch ABI.
     pub const fn size(self) -> usize {
         match self {

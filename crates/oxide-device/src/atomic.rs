@@ -15,6 +15,20 @@
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 pub use core::sync::atomic::Ordering;
+/// cuda-oxide's name for the orderings; its variants are `core`'s.
+pub use core::sync::atomic::Ordering as AtomicOrdering;
+
+/// One ordering with the guarantees of both `success` and `failure`.
+#[inline(always)]
+fn cas_ordering(success: Ordering, failure: Ordering) -> Ordering {
+    use Ordering::*;
+    match (success, failure) {
+        (_, SeqCst) | (SeqCst, _) => SeqCst,
+        (Release, Acquire) | (AcqRel, _) => AcqRel,
+        (Relaxed, Acquire) => Acquire,
+        (s, _) => s,
+    }
+}
 
 use crate::arch::{self, Scope};
 
@@ -338,9 +352,18 @@ impl<T: AtomicValue, S: MemoryScope> ScopedAtomic<T, S> {
     }
 
     /// Store `new` if the value is (bitwise) `current`; `Ok(previous)` if it was,
-    /// `Err(actual)` if not. One ordering for both outcomes, as PTX's `atom.cas` has.
+    /// `Err(actual)` if not. `success` and `failure` are the orderings of the two
+    /// outcomes, as in `core` and cuda-oxide; PTX's `atom.cas` has one ordering, so it
+    /// runs with the weakest that gives both.
     #[inline(always)]
-    pub fn compare_exchange(&self, current: T, new: T, order: Ordering) -> Result<T, T> {
+    pub fn compare_exchange(
+        &self,
+        current: T,
+        new: T,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<T, T> {
+        let order = cas_ordering(success, failure);
         // SAFETY: as `load`.
         let previous = unsafe { T::cas(self.as_ptr(), current, new, scope::<S>(), order) };
         if T::same_bits(previous, current) {
@@ -444,8 +467,8 @@ mod tests {
         assert_eq!(a.fetch_or(1, Relaxed), 0b1000);
         assert_eq!(a.fetch_xor(0b1111, Relaxed), 0b1001);
         assert_eq!(a.load(SeqCst), 0b0110);
-        assert_eq!(a.compare_exchange(6, 1, SeqCst), Ok(6));
-        assert_eq!(a.compare_exchange(6, 2, SeqCst), Err(1));
+        assert_eq!(a.compare_exchange(6, 1, SeqCst, SeqCst), Ok(6));
+        assert_eq!(a.compare_exchange(6, 2, Relaxed, Relaxed), Err(1));
         let b = SystemAtomicU64::new(u64::MAX);
         assert_eq!(b.fetch_add(2, Relaxed), u64::MAX);
         assert_eq!(b.load(Relaxed), 1);
@@ -460,7 +483,7 @@ mod tests {
         assert_eq!(a.fetch_add(2.0, Relaxed), 1.5);
         assert_eq!(a.fetch_sub(0.5, Relaxed), 3.5);
         assert_eq!(a.load(Relaxed), 3.0);
-        assert_eq!(a.compare_exchange(3.0, -1.0, SeqCst), Ok(3.0));
+        assert_eq!(a.compare_exchange(3.0, -1.0, Release, Acquire), Ok(3.0));
         let b = BlockAtomicF64::new(0.0);
         b.store(0.25, Release);
         assert_eq!(b.swap(4.0, AcqRel), 0.25);

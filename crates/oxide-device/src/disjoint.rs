@@ -2,35 +2,55 @@
 //! own index. The index is proven by a [`ThreadIndex`], which no two threads share, so
 //! safe kernels cannot race on their outputs.
 //!
-//! The guarantee holds per *mapping*: threads that all use `index_1d()` (or all
-//! `index_2d::<N>()` with one `N`, or all `get_chunk_mut::<N>`, or all
-//! `block_row_mut()`) never share an element. A kernel that writes one slice through
-//! two mappings, choosing between them by thread, could give two threads the same
-//! element; use one mapping per slice. (cuda-oxide's witnesses have the same limit; a
-//! type-level mapping per parameter would close it.)
+//! The mapping from threads to elements is part of the slice's type, as in cuda-oxide:
+//! `DisjointSlice<T>` (= `DisjointSlice<T, Index1D>`) takes `index_1d()` witnesses,
+//! `DisjointSlice<T, Index2D<N>>` only `index_2d::<N>()`'s, `DisjointSlice<T,
+//! WarpIndex>` only `warp_index()`'s, so a kernel cannot mix two mappings on one slice.
+//! Within `Index1D` the guarantee holds per method: threads that all use `get_mut`
+//! (or all `get_chunk_mut::<N>` with one `N`, or all `block_row_mut()`) never share an
+//! element; use one of them per slice.
 
 use core::marker::PhantomData;
 
-use crate::thread::ThreadIndex;
+use crate::thread::{Index1D, IndexFormula, IndexSpace, ThreadIndex};
 
 /// A device array written one element per thread.
 ///
 /// Kernels receive it as a parameter (`mut out: DisjointSlice<f32>`); the generated
 /// entry point builds it from the launch's pointer and length.
+///
+/// `S` is the index space whose witnesses open it (see the module documentation).
 #[derive(Debug)]
-pub struct DisjointSlice<'a, T> {
+pub struct DisjointSlice<'a, T, S: IndexSpace = Index1D> {
     ptr: *mut T,
     len: usize,
-    _borrow: PhantomData<&'a mut [T]>,
+    _borrow: PhantomData<(&'a mut [T], S)>,
 }
 
-impl<'a, T> DisjointSlice<'a, T> {
+impl<'a, T> DisjointSlice<'a, T, Index1D> {
+    /// # Safety
+    /// As [`from_raw_parts_with_space`](Self::from_raw_parts_with_space).
+    #[inline(always)]
+    pub unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
+        // SAFETY: upheld by the caller.
+        unsafe { Self::from_raw_parts_with_space(ptr, len) }
+    }
+
+    /// Borrow an ordinary slice as a `DisjointSlice`: safe, since the borrow is
+    /// exclusive. Handy for calling kernels directly in host tests.
+    #[inline(always)]
+    pub fn from_mut(slice: &'a mut [T]) -> Self {
+        Self::from_mut_with_space(slice)
+    }
+}
+
+impl<'a, T, S: IndexSpace> DisjointSlice<'a, T, S> {
     /// # Safety
     /// `ptr` must be valid for reads and writes of `len` elements of `T` for `'a`,
     /// and, for the whole launch, no memory it covers may be accessed other than
     /// through this slice's per-thread elements. `ptr` may dangle when `len` is 0.
     #[inline(always)]
-    pub unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
+    pub unsafe fn from_raw_parts_with_space(ptr: *mut T, len: usize) -> Self {
         DisjointSlice {
             ptr,
             len,
@@ -38,12 +58,12 @@ impl<'a, T> DisjointSlice<'a, T> {
         }
     }
 
-    /// Borrow an ordinary slice as a `DisjointSlice`: safe, since the borrow is
-    /// exclusive. Handy for calling kernels directly in host tests.
+    /// [`from_mut`](DisjointSlice::from_mut) for a slice of any index space
+    /// (`DisjointSlice::<f32, Index2D<64>>::from_mut_with_space(&mut out)`).
     #[inline(always)]
-    pub fn from_mut(slice: &'a mut [T]) -> Self {
+    pub fn from_mut_with_space(slice: &'a mut [T]) -> Self {
         // SAFETY: an exclusive borrow of `slice.len()` elements for 'a.
-        unsafe { Self::from_raw_parts(slice.as_mut_ptr(), slice.len()) }
+        unsafe { Self::from_raw_parts_with_space(slice.as_mut_ptr(), slice.len()) }
     }
 
     #[inline(always)]
@@ -60,8 +80,8 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// usual tail of a grid rounded up to whole blocks). Consumes the witness, so a
     /// thread cannot use one index to reach two elements.
     #[inline(always)]
-    pub fn get_mut(&mut self, idx: ThreadIndex) -> Option<&mut T> {
-        let i = idx.get();
+    pub fn get_mut(&mut self, idx: ThreadIndex<S>) -> Option<&mut T> {
+        let i = idx.writable()?;
         if i < self.len {
             // SAFETY: in bounds; only the thread that owns `idx` can reach element `i`.
             Some(unsafe { &mut *self.ptr.add(i) })
@@ -70,6 +90,44 @@ impl<'a, T> DisjointSlice<'a, T> {
         }
     }
 
+    /// This thread's element and witness in one call (cuda-oxide's
+    /// `get_mut_indexed`): `None` where the space gives the thread no element or the
+    /// element is past the end. The witness comes back for reading inputs (`idx.get()`).
+    #[inline(always)]
+    pub fn get_mut_indexed(&mut self) -> Option<(&mut T, ThreadIndex<S>)>
+    where
+        S: IndexFormula,
+    {
+        let idx = S::this_thread()?;
+        let i = idx.writable()?;
+        if i < self.len {
+            // SAFETY: as in `get_mut`: the witness is this thread's alone.
+            Some((unsafe { &mut *self.ptr.add(i) }, idx))
+        } else {
+            None
+        }
+    }
+
+    /// Element `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < self.len()`, and no other thread may access element `i` while the
+    /// reference lives.
+    #[inline(always)]
+    pub unsafe fn get_unchecked_mut(&mut self, i: usize) -> &mut T {
+        // SAFETY: upheld by the caller.
+        unsafe { &mut *self.ptr.add(i) }
+    }
+
+    /// The base pointer (for intrinsics that take one; writing through it is on you).
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr
+    }
+}
+
+/// Mappings of 1-D launches beyond one element per thread.
+impl<'a, T> DisjointSlice<'a, T, Index1D> {
     /// This thread's `N` contiguous elements `[i * N, (i + 1) * N)` for `i = idx.get()`,
     /// cut short at the end of the slice; `None` when the run starts past the end.
     /// For a thread that handles several elements (vectorised loads, per-thread tiles).
@@ -78,7 +136,7 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// through branches on the thread index, would break that; don't.)
     #[inline(always)]
     pub fn get_chunk_mut<const N: usize>(&mut self, idx: ThreadIndex) -> Option<&mut [T]> {
-        let start = idx.get().checked_mul(N)?;
+        let start = idx.writable()?.checked_mul(N)?;
         if start >= self.len {
             return None;
         }
@@ -120,23 +178,6 @@ impl<'a, T> DisjointSlice<'a, T> {
             step: crate::thread::block_size() as usize,
             _borrow: PhantomData,
         })
-    }
-
-    /// Element `i`, unchecked.
-    ///
-    /// # Safety
-    /// `i < self.len()`, and no other thread may access element `i` while the
-    /// reference lives.
-    #[inline(always)]
-    pub unsafe fn get_unchecked_mut(&mut self, i: usize) -> &mut T {
-        // SAFETY: upheld by the caller.
-        unsafe { &mut *self.ptr.add(i) }
-    }
-
-    /// The base pointer (for intrinsics that take one; writing through it is on you).
-    #[inline(always)]
-    pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.ptr
     }
 }
 
@@ -248,5 +289,93 @@ mod tests {
         let out = DisjointSlice::from_mut(&mut data);
         assert_eq!((out.len(), out.is_empty()), (3, false));
         assert!(DisjointSlice::<u8>::from_mut(&mut []).is_empty());
+    }
+
+    fn as_thread(
+        thread_idx: [u32; 3],
+        block_idx: [u32; 3],
+        block_dim: [u32; 3],
+        grid_dim: [u32; 3],
+    ) -> ThreadCoords {
+        set_thread_coords(ThreadCoords {
+            thread_idx,
+            block_idx,
+            block_dim,
+            grid_dim,
+        })
+    }
+
+    #[test]
+    fn index_2d_slices_take_their_own_witness() {
+        use crate::thread::{Index2D, index_2d};
+        // A 2x2 grid of 3x2 blocks over a 5-column array: columns 5 is off the grid.
+        let mut data = [0u32; 20];
+        for (bx, by, tx, ty) in itertools_grid() {
+            let previous = as_thread([tx, ty, 0], [bx, by, 0], [3, 2, 1], [2, 2, 1]);
+            let mut out = DisjointSlice::<u32, Index2D<5>>::from_mut_with_space(&mut data);
+            if let Some(idx) = index_2d::<5>() {
+                let i = idx.get();
+                if let Some(x) = out.get_mut(idx) {
+                    *x += i as u32 + 1;
+                }
+            }
+            set_thread_coords(previous);
+        }
+        // Rows 0..4, columns 0..5: each element written once, by its own thread.
+        let want: std::vec::Vec<u32> = (1..=20).collect();
+        assert_eq!(&data[..], &want[..]);
+    }
+
+    fn itertools_grid() -> impl Iterator<Item = (u32, u32, u32, u32)> {
+        (0..2).flat_map(|bx| {
+            (0..2).flat_map(move |by| {
+                (0..3).flat_map(move |tx| (0..2).map(move |ty| (bx, by, tx, ty)))
+            })
+        })
+    }
+
+    #[test]
+    fn get_mut_indexed_hands_back_the_witness() {
+        let mut data = [0usize; 5];
+        for t in 0..8 {
+            let previous = as_thread([t, 0, 0], [0, 0, 0], [8, 1, 1], [1, 1, 1]);
+            let mut out = DisjointSlice::from_mut(&mut data);
+            if let Some((x, idx)) = out.get_mut_indexed() {
+                *x = idx.get() * 10;
+            }
+            set_thread_coords(previous);
+        }
+        assert_eq!(data, [0, 10, 20, 30, 40]);
+        // In a 2-D launch a 1-D witness may not write.
+        let previous = as_thread([1, 1, 0], [0, 0, 0], [4, 2, 1], [1, 1, 1]);
+        assert!(
+            DisjointSlice::from_mut(&mut data)
+                .get_mut_indexed()
+                .is_none()
+        );
+        assert!(
+            DisjointSlice::from_mut(&mut data)
+                .get_mut(index_1d())
+                .is_none()
+        );
+        set_thread_coords(previous);
+    }
+
+    #[test]
+    fn warp_index_counts_partial_warps() {
+        use crate::thread::{WarpIndex, warp_index};
+        // Blocks of 48 threads: warps 0 and 1 per block (the second is partial).
+        let mut data = [0u32; 6];
+        for b in 0..3 {
+            for t in 0..48 {
+                let previous = as_thread([t, 0, 0], [b, 0, 0], [48, 1, 1], [3, 1, 1]);
+                let mut out = DisjointSlice::<u32, WarpIndex>::from_mut_with_space(&mut data);
+                if let Some(slot) = warp_index().and_then(|w| out.get_mut(w)) {
+                    *slot += 1 + b * 100 + t;
+                }
+                set_thread_coords(previous);
+            }
+        }
+        assert_eq!(data, [1, 33, 101, 133, 201, 233]);
     }
 }

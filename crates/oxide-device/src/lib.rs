@@ -5,8 +5,9 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()` witnesses, `sync_threads()`, fences |
-//! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`) |
+//! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()`/`warp_index()` witnesses and their index spaces, `sync_threads()`, fences |
+//! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`, `map`) |
+//! | [`vector`] | 128-bit vector access: `x.as_vectors::<N>()` on `&[T]`, `out.map(inputs, f)` |
 //! | [`shared`] | [`SharedArray`](shared::SharedArray) statics, [`DynamicSharedArray`](shared::DynamicSharedArray) |
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
@@ -16,6 +17,7 @@
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
 //! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
+//! | [`dotprod`], [`debug`] | `dp4a`/`dp2a`; timers, SM and warp ids, `trap`, `breakpoint` |
 //!
 //! Safe by default: ordinary kernels (element-wise maps, reductions into an
 //! `AtomicSlice`, row-wise softmax) need no `unsafe`; shared memory, raw-pointer
@@ -71,7 +73,9 @@ extern crate self as oxide_device;
 
 mod arch;
 pub mod atomic;
+pub mod debug;
 pub mod disjoint;
+pub mod dotprod;
 pub mod half;
 pub mod ldst;
 pub mod math;
@@ -80,6 +84,7 @@ pub mod prelude;
 pub mod print;
 pub mod shared;
 pub mod thread;
+pub mod vector;
 pub mod warp;
 pub mod wgmma;
 
@@ -90,8 +95,11 @@ pub mod __private;
 pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
-pub use oxide_macros::{device, gpu_printf, kernel, launch_bounds};
-pub use thread::ThreadIndex;
+pub use oxide_macros::{
+    cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract, unroll,
+};
+pub use shared::{DynamicSharedArray, SharedArray};
+pub use thread::*;
 
 /// A GPU thread cannot unwind or report a message: a panic (including a failed bounds
 /// check) stops the kernel with `trap`, which the host sees as a launch error.

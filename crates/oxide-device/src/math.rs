@@ -45,6 +45,11 @@ pub trait GpuFloat: Copy {
     fn trunc(self) -> Self;
     /// `self * a + b` with one rounding.
     fn mul_add(self, a: Self, b: Self) -> Self;
+    fn asinh(self) -> Self;
+    fn acosh(self) -> Self;
+    fn atanh(self) -> Self;
+    /// Round half to even (`rint`).
+    fn round_ties_even(self) -> Self;
 }
 
 // Free-function forms of the methods `std` may gain (it has unstable `erf`/`erfc`
@@ -108,6 +113,8 @@ mod device {
         hypot(other: f32) => __nv_hypotf; erf() => __nv_erff; erfc() => __nv_erfcf;
         floor() => __nv_floorf; ceil() => __nv_ceilf; round() => __nv_roundf;
         trunc() => __nv_truncf; mul_add(a: f32, b: f32) => __nv_fmaf;
+        asinh() => __nv_asinhf; acosh() => __nv_acoshf; atanh() => __nv_atanhf;
+        round_ties_even() => __nv_rintf;
     });
 
     libdevice!(f64 {
@@ -123,6 +130,8 @@ mod device {
         hypot(other: f64) => __nv_hypot; erf() => __nv_erf; erfc() => __nv_erfc;
         floor() => __nv_floor; ceil() => __nv_ceil; round() => __nv_round;
         trunc() => __nv_trunc; mul_add(a: f64, b: f64) => __nv_fma;
+        asinh() => __nv_asinh; acosh() => __nv_acosh; atanh() => __nv_atanh;
+        round_ties_even() => __nv_rint;
     });
 }
 
@@ -165,6 +174,10 @@ mod host {
                 fn round(self) -> $t { <$t>::round(self) }
                 fn trunc(self) -> $t { <$t>::trunc(self) }
                 fn mul_add(self, a: $t, b: $t) -> $t { <$t>::mul_add(self, a, b) }
+                fn asinh(self) -> $t { <$t>::asinh(self) }
+                fn acosh(self) -> $t { <$t>::acosh(self) }
+                fn atanh(self) -> $t { <$t>::atanh(self) }
+                fn round_ties_even(self) -> $t { <$t>::round_ties_even(self) }
             }
         )*};
     }

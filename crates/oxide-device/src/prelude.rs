@@ -8,7 +8,8 @@ pub use crate::half::{bf16, f16};
 pub use crate::math::GpuFloat;
 pub use crate::shared::{DynamicSharedArray, SharedArray};
 pub use crate::thread::ThreadIndex;
-pub use crate::{atomic, shared, thread, warp};
+pub use crate::vector::{SliceVectors, Vector};
+pub use crate::{atomic, shared, thread, vector, warp};
 pub use crate::{
-    device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch_bounds, shared_array,
+    device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds, shared_array,
 };

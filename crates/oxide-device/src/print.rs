@@ -87,6 +87,8 @@ pub trait PrintfArg: Copy {
     #[doc(hidden)]
     const PRECISION: &'static str;
     #[doc(hidden)]
+    const OCTAL: &'static str;
+    #[doc(hidden)]
     fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>);
     #[cfg(not(target_arch = "nvptx64"))]
     #[doc(hidden)]
@@ -94,13 +96,14 @@ pub trait PrintfArg: Copy {
 }
 
 macro_rules! printf_arg {
-    ($($t:ty => $c:ty, $host:ident, [$d:literal, $x:literal, $ux:literal, $e:literal, $p:literal];)*) => {$(
+    ($($t:ty => $c:ty, $host:ident, [$d:literal, $x:literal, $ux:literal, $e:literal, $p:literal, $o:literal];)*) => {$(
         impl PrintfArg for $t {
             const DISPLAY: &'static str = $d;
             const HEX: &'static str = $x;
             const UPPER_HEX: &'static str = $ux;
             const EXP: &'static str = $e;
             const PRECISION: &'static str = $p;
+            const OCTAL: &'static str = $o;
             #[inline(always)]
             fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
                 args.push_bytes((self as $c).to_ne_bytes());
@@ -113,20 +116,21 @@ macro_rules! printf_arg {
     )*};
 }
 
-// Conversions: {} {:x} {:X} {:e} {:.N}. An integer's {:e} and {:.N} print it plainly.
+// Conversions: {} {:x} {:X} {:e} {:.N} {:o}. An integer's {:e} and {:.N} print it
+// plainly; a float's {:o} as {}.
 printf_arg! {
-    i8 => i32, Int, ["d", "x", "X", "d", "d"];
-    i16 => i32, Int, ["d", "x", "X", "d", "d"];
-    i32 => i32, Int, ["d", "x", "X", "d", "d"];
-    i64 => i64, Int, ["lld", "llx", "llX", "lld", "lld"];
-    isize => i64, Int, ["lld", "llx", "llX", "lld", "lld"];
-    u8 => u32, UInt, ["u", "x", "X", "u", "u"];
-    u16 => u32, UInt, ["u", "x", "X", "u", "u"];
-    u32 => u32, UInt, ["u", "x", "X", "u", "u"];
-    u64 => u64, UInt, ["llu", "llx", "llX", "llu", "llu"];
-    usize => u64, UInt, ["llu", "llx", "llX", "llu", "llu"];
-    f32 => f64, Float, ["g", "a", "A", "e", "f"];
-    f64 => f64, Float, ["g", "a", "A", "e", "f"];
+    i8 => i32, Int, ["d", "x", "X", "d", "d", "o"];
+    i16 => i32, Int, ["d", "x", "X", "d", "d", "o"];
+    i32 => i32, Int, ["d", "x", "X", "d", "d", "o"];
+    i64 => i64, Int, ["lld", "llx", "llX", "lld", "lld", "llo"];
+    isize => i64, Int, ["lld", "llx", "llX", "lld", "lld", "llo"];
+    u8 => u32, UInt, ["u", "x", "X", "u", "u", "o"];
+    u16 => u32, UInt, ["u", "x", "X", "u", "u", "o"];
+    u32 => u32, UInt, ["u", "x", "X", "u", "u", "o"];
+    u64 => u64, UInt, ["llu", "llx", "llX", "llu", "llu", "llo"];
+    usize => u64, UInt, ["llu", "llx", "llX", "llu", "llu", "llo"];
+    f32 => f64, Float, ["g", "a", "A", "e", "f", "g"];
+    f64 => f64, Float, ["g", "a", "A", "e", "f", "g"];
 }
 
 /// As Rust prints it: `true` or `false` (passed as a string).
@@ -136,6 +140,7 @@ impl PrintfArg for bool {
     const UPPER_HEX: &'static str = "s";
     const EXP: &'static str = "s";
     const PRECISION: &'static str = "s";
+    const OCTAL: &'static str = "s";
     #[inline(always)]
     fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
         (if self { c"true" } else { c"false" }).push_to(args)
@@ -152,6 +157,7 @@ impl PrintfArg for &CStr {
     const UPPER_HEX: &'static str = "s";
     const EXP: &'static str = "s";
     const PRECISION: &'static str = "s";
+    const OCTAL: &'static str = "s";
     #[inline(always)]
     fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
         args.push_bytes((self.as_ptr() as usize as u64).to_ne_bytes());
@@ -172,7 +178,7 @@ macro_rules! gpu_printf_c {
         let mut args = $crate::print::PrintfArgs::<N>::default();
         let mut _i = 0usize;
         $( args.push($arg, _i); _i += 1; )*
-        $crate::print::vprintf(::core::concat!($fmt, "\0"), &args);
+        $crate::print::vprintf(::core::concat!($fmt, "\0"), &args)
     }};
 }
 
@@ -218,18 +224,24 @@ const fn append(out: &mut [u8; FORMAT_CAPACITY], mut n: usize, s: &str) -> usize
 pub fn vprintf_format<const N: usize>(
     format: &'static [u8; FORMAT_CAPACITY],
     args: &PrintfArgs<N>,
-) {
+) -> i32 {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: `build_format` leaves a NUL; `args` is laid out as C.
-    unsafe {
-        crate::arch::vprintf(format.as_ptr(), args.as_ptr())
-    };
+    return unsafe { crate::arch::vprintf(format.as_ptr(), args.as_ptr()) };
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let end = format.iter().position(|&b| b == 0).unwrap_or(format.len());
         let text = core::str::from_utf8(&format[..end]).expect("built from str pieces");
-        std::print!("{}", host_format(text, &args.host));
+        host_print(&host_format(text, &args.host), N)
     }
+}
+
+/// Print `text` as the emulator's printf and return what CUDA's device `printf`
+/// returns: the number of arguments (not, as C's, the bytes written).
+#[cfg(not(target_arch = "nvptx64"))]
+fn host_print(text: &str, arguments: usize) -> i32 {
+    std::print!("{text}");
+    arguments as i32
 }
 
 /// `assert!` for kernels: when `cond` is false, print the condition and its place
@@ -239,13 +251,11 @@ pub fn vprintf_format<const N: usize>(
 macro_rules! gpu_assert {
     ($cond:expr $(,)?) => {
         if !$cond {
-            $crate::gpu_printf_c!(
-                "assertion failed: %s at %s:%d\n",
-                $crate::print::cstr(::core::concat!(::core::stringify!($cond), "\0")),
-                $crate::print::cstr(::core::concat!(::core::file!(), "\0")),
+            $crate::print::assert_failed(
+                ::core::concat!(::core::stringify!($cond), "\0"),
+                ::core::concat!(::core::file!(), "\0"),
                 ::core::line!(),
             );
-            $crate::print::trap();
         }
     };
     ($cond:expr, $($message:tt)+) => {
@@ -273,6 +283,35 @@ pub const fn cstr(s: &'static str) -> &'static CStr {
     }
 }
 
+/// A failed `gpu_assert!(cond)`: on the GPU, print it and trap; in the emulator, the
+/// launch's error carries the condition and place (not only stdout).
+#[doc(hidden)]
+// Inlined on the GPU as the macro's printf+trap was (one kernel, no call).
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), cold)]
+pub fn assert_failed(cond: &'static str, file: &'static str, line: u32) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        crate::gpu_printf_c!(
+            "assertion failed: %s at %s:%d\n",
+            cstr(cond),
+            cstr(file),
+            line,
+        );
+        trap()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let cut = |s: &'static str| s.strip_suffix('\0').unwrap_or(s);
+        std::panic!(
+            "GPU trap: gpu_assert!({}) failed at {}:{}",
+            cut(cond),
+            cut(file),
+            line
+        )
+    }
+}
+
 /// Abort the kernel (`trap`): the launch fails with an error on the host.
 #[inline(always)]
 pub fn trap() -> ! {
@@ -281,71 +320,19 @@ pub fn trap() -> ! {
 
 #[doc(hidden)]
 #[inline(always)]
-pub fn vprintf<const N: usize>(format: &'static str, args: &PrintfArgs<N>) {
+pub fn vprintf<const N: usize>(format: &'static str, args: &PrintfArgs<N>) -> i32 {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: `format` ends in NUL (the macro appends it); `args` is laid out as C.
-    unsafe {
-        crate::arch::vprintf(format.as_ptr(), args.as_ptr())
-    };
+    return unsafe { crate::arch::vprintf(format.as_ptr(), args.as_ptr()) };
     #[cfg(not(target_arch = "nvptx64"))]
-    std::print!("{}", host_format(format.trim_end_matches('\0'), &args.host));
+    host_print(&host_format(format.trim_end_matches('\0'), &args.host), N)
 }
 
-/// Render a C format string on the host, for the specifiers the module lists.
 #[cfg(not(target_arch = "nvptx64"))]
-pub(crate) fn host_format(format: &str, args: &[Option<HostArg>]) -> std::string::String {
-    use std::fmt::Write;
-    let mut out = std::string::String::new();
-    let mut args = args.iter().flatten();
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut precision: Option<usize> = None;
-        let mut spec = std::string::String::new();
-        while let Some(&d) = chars.peek() {
-            chars.next();
-            if d.is_ascii_alphabetic() && d != 'l' && d != 'h' || d == '%' {
-                spec.push(d);
-                break;
-            }
-            if d == '.' {
-                precision = Some(0);
-            } else if let (Some(p), Some(v)) = (precision.as_mut(), d.to_digit(10)) {
-                *p = *p * 10 + v as usize;
-            }
-        }
-        let arg = if spec == "%" {
-            None
-        } else {
-            args.next().copied()
-        };
-        let _ = match (spec.as_str(), arg) {
-            ("%", _) => write!(out, "%"),
-            ("d" | "i", Some(HostArg::Int(v))) => write!(out, "{v}"),
-            ("d" | "i" | "u", Some(HostArg::UInt(v))) => write!(out, "{v}"),
-            ("u", Some(HostArg::Int(v))) => write!(out, "{}", v as u64),
-            ("x", Some(HostArg::Int(v))) => write!(out, "{v:x}"),
-            ("X", Some(HostArg::Int(v))) => write!(out, "{v:X}"),
-            ("x", Some(HostArg::UInt(v))) => write!(out, "{v:x}"),
-            ("X", Some(HostArg::UInt(v))) => write!(out, "{v:X}"),
-            ("c", Some(HostArg::Int(v))) => write!(out, "{}", v as u8 as char),
-            ("c", Some(HostArg::UInt(v))) => write!(out, "{}", v as u8 as char),
-            ("f" | "F", Some(HostArg::Float(v))) => write!(out, "{v:.*}", precision.unwrap_or(6)),
-            ("e" | "E", Some(HostArg::Float(v))) => write!(out, "{v:.*e}", precision.unwrap_or(6)),
-            ("g" | "G", Some(HostArg::Float(v))) => write!(out, "{v}"),
-            ("a" | "A", Some(HostArg::Float(v))) => write!(out, "{v:e}"),
-            // SAFETY: `HostArg::Str` comes only from a `&CStr`.
-            ("s", Some(HostArg::Str(p))) => {
-                write!(out, "{}", unsafe { CStr::from_ptr(p) }.to_string_lossy())
-            }
-            (other, _) => write!(out, "%{other}"),
-        };
-    }
-    out
-}
+#[path = "print_host.rs"]
+mod host_fmt;
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) use host_fmt::host_format;
 
 #[cfg(test)]
 mod tests {
@@ -405,6 +392,11 @@ mod tests {
             c"s"
         );
         crate::gpu_printf!("no arguments, 100%\n");
+        // CUDA's printf returns the number of arguments.
+        assert_eq!(
+            crate::gpu_printf!("{:+} {:#x} {:<4}|\n", 1, 2u32, 3.5f32),
+            3
+        );
     }
 
     #[test]

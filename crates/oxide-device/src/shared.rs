@@ -37,7 +37,8 @@
 //! Shared memory is written and read by every thread of a block, so access is
 //! `unsafe`: the kernel orders it with [`sync_threads`](crate::thread::sync_threads).
 //! On the host, inside an emulated launch, each block has its own copy of every
-//! `SharedArray` static and of the dynamic array (`launch.shared_bytes`); outside one,
+//! `SharedArray` static and of the dynamic array (`launch.shared_bytes`, followed by a
+//! guard page: an access past it is reported as a fault of that thread); outside one,
 //! a `SharedArray` is the ordinary static and the dynamic array a per-OS-thread buffer.
 
 use core::cell::UnsafeCell;
@@ -50,30 +51,61 @@ use crate::arch;
 /// `N` elements of `T` in block-shared memory, 16-byte aligned (enough for any
 /// vector load). Its contents start undefined: the link step drops initialisers.
 ///
-/// `ALIGN` is there for cuda-oxide's `SharedArray<T, N, ALIGN>` spelling; it may be
-/// any power of two up to 16 (all are met), and a larger one fails to compile (Rust
-/// cannot align a type by a const parameter; TMA's 128 bytes is not supported yet).
+/// `ALIGN` (cuda-oxide's `SharedArray<T, N, ALIGN>`) raises the alignment: any power
+/// of two from 1 to 256 (up to 16 it changes nothing; 128 and 256 are what TMA and
+/// swizzled tiles want). Another value fails to compile (`Align<ALIGN>:
+/// SupportedAlign` is not met).
 #[repr(C, align(16))]
-pub struct SharedArray<T, const N: usize, const ALIGN: usize = 16> {
+pub struct SharedArray<T, const N: usize, const ALIGN: usize = 16>
+where
+    Align<ALIGN>: SupportedAlign,
+{
+    _align: [<Align<ALIGN> as SupportedAlign>::Marker; 0],
     data: UnsafeCell<MaybeUninit<[T; N]>>,
 }
 
+/// `ALIGN` as a type, for [`SupportedAlign`].
+pub struct Align<const ALIGN: usize>;
+
+/// The alignments a [`SharedArray`] may ask for. Rust cannot write
+/// `#[repr(align(ALIGN))]` with a const parameter, so each supported value maps to a
+/// zero-sized type of that alignment, which the array holds an empty array of.
+pub trait SupportedAlign {
+    #[doc(hidden)]
+    type Marker: Copy;
+}
+
+macro_rules! supported_align {
+    ($($n:literal => $marker:ident),*) => {$(
+        #[doc(hidden)]
+        #[derive(Clone, Copy)]
+        #[repr(align($n))]
+        pub struct $marker;
+        impl SupportedAlign for Align<$n> {
+            type Marker = $marker;
+        }
+    )*};
+}
+supported_align!(1 => Align1, 2 => Align2, 4 => Align4, 8 => Align8, 16 => Align16,
+    32 => Align32, 64 => Align64, 128 => Align128, 256 => Align256);
+
 // SAFETY: shared memory exists to be shared by a block's threads; every access that
 // could race is `unsafe` and documented as such.
-unsafe impl<T: Send, const N: usize, const ALIGN: usize> Sync for SharedArray<T, N, ALIGN> {}
+unsafe impl<T: Send, const N: usize, const ALIGN: usize> Sync for SharedArray<T, N, ALIGN> where
+    Align<ALIGN>: SupportedAlign
+{
+}
 
-impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
+impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN>
+where
+    Align<ALIGN>: SupportedAlign,
+{
     /// The initialiser every shared static uses (`= SharedArray::UNINIT`). Interior
     /// mutability in a const is the point: it is only ever a static's initialiser.
     #[allow(clippy::declare_interior_mutable_const)]
-    pub const UNINIT: Self = {
-        assert!(
-            ALIGN.is_power_of_two() && ALIGN <= 16,
-            "SharedArray's ALIGN must be a power of two no larger than 16"
-        );
-        SharedArray {
-            data: UnsafeCell::new(MaybeUninit::uninit()),
-        }
+    pub const UNINIT: Self = SharedArray {
+        _align: [],
+        data: UnsafeCell::new(MaybeUninit::uninit()),
     };
 
     /// Number of elements.
@@ -100,7 +132,25 @@ impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
         #[cfg(target_arch = "nvptx64")]
         return self.data.get().cast();
         #[cfg(not(target_arch = "nvptx64"))]
-        return arch::shared_static(self.data.get().cast(), core::mem::size_of::<Self>()).cast();
+        return arch::shared_static(
+            self.data.get().cast(),
+            core::mem::size_of::<Self>(),
+            core::mem::align_of::<Self>(),
+        )
+        .cast();
+    }
+
+    /// Pointer to element 0 of the array behind `shared`, with no reference made on
+    /// the way (cuda-oxide's form for a `static mut`:
+    /// `SharedArray::as_raw_mut_ptr(&raw mut TILE)`).
+    ///
+    /// # Safety
+    /// `shared` points to a live `SharedArray`.
+    #[inline(always)]
+    pub unsafe fn as_raw_mut_ptr(shared: *mut Self) -> *mut T {
+        // SAFETY: the caller's pointer is to a live array; `&*` makes a shared
+        // reference only, which `UnsafeCell` contents allow while others write.
+        unsafe { (*shared).as_mut_ptr() }
     }
 
     /// Element `i`, bounds-checked (an out-of-bounds `i` traps).
@@ -130,7 +180,10 @@ impl<T, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
     }
 }
 
-impl<T: crate::atomic::AtomicValue, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN> {
+impl<T: crate::atomic::AtomicValue, const N: usize, const ALIGN: usize> SharedArray<T, N, ALIGN>
+where
+    Align<ALIGN>: SupportedAlign,
+{
     /// The elements as block-scope atomics: a block's privatised histogram or counters.
     ///
     /// # Safety
@@ -147,7 +200,10 @@ impl<T: crate::atomic::AtomicValue, const N: usize, const ALIGN: usize> SharedAr
 
 /// `TILE[i]` on a `static mut TILE: SharedArray<…>`, as in cuda-oxide. Reading an
 /// element no thread wrote is undefined behaviour, as for any uninitialised memory.
-impl<T, const N: usize, const ALIGN: usize> Index<usize> for SharedArray<T, N, ALIGN> {
+impl<T, const N: usize, const ALIGN: usize> Index<usize> for SharedArray<T, N, ALIGN>
+where
+    Align<ALIGN>: SupportedAlign,
+{
     type Output = T;
     #[inline(always)]
     fn index(&self, i: usize) -> &T {
@@ -157,7 +213,10 @@ impl<T, const N: usize, const ALIGN: usize> Index<usize> for SharedArray<T, N, A
     }
 }
 
-impl<T, const N: usize, const ALIGN: usize> IndexMut<usize> for SharedArray<T, N, ALIGN> {
+impl<T, const N: usize, const ALIGN: usize> IndexMut<usize> for SharedArray<T, N, ALIGN>
+where
+    Align<ALIGN>: SupportedAlign,
+{
     #[inline(always)]
     fn index_mut(&mut self, i: usize) -> &mut T {
         assert!(i < N);
@@ -209,6 +268,24 @@ impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
     pub fn offset(bytes: usize) -> *mut T {
         let () = Self::ALIGN_OK;
         arch::dynamic_shared_base().wrapping_add(bytes).cast()
+    }
+
+    /// Bytes of dynamic shared memory this launch gave the block (`shared_mem=` in
+    /// Python; `%dynamic_smem_size` on the GPU). A kernel that needs a given size checks
+    /// it: `gpu_assert!(DynamicSharedArray::<u32>::len() >= warps)`.
+    #[inline(always)]
+    pub fn bytes() -> usize {
+        arch::dynamic_shared_bytes()
+    }
+
+    /// Whole elements of `T` that fit in the launch's dynamic shared memory.
+    #[inline(always)]
+    pub fn len() -> usize {
+        let () = Self::ALIGN_OK;
+        match core::mem::size_of::<T>() {
+            0 => usize::MAX,
+            size => Self::bytes() / size,
+        }
     }
 
     /// The region as a slice of `len` elements.
@@ -278,5 +355,17 @@ mod tests {
             base.write(1.5);
             assert_eq!(DynamicSharedArray::<f64>::as_slice(1), &[1.5]);
         }
+    }
+
+    #[test]
+    fn large_alignments_hold_in_and_out_of_a_block() {
+        static TILE: SharedArray<f32, 8, 256> = SharedArray::UNINIT;
+        static TILE128: SharedArray<u8, 3, 128> = SharedArray::UNINIT;
+        assert_eq!(core::mem::align_of::<SharedArray<f32, 8, 256>>(), 256);
+        assert_eq!(TILE.as_ptr() as usize % 256, 0);
+        assert_eq!(TILE128.as_ptr() as usize % 128, 0);
+        // Inside an emulated block each array is the block's own copy, still aligned.
+        let p = crate::arch::shared_static(TILE.data.get().cast(), 32, 256);
+        assert_eq!(p as usize % 256, 0);
     }
 }

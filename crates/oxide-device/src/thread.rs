@@ -10,61 +10,87 @@ use core::marker::PhantomData;
 
 use crate::arch;
 
+pub use crate::debug::{gridid, nsmid, smid};
+
 /// This thread's global index in a 1-D launch, as a witness that only this thread
 /// holds: `blockIdx.x * blockDim.x + threadIdx.x`.
 ///
-/// No two threads of a launch get the same value, which is what lets
+/// No two threads of a 1-D launch get the same value, which is what lets
 /// [`DisjointSlice::get_mut`](crate::DisjointSlice::get_mut) hand out `&mut T` safely.
+/// In a launch with a second or third dimension the formula repeats across y and z,
+/// so there (as in cuda-oxide) the witness is invalid: `get()` still gives the number
+/// for reading, but no slice accepts it for writing.
 #[inline(always)]
 pub fn index_1d() -> ThreadIndex {
     // In usize so that grids larger than 2^32 threads do not wrap.
     let index =
         arch::block_idx_x() as usize * arch::block_dim_x() as usize + arch::thread_idx_x() as usize;
-    ThreadIndex {
-        index,
-        _not_send: PhantomData,
-    }
+    let one_d =
+        (arch::block_dim_y() | arch::block_dim_z() | arch::grid_dim_y() | arch::grid_dim_z()) == 1;
+    ThreadIndex::new(index, one_d)
 }
 
 /// This thread's element of a row-major 2-D array with `ROW_STRIDE` columns, as a
-/// witness: `row * ROW_STRIDE + col` with `row` = [`index_2d_row`] and `col` =
-/// [`index_2d_col`].
+/// witness typed by that stride: `Some(row * ROW_STRIDE + col)` with `row` =
+/// [`index_2d_row`] and `col` = [`index_2d_col`], `None` for a thread whose column is
+/// `>= ROW_STRIDE` (a grid rounded up past the last column) or in a 3-D launch.
 ///
-/// A thread whose column is `>= ROW_STRIDE` (a grid rounded up past the last column)
-/// gets an index that is out of bounds for every slice, so
-/// [`DisjointSlice::get_mut`](crate::DisjointSlice::get_mut) gives it `None` rather than
-/// another thread's element.
+/// The witness opens only a `DisjointSlice<T, Index2D<ROW_STRIDE>>`, so it cannot be
+/// mixed with 1-D witnesses or another stride's on one slice (either could alias).
 #[inline(always)]
-pub fn index_2d<const ROW_STRIDE: usize>() -> ThreadIndex {
-    witness_2d(index_2d_row(), index_2d_col(), ROW_STRIDE)
+pub fn index_2d<const ROW_STRIDE: usize>() -> Option<ThreadIndex<Index2D<ROW_STRIDE>>> {
+    if (arch::block_dim_z() | arch::grid_dim_z()) != 1 {
+        return None;
+    }
+    flat_2d(index_2d_row(), index_2d_col(), ROW_STRIDE).map(|i| ThreadIndex::new(i, true))
 }
 
-/// [`index_2d`] with the row stride known only at run time.
+/// [`index_2d`] with the row stride known only at run time, as a witness for a plain
+/// (1-D) `DisjointSlice`. cuda-oxide's safe form takes the stride from a
+/// `DisjointSlice<T, Runtime2DIndex>` that the host binds to a row width; pyoxide's
+/// launch ABI has no such slice yet, so this one is `unsafe`.
 ///
 /// # Safety
 /// Every thread of the launch must pass the same `row_stride` (a kernel argument, not
-/// a value computed per thread): two threads with different strides could otherwise
-/// get the same index, and so two `&mut` to one element.
+/// a value computed per thread), and the slice it opens must not also be written
+/// through [`index_1d`] witnesses: either would let two threads get the same index,
+/// and so two `&mut` to one element.
 #[inline(always)]
 pub unsafe fn index_2d_runtime(row_stride: usize) -> ThreadIndex {
-    witness_2d(index_2d_row(), index_2d_col(), row_stride)
+    // usize::MAX is out of bounds for any slice (no slice of non-ZST elements has
+    // usize::MAX elements), so overflowing or off-grid threads can never write.
+    let index = flat_2d(index_2d_row(), index_2d_col(), row_stride).unwrap_or(usize::MAX);
+    ThreadIndex::new(index, true)
 }
 
 #[inline(always)]
-fn witness_2d(row: usize, col: usize, stride: usize) -> ThreadIndex {
-    // usize::MAX is out of bounds for any slice (no slice of non-ZST elements has
-    // usize::MAX elements), so overflowing or off-grid threads can never write.
-    let index = if col < stride {
-        row.checked_mul(stride)
-            .and_then(|r| r.checked_add(col))
-            .unwrap_or(usize::MAX)
-    } else {
-        usize::MAX
-    };
-    ThreadIndex {
-        index,
-        _not_send: PhantomData,
+fn flat_2d(row: usize, col: usize, stride: usize) -> Option<usize> {
+    if col >= stride {
+        return None;
     }
+    row.checked_mul(stride)?.checked_add(col)
+}
+
+/// This warp's index in a 1-D launch, held by lane 0 only: `Some` in the lane that
+/// would write the warp's reduction, `None` in the other lanes and in 2-D/3-D
+/// launches. Opens a `DisjointSlice<T, WarpIndex>` (one element per warp).
+///
+/// Counted per block as `blockIdx.x * ceil(blockDim.x / 32) + threadIdx.x / 32`, not
+/// as `index_1d() / 32`: with a partial last warp (blockDim.x = 48) the latter gives
+/// two warps the same number.
+#[inline(always)]
+pub fn warp_index() -> Option<ThreadIndex<WarpIndex>> {
+    let one_d =
+        (arch::block_dim_y() | arch::block_dim_z() | arch::grid_dim_y() | arch::grid_dim_z()) == 1;
+    let tid = arch::thread_idx_x();
+    if !one_d || !tid.is_multiple_of(arch::WARP_SIZE) {
+        return None;
+    }
+    let warps_per_block = arch::block_dim_x().div_ceil(arch::WARP_SIZE) as usize;
+    let index = (arch::block_idx_x() as usize)
+        .checked_mul(warps_per_block)?
+        .checked_add((tid / arch::WARP_SIZE) as usize)?;
+    Some(ThreadIndex::new(index, true))
 }
 
 /// The block's index in the grid (x fastest) as a witness, held by the block's first
@@ -78,10 +104,7 @@ pub fn block_leader_index() -> Option<ThreadIndex> {
     let (gx, gy) = (arch::grid_dim_x() as usize, arch::grid_dim_y() as usize);
     let index = arch::block_idx_x() as usize
         + gx * (arch::block_idx_y() as usize + gy * arch::block_idx_z() as usize);
-    Some(ThreadIndex {
-        index,
-        _not_send: PhantomData,
-    })
+    Some(ThreadIndex::new(index, true))
 }
 
 /// The global row of a 2-D launch: `blockIdx.y * blockDim.y + threadIdx.y`.
@@ -117,22 +140,214 @@ pub fn grid_stride() -> usize {
     arch::grid_dim_x() as usize * arch::block_dim_x() as usize
 }
 
-/// A thread's index witness, obtainable only from [`index_1d`], [`index_2d`] and
-/// [`block_leader_index`].
+/// cuda-oxide's handle on the running launch (`#[kernel(launch_context = lc)]` binds
+/// one): what its `index_1d_u32(lc)` / `coord_2d_u32(lc)` read. Here every launch's
+/// coordinates are readable anywhere, so it carries nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchContext {
+    _private: (),
+}
+
+impl LaunchContext {
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn current() -> LaunchContext {
+        LaunchContext { _private: () }
+    }
+}
+
+/// This thread's 1-D index as a `u32` (cuda-oxide's `index_1d_u32`), for arithmetic in
+/// 32 bits; `get()` reads it. Not a write witness.
+#[inline(always)]
+pub fn index_1d_u32(_context: LaunchContext) -> ThreadIndex32 {
+    ThreadIndex32 {
+        index: arch::block_idx_x()
+            .wrapping_mul(arch::block_dim_x())
+            .wrapping_add(arch::thread_idx_x()),
+    }
+}
+
+/// A thread's 1-D index in 32 bits ([`index_1d_u32`]).
+#[derive(Debug)]
+pub struct ThreadIndex32 {
+    index: u32,
+}
+
+impl ThreadIndex32 {
+    #[inline(always)]
+    pub fn get(&self) -> u32 {
+        self.index
+    }
+}
+
+/// This thread's (row, col) in a 2-D launch, in 32 bits (cuda-oxide's `coord_2d_u32`).
+#[inline(always)]
+pub fn coord_2d_u32(_context: LaunchContext) -> ThreadCoord2D32 {
+    ThreadCoord2D32 {
+        row: index_2d_row() as u32,
+        col: index_2d_col() as u32,
+    }
+}
+
+/// A thread's 2-D coordinates in 32 bits ([`coord_2d_u32`]).
+#[derive(Debug)]
+pub struct ThreadCoord2D32 {
+    row: u32,
+    col: u32,
+}
+
+impl ThreadCoord2D32 {
+    #[inline(always)]
+    pub fn row(&self) -> u32 {
+        self.row
+    }
+
+    #[inline(always)]
+    pub fn col(&self) -> u32 {
+        self.col
+    }
+}
+
+/// The index space of a 1-D launch: `blockIdx.x * blockDim.x + threadIdx.x`
+/// ([`index_1d`], [`block_leader_index`]). The default of [`ThreadIndex`] and
+/// [`DisjointSlice`](crate::DisjointSlice).
+#[derive(Debug, Clone, Copy)]
+pub struct Index1D;
+
+/// The index space of a row-major 2-D array with `ROW_STRIDE` columns
+/// ([`index_2d`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Index2D<const ROW_STRIDE: usize>;
+
+/// One element per warp of a 1-D launch ([`warp_index`]).
+#[derive(Debug, Clone, Copy)]
+pub struct WarpIndex;
+
+/// An index space: which witnesses open a `DisjointSlice<T, S>`. Sealed: every space
+/// here maps distinct threads to distinct indices, which is what the slice relies on.
+pub trait IndexSpace: sealed::Sealed {}
+
+/// Index spaces whose witness this thread can make itself, from its coordinates:
+/// what [`DisjointSlice::get_mut_indexed`](crate::DisjointSlice::get_mut_indexed)
+/// needs.
+pub trait IndexFormula: IndexSpace + Sized {
+    /// This thread's witness, `None` where the space gives this thread no element.
+    fn this_thread() -> Option<ThreadIndex<Self>>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Index1D {}
+    impl<const S: usize> Sealed for super::Index2D<S> {}
+    impl Sealed for super::WarpIndex {}
+}
+
+impl IndexSpace for Index1D {}
+impl<const S: usize> IndexSpace for Index2D<S> {}
+impl IndexSpace for WarpIndex {}
+
+impl IndexFormula for Index1D {
+    #[inline(always)]
+    fn this_thread() -> Option<ThreadIndex<Self>> {
+        let idx = index_1d();
+        idx.valid.then_some(idx)
+    }
+}
+
+impl<const S: usize> IndexFormula for Index2D<S> {
+    #[inline(always)]
+    fn this_thread() -> Option<ThreadIndex<Self>> {
+        index_2d::<S>()
+    }
+}
+
+/// The indices `i < n` of this thread in a 1-D grid-stride loop: [`index_1d`], then
+/// steps of [`grid_stride`]. For reads and for per-thread accumulations (writes go
+/// through a `DisjointSlice`); the loop compiles to one add and one compare per step.
+///
+/// ```
+/// # use oxide_device::prelude::*;
+/// # let x = [1.0f32; 10];
+/// let mine: f32 = thread::grid_stride_range(x.len()).map(|i| x[i]).sum();
+/// # assert_eq!(mine, 10.0); // a plain call is thread 0 of a one-thread grid
+/// ```
+#[inline(always)]
+pub fn grid_stride_range(n: usize) -> GridStrideRange {
+    GridStrideRange {
+        next: index_1d().get(),
+        end: n,
+        step: grid_stride(),
+    }
+}
+
+/// The iterator of [`grid_stride_range`].
+#[derive(Clone, Debug)]
+pub struct GridStrideRange {
+    next: usize,
+    end: usize,
+    step: usize,
+}
+
+impl Iterator for GridStrideRange {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.next < self.end {
+            let i = self.next;
+            // No overflow: next < end <= isize::MAX and step < 2^42 (grid × block).
+            self.next += self.step;
+            Some(i)
+        } else {
+            None
+        }
+    }
+}
+
+/// A thread's index witness in the index space `S`, obtainable only from [`index_1d`],
+/// [`index_2d`], [`warp_index`] and [`block_leader_index`].
 ///
 /// Deliberately neither `Copy` nor `Clone` (using it to write consumes it) and neither
 /// `Send` nor `Sync` (it names the thread that made it).
 #[derive(Debug)]
-pub struct ThreadIndex {
+pub struct ThreadIndex<S = Index1D> {
     index: usize,
-    _not_send: PhantomData<*mut ()>,
+    valid: bool,
+    _space: PhantomData<(S, *mut ())>,
 }
 
-impl ThreadIndex {
+impl<S> ThreadIndex<S> {
+    #[inline(always)]
+    fn new(index: usize, valid: bool) -> Self {
+        ThreadIndex {
+            index,
+            valid,
+            _space: PhantomData,
+        }
+    }
+
     /// The index as a number, for reading inputs.
     #[inline(always)]
     pub fn get(&self) -> usize {
         self.index
+    }
+
+    /// Whether this witness may write: false for [`index_1d`] in a 2-D or 3-D launch.
+    #[inline(always)]
+    pub fn is_valid(&self) -> bool {
+        self.valid
+    }
+
+    /// `get() < len`: whether the index is inside an array of `len` elements.
+    #[inline(always)]
+    pub fn in_bounds(&self, len: usize) -> bool {
+        self.index < len
+    }
+
+    /// The flat index if this witness may write (the slice's check).
+    #[inline(always)]
+    pub(crate) fn writable(&self) -> Option<usize> {
+        self.valid.then_some(self.index)
     }
 }
 
@@ -245,9 +460,11 @@ mod tests {
             grid_dim: [2, 8, 1],
         });
         assert_eq!((index_2d_row(), index_2d_col()), (4 * 16 + 2, 16 + 3));
-        assert_eq!(index_2d::<20>().get(), 66 * 20 + 19);
+        assert_eq!(index_2d::<20>().map(|i| i.get()), Some(66 * 20 + 19));
         // Column 19 is past a stride of 10: no element at all.
-        assert_eq!(index_2d::<10>().get(), usize::MAX);
+        assert!(index_2d::<10>().is_none());
+        // A 2-D launch: index_1d's number repeats across rows, so it may not write.
+        assert!(!index_1d().is_valid());
         // SAFETY: a constant stride is uniform.
         assert_eq!(unsafe { index_2d_runtime(32) }.get(), 66 * 32 + 19);
         assert_eq!(block_thread_index(), 3 + 16 * 2);
@@ -274,6 +491,27 @@ mod tests {
         });
         assert!(block_leader_index().is_none());
         set_thread_coords(previous);
+    }
+
+    #[test]
+    fn grid_stride_ranges_partition_the_indices() {
+        let mut seen = [0u8; 23];
+        for b in 0..2 {
+            for t in 0..3 {
+                let previous = set_thread_coords(ThreadCoords {
+                    thread_idx: [t, 0, 0],
+                    block_idx: [b, 0, 0],
+                    block_dim: [3, 1, 1],
+                    grid_dim: [2, 1, 1],
+                });
+                for i in grid_stride_range(seen.len()) {
+                    seen[i] += 1;
+                }
+                set_thread_coords(previous);
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
+        assert_eq!(grid_stride_range(0).count(), 0);
     }
 
     #[test]

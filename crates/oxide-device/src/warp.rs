@@ -15,8 +15,10 @@ use crate::arch;
 use crate::shared::SharedArray;
 use crate::thread;
 
+pub use crate::debug::{nwarpid, warpid};
+
 /// Lanes per warp on NVIDIA GPUs.
-pub const WARP_SIZE: u32 = 32;
+pub const WARP_SIZE: u32 = crate::arch::WARP_SIZE;
 
 /// Every lane of the warp.
 pub const FULL_MASK: u32 = 0xffff_ffff;
@@ -329,6 +331,271 @@ block_reductions! {
     block_reduce_max_f32: f32, reduce_max_f32, f32::NEG_INFINITY, "maximum";
     block_reduce_sum_f64: f64, reduce_sum_f64, 0.0, "sum";
     block_reduce_sum_u32: u32, reduce_sum_u32, 0, "wrapping sum";
+}
+
+// ---- cuda-oxide's spellings ----------------------------------------------------------
+// cuda-oxide puts the type before `_sync` (`shuffle_xor_f32_sync`) and has mask-less
+// forms for the whole warp (`shuffle_xor_f32`); both name the functions above.
+
+macro_rules! cuda_oxide_shuffles {
+    ($($t:ty: $idx:ident $xor:ident $down:ident $up:ident, $idx_all:ident $xor_all:ident $down_all:ident $up_all:ident;)*) => {$(
+        #[doc = concat!("[`shuffle_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
+        #[inline(always)]
+        pub fn $idx(mask: u32, value: $t, src_lane: u32) -> $t {
+            value.shuffle(mask, src_lane)
+        }
+        #[doc = concat!("[`shuffle_xor_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
+        #[inline(always)]
+        pub fn $xor(mask: u32, value: $t, lane_mask: u32) -> $t {
+            value.shuffle_xor(mask, lane_mask)
+        }
+        #[doc = concat!("[`shuffle_down_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
+        #[inline(always)]
+        pub fn $down(mask: u32, value: $t, delta: u32) -> $t {
+            value.shuffle_down(mask, delta)
+        }
+        #[doc = concat!("[`shuffle_up_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
+        #[inline(always)]
+        pub fn $up(mask: u32, value: $t, delta: u32) -> $t {
+            value.shuffle_up(mask, delta)
+        }
+        #[doc = concat!("The value of lane `src_lane`, over the whole warp (`", stringify!($t), "`).")]
+        #[inline(always)]
+        pub fn $idx_all(value: $t, src_lane: u32) -> $t {
+            value.shuffle(FULL_MASK, src_lane)
+        }
+        #[doc = concat!("The value of lane `lane_id ^ lane_mask`, over the whole warp (`", stringify!($t), "`).")]
+        #[inline(always)]
+        pub fn $xor_all(value: $t, lane_mask: u32) -> $t {
+            value.shuffle_xor(FULL_MASK, lane_mask)
+        }
+        #[doc = concat!("The value of lane `lane_id + delta`, over the whole warp (`", stringify!($t), "`).")]
+        #[inline(always)]
+        pub fn $down_all(value: $t, delta: u32) -> $t {
+            value.shuffle_down(FULL_MASK, delta)
+        }
+        #[doc = concat!("The value of lane `lane_id - delta`, over the whole warp (`", stringify!($t), "`).")]
+        #[inline(always)]
+        pub fn $up_all(value: $t, delta: u32) -> $t {
+            value.shuffle_up(FULL_MASK, delta)
+        }
+    )*};
+}
+
+cuda_oxide_shuffles! {
+    f32: shuffle_f32_sync shuffle_xor_f32_sync shuffle_down_f32_sync shuffle_up_f32_sync,
+        shuffle_f32 shuffle_xor_f32 shuffle_down_f32 shuffle_up_f32;
+    u64: shuffle_u64_sync shuffle_xor_u64_sync shuffle_down_u64_sync shuffle_up_u64_sync,
+        shuffle_u64 shuffle_xor_u64 shuffle_down_u64 shuffle_up_u64;
+    f64: shuffle_f64_sync shuffle_xor_f64_sync shuffle_down_f64_sync shuffle_up_f64_sync,
+        shuffle_f64 shuffle_xor_f64 shuffle_down_f64 shuffle_up_f64;
+    i32: shuffle_i32_sync shuffle_xor_i32_sync shuffle_down_i32_sync shuffle_up_i32_sync,
+        shuffle_i32 shuffle_xor_i32 shuffle_down_i32 shuffle_up_i32;
+}
+
+/// The value of lane `src_lane`, over the whole warp (`u32`).
+#[inline(always)]
+pub fn shuffle(value: u32, src_lane: u32) -> u32 {
+    value.shuffle(FULL_MASK, src_lane)
+}
+
+/// The value of lane `lane_id ^ lane_mask`, over the whole warp (`u32`).
+#[inline(always)]
+pub fn shuffle_xor(value: u32, lane_mask: u32) -> u32 {
+    value.shuffle_xor(FULL_MASK, lane_mask)
+}
+
+/// The value of lane `lane_id + delta`, over the whole warp (`u32`).
+#[inline(always)]
+pub fn shuffle_down(value: u32, delta: u32) -> u32 {
+    value.shuffle_down(FULL_MASK, delta)
+}
+
+/// The value of lane `lane_id - delta`, over the whole warp (`u32`).
+#[inline(always)]
+pub fn shuffle_up(value: u32, delta: u32) -> u32 {
+    value.shuffle_up(FULL_MASK, delta)
+}
+
+/// [`ballot_sync`] over the whole warp.
+#[inline(always)]
+pub fn ballot(pred: bool) -> u32 {
+    ballot_sync(FULL_MASK, pred)
+}
+
+/// [`all_sync`] over the whole warp.
+#[inline(always)]
+pub fn all(pred: bool) -> bool {
+    all_sync(FULL_MASK, pred)
+}
+
+/// [`any_sync`] over the whole warp.
+#[inline(always)]
+pub fn any(pred: bool) -> bool {
+    any_sync(FULL_MASK, pred)
+}
+
+/// How many lanes of the warp hold `pred`.
+#[inline(always)]
+pub fn popc(pred: bool) -> u32 {
+    ballot(pred).count_ones()
+}
+
+/// `__syncwarp(mask)`: the lanes of `mask` wait for each other, and their memory
+/// accesses before the call are ordered before those after it.
+#[inline(always)]
+pub fn sync_mask(mask: u32) {
+    arch::warp_sync(mask)
+}
+
+/// [`match_any_sync`] for 64-bit values (cuda-oxide's name).
+#[inline(always)]
+pub fn match_any_i64_sync(mask: u32, value: u64) -> u32 {
+    arch::match_any_u64(mask, value)
+}
+
+/// `__match_all_sync`: the lanes of `mask` taking part if all of them hold the same
+/// `value`, else 0 (test `!= 0` for the predicate). Built from `match.any`: every lane
+/// matches the whole set exactly when all values agree.
+#[inline(always)]
+pub fn match_all_sync(mask: u32, value: u32) -> u32 {
+    match_all_i64_sync(mask, u64::from(value))
+}
+
+/// [`match_all_sync`] for 64-bit values.
+#[inline(always)]
+pub fn match_all_i64_sync(mask: u32, value: u64) -> u32 {
+    let present = arch::ballot(mask, true);
+    if arch::match_any_u64(mask, value) == present {
+        present
+    } else {
+        0
+    }
+}
+
+/// Lanes below this one (`%lanemask_lt`): `(1 << lane) - 1`.
+#[inline(always)]
+pub fn lanemask_lt() -> u32 {
+    (1u32 << lane_id()) - 1
+}
+
+/// Lanes up to and including this one (`%lanemask_le`).
+#[inline(always)]
+pub fn lanemask_le() -> u32 {
+    lanemask_lt() | lanemask_eq()
+}
+
+/// This lane alone (`%lanemask_eq`).
+#[inline(always)]
+pub fn lanemask_eq() -> u32 {
+    1u32 << lane_id()
+}
+
+/// This lane and those above (`%lanemask_ge`).
+#[inline(always)]
+pub fn lanemask_ge() -> u32 {
+    !lanemask_lt()
+}
+
+/// Lanes above this one (`%lanemask_gt`).
+#[inline(always)]
+pub fn lanemask_gt() -> u32 {
+    !lanemask_le()
+}
+
+/// `redux.sync.add` over `mask` (cuda-oxide's name; wraps, so it serves `i32` too
+/// through `as u32`).
+#[inline(always)]
+pub fn redux_sync_add(mask: u32, value: u32) -> u32 {
+    arch::redux_add_u32(mask, value)
+}
+
+/// `redux.sync.and` over `mask`.
+#[inline(always)]
+pub fn redux_sync_and(mask: u32, value: u32) -> u32 {
+    arch::redux_and_u32(mask, value)
+}
+
+/// `redux.sync.or` over `mask`.
+#[inline(always)]
+pub fn redux_sync_or(mask: u32, value: u32) -> u32 {
+    arch::redux_or_u32(mask, value)
+}
+
+/// `redux.sync.xor` over `mask`.
+#[inline(always)]
+pub fn redux_sync_xor(mask: u32, value: u32) -> u32 {
+    arch::redux_xor_u32(mask, value)
+}
+
+/// One leader among the lanes of `mask` that reach the call: `(leader's lane, whether
+/// this lane is it)`. The leader is the lowest such lane (as `elect.sync` picks on
+/// sm_90; computed from a ballot here, so it works on every arch and the emulator).
+#[inline(always)]
+pub fn elect_sync(mask: u32) -> (u32, bool) {
+    let present = arch::ballot(mask, true);
+    let leader = present.trailing_zeros();
+    (leader, leader == lane_id())
+}
+
+/// Whether this lane is [`elect_sync`]'s leader of `mask`.
+#[inline(always)]
+pub fn is_elected_sync(mask: u32) -> bool {
+    elect_sync(mask).1
+}
+
+/// Lanes launched in this thread's warp for a 1-D block: 32, or fewer in the block's
+/// last warp when `blockDim.x` is not a multiple of 32 (the count the `_partial`
+/// reductions take).
+#[inline(always)]
+pub fn live_lanes_1d() -> u32 {
+    let first = thread::threadIdx_x() / WARP_SIZE * WARP_SIZE;
+    (thread::blockDim_x() - first).min(WARP_SIZE)
+}
+
+/// Reduce over lanes `0..live` only (a block's partial last warp), leaving the result
+/// in every one of them. A tree of shuffles toward lane 0 whose sources are clamped
+/// into the live lanes, so no lane reads one that was never launched, then a
+/// broadcast from lane 0.
+#[inline(always)]
+pub fn reduce_partial<T: Shuffle>(value: T, live_lanes: u32, op: impl Fn(T, T) -> T) -> T {
+    let live = live_lanes.clamp(1, WARP_SIZE);
+    let mask = if live == WARP_SIZE {
+        FULL_MASK
+    } else {
+        (1u32 << live) - 1
+    };
+    let lane = lane_id();
+    let mut v = value;
+    let mut offset = live.next_power_of_two() / 2;
+    while offset > 0 {
+        let src = lane + offset;
+        let other = v.shuffle(mask, src.min(live - 1));
+        if src < live {
+            v = op(v, other);
+        }
+        offset /= 2;
+    }
+    v.shuffle(mask, 0)
+}
+
+macro_rules! partial_reductions {
+    ($($name:ident: $t:ty, $op:expr, $what:literal;)*) => {$(
+        #[doc = concat!("The ", $what, " of `value` over lanes `0..live_lanes` ([`reduce_partial`]), e.g. `", stringify!($name), "(x, live_lanes_1d())`.")]
+        #[inline(always)]
+        pub fn $name(value: $t, live_lanes: u32) -> $t {
+            reduce_partial(value, live_lanes, $op)
+        }
+    )*};
+}
+
+partial_reductions! {
+    reduce_sum_f32_partial: f32, |a, b| a + b, "sum";
+    reduce_max_f32_partial: f32, f32::max, "maximum";
+    reduce_min_f32_partial: f32, f32::min, "minimum";
+    reduce_sum_f64_partial: f64, |a, b| a + b, "sum";
+    reduce_max_f64_partial: f64, f64::max, "maximum";
+    reduce_min_f64_partial: f64, f64::min, "minimum";
 }
 
 #[cfg(test)]

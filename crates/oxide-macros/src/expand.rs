@@ -8,7 +8,9 @@
 //! `SharedArray` statics, see `shared.rs`), so it stays callable (and testable) from
 //! ordinary Rust.
 
-use oxide_abi::descriptor::{GenericArg, KernelDescriptor, ParamDescriptor, SourceLocation};
+use oxide_abi::descriptor::{
+    GenericArg, KernelDescriptor, LaunchPolicy, ParamDescriptor, SourceLocation,
+};
 use oxide_abi::names::{
     DESCRIPTOR_ITEM_PREFIX, DESCRIPTOR_SECTION, DEVICE_WRAPPER_PREFIX, RESERVED_PREFIX,
 };
@@ -16,13 +18,15 @@ use oxide_abi::{DESCRIPTOR_VERSION, ParamKind, ScalarType};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
-use syn::{GenericArgument, Ident, LitStr};
+use syn::{Ident, LitStr};
 
-use crate::validate::{Instance, Kernel};
+use crate::call::{call_kernel, turbofish};
+use crate::validate::{Instance, Kernel, LaunchKind, PerThread};
 
 pub fn expand(kernel: &Kernel) -> TokenStream {
     let mut func = kernel.func.clone();
     crate::shared::place_shared_statics(&mut func);
+    crate::compat::bring_float_methods(&mut func);
     let instances = kernel.instances.iter().map(|inst| {
         let descriptor = descriptor_static(kernel, inst);
         let check = instance_check(kernel, inst);
@@ -88,6 +92,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
             .collect(),
         is_unsafe: kernel.is_unsafe,
         launch_bounds: kernel.launch_bounds,
+        launch: launch_policy(kernel, inst),
         source: SourceLocation {
             module: String::new(),
             file: String::new(),
@@ -103,6 +108,41 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
         .expect("descriptors have a source");
     let json = value.to_string();
     json.strip_suffix('}').expect("a JSON object").to_string()
+}
+
+/// The `#[launch]` policy of one instance (`per_thread = vector` depends on the type).
+fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
+    let l = kernel.launch.as_ref()?;
+    let name = |i: usize| kernel.params[i].ident.unraw().to_string();
+    let over = name(l.over);
+    let per_thread = match l.per_thread {
+        PerThread::Elements(n) => n,
+        PerThread::Vector => {
+            let size = kernel.elem_type(&kernel.params[l.over], inst).size() as u32;
+            (16 / size).max(1)
+        }
+    };
+    let block = l.block;
+    Some(match l.kind {
+        LaunchKind::Elementwise => LaunchPolicy::Elementwise {
+            over,
+            per_thread,
+            block,
+        },
+        LaunchKind::GridStride => LaunchPolicy::GridStride {
+            over,
+            per_thread,
+            block,
+            blocks_per_sm: l.blocks_per_sm,
+        },
+        LaunchKind::BlockPerElement => LaunchPolicy::BlockPerElement { over, block },
+        LaunchKind::BlockPerRow => LaunchPolicy::BlockPerRow {
+            over,
+            cols: name(l.cols.expect("validated")),
+            block,
+        },
+        LaunchKind::Segments => LaunchPolicy::Segments { over },
+    })
 }
 
 /// JSON keys of `KernelDescriptor::source` (a unit test decodes the result, so a
@@ -122,36 +162,8 @@ fn source_template(head: &str) -> [String; 4] {
     ]
 }
 
-/// The turbofish arguments of an instance (`f32`, `{ 4 }`), spanned as written so an
-/// unsatisfied bound points at the instance.
-pub(crate) fn turbofish(inst: &Instance) -> TokenStream {
-    if inst.args.is_empty() {
-        return TokenStream::new();
-    }
-    let args = inst.args.iter().map(|a| match (&a.value, a.is_const) {
-        (GenericArgument::Type(t), false) => quote!(#t),
-        (GenericArgument::Type(t), true) => quote!({ #t }),
-        (GenericArgument::Const(e), _) => quote!({ #e }),
-        (other, _) => quote!(#other),
-    });
-    quote!(::<#(#args),*>)
-}
-
 /// Host-side check that each instance is well-formed (bounds hold), so a bad instance
 /// fails `cargo check`/`cargo test` and not only the device build.
-/// The call of the user's function for one instance, inside `unsafe` for unsafe
-/// kernels: the body of both the device entry and the host (emulator) entry.
-pub(crate) fn call_kernel(kernel: &Kernel, inst: &Instance, args: &[Ident]) -> TokenStream {
-    let name = &kernel.func.sig.ident;
-    let turbofish = turbofish(inst);
-    let call = quote!(#name #turbofish (#(#args),*));
-    if kernel.is_unsafe {
-        quote!(unsafe { #call })
-    } else {
-        call
-    }
-}
-
 fn instance_check(kernel: &Kernel, inst: &Instance) -> TokenStream {
     if inst.args.is_empty() {
         return TokenStream::new();
@@ -199,7 +211,8 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             }
             ParamKind::DisjointSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));
-                rebuild.push(quote!(let #arg = unsafe { #private::disjoint::<#t>(#arg, #len) };));
+                rebuild
+                    .push(quote!(let #arg = unsafe { #private::disjoint::<#t, _>(#arg, #len) };));
             }
             ParamKind::AtomicSlice => {
                 abi_params.push(quote!(#arg: *mut #t, #len: usize));
@@ -300,6 +313,7 @@ mod tests {
                     max_threads: 128,
                     min_blocks: None
                 }),
+                launch: None,
                 source: SourceLocation {
                     module: "my_crate::m".into(),
                     file: "src/lib.rs".into(),
@@ -331,6 +345,46 @@ mod tests {
         assert_eq!(
             (d.params[0].ty, d.params[1].ty),
             (ScalarType::U8, ScalarType::U8)
+        );
+    }
+
+    #[test]
+    fn launch_policies_resolve_per_instance() {
+        let k = kernel(
+            quote!(f32, f64),
+            quote! {
+                #[launch(elementwise(out, per_thread = vector, block = 128))]
+                pub fn s<T: Copy>(x: &[T], mut out: DisjointSlice<T>) {}
+            },
+        );
+        let policy = |i: usize| {
+            let json = complete(&k, &k.instances[i], "m", "f", 1);
+            KernelDescriptor::decode(json.as_bytes()).unwrap().launch
+        };
+        let expect = |per_thread| {
+            Some(LaunchPolicy::Elementwise {
+                over: "out".into(),
+                per_thread,
+                block: 128,
+            })
+        };
+        assert_eq!((policy(0), policy(1)), (expect(4), expect(2)));
+        let rows = kernel(
+            quote!(),
+            quote! {
+                #[launch(block_per_row(out, cols = n))]
+                #[launch_bounds(512)]
+                pub fn r(x: &[f32], mut out: DisjointSlice<f32>, n: u32) {}
+            },
+        );
+        let json = complete(&rows, &rows.instances[0], "m", "f", 1);
+        assert_eq!(
+            KernelDescriptor::decode(json.as_bytes()).unwrap().launch,
+            Some(LaunchPolicy::BlockPerRow {
+                over: "out".into(),
+                cols: "n".into(),
+                block: 256
+            })
         );
     }
 

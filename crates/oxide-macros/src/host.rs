@@ -15,7 +15,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{Ident, LitStr};
 
-use crate::expand::call_kernel;
+use crate::call::call_kernel;
 use crate::validate::{Instance, Kernel};
 
 /// The most threads a block may have without launch bounds (CUDA's limit).
@@ -56,7 +56,7 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
                         quote!(unsafe { #private::slice::<#t>(#ptr as *const #t, #len) })
                     }
                     ParamKind::DisjointSlice => {
-                        quote!(unsafe { #private::disjoint::<#t>(#ptr as *mut #t, #len) })
+                        quote!(unsafe { #private::disjoint::<#t, _>(#ptr as *mut #t, #len) })
                     }
                     ParamKind::AtomicSlice => {
                         quote!(unsafe { #private::atomic_slice::<#t>(#ptr as *mut #t, #len) })

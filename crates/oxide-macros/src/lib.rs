@@ -17,6 +17,8 @@
 
 extern crate proc_macro;
 
+mod call;
+mod compat;
 mod expand;
 mod host;
 mod parse;
@@ -29,8 +31,12 @@ use quote::quote;
 
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    let result = parse::parse(attr.into(), item.clone()).and_then(validate::validate);
+    let (attr, context) = match compat::take_launch_context(attr.into()) {
+        Ok(split) => split,
+        Err(e) => return with_item(item.into(), e).into(),
+    };
+    let item = compat::prepare_kernel(proc_macro2::TokenStream::from(item), context);
+    let result = parse::parse(attr, item.clone()).and_then(validate::validate);
     match result {
         Ok(kernel) => expand::expand(&kernel),
         Err(error) => with_item(item, error),
@@ -45,9 +51,57 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// above `#[kernel]`, and moves it below.
 #[proc_macro_attribute]
 pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(attr.into(), item.into())
+    parse::move_below_kernel(parse::LAUNCH_BOUNDS_ATTR, attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
+}
+
+/// `#[launch(policy(param, ...))]` on a `#[kernel]` function: how a call without
+/// `[grid, block]` sizes its launch, and which explicit grids are refused. Recorded in
+/// the kernel's descriptor and applied by the Python launcher. Policies (`param` names a
+/// slice parameter of length `n`; `block = B` sets a plain call's block, 256 if absent):
+///
+/// - `elementwise(out, per_thread = N | vector)`: each thread handles `N` contiguous
+///   elements (`vector`: 16 bytes' worth of `out`'s type); `ceil(n / (N·B))` blocks;
+/// - `grid_stride(x, per_thread = N | vector, blocks_per_sm = K)`: a grid-stride loop
+///   that wants the device full: at most `K` blocks per multiprocessor;
+/// - `block_per_element(partial)`: one block per element; a grid of another size is
+///   refused;
+/// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
+///   (an integer parameter) columns;
+/// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
+///   the block; the grid follows from it.
+#[proc_macro_attribute]
+pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(parse::LAUNCH_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[cuda_module] mod kernels { … }`: cuda-oxide's wrapper around a file's kernels,
+/// accepted so its kernel files build unchanged (see `compat.rs`).
+#[proc_macro_attribute]
+pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
+    compat::cuda_module(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[launch_contract(domain = 1, block = (256, 1, 1), …)]`, cuda-oxide's statement of
+/// a kernel's launch shape: accepted so its kernels build unchanged; not checked at
+/// launch yet (see `compat.rs`). `#[kernel]` removes it when written below it; this
+/// runs when it is written above, and leaves the item as it is.
+#[proc_macro_attribute]
+pub fn launch_contract(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}
+
+/// `#[unroll]` / `#[unroll(N)]` on an item (a loop inside a `#[kernel]` has it removed
+/// by the kernel macro, since attributes on expressions cannot run macros on stable
+/// Rust): a hint with no effect here; LLVM unrolls constant-trip loops by itself.
+#[proc_macro_attribute]
+pub fn unroll(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    item
 }
 
 /// `gpu_printf!("x = {}, i = {:x}\n", x, i)`: device printf with Rust format strings
@@ -73,7 +127,10 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
             .into();
     }
     match syn::parse2::<syn::ItemFn>(item.clone()) {
-        Ok(_) => item.into(),
+        Ok(mut func) => {
+            compat::bring_float_methods(&mut func);
+            quote!(#func).into()
+        }
         Err(_) => with_item(
             item.clone(),
             syn::Error::new_spanned(item, "#[device] goes on a function"),
@@ -89,6 +146,7 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
     match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(mut func) => {
             let _ = parse::take_launch_bounds(&mut func.attrs);
+            let _ = parse::take_attr::<parse::LaunchSyntax>(&mut func.attrs, parse::LAUNCH_ATTR);
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),

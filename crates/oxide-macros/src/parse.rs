@@ -11,6 +11,8 @@ use syn::{Attribute, GenericArgument, Ident, ItemFn, LitInt, Token, parenthesize
 
 /// Name of the inert attribute that `#[kernel]` reads and removes.
 pub const LAUNCH_BOUNDS_ATTR: &str = "launch_bounds";
+/// The launch policy's attribute, read and removed by `#[kernel]` likewise.
+pub const LAUNCH_ATTR: &str = "launch";
 
 /// Everything written at the kernel's definition, parsed but not yet checked.
 pub struct KernelInput {
@@ -18,6 +20,68 @@ pub struct KernelInput {
     pub func: ItemFn,
     pub instances: Vec<InstanceSyntax>,
     pub launch_bounds: Option<LaunchBoundsSyntax>,
+    pub launch: Option<LaunchSyntax>,
+}
+
+/// `#[launch(kind(param, key = value, ...))]`, e.g.
+/// `#[launch(elementwise(out, per_thread = vector))]`.
+pub struct LaunchSyntax {
+    pub kind: Ident,
+    pub over: Ident,
+    /// `key = value` options, value an integer literal or an identifier.
+    pub options: Vec<(Ident, LaunchValue)>,
+}
+
+pub enum LaunchValue {
+    Int(LitInt),
+    Ident(Ident),
+}
+
+impl LaunchValue {
+    pub fn span(&self) -> Span {
+        match self {
+            LaunchValue::Int(l) => l.span(),
+            LaunchValue::Ident(i) => i.span(),
+        }
+    }
+}
+
+impl Parse for LaunchSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let usage = "expected #[launch(policy(param, key = value, ...))], e.g. \
+                     #[launch(elementwise(out, per_thread = vector))]";
+        let kind: Ident = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), usage))?;
+        let content;
+        parenthesized!(content in input);
+        let over: Ident = content
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), usage))?;
+        let mut options = Vec::new();
+        while !content.is_empty() {
+            content.parse::<Token![,]>()?;
+            if content.is_empty() {
+                break;
+            }
+            let key: Ident = content.parse()?;
+            content.parse::<Token![=]>()?;
+            let value = if content.peek(LitInt) {
+                LaunchValue::Int(content.parse()?)
+            } else {
+                LaunchValue::Ident(content.parse()?)
+            };
+            options.push((key, value));
+        }
+        if !input.is_empty() {
+            return Err(syn::Error::new(input.span(), usage));
+        }
+        Ok(LaunchSyntax {
+            kind,
+            over,
+            options,
+        })
+    }
 }
 
 /// One entry of `#[kernel(f32, f64)]` or `#[kernel((f32, 4), (f64, 8))]`.
@@ -119,31 +183,46 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         )
     })?;
     let InstanceList(instances) = syn::parse2(attr)?;
-    let launch_bounds = take_launch_bounds(&mut func.attrs)?;
+    let launch_bounds = take_launch_bounds(&mut func.attrs);
+    let launch = take_attr::<LaunchSyntax>(&mut func.attrs, LAUNCH_ATTR);
+    let (launch_bounds, launch) = match (launch_bounds, launch) {
+        (Ok(lb), Ok(l)) => (lb, l),
+        (Err(mut a), Err(b)) => {
+            a.combine(b);
+            return Err(a);
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
     Ok(KernelInput {
         func,
         instances,
         launch_bounds,
+        launch,
     })
 }
 
 /// Remove `#[launch_bounds(..)]` from `attrs` and parse it. It is an inert attribute:
 /// nothing but `#[kernel]` defines it, so it must not reach the compiler.
 pub fn take_launch_bounds(attrs: &mut Vec<Attribute>) -> syn::Result<Option<LaunchBoundsSyntax>> {
-    let mut found: Option<LaunchBoundsSyntax> = None;
+    take_attr(attrs, LAUNCH_BOUNDS_ATTR)
+}
+
+/// Remove the inert attribute `name` from `attrs` and parse its arguments as `T`.
+pub fn take_attr<T: Parse>(attrs: &mut Vec<Attribute>, name: &str) -> syn::Result<Option<T>> {
+    let mut found: Option<T> = None;
     let mut error: Option<syn::Error> = None;
     let mut push = |e: syn::Error| match &mut error {
         Some(all) => all.combine(e),
         None => error = Some(e),
     };
     attrs.retain(|attr| {
-        if !is_launch_bounds(attr) {
+        if !is_attr(attr, name) {
             return true;
         }
-        match attr.parse_args::<LaunchBoundsSyntax>() {
+        match attr.parse_args::<T>() {
             Ok(_) if found.is_some() => push(syn::Error::new_spanned(
                 attr,
-                "#[launch_bounds] is given twice; keep one",
+                format!("#[{name}] is given twice; keep one"),
             )),
             Ok(lb) => found = Some(lb),
             Err(e) => push(e),
@@ -159,11 +238,15 @@ pub fn take_launch_bounds(attrs: &mut Vec<Attribute>) -> syn::Result<Option<Laun
 /// `#[launch_bounds(..)]` written above `#[kernel]` runs as a macro of its own, before
 /// `#[kernel]`: re-emit the function with it placed just below `#[kernel]`, where
 /// `#[kernel]` will find it. Without `#[kernel]` it would be silently lost: refuse.
-pub fn move_below_kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+pub fn move_below_kernel(
+    name: &str,
+    attr: TokenStream,
+    item: TokenStream,
+) -> syn::Result<TokenStream> {
     let not_a_kernel = |span| {
         syn::Error::new(
             span,
-            "#[launch_bounds] applies to a #[kernel] function: add #[kernel]",
+            format!("#[{name}] applies to a #[kernel] function: add #[kernel]"),
         )
     };
     let mut func: ItemFn =
@@ -178,17 +261,14 @@ pub fn move_below_kernel(attr: TokenStream, item: TokenStream) -> syn::Result<To
                 .is_some_and(|s| s.ident == "kernel")
         })
         .ok_or_else(|| not_a_kernel(func.sig.ident.span()))?;
-    let ident = Ident::new(LAUNCH_BOUNDS_ATTR, Span::call_site());
+    let ident = Ident::new(name, Span::call_site());
     func.attrs
         .insert(kernel_at + 1, parse_quote!(#[#ident(#attr)]));
     Ok(quote!(#func))
 }
 
-fn is_launch_bounds(attr: &Attribute) -> bool {
-    attr.path()
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == LAUNCH_BOUNDS_ATTR)
+fn is_attr(attr: &Attribute, name: &str) -> bool {
+    attr.path().segments.last().is_some_and(|s| s.ident == name)
 }
 
 /// Span of an item's first token, so an error points at the item without repeating it.
@@ -260,12 +340,15 @@ mod tests {
             #[cfg(all())]
             fn k() {}
         );
-        let moved = move_below_kernel(quote!(64), item).unwrap().to_string();
+        let moved = move_below_kernel(LAUNCH_BOUNDS_ATTR, quote!(64), item)
+            .unwrap()
+            .to_string();
         assert!(
             moved.contains("kernel] # [launch_bounds (64)] # [cfg"),
             "{moved}"
         );
         let err = move_below_kernel(
+            LAUNCH_BOUNDS_ATTR,
             quote!(64),
             quote!(
                 fn k() {}
@@ -274,6 +357,26 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.to_string().contains("add #[kernel]"));
+    }
+
+    #[test]
+    fn launch_policy_is_taken_out() {
+        let input = parse(
+            quote!(),
+            quote!(
+                #[launch(grid_stride(x, per_thread = vector, block = 512))]
+                fn k() {}
+            ),
+        )
+        .unwrap();
+        let l = input.launch.unwrap();
+        assert_eq!(
+            (l.kind.to_string(), l.over.to_string()),
+            ("grid_stride".into(), "x".into())
+        );
+        let keys: Vec<String> = l.options.iter().map(|(k, _)| k.to_string()).collect();
+        assert_eq!(keys, ["per_thread", "block"]);
+        assert!(input.func.attrs.is_empty());
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn gpu_printf(input: TokenStream) -> syn::Result<TokenStream> {
         #[allow(unused_mut)]
         let mut __oxide_printf_args = #print::PrintfArgs::<#n>::default();
         #( __oxide_printf_args.push(#values, #indices); )*
-        #print::vprintf_format(__oxide_printf_fmt, &__oxide_printf_args);
+        #print::vprintf_format(__oxide_printf_fmt, &__oxide_printf_args)
     }})
 }
 
@@ -112,8 +112,8 @@ fn split(text: &str, lit: &LitStr) -> syn::Result<(Vec<String>, Vec<Spec>)> {
                 }
                 specs.push(spec(&inner).ok_or_else(|| {
                     error(format!(
-                        "unsupported placeholder `{{{inner}}}`; gpu_printf! supports {{}}, {{:?}}, \
-                         {{:x}}, {{:X}}, {{:e}} and {{:.N}}"
+                        "unsupported placeholder `{{{inner}}}`; gpu_printf! supports {{}}, {{:?}} and \
+                         {{:[#+-0 <>][width][.N][x|X|o|e|g|f]}}"
                     ))
                 })?);
                 pieces.push(std::mem::take(&mut piece));
@@ -131,27 +131,59 @@ fn split(text: &str, lit: &LitStr) -> syn::Result<(Vec<String>, Vec<Spec>)> {
     Ok((pieces, specs))
 }
 
+/// `{}`, `{:?}`, or `{:[flags][width][.N][conversion]}`: flags `#`, `+`, `-`, `0`, ` `
+/// (as C's) and `<`/`>` (left/right alignment, C's `-` and its default), conversions `x`,
+/// `X`, `o`, `e`/`E`, `g`/`G`, `f`, `?`. The spec becomes a C conversion that `vprintf`
+/// understands (Rust's and C's spellings mostly agree there).
 fn spec(inner: &str) -> Option<Spec> {
-    let simple = |conversion| {
-        Some(Spec {
-            prefix: "%".into(),
-            conversion,
-        })
-    };
-    match inner {
-        "" | ":?" => simple("DISPLAY"),
-        ":x" => simple("HEX"),
-        ":X" => simple("UPPER_HEX"),
-        ":e" => simple("EXP"),
-        _ => {
-            let digits = inner.strip_prefix(":.")?;
-            let precision: u8 = digits.parse().ok()?;
-            Some(Spec {
-                prefix: format!("%.{precision}"),
-                conversion: "PRECISION",
-            })
+    let body = match inner {
+        "" => {
+            return Some(Spec {
+                prefix: "%".into(),
+                conversion: "DISPLAY",
+            });
         }
+        _ => inner.strip_prefix(':')?,
+    };
+    let mut rest = body;
+    let mut flags = String::new();
+    while let Some(c) = rest.chars().next() {
+        match c {
+            '#' | '+' | ' ' | '-' => flags.push(c),
+            '<' => flags.push('-'),
+            '>' => {}
+            '0' => flags.push('0'),
+            _ => break,
+        }
+        rest = &rest[c.len_utf8()..];
     }
+    let width_len = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (width, rest) = rest.split_at(width_len);
+    let (precision, rest) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let n = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            let (digits, r) = r.split_at(n);
+            (Some(digits.parse::<u8>().ok()?), r)
+        }
+        None => (None, rest),
+    };
+    let conversion = match (rest, precision) {
+        ("" | "?" | "g" | "G", None) => "DISPLAY",
+        ("" | "?" | "f", Some(_)) | ("f", None) => "PRECISION",
+        ("x", _) => "HEX",
+        ("X", _) => "UPPER_HEX",
+        ("o", _) => "OCTAL",
+        ("e" | "E", _) => "EXP",
+        ("g" | "G", Some(_)) => "DISPLAY",
+        _ => return None,
+    };
+    let precision = precision.map(|p| format!(".{p}")).unwrap_or_default();
+    Some(Spec {
+        prefix: format!("%{flags}{width}{precision}"),
+        conversion,
+    })
 }
 
 #[cfg(test)]
@@ -185,8 +217,27 @@ mod tests {
     }
 
     #[test]
+    fn c_flags_widths_and_conversions() {
+        let (_, specs) = parts("{:+} {:#x} {:o} {:8.3} {:<6} {:-8} {:>5} {:08.2e} {:.4f} {: }");
+        let want: [(&str, &str); 10] = [
+            ("%+", "DISPLAY"),
+            ("%#", "HEX"),
+            ("%", "OCTAL"),
+            ("%8.3", "PRECISION"),
+            ("%-6", "DISPLAY"),
+            ("%-8", "DISPLAY"),
+            ("%5", "DISPLAY"),
+            ("%08.2", "EXP"),
+            ("%.4", "PRECISION"),
+            ("% ", "DISPLAY"),
+        ];
+        let want: Vec<(String, &str)> = want.iter().map(|(p, c)| (p.to_string(), *c)).collect();
+        assert_eq!(specs, want);
+    }
+
+    #[test]
     fn bad_formats_are_errors() {
-        for bad in ["{", "}", "{:>5}", "{0}", "{name}"] {
+        for bad in ["{", "}", "{:^5}", "{:5q}", "{0}", "{name}"] {
             let lit = LitStr::new(bad, Span::call_site());
             assert!(split(bad, &lit).is_err(), "{bad}");
         }

@@ -12,7 +12,7 @@ pub fn place_shared_statics(func: &mut ItemFn) {
     Placer.visit_block_mut(&mut func.block);
 }
 
-struct Placer;
+pub(crate) struct Placer;
 
 impl VisitMut for Placer {
     fn visit_item_static_mut(&mut self, item: &mut ItemStatic) {

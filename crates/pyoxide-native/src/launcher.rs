@@ -32,6 +32,9 @@ pub struct Launcher {
     names: Names,
     grid_param: Option<usize>,
     default_block: u32,
+    /// A plain call launches `ceil(n / elements_per_block)` blocks (the kernel's launch
+    /// policy, computed in Python: pyoxide/_policy.py's `plain_rule`).
+    elements_per_block: u64,
     ndarray: Py<PyType>,
     current_stream: CurrentStream,
     last_kernel: LastKernel,
@@ -117,6 +120,7 @@ impl Launcher {
     #[pyo3(signature = (
         function, device, params, ndarray, current_stream, default_block, grid_param,
         backend, kernel, on_error, entry_points=None, current_stream_capsule=None,
+        elements_per_block=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -133,6 +137,7 @@ impl Launcher {
         on_error: Bound<'_, PyAny>,
         entry_points: Option<(usize, usize, usize, usize)>,
         current_stream_capsule: Option<Bound<'_, PyCapsule>>,
+        elements_per_block: Option<u64>,
     ) -> PyResult<Launcher> {
         let driver = match entry_points {
             // SAFETY: the caller passes C functions of the documented signatures.
@@ -150,8 +155,10 @@ impl Launcher {
             }
         };
         let layout = Layout::new(params)?;
-        if default_block == 0 {
-            return Err(PyValueError::new_err("default_block must be positive"));
+        if default_block == 0 || elements_per_block == Some(0) {
+            return Err(PyValueError::new_err(
+                "default_block and elements_per_block must be positive",
+            ));
         }
         if let Some(g) = grid_param
             && !matches!(
@@ -171,6 +178,7 @@ impl Launcher {
             names: Names::new(py),
             grid_param,
             default_block,
+            elements_per_block: elements_per_block.unwrap_or(u64::from(default_block)),
             ndarray: ndarray.unbind(),
             current_stream: CurrentStream::new(current_stream, current_stream_capsule)?,
             last_kernel: LastKernel::new(backend)?,
@@ -323,7 +331,7 @@ impl Launcher {
             return cfg;
         }
         let n = self.layout.length_of(buf, self.grid_param?);
-        let gx = n.div_ceil(u64::from(self.default_block));
+        let gx = n.div_ceil(self.elements_per_block);
         if gx > MAX_GRID_X {
             return None;
         }

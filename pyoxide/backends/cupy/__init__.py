@@ -104,11 +104,19 @@ class CupyBackend:
             ) from None
         self._cp = cupy
         self._last_kernel: str | None = None
+        self._multiprocessors: dict[int, int] = {}
 
     # --- devices -----------------------------------------------------------------
 
     def current_device(self) -> int:
         return int(self._cp.cuda.runtime.getDevice())
+
+    def multiprocessors(self, device: int) -> int:
+        count = self._multiprocessors.get(device)
+        if count is None:
+            attrs = self._cp.cuda.Device(device).attributes
+            count = self._multiprocessors[device] = int(attrs["MultiProcessorCount"])
+        return count
 
     def device_of_pointer(self, ptr: int) -> int | None:
         try:

@@ -21,6 +21,7 @@ from typing import Any, Literal, NoReturn
 from ..._abi import PARAM_KINDS
 from ..._arrays import RUST_TYPESTR
 from ..._manifest import KernelSpec
+from ..._policy import plain_rule
 
 FastLauncher = Callable[[Sequence[Any], Any], bool]
 
@@ -79,10 +80,12 @@ def build(
         raise backend._error(name, previous, text) from None
 
     try:
+        # A plain call launches ceil(n / per_block) blocks (the launch policy's rule).
+        rule = plain_rule(spec)
         launcher: FastLauncher = _native.Launcher(
             int(function.ptr), device, params, ndarray, cp.cuda.get_current_stream,
             default_block, grid_param, backend, name, failed, entry_points,
-            stream_capsule(cp),
+            stream_capsule(cp), rule[2] if rule else None,
         )  # fmt: skip
     except (OSError, RuntimeError, TypeError, ValueError):
         # No driver library, no current context, or a description this build of the

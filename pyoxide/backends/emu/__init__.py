@@ -21,11 +21,21 @@ while a kernel runs.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..._arrays import HOST
-from ...errors import BackendUnavailableError, EmulatorError, LaunchError, LoadError
+from ...errors import (
+    BackendUnavailableError,
+    EmulatorError,
+    LaunchError,
+    LoadError,
+    ManifestError,
+)
+from . import _elf
 from . import _ffi as ffi
 
 if TYPE_CHECKING:
@@ -74,11 +84,17 @@ class EmuBackend:
     def device_of_pointer(self, ptr: int) -> int | None:
         return 0
 
+    def multiprocessors(self, device: int) -> int:
+        # The emulator runs a launch's blocks on the machine's cores.
+        return os.cpu_count() or 1
+
     def load_module(self, manifest: Manifest, device: int) -> EmuModule:
         if manifest.emulator is None:
             raise EmulatorError(f"{manifest.crate_name}: {NO_EMULATOR}")
-        manifest.read_emulator()  # present and unchanged since the manifest was written
+        data = manifest.read_emulator()  # present and unchanged since it was written
         path = manifest.emulator[0]
+        if data is not None:
+            check_descriptors(manifest, path, data)
         try:
             library = ffi.Library(path)
         except ImportError as e:
@@ -118,6 +134,10 @@ class EmuBackend:
         device: int = 0,
     ) -> None:
         outcome = function(grid, block, shared_mem, [widen(a) for a in args])
+        if outcome.status == ffi.STATUS_INTERRUPTED:
+            # Ctrl-C: Python's own SIGINT handler has run too and normally raised
+            # KeyboardInterrupt already; this covers a handler that did not raise.
+            raise KeyboardInterrupt(f"kernel '{kernel}' interrupted in the emulator")
         if outcome.status != ffi.STATUS_OK:
             raise launch_error(kernel, outcome)
 
@@ -130,6 +150,50 @@ class EmuBackend:
         default_block: int,
     ) -> None:
         return None  # every emulated launch takes the general path
+
+
+def _library_descriptors(data: bytes) -> dict[str, dict[str, Any]] | None:
+    """The kernel descriptors compiled into an emulator library, by entry (None when
+    the library has no readable descriptor section: a hand-written test library)."""
+    raw = _elf.section(data, ffi.DESCRIPTOR_SECTION)
+    if raw is None:
+        return None
+    text, decoder, found, i = raw.decode("utf-8", "replace"), json.JSONDecoder(), {}, 0
+    while (i := text.find("{", i)) != -1:
+        try:
+            obj, i = decoder.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("entry"), str):
+            found[obj["entry"]] = obj
+    return found
+
+
+def check_descriptors(manifest: Manifest, path: Path, data: bytes) -> None:
+    """Refuse a manifest whose kernels (parameters, launch bounds) differ from those the
+    emulator library was compiled with: the host entries read argument words by the
+    library's descriptors, so a hand-edited manifest would pass them the wrong ones."""
+    found = _library_descriptors(data)
+    if found is None:
+        return
+    for k in manifest.kernels:
+        d = found.get(k.entry)
+        want = [[p.name, p.kind, p.type, p.mutable] for p in k.params]
+        lb = k.launch_bounds
+        want_lb = None if lb is None else [lb.max_threads, lb.min_blocks]
+        if d is not None:
+            got = [[p.get(f) for f in ("name", "kind", "type", "mutable")] for p in d["params"]]
+            dlb = d.get("launch_bounds")
+            got_lb = None if not dlb else [dlb.get("max_threads"), dlb.get("min_blocks")]
+            if got == want and got_lb == want_lb:
+                continue
+        what = "has no such kernel" if d is None else "was compiled with other parameters"
+        raise ManifestError(
+            f"the manifest {manifest.path} describes kernel '{k.entry}' as {k.signature}, "
+            f"but its emulator library {path} {what} (the manifest was edited, or mixed "
+            "with another build's). Fix: rebuild with `pyoxide build`."
+        )
 
 
 def _dim(d: tuple[int, int, int]) -> str:
@@ -155,6 +219,14 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
             f"kernel would hang): {message}. Fix: make every thread of a block reach each "
             "sync_threads() (no barrier inside a branch that depends on the thread, and no "
             "early return before one).",
+            kernel=kernel, block=block, thread=thread,
+        )  # fmt: skip
+    if outcome.status == ffi.STATUS_FAULT:
+        return EmulatorError(
+            f"kernel '{kernel}' faulted in {where}: {message}. Fix: on a GPU this launch "
+            "would fail with an illegal address and lose the CUDA context; give the launch "
+            "the shared memory the kernel uses (shared_mem=), or shrink the thread's local "
+            "arrays and recursion.",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
     if outcome.status == ffi.STATUS_BAD_LAUNCH:

@@ -22,6 +22,9 @@ from typing import Any
 
 #: oxide-abi ``names::HOST_ENTRY_PREFIX`` (a test checks the two agree).
 HOST_ENTRY_PREFIX = "__oxide_host_"
+#: oxide-abi ``names::DESCRIPTOR_SECTION``: where each kernel's descriptor JSON lies, in
+#: the emulator library as in the device build.
+DESCRIPTOR_SECTION = ".oxide.kernels"
 #: oxide-abi ``emu::OXIDE_ERROR_MESSAGE_BYTES``.
 MESSAGE_BYTES = 1024
 
@@ -29,6 +32,8 @@ STATUS_OK = 0
 STATUS_TRAP = 1
 STATUS_DIVERGENT_BARRIER = 2
 STATUS_BAD_LAUNCH = 3
+STATUS_FAULT = 4
+STATUS_INTERRUPTED = 5
 
 _TYPES = f"""
 typedef struct {{ uint32_t grid[3]; uint32_t block[3]; uint64_t shared_bytes; }} OxideLaunch;

@@ -97,7 +97,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         );
     }
     let project = exit::coded(Project::locate(&args.krate, &tc.cargo), exit::USAGE)?;
-    let sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
+    let mut sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
 
     let link_dir = project.link_dir();
     std::fs::create_dir_all(&link_dir)?;
@@ -130,7 +130,16 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         );
         None
     };
-    let mut sources = cargo_device_build(tc, &project, &sysroot, &config, &config_path)?;
+    let mut sources = match cargo_device_build(tc, &project, &sysroot, &config, &config_path) {
+        // A damaged cached core (same size, other bytes): build it again, once.
+        Err(e) if e.downcast_ref::<DamagedSysroot>().is_some() => {
+            progress("Sysroot", &format!("{e}; building core again"));
+            sysroot::discard(&sysroot)?;
+            sysroot = sysroot::ensure(tc, &mut |m| progress("Sysroot", m))?;
+            cargo_device_build(tc, &project, &sysroot, &config, &config_path)?
+        }
+        other => other?,
+    };
     if !config.out_module.is_file() || !config.out_descriptors.is_file() {
         // cargo found the crate fresh but the link step's outputs are gone (e.g. after
         // `cargo oxide clean --out-dir`): make rustc link again.
@@ -212,6 +221,27 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
     })
 }
 
+/// rustc found invalid metadata in the cached core: the sysroot is damaged.
+#[derive(Debug)]
+struct DamagedSysroot {
+    sysroot: PathBuf,
+    manifest: PathBuf,
+}
+
+impl std::fmt::Display for DamagedSysroot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the cached core sysroot {} is damaged (an rlib's contents changed). \
+             Fix: run `cargo oxide clean --sysroot --manifest-path {}` and build again",
+            self.sysroot.display(),
+            self.manifest.display()
+        )
+    }
+}
+
+impl std::error::Error for DamagedSysroot {}
+
 /// Run cargo for the device; return the dep-info files of the crate and its local
 /// dependencies (for the manifest's source list).
 fn cargo_device_build(
@@ -230,6 +260,7 @@ fn cargo_device_build(
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
+        .args(&project.feature_args)
         .arg("--config")
         .arg(format!("target.{DEVICE_TARGET}.rustflags=[{sysroot_flag}]"))
         .arg(if color {
@@ -246,6 +277,11 @@ fn cargo_device_build(
     cmd.arg("--")
         .arg("-C")
         .arg(format!("linker={}", self_exe.display()));
+    if !project.declares_no_std() {
+        // nvptx has no `std`: a crate written for cuda-oxide (no `#![no_std]`) builds
+        // against `core` alone, as there. Only the kernel crate gets it (after `--`).
+        cmd.arg("-Zcrate-attr=no_std");
+    }
     cmd.env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)
         .env(LINK_CONFIG_ENV, config_path)
@@ -259,6 +295,7 @@ fn cargo_device_build(
         .spawn()
         .with_context(|| format!("running {}", tc.cargo.display()))?;
     let mut dep_infos = BTreeSet::new();
+    let mut bad_metadata = false;
     let stdout = child.stdout.take().expect("stdout is piped");
     for line in BufReader::new(stdout).lines() {
         let line = line?;
@@ -273,6 +310,7 @@ fn cargo_device_build(
                 if text.starts_with("linking with") && config.error_file.is_file() {
                     continue;
                 }
+                bad_metadata |= text.contains("invalid metadata");
                 if let Some(rendered) = msg["message"]["rendered"].as_str() {
                     eprint!("{rendered}");
                 }
@@ -296,6 +334,14 @@ fn cargo_device_build(
     if !status.success() {
         if let Ok(text) = std::fs::read_to_string(&config.error_file) {
             bail!("linking the kernels of {} failed:\n{text}", project.name);
+        }
+        // rustc reports a damaged core as invalid metadata, or crashes on it.
+        if bad_metadata || !sysroot::is_intact(sysroot) {
+            return Err(DamagedSysroot {
+                sysroot: sysroot.to_path_buf(),
+                manifest: project.manifest_path.clone(),
+            }
+            .into());
         }
         bail!(
             "the device build of {} failed (rustc's messages are above)",
@@ -359,7 +405,7 @@ fn compile_arch(
 ) -> Result<PtxArtifact> {
     let file_name = manifest::ptx_file_name(&project.crate_name, arch);
     let final_path = project.out_dir.join(&file_name);
-    let staging = tempfile::Builder::new()
+    let staging = crate::fsutil::umask_respecting(&mut tempfile::Builder::new(), 0o666)
         .prefix(&format!(".{file_name}."))
         .suffix(".ptx")
         .tempfile_in(&project.out_dir)?;

@@ -5,7 +5,8 @@
 //!
 //! Stages: llvm-link every bitcode object (rlib members included) → internalize all but
 //! the exported symbols and drop the dead code → read out the kernel descriptors and
-//! rewrite the module ([`crate::ir`]) → link the libdevice functions it calls →
+//! rewrite the module ([`crate::ir`]: entries, their parameters' `noalias`/`readonly`/
+//! `align`, shared statics) → link the libdevice functions it calls →
 //! internalize all but the kernels, optimise (O3) → the module that `llc` turns into
 //! PTX per architecture. The descriptors go to a JSON file beside it.
 
@@ -202,6 +203,11 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
         .collect();
     let text = ir::strip_cpu_attributes(&text);
     let text = ir::mark_kernels(&text, &kernels)?;
+    let facts: BTreeMap<String, _> = descriptors
+        .iter()
+        .map(|d| (d.entry.clone(), ir::param_facts(d)))
+        .collect();
+    let text = ir::annotate_params(&text, &facts)?;
     let (text, _shared) = ir::move_shared_statics(&text)?;
     let rewritten = tmp.join("rewritten.ll");
     std::fs::write(&rewritten, &text)?;

@@ -160,3 +160,46 @@ fn the_dynamic_shared_array_becomes_an_extern_shared_array() {
         "store i8 1, ptr addrspacecast (ptr addrspace(3) @__oxide_dynamic_shared to ptr)"
     ));
 }
+
+#[test]
+fn slice_pointers_get_what_rust_types_prove() {
+    use oxide_abi::descriptor::{ParamDescriptor, SourceLocation};
+    let p = |name: &str, kind, ty| ParamDescriptor {
+        name: name.into(),
+        kind,
+        ty,
+        mutable: kind != ParamKind::Slice && kind != ParamKind::Scalar,
+    };
+    let d = KernelDescriptor {
+        version: 1,
+        name: "k".into(),
+        entry: "k".into(),
+        instance: vec![],
+        params: vec![
+            p("a", ParamKind::Scalar, oxide_abi::ScalarType::F32),
+            p("x", ParamKind::Slice, oxide_abi::ScalarType::F64),
+            p("o", ParamKind::DisjointSlice, oxide_abi::ScalarType::U16),
+            p("q", ParamKind::Pointer, oxide_abi::ScalarType::U8),
+        ],
+        is_unsafe: true,
+        launch_bounds: None,
+        launch: None,
+        source: SourceLocation {
+            module: "m".into(),
+            file: "f".into(),
+            line: 1,
+        },
+    };
+    let mut kernels = BTreeMap::new();
+    kernels.insert("k".to_string(), param_facts(&d));
+    let line = "define void @k(float %0, ptr noundef %1, i64 %2, ptr align 2 %3, i64 %4, ptr %5) unnamed_addr #1 {\n";
+    let text = annotate_params(line, &kernels).unwrap();
+    assert_eq!(
+        text,
+        "define void @k(float %0, ptr noalias readonly align 8 noundef %1, i64 %2, \
+         ptr noalias align 2 %3, i64 %4, ptr %5) unnamed_addr #1 {\n"
+    );
+    // A descriptor that disagrees with the entry is an error, not a silent mislabel.
+    let short = "define void @k(float %0) #1 {\n";
+    assert!(annotate_params(short, &kernels).is_err());
+}

@@ -8,6 +8,7 @@ use core::cell::Cell;
 
 mod block;
 pub(crate) mod engine;
+mod fault;
 mod mma;
 pub(crate) use mma::*;
 
@@ -159,6 +160,12 @@ pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
         & mask
 }
 
+/// `__syncwarp`: the lanes meet (an exchange is a rendezvous of the warp's lanes).
+#[inline]
+pub(crate) fn warp_sync(_mask: u32) {
+    let _ = block::exchange(0);
+}
+
 #[inline]
 pub(crate) fn match_any_u32(mask: u32, v: u32) -> u32 {
     match_any_u64(mask, u64::from(v))
@@ -201,21 +208,35 @@ redux! {
 /// The running block's copy of a `SharedArray` static (the static itself outside the
 /// emulator).
 #[inline]
-pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
-    block::shared_static(addr, bytes)
+pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
+    block::shared_static(addr, bytes, align)
 }
 
 // ---- dynamic shared memory -------------------------------------------------------
 
 /// Bytes of the fallback dynamic shared memory: the most a CUDA block can have
 /// (227 KiB on sm_90), so any launch that fits a GPU fits here.
-pub(crate) const DYNAMIC_SHARED_BYTES: usize = 227 * 1024;
+pub(crate) const DYNAMIC_SHARED_BYTES: usize = oxide_abi::limits::MAX_DYNAMIC_SHARED_BYTES as usize;
 
 std::thread_local! {
     // u128 elements give the 16-byte alignment that the device symbol has.
     static DYNAMIC_SHARED: std::boxed::Box<[core::cell::UnsafeCell<u128>]> =
         (0..DYNAMIC_SHARED_BYTES / 16).map(|_| core::cell::UnsafeCell::new(0)).collect();
     static DYNAMIC_SHARED_OVERRIDE: Cell<*mut u8> = const { Cell::new(core::ptr::null_mut()) };
+    static DYNAMIC_SHARED_LEN: Cell<usize> = const { Cell::new(DYNAMIC_SHARED_BYTES) };
+}
+
+/// Make `bytes` the dynamic shared memory size the current OS thread's emulated thread
+/// sees (the launch's `shared_bytes`); returns the previous one.
+pub(crate) fn set_dynamic_shared_len(bytes: usize) -> usize {
+    DYNAMIC_SHARED_LEN.with(|c| c.replace(bytes))
+}
+
+/// Bytes of dynamic shared memory of the running launch (the fallback's size outside
+/// one), as `%dynamic_smem_size` on a GPU.
+#[inline]
+pub(crate) fn dynamic_shared_bytes() -> usize {
+    DYNAMIC_SHARED_LEN.with(Cell::get)
 }
 
 /// Make `base` the dynamic shared memory of the current OS thread's emulated thread

@@ -2,6 +2,10 @@
 //! registers on nvptx64, the emulator's per-thread state elsewhere. Both modules
 //! expose the same function names; nothing outside `arch` looks at `target_arch`.
 
+/// Lanes per warp on every NVIDIA GPU (re-exported as `warp::WARP_SIZE`); here so that
+/// `thread`, `warp` and `debug` can all use it without depending on each other.
+pub(crate) const WARP_SIZE: u32 = 32;
+
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]

@@ -75,6 +75,8 @@ unsafe extern "C" {
     fn shfl_down_i32(mask: i32, v: i32, lane: i32, c: i32) -> i32;
     #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
     fn shfl_up_i32(mask: i32, v: i32, lane: i32, c: i32) -> i32;
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn bar_warp_sync(mask: i32);
     #[link_name = "llvm.nvvm.vote.ballot.sync"]
     fn vote_ballot(mask: i32, pred: bool) -> i32;
     #[link_name = "llvm.nvvm.match.any.sync.i32"]
@@ -169,6 +171,14 @@ pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
     unsafe { vote_ballot(mask as i32, pred) as u32 }
 }
 
+/// `bar.warp.sync`: the lanes of `mask` wait for each other, and their memory
+/// accesses before it are ordered before those after (`__syncwarp`).
+#[inline(always)]
+pub(crate) fn warp_sync(mask: u32) {
+    // SAFETY: as `shfl_idx`.
+    unsafe { bar_warp_sync(mask as i32) }
+}
+
 #[inline(always)]
 pub(crate) fn match_any_u32(mask: u32, v: u32) -> u32 {
     // SAFETY: as `shfl_idx`; `match.sync` needs sm_70, below every arch pyoxide builds.
@@ -192,6 +202,21 @@ pub(crate) fn dynamic_shared_base() -> *mut u8 {
     (&raw mut __oxide_dynamic_shared).cast()
 }
 
+/// Bytes of dynamic shared memory the launch gave the block: `%dynamic_smem_size`.
+#[inline(always)]
+pub(crate) fn dynamic_shared_bytes() -> usize {
+    let bytes: u32;
+    // SAFETY: reading a special register has no preconditions inside a kernel.
+    unsafe {
+        asm!(
+            "mov.u32 {b}, %dynamic_smem_size;",
+            b = out(reg32) bytes,
+            options(nomem, nostack, preserves_flags, pure)
+        )
+    };
+    bytes as usize
+}
+
 #[inline(always)]
 pub(crate) fn trap() -> ! {
     // SAFETY: `trap` has no preconditions; it aborts the kernel.
@@ -201,11 +226,9 @@ pub(crate) fn trap() -> ! {
 /// `vprintf(format, args)`: CUDA's device printf; `args` packs the arguments with C's
 /// alignment (see `print.rs`).
 #[inline(always)]
-pub(crate) unsafe fn vprintf(format: *const u8, args: *const u8) {
+pub(crate) unsafe fn vprintf(format: *const u8, args: *const u8) -> i32 {
     // SAFETY: upheld by the caller: a NUL-terminated format and a matching buffer.
-    unsafe {
-        nvptx::vprintf(format, args.cast());
-    }
+    unsafe { nvptx::vprintf(format, args.cast()) }
 }
 
 // ---- scoped atomics -------------------------------------------------------------

@@ -3,7 +3,7 @@
 #![no_std]
 extern crate std;
 
-use oxide_abi::descriptor::{KernelDescriptor, LaunchBounds};
+use oxide_abi::descriptor::{KernelDescriptor, LaunchBounds, LaunchPolicy};
 use oxide_abi::{ParamKind, ScalarType};
 use oxide_device::prelude::*;
 
@@ -26,6 +26,19 @@ pub fn with_lifetimes<'a>(x: &'a [u8], out: oxide_device::DisjointSlice<'_, u8>)
 #[kernel]
 pub fn bounds_first(_x: &[f32]) {}
 
+/// Launch policies, written above or below `#[kernel]`, with and without options.
+#[launch(block_per_row(out, cols = n, block = 128))]
+#[kernel]
+pub fn rows(x: &[f32], out: DisjointSlice<f32>, n: u32) {
+    let _ = (x, out.len(), n);
+}
+
+#[kernel(f32, f64)]
+#[launch(grid_stride(x, per_thread = vector, blocks_per_sm = 3))]
+pub fn strided<T: Copy>(x: &[T], acc: AtomicSlice<u32>) {
+    let _ = (x, acc.len());
+}
+
 /// Type and const generics, several instances each written as a tuple.
 #[kernel((f32, 4), (f64, 8), (i32, -1))]
 pub fn tile<T: Copy + Default, const N: i64>(x: &[T], mut out: DisjointSlice<T>)
@@ -43,6 +56,27 @@ where
 pub unsafe fn raw(data: &mut [u32], src: *const u32, dst: *mut u32) {
     data[0] = unsafe { *src };
     unsafe { *dst = data[0] + 1 };
+}
+
+/// Safe kernels may take raw pointers too (as in cuda-oxide): using one needs `unsafe`.
+#[kernel]
+pub fn copy_through(src: *const u32, dst: *mut u32) {
+    unsafe { *dst = *src * 2 };
+}
+
+/// cuda-oxide's module around its kernels; a typed index space; float methods with no
+/// `GpuFloat` import in scope.
+#[oxide_device::cuda_module]
+mod kernels {
+    use oxide_device::thread::{self, Index2D};
+    use oxide_device::{kernel, DisjointSlice};
+
+    #[kernel]
+    pub fn rows_2d(x: &[f32], mut out: DisjointSlice<f32, Index2D<4>>) {
+        if let Some((o, idx)) = out.get_mut_indexed() {
+            *o = x[idx.get()].sqrt() + thread::index_2d_row() as f32;
+        }
+    }
 }
 
 mod nested {
@@ -75,6 +109,22 @@ fn main() {
     let d = KernelDescriptor::decode(&__oxide_descriptor_bounds_first).unwrap();
     assert_eq!(d.launch_bounds, Some(LaunchBounds { max_threads: 128, min_blocks: None }));
 
+    let d = KernelDescriptor::decode(&__oxide_descriptor_rows).unwrap();
+    assert_eq!(
+        d.launch,
+        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: "n".into(), block: 128 })
+    );
+    let d = KernelDescriptor::decode(&__oxide_descriptor_strided_f64).unwrap();
+    assert_eq!(
+        d.launch,
+        Some(LaunchPolicy::GridStride {
+            over: "x".into(),
+            per_thread: 2,
+            block: 256,
+            blocks_per_sm: 3
+        })
+    );
+
     let d = KernelDescriptor::decode(&__oxide_descriptor_tile_i32_m1).unwrap();
     assert_eq!((d.instance[1].param.as_str(), d.instance[1].value.as_str()), ("N", "-1"));
     assert!(KernelDescriptor::decode(&__oxide_descriptor_tile_f64_8).is_ok());
@@ -83,6 +133,11 @@ fn main() {
     assert!(d.is_unsafe);
     let kinds: std::vec::Vec<_> = d.params.iter().map(|p| (p.kind, p.mutable)).collect();
     assert_eq!(kinds, [(ParamKind::MutSlice, true), (ParamKind::Pointer, false), (ParamKind::Pointer, true)]);
+
+    let d = KernelDescriptor::decode(&__oxide_descriptor_copy_through).unwrap();
+    assert!(!d.is_unsafe);
+    let d = KernelDescriptor::decode(&kernels::__oxide_descriptor_rows_2d).unwrap();
+    assert_eq!((d.params[1].kind, d.params[1].mutable), (ParamKind::DisjointSlice, true));
 
     let d = KernelDescriptor::decode(&nested::__oxide_descriptor_inner_u8).unwrap();
     assert!(d.source.module.ends_with("::nested"), "{}", d.source.module);
@@ -99,6 +154,12 @@ fn main() {
     unsafe { raw(&mut data, &src, &mut dst) };
     assert_eq!(dst, 42);
     nested::inner(1u8);
+    let (src, mut dst) = (21u32, 0u32);
+    copy_through(&src, &mut dst);
+    assert_eq!(dst, 42);
+    let mut rows = [0.0f32; 4];
+    kernels::rows_2d(&[16.0], DisjointSlice::from_mut_with_space(&mut rows));
+    assert_eq!(rows, [4.0, 0.0, 0.0, 0.0]);
     let mut total = [1u32];
     accumulate::<u32>(&[2, 3], AtomicSlice::from_mut(&mut total));
     assert_eq!(total, [6]);

@@ -5,21 +5,22 @@
 //! ready ones in turn (linear thread order); a thread runs until it returns, reaches
 //! `sync_threads` or a warp operation (it then yields). When no thread is ready:
 //! a warp whose live lanes all wait in a warp operation completes it (they see a
-//! snapshot of the lanes' deposited values); failing that, a barrier that every thread
-//! of the block waits at releases them all. Anything else (a thread returned while
-//! others wait at a barrier, lanes split between a barrier and a warp operation) is a
-//! deadlock on a GPU and is reported, never waited on.
+//! snapshot of the lanes' deposited values); failing that, a barrier that every live
+//! thread of the block waits at releases them all (threads that returned count as
+//! arrived, as with PTX's `bar.sync`). Anything else (lanes split between a barrier and
+//! a warp operation) is a deadlock on a GPU and is reported, never waited on.
 
 use core::cell::{Cell, RefCell, UnsafeCell};
 use std::boxed::Box;
 use std::format;
-use std::string::String;
+use std::string::{String, ToString};
 use std::vec::Vec;
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::ThreadCoords;
+use super::fault::{self, Registration, Running, SharedRegion, Stop};
 
 /// Why a thread yielded to the worker.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -35,9 +36,10 @@ enum State {
     Done,
 }
 
-/// Stack of each emulated thread. Pages are touched only as used, so a block of 1024
-/// threads costs little real memory.
-const STACK_BYTES: usize = 256 * 1024;
+/// Stack of each emulated thread: room for the 512 KiB of local memory a GPU thread can
+/// have, plus the host's own frames. Pages are touched only as used, so a block of 1024
+/// threads costs little real memory; a guard page below turns an overflow into an error.
+const STACK_BYTES: usize = 1024 * 1024;
 
 pub(super) const WARP: u32 = 32;
 
@@ -127,21 +129,29 @@ pub(crate) fn exchange(v: u64) -> Exchange {
     })
 }
 
-/// The running block's copy of the shared static at `addr` (`bytes` long); the static
-/// itself outside the emulator.
-pub(crate) fn shared_static(addr: *mut u8, bytes: usize) -> *mut u8 {
+/// The running block's copy of the shared static at `addr` (`bytes` long, aligned to
+/// `align`); the static itself outside the emulator.
+pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
     with_ctx(|c| {
         let mut map = c.shared.borrow_mut();
         let key = addr as usize;
         if let Some((_, buf)) = map.iter_mut().find(|(k, _)| *k == key) {
-            return buf.as_mut_ptr().cast::<u8>();
+            return aligned(buf, align);
         }
-        let mut buf: Box<[u128]> = (0..bytes.div_ceil(16)).map(|_| 0).collect();
-        let p = buf.as_mut_ptr().cast::<u8>();
+        // u128s are 16-byte aligned; a larger alignment takes its slack from the end.
+        let slack = align.saturating_sub(16);
+        let mut buf: Box<[u128]> = (0..(bytes + slack).div_ceil(16)).map(|_| 0).collect();
+        let p = aligned(&mut buf, align);
         map.push((key, buf));
         p
     })
     .unwrap_or(addr)
+}
+
+/// The first `align`-aligned byte of `buf`.
+fn aligned(buf: &mut [u128], align: usize) -> *mut u8 {
+    let p = buf.as_mut_ptr().cast::<u8>();
+    p.wrapping_add(p.align_offset(align.max(1)))
 }
 
 /// Where and why a block failed.
@@ -151,18 +161,30 @@ pub(super) struct BlockFailure {
     pub message: String,
 }
 
-type Thread = Coroutine<(), Wait, (), DefaultStack>;
+type Thread = Coroutine<(), Wait, Option<Stop>, DefaultStack>;
 
 /// A worker's means to run blocks: its stacks and block context, reused block after
 /// block.
 pub(super) struct Runner {
     stacks: Vec<DefaultStack>,
     ctx: Box<BlockCtx>,
-    dynamic: Box<[u128]>,
+    /// Always `Some` until dropped (then given back to the thread's spare).
+    dynamic: Option<SharedRegion>,
+    /// `fault::INTERRUPTS` when the launch started.
+    interrupts: u64,
+    _registration: Registration,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some(region) = self.dynamic.take() {
+            region.give_back();
+        }
+    }
 }
 
 impl Runner {
-    pub fn new(shared_bytes: usize) -> Runner {
+    pub fn new(shared_bytes: usize, interrupts: u64) -> Runner {
         Runner {
             stacks: Vec::new(),
             ctx: Box::new(BlockCtx {
@@ -172,7 +194,12 @@ impl Runner {
                 warps: UnsafeCell::new(Vec::new()),
                 shared: RefCell::new(Vec::new()),
             }),
-            dynamic: (0..shared_bytes.div_ceil(16).max(1)).map(|_| 0).collect(),
+            dynamic: Some(SharedRegion::take(shared_bytes)),
+            interrupts,
+            _registration: {
+                fault::ensure_alt_stack();
+                Registration::new()
+            },
         }
     }
 
@@ -199,14 +226,17 @@ impl Runner {
         }));
         CTX.with(|c| c.set(ctx));
         super::reset_async_copies();
-        // SAFETY: the buffer is 16-byte aligned, as large as the launch asks, and
+        // SAFETY: the region is 16-byte aligned, as large as the launch asks, and
         // outlives the block; reset below.
-        let previous = unsafe { super::set_dynamic_shared(self.dynamic.as_mut_ptr().cast()) };
+        let region = self.dynamic.as_ref().expect("a region until dropped");
+        let previous = unsafe { super::set_dynamic_shared(region.base) };
+        let previous_len = super::set_dynamic_shared_len(region.bytes);
         let coords = super::thread_coords();
         let result = self.schedule(kernel, n, block, block_dim, grid_dim);
         super::set_thread_coords(coords);
         // SAFETY: back to what it was.
         unsafe { super::set_dynamic_shared(previous) };
+        super::set_dynamic_shared_len(previous_len);
         CTX.with(|c| c.set(core::ptr::null()));
         result
     }
@@ -237,13 +267,19 @@ impl Runner {
         };
         let mut threads: Vec<Option<Thread>> = (0..n).map(|_| None).collect();
         let mut state = std::vec![State::Ready; n as usize];
-        let mut first_exit: Option<u32> = None;
         let failure = |status, t: u32, message: String| BlockFailure {
             status,
             thread: coords(t).thread_idx,
             message,
         };
         let outcome = loop {
+            if fault::interrupted(self.interrupts) {
+                break Err(failure(
+                    oxide_abi::emu::STATUS_INTERRUPTED,
+                    0,
+                    "interrupted (Ctrl-C)".into(),
+                ));
+            }
             let mut failed = None;
             for t in 0..n {
                 if state[t as usize] != State::Ready {
@@ -260,21 +296,48 @@ impl Runner {
                     Coroutine::with_stack(stack, move |y: &Yielder<(), Wait>, ()| {
                         ctx.yielder.set(y);
                         kernel();
+                        None
                     })
                 });
+                fault::set_running(Some(Running {
+                    handler: coroutine.trap_handler(),
+                    interrupts: self.interrupts,
+                }));
                 let resumed = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
                     coroutine.resume(())
                 }));
+                fault::set_running(None);
                 match resumed {
                     Ok(CoroutineResult::Yield(why)) => state[t as usize] = State::At(why),
-                    Ok(CoroutineResult::Return(())) => {
+                    Ok(CoroutineResult::Return(Some(stop))) => {
+                        let done = slot.take().expect("a stopped thread");
+                        self.stacks.push(done.into_stack());
+                        failed = Some(match stop {
+                            Stop::Interrupted => failure(
+                                oxide_abi::emu::STATUS_INTERRUPTED,
+                                t,
+                                "interrupted (Ctrl-C)".into(),
+                            ),
+                            Stop::Fault { addr, sp } => failure(
+                                oxide_abi::emu::STATUS_FAULT,
+                                t,
+                                fault::describe(
+                                    addr,
+                                    sp,
+                                    STACK_BYTES,
+                                    self.dynamic.as_ref().expect("a region until dropped"),
+                                ),
+                            ),
+                        });
+                        break;
+                    }
+                    Ok(CoroutineResult::Return(None)) => {
                         state[t as usize] = State::Done;
-                        first_exit.get_or_insert(t);
                         let done = slot.take().expect("a finished thread");
                         self.stacks.push(done.into_stack());
                     }
                     Err(payload) => {
-                        let message = super::engine::panic_message(payload);
+                        let message = panic_message(payload);
                         let done = slot.take().expect("a panicked thread");
                         self.stacks.push(done.into_stack());
                         failed = Some(failure(oxide_abi::emu::STATUS_TRAP, t, message));
@@ -297,43 +360,29 @@ impl Runner {
             let all_at_barrier = live
                 .iter()
                 .all(|&t| state[t as usize] == State::At(Wait::Barrier));
-            match first_exit {
-                None if all_at_barrier => {
-                    for &t in &live {
-                        state[t as usize] = State::Ready;
-                    }
+            if all_at_barrier {
+                // PTX `bar.sync` counts threads that have exited as arrived (cuda-oxide's
+                // examples rely on it), so the live threads' barrier completes.
+                for &t in &live {
+                    state[t as usize] = State::Ready;
                 }
-                Some(exited) if all_at_barrier => {
-                    break Err(failure(
-                        oxide_abi::emu::STATUS_DIVERGENT_BARRIER,
-                        exited,
-                        format!(
-                            "thread {:?} returned while {} other threads of the block wait \
-                             at sync_threads (a deadlock on a GPU): every thread of a block \
-                             must reach each barrier",
-                            coords(exited).thread_idx,
-                            live.len()
-                        ),
-                    ));
-                }
-                _ => {
-                    let t = live
-                        .iter()
-                        .copied()
-                        .find(|&t| state[t as usize] == State::At(Wait::Warp))
-                        .unwrap_or(first_live);
-                    break Err(failure(
-                        oxide_abi::emu::STATUS_DIVERGENT_BARRIER,
-                        t,
-                        format!(
-                            "thread {:?} waits in a warp operation that the other lanes of \
-                             its warp never reach (they returned or wait at sync_threads): \
-                             the emulator runs warp operations over every live lane of the warp",
-                            coords(t).thread_idx
-                        ),
-                    ));
-                }
+                continue;
             }
+            let t = live
+                .iter()
+                .copied()
+                .find(|&t| state[t as usize] == State::At(Wait::Warp))
+                .unwrap_or(first_live);
+            break Err(failure(
+                oxide_abi::emu::STATUS_DIVERGENT_BARRIER,
+                t,
+                format!(
+                    "thread {:?} waits in a warp operation that the other lanes of \
+                     its warp never reach (they returned or wait at sync_threads): \
+                     the emulator runs warp operations over every live lane of the warp",
+                    coords(t).thread_idx
+                ),
+            ));
         };
         // Threads left suspended (a failed block) unwind and give their stacks back.
         for t in threads.into_iter().flatten() {
@@ -379,4 +428,30 @@ fn complete_warps(ctx: &BlockCtx, state: &mut [State], n: u32) -> bool {
         }
     }
     any
+}
+
+std::thread_local! {
+    /// Where the last panic on this OS thread happened (set by the panic hook).
+    static PANIC_LOCATION: core::cell::RefCell<Option<String>> = const { core::cell::RefCell::new(None) };
+}
+
+/// Record where a panic of an emulated thread happened (from the panic hook), for
+/// [`panic_message`].
+pub(super) fn record_panic_location(at: Option<String>) {
+    PANIC_LOCATION.with(|p| *p.borrow_mut() = at);
+}
+
+/// The message of a caught panic, with where it happened.
+pub(super) fn panic_message(payload: Box<dyn core::any::Any + Send>) -> String {
+    let text = if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "the kernel panicked".to_string()
+    };
+    match PANIC_LOCATION.with(|p| p.borrow_mut().take()) {
+        Some(at) => format!("panicked at {at}: {text}"),
+        None => text,
+    }
 }

@@ -1,8 +1,9 @@
 //! The emulator's launch: checks the configuration, then runs the grid's blocks on
 //! one worker OS thread per core, each pulling block indices from a shared counter.
 //!
-//! On a failure (a trap, a divergent barrier) no block starts after it; blocks that
-//! other workers are running finish. The first failure recorded is the one reported.
+//! On a failure (a trap, a divergent barrier, a fault) no block starts after it; blocks
+//! that other workers are running finish. The first failure recorded is the one
+//! reported. Faults and Ctrl-C are caught as `fault` describes.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::boxed::Box;
@@ -16,10 +17,9 @@ use oxide_abi::emu::{
 
 use super::block::{BlockFailure, Runner};
 
-/// CUDA's limits on block and grid dimensions.
-const MAX_BLOCK_THREADS: u32 = 1024;
-const MAX_BLOCK_DIM: [u32; 3] = [1024, 1024, 64];
-const MAX_GRID_DIM: [u32; 3] = [u32::MAX >> 1, 65535, 65535];
+use oxide_abi::limits::{
+    MAX_BLOCK_DIM, MAX_DYNAMIC_SHARED_BYTES, MAX_GRID_DIM, MAX_THREADS_PER_BLOCK,
+};
 
 /// Write `status`'s details into `error` (when not null) and return `status`.
 ///
@@ -85,14 +85,14 @@ fn check(launch: &OxideLaunch, max_threads: u32) -> Result<(), String> {
         }
     }
     let threads = b.iter().map(|&d| u64::from(d)).product::<u64>();
-    let limit = max_threads.min(MAX_BLOCK_THREADS);
+    let limit = max_threads.min(MAX_THREADS_PER_BLOCK);
     if threads > u64::from(limit) {
         return Err(format!(
             "block {b:?} has {threads} threads, more than the {limit} this kernel allows \
              (its launch bounds, or CUDA's 1024)"
         ));
     }
-    if launch.shared_bytes > 227 * 1024 {
+    if launch.shared_bytes > u64::from(MAX_DYNAMIC_SHARED_BYTES) {
         return Err(format!(
             "{} bytes of dynamic shared memory exceed the 227 KiB a block can have",
             launch.shared_bytes
@@ -127,6 +127,10 @@ pub unsafe fn launch(
         return unsafe { fail(error, STATUS_BAD_LAUNCH, [0; 3], [0; 3], &msg) };
     }
     install_panic_hook();
+    super::fault::install_fault_handlers();
+    // Ctrl-C stops the launch (and reaches Python's handler) while it runs.
+    let _interrupt = super::fault::InterruptGuard::new();
+    let interrupts = super::fault::INTERRUPTS.load(Ordering::Relaxed);
     // SAFETY: every coroutine that holds the reference is finished or dropped before
     // the workers (and this function) return.
     let kernel: &'static (dyn Fn() + Sync) = unsafe { core::mem::transmute(kernel) };
@@ -139,7 +143,7 @@ pub unsafe fn launch(
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<([u32; 3], BlockFailure)>> = Mutex::new(None);
     let work = || {
-        let mut runner = Runner::new(cfg.shared_bytes as usize);
+        let mut runner = Runner::new(cfg.shared_bytes as usize, interrupts);
         while !stop.load(Ordering::Relaxed) {
             let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= blocks {
@@ -174,11 +178,6 @@ pub unsafe fn launch(
     }
 }
 
-std::thread_local! {
-    /// Where the last panic on this OS thread happened (set by the panic hook).
-    static PANIC_LOCATION: core::cell::RefCell<Option<String>> = const { core::cell::RefCell::new(None) };
-}
-
 /// Keep Rust's default panic report off stderr for the emulator's threads (the
 /// launch's error carries it) and remember where each panic happened.
 fn install_panic_hook() {
@@ -188,25 +187,10 @@ fn install_panic_hook() {
         std::panic::set_hook(Box::new(move |info| {
             if super::block::in_block() {
                 let at = info.location().map(|l| l.to_string());
-                PANIC_LOCATION.with(|p| *p.borrow_mut() = at);
+                super::block::record_panic_location(at);
             } else {
                 previous(info);
             }
         }));
     });
-}
-
-/// The message of a caught panic, with where it happened.
-pub(super) fn panic_message(payload: Box<dyn core::any::Any + Send>) -> String {
-    let text = if let Some(s) = payload.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "the kernel panicked".to_string()
-    };
-    match PANIC_LOCATION.with(|p| p.borrow_mut().take()) {
-        Some(at) => format!("panicked at {at}: {text}"),
-        None => text,
-    }
 }

@@ -1,6 +1,7 @@
 use oxide_device::prelude::*;
 
 #[kernel]
-pub fn k(_src: *const f32, _dst: *mut f32) {}
+#[launch_bounds(4096)]
+pub fn k(_x: &[f32]) {}
 
 fn main() {}

@@ -1,0 +1,101 @@
+//! Integer dot products of packed bytes and halfwords (`dp4a`, `dp2a.lo`), cuda-oxide's
+//! `dotprod` module: one instruction on the GPU, the same arithmetic on the emulator.
+
+/// Products of the four signed bytes of `a` and `b`, summed, plus `c` (wrapping), as
+/// PTX `dp4a.s32.s32`.
+#[inline(always)]
+pub fn dp4a_s32(a: u32, b: u32, c: i32) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: i32;
+        // SAFETY: arithmetic on registers.
+        unsafe {
+            core::arch::asm!("dp4a.s32.s32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
+                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
+        };
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    (0..4).fold(c, |acc, k| {
+        let (x, y) = ((a >> (8 * k)) as u8 as i8, (b >> (8 * k)) as u8 as i8);
+        acc.wrapping_add(i32::from(x) * i32::from(y))
+    })
+}
+
+/// [`dp4a_s32`] with unsigned bytes (`dp4a.u32.u32`).
+#[inline(always)]
+pub fn dp4a_u32(a: u32, b: u32, c: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: u32;
+        // SAFETY: arithmetic on registers.
+        unsafe {
+            core::arch::asm!("dp4a.u32.u32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
+                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
+        };
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    (0..4).fold(c, |acc, k| {
+        acc.wrapping_add(((a >> (8 * k)) & 0xFF) * ((b >> (8 * k)) & 0xFF))
+    })
+}
+
+/// The two signed halfwords of `a` times the low two signed bytes of `b`, summed, plus
+/// `c` (`dp2a.lo.s32.s32`).
+#[inline(always)]
+pub fn dp2a_s32(a: u32, b: u32, c: i32) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: i32;
+        // SAFETY: arithmetic on registers.
+        unsafe {
+            core::arch::asm!("dp2a.lo.s32.s32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
+                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
+        };
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    (0..2).fold(c, |acc, k| {
+        let (x, y) = ((a >> (16 * k)) as u16 as i16, (b >> (8 * k)) as u8 as i8);
+        acc.wrapping_add(i32::from(x) * i32::from(y))
+    })
+}
+
+/// [`dp2a_s32`] unsigned (`dp2a.lo.u32.u32`).
+#[inline(always)]
+pub fn dp2a_u32(a: u32, b: u32, c: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: u32;
+        // SAFETY: arithmetic on registers.
+        unsafe {
+            core::arch::asm!("dp2a.lo.u32.u32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
+                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
+        };
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    (0..2).fold(c, |acc, k| {
+        acc.wrapping_add(((a >> (16 * k)) & 0xFFFF) * ((b >> (8 * k)) & 0xFF))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_dot_products() {
+        // bytes of a: 1, -2, 3, -4; of b: 5, 6, -7, 8.
+        let a = u32::from_le_bytes([1, (-2i8) as u8, 3, (-4i8) as u8]);
+        let b = u32::from_le_bytes([5, 6, (-7i8) as u8, 8]);
+        assert_eq!(dp4a_s32(a, b, 10), 10 + 5 - 12 - 21 - 32);
+        assert_eq!(dp4a_u32(0x0403_0201, 0x0101_0101, 1), 11);
+        // halfwords of a: -3, 1000; low bytes of b: 2, -1.
+        let a2 = ((1000u32) << 16) | ((-3i16) as u16 as u32);
+        let b2 = u32::from_le_bytes([2, 0xFF, 9, 9]);
+        assert_eq!(dp2a_s32(a2, b2, 0), -6 - 1000);
+        assert_eq!(dp2a_u32(0x0002_0003, 0x0000_0504, 7), 7 + 12 + 10);
+    }
+}

@@ -1,0 +1,164 @@
+//! Faults of emulated threads end the launch with `STATUS_FAULT` and a message naming
+//! the cause, instead of corrupting the heap or killing the process: dynamic shared
+//! memory past the launch's size, a stack overflow (large local array, runaway
+//! recursion). A kernel can read its launch's dynamic shared size.
+
+use oxide_device::__private::emu::{OxideError, OxideLaunch, STATUS_FAULT, STATUS_OK, STATUS_TRAP};
+use oxide_device::prelude::*;
+use oxide_device::shared::DynamicSharedArray;
+
+type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
+
+fn run(entry: Entry, grid: u32, block: u32, shared: u64, args: &[u64]) -> (i32, OxideError) {
+    let launch = OxideLaunch {
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
+        shared_bytes: shared,
+    };
+    let mut error = OxideError::default();
+    // SAFETY: the tests pass buffers that outlive the call.
+    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
+    (status, error)
+}
+
+fn message(e: &OxideError) -> String {
+    let end = e.message.iter().position(|&b| b == 0).unwrap();
+    String::from_utf8(e.message[..end].to_vec()).unwrap()
+}
+
+fn slice<T>(s: &[T]) -> [u64; 2] {
+    [s.as_ptr() as u64, s.len() as u64]
+}
+
+/// Writes word `thread` of dynamic shared memory, unchecked, and records the size.
+#[kernel]
+pub fn write_shared_word(mut len: DisjointSlice<u32>) {
+    let t = thread::threadIdx_x() as usize;
+    // SAFETY: deliberately not checked against the launch's size.
+    unsafe { DynamicSharedArray::<u32>::get().add(t).write(t as u32) };
+    if let Some(l) = len.get_mut(thread::index_1d()) {
+        *l = DynamicSharedArray::<u32>::len() as u32;
+    }
+}
+
+#[test]
+fn a_kernel_reads_its_dynamic_shared_size() {
+    let len = vec![0u32; 64];
+    let (status, e) = run(__oxide_host_write_shared_word, 2, 32, 128, &slice(&len));
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert!(len.iter().all(|&l| l == 32), "{len:?}");
+}
+
+#[test]
+fn shared_memory_past_the_launch_size_is_a_fault_not_heap_corruption() {
+    for (shared, block) in [(0u64, 32u32), (4, 256), (64, 1024)] {
+        let len = vec![0u32; block as usize * 3];
+        let (status, e) = run(
+            __oxide_host_write_shared_word,
+            3,
+            block,
+            shared,
+            &slice(&len),
+        );
+        let m = message(&e);
+        assert_eq!(status, STATUS_FAULT, "{m}");
+        assert!(m.contains(&format!("shared_mem={shared} bytes")), "{m}");
+        // The first thread past the launch's bytes (rounded up to the region's 16-byte
+        // alignment) is the one named.
+        assert_eq!(e.thread, [shared.div_ceil(16) as u32 * 4, 0, 0], "{m}");
+    }
+}
+
+#[kernel]
+pub fn checked_shared(mut out: DisjointSlice<u32>) {
+    let warps = (thread::blockDim_x() / 32) as usize;
+    gpu_assert!(DynamicSharedArray::<u32>::len() >= warps);
+    if let Some(o) = out.get_mut(thread::index_1d()) {
+        *o = 1;
+    }
+}
+
+#[test]
+fn a_kernel_can_assert_its_shared_size() {
+    let out = vec![0u32; 256];
+    let (status, e) = run(__oxide_host_checked_shared, 1, 256, 4, &slice(&out));
+    assert_eq!(status, STATUS_TRAP, "{}", message(&e));
+    let (status, e) = run(__oxide_host_checked_shared, 1, 256, 32, &slice(&out));
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+}
+
+/// A local array of `N` bytes, all touched.
+fn local_array<const N: usize>(seed: u32) -> u32 {
+    let mut a = [0u8; N];
+    for (i, v) in a.iter_mut().enumerate() {
+        *v = (i as u32 ^ seed) as u8;
+    }
+    core::hint::black_box(&mut a);
+    a.iter().map(|&v| u32::from(v)).sum()
+}
+
+#[kernel]
+pub fn local_280k(mut out: DisjointSlice<u32>) {
+    let v = local_array::<{ 280 * 1024 }>(thread::threadIdx_x());
+    if let Some(o) = out.get_mut(thread::index_1d()) {
+        *o = v;
+    }
+}
+
+#[kernel]
+pub fn local_4m(mut out: DisjointSlice<u32>) {
+    let v = local_array::<{ 4 * 1024 * 1024 }>(thread::threadIdx_x());
+    if let Some(o) = out.get_mut(thread::index_1d()) {
+        *o = v;
+    }
+}
+
+#[inline(never)]
+fn depth(n: u64, pad: u64) -> u64 {
+    if n == 0 {
+        return pad;
+    }
+    let here = core::hint::black_box([n, pad, n ^ pad, n + 1]);
+    depth(n - 1, here[2]).wrapping_add(core::hint::black_box(here[3]))
+}
+
+#[kernel]
+pub fn recurse(levels: u64, mut out: DisjointSlice<u64>) {
+    let v = depth(levels, u64::from(thread::threadIdx_x()));
+    if let Some(o) = out.get_mut(thread::index_1d()) {
+        *o = v;
+    }
+}
+
+#[test]
+fn a_thread_has_room_for_what_a_gpu_thread_can_hold() {
+    // ptxas accepts 280 KB of local memory per thread (at most 512 KiB).
+    let out = vec![0u32; 64];
+    let (status, e) = run(__oxide_host_local_280k, 2, 32, 0, &slice(&out));
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(out[0], local_array::<{ 280 * 1024 }>(0));
+}
+
+#[test]
+fn a_stack_overflow_is_a_fault_with_its_thread() {
+    let out = vec![0u32; 64];
+    let (status, e) = run(__oxide_host_local_4m, 2, 32, 0, &slice(&out));
+    let m = message(&e);
+    assert_eq!(status, STATUS_FAULT, "{m}");
+    assert!(m.contains("stack overflow"), "{m}");
+    // Thread 0 of whichever block a worker ran first.
+    assert!(e.block[0] < 2 && e.thread == [0, 0, 0], "{m}");
+
+    let out = vec![0u64; 32];
+    let args = [[10_000_000u64].as_slice(), &slice(&out)].concat();
+    let (status, e) = run(__oxide_host_recurse, 1, 32, 0, &args);
+    let m = message(&e);
+    assert_eq!(status, STATUS_FAULT, "{m}");
+    assert!(m.contains("stack overflow"), "{m}");
+
+    // The emulator is still sound afterwards: the same stacks run a good launch.
+    let args = [[100u64].as_slice(), &slice(&out)].concat();
+    let (status, e) = run(__oxide_host_recurse, 1, 32, 0, &args);
+    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(out[3], depth(100, 3));
+}

@@ -1,0 +1,69 @@
+//! What the link step's parameter facts (`noalias`, `readonly`, `align`) and the vector
+//! API make of ordinary kernels, read in the PTX (tests/fixtures/readme: the README's
+//! kernels as a user writes them, and the same saxpy through `DisjointSlice::map`).
+
+#[allow(dead_code)] // not every helper is used by every test file
+mod common;
+
+use common::{build_for_gpu, entry};
+
+#[test]
+fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
+    let target = tempfile::tempdir().unwrap();
+    for (arch, ptx) in build_for_gpu("readme", target.path()) {
+        // The README's saxpy, one element per thread: `&[f32]` is read through the
+        // non-coherent path, and every pointer parameter carries its element alignment
+        // (`.align 1` before the link step said what Rust's types prove).
+        let saxpy = entry(&ptx, "saxpy");
+        assert_eq!(
+            saxpy.matches("ld.global.nc.b32").count(),
+            2,
+            "{arch}:\n{saxpy}"
+        );
+        assert_eq!(
+            saxpy.matches(".ptr .align 4").count(),
+            3,
+            "{arch}:\n{saxpy}"
+        );
+        assert!(!saxpy.contains(".align 1 "), "{arch}");
+        let scale = entry(&ptx, "scale_f64");
+        assert!(scale.contains("ld.global.nc.b64"), "{arch}:\n{scale}");
+        assert_eq!(scale.matches(".ptr .align 8").count(), 2, "{arch}");
+
+        // Through `map`: 128-bit loads on the read-only path and 128-bit stores, and
+        // nothing spilled to local memory.
+        let map = entry(&ptx, "saxpy_map");
+        assert_eq!(
+            map.matches("ld.global.nc.v4.b32").count(),
+            2,
+            "{arch}:\n{map}"
+        );
+        assert_eq!(map.matches("st.global.v4.b32").count(), 1, "{arch}:\n{map}");
+        assert!(!map.contains(".local"), "{arch}:\n{map}");
+        // The vector loop itself: two loads, four multiply-adds, one store, the step
+        // and the test; no bounds check (no branch to a panic) inside it.
+        let body = vector_loop(map);
+        assert!(
+            !body.contains("call"),
+            "{arch}: a call in the vector loop:\n{body}"
+        );
+        assert_eq!(
+            body.matches("bra").count(),
+            1,
+            "{arch}: one branch (the loop's):\n{body}"
+        );
+    }
+}
+
+/// The loop of `entry` that holds its `ld.global.nc.v4`: from the loop header label
+/// before it to the branch back.
+fn vector_loop(entry: &str) -> &str {
+    let at = entry.find("ld.global.nc.v4").expect("a vector load");
+    let start = entry[..at].rfind("$L__").expect("a loop label");
+    let end = entry[at..]
+        .find("bra")
+        .map(|i| at + i + 3)
+        .expect("the back branch");
+    let end = entry[end..].find('\n').map_or(entry.len(), |i| end + i);
+    &entry[start..end]
+}

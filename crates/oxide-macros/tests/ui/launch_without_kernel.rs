@@ -1,0 +1,8 @@
+use oxide_device::prelude::*;
+
+#[launch(elementwise(out))]
+pub fn k(x: &[f32], mut out: DisjointSlice<f32>) {
+    out.map(x, |v| v);
+}
+
+fn main() {}

@@ -1,0 +1,177 @@
+"""Launch policies: the one place that turns a kernel's policy, its arguments and the
+device into a grid and a block.
+
+A kernel declares its policy in Rust (``#[launch(...)]``, recorded in the manifest as
+oxide-abi's ``LaunchPolicy``); a kernel without one is sized as one thread per element of
+its first ``DisjointSlice``/``&mut [T]`` output. :func:`configure` sizes a call without
+``[grid, block]`` and refuses an explicit grid that contradicts the policy (a grid that
+means something: one block per element, per row, per segment). :func:`plain_rule` gives
+the fast launchers the same rule, precomputed, where it is a plain division.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import _abi
+from ._manifest import KernelSpec
+from ._policy_spec import LaunchPolicy
+from .errors import ArgumentValueError
+
+#: Threads per block of a plain call of a kernel without a policy of its own
+#: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
+DEFAULT_BLOCK = 256
+_MAX_GRID = _abi.MAX_GRID_DIM[0]
+#: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
+_GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
+
+Dim3 = tuple[int, int, int]
+
+
+def policy_of(spec: KernelSpec) -> LaunchPolicy | None:
+    """The kernel's policy, or the default one (elementwise over the first output), or
+    None when neither applies (a plain call then needs an explicit configuration)."""
+    if spec.launch is not None:
+        return spec.launch
+    out = next((i for i, p in enumerate(spec.params) if _abi.PARAM_KINDS[p.kind].sizes_grid), None)
+    return None if out is None else LaunchPolicy("elementwise", out, block=DEFAULT_BLOCK)
+
+
+def max_threads(spec: KernelSpec) -> int:
+    return spec.launch_bounds.max_threads if spec.launch_bounds else _abi.MAX_THREADS_PER_BLOCK
+
+
+def default_block(spec: KernelSpec) -> int:
+    policy = policy_of(spec)
+    return min(policy.block if policy else DEFAULT_BLOCK, max_threads(spec))
+
+
+def validates_grid(spec: KernelSpec) -> bool:
+    """Whether an explicit grid is checked against the arguments (so a configured call
+    cannot be checked once, ahead of them)."""
+    policy = policy_of(spec)
+    return policy is not None and policy.kind in _GRID_HAS_MEANING
+
+
+def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
+    """``(param, block, elements per block)`` when a plain call launches
+    ``ceil(len(param) / elements per block)`` blocks of ``block`` threads (elementwise
+    policies), for the fast launchers; None when the grid depends on more than that."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind != "elementwise":
+        return None
+    block = default_block(spec)
+    return policy.over, block, block * policy.per_thread
+
+
+def configure(
+    spec: KernelSpec,
+    lengths: Sequence[int | None],
+    args: Sequence[Any],
+    grid: Dim3 | None,
+    block: Dim3 | None,
+    multiprocessors: Callable[[], int],
+) -> tuple[Dim3, Dim3]:
+    """The launch's (grid, block), from the call's (grid, block) if given (already
+    read as 3-tuples). `lengths` has each array argument's element count (None for
+    scalars); it may be empty when `grid` is given and not checked against the
+    arguments. `multiprocessors()` is called only when the policy needs it."""
+    name = spec.entry
+    policy = policy_of(spec)
+    limit = max_threads(spec)
+    if block is None:
+        if policy is not None and policy.kind == "segments":
+            over = spec.params[policy.over].name
+            raise ArgumentValueError(
+                name, "block", f"an explicit block: each block handles blockDim.x elements "
+                f"of '{over}', so the block size is part of the result", "no block",
+                f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
+            )  # fmt: skip
+        block3 = (_row_block(spec, policy, args) if policy and policy.kind == "block_per_row"
+                  else default_block(spec), 1, 1)  # fmt: skip
+    else:
+        block3 = block
+        threads = block3[0] * block3[1] * block3[2]
+        if threads > limit:
+            raise ArgumentValueError(
+                name, "block", f"at most {limit} threads per block "
+                "(the kernel's launch bounds or the CUDA limit)",
+                f"{block} = {threads} threads", f"pass block={limit} or fewer",
+            )  # fmt: skip
+    if grid is not None and (policy is None or policy.kind not in _GRID_HAS_MEANING):
+        return grid, block3
+    if policy is None:
+        raise ArgumentValueError(
+            name, None, "an explicit launch configuration (the kernel has no "
+            "DisjointSlice or &mut [T] output to size the grid from, and no #[launch] policy)",
+            "none", f"launch it as {name}[grid, block](...) or {name}.launch(..., grid=, block=)",
+        )  # fmt: skip
+    blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors)
+    over = spec.params[policy.over].name
+    if grid is not None:
+        if grid[0] * grid[1] * grid[2] != blocks:
+            raise ArgumentValueError(
+                name, "grid", f"{blocks} block(s): {what}",
+                f"{grid} = {grid[0] * grid[1] * grid[2]} blocks",
+                f"leave the grid out ({name}.launch(..., block=...)) or pass grid={blocks}",
+            )  # fmt: skip
+        return grid, block3
+    if blocks > _MAX_GRID:
+        raise ArgumentValueError(
+            name, over, f"at most {_MAX_GRID} blocks of work", f"{lengths[policy.over]} elements",
+            "split the work, or pass an explicit grid",
+        )  # fmt: skip
+    return (blocks, 1, 1), block3
+
+
+def _row_block(spec: KernelSpec, policy: LaunchPolicy, args: Sequence[Any]) -> int:
+    """A row kernel's block when the call gives none: one warp per 32 columns, so each
+    thread keeps about 32 of the row's elements in registers, between 128 threads (short
+    rows still get a full block's bandwidth) and the policy's `block` (its maximum)."""
+    assert policy.cols is not None
+    cols = operator.index(args[policy.cols])
+    warps = -(-max(cols, 1) // (32 * 32))
+    return max(min(32 * warps, default_block(spec)), min(128, default_block(spec)))
+
+
+def _blocks(
+    spec: KernelSpec,
+    policy: LaunchPolicy,
+    lengths: Sequence[int | None],
+    args: Sequence[Any],
+    block3: Dim3,
+    multiprocessors: Callable[[], int],
+) -> tuple[int, str]:
+    """The policy's block count for these arguments, and what it means (for messages)."""
+    n = lengths[policy.over]
+    assert n is not None
+    over = spec.params[policy.over].name
+    threads = block3[0] * block3[1] * block3[2]
+    kind = policy.kind
+    if kind == "elementwise":
+        return -(-n // (threads * policy.per_thread)), ""
+    if kind == "grid_stride":
+        cover = -(-n // (threads * policy.per_thread))
+        return max(1, min(cover, policy.blocks_per_sm * multiprocessors())), ""
+    if kind == "block_per_element":
+        return n, f"one per element of '{over}' ({n})"
+    if kind == "segments":
+        return -(-n // threads), f"one per {threads} elements of '{over}' ({n})"
+    assert kind == "block_per_row" and policy.cols is not None
+    cols_name = spec.params[policy.cols].name
+    cols = operator.index(args[policy.cols])
+    if cols <= 0 or n % cols:
+        raise ArgumentValueError(
+            spec.entry, over, f"a row-major matrix of rows of {cols_name} elements",
+            f"{n} elements with {cols_name}={cols}",
+            f"pass {cols_name} = the row length, which divides len({over})",
+        )  # fmt: skip
+    return n // cols, f"one per row of '{over}' ({n // cols} rows of {cols})"
+
+
+def lengths_of(views: Sequence[Any]) -> list[int | None]:
+    """Element counts of the array arguments' views (None for scalars)."""
+    return [None if v is None else math.prod(v.shape) for v in views]

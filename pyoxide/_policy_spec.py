@@ -1,0 +1,59 @@
+"""A kernel's launch policy as the manifest records it (oxide-abi ``LaunchPolicy``,
+written by ``#[launch(...)]``): the data and its reader. pyoxide/_policy.py applies it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Launch policies (oxide-abi `LaunchPolicy`, `#[launch(...)]`) and their fields besides
+#: `kind` (checked against the manifest schema by tests/test_manifest.py).
+LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
+    "elementwise": ("over", "per_thread", "block"),
+    "grid_stride": ("over", "per_thread", "block", "blocks_per_sm"),
+    "block_per_element": ("over", "block"),
+    "block_per_row": ("over", "cols", "block"),
+    "segments": ("over",),
+}
+
+
+@dataclass(frozen=True)
+class LaunchPolicy:
+    """A kernel's ``#[launch(...)]``; ``over`` and ``cols`` are parameter indices.
+    pyoxide/_policy.py applies it."""
+
+    kind: str
+    over: int
+    per_thread: int = 1
+    block: int = 256
+    blocks_per_sm: int = 1
+    cols: int | None = None
+
+
+def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> LaunchPolicy:
+    """The manifest's `launch` of a kernel with `params`, checked (`c`: the manifest
+    reader's checker, whose errors name the field)."""
+    kind = c.choice(
+        c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS)
+    )
+    fields = LAUNCH_KINDS[kind]
+    v = c.obj(value, w, ["kind", *fields])
+    names = [p.name for p in params]
+    over = c.choice(v["over"], w + ".over", names)
+    if params[names.index(over)].kind not in (
+        "slice",
+        "disjoint_slice",
+        "mut_slice",
+        "atomic_slice",
+    ):
+        raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
+    ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
+    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > 1024:
+        raise c.fail(w, "per_thread, block and blocks_per_sm are at least 1, block at most 1024")
+    cols = None
+    if "cols" in v:
+        cols = names.index(c.choice(v["cols"], w + ".cols", names))
+        if params[cols].kind != "scalar" or params[cols].type in ("f32", "f64", "bool"):
+            raise c.fail(w + ".cols", f"parameter {names[cols]!r} is not an integer scalar")
+    return LaunchPolicy(kind, names.index(over), cols=cols, **ints)

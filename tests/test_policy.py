@@ -1,0 +1,119 @@
+"""pyoxide/_policy.py: a kernel's launch policy (`#[launch(...)]`) and its arguments to a
+grid and block, and the explicit grids it refuses. Pure Python: specs made here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers.bundled import kernels_manifest
+
+import pyoxide
+from pyoxide import _policy
+from pyoxide._manifest import KernelSpec, LaunchBounds, LaunchPolicy, ParamSpec, SourceLocation
+
+X = ParamSpec("x", "slice", "f32", False)
+OUT = ParamSpec("out", "disjoint_slice", "f32", True)
+BINS = ParamSpec("bins", "atomic_slice", "u32", True)
+COLS = ParamSpec("cols", "scalar", "u32", False)
+
+
+def spec(
+    params: tuple[ParamSpec, ...], launch: LaunchPolicy | None = None, bounds: int | None = None
+) -> KernelSpec:
+    return KernelSpec(
+        name="k", entry="k", params=params, source=SourceLocation("m", "f.rs", 1),
+        launch_bounds=LaunchBounds(bounds) if bounds else None, launch=launch,
+    )  # fmt: skip
+
+
+def no_sms() -> int:
+    raise AssertionError("the multiprocessor count was not needed here")
+
+
+def config(s: KernelSpec, lengths: list[Any], grid: Any = None, block: Any = None,
+           args: tuple[Any, ...] = (), sms: Any = no_sms) -> tuple[Any, Any]:  # fmt: skip
+    return _policy.configure(s, lengths, args, grid, block, sms)
+
+
+def test_without_a_policy_one_thread_per_output_element() -> None:
+    s = spec((X, OUT))
+    assert config(s, [None, 1000]) == ((4, 1, 1), (256, 1, 1))
+    assert config(s, [None, 0]) == ((0, 1, 1), (256, 1, 1))  # nothing to launch
+    assert config(s, [None, 1000], block=(100, 1, 1)) == ((10, 1, 1), (100, 1, 1))
+    assert _policy.plain_rule(s) == (1, 256, 256)
+    assert config(spec((X, OUT), bounds=64), [None, 1000]) == ((16, 1, 1), (64, 1, 1))
+
+
+def test_without_an_output_or_a_policy_the_grid_must_be_given() -> None:
+    s = spec((X, BINS))
+    with pytest.raises(pyoxide.ArgumentValueError, match="explicit launch configuration"):
+        config(s, [10, 4])
+    assert config(s, [], grid=(3, 1, 1)) == ((3, 1, 1), (256, 1, 1))
+    assert _policy.plain_rule(s) is None
+
+
+def test_elementwise_with_several_elements_per_thread() -> None:
+    s = spec((X, OUT), LaunchPolicy("elementwise", 1, per_thread=4, block=128))
+    assert config(s, [None, 1 << 20]) == ((2048, 1, 1), (128, 1, 1))
+    assert config(s, [None, 513]) == ((2, 1, 1), (128, 1, 1))
+    assert config(s, [], grid=(7, 1, 1)) == ((7, 1, 1), (128, 1, 1))  # any grid: it strides
+    assert _policy.plain_rule(s) == (1, 128, 512)
+    assert not _policy.validates_grid(s)
+
+
+def test_grid_stride_fills_the_device_and_no_more() -> None:
+    s = spec((X, BINS), LaunchPolicy("grid_stride", 0, per_thread=16, block=256, blocks_per_sm=4))
+    assert config(s, [1 << 28, 256], sms=lambda: 132) == ((528, 1, 1), (256, 1, 1))
+    assert config(s, [5000, 256], sms=lambda: 132) == ((2, 1, 1), (256, 1, 1))
+    # An empty input still gets one block: the kernel may have an output to write.
+    assert config(s, [0, 256], sms=lambda: 132) == ((1, 1, 1), (256, 1, 1))
+    assert config(s, [1 << 28, 256], grid=(9, 1, 1)) == ((9, 1, 1), (256, 1, 1))
+    assert _policy.plain_rule(s) is None
+
+
+def test_block_per_element_refuses_another_grid() -> None:
+    s = spec((X, OUT), LaunchPolicy("block_per_element", 1, block=256))
+    assert config(s, [10**6, 132]) == ((132, 1, 1), (256, 1, 1))
+    assert config(s, [10**6, 132], grid=(12, 11, 1), block=(64, 1, 1)) == ((12, 11, 1), (64, 1, 1))
+    with pytest.raises(
+        pyoxide.ArgumentValueError, match=r"132 block\(s\): one per element of 'out'"
+    ) as e:
+        config(s, [10**6, 132], grid=(1, 1, 1))
+    assert "grid=132" in str(e.value)
+    assert _policy.validates_grid(s)
+
+
+def test_block_per_row_reads_the_row_length_from_its_argument() -> None:
+    s = spec((X, OUT, COLS), LaunchPolicy("block_per_row", 1, cols=2, block=128))
+    assert config(s, [None, 300 * 1000, None], args=(None, None, 1000)) == (
+        (300, 1, 1),
+        (128, 1, 1),
+    )
+    with pytest.raises(pyoxide.ArgumentValueError, match="rows of cols elements"):
+        config(s, [None, 1001, None], args=(None, None, 10))
+    with pytest.raises(pyoxide.ArgumentValueError, match=r"300 block\(s\): one per row"):
+        config(s, [None, 300 * 1000, None], grid=(10, 1, 1), args=(None, None, 1000))
+
+
+def test_segments_need_the_block() -> None:
+    s = spec((X, OUT), LaunchPolicy("segments", 1), bounds=1024)
+    with pytest.raises(pyoxide.ArgumentValueError, match="block size is part of the result"):
+        config(s, [None, 1000])
+    assert config(s, [None, 1000], block=(64, 1, 1)) == ((16, 1, 1), (64, 1, 1))
+    with pytest.raises(pyoxide.ArgumentValueError, match=r"16 block\(s\)"):
+        config(s, [None, 1000], grid=(15, 1, 1), block=(64, 1, 1))
+
+
+def test_a_block_past_the_launch_bounds_is_refused() -> None:
+    s = spec((X, OUT), bounds=128)
+    with pytest.raises(pyoxide.ArgumentValueError, match="at most 128 threads per block"):
+        config(s, [None, 10], block=(256, 1, 1))
+
+
+def test_the_default_block_is_oxide_abis() -> None:
+    """vecadd's `#[launch]` gives no block, so its manifest records oxide-abi's
+    DEFAULT_BLOCK: the block that kernels without a policy get here."""
+    m = pyoxide.read_manifest(kernels_manifest())
+    vecadd = next(k for k in m.kernels if k.entry == "vecadd")
+    assert vecadd.launch is not None and vecadd.launch.block == _policy.DEFAULT_BLOCK
