@@ -156,9 +156,9 @@ unsafe fn move_full_tile<T: TileElement>(
             let (k, h) = (i / H, i % H);
             T::load_nc(from.add(k * BLOCK_ROWS * cols + h * BLOCK_COLS))
         });
-        for i in 0..LOADS {
+        for (i, &e) in v.iter().enumerate() {
             let (k, h) = (i / H, i % H);
-            put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS).write(v[i]);
+            put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS).write(e);
         }
         thread::sync_threads();
         let to = dst.add(oc * rows + or);
