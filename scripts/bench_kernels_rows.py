@@ -140,7 +140,8 @@ def rows_benchmarks(
                 "torch copy_(x.t())", to.copy_(tx.t())
             )
         row = {"kernel": "transpose", "size": f"{n}×{n}", "bytes": 8 * n * n}
-        kern = kernels.transpose
+        # The f32 instance of the generic kernel: its parameter names come from its spec.
+        kern = kernels.transpose_f32
         try:
             args = _args(kern.spec, {"x": x.reshape(-1), "out": out.reshape(-1)}, n, n, eps)
             kern(*args)

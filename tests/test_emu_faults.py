@@ -68,7 +68,6 @@ def outcome(p: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(
     "call",
     [
-        "K.scan_blocks_u32(u, r)",
         "K.scan_blocks_u32.launch(u, r, block=1024, shared_mem=0)",
         "K.scan_blocks_u32.launch(u, r, block=256, shared_mem=4)",
         "K.scan_blocks_u32.launch(u[:32], r[:32], block=1024, shared_mem=0)",
@@ -81,6 +80,19 @@ def test_scan_without_its_shared_memory_raises_instead_of_corrupting_the_heap(
     got = outcome(child(emu_kernels_manifest(), body + CATCH.format(call=call)))
     assert got.startswith("RESULT EmulatorError scan_blocks_u32 (0, 0, 0) (0, 0, 0)"), got
     assert "DynamicSharedArray::<u32>::len() >= warps" in got, got
+
+
+def test_scan_called_the_obvious_way_is_refused_before_launch() -> None:
+    """`K.scan_blocks_u32(u, r)` (issue #16's first case) once corrupted the heap; its
+    launch policy (`segments`) now asks for the block, which is part of the result."""
+    body = (
+        "u = np.arange(1000, dtype=np.uint32); r = np.zeros_like(u)\n"
+        "from pyoxide.errors import ArgumentValueError\n"
+        "try:\n    K.scan_blocks_u32(u, r)\n    print('RESULT ok')\n"
+        "except ArgumentValueError as e:\n    print('RESULT', e.param, str(e).split('. Fix:')[1])\n"
+    )
+    got = outcome(child(emu_kernels_manifest(), body))
+    assert got.startswith("RESULT block  call scan_blocks_u32.launch(..., block=256"), got
 
 
 def test_scan_with_its_shared_memory_is_right() -> None:

@@ -10,6 +10,7 @@ import pickle
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,17 +57,16 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_the_package_imports_form_a_dag() -> None:
-    graph = import_graph()
-    assert graph.get("pyoxide._launch")
-    state: dict[str, int] = {}
+def assert_dag(graph: dict[Any, set[Any]], name: Callable[[Any], str] = str) -> None:
+    """Fail with the first cycle found in `graph` (node -> nodes it depends on)."""
+    state: dict[Any, int] = {}
 
-    def visit(m: str, path: list[str]) -> None:
+    def visit(m: Any, path: list[Any]) -> None:
         state[m] = 1
         for n in sorted(graph[m]):
             if state.get(n) == 1:
                 cycle = [*path[path.index(n) :], n] if n in path else [m, n]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
+                raise AssertionError("cycle: " + " -> ".join(name(c) for c in cycle))
             if n not in state:
                 visit(n, [*path, n])
         state[m] = 2
@@ -74,6 +74,12 @@ def test_the_package_imports_form_a_dag() -> None:
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
+
+
+def test_the_package_imports_form_a_dag() -> None:
+    graph = import_graph()
+    assert graph.get("pyoxide._launch")
+    assert_dag(graph)
 
 
 def test_the_graph_sees_every_kind_of_import() -> None:
@@ -130,22 +136,7 @@ RUST_CRATES = sorted(
 
 @pytest.mark.parametrize("crate", RUST_CRATES, ids=lambda p: p.name)
 def test_the_rust_modules_of_a_crate_form_a_dag(crate: Path) -> None:
-    graph = rust_module_graph(crate / "src")
-    state: dict[tuple[str, ...], int] = {}
-
-    def visit(m: tuple[str, ...], path: list[tuple[str, ...]]) -> None:
-        state[m] = 1
-        for n in sorted(graph[m]):
-            if state.get(n) == 1:
-                cycle = [*path[path.index(n) :], n]
-                raise AssertionError("module cycle: " + " -> ".join("::".join(c) for c in cycle))
-            if n not in state:
-                visit(n, [*path, n])
-        state[m] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [m])
+    assert_dag(rust_module_graph(crate / "src"), "::".join)
 
 
 def test_the_rust_graph_sees_crate_super_and_grouped_paths() -> None:
