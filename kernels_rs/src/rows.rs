@@ -10,8 +10,10 @@
 //!   write pass; the later passes mostly hit L2).
 //! - Each of the four paths (cached or streamed, vector or scalar) is a function of its
 //!   own, chosen once per launch, and loop-invariant addresses are recomputed per row
-//!   (see [`access::fresh`]): no path spills, and the kernels take at most 84 (softmax) and 108
-//!   (layer norm) registers a thread, from 128 in the first version.
+//!   (see [`access::fresh`]): no path spills, and the kernels take at most 93 (softmax) and 92
+//!   (layer norm) registers a thread on sm_90, from 128 in the first version. (Capped at
+//!   64 for two 512-thread blocks an SM, softmax spilled a little and measured slower on
+//!   an H200 at 4096 columns, 1.08× torch against 1.42×; see docs/performance.md.)
 //! - When the row, the output and (layer norm) weight and bias are 16-byte aligned,
 //!   every access is a 128-bit vector; otherwise (a view such as `x[1:]`, or `cols` not
 //!   a multiple of 4) scalar and still coalesced. Inputs load through the read-only
@@ -36,14 +38,17 @@ use oxide_device::prelude::*;
 /// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
 ///
 /// Launch: a plain call `softmax_rows(x, out, cols)` takes one block per row and
-/// `cols / 32` threads rounded up to a multiple of 32, clamped to 128..=512 (the
-/// `block_per_row` policy). An explicit block must be 32..=512 threads, a multiple of 32;
-/// an explicit grid must have one block per row. Rows up to `32 · blockDim` columns are
-/// read once; longer ones twice. Traps when `x.len()` is not `rows · cols` or `out.len()`
-/// differs from `x.len()`.
+/// `cols / 32` threads rounded up to a multiple of 32, clamped to 128..=256 (the
+/// `block_per_row` policy; what `scripts/bench_rows` calls "policy"). 256, not 512: on
+/// an H200 at 16384 columns, 256 threads reading the row twice (the second read mostly
+/// from L2) beat 512 threads holding it in registers (0.98× against 0.88× torch), one
+/// 93-register block of 512 an SM leaving too little in flight. An explicit block must
+/// be 32..=512 threads, a multiple of 32; an explicit grid must have one block per row.
+/// Rows up to `32 · blockDim` columns are read once; longer ones twice. Traps when
+/// `x.len()` is not `rows · cols` or `out.len()` differs from `x.len()`.
 #[kernel]
 #[launch_bounds(512)]
-#[launch(block_per_row(out, cols = cols, block = 512))]
+#[launch(block_per_row(out, cols = cols, block = 256))]
 pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
     static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
     static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
@@ -119,10 +124,11 @@ unsafe fn softmax_cached<const VECTOR: bool>(
     maxes: &SharedArray<f32, 32>,
     sums: &SharedArray<f32, 32>,
 ) {
-    // Columns this thread lacks hold -inf: they add nothing to the max, exp(-inf) = 0.
+    // Columns past the row's end hold copies of its last element: they do not change
+    // the max, and are left out of the sum.
     // SAFETY: upheld by the caller.
     let n = CACHE.get(VECTOR);
-    let mut c = unsafe { load_row::<VECTOR>(src, s, n, f32::NEG_INFINITY) };
+    let mut c = unsafe { load_row::<VECTOR>(src, s, n) };
     let mut local_max = f32::NEG_INFINITY;
     each_chunk!(j => {
         if j < n {
@@ -130,12 +136,16 @@ unsafe fn softmax_cached<const VECTOR: bool>(
         }
     });
     let max = block_allreduce(local_max, maxes, f32::NEG_INFINITY, f32::max);
+    // The columns anew (not the loads' offsets, kept live across the reduction).
+    let m = fresh(s);
     let mut local_sum = 0.0;
     each_chunk!(j => {
         if j < n {
             for v in 0..VEC {
                 c[j][v] = exp(c[j][v] - max);
-                local_sum += c[j][v];
+                if m.has::<VECTOR>(j, v, n) {
+                    local_sum += c[j][v];
+                }
             }
         }
     });
@@ -205,7 +215,9 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// `cols` elements. The variance is a second pass over the centred values (in registers
 /// when the row fits), so no cancellation.
 ///
-/// Launch: as [`softmax_rows`]. Traps when the sizes disagree with `cols`.
+/// Launch: as [`softmax_rows`], but a plain call's block is clamped to 128..=512 (at
+/// 16384 columns on an H200, 512 threads with the row in registers measured 1.09×
+/// torch, 256 threads streaming it 0.88×). Traps when the sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
 #[launch(block_per_row(out, cols = cols, block = 512))]
@@ -354,16 +366,23 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
 ) {
     // SAFETY: upheld by the caller.
     let n = CACHE.get(VECTOR);
-    let c = unsafe { load_row::<VECTOR>(src, s, n, 0.0) };
+    let c = unsafe { load_row::<VECTOR>(src, s, n) };
+    // The columns anew (not the loads' offsets, kept live across the reduction).
+    let m = fresh(s);
     let mut local = 0.0f32;
     each_chunk!(j => {
-        local += c[j].iter().sum::<f32>();
+        for v in 0..VEC {
+            if m.has::<VECTOR>(j, v, n) {
+                local += c[j][v];
+            }
+        }
     });
     let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
+    let m = fresh(s);
     let mut local_sq = 0.0f32;
     each_chunk!(j => {
         for v in 0..VEC {
-            if s.has::<VECTOR>(j, v, n) {
+            if m.has::<VECTOR>(j, v, n) {
                 local_sq += (c[j][v] - mean) * (c[j][v] - mean);
             }
         }

@@ -3,17 +3,19 @@
 use oxide_device::ldst::{self, ReadOnlyLoad};
 use oxide_device::prelude::*;
 
-/// Side of the square tiles [`transpose`] stages through shared memory.
-pub const TILE: usize = 32;
+/// Rows of `x` in one of [`transpose`]'s shared-memory tiles (a multiple of 32).
+pub const TILE_ROWS: usize = 64;
+/// Columns of `x` in one tile (a multiple of 32).
+pub const TILE_COLS: usize = 64;
 /// A tile row in shared memory: one padding element shifts each row by one bank, so
 /// the column reads of the write phase hit 32 different banks (4-byte elements; for
 /// 8-byte ones, each half-warp phase hits 32 different banks).
-const PITCH: usize = TILE + 1;
+const PITCH: usize = TILE_COLS + 1;
 
 /// An element type [`transpose`] takes: each has its own shared tile (a static cannot
 /// name the kernel's generic parameter).
 pub trait TileElement: ReadOnlyLoad {
-    /// This type's `TILE × PITCH` shared-memory tile.
+    /// This type's `TILE_ROWS × PITCH` shared-memory tile.
     fn tile() -> *mut Self;
 }
 
@@ -22,7 +24,7 @@ macro_rules! tile_element {
         impl TileElement for $t {
             #[inline(always)]
             fn tile() -> *mut $t {
-                shared_array!($t, { TILE * PITCH }).as_mut_ptr()
+                shared_array!($t, { TILE_ROWS * PITCH }).as_mut_ptr()
             }
         }
     )*};
@@ -30,26 +32,37 @@ macro_rules! tile_element {
 
 tile_element!(f32, f64, u32);
 
-/// Rows of threads in a [`transpose`] block; each thread moves `TILE / BLOCK_ROWS`
-/// elements of a tile.
+/// Threads of a [`transpose`] block along x (a warp: a warp reads 32 consecutive
+/// elements of a row of `x` and writes 32 consecutive elements of a row of `out`).
+pub const BLOCK_COLS: usize = 32;
+/// Rows of threads in a [`transpose`] block; each thread moves
+/// `TILE_ROWS · TILE_COLS / (BLOCK_COLS · BLOCK_ROWS)` elements of a tile.
 pub const BLOCK_ROWS: usize = 8;
+
+const _: () = assert!(
+    TILE_ROWS.is_multiple_of(BLOCK_COLS)
+        && TILE_COLS.is_multiple_of(BLOCK_COLS)
+        && BLOCK_COLS.is_multiple_of(BLOCK_ROWS),
+    "the tile loops below assume these divide"
+);
 
 /// `out = xᵀ` for the row-major `rows × cols` matrix `x`; `out` is `cols × rows`.
 ///
-/// Each block moves `32 × 32` tiles: it reads a tile's rows (coalesced, through the
-/// read-only cache), writes them into a padded shared tile, and writes the tile's
-/// columns as rows of `out` (coalesced, and no bank conflicts thanks to the padding).
-/// Partial tiles at the right and bottom edges are handled, so any shape works.
+/// Each block moves `64 × 64` tiles ([`TILE_ROWS`] × [`TILE_COLS`]): it reads a
+/// tile's rows (coalesced, through the read-only cache), writes them into a padded
+/// shared tile, and writes the tile's columns as rows of `out` (coalesced, and no bank
+/// conflicts thanks to the padding). Partial tiles at the right and bottom edges are
+/// handled, so any shape works.
 ///
-/// Registers: 32 a thread (`launch_bounds(256, 8)`), so eight blocks fill an SM: each
-/// thread has only four loads in flight, and the latency of DRAM is hidden by many
-/// threads, not by long ones. Whole tiles take a path with no bounds checks.
+/// Each thread moves 16 elements of a tile, its 16 loads issued before its first
+/// shared-memory store, so that enough bytes are in flight to cover DRAM's latency;
+/// whole tiles take a path with no bounds checks and constant strides.
 ///
-/// Launch: block `(32, 8)`, grid `(⌈cols / 32⌉, min(⌈rows / 32⌉, 65535))`; blocks
-/// stride over tiles, so a smaller grid is correct too. Traps when `x.len()` or
-/// `out.len()` is not `rows · cols`, or the block is not `(32, 8)`.
+/// Launch: block `(32, 8)`, grid `(⌈cols / 64⌉, min(⌈rows / 64⌉, 65535))`; blocks
+/// stride over tiles, so any grid is correct. Traps when `x.len()` or `out.len()` is
+/// not `rows · cols`, or the block is not `(32, 8)`.
 #[kernel(f32, f64, u32)]
-#[launch_bounds(256, 8)]
+#[launch_bounds(256, 4)]
 pub fn transpose<T: TileElement>(x: &[T], mut out: DisjointSlice<T>, rows: u32, cols: u32) {
     let (rows, cols) = (rows as usize, cols as usize);
     gpu_assert!(
@@ -61,7 +74,7 @@ pub fn transpose<T: TileElement>(x: &[T], mut out: DisjointSlice<T>, rows: u32, 
         cols
     );
     gpu_assert!(
-        thread::blockDim_x() as usize == TILE
+        thread::blockDim_x() as usize == BLOCK_COLS
             && thread::blockDim_y() as usize == BLOCK_ROWS
             && thread::blockDim_z() == 1,
         "transpose needs a block of (32, 8) threads, got ({}, {}, {})\n",
@@ -75,10 +88,11 @@ pub fn transpose<T: TileElement>(x: &[T], mut out: DisjointSlice<T>, rows: u32, 
     );
     let tile = T::tile();
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
-    let (tiles_x, tiles_y) = (cols.div_ceil(TILE), rows.div_ceil(TILE));
+    let (tiles_x, tiles_y) = (cols.div_ceil(TILE_COLS), rows.div_ceil(TILE_ROWS));
     let (gx, gy) = (thread::gridDim_x() as usize, thread::gridDim_y() as usize);
-    // This thread's slots: it writes (ty + 8k, tx) of the tile and reads (tx, ty + 8k).
-    // SAFETY: both are below TILE · PITCH.
+    // This thread's slots: it writes (ty + 8k, tx + 32h) of the tile and reads
+    // (tx + 32h, ty + 8k).
+    // SAFETY: both are below TILE_ROWS · PITCH (tx < 32 <= TILE_ROWS, ty < 8).
     let (put, get) = unsafe { (tile.add(ty * PITCH + tx), tile.add(tx * PITCH + ty)) };
     let mut tile_row = thread::blockIdx_y() as usize;
     while tile_row < tiles_y {
@@ -87,10 +101,10 @@ pub fn transpose<T: TileElement>(x: &[T], mut out: DisjointSlice<T>, rows: u32, 
             // Opaque, so that the tile's addresses are computed from it here, rather
             // than kept as a dozen 64-bit loop variables (which cost occupancy).
             let (r0, c0) = (
-                ldst::opaque_usize(tile_row * TILE),
-                ldst::opaque_usize(tile_col * TILE),
+                ldst::opaque_usize(tile_row * TILE_ROWS),
+                ldst::opaque_usize(tile_col * TILE_COLS),
             );
-            if r0 + TILE <= rows && c0 + TILE <= cols {
+            if r0 + TILE_ROWS <= rows && c0 + TILE_COLS <= cols {
                 // SAFETY: a whole tile inside the matrix.
                 unsafe {
                     move_full_tile(
@@ -114,8 +128,8 @@ pub fn transpose<T: TileElement>(x: &[T], mut out: DisjointSlice<T>, rows: u32, 
     }
 }
 
-/// Move one whole `32 × 32` tile: this thread reads `x[r + 8k, c]` and writes
-/// `out[oc + 8k, or]` for k in 0..4, with no bounds checks and constant strides.
+/// Move one whole tile: this thread reads `x[r + 8k, c + 32h]` and writes
+/// `out[oc + 8k, or + 32h]`, with no bounds checks and constant strides.
 ///
 /// # Safety
 /// The tile lies inside the `rows × cols` matrix; `put` and `get` are this thread's
@@ -132,18 +146,27 @@ unsafe fn move_full_tile<T: TileElement>(
     (r, c): (usize, usize),
     (or, oc): (usize, usize),
 ) {
+    const LOADS: usize = TILE_ROWS / BLOCK_ROWS * (TILE_COLS / BLOCK_COLS);
+    const H: usize = TILE_COLS / BLOCK_COLS;
     // SAFETY: upheld by the caller: every address is in the tile.
     unsafe {
         let from = src.add(r * cols + c);
-        for k in 0..TILE / BLOCK_ROWS {
-            put.add(k * BLOCK_ROWS * PITCH)
-                .write(T::load_nc(from.add(k * BLOCK_ROWS * cols)));
+        // All loads first, then the shared stores: the loads are in flight together.
+        let v: [T; LOADS] = core::array::from_fn(|i| {
+            let (k, h) = (i / H, i % H);
+            T::load_nc(from.add(k * BLOCK_ROWS * cols + h * BLOCK_COLS))
+        });
+        for (i, &e) in v.iter().enumerate() {
+            let (k, h) = (i / H, i % H);
+            put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS).write(e);
         }
         thread::sync_threads();
         let to = dst.add(oc * rows + or);
-        for k in 0..TILE / BLOCK_ROWS {
-            to.add(k * BLOCK_ROWS * rows)
-                .write(get.add(k * BLOCK_ROWS).read());
+        for k in 0..TILE_COLS / BLOCK_ROWS {
+            for h in 0..TILE_ROWS / BLOCK_COLS {
+                to.add(k * BLOCK_ROWS * rows + h * BLOCK_COLS)
+                    .write(get.add(h * BLOCK_COLS * PITCH + k * BLOCK_ROWS).read());
+            }
         }
         // The next tile's writes wait until every thread has read this one.
         thread::sync_threads();
@@ -166,23 +189,31 @@ unsafe fn move_edge_tile<T: TileElement>(
     (r0, c0): (usize, usize),
     (tx, ty): (usize, usize),
 ) {
-    for k in 0..TILE / BLOCK_ROWS {
-        let (r, c) = (r0 + ty + k * BLOCK_ROWS, c0 + tx);
-        if r < rows && c < cols {
-            // SAFETY: in bounds of `x`; this thread's slot.
-            unsafe {
-                put.add(k * BLOCK_ROWS * PITCH)
-                    .write(T::load_nc(src.add(r * cols + c)))
-            };
+    for k in 0..TILE_ROWS / BLOCK_ROWS {
+        for h in 0..TILE_COLS / BLOCK_COLS {
+            let (r, c) = (r0 + ty + k * BLOCK_ROWS, c0 + tx + h * BLOCK_COLS);
+            if r < rows && c < cols {
+                // SAFETY: in bounds of `x`; this thread's slot.
+                unsafe {
+                    put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS)
+                        .write(T::load_nc(src.add(r * cols + c)))
+                };
+            }
         }
     }
     thread::sync_threads();
-    for k in 0..TILE / BLOCK_ROWS {
-        let (r, c) = (r0 + tx, c0 + ty + k * BLOCK_ROWS);
-        if r < rows && c < cols {
-            // SAFETY: slot (tx, ty + 8k) was written before the barrier (it is in bounds
-            // exactly when this element is); out[c·rows + r] is this thread's alone.
-            unsafe { dst.add(c * rows + r).write(get.add(k * BLOCK_ROWS).read()) };
+    for k in 0..TILE_COLS / BLOCK_ROWS {
+        for h in 0..TILE_ROWS / BLOCK_COLS {
+            let (r, c) = (r0 + tx + h * BLOCK_COLS, c0 + ty + k * BLOCK_ROWS);
+            if r < rows && c < cols {
+                // SAFETY: slot (tx + 32h, ty + 8k) was written before the barrier (it is
+                // in bounds exactly when this element is); out[c·rows + r] is this
+                // thread's alone.
+                unsafe {
+                    dst.add(c * rows + r)
+                        .write(get.add(h * BLOCK_COLS * PITCH + k * BLOCK_ROWS).read())
+                };
+            }
         }
     }
     thread::sync_threads();

@@ -127,12 +127,13 @@ def test_layernorm_rows_misaligned_views(
 
 
 def transpose_launch(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The launch transpose's doc gives: 32 x 8 threads, one block per 32 x 32 tile."""
-    return (-(-cols // 32), min(-(-rows // 32), 65535)), (32, 8)
+    """The launch transpose's doc gives: 32 x 8 threads, one block per 64 x 64 tile."""
+    return (-(-cols // 64), min(-(-rows // 64), 65535)), (32, 8)
 
 
 @pytest.mark.parametrize(
-    ("rows", "cols"), [(1, 1), (1, 300), (300, 1), (33, 65), (1000, 1001), (64, 32)]
+    ("rows", "cols"),
+    [(1, 1), (1, 300), (300, 1), (33, 65), (1000, 1001), (64, 32), (128, 192), (130, 97)],
 )
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint32])
 def test_transpose(

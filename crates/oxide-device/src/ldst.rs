@@ -152,6 +152,35 @@ pub fn opaque_usize(x: usize) -> usize {
     core::hint::black_box(x)
 }
 
+/// `p`, unchanged, but opaque to the optimiser, as [`opaque_usize`]: one register move.
+///
+/// Unlike `p.with_addr(opaque_usize(p.addr()))`, which LLVM lowers to
+/// `p + (opaque(addr) - addr)` and so keeps `-addr` live as well, this is the move alone.
+#[inline(always)]
+pub fn opaque_ptr<T>(p: *const T) -> *const T {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let y: *const T;
+        // SAFETY: a register move. Not `pure`, so LLVM may neither hoist nor merge it.
+        unsafe {
+            core::arch::asm!(
+                "mov.b64 {y}, {x};",
+                y = lateout(reg64) y, x = in(reg64) p,
+                options(nomem, nostack, preserves_flags),
+            )
+        };
+        y
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::hint::black_box(p)
+}
+
+/// [`opaque_ptr`] for a `*mut T`.
+#[inline(always)]
+pub fn opaque_mut<T>(p: *mut T) -> *mut T {
+    opaque_ptr(p.cast_const()).cast_mut()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +191,8 @@ mod tests {
     #[test]
     fn opaque_is_the_identity() {
         assert_eq!(opaque_usize(12345), 12345);
+        let x = [1.0f32, 2.0];
+        assert_eq!(opaque_ptr(x.as_ptr()), x.as_ptr());
     }
 
     #[test]

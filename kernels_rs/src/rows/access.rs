@@ -100,11 +100,13 @@ impl Share {
 }
 
 /// This thread's `4 · n` cached elements of the row at `src` (chunks `0..n`; `n` is a
-/// constant once inlined), `fill` where it has none.
+/// constant once inlined). Chunks past the row's end hold copies of the row's last
+/// element(s): the caller masks them where they would count ([`Share::has`]).
 ///
 /// The loads are unconditional, so they issue back to back: a column past the row's
-/// end loads the row's last element(s) instead (an L1 hit) and is then replaced by
-/// `fill`. (Guarded loads put each in a basic block of its own.)
+/// end loads the row's last element(s) instead (an L1 hit). (Guarded loads put each in
+/// a basic block of its own, and replacing a loaded value right after its load, as a
+/// fill value would, makes that move wait for the load: the loads would not overlap.)
 ///
 /// # Safety
 /// `src` points at `share.cols > 0` readable `f32` not written during the launch; with
@@ -114,24 +116,21 @@ pub(super) unsafe fn load_row<const VECTOR: bool>(
     src: *const f32,
     s: Share,
     n: usize,
-    fill: f32,
 ) -> [[f32; VEC]; CHUNKS] {
-    let mut c = [[fill; VEC]; CHUNKS];
+    let mut c = [[0.0; VEC]; CHUNKS];
     let last = s.cols - if VECTOR { VEC } else { 1 };
     each_chunk!(j => {
         if j >= n {
-            // Not part of this kernel's cache: stays `fill`, folded away.
+            // Not part of this kernel's cache: never read.
         } else if VECTOR {
             let col = s.col::<true>(j, 0);
             // SAFETY: clamped to the row's last 4 columns (cols % 4 == 0), aligned.
-            let v = unsafe { ldst::load_nc_f32x4(src.add(col.min(last))) };
-            c[j] = if col < s.cols { v } else { [fill; VEC] };
+            c[j] = unsafe { ldst::load_nc_f32x4(src.add(col.min(last))) };
         } else {
             for v in 0..VEC {
                 let col = s.col::<false>(j, v);
                 // SAFETY: clamped to the row's last column.
-                let x = unsafe { f32::load_nc(src.add(col.min(last))) };
-                c[j][v] = if col < s.cols { x } else { fill };
+                c[j][v] = unsafe { f32::load_nc(src.add(col.min(last))) };
             }
         }
     });
@@ -185,17 +184,7 @@ impl Iterator for Strided {
     }
 }
 
-/// `p`, opaque to the optimiser (see [`fresh`]).
-#[inline(always)]
-pub(super) fn opaque_ptr(p: *const f32) -> *const f32 {
-    p.with_addr(ldst::opaque_usize(p.addr()))
-}
-
-/// `p`, opaque to the optimiser (see [`fresh`]).
-#[inline(always)]
-pub(super) fn opaque_mut(p: *mut f32) -> *mut f32 {
-    p.with_addr(ldst::opaque_usize(p.addr()))
-}
+pub(super) use ldst::{opaque_mut, opaque_ptr};
 
 /// Write `f(element, column)` for each element of this thread's share of the row
 /// (chunks `0..n`).
@@ -255,7 +244,13 @@ pub(super) fn block_allreduce(
     op: impl Fn(f32, f32) -> f32 + Copy,
 ) -> f32 {
     let warps = thread::block_size().div_ceil(warp::WARP_SIZE) as usize;
-    let (lane, w) = (warp::lane_id() as usize, warp::warp_id() as usize);
+    // Opaque: the shared slots' addresses are computed here, per call, not held in
+    // registers across the caller's row loop (four 64-bit addresses per reduction pair;
+    // with them, softmax's register-cached path spilled under a 64-register cap).
+    let (lane, w) = (
+        ldst::opaque_usize(warp::lane_id() as usize),
+        ldst::opaque_usize(warp::warp_id() as usize),
+    );
     let total = warp::reduce(value, op);
     if lane == 0 {
         // SAFETY: one writer per slot; no warp still reads this buffer (the rule above).
