@@ -1,7 +1,7 @@
 //! The rules a kernel must follow, each reported as a spanned error, and the checked
 //! model (`Kernel`) that `expand` works from. All errors found are reported at once.
 
-use oxide_abi::descriptor::{DEFAULT_BLOCK, LaunchBounds};
+use oxide_abi::descriptor::LaunchBounds;
 use oxide_abi::names::{RESERVED_PREFIX, entry_symbol};
 use oxide_abi::{ParamKind, ScalarType};
 use proc_macro2::Span;
@@ -11,7 +11,12 @@ use syn::{
     FnArg, GenericArgument, GenericParam, Ident, ItemFn, Pat, PathArguments, ReturnType, Type,
 };
 
-use crate::parse::{InstanceSyntax, KernelInput, LaunchBoundsSyntax, LaunchSyntax, LaunchValue};
+use crate::parse::{InstanceSyntax, KernelInput};
+
+mod launch;
+
+pub use launch::{Launch, LaunchKind, PerThread};
+use launch::{check_launch, check_launch_bounds};
 
 /// A kernel that passed every rule.
 pub struct Kernel {
@@ -27,54 +32,6 @@ pub struct Kernel {
     /// `#[launch(...)]`, checked; resolved per instance by `expand`.
     pub launch: Option<Launch>,
 }
-
-/// A checked `#[launch(...)]`.
-pub struct Launch {
-    pub kind: LaunchKind,
-    /// Index of the parameter that sizes the launch.
-    pub over: usize,
-    pub per_thread: PerThread,
-    pub block: u32,
-    pub blocks_per_sm: u32,
-    /// Index of the integer parameter holding the row length (`block_per_row`).
-    pub cols: Option<usize>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum LaunchKind {
-    Elementwise,
-    GridStride,
-    BlockPerElement,
-    BlockPerRow,
-    Segments,
-}
-
-#[derive(Clone, Copy)]
-pub enum PerThread {
-    Elements(u32),
-    /// 16 bytes of the `over` parameter's element type (per instance).
-    Vector,
-}
-
-/// Threads a multiprocessor holds at once on sm_80 and sm_90 (2048), over which
-/// `grid_stride`'s default `blocks_per_sm` fills it.
-const THREADS_PER_SM: u32 = 2048;
-
-const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 5] = [
-    (
-        "elementwise",
-        LaunchKind::Elementwise,
-        &["per_thread", "block"],
-    ),
-    (
-        "grid_stride",
-        LaunchKind::GridStride,
-        &["per_thread", "block", "blocks_per_sm"],
-    ),
-    ("block_per_element", LaunchKind::BlockPerElement, &["block"]),
-    ("block_per_row", LaunchKind::BlockPerRow, &["cols", "block"]),
-    ("segments", LaunchKind::Segments, &[]),
-];
 
 pub struct Param {
     /// The binding as written (`x`), for the generated call.
@@ -578,198 +535,6 @@ fn check_instance_types(args: &[InstanceArg], params: &[Param], errors: &mut Err
             );
         }
     }
-}
-
-fn check_launch_bounds(lb: LaunchBoundsSyntax, errors: &mut Errors) -> Option<LaunchBounds> {
-    let positive =
-        |lit: &syn::LitInt, what: &str, errors: &mut Errors| match lit.base10_parse::<u32>() {
-            Ok(0) | Err(_) => {
-                errors.push(
-                    lit.span(),
-                    format!(
-                        "launch_bounds: {what} must be an integer from 1 to {}",
-                        u32::MAX
-                    ),
-                );
-                None
-            }
-            Ok(v) => Some(v),
-        };
-    let max_threads = positive(&lb.max_threads, "max_threads", errors);
-    let limit = oxide_abi::limits::MAX_THREADS_PER_BLOCK;
-    let max_threads = match max_threads {
-        Some(v) if v > limit => {
-            errors.push(
-                lb.max_threads.span(),
-                format!(
-                    "launch_bounds: max_threads is {v}, but a CUDA block has at most {limit} \
-                     threads; ask for {limit} or fewer"
-                ),
-            );
-            None
-        }
-        other => other,
-    };
-    let min_blocks = match &lb.min_blocks {
-        Some(lit) => Some(positive(lit, "min_blocks", errors)?),
-        None => None,
-    };
-    Some(LaunchBounds {
-        max_threads: max_threads?,
-        min_blocks,
-    })
-}
-
-fn check_launch(
-    l: LaunchSyntax,
-    params: &[Param],
-    bounds: Option<LaunchBounds>,
-    errors: &mut Errors,
-) -> Option<Launch> {
-    let Some(&(_, kind, keys)) = LAUNCH_KINDS.iter().find(|(n, ..)| l.kind == n) else {
-        let names: Vec<&str> = LAUNCH_KINDS.iter().map(|(n, ..)| *n).collect();
-        errors.push(
-            l.kind.span(),
-            format!(
-                "unknown launch policy `{}`; expected one of: {}",
-                l.kind,
-                names.join(", ")
-            ),
-        );
-        return None;
-    };
-    let find = |ident: &Ident| params.iter().position(|p| p.ident.unraw() == ident.unraw());
-    let over = match find(&l.over) {
-        Some(i) if params[i].kind.is_array() && params[i].kind != ParamKind::Pointer => Some(i),
-        Some(_) => {
-            errors.push(
-                l.over.span(),
-                format!(
-                    "#[launch({}(..))] needs a slice parameter to size the launch; `{}` is not one",
-                    l.kind, l.over
-                ),
-            );
-            None
-        }
-        None => {
-            errors.push(
-                l.over.span(),
-                format!("`{}` is not a parameter of this kernel", l.over),
-            );
-            None
-        }
-    };
-    let max_block = bounds.map_or(1024, |b| b.max_threads.min(1024));
-    let (mut per_thread, mut block, mut blocks_per_sm, mut cols) = (
-        PerThread::Elements(1),
-        DEFAULT_BLOCK.min(max_block),
-        None,
-        None,
-    );
-    let mut seen: Vec<String> = Vec::new();
-    for (key, value) in &l.options {
-        let name = key.to_string();
-        if !keys.contains(&name.as_str()) {
-            let allowed = if keys.is_empty() {
-                "none".to_string()
-            } else {
-                keys.join(", ")
-            };
-            errors.push(
-                key.span(),
-                format!(
-                    "`{name}` is not an option of `{}`; it takes: {allowed}",
-                    l.kind
-                ),
-            );
-            continue;
-        }
-        if seen.contains(&name) {
-            errors.push(key.span(), format!("`{name}` is given twice"));
-            continue;
-        }
-        seen.push(name.clone());
-        let int = |lo: u32, hi: u32, errors: &mut Errors| match value {
-            LaunchValue::Int(lit) => match lit.base10_parse::<u32>() {
-                Ok(v) if (lo..=hi).contains(&v) => Some(v),
-                _ => {
-                    errors.push(
-                        lit.span(),
-                        format!("`{name}` must be an integer from {lo} to {hi}"),
-                    );
-                    None
-                }
-            },
-            LaunchValue::Ident(_) => {
-                errors.push(
-                    value.span(),
-                    format!("`{name}` must be an integer from {lo} to {hi}"),
-                );
-                None
-            }
-        };
-        match name.as_str() {
-            "per_thread" => match value {
-                LaunchValue::Ident(i) if i == "vector" => per_thread = PerThread::Vector,
-                LaunchValue::Ident(i) => errors.push(
-                    i.span(),
-                    "`per_thread` is an element count or `vector` (16 bytes' worth)",
-                ),
-                LaunchValue::Int(_) => {
-                    if let Some(n) = int(1, 1 << 16, errors) {
-                        per_thread = PerThread::Elements(n);
-                    }
-                }
-            },
-            "block" => {
-                if let Some(b) = int(1, 1024, errors) {
-                    if b > max_block {
-                        errors.push(
-                            value.span(),
-                            format!("`block = {b}` is more than the kernel's launch bounds ({max_block})"),
-                        );
-                    }
-                    block = b;
-                }
-            }
-            "blocks_per_sm" => blocks_per_sm = int(1, 64, errors),
-            "cols" => {
-                let LaunchValue::Ident(ident) = value else {
-                    errors.push(
-                        value.span(),
-                        "`cols` names the integer parameter that holds the row length",
-                    );
-                    continue;
-                };
-                match find(ident) {
-                    Some(i) if params[i].kind == ParamKind::Scalar
-                        && matches!(params[i].elem, Elem::Scalar(t) if t.is_integer()) =>
-                    {
-                        cols = Some(i)
-                    }
-                    _ => errors.push(
-                        ident.span(),
-                        format!("`cols = {ident}`: `{ident}` must be an integer scalar parameter of this kernel"),
-                    ),
-                }
-            }
-            _ => unreachable!("keys are checked above"),
-        }
-    }
-    if kind == LaunchKind::BlockPerRow && cols.is_none() && !seen.iter().any(|k| k == "cols") {
-        errors.push(
-            l.kind.span(),
-            "`block_per_row` needs `cols = <integer parameter>`",
-        );
-    }
-    Some(Launch {
-        kind,
-        over: over?,
-        per_thread,
-        block,
-        blocks_per_sm: blocks_per_sm.unwrap_or((THREADS_PER_SM / block).max(1)),
-        cols,
-    })
 }
 
 /// Tokens as written, without the spaces `to_string` puts between every two tokens
