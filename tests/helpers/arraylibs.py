@@ -77,10 +77,15 @@ class ArrayLib:
         return arr.cpu().numpy()
 
 
-def array_lib(name: str) -> Any:
-    """A pytest param for the library `name`, with the marks its tests need."""
+def array_lib(name: str, emu_skip_reason: str | None = None) -> Any:
+    """A pytest param for the library `name`, with the marks its tests need; with
+    `emu_skip_reason` (a test marked `skip_on_emu`), the emulator's param is skipped
+    with that reason."""
     if name == "emu":
-        return pytest.param(ArrayLib("emu"), id="emu")
+        marks = [] if emu_skip_reason is None else [
+            pytest.mark.skip(reason=f"not on the emulator: {emu_skip_reason}")
+        ]  # fmt: skip
+        return pytest.param(ArrayLib("emu"), id="emu", marks=marks)
     marks = [pytest.mark.gpu, requires_gpu(f"runs the kernels on {name} arrays")]
     return pytest.param(ArrayLib(name), id=name, marks=marks)
 
@@ -119,5 +124,5 @@ def sizes(*fixed: int) -> list[int]:
 def skip_on_emu(reason: str) -> pytest.MarkDecorator:
     """Mark a kernel test that cannot run on the CPU emulator; it is still collected for
     every library (the emu and GPU collections list the same tests) and skipped, with
-    `reason`, only where `lib` is the emulator (tests/kernels/conftest.py)."""
+    `reason`, only where `lib` is the emulator (see `array_lib`)."""
     return pytest.mark.skip_on_emu(reason=reason)

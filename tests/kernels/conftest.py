@@ -30,11 +30,6 @@ def ports() -> pyoxide.Module:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "lib" in metafunc.fixturenames:
         names = CHOICES[metafunc.config.getoption("backend")]
-        metafunc.parametrize("lib", [array_lib(n) for n in names], scope="module")
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    mark = item.get_closest_marker("skip_on_emu")
-    callspec = getattr(item, "callspec", None)
-    if mark is not None and callspec is not None and callspec.params["lib"].name == "emu":
-        pytest.skip(f"not on the emulator: {mark.kwargs['reason']}")
+        mark = metafunc.definition.get_closest_marker("skip_on_emu")
+        reason = None if mark is None else mark.kwargs["reason"]
+        metafunc.parametrize("lib", [array_lib(n, reason) for n in names], scope="module")
