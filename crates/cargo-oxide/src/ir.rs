@@ -235,19 +235,22 @@ fn type_prefix(s: &str) -> Option<&str> {
     None
 }
 
+/// The kernel entry (a key of `kernels`) that `line` defines, if it is such a definition.
+fn defined_kernel<'k, V>(line: &str, kernels: &'k BTreeMap<String, V>) -> Option<&'k String> {
+    if !line.starts_with("define ") {
+        return None;
+    }
+    kernels
+        .keys()
+        .find(|e| line.contains(&format!(" void @{e}(")))
+}
+
 /// Give each kernel entry the `ptx_kernel` calling convention and its launch bounds.
 pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, Option<LaunchBounds>>) -> Result<String> {
     let mut found = BTreeSet::new();
     let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
     for line in ir.lines() {
-        let entry = line
-            .starts_with("define ")
-            .then(|| {
-                kernels
-                    .keys()
-                    .find(|e| line.contains(&format!(" void @{e}(")))
-            })
-            .flatten();
+        let entry = defined_kernel(line, kernels);
         let Some(entry) = entry else {
             out.push_str(line);
             out.push('\n');
@@ -340,14 +343,7 @@ pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
 pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -> Result<String> {
     let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
     for line in ir.lines() {
-        let entry = line
-            .starts_with("define ")
-            .then(|| {
-                kernels
-                    .keys()
-                    .find(|e| line.contains(&format!(" void @{e}(")))
-            })
-            .flatten();
+        let entry = defined_kernel(line, kernels);
         let Some(entry) = entry else {
             out.push_str(line);
             out.push('\n');
