@@ -39,7 +39,8 @@
 //! On the host, inside an emulated launch, each block has its own copy of every
 //! `SharedArray` static and of the dynamic array (`launch.shared_bytes`, followed by a
 //! guard page: an access past it is reported as a fault of that thread); outside one,
-//! a `SharedArray` is the ordinary static and the dynamic array a per-OS-thread buffer.
+//! each OS thread has its own copy of every `SharedArray` static and its own dynamic
+//! buffer (a plain call is a one-thread block).
 
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;

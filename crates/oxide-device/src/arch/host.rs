@@ -205,8 +205,8 @@ redux! {
 
 // ---- shared statics: one copy per block in the emulator --------------------------
 
-/// The running block's copy of a `SharedArray` static (the static itself outside the
-/// emulator).
+/// The running block's copy of a `SharedArray` static (outside the emulator, this OS
+/// thread's own copy).
 #[inline]
 pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
     block::shared_static(addr, bytes, align)

@@ -132,20 +132,36 @@ pub(crate) fn exchange(v: u64) -> Exchange {
 /// The running block's copy of the shared static at `addr` (`bytes` long, aligned to
 /// `align`); the static itself outside the emulator.
 pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
-    with_ctx(|c| {
-        let mut map = c.shared.borrow_mut();
-        let key = addr as usize;
-        if let Some((_, buf)) = map.iter_mut().find(|(k, _)| *k == key) {
-            return aligned(buf, align);
-        }
-        // u128s are 16-byte aligned; a larger alignment takes its slack from the end.
-        let slack = align.saturating_sub(16);
-        let mut buf: Box<[u128]> = (0..(bytes + slack).div_ceil(16)).map(|_| 0).collect();
-        let p = aligned(&mut buf, align);
-        map.push((key, buf));
-        p
+    with_ctx(|c| copy_of(&mut c.shared.borrow_mut(), addr, bytes, align)).unwrap_or_else(|| {
+        // Outside a launch (a kernel called as a plain function), each OS thread is a
+        // one-thread block of its own: the static's memory would be shared between
+        // concurrent callers (parallel tests), so each thread gets its own copy too.
+        OUTSIDE_SHARED.with(|m| copy_of(&mut m.borrow_mut(), addr, bytes, align))
     })
-    .unwrap_or(addr)
+}
+
+std::thread_local! {
+    /// This OS thread's copies of the shared statics it touched outside a launch.
+    static OUTSIDE_SHARED: RefCell<Vec<(usize, Box<[u128]>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The copy in `map` of the shared static at `addr`, made (zeroed) on first use.
+fn copy_of(
+    map: &mut Vec<(usize, Box<[u128]>)>,
+    addr: *mut u8,
+    bytes: usize,
+    align: usize,
+) -> *mut u8 {
+    let key = addr as usize;
+    if let Some((_, buf)) = map.iter_mut().find(|(k, _)| *k == key) {
+        return aligned(buf, align);
+    }
+    // u128s are 16-byte aligned; a larger alignment takes its slack from the end.
+    let slack = align.saturating_sub(16);
+    let mut buf: Box<[u128]> = (0..(bytes + slack).div_ceil(16)).map(|_| 0).collect();
+    let p = aligned(&mut buf, align);
+    map.push((key, buf));
+    p
 }
 
 /// The first `align`-aligned byte of `buf`.
