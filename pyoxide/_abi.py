@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 MANIFEST_SCHEMA_VERSION = 2
 DESCRIPTOR_VERSION = 1
+VERIFY_REPORT_VERSION = 1
 
 
 class Scalar(NamedTuple):
@@ -98,6 +99,8 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 4
     LOAD_FAILED = 5
     ERROR = 6
+    VERIFY_FAILED = 7
+    NO_DEVICE = 8
 
 
 EXIT_MEANINGS: dict[int, str] = {
@@ -108,4 +111,6 @@ EXIT_MEANINGS: dict[int, str] = {
     4: "no such kernel or architecture in the manifest",
     5: "the manifest or an artifact is unusable (malformed, newer, missing, changed)",
     6: "any other error",
+    7: "a kernel failed verification (a wrong result, or a sanitizer error)",
+    8: "no CUDA device (or no CuPy) for a command that needs the GPU",
 }

@@ -13,6 +13,11 @@ import pytest
 
 from helpers.probes import requires_gpu
 
+# The tolerance policy and poison patterns have one home, shared with `pyoxide verify`.
+from pyoxide.spec import poison_value, rel_err, tol
+
+__all__ = ["poison_value", "rel_err", "tol"]  # re-exported for the kernel tests
+
 # `--backend` values and the array libraries each selects.
 CHOICES = {
     "emu": ("emu",),
@@ -21,15 +26,6 @@ CHOICES = {
     "gpu": ("cupy", "torch"),
     "all": ("emu", "cupy", "torch"),
 }
-
-
-def poison_value(dtype: Any) -> float | int:
-    """NaN for floats, 0xDEADBEEF (cut to the width) for integers: an element the kernel
-    never wrote shows up as NaN or as that pattern."""
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return np.nan
-    return 0xDEADBEEF & ((1 << (8 * dt.itemsize)) - 1) if dt.kind == "u" else -0x21524111
 
 
 @dataclass(frozen=True)
@@ -88,29 +84,6 @@ def array_lib(name: str, emu_skip_reason: str | None = None) -> Any:
         return pytest.param(ArrayLib("emu"), id="emu", marks=marks)
     marks = [pytest.mark.gpu, requires_gpu(f"runs the kernels on {name} arrays")]
     return pytest.param(ArrayLib(name), id=name, marks=marks)
-
-
-def rel_err(got: Any, ref: Any, scale: Any = None) -> float:
-    """‖got − ref‖ / ‖ref‖ in float64, after checking no poisoned (NaN) element is left.
-
-    With `scale` (an array): ‖got − ref‖ over the larger of ‖ref‖ and ‖scale‖, the size of
-    the terms the kernel combined. Where terms cancel (a*x + y near 0, relu of a small
-    polynomial) float32 rounding is a fraction of the terms, not of the tiny result."""
-    got = np.asarray(got, dtype=np.float64)
-    assert np.isfinite(got).all(), "an output element was not written (NaN poison left)"
-    ref = np.asarray(ref, dtype=np.float64)
-    size = np.linalg.norm(ref)
-    if scale is not None:
-        size = max(size, np.linalg.norm(np.asarray(scale, dtype=np.float64)))
-    return float(np.linalg.norm(got - ref) / max(size, 1e-300))
-
-
-def tol(dtype: Any, *, compound: bool = False) -> float:
-    """The one tolerance policy of the kernel suite, for `rel_err` against float64:
-    about 8 units of roundoff of `dtype` for elementwise work and sums; ten times that
-    for compound work (matrix products, softmax, transcendental activations)."""
-    eps = float(np.finfo(np.dtype(dtype)).eps)
-    return 8 * eps * (10 if compound else 1)
 
 
 def sizes(*fixed: int) -> list[int]:

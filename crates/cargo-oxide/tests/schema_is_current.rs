@@ -39,3 +39,20 @@ fn newer_schema_is_refused_with_a_remedy() {
     let err = oxide_abi::manifest::Manifest::from_json(&text).unwrap_err();
     assert!(err.contains("upgrade pyoxide"), "{err}");
 }
+
+#[test]
+fn checked_in_verify_report_schema_matches_the_rust_types() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/verify-report.schema.json");
+    let generated = oxide_abi::verify::json_schema();
+    if std::env::var_os("OXIDE_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{} is out of date with crates/oxide-abi/src/verify.rs; regenerate it with \
+         `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current` and commit it",
+        path.display()
+    );
+}

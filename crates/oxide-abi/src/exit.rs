@@ -24,8 +24,12 @@ pub const NOT_FOUND: i32 = 4;
 pub const LOAD_FAILED: i32 = 5;
 /// Any other error.
 pub const ERROR: i32 = 6;
+/// `pyoxide verify` ran and a kernel failed a case (or the sanitizer reported errors).
+pub const VERIFY_FAILED: i32 = 7;
+/// A GPU command (`pyoxide bench`, `verify --backend cupy`) found no CUDA device or CuPy.
+pub const NO_DEVICE: i32 = 8;
 
-pub const ALL: [ExitCode; 7] = [
+pub const ALL: [ExitCode; 9] = [
     ExitCode {
         code: OK,
         name: "OK",
@@ -61,6 +65,16 @@ pub const ALL: [ExitCode; 7] = [
         code: ERROR,
         name: "ERROR",
         meaning: "any other error",
+    },
+    ExitCode {
+        code: VERIFY_FAILED,
+        name: "VERIFY_FAILED",
+        meaning: "a kernel failed verification (a wrong result, or a sanitizer error)",
+    },
+    ExitCode {
+        code: NO_DEVICE,
+        name: "NO_DEVICE",
+        meaning: "no CUDA device (or no CuPy) for a command that needs the GPU",
     },
 ];
 

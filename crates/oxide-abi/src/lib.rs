@@ -22,6 +22,8 @@ pub mod manifest;
 pub mod python;
 #[cfg(feature = "serde")]
 pub mod report;
+#[cfg(feature = "serde")]
+pub mod verify;
 
 pub use types::{ParamKind, ScalarType};
 

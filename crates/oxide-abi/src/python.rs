@@ -27,9 +27,10 @@ pub fn module_source() -> String {
     );
     let _ = writeln!(
         w,
-        "MANIFEST_SCHEMA_VERSION = {}\nDESCRIPTOR_VERSION = {}\n",
+        "MANIFEST_SCHEMA_VERSION = {}\nDESCRIPTOR_VERSION = {}\nVERIFY_REPORT_VERSION = {}\n",
         crate::MANIFEST_SCHEMA_VERSION,
-        crate::DESCRIPTOR_VERSION
+        crate::DESCRIPTOR_VERSION,
+        crate::verify::VERIFY_REPORT_VERSION
     );
     w.push_str(
         "\nclass Scalar(NamedTuple):\n    \

@@ -1,0 +1,173 @@
+"""Specs of kernels_rs/src/matmul.rs and gemm.rs (matmul_tiled, sgemm, gemm_bf16,
+gemm_bf16_bf16): row-major a (m×k) · b (k×n) = c (m×n); see pyoxide/spec.py.
+
+Tolerance: f32 sums of k products grow like sqrt(k)·2^-24 relative (Frobenius norm);
+1e-5 holds with margin to k ≈ 10^5. The bf16 GEMMs are compared with the float64
+product of the bf16-rounded inputs (so input rounding is not their error)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pyoxide.spec import Case, Out, Shape, Spec, shapes_2d
+
+F64 = np.float64
+
+
+def _mnk(rng: np.random.Generator, count: int) -> list[Shape]:
+    return shapes_2d(rng, count, dims=3, max_elems=1 << 15)
+
+
+def _mnk_small(rng: np.random.Generator, count: int) -> list[Shape]:
+    # The 128×128-tile GEMMs run 256 threads per tile on the emulator: smaller shapes.
+    return shapes_2d(rng, count, dims=3, max_elems=1 << 13)
+
+
+def _f32_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
+    m, n, k = case.shape
+    return {
+        "a": rng.standard_normal(m * k).astype(np.float32),
+        "b": rng.standard_normal(k * n).astype(np.float32),
+        "m": m,
+        "n": n,
+        "k": k,
+    }
+
+
+def _product(a: dict[str, Any], case: Case, convert: Any = None) -> np.ndarray:
+    m, n, k = case.shape
+    x, y = a["a"], a["b"]
+    if convert is not None:
+        x, y = convert(x), convert(y)
+    return (x.astype(F64).reshape(m, k) @ y.astype(F64).reshape(k, n)).reshape(-1)
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """`x` (float32) rounded to bfloat16 (nearest, ties to even), as uint16 bit patterns."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _bf16_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
+    a = _f32_inputs(case, rng)
+    return {**a, "a": to_bf16_bits(a["a"]), "b": to_bf16_bits(a["b"])}
+
+
+def _c_out(dtype: str = "f32") -> Out:
+    return Out(lambda case: case.shape[0] * case.shape[1], dtype=dtype)
+
+
+def _gemm_flops(case: Case) -> int:
+    m, n, k = case.shape
+    return 2 * m * n * k
+
+
+def _bytes(item: int, out_item: int = 4) -> Any:
+    return lambda case: (
+        item * (case.shape[0] * case.shape[2] + case.shape[2] * case.shape[1])
+        + (out_item * case.shape[0] * case.shape[1])
+    )
+
+
+def _launch(tile: int, block: Any) -> Any:
+    def launch(kernel: Any, args: list[Any], case: Case) -> None:
+        m, n, _ = case.shape
+        kernel[(-(-n // tile), -(-m // tile)), block](*args)
+
+    return launch
+
+
+def _torch_mm(dtype: str) -> Any:
+    def factory(a: dict[str, Any]) -> Any:
+        import torch
+
+        m, n, k = a["m"], a["n"], a["k"]
+        if dtype == "bf16":
+            x = torch.from_dlpack(a["a"]).view(torch.bfloat16).reshape(m, k)
+            y = torch.from_dlpack(a["b"]).view(torch.bfloat16).reshape(k, n)
+        else:
+            x = torch.from_dlpack(a["a"]).reshape(m, k)
+            y = torch.from_dlpack(a["b"]).reshape(k, n)
+        return lambda: torch.mm(x, y)
+
+    return factory
+
+
+BENCH_MNK = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)]
+
+MATMUL_TILED = Spec(
+    kernel="matmul_tiled",
+    inputs=_f32_inputs,
+    outputs={"c": _c_out()},
+    shapes=_mnk,
+    reference=lambda a, case: {"c": _product(a, case)},
+    tolerance=lambda case: 1e-5,
+    launch=_launch(16, (16, 16)),
+    bytes=_bytes(4),
+    flops=_gemm_flops,
+    bench_shapes=BENCH_MNK[:2],
+    peers={"torch.mm": _torch_mm("f32"), "cupy.matmul": lambda a: _cupy_mm(a)},
+)
+
+
+def _cupy_mm(a: dict[str, Any]) -> Any:
+    import cupy
+
+    m, n, k = a["m"], a["n"], a["k"]
+    x, y = a["a"].reshape(m, k), a["b"].reshape(k, n)
+    return lambda: cupy.matmul(x, y)
+
+
+SGEMM = Spec(
+    kernel="sgemm",
+    inputs=_f32_inputs,
+    outputs={"c": _c_out()},
+    shapes=_mnk_small,
+    reference=lambda a, case: {"c": _product(a, case)},
+    tolerance=lambda case: 1e-5,
+    launch=_launch(128, 256),
+    bytes=_bytes(4),
+    flops=_gemm_flops,
+    bench_shapes=BENCH_MNK,
+    peers={"torch.mm": _torch_mm("f32"), "cupy.matmul": lambda a: _cupy_mm(a)},
+)
+
+GEMM_BF16 = Spec(
+    kernel="gemm_bf16",
+    dtypes=("u16",),
+    inputs=_bf16_inputs,
+    outputs={"c": _c_out()},
+    shapes=_mnk_small,
+    reference=lambda a, case: {"c": _product(a, case, from_bf16_bits)},
+    tolerance=lambda case: 1e-5,
+    launch=_launch(128, 256),
+    bytes=_bytes(2),
+    flops=_gemm_flops,
+    bench_shapes=BENCH_MNK,
+    peers={"torch.mm (bf16)": _torch_mm("bf16")},
+)
+
+GEMM_BF16_BF16 = Spec(
+    kernel="gemm_bf16_bf16",
+    dtypes=("u16",),
+    inputs=_bf16_inputs,
+    outputs={"c": _c_out("u16")},
+    shapes=_mnk_small,
+    # c holds bf16 bits: compared as numbers, within bf16's rounding (2^-9 relative).
+    observe=lambda got, case: {"c": from_bf16_bits(got["c"])},
+    reference=lambda a, case: {"c": _product(a, case, from_bf16_bits)},
+    tolerance=lambda case: 2.0**-8,
+    launch=_launch(128, 256),
+    bytes=_bytes(2, 2),
+    flops=_gemm_flops,
+    bench_shapes=BENCH_MNK,
+    peers={"torch.mm (bf16)": _torch_mm("bf16")},
+)
+
+SPECS = [MATMUL_TILED, SGEMM, GEMM_BF16, GEMM_BF16_BF16]

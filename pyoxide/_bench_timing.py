@@ -1,0 +1,115 @@
+"""GPU timing shared by ``pyoxide bench`` and scripts/bench_*: CUDA events around each
+call, warm-up first, a spin kernel queued ahead so the GPU never waits for the host
+between repetitions, and (optionally) the L2 cache flushed before each repetition so
+no rep reads what the previous one left in cache. Also the two roofline ceilings:
+device-to-device copy bandwidth (measured) and peak FLOP rates (read from the device's
+attributes)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Times:
+    """Milliseconds per call over the timed repetitions."""
+
+    median: float
+    min: float
+    max: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"median": self.median, "min": self.min, "max": self.max}
+
+
+class Timer:
+    """CUDA-event timing on CuPy's current stream."""
+
+    def __init__(self, cp: Any, reps: int, warmup: int, *, flush_l2: bool = False) -> None:
+        self.cp, self.reps, self.warmup = cp, reps, warmup
+        spin = r"""extern "C" __global__ void spin(long long cycles) {
+            long long t0 = clock64(); while (clock64() - t0 < cycles) {} }"""
+        self._spin = cp.RawKernel(spin, "spin")
+        rate = cp.cuda.Device().attributes.get("ClockRate", 2_000_000)  # kHz
+        self._cycles = np.int64(rate * 20)  # 20 ms: longer than queueing all the reps
+        self._flush: Any = None
+        if flush_l2:
+            props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+            # Twice the L2: writing it evicts everything a rep could have left there.
+            self._flush = cp.empty(max(2 * int(props["l2CacheSize"]), 1 << 20), cp.uint8)
+
+    def times(self, fn: Callable[[], Any]) -> Times:
+        cp = self.cp
+        for _ in range(self.warmup):
+            fn()
+        cp.cuda.Device().synchronize()
+        self._spin((1,), (1,), (self._cycles,))
+        events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(self.reps)]
+        for start, end in events:
+            if self._flush is not None:
+                self._flush.fill(0)  # outside the events: not part of the time
+            start.record()
+            fn()
+            end.record()
+        events[-1][1].synchronize()
+        ms = [cp.cuda.get_elapsed_time(s, e) for s, e in events]
+        return Times(statistics.median(ms), min(ms), max(ms))
+
+    def median_ms(self, fn: Callable[[], Any]) -> float:
+        return self.times(fn).median
+
+
+def copy_bandwidth(cp: Any, timer: Timer, n: int) -> tuple[float, str]:
+    """Device-to-device copy bandwidth (bytes read + written per second, in GB/s) of `n`
+    float32 elements: the best of cudaMemcpyAsync and (when present) PyTorch's copy_."""
+    src, dst = cp.random.standard_normal(n, dtype=cp.float32), cp.empty(n, cp.float32)
+    nbytes = src.nbytes
+    results = {}
+
+    def memcpy() -> None:
+        cp.cuda.runtime.memcpyAsync(
+            dst.data.ptr, src.data.ptr, nbytes, cp.cuda.runtime.memcpyDeviceToDevice,
+            cp.cuda.get_current_stream().ptr,
+        )  # fmt: skip
+
+    results["cudaMemcpyAsync"] = timer.median_ms(memcpy)
+    torch = _torch()
+    if torch is not None:
+        ts, td = torch.from_dlpack(src), torch.from_dlpack(dst)
+        results["torch copy_"] = timer.median_ms(lambda: td.copy_(ts))
+    assert bool((dst == src).all()), "the copy did not copy"
+    best = min(results, key=results.__getitem__)
+    gbs = 2 * nbytes / (results[best] * 1e6)
+    others = ", ".join(f"{k} {2 * nbytes / (v * 1e6):.0f}" for k, v in results.items())
+    return gbs, f"best of {others} GB/s"
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+#: Per multiprocessor per clock, by compute capability major: FP32 FMA lanes × 2, and
+#: dense BF16 tensor-core FLOPs (NVIDIA's architecture whitepapers: A100 312 TFLOP/s
+#: = 108 SMs × 1.41 GHz × 2048; H100 SXM 989 TFLOP/s = 132 SMs × 1.83 GHz × 4096).
+_PER_SM_CLOCK = {8: {"f32": 128, "bf16": 2048}, 9: {"f32": 256, "bf16": 4096}}
+
+
+def peak_flops(cp: Any) -> dict[str, float]:
+    """Peak FLOP/s of the current device, read from its attributes (SM count, clock,
+    compute capability): ``f32`` on the CUDA cores, ``bf16`` on the tensor cores."""
+    dev = cp.cuda.Device()
+    attrs = dev.attributes
+    sms = int(attrs["MultiProcessorCount"])
+    hz = float(attrs.get("ClockRate", 0)) * 1e3
+    major = int(dev.compute_capability[0]) if dev.compute_capability else 9
+    rates = _PER_SM_CLOCK.get(major, _PER_SM_CLOCK[9 if major > 9 else 8])
+    return {k: sms * hz * v for k, v in rates.items()}

@@ -1,0 +1,95 @@
+"""``pyoxide verify --sanitize``: the GPU cases again under NVIDIA's compute-sanitizer,
+one run per tool (memcheck: out-of-bounds and misaligned accesses; racecheck:
+shared-memory hazards; synccheck: barriers not reached by the whole block). Each run is
+``pyoxide verify --backend cupy`` in a child process; its errors are counted from the
+sanitizer's log and attributed to the kernel entry its report names."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+TOOLS = ("memcheck", "racecheck", "synccheck")
+#: Cases per kernel under the sanitizer (each launch runs tens of times slower there).
+SANITIZE_CASES = 24
+
+_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
+
+
+def find_sanitizer() -> Path | None:
+    """compute-sanitizer on PATH, under $CUDA_HOME/bin, or in /usr/local/cuda/bin."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return Path(found)
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for home in homes:
+        if home and (Path(home) / "bin" / "compute-sanitizer").is_file():
+            return Path(home) / "bin" / "compute-sanitizer"
+    return None
+
+
+def missing_message() -> str:
+    return (
+        "compute-sanitizer was not found (looked on PATH, in $CUDA_HOME/bin and "
+        "/usr/local/cuda/bin): it ships with the CUDA toolkit (apt-get install "
+        "cuda-sanitizer-12-x, or the full toolkit); --sanitize needs it and a GPU"
+    )
+
+
+def parse_log(text: str, entries: Sequence[str]) -> dict[str, Any]:
+    """Errors in a sanitizer log: the summary's count, per-kernel counts (an error block
+    is attributed to the first kernel entry it names) and the first block's text."""
+    m = _SUMMARY.search(text)
+    errors = int(m.group(1)) if m else 0
+    names = sorted(entries, key=len, reverse=True)  # longest first: scale_f32 before scale
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        body = line.removeprefix("=========").rstrip()
+        if not line.startswith("========="):
+            continue
+        header = body and not body.startswith(" ") and "ERROR SUMMARY" not in body
+        if header and ("Invalid" in body or "Race" in body or "Error" in body
+                       or "Barrier" in body or "error" in body):  # fmt: skip
+            blocks.append([body.strip()])
+        elif blocks and body.strip():
+            blocks[-1].append(body.strip())
+    by_kernel: dict[str, int] = {}
+    for block in blocks:
+        hit = pattern.search("\n".join(block)) if pattern else None
+        if hit:
+            by_kernel[hit.group(1)] = by_kernel.get(hit.group(1), 0) + 1
+    first = "\n".join(blocks[0][:6]) if blocks else None
+    return {"errors": errors, "by_kernel": by_kernel, "first_error": first}
+
+
+def run_tools(
+    sanitizer: Path,
+    verify_args: Sequence[str],
+    entries: Sequence[str],
+    timeout: float | None = None,
+) -> list[dict[str, Any]]:
+    """One child ``pyoxide verify`` per tool under `sanitizer`."""
+    results = []
+    for tool in TOOLS:
+        with tempfile.TemporaryDirectory(prefix="pyoxide-sanitize-") as tmp:
+            log = Path(tmp) / f"{tool}.log"
+            cmd = [str(sanitizer), "--tool", tool, "--log-file", str(log), "--print-limit", "50"]
+            if tool == "racecheck":
+                cmd += ["--racecheck-report", "hazard"]
+            cmd += [sys.executable, "-m", "pyoxide", "verify", *verify_args]
+            try:
+                subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+                text = log.read_text(errors="replace") if log.is_file() else ""
+            except subprocess.TimeoutExpired:
+                text = log.read_text(errors="replace") if log.is_file() else ""
+                text += f"\n(timed out after {timeout} s)"
+        results.append({"tool": tool, **parse_log(text, entries)})
+    return results

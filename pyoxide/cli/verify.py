@@ -1,0 +1,167 @@
+"""``pyoxide verify [CRATE]``: every kernel with a spec against its float64 reference on
+hundreds of cases (pyoxide/verify.py), optionally under compute-sanitizer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from ..verify import KernelResult
+
+from .._abi import ExitCode
+from ._exit import reporting_errors, usage_error
+
+#: Cases per kernel unless --cases says otherwise (the issue's bar: at least 200).
+DEFAULT_CASES = 200
+
+
+def gpu_ready() -> str | None:
+    """None when CuPy sees a CUDA device; else why not."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return None
+        return "CuPy sees no CUDA device"
+    except Exception as e:  # ImportError, or CUDA's own error when there is no driver
+        return f"no usable CuPy ({type(e).__name__}: {e})"
+
+
+def _line(r: KernelResult) -> str:
+    if r.ok:
+        return (
+            f"  ok    {r.kernel} [{r.backend}]: {r.cases} cases, "
+            f"worst error {r.worst_error:.2e} ({r.seconds:.1f} s)"
+        )
+    f = r.failure or {}
+    lines = [f"  FAIL  {r.kernel} [{r.backend}]: {f.get('what')} after {r.cases} cases"]
+    if f:
+        case = f["case"]
+        shape = "×".join(map(str, case["shape"]))
+        view = ", misaligned" if case["offset"] else ""
+        lines.append(
+            f"        smallest failing case: shape {shape}, {case['dtype']}{view}, seed {f['seed']}"
+        )
+        lines.append(f"        {f['message']}")
+        lines.append(f"        reproduce: {f['reproducer']}")
+    return "\n".join(lines)
+
+
+@click.command("verify")
+@click.argument("crate", required=False, type=click.Path(path_type=Path, exists=True))
+@click.option("-k", "kernel", help="Only kernels whose name contains this.")
+@click.option(
+    "--backend",
+    type=click.Choice(["emu", "cupy", "all"]),
+    default="emu",
+    show_default=True,
+    help="emu: the CPU emulator on NumPy arrays; cupy: the GPU; all: both.",
+)
+@click.option("--cases", default=DEFAULT_CASES, show_default=True, help="Cases per kernel.")
+@click.option("--seed", default=0, show_default=True, help="Base seed of the cases' data.")
+@click.option(
+    "--sanitize",
+    is_flag=True,
+    help="Also run the GPU cases under compute-sanitizer memcheck, racecheck and synccheck.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (versioned).")
+def verify_command(
+    crate: Path | None,
+    kernel: str | None,
+    backend: str,
+    cases: int,
+    seed: int,
+    sanitize: bool,
+    as_json: bool,
+) -> None:
+    """Check every kernel of CRATE (default: the bundled kernels) against its spec.
+
+    A spec (CRATE/specs/*.py, see the README) gives a float64 NumPy reference, an input
+    generator, a tolerance, bytes and FLOPs. Each kernel runs on sizes 0, 1, primes,
+    around warp and block multiples and large ones, misaligned views and every dtype
+    instance, with poisoned outputs; inputs must come back unchanged. A failure is shrunk
+    to the smallest failing case and printed with its seed, worst element and a one-line
+    reproducer. Exits 7 (VERIFY_FAILED) when any kernel fails.
+    """
+    # NumPy is imported here, not at module level: `pyoxide build` runs without it.
+    from ..verify import find_specs, load_module, load_specs, select, verify_crate
+
+    if cases < 1:
+        raise usage_error("--cases must be at least 1")
+    folder = find_specs(crate)
+    where = str(crate) if crate else "the bundled kernels"
+    if folder is None:
+        raise usage_error(
+            f"no specs/ folder for {where}: write one spec file per source file "
+            "(see the README's `pyoxide verify` section, or `pyoxide new` for an example)"
+        )
+    all_specs = load_specs(folder)
+    specs = select(all_specs, kernel)
+    if not specs:
+        click.echo(f"error: no spec matches -k {kernel!r} in {folder}", err=True)
+        raise SystemExit(int(ExitCode.NOT_FOUND))
+    backends = ["emu", "cupy"] if backend == "all" else [backend]
+    if "cupy" in backends or sanitize:
+        why = gpu_ready()
+        if why is not None:
+            click.echo(f"error: --backend cupy/--sanitize need a GPU: {why}", err=True)
+            raise SystemExit(int(ExitCode.NO_DEVICE))
+    with reporting_errors():
+        module = load_module(str(crate) if crate else None)
+
+    def progress(r: KernelResult) -> None:
+        if not as_json:
+            click.echo(_line(r))
+
+    if not as_json:
+        click.echo(
+            f"verify {module.manifest.crate_name}: {len(specs)} specs, "
+            f"{cases} cases each, seed {seed}"
+        )
+    report = verify_crate(
+        module, specs, backends=backends, cases=cases, seed=seed,
+        crate=str(crate) if crate else None, progress=progress,
+        specified={s.kernel for s in all_specs},
+    )  # fmt: skip
+    code = ExitCode.OK if report["ok"] else ExitCode.VERIFY_FAILED
+    if sanitize:
+        report["sanitizer"] = _sanitize(module, crate, kernel, cases, seed, as_json)
+        if not report["sanitizer"]["available"]:
+            code = ExitCode.TOOLCHAIN_MISSING
+        elif any(t["errors"] for t in report["sanitizer"]["tools"]):
+            report["ok"] = False
+            code = ExitCode.VERIFY_FAILED
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+    else:
+        bad = [k["kernel"] for k in report["kernels"] if not k["ok"]]
+        if report["unspecified"]:
+            click.echo(f"no spec (not verified): {', '.join(report['unspecified'])}")
+        click.echo("all kernels passed" if not bad else f"failed: {', '.join(bad)}")
+    raise SystemExit(int(code))
+
+
+def _sanitize(
+    module: Any, crate: Path | None, kernel: str | None, cases: int, seed: int, quiet: bool
+) -> dict[str, Any]:
+    from .._sanitize import SANITIZE_CASES, find_sanitizer, missing_message, run_tools
+
+    exe = find_sanitizer()
+    if exe is None:
+        click.echo(f"error: {missing_message()}", err=True)
+        return {"available": False, "message": missing_message(), "tools": []}
+    args = [*([str(crate)] if crate else []), "--backend", "cupy"]
+    args += ["--cases", str(min(cases, SANITIZE_CASES)), "--seed", str(seed), "--json"]
+    if kernel:
+        args += ["-k", kernel]
+    entries = [k.entry for k in module.manifest.kernels]
+    tools = run_tools(exe, args, entries)
+    if not quiet:
+        for t in tools:
+            per = ", ".join(f"{k} {n}" for k, n in t["by_kernel"].items()) or "—"
+            click.echo(f"  {t['tool']}: {t['errors']} errors (by kernel: {per})")
+    return {"available": True, "message": f"{exe}", "tools": tools}
