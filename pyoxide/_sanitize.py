@@ -52,9 +52,9 @@ def parse_log(text: str, entries: Sequence[str]) -> dict[str, Any]:
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
     blocks: list[list[str]] = []
     for line in text.splitlines():
-        body = line.removeprefix("=========").rstrip()
         if not line.startswith("========="):
             continue
+        body = line.removeprefix("=========").removeprefix(" ").rstrip()
         header = body and not body.startswith(" ") and "ERROR SUMMARY" not in body
         if header and ("Invalid" in body or "Race" in body or "Error" in body
                        or "Barrier" in body or "error" in body):  # fmt: skip

@@ -47,26 +47,9 @@ class Peers:
     # --- roofline -------------------------------------------------------------------
 
     def copy_bandwidth(self, timer: Any, n: int) -> tuple[float, str]:
-        cp = self.cp
-        src, dst = cp.random.standard_normal(n, dtype=cp.float32), cp.empty(n, cp.float32)
-        nbytes = src.nbytes
-        results = {}
+        from pyoxide._bench_timing import copy_bandwidth
 
-        def memcpy() -> None:
-            cp.cuda.runtime.memcpyAsync(
-                dst.data.ptr, src.data.ptr, nbytes, cp.cuda.runtime.memcpyDeviceToDevice,
-                cp.cuda.get_current_stream().ptr,
-            )  # fmt: skip
-
-        results["cudaMemcpyAsync"] = timer.median_ms(memcpy)
-        if self.torch is not None:
-            ts, td = self.t(src), self.t(dst)
-            results["torch copy_"] = timer.median_ms(lambda: td.copy_(ts))
-        assert bool((dst == src).all()), "the copy did not copy"
-        best = min(results, key=results.__getitem__)
-        gbs = 2 * nbytes / (results[best] * 1e6)
-        others = ", ".join(f"{k} {2 * nbytes / (v * 1e6):.0f}" for k, v in results.items())
-        return gbs, f"best of {others} GB/s"
+        return copy_bandwidth(self.cp, timer, n)
 
     # --- elementwise ----------------------------------------------------------------
 

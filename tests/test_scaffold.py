@@ -23,8 +23,8 @@ def test_new_writes_a_kernel_crate_and_a_maturin_project(tmp_path: Path) -> None
     rel = sorted(str(f.relative_to(project.path)) for f in project.files)
     assert rel == [
         ".gitignore", "Cargo.toml", "README.md", "build.rs", "pyproject.toml",
-        "python/my_kernels/__init__.py", "python/my_kernels/kernels.py", "src/lib.rs",
-        "tests/test_my_kernels.py",
+        "python/my_kernels/__init__.py", "python/my_kernels/kernels.py", "specs/saxpy.py",
+        "src/lib.rs", "tests/test_my_kernels.py",
     ]  # fmt: skip
     cargo = tomllib.loads((project.path / "Cargo.toml").read_text())
     assert cargo["package"]["name"] == "my_kernels"
@@ -39,6 +39,11 @@ def test_new_writes_a_kernel_crate_and_a_maturin_project(tmp_path: Path) -> None
         if f.suffix == ".py":
             compile(text, str(f), "exec")
     assert "#[kernel]" in (project.path / "src/lib.rs").read_text()
+    # `pyoxide verify` finds the project's spec of its one kernel.
+    from pyoxide.verify import find_specs, load_specs
+
+    folder = find_specs(project.path)
+    assert folder is not None and [s.kernel for s in load_specs(folder)] == ["saxpy"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
 
 

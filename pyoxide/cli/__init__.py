@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ._exit import help_text
+from .bench import bench_command
 from .build import build_command
 from .doctor import doctor_command
 from .inspect import inspect_command
@@ -24,6 +25,7 @@ def cli() -> None:
     """Write CUDA kernels in Rust, call them from Python."""
 
 
+cli.add_command(bench_command)
 cli.add_command(build_command)
 cli.add_command(doctor_command)
 cli.add_command(inspect_command)
