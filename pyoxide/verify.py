@@ -35,11 +35,20 @@ SPECS_DIR = "specs"
 
 
 def find_specs(crate: Path | None) -> Path | None:
-    """The specs folder of `crate` (None: the bundled kernels': kernels_rs/specs in a
-    source checkout, else the copy in pyoxide/_prebuilt/specs)."""
+    """The specs folder of `crate` (a crate folder, its Cargo.toml, or a built
+    ``<crate>.manifest.json``: the folder beside it or beside the crate it was built
+    from); None: the bundled kernels' (kernels_rs/specs in a source checkout, else the
+    copy in pyoxide/_prebuilt/specs)."""
     if crate is not None:
-        folder = (crate.parent if crate.name == "Cargo.toml" else crate) / SPECS_DIR
-        return folder if folder.is_dir() else None
+        if crate.name.endswith(".manifest.json"):
+            from ._manifest import read_manifest
+
+            origin = Path(read_manifest(crate).crate_manifest_path).parent
+            places = [crate.parent, crate.parent.parent, origin]
+        else:
+            places = [crate.parent if crate.name == "Cargo.toml" else crate]
+        found = [p / SPECS_DIR for p in places if (p / SPECS_DIR).is_dir()]
+        return found[0] if found else None
     from ._module import _PACKAGE_DIR, bundled_crate_dir
 
     src = bundled_crate_dir()

@@ -10,7 +10,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, Shape, Spec, sizes_1d
 
 F64 = np.float64
-BENCH_1D = [(1 << p,) for p in range(16, 29, 2)]
+BENCH_1D = [(1 << p,) for p in range(16, 27, 2)]
 SEGMENT = 256  # scan_blocks_u32 scans segments of one block
 
 
@@ -65,7 +65,7 @@ REDUCE_BLOCKS = Spec(
     scale=lambda a, case: {"partial": np.abs(a["x"].astype(F64)).sum(keepdims=True)},
     bytes=lambda case: 4 * case.n,
     flops=lambda case: case.n,
-    bench_shapes=[(1 << p, 132 * 8) for p in range(16, 29, 2)],
+    bench_shapes=[(1 << p, 132 * 8) for p in range(16, 27, 2)],
 )
 
 
@@ -125,7 +125,7 @@ def _histogram(name: str) -> Spec:
         reference=_hist_ref,
         bytes=lambda case: 4 * case.n,
         flops=lambda case: case.n,
-        bench_shapes=[(1 << p, 256) for p in range(16, 29, 2)],
+        bench_shapes=[(1 << p, 256) for p in range(16, 27, 2)],
         peers={
             "cupy.bincount": lambda a: lambda: _cupy().bincount(a["x"], minlength=len(a["bins"])),
         },

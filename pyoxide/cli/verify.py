@@ -68,6 +68,12 @@ def _line(r: KernelResult) -> str:
     is_flag=True,
     help="Also run the GPU cases under compute-sanitizer memcheck, racecheck and synccheck.",
 )
+@click.option(
+    "--sanitize-timeout",
+    type=float,
+    default=None,
+    help="Stop each sanitizer run after this many seconds (its errors so far count).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (versioned).")
 def verify_command(
     crate: Path | None,
@@ -76,6 +82,7 @@ def verify_command(
     cases: int,
     seed: int,
     sanitize: bool,
+    sanitize_timeout: float | None,
     as_json: bool,
 ) -> None:
     """Check every kernel of CRATE (default: the bundled kernels) against its spec.
@@ -129,7 +136,9 @@ def verify_command(
     )  # fmt: skip
     code = ExitCode.OK if report["ok"] else ExitCode.VERIFY_FAILED
     if sanitize:
-        report["sanitizer"] = _sanitize(module, crate, kernel, cases, seed, as_json)
+        report["sanitizer"] = _sanitize(
+            module, crate, kernel, cases, seed, as_json, sanitize_timeout
+        )
         if not report["sanitizer"]["available"]:
             code = ExitCode.TOOLCHAIN_MISSING
         elif any(t["errors"] for t in report["sanitizer"]["tools"]):
@@ -146,7 +155,13 @@ def verify_command(
 
 
 def _sanitize(
-    module: Any, crate: Path | None, kernel: str | None, cases: int, seed: int, quiet: bool
+    module: Any,
+    crate: Path | None,
+    kernel: str | None,
+    cases: int,
+    seed: int,
+    quiet: bool,
+    timeout: float | None,
 ) -> dict[str, Any]:
     from .._sanitize import SANITIZE_CASES, find_sanitizer, missing_message, run_tools
 
@@ -159,7 +174,7 @@ def _sanitize(
     if kernel:
         args += ["-k", kernel]
     entries = [k.entry for k in module.manifest.kernels]
-    tools = run_tools(exe, args, entries)
+    tools = run_tools(exe, args, entries, timeout)
     if not quiet:
         for t in tools:
             per = ", ".join(f"{k} {n}" for k, n in t["by_kernel"].items()) or "—"
