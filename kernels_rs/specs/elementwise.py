@@ -11,7 +11,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, Spec, tol
 
 F64 = np.float64
-# 2^16 … 2^28 elements, ×4: the bandwidth-vs-size curve; 2^28 is scripts/bench_kernels'.
+# 2^16 … 2^26 elements, ×4: the bandwidth-vs-size curve (2^26 f32 is 256 MiB, far past the L2).
 BENCH_1D = [(1 << p,) for p in range(16, 27, 2)]
 
 
