@@ -1,9 +1,9 @@
 """GPU timing shared by ``pyoxide bench`` and scripts/bench_*: CUDA events around each
 call, warm-up first, a spin kernel queued ahead so the GPU never waits for the host
-between repetitions, and (optionally) the L2 cache flushed before each repetition so
-no rep reads what the previous one left in cache. Also the two roofline ceilings:
-device-to-device copy bandwidth (measured) and peak FLOP rates (read from the device's
-attributes)."""
+between repetitions, and (optionally) the L2 cache flushed before each repetition (a
+read of twice its size) so no rep reads what the previous one left in cache. Also the
+two roofline ceilings: device-to-device copy bandwidth (measured) and peak FLOP rates
+(read from the device's attributes)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,10 @@ class Timer:
         self._flush: Any = None
         if flush_l2:
             props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-            # Twice the L2: writing it evicts everything a rep could have left there.
-            self._flush = cp.empty(max(2 * int(props["l2CacheSize"]), 1 << 20), cp.uint8)
+            # Twice the L2, read (not written: written lines are dirty, and writing them
+            # back to memory would be charged to the next rep, about 15 µs on an H200).
+            words = max(2 * int(props["l2CacheSize"]), 1 << 20) // 4
+            self._flush = cp.zeros(words, cp.uint32)
 
     def times(self, fn: Callable[[], Any]) -> Times:
         cp = self.cp
@@ -52,7 +54,7 @@ class Timer:
         events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(self.reps)]
         for start, end in events:
             if self._flush is not None:
-                self._flush.fill(0)  # outside the events: not part of the time
+                self._flush.sum(dtype=cp.uint32)  # outside the events: not timed
             start.record()
             fn()
             end.record()

@@ -21,6 +21,8 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 SANITIZE_CASES = 24
 
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
+# racecheck reports hazards in a summary of its own (its ERROR SUMMARY can say 0).
+_RACES = re.compile(r"RACECHECK SUMMARY:\s*\d+\s+hazards? displayed \((\d+) error")
 
 
 def find_sanitizer() -> Path | None:
@@ -44,10 +46,10 @@ def missing_message() -> str:
 
 
 def parse_log(text: str, entries: Sequence[str]) -> dict[str, Any]:
-    """Errors in a sanitizer log: the summary's count, per-kernel counts (an error block
-    is attributed to the first kernel entry it names) and the first block's text."""
-    m = _SUMMARY.search(text)
-    errors = int(m.group(1)) if m else 0
+    """Errors in a sanitizer log: the larger of its summaries' counts and the error
+    blocks shown, per-kernel counts (an error block is attributed to the first kernel
+    entry it names) and the first block's text."""
+    counted = [int(m.group(1)) for r in (_SUMMARY, _RACES) for m in r.finditer(text)]
     names = sorted(entries, key=len, reverse=True)  # longest first: scale_f32 before scale
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
     blocks: list[list[str]] = []
@@ -55,7 +57,9 @@ def parse_log(text: str, entries: Sequence[str]) -> dict[str, Any]:
         if not line.startswith("========="):
             continue
         body = line.removeprefix("=========").removeprefix(" ").rstrip()
-        header = body and not body.startswith(" ") and "ERROR SUMMARY" not in body
+        if "SUMMARY" in body:
+            continue
+        header = body and not body.startswith(" ") and "SUMMARY" not in body
         if header and ("Invalid" in body or "Race" in body or "Error" in body
                        or "Barrier" in body or "error" in body):  # fmt: skip
             blocks.append([body.strip()])
@@ -67,6 +71,7 @@ def parse_log(text: str, entries: Sequence[str]) -> dict[str, Any]:
         if hit:
             by_kernel[hit.group(1)] = by_kernel.get(hit.group(1), 0) + 1
     first = "\n".join(blocks[0][:6]) if blocks else None
+    errors = max([len(blocks), *counted])
     return {"errors": errors, "by_kernel": by_kernel, "first_error": first}
 
 
