@@ -18,7 +18,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     rows = [r for r in report["rows"] if "error" not in r]
     bw = report["copy_gbs"] * 1e9
     peaks = report["peak_flops"]
-    fig, (roof, curves) = plt.subplots(1, 2, figsize=(15, 6.5), dpi=110)
+    fig, (roof, curves) = plt.subplots(1, 2, figsize=(16, 7.5), dpi=110)
     kernels = sorted({r["kernel"] for r in rows})
     cmap = plt.get_cmap("tab20")
     color = {k: cmap(i % 20) for i, k in enumerate(kernels)}
@@ -36,32 +36,35 @@ def plot(report: dict[str, Any], path: Path) -> None:
             k = r["kernel"]
             if k not in largest or r["bytes"] > largest[k]["bytes"]:
                 largest[k] = r
-    for k, r in sorted(largest.items()):
+    markers = "osD^vP*Xh<>p"
+    for i, (k, r) in enumerate(sorted(largest.items())):
         ai = r["flops"] / r["bytes"]
-        roof.scatter([ai], [r["gflops"] * 1e9], s=60, color=color[k], edgecolor="black", zorder=3)
-        roof.annotate(f"{k} {r['roofline_fraction']:.2f}", (ai, r["gflops"] * 1e9),
-                      textcoords="offset points", xytext=(6, -4), fontsize=8)  # fmt: skip
+        label = f"{k}: {r['roofline_fraction']:.2f}"
+        roof.scatter([ai], [r["gflops"] * 1e9], s=70, color=color[k], edgecolor="black",
+                     marker=markers[i % len(markers)], zorder=3, label=label)  # fmt: skip
     roof.set_xscale("log", base=2)
     roof.set_yscale("log")
     roof.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     roof.set_ylabel("achieved FLOP/s")
-    roof.set_title("roofline (label: fraction of the roof)")
+    roof.set_title("roofline: each kernel at its largest shape (legend: fraction of the roof)")
     roof.grid(True, which="both", alpha=0.3)
-    roof.legend(loc="lower right", fontsize=8)
+    roof.legend(loc="upper left", fontsize=7.5, ncol=2)
 
     # Bandwidth against size, for the kernels with more than one bench size.
     for k in kernels:
         pts = sorted((r["bytes"], r["gbs"]) for r in rows if r["kernel"] == k and r["bytes"])
         if len(pts) < 2 or all(r["bound"] == "compute" for r in rows if r["kernel"] == k):
             continue
-        curves.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=color[k], label=k, ms=4)
+        # Shapes of equal size (rows × cols both ways) are points, not a curve.
+        style = "o-" if len({p[0] for p in pts}) == len(pts) else "o"
+        curves.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color[k], label=k, ms=5)
     curves.axhline(bw / 1e9, color="0.3", ls="--", lw=1.5, label="device-to-device copy")
     curves.set_xscale("log", base=2)
     curves.set_xlabel("bytes moved per call")
     curves.set_ylabel("GB/s (bytes moved / median time)")
     curves.set_title("bandwidth against size (memory-bound kernels)")
     curves.grid(True, which="both", alpha=0.3)
-    curves.legend(fontsize=8, ncol=2, loc="upper left")
+    curves.legend(fontsize=8, ncol=2, loc="center left")
     fig.suptitle(f"pyoxide bench: {report['crate']} on {report['device']}")
     fig.tight_layout()
     fig.savefig(path)
