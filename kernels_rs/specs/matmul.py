@@ -41,7 +41,8 @@ def _product(a: dict[str, Any], case: Case, convert: Any = None) -> np.ndarray:
     x, y = a["a"], a["b"]
     if convert is not None:
         x, y = convert(x), convert(y)
-    return (x.astype(F64).reshape(m, k) @ y.astype(F64).reshape(k, n)).reshape(-1)
+    product: np.ndarray = x.astype(F64).reshape(m, k) @ y.astype(F64).reshape(k, n)
+    return product.reshape(-1)
 
 
 def to_bf16_bits(x: np.ndarray) -> np.ndarray:

@@ -112,3 +112,11 @@ def build_command(
             click.echo(f"  stubs:    {stub}")
             if stub_module is not None:
                 click.echo(f"  stubs:    {write_stub(manifest, stub_module)}")
+        if bundled and path is not None and (path / "specs").is_dir():
+            # The kernels' specs ship beside them, for `pyoxide verify`/`bench` from a wheel.
+            import shutil
+
+            specs = Path(out_dir or _PACKAGE_DIR / "_prebuilt") / "specs"
+            shutil.rmtree(specs, ignore_errors=True)
+            shutil.copytree(path / "specs", specs, ignore=shutil.ignore_patterns("__pycache__"))
+            click.echo(f"  specs:    {specs}")
