@@ -99,12 +99,18 @@ def bench_spec(
         bound="memory" if nbytes / (ceilings["copy_gbs"] * 1e9) >= flops / peak else "compute",
     )
     peers: dict[str, Any] = {}
-    for name, factory in spec.peers.items():
+    for group, factory in spec.peers.items():
         try:
-            peer_ms = timer.times(factory(dev))
-            peers[name] = {"ms": peer_ms.as_dict(), "ratio": peer_ms.median / times.median}
-        except Exception as e:  # a peer that is absent or cannot do this shape: reported
-            peers[name] = {"error": f"{type(e).__name__}: {str(e)[:80]}"}
+            made = factory(dev)  # one callable, or {name: callable} for several peers
+        except Exception as e:  # a peer library that is absent: reported, not fatal
+            peers[group] = {"error": f"{type(e).__name__}: {str(e)[:80]}"}
+            continue
+        for name, op in (made if isinstance(made, dict) else {group: made}).items():
+            try:
+                peer_ms = timer.times(op)
+                peers[name] = {"ms": peer_ms.as_dict(), "ratio": peer_ms.median / times.median}
+            except Exception as e:  # a peer that cannot do this shape: reported
+                peers[name] = {"error": f"{type(e).__name__}: {str(e)[:80]}"}
     row["peers"] = peers
     timed = {k: v["ratio"] for k, v in peers.items() if "ratio" in v}
     row["best_peer"] = min(timed, key=timed.__getitem__) if timed else None

@@ -20,7 +20,8 @@ A spec is plain Python next to the kernel: a crate's ``specs/*.py`` files each d
   defined up to a transformation), ``scale`` (the size of the terms, when the result
   can cancel) and ``peers``: ``{name: factory}``, where ``factory(args)`` gets the
   GPU arguments (CuPy arrays, by parameter name) and returns a callable doing the same
-  operation (PyTorch, CuPy, Triton ...).
+  operation (PyTorch, CuPy, Triton ...), or a dict ``{name: callable}`` of several
+  (pyoxide/_bench_peers.py's, which scripts/bench_kernels times too).
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ class Spec:
     launch: Callable[[Any, list[Any], Case], None] | None = None
     observe: Callable[[dict[str, np.ndarray], Case], dict[str, np.ndarray]] | None = None
     scale: Callable[[Args, Case], dict[str, np.ndarray]] | None = None
-    peers: Mapping[str, Callable[[Args], Callable[[], Any]]] = field(default_factory=dict)
+    peers: Mapping[str, Callable[[Args], Any]] = field(default_factory=dict)
     misaligned: bool = True
 
     def case_shapes(self, rng: np.random.Generator, count: int) -> list[Shape]:

@@ -3,6 +3,7 @@ pyoxide/spec.py for the format. Peers are PyTorch and CuPy doing the same operat
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -19,10 +20,14 @@ def _normal(rng: np.random.Generator, case: Case) -> np.ndarray:
     return rng.standard_normal(case.n).astype(case.np_dtype)
 
 
-def _torch(a: Any) -> Any:
-    import torch
+@functools.cache
+def _peers() -> Any:
+    """The peers scripts/bench_kernels times too (PyTorch, Triton, CuPy)."""
+    import cupy
 
-    return torch.from_dlpack(a)
+    from pyoxide._bench_peers import Peers
+
+    return Peers(cupy)
 
 
 def _same_shape(case: Case) -> int:
@@ -41,31 +46,8 @@ VECADD = Spec(
     bytes=lambda case: 3 * 4 * case.n,
     flops=lambda case: case.n,
     bench_shapes=BENCH_1D,
-    peers={
-        "cupy.add": lambda a: lambda: _cupy().add(a["a"], a["b"], out=a["c"]),
-        "torch.add": lambda a: _bind(
-            lambda x, y, o: _torch_mod().add(x, y, out=o), a["a"], a["b"], a["c"]
-        ),
-    },
+    peers={"bench_kernels": lambda a: _peers().vecadd(a["a"], a["b"], a["c"])},
 )
-
-
-def _cupy() -> Any:
-    import cupy
-
-    return cupy
-
-
-def _torch_mod() -> Any:
-    import torch
-
-    return torch
-
-
-def _bind(fn: Any, *arrays: Any) -> Any:
-    """`fn` on the PyTorch views of `arrays`, made once (not per call)."""
-    ts = [_torch(x) for x in arrays]
-    return lambda: fn(*ts)
 
 
 def _saxpy_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
@@ -86,20 +68,8 @@ SAXPY = Spec(
     bytes=lambda case: 3 * 4 * case.n,
     flops=lambda case: 2 * case.n,
     bench_shapes=BENCH_1D,
-    peers={
-        "torch.add(alpha=)": lambda a: _bind(
-            lambda x, y, o: _torch_mod().add(y, x, alpha=a["a"], out=o), a["x"], a["y"], a["out"]
-        ),
-        "cupy ElementwiseKernel": lambda a: _saxpy_cupy(a),
-    },
+    peers={"bench_kernels": lambda a: _peers().saxpy(a["a"], a["x"], a["y"], a["out"])},
 )
-
-
-def _saxpy_cupy(a: dict[str, Any]) -> Any:
-    cp = _cupy()
-    k = cp.ElementwiseKernel("T a, T x, T y", "T o", "o = a * x + y", "spec_saxpy")
-    av = np.float32(a["a"])
-    return lambda: k(av, a["x"], a["y"], a["out"])
 
 
 def _scale_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
@@ -115,14 +85,7 @@ SCALE = Spec(
     bytes=lambda case: 2 * case.np_dtype.itemsize * case.n,
     flops=lambda case: case.n,
     bench_shapes=BENCH_1D,
-    peers={
-        "cupy.multiply": lambda a: (
-            lambda: _cupy().multiply(a["x"], a["x"].dtype.type(a["factor"]), out=a["out"])
-        ),
-        "torch.mul": lambda a: _bind(
-            lambda x, o: _torch_mod().mul(x, a["factor"], out=o), a["x"], a["out"]
-        ),
-    },
+    peers={"bench_kernels": lambda a: _peers().scale(a["factor"], a["x"], a["out"])},
 )
 
 

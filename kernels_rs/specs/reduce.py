@@ -3,6 +3,7 @@ reduce_blocks_f32, scan_blocks_u32, histogram, histogram_global): see pyoxide/sp
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -18,10 +19,14 @@ def _normal(rng: np.random.Generator, case: Case) -> np.ndarray:
     return rng.standard_normal(case.n).astype(np.float32)
 
 
-def _cupy() -> Any:
+@functools.cache
+def _peers() -> Any:
+    """The peers scripts/bench_kernels times too (PyTorch, CuPy)."""
     import cupy
 
-    return cupy
+    from pyoxide._bench_peers import Peers
+
+    return Peers(cupy)
 
 
 REDUCE_SUM = Spec(
@@ -33,18 +38,8 @@ REDUCE_SUM = Spec(
     bytes=lambda case: 4 * case.n,
     flops=lambda case: case.n,
     bench_shapes=BENCH_1D,
-    peers={
-        "cupy.sum": lambda a: lambda: a["x"].sum(),
-        "torch.sum": lambda a: _torch_sum(a["x"]),
-    },
+    peers={"bench_kernels": lambda a: _peers().sum(a["x"])},
 )
-
-
-def _torch_sum(x: Any) -> Any:
-    import torch
-
-    t = torch.from_dlpack(x)
-    return lambda: torch.sum(t)
 
 
 def _with_blocks(rng: np.random.Generator, count: int) -> list[Shape]:
@@ -92,11 +87,7 @@ SCAN = Spec(
     bytes=lambda case: 8 * case.n,
     flops=lambda case: case.n,
     bench_shapes=BENCH_1D,
-    peers={
-        "cupy.cumsum(axis=1)": lambda a: (
-            lambda: _cupy().cumsum(a["x"].reshape(-1, SEGMENT), axis=1, dtype=_cupy().uint32)
-        ),
-    },
+    peers={"bench_kernels": lambda a: _peers().segmented_scan(a["x"], SEGMENT)},
 )
 
 
@@ -126,9 +117,7 @@ def _histogram(name: str) -> Spec:
         bytes=lambda case: 4 * case.n,
         flops=lambda case: case.n,
         bench_shapes=[(1 << p, 256) for p in range(16, 27, 2)],
-        peers={
-            "cupy.bincount": lambda a: lambda: _cupy().bincount(a["x"], minlength=len(a["bins"])),
-        },
+        peers={"bench_kernels": lambda a: _peers().bincount(a["x"], len(a["bins"]))},
     )
 
 

@@ -1,7 +1,7 @@
-"""The peers of scripts/bench_kernels (PyTorch, Triton, CuPy, CUDA C++ through NVRTC),
-the copy roofline, the row kernels' rows, and the grid sweeps: each peer function
-returns {peer name: a callable that does the same operation}, writing where pyoxide's
-kernel writes, or returning its result."""
+"""Peers of pyoxide's kernels (PyTorch, Triton, CuPy, CUDA C++ through NVRTC), for
+`pyoxide bench` (the bundled kernels' specs name them) and scripts/bench_kernels, and
+that script's grid sweeps: each peer function returns {peer name: a callable that does
+the same operation}, writing where pyoxide's kernel writes, or returning its result."""
 
 from __future__ import annotations
 
@@ -207,13 +207,3 @@ class Peers:
                 ms = timer.median_ms(lambda cfg=cfg, fn=fn: fn(cfg))
                 results.append((cfg or "plain", nbytes / (ms * 1e6) / copy_gbs))
             print(f"  {name}: " + ", ".join(f"{c}: {f:.3f}" for c, f in results))
-
-
-def rows_kernels_present(
-    cp: Any, kernels: Any, peers: Peers, timer: Any, measure: Any
-) -> list[dict[str, Any]]:
-    """softmax_rows, layernorm_rows (16384×4096, 4096×16384) and transpose (16384²) when
-    the bundled crate has them, called by their parameter names."""
-    from bench_kernels_rows import rows_benchmarks
-
-    return rows_benchmarks(cp, kernels, peers, timer, measure)
