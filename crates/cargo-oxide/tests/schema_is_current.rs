@@ -42,8 +42,7 @@ fn newer_schema_is_refused_with_a_remedy() {
 
 #[test]
 fn checked_in_verify_report_schema_matches_the_rust_types() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/verify-report.schema.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/verify-report.schema.json");
     let generated = oxide_abi::verify::json_schema();
     if std::env::var_os("OXIDE_BLESS").is_some() {
         std::fs::write(&path, &generated).unwrap();

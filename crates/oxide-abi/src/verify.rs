@@ -28,7 +28,7 @@ pub struct VerifyReport {
     #[serde(rename = "crate")]
     pub krate: String,
     /// The base seed; each case's own seed is in its failure.
-    pub seed: u64,
+    pub seed: i64,
     /// The backends run: `emu` (the CPU emulator) and/or `cupy` (the GPU).
     pub backends: Vec<String>,
     /// True when every kernel passed every case (and the sanitizer, when run, found nothing).
@@ -68,14 +68,15 @@ pub struct CaseFailure {
     pub message: String,
     /// The output (or input) parameter at fault.
     pub output: Option<String>,
-    /// The worst element's index (one entry per dimension).
-    pub index: Option<Vec<u64>>,
+    /// The worst element's index (one entry per dimension); for an out-of-bounds write,
+    /// the element written (negative: before the array's start).
+    pub index: Option<Vec<i64>>,
     pub got: Option<Number>,
     pub want: Option<Number>,
     pub error: Option<Number>,
     pub case: CaseId,
     /// The case's own seed: with `case` it redraws the same data.
-    pub seed: u64,
+    pub seed: i64,
     /// One line of shell that reruns the case and raises the same failure.
     pub reproducer: String,
 }
