@@ -18,6 +18,8 @@ PYOXIDE_SYNC           ``1``: synchronize after every launch, so a trap is repor
                        by the kernel that caused it (slow; for debugging)
 PYOXIDE_RUSTC          the rustc whose version is part of the cache key
                        (default: ``$RUSTC`` or ``rustc`` on PATH)
+CUDA_HOME, CUDA_PATH   where ``pyoxide verify --sanitize`` looks for compute-sanitizer
+                       (``bin/``) when it is not on PATH
 =====================  ================================================================
 """
 
@@ -114,3 +116,8 @@ def rustc() -> str:
 def path_env() -> str:
     """PATH, for finding tools (shutil.which is given it explicitly)."""
     return os.environ.get("PATH", os.defpath)
+
+
+def cuda_homes() -> list[str]:
+    """CUDA toolkit folders named by CUDA_HOME and CUDA_PATH (set ones, in that order)."""
+    return [v for v in (_get("CUDA_HOME"), _get("CUDA_PATH")) if v]

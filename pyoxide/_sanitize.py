@@ -6,7 +6,6 @@ sanitizer's log and attributed to the kernel entry its report names."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,9 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import _knobs
+from ._verify_limits import SANITIZE_CASES
+
+__all__ = ["SANITIZE_CASES", "TOOLS", "find_sanitizer", "missing_message", "parse_log", "run_tools"]
+
 TOOLS = ("memcheck", "racecheck", "synccheck")
-#: Cases per kernel under the sanitizer (each launch runs tens of times slower there).
-SANITIZE_CASES = 24
 
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
 # racecheck reports hazards in a summary of its own (its ERROR SUMMARY can say 0).
@@ -27,12 +29,11 @@ _RACES = re.compile(r"RACECHECK SUMMARY:\s*\d+\s+hazards? displayed \((\d+) erro
 
 def find_sanitizer() -> Path | None:
     """compute-sanitizer on PATH, under $CUDA_HOME/bin, or in /usr/local/cuda/bin."""
-    found = shutil.which("compute-sanitizer")
+    found = shutil.which("compute-sanitizer", path=_knobs.path_env())
     if found:
         return Path(found)
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for home in homes:
-        if home and (Path(home) / "bin" / "compute-sanitizer").is_file():
+    for home in [*_knobs.cuda_homes(), "/usr/local/cuda"]:
+        if (Path(home) / "bin" / "compute-sanitizer").is_file():
             return Path(home) / "bin" / "compute-sanitizer"
     return None
 

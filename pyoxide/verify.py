@@ -22,7 +22,7 @@ import numpy as np
 from ._abi import VERIFY_REPORT_VERSION
 from ._manifest import KernelSpec
 from ._verify_case import Arrays, Failure, Outcome, run_case
-from .cli.verify import DEFAULT_CASES
+from ._verify_limits import DEFAULT_CASES
 from .spec import Case, Shape, Spec
 
 __all__ = ["find_specs", "load_specs", "reproduce", "verify_crate", "verify_kernel"]

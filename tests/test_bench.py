@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers.bundled import emu_kernels_manifest
 from helpers.probes import requires_gpu
 
 from pyoxide.bench import parse_sizes
@@ -61,9 +62,8 @@ def test_scorecards_md_is_generated_from_the_reports() -> None:
 @pytest.mark.gpu
 @requires_gpu("pyoxide bench times kernels on the GPU")
 def test_bench_times_a_kernel_against_the_roofline_and_its_peers() -> None:
-    result = CliRunner().invoke(
-        cli, ["bench", "-k", "vecadd", "--sizes", "2^22", "--reps", "5", "--json"]
-    )
+    args = [str(emu_kernels_manifest()), "-k", "vecadd", "--sizes", "2^22", "--reps", "5"]
+    result = CliRunner().invoke(cli, ["bench", *args, "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     (row,) = report["rows"]

@@ -13,10 +13,8 @@ if TYPE_CHECKING:
     from ..verify import KernelResult
 
 from .._abi import ExitCode
+from .._verify_limits import DEFAULT_CASES
 from ._exit import reporting_errors, usage_error
-
-#: Cases per kernel unless --cases says otherwise (the issue's bar: at least 200).
-DEFAULT_CASES = 200
 
 
 def gpu_ready() -> str | None:
