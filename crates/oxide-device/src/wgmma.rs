@@ -54,6 +54,14 @@ pub fn smem_descriptor<T>(
         | (swizzle as u64) << 62
 }
 
+/// The shared-state-space address (`cvta.to.shared`) of `p`, a pointer into shared
+/// memory: what descriptors and TMA destinations are made of, and what a kernel
+/// aligns (the 128-byte swizzle wants 1024-byte-aligned tiles).
+#[inline(always)]
+pub fn shared_address<T>(p: *const T) -> u32 {
+    arch::shared_addr(p)
+}
+
 /// `wgmma.fence.sync.aligned`: order this warpgroup's register and shared-memory
 /// writes before the `wgmma.mma_async` that reads them.
 #[inline(always)]
@@ -93,6 +101,42 @@ pub unsafe fn wgmma_m64n64k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
 ) {
     // SAFETY: upheld by the caller.
     unsafe { arch::wgmma_m64n64k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`: as
+/// [`wgmma_m64n64k16_f32_bf16`] for a 64×256 tile (B 16×256). Thread `t` holds 128
+/// results in the same pattern, `j` in 0..32: rows `16w + l/4` and `+8`, columns
+/// `8j + 2(l%4)` and `+1`, element `4j + i` in the order (row, col), (row, col+1),
+/// (row+8, col), (row+8, col+1).
+///
+/// # Safety
+/// As [`wgmma_m64n64k16_f32_bf16`].
+#[inline(always)]
+pub unsafe fn wgmma_m64n256k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 128],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::wgmma_m64n256k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+}
+
+/// `setmaxnreg.inc.sync.aligned.u32 N` (sm_90a): raise this warpgroup's register
+/// limit to `N` (a multiple of 8, 24..=256), taking registers another warpgroup
+/// released with [`setmaxnreg_dec`]. Works only in a kernel whose register count is
+/// capped at entry (`#[launch_bounds(threads, 1)]`); each warpgroup's role should be
+/// one branch of an if/else. Executed by all threads of the warpgroup together.
+#[inline(always)]
+pub fn setmaxnreg_inc<const N: u32>() {
+    arch::setmaxnreg_inc::<N>()
+}
+
+/// `setmaxnreg.dec.sync.aligned.u32 N` (sm_90a): lower this warpgroup's register
+/// limit to `N`, returning the rest to the block's pool. See [`setmaxnreg_inc`].
+#[inline(always)]
+pub fn setmaxnreg_dec<const N: u32>() {
+    arch::setmaxnreg_dec::<N>()
 }
 
 /// `mbarrier.init.shared::cta.b64`: a barrier in shared memory expecting `count`

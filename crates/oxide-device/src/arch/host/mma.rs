@@ -304,6 +304,23 @@ pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32
     not_emulated("wgmma.mma_async")
 }
 
+pub(crate) unsafe fn wgmma_m64n256k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    _acc: &mut [f32; 128],
+    _desc_a: u64,
+    _desc_b: u64,
+    _accumulate: bool,
+) {
+    not_emulated("wgmma.mma_async")
+}
+
+pub(crate) fn setmaxnreg_inc<const N: u32>() {
+    not_emulated("setmaxnreg.inc")
+}
+
+pub(crate) fn setmaxnreg_dec<const N: u32>() {
+    not_emulated("setmaxnreg.dec")
+}
+
 pub(crate) fn shared_addr<T>(_p: *const T) -> u32 {
     not_emulated("a wgmma shared-memory descriptor (cvta.to.shared)")
 }
