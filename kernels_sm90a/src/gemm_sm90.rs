@@ -169,7 +169,8 @@ fn gemm_sm90_body<T: Copy>(
         if tid == 0 {
             for s in 0..STAGES {
                 mbarrier_init(full(s), 1);
-                mbarrier_init(empty(s), 2 * 128);
+                // One arrival per consumer warp (see the release below).
+                mbarrier_init(empty(s), 2 * 4);
             }
         }
         fence_proxy_async_shared();
@@ -254,8 +255,11 @@ fn gemm_sm90_body<T: Copy>(
                     });
                     wgmma_commit_group();
                     // The stage before this one is read by wgmmas now retired: give it back.
+                    // A wgmma is one operation of the warpgroup, so once this warp's wait
+                    // returns it has finished reading for all four warps; one lane per
+                    // warp arrives (256 arrivals a stage cost issue slots).
                     wgmma_wait_group::<1>();
-                    if let Some(p) = held {
+                    if let (Some(p), 0) = (held, lane) {
                         let _ = mbarrier_arrive(empty(p));
                     }
                     held = Some(s);
@@ -266,7 +270,7 @@ fn gemm_sm90_body<T: Copy>(
                     }
                 }
                 wgmma_wait_group::<0>();
-                if let Some(p) = held {
+                if let (Some(p), 0) = (held, lane) {
                     let _ = mbarrier_arrive(empty(p));
                 }
                 // Thread (w, lane) holds rows 16w + lane/4 (+8) and column pairs

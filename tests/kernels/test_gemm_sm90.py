@@ -3,7 +3,8 @@ GPU, shapes TMA takes (n, k multiples of 8) run kernels_sm90a's wgmma + TMA twin
 everything else kernels_rs's mma.sync kernel, sized from m and n (pyoxide/_twins.py).
 One test body on every array library, against the float64 product of the
 bf16-rounded inputs (tolerance as tests/kernels/test_gemm.py: f32 sums, 1e-5), with
-poisoned outputs. The emulator refuses the twin, naming the instruction."""
+poisoned outputs.
+The emulator's refusal of the twin is tests/test_emu_sm90a.py."""
 
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ from helpers.bundled import sm90a_kernels_manifest
 from test_gemm import RNG, from_bf16_bits, to_bf16_bits
 
 import pyoxide
-from pyoxide._twins import SM90_SHARED_BYTES, SM90_THREADS, TwinPicker, add_twins
-from pyoxide.errors import PyoxideError
+from pyoxide._twins import TwinPicker, add_twins
 
 # TMA shapes first (the twin's tails: m, n and k cut tiles of 128, 256 and 64; n = 8 a
 # single partial box), then shapes only the plain kernel takes (n or k not a multiple
@@ -65,21 +65,3 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
         err = rel_err(got, want)
         assert err < tol, f"{want_entry} {m}x{n}x{k}: relative error {err:.2e}"
         assert not np.isnan(got).any(), f"{want_entry} {m}x{n}x{k}: unwritten (NaN) output"
-
-
-def test_the_emulator_refuses_the_wgmma_twin() -> None:
-    """A wrong answer is impossible: the emulator stops at the first sm_90 instruction and
-    says which, and what to do."""
-    sm90 = pyoxide.load(sm90a_kernels_manifest())
-    m, n, k = 8, 8, 8
-    a = np.zeros(m * k, np.uint16)
-    b = np.zeros(k * n, np.uint16)
-    raw = np.zeros(256 + 64, np.uint8)
-    at = -raw.ctypes.data % 64
-    maps = raw[at : at + 256]  # TMA maps are 64-byte aligned; the kernel checks
-    c = np.zeros(m * n, np.float32)
-    with pytest.raises(PyoxideError) as e:
-        sm90.gemm_bf16_sm90[1, SM90_THREADS, SM90_SHARED_BYTES](a, b, maps, c, m, n, k)
-    text = str(e.value)
-    assert "is not emulated" in text and "cvta.to.shared" in text, text
-    assert "sm_90 GPU" in text, text
