@@ -36,10 +36,10 @@
 
 use oxide_device::prelude::*;
 use oxide_device::wgmma::{
-    Swizzle, cp_async_bulk_tensor_2d_global_to_shared, fence_proxy_async_shared,
-    mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_try_wait_parity,
-    setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
-    wgmma_m64n256k16_f32_bf16, wgmma_wait_group,
+    Swizzle, cp_async_bulk_tensor_2d_global_to_shared, fence_proxy_async_shared, mbarrier_arrive,
+    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_try_wait_parity, setmaxnreg_dec,
+    setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_m64n256k16_f32_bf16,
+    wgmma_wait_group,
 };
 
 /// Rows of `c` per tile (two consumer warpgroups of 64).
@@ -154,10 +154,7 @@ fn gemm_sm90_body<T: Copy>(
         let rows = (tiles_m - first_m).min(GROUP_M);
         (first_m + (t % per_group) % rows, (t % per_group) / rows)
     };
-    let (first, step) = (
-        thread::blockIdx_x() as usize,
-        thread::gridDim_x() as usize,
-    );
+    let (first, step) = (thread::blockIdx_x() as usize, thread::gridDim_x() as usize);
 
     // SAFETY (the whole body): every wgmma/setmaxnreg call is made by all 128 threads
     // of a warpgroup together (the role branches split at warpgroup boundaries and
@@ -278,8 +275,8 @@ fn gemm_sm90_body<T: Copy>(
                 let row0 = tm * SM90_BM as usize + half * 64 + 16 * w + lane / 4;
                 let col0 = tn * SM90_BN as usize + 2 * (lane % 4);
                 unroll!(for j in [
-                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                    22, 23, 24, 25, 26, 27, 28, 29, 30, 31
                 ] {
                     let col = col0 + 8 * j;
                     unroll!(for h in [0, 1] {
