@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._launch import Kernel
-    from ._module import Module
+
+# A crate's Module (pyoxide/_module.py, which imports this module: named here by role,
+# not imported, so the package's imports stay a DAG).
+Module = Any
 
 #: kernels_rs launcher -> its kernels_sm90a twin (same arguments, plus the maps).
 TWINS = {"gemm_bf16": "gemm_bf16_sm90", "gemm_bf16_bf16": "gemm_bf16_bf16_sm90"}
@@ -135,9 +138,8 @@ class TwinPicker:
             return maps
         from .backends.cupy._tensormap import SWIZZLE_128B, encode_2d_u16
 
-        raw = encode_2d_u16(pa, k, m, 64, SM90_BM, SWIZZLE_128B) + encode_2d_u16(
-            pb, n, k, 64, 64, SWIZZLE_128B
-        )
+        raw = encode_2d_u16(self._twin, pa, k, m, 64, SM90_BM, SWIZZLE_128B)
+        raw += encode_2d_u16(self._twin, pb, n, k, 64, 64, SWIZZLE_128B)
         if torch:
             import torch as t
 
