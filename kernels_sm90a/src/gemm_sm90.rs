@@ -34,12 +34,15 @@
 //! with zeros, so a partial tile multiplies zeros; results outside m×n are not stored.
 //! B boxes wholly right of n are not loaded at all (their columns are never stored).
 
+use oxide_device::barrier::{
+    Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_arrive_expect_tx,
+    mbarrier_init, mbarrier_try_wait_parity,
+};
 use oxide_device::prelude::*;
+use oxide_device::tma::{TmaDescriptor, cp_async_bulk_tensor_2d_g2s};
 use oxide_device::wgmma::{
-    Swizzle, cp_async_bulk_tensor_2d_global_to_shared, fence_proxy_async_shared, mbarrier_arrive,
-    mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_try_wait_parity, setmaxnreg_dec,
-    setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_m64n256k16_f32_bf16,
-    wgmma_wait_group,
+    Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
+    wgmma_m64n256k16_f32_bf16, wgmma_wait_group,
 };
 
 /// Rows of `c` per tile (two consumer warpgroups of 64).
@@ -139,7 +142,7 @@ fn gemm_sm90_body<T: Copy>(
     let smem = raw.wrapping_add(skew);
     let a_stage = |s: usize| smem.wrapping_add(s * A_BYTES);
     let b_stage = |s: usize| smem.wrapping_add(STAGES * A_BYTES + s * B_BYTES);
-    let bars = smem.wrapping_add(STAGES * STAGE_BYTES) as *mut u64;
+    let bars = smem.wrapping_add(STAGES * STAGE_BYTES) as *mut Barrier;
     let full = |s: usize| bars.wrapping_add(s);
     let empty = |s: usize| bars.wrapping_add(STAGES + s);
 
@@ -170,13 +173,14 @@ fn gemm_sm90_body<T: Copy>(
                 mbarrier_init(empty(s), 2 * 4);
             }
         }
-        fence_proxy_async_shared();
+        fence_proxy_async_shared_cta();
         thread::sync_threads();
 
         if warpgroup == 0 {
             setmaxnreg_dec::<40>();
             if tid == 0 {
-                let (map_a, map_b) = (maps.as_ptr(), maps.as_ptr().add(TENSOR_MAP_BYTES));
+                let map_a = maps.as_ptr() as *const TmaDescriptor;
+                let map_b = map_a.add(1);
                 let (mut s, mut phase) = (0usize, 0u32);
                 let mut t = first;
                 while t < tiles {
@@ -190,10 +194,11 @@ fn gemm_sm90_body<T: Copy>(
                         while !mbarrier_try_wait_parity(empty(s), phase ^ 1) {}
                         let _ = mbarrier_arrive_expect_tx(
                             full(s),
+                            0,
                             (A_BYTES + boxes * B_BOX_BYTES) as u32,
                         );
                         let k0 = (kt * BK) as i32;
-                        cp_async_bulk_tensor_2d_global_to_shared(
+                        cp_async_bulk_tensor_2d_g2s(
                             a_stage(s),
                             map_a,
                             k0,
@@ -201,7 +206,7 @@ fn gemm_sm90_body<T: Copy>(
                             full(s),
                         );
                         for j in 0..boxes {
-                            cp_async_bulk_tensor_2d_global_to_shared(
+                            cp_async_bulk_tensor_2d_g2s(
                                 b_stage(s).add(j * B_BOX_BYTES),
                                 map_b,
                                 (n0 + 64 * j) as i32,

@@ -143,6 +143,39 @@ pub(crate) unsafe fn mbarrier_try_wait_parity(bar: *mut u64, parity: u32) -> boo
 }
 
 #[inline(always)]
+pub(crate) unsafe fn mbarrier_inval(bar: *mut u64) {
+    // SAFETY: as `mbarrier_init`.
+    unsafe {
+        asm!("mbarrier.inval.shared::cta.b64 [{b}];", b = in(reg32) shared_addr(bar),
+             options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_test_wait(bar: *mut u64, token: u64) -> bool {
+    let done: u32;
+    // SAFETY: as `mbarrier_arrive`.
+    unsafe {
+        asm!("{{ .reg .pred p; mbarrier.test_wait.shared::cta.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
+             d = out(reg32) done, b = in(reg32) shared_addr(bar), t = in(reg64) token,
+             options(nostack, preserves_flags));
+    }
+    done != 0
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_try_wait(bar: *mut u64, token: u64) -> bool {
+    let done: u32;
+    // SAFETY: as `mbarrier_arrive`.
+    unsafe {
+        asm!("{{ .reg .pred p; mbarrier.try_wait.shared::cta.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
+             d = out(reg32) done, b = in(reg32) shared_addr(bar), t = in(reg64) token,
+             options(nostack, preserves_flags));
+    }
+    done != 0
+}
+
+#[inline(always)]
 pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
     dst: *mut u8,
     tensor_map: *const u8,
@@ -150,7 +183,7 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
     y: i32,
     bar: *mut u64,
 ) {
-    // SAFETY: upheld by the caller (`wgmma::cp_async_bulk_tensor_2d_global_to_shared`).
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_g2s`).
     unsafe {
         asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
              d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y,
