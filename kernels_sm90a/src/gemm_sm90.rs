@@ -55,7 +55,9 @@ pub const SM90_THREADS: u32 = 384;
 pub const STAGES: usize = 4;
 /// Dynamic shared memory a launch must give: the stages, their barriers, and 1 KiB
 /// of slack to align the first stage to 1024 bytes.
-pub const SM90_SHARED_BYTES: u32 = (STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024) as u32;
+/// (A literal, so that pyoxide/_twins.py's copy can be checked against it by a test.)
+pub const SM90_SHARED_BYTES: u32 = 197_696;
+const _: () = assert!(SM90_SHARED_BYTES as usize == STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024);
 /// The two tensor maps (A's, then B's), 128 bytes each, in the `maps` argument.
 pub const TENSOR_MAP_BYTES: usize = 128;
 
