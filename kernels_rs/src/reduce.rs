@@ -2,68 +2,117 @@
 
 use oxide_device::prelude::*;
 
-/// `out[0] = Σ x`, in one launch: no second pass, no zeroing first.
+/// `out[0] = Σ x`, in one launch: no second pass, no zeroing first, no host step.
 ///
-/// Each thread sums its grid-stride share of `x` (128-bit loads, four in flight per
-/// step), each block reduces its threads' sums (warp shuffles, then shared memory), and
-/// each block's first thread adds the block's total to a device-wide accumulator and
-/// takes a ticket; the block that takes the last ticket reads the total into `out[0]`
-/// and leaves the accumulator and the counter at zero for the next launch. A plain call
-/// launches 64 blocks of 256 per multiprocessor (fewer for small `x`): on an H200 the
-/// best of a sweep from 1 to 64 blocks per multiprocessor and 256 to 1024 threads per
-/// block (docs/performance.md). Block size: a multiple of 32.
+/// Each thread sums its grid-stride share of `x` (128-bit loads, eight issued before
+/// any is used), each block reduces its threads' sums (warp shuffles, then shared
+/// memory), and each block's first thread adds the block's total to its launch's slot
+/// of a device-wide table and takes a ticket; the block that takes the last ticket
+/// writes the slot's total to `out[0]` and leaves the slot empty for the next launch.
+/// A plain call launches one wave: 8 blocks of 256 per multiprocessor (fewer for small
+/// `x`). Block size: a multiple of 32.
 ///
-/// The accumulator is one per loaded module and device: launches of this kernel that
-/// run at the same time (on two streams, or from two host threads on the emulator)
-/// would mix their sums. Launches on one stream never overlap.
+/// Launches that run at the same time (on two streams, or from two host threads on the
+/// emulator) use different slots, found by the launch's grid id (`%gridid`), so their
+/// sums never mix; see [`claim_slot`].
 #[kernel]
 #[launch_bounds(1024)]
-#[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 64))]
+#[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 8))]
 pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
-    static TOTAL: atomic::DeviceAtomicF32 = atomic::DeviceAtomicF32::new(0.0);
-    static BLOCKS_DONE: atomic::DeviceAtomicU32 = atomic::DeviceAtomicU32::new(0);
+    let leader = thread::block_thread_index() == 0;
+    // Claimed before the sum, so the table's round trip overlaps the loads.
+    let slot = if leader { claim_slot() } else { 0 };
     let block_sum = warp::block_reduce_sum_f32(thread_sum(x));
-    if thread::block_thread_index() != 0 {
+    if !leader {
         return;
     }
-    TOTAL.fetch_add(block_sum, Ordering::Relaxed);
+    let slot = &SLOTS[slot];
+    slot.total.fetch_add(block_sum, Ordering::Relaxed);
     let blocks = thread::gridDim_x() * thread::gridDim_y() * thread::gridDim_z();
     // Release: this block's addition happens before its ticket. Acquire: the last
     // ticket's holder sees every block's addition (each ticket is released in turn).
-    if BLOCKS_DONE.fetch_add(1, Ordering::AcqRel) + 1 == blocks {
-        let total = TOTAL.swap(0.0, Ordering::Relaxed);
-        BLOCKS_DONE.store(0, Ordering::Relaxed);
+    if slot.done.fetch_add(1, Ordering::AcqRel) + 1 == blocks {
+        let total = slot.total.swap(0.0, Ordering::Relaxed);
+        slot.done.store(0, Ordering::Relaxed);
+        // Release: the next owner sees the slot's zeros.
+        slot.owner.store(0, Ordering::Release);
         if let Some(o) = out.first() {
             o.store(total, Ordering::Relaxed);
         }
     }
 }
 
+/// One launch's accumulator: the block totals' sum and the blocks that added theirs.
+/// `owner` is the launch's key (its grid id + 1), 0 while free.
+struct Slot {
+    owner: atomic::DeviceAtomicU64,
+    total: atomic::DeviceAtomicF32,
+    done: atomic::DeviceAtomicU32,
+}
+
+/// Slots in the table: more than the 128 kernels an H100/H200 runs at once, so
+/// launches in flight only share one when their grid ids are 128 apart.
+const SLOT_COUNT: usize = 128;
+
+static SLOTS: [Slot; SLOT_COUNT] = [const {
+    Slot {
+        owner: atomic::DeviceAtomicU64::new(0),
+        total: atomic::DeviceAtomicF32::new(0.0),
+        done: atomic::DeviceAtomicU32::new(0),
+    }
+}; SLOT_COUNT];
+
+/// This launch's slot: `gridid % SLOT_COUNT`, taken by the launch's first block to get
+/// there (a compare-and-swap from 0) and found by the others (its owner is this
+/// launch). Every block of a launch computes the same slot, so they cannot split
+/// between two. When another launch still holds it (grid ids `SLOT_COUNT` apart, both
+/// running), the block waits for that launch's last block to free it.
+#[inline(always)]
+fn claim_slot() -> usize {
+    let key = thread::gridid().wrapping_add(1);
+    let home = (key % SLOT_COUNT as u64) as usize;
+    let owner = &SLOTS[home].owner;
+    // Acquire (here and below): the previous owner's zeros are seen before the adds.
+    let mut seen = owner.load(Ordering::Acquire);
+    while seen != key {
+        if seen == 0 {
+            match owner.compare_exchange(0, key, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => seen = now,
+            }
+        } else {
+            seen = owner.load(Ordering::Acquire);
+        }
+    }
+    home
+}
+
 /// This thread's share of `Σ x` in a 1-D grid-stride loop: the 16-byte-aligned middle of
-/// `x` as vectors of four, four vectors per step (independent loads keep 64 bytes in
-/// flight per thread), and the unaligned ends one element at a time.
+/// `x` as vectors of four, `DEPTH` vectors per step all loaded before any is added (so
+/// each thread keeps 128 bytes in flight), and the unaligned ends one element at a time.
 #[inline(always)]
 fn thread_sum(x: &[f32]) -> f32 {
+    const DEPTH: usize = 8;
     let (head, body, tail) = x.as_vectors::<4>();
-    let add = |acc: [f32; 4], v: Vector<f32, 4>| {
-        let v = v.lanes();
-        [acc[0] + v[0], acc[1] + v[1], acc[2] + v[2], acc[3] + v[3]]
-    };
+    let add = |acc: [f32; 4], v: [f32; 4]| [acc[0] + v[0], acc[1] + v[1], acc[2] + v[2], acc[3] + v[3]];
     let mut acc = [0.0f32; 4];
     let stride = thread::grid_stride();
     let mut c = thread::index_1d().get();
-    while c + 3 * stride < body.len() {
-        let (v0, v1, v2, v3) = (
-            body[c],
-            body[c + stride],
-            body[c + 2 * stride],
-            body[c + 3 * stride],
-        );
-        acc = add(add(add(add(acc, v0), v1), v2), v3);
-        c += 4 * stride;
+    // `c < full` puts all DEPTH vectors `c, c + stride, …` inside `body`, so the step has
+    // no bounds check between its loads (one would hold back the loads after it).
+    // No overflow: stride < 2^42.
+    let full = body.len().saturating_sub((DEPTH - 1) * stride);
+    while c < full {
+        let mut v = [[0.0f32; 4]; DEPTH];
+        for (k, v) in v.iter_mut().enumerate() {
+            // SAFETY: c + k·stride <= c + (DEPTH - 1)·stride < body.len() (see `full`).
+            *v = unsafe { body.get_unchecked(c + k * stride) }.lanes();
+        }
+        acc = v.into_iter().fold(acc, add);
+        c += DEPTH * stride;
     }
     while c < body.len() {
-        acc = add(acc, body[c]);
+        acc = add(acc, body[c].lanes());
         c += stride;
     }
     let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);

@@ -114,7 +114,9 @@ sreg32! {
     };
 }
 
-/// The launch's grid id (`%gridid`, 64-bit; 0 on the emulator).
+/// The launch's grid id (`%gridid`, 64-bit): launches running at the same time have
+/// different ones. On the emulator, a number unique to each launch in the process
+/// (and to each OS thread outside a launch).
 #[inline(always)]
 pub fn gridid() -> u64 {
     #[cfg(target_arch = "nvptx64")]
@@ -125,5 +127,5 @@ pub fn gridid() -> u64 {
         v
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    0
+    crate::arch::grid_id()
 }
