@@ -13,15 +13,16 @@ use oxide_device::prelude::*;
 /// `x`). Block size: a multiple of 32.
 ///
 /// Launches that run at the same time (on two streams, or from two host threads on the
-/// emulator) use different slots, found by the launch's grid id (`%gridid`), so their
-/// sums never mix; see [`claim_slot`].
+/// emulator) keep their sums apart: each launch's accumulator is found by its `out`,
+/// see [`claim_slot`]. (Two launches writing the same `out` at once race on it, as any
+/// two kernels writing one array do.)
 #[kernel]
 #[launch_bounds(1024)]
 #[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 8))]
 pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
     let leader = thread::block_thread_index() == 0;
     // Claimed before the sum, so the table's round trip overlaps the loads.
-    let slot = if leader { claim_slot() } else { 0 };
+    let slot = if leader { claim_slot(&out) } else { 0 };
     let block_sum = warp::block_reduce_sum_f32(thread_sum(x));
     if !leader {
         return;
@@ -43,16 +44,16 @@ pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
 }
 
 /// One launch's accumulator: the block totals' sum and the blocks that added theirs.
-/// `owner` is the launch's key (its grid id + 1), 0 while free.
+/// `owner` is the launch's key (the address of its `out`), 0 while free.
 struct Slot {
     owner: atomic::DeviceAtomicU64,
     total: atomic::DeviceAtomicF32,
     done: atomic::DeviceAtomicU32,
 }
 
-/// Slots in the table: more than the 128 kernels an H100/H200 runs at once, so
-/// launches in flight only share one when their grid ids are 128 apart.
-const SLOT_COUNT: usize = 128;
+/// Slots in the table (16 KiB): launches in flight at once share one only when their
+/// outputs' addresses hash alike.
+const SLOT_COUNT: usize = 1024;
 
 static SLOTS: [Slot; SLOT_COUNT] = [const {
     Slot {
@@ -62,15 +63,19 @@ static SLOTS: [Slot; SLOT_COUNT] = [const {
     }
 }; SLOT_COUNT];
 
-/// This launch's slot: `gridid % SLOT_COUNT`, taken by the launch's first block to get
-/// there (a compare-and-swap from 0) and found by the others (its owner is this
-/// launch). Every block of a launch computes the same slot, so they cannot split
-/// between two. When another launch still holds it (grid ids `SLOT_COUNT` apart, both
-/// running), the block waits for that launch's last block to free it.
+/// This launch's slot, keyed by the address of `out` (what every block of a launch
+/// sees alike, and what two launches running at once differ in unless they race on
+/// one output): the slot the address hashes to, taken by the launch's first block to
+/// get there (a compare-and-swap from 0) and found by the others (its owner is the
+/// key). Every block of a launch computes the same slot, so they never split between
+/// two. When another launch still holds it (two outputs hashing alike, both running),
+/// the block waits for that launch's last block to free it.
 #[inline(always)]
-fn claim_slot() -> usize {
-    let key = thread::gridid().wrapping_add(1);
-    let home = (key % SLOT_COUNT as u64) as usize;
+fn claim_slot(out: &AtomicSlice<f32>) -> usize {
+    // Never 0: an empty `out` still has an aligned, non-null address.
+    let key = out.as_ptr() as u64;
+    // Fibonacci hashing: the top 10 bits of key × 2^64/φ spread aligned addresses.
+    let home = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_COUNT.trailing_zeros())) as usize;
     let owner = &SLOTS[home].owner;
     // Acquire (here and below): the previous owner's zeros are seen before the adds.
     let mut seen = owner.load(Ordering::Acquire);

@@ -53,36 +53,6 @@ pub fn thread_coords() -> ThreadCoords {
     CURRENT.with(Cell::get)
 }
 
-/// Grid ids of the emulator's launches: one per launch, never 0 and never reused in
-/// the process, like `%gridid` among a context's launches.
-static NEXT_GRID_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
-
-std::thread_local! {
-    /// The running launch's grid id on this OS thread; 0 until the thread first asks
-    /// outside a launch (then it gets one of its own: a plain call is a launch of one).
-    static GRID_ID: Cell<u64> = const { Cell::new(0) };
-}
-
-/// A grid id no launch has had.
-pub(crate) fn new_grid_id() -> u64 {
-    NEXT_GRID_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
-}
-
-/// Make `id` this OS thread's grid id (a launch's workers); returns the previous one.
-pub(crate) fn set_grid_id(id: u64) -> u64 {
-    GRID_ID.with(|g| g.replace(id))
-}
-
-/// `%gridid`: the running launch's id, or this OS thread's own outside a launch.
-pub(crate) fn grid_id() -> u64 {
-    GRID_ID.with(|g| {
-        if g.get() == 0 {
-            g.set(new_grid_id());
-        }
-        g.get()
-    })
-}
-
 macro_rules! special_registers {
     ($($name:ident => $field:ident[$axis:literal],)*) => {$(
         #[inline]

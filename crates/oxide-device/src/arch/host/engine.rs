@@ -142,9 +142,7 @@ pub unsafe fn launch(
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<([u32; 3], BlockFailure)>> = Mutex::new(None);
-    let grid_id = super::new_grid_id();
     let work = || {
-        let previous_grid_id = super::set_grid_id(grid_id);
         let mut runner = Runner::new(cfg.shared_bytes as usize, interrupts);
         while !stop.load(Ordering::Relaxed) {
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -158,7 +156,6 @@ pub unsafe fn launch(
                 slot.get_or_insert((block, f));
             }
         }
-        super::set_grid_id(previous_grid_id);
     };
     if workers <= 1 {
         // The caller's thread runs a one-block launch: no thread to start.
