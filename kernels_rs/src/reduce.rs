@@ -4,30 +4,32 @@ use oxide_device::prelude::*;
 
 /// `out[0] = Σ x`, in one launch: no second pass, no zeroing first, no host step.
 ///
-/// Each thread sums its grid-stride share of `x` (128-bit loads, eight issued before
-/// any is used), each block reduces its threads' sums (warp shuffles, then shared
-/// memory), and each block's first thread adds the block's total to its launch's slot
-/// of a device-wide table and takes a ticket; the block that takes the last ticket
-/// writes the slot's total to `out[0]` and leaves the slot empty for the next launch.
-/// A plain call launches one wave: 8 blocks of 256 per multiprocessor (fewer for small
-/// `x`). Block size: a multiple of 32.
+/// Each thread sums its grid-stride share of `x` (128-bit loads, four in flight per
+/// step), each block reduces its threads' sums (warp shuffles, then shared memory), and
+/// each block's first thread adds the block's total to its launch's slot of a
+/// device-wide table and takes a ticket; the block that takes the last ticket writes the
+/// slot's total to `out[0]` and leaves the slot empty for the next launch. A plain call
+/// launches 64 blocks of 256 per multiprocessor (fewer for small `x`): on an H200 the
+/// best of a sweep from 1 to 64 blocks per multiprocessor and 256 to 1024 threads per
+/// block (docs/performance.md). Block size: a multiple of 32.
 ///
 /// Launches that run at the same time (on two streams, or from two host threads on the
-/// emulator) keep their sums apart: each launch's accumulator is found by its `out`,
-/// see [`claim_slot`]. (Two launches writing the same `out` at once race on it, as any
-/// two kernels writing one array do.)
+/// emulator) keep their sums apart: each launch's slot is found by its `out`, see
+/// [`claim_slot`]. (Two launches writing the same `out` at once race on it, as any two
+/// kernels writing one array do.)
 #[kernel]
 #[launch_bounds(1024)]
-#[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 8))]
+#[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 64))]
 pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
-    let leader = thread::block_thread_index() == 0;
-    // Claimed before the sum, so the table's round trip overlaps the loads.
-    let slot = if leader { claim_slot(&out) } else { 0 };
     let block_sum = warp::block_reduce_sum_f32(thread_sum(x));
-    if !leader {
+    // Nothing that only the first thread does comes before the block reduction: with a
+    // branch on the thread index before it and the same test after, LLVM duplicated the
+    // whole reduction into one copy per side (its barriers included), splitting warp 0
+    // between two `bar.sync`s, and the kernel never finished on the GPU.
+    if thread::block_thread_index() != 0 {
         return;
     }
-    let slot = &SLOTS[slot];
+    let slot = &SLOTS[claim_slot(&out)];
     slot.total.fetch_add(block_sum, Ordering::Relaxed);
     let blocks = thread::gridDim_x() * thread::gridDim_y() * thread::gridDim_z();
     // Release: this block's addition happens before its ticket. Acquire: the last
@@ -75,7 +77,8 @@ fn claim_slot(out: &AtomicSlice<f32>) -> usize {
     // Never 0: an empty `out` still has an aligned, non-null address.
     let key = out.as_ptr() as u64;
     // Fibonacci hashing: the top 10 bits of key × 2^64/φ spread aligned addresses.
-    let home = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_COUNT.trailing_zeros())) as usize;
+    let home =
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_COUNT.trailing_zeros())) as usize;
     let owner = &SLOTS[home].owner;
     // Acquire (here and below): the previous owner's zeros are seen before the adds.
     let mut seen = owner.load(Ordering::Acquire);
@@ -93,31 +96,30 @@ fn claim_slot(out: &AtomicSlice<f32>) -> usize {
 }
 
 /// This thread's share of `Σ x` in a 1-D grid-stride loop: the 16-byte-aligned middle of
-/// `x` as vectors of four, `DEPTH` vectors per step all loaded before any is added (so
-/// each thread keeps 128 bytes in flight), and the unaligned ends one element at a time.
+/// `x` as vectors of four, four vectors per step (independent loads keep 64 bytes in
+/// flight per thread), and the unaligned ends one element at a time.
 #[inline(always)]
 fn thread_sum(x: &[f32]) -> f32 {
-    const DEPTH: usize = 8;
     let (head, body, tail) = x.as_vectors::<4>();
-    let add = |acc: [f32; 4], v: [f32; 4]| [acc[0] + v[0], acc[1] + v[1], acc[2] + v[2], acc[3] + v[3]];
+    let add = |acc: [f32; 4], v: Vector<f32, 4>| {
+        let v = v.lanes();
+        [acc[0] + v[0], acc[1] + v[1], acc[2] + v[2], acc[3] + v[3]]
+    };
     let mut acc = [0.0f32; 4];
     let stride = thread::grid_stride();
     let mut c = thread::index_1d().get();
-    // `c < full` puts all DEPTH vectors `c, c + stride, …` inside `body`, so the step has
-    // no bounds check between its loads (one would hold back the loads after it).
-    // No overflow: stride < 2^42.
-    let full = body.len().saturating_sub((DEPTH - 1) * stride);
-    while c < full {
-        let mut v = [[0.0f32; 4]; DEPTH];
-        for (k, v) in v.iter_mut().enumerate() {
-            // SAFETY: c + k·stride <= c + (DEPTH - 1)·stride < body.len() (see `full`).
-            *v = unsafe { body.get_unchecked(c + k * stride) }.lanes();
-        }
-        acc = v.into_iter().fold(acc, add);
-        c += DEPTH * stride;
+    while c + 3 * stride < body.len() {
+        let (v0, v1, v2, v3) = (
+            body[c],
+            body[c + stride],
+            body[c + 2 * stride],
+            body[c + 3 * stride],
+        );
+        acc = add(add(add(add(acc, v0), v1), v2), v3);
+        c += 4 * stride;
     }
     while c < body.len() {
-        acc = add(acc, body[c].lanes());
+        acc = add(acc, body[c]);
         c += stride;
     }
     let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
