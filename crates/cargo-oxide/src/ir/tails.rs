@@ -60,7 +60,9 @@ pub fn merge_noreturn_tails(ir: &str) -> (String, bool) {
             i += 1;
             continue;
         }
-        let end = (i..lines.len()).find(|&j| lines[j] == "}").unwrap_or(lines.len() - 1);
+        let end = (i..lines.len())
+            .find(|&j| lines[j] == "}")
+            .unwrap_or(lines.len() - 1);
         let body = &lines[i..=end];
         // Each block: its label and the lines up to the next label or the end.
         let starts: Vec<usize> = (1..body.len())
@@ -171,7 +173,13 @@ define ptx_kernel void @saxpy(i64 %0, i64 %1, i64 %2) {
         assert_eq!(merge_noreturn_tails(&args), (args.clone(), false));
         // A label that merely starts like another is not renamed.
         let text = "define void @f() {\n  br label %70\n}\n";
-        assert_eq!(redirect("  br label %70", &BTreeMap::from([("label %7".into(), "label %5".into())])), "  br label %70");
+        assert_eq!(
+            redirect(
+                "  br label %70",
+                &BTreeMap::from([("label %7".into(), "label %5".into())])
+            ),
+            "  br label %70"
+        );
         assert_eq!(merge_noreturn_tails(text), (text.to_string(), false));
     }
 }
