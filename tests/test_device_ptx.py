@@ -182,6 +182,21 @@ def test_shared_memory_is_shared(entry: str):
         assert re.search(r"^\s*\.shared \.align 16 \.b8 \w+\[\d+\];", ptx, re.MULTILINE)
 
 
+def test_the_one_launch_reduction_has_one_copy_of_its_block_reduction():
+    """reduce_sum_f32's block reduction exists once, as in reduce_blocks_f32 (the same
+    reduction, no single-thread tail): a copy per side of a branch on the thread index
+    splits warp 0 between two `bar.sync`s, and the kernel never finishes on a GPU."""
+    for art, ptx in _ptx_texts():
+        barriers = {
+            entry: len(re.findall(r"\bbar(?:rier)?\.sync", _body(ptx, entry)))
+            for entry in ("reduce_sum_f32", "reduce_blocks_f32")
+        }
+        assert barriers["reduce_sum_f32"] == barriers["reduce_blocks_f32"] >= 1, (
+            art["arch"],
+            barriers,
+        )
+
+
 def test_dynamic_shared_memory_is_one_extern_array():
     for _, ptx in _ptx_texts():
         assert ptx.count(".extern .shared .align 16 .b8 __oxide_dynamic_shared[];") == 1
