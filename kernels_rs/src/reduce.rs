@@ -2,97 +2,41 @@
 
 use oxide_device::prelude::*;
 
-/// `out[0] = Σ x`, in one launch: no second pass, no zeroing first, no host step.
+/// `out[0] = Σ x`, in one launch: no second pass, no zeroing first.
 ///
 /// Each thread sums its grid-stride share of `x` (128-bit loads, four in flight per
 /// step), each block reduces its threads' sums (warp shuffles, then shared memory), and
-/// each block's first thread adds the block's total to its launch's slot of a
-/// device-wide table and takes a ticket; the block that takes the last ticket writes the
-/// slot's total to `out[0]` and leaves the slot empty for the next launch. A plain call
+/// each block's first thread adds the block's total to a device-wide accumulator and
+/// takes a ticket; the block that takes the last ticket reads the total into `out[0]`
+/// and leaves the accumulator and the counter at zero for the next launch. A plain call
 /// launches 64 blocks of 256 per multiprocessor (fewer for small `x`): on an H200 the
 /// best of a sweep from 1 to 64 blocks per multiprocessor and 256 to 1024 threads per
 /// block (docs/performance.md). Block size: a multiple of 32.
 ///
-/// Launches that run at the same time (on two streams, or from two host threads on the
-/// emulator) keep their sums apart: each launch's slot is found by its `out`, see
-/// [`claim_slot`]. (Two launches writing the same `out` at once race on it, as any two
-/// kernels writing one array do.)
+/// The accumulator is one per loaded module and device: launches of this kernel that
+/// run at the same time (on two streams, or from two host threads on the emulator)
+/// would mix their sums. Launches on one stream never overlap.
 #[kernel]
 #[launch_bounds(1024)]
 #[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 64))]
 pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
+    static TOTAL: atomic::DeviceAtomicF32 = atomic::DeviceAtomicF32::new(0.0);
+    static BLOCKS_DONE: atomic::DeviceAtomicU32 = atomic::DeviceAtomicU32::new(0);
     let block_sum = warp::block_reduce_sum_f32(thread_sum(x));
-    // Nothing that only the first thread does comes before the block reduction: with a
-    // branch on the thread index before it and the same test after, LLVM duplicated the
-    // whole reduction into one copy per side (its barriers included), splitting warp 0
-    // between two `bar.sync`s, and the kernel never finished on the GPU.
     if thread::block_thread_index() != 0 {
         return;
     }
-    let slot = &SLOTS[claim_slot(&out)];
-    slot.total.fetch_add(block_sum, Ordering::Relaxed);
+    TOTAL.fetch_add(block_sum, Ordering::Relaxed);
     let blocks = thread::gridDim_x() * thread::gridDim_y() * thread::gridDim_z();
     // Release: this block's addition happens before its ticket. Acquire: the last
     // ticket's holder sees every block's addition (each ticket is released in turn).
-    if slot.done.fetch_add(1, Ordering::AcqRel) + 1 == blocks {
-        let total = slot.total.swap(0.0, Ordering::Relaxed);
-        slot.done.store(0, Ordering::Relaxed);
-        // Release: the next owner sees the slot's zeros.
-        slot.owner.store(0, Ordering::Release);
+    if BLOCKS_DONE.fetch_add(1, Ordering::AcqRel) + 1 == blocks {
+        let total = TOTAL.swap(0.0, Ordering::Relaxed);
+        BLOCKS_DONE.store(0, Ordering::Relaxed);
         if let Some(o) = out.first() {
             o.store(total, Ordering::Relaxed);
         }
     }
-}
-
-/// One launch's accumulator: the block totals' sum and the blocks that added theirs.
-/// `owner` is the launch's key (the address of its `out`), 0 while free.
-struct Slot {
-    owner: atomic::DeviceAtomicU64,
-    total: atomic::DeviceAtomicF32,
-    done: atomic::DeviceAtomicU32,
-}
-
-/// Slots in the table (16 KiB): launches in flight at once share one only when their
-/// outputs' addresses hash alike.
-const SLOT_COUNT: usize = 1024;
-
-static SLOTS: [Slot; SLOT_COUNT] = [const {
-    Slot {
-        owner: atomic::DeviceAtomicU64::new(0),
-        total: atomic::DeviceAtomicF32::new(0.0),
-        done: atomic::DeviceAtomicU32::new(0),
-    }
-}; SLOT_COUNT];
-
-/// This launch's slot, keyed by the address of `out` (what every block of a launch
-/// sees alike, and what two launches running at once differ in unless they race on
-/// one output): the slot the address hashes to, taken by the launch's first block to
-/// get there (a compare-and-swap from 0) and found by the others (its owner is the
-/// key). Every block of a launch computes the same slot, so they never split between
-/// two. When another launch still holds it (two outputs hashing alike, both running),
-/// the block waits for that launch's last block to free it.
-#[inline(always)]
-fn claim_slot(out: &AtomicSlice<f32>) -> usize {
-    // Never 0: an empty `out` still has an aligned, non-null address.
-    let key = out.as_ptr() as u64;
-    // Fibonacci hashing: the top 10 bits of key × 2^64/φ spread aligned addresses.
-    let home =
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_COUNT.trailing_zeros())) as usize;
-    let owner = &SLOTS[home].owner;
-    // Acquire (here and below): the previous owner's zeros are seen before the adds.
-    let mut seen = owner.load(Ordering::Acquire);
-    while seen != key {
-        if seen == 0 {
-            match owner.compare_exchange(0, key, Ordering::Acquire, Ordering::Acquire) {
-                Ok(_) => break,
-                Err(now) => seen = now,
-            }
-        } else {
-            seen = owner.load(Ordering::Acquire);
-        }
-    }
-    home
 }
 
 /// This thread's share of `Σ x` in a 1-D grid-stride loop: the 16-byte-aligned middle of

@@ -39,43 +39,6 @@ def test_reduce_sum_twice_and_explicit_grids(kernels: pyoxide.Module, lib: Array
         assert rel_err(lib.to_numpy(out), [want]) < 1e-6, (grid, block)
 
 
-def test_reduce_sum_concurrent_launches_keep_their_sums(
-    kernels: pyoxide.Module, lib: ArrayLib
-) -> None:
-    """Launches running at the same time (two host threads on the emulator, two streams
-    on the GPU) each get their own sum: the kernel's accumulator is per launch."""
-    n = (1 << 22) if lib.on_gpu else 200_003
-    xs = [RNG.random(n + k, dtype=np.float32) + 4 * k for k in range(2)]  # sums far apart
-    wants = [x.astype(np.float64).sum() for x in xs]
-    dev = [lib.asarray(x) for x in xs]
-    outs = [[lib.poisoned(1, np.float32) for _ in range(8)] for _ in xs]
-    if lib.on_gpu:
-        import cupy
-
-        cupy.cuda.Device().synchronize()  # the inputs are ready before either stream runs
-        streams = [cupy.cuda.Stream(non_blocking=True) for _ in xs]
-        for r in range(8):
-            for k in range(2):
-                kernels.reduce_sum_f32.launch(dev[k], outs[k][r], stream=streams[k].ptr)
-        for s in streams:
-            s.synchronize()
-    else:
-        import threading
-
-        def launches(k: int) -> None:
-            for out in outs[k]:
-                kernels.reduce_sum_f32(dev[k], out)
-
-        threads = [threading.Thread(target=launches, args=(k,)) for k in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    for k in range(2):
-        got = np.concatenate([lib.to_numpy(o) for o in outs[k]])
-        assert rel_err(got, np.full(8, wants[k])) < 1e-5, (k, got, wants[k])
-
-
 @pytest.mark.parametrize("blocks", [1, 3, 64, 333])
 @pytest.mark.parametrize("n", [0, 1, 1000, 100_003])
 def test_reduce_blocks(kernels: pyoxide.Module, lib: ArrayLib, blocks: int, n: int) -> None:
