@@ -38,7 +38,9 @@ def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> Lau
         c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS)
     )
     fields = LAUNCH_KINDS[kind]
-    v = c.obj(value, w, ["kind", *fields])
+    # block_per_row over a 2-D shaped array has no `cols` (schema 3): rows are its extent.
+    optional = ["cols"] if kind == "block_per_row" else []
+    v = c.obj(value, w, ["kind", *(f for f in fields if f not in optional)], optional)
     names = [p.name for p in params]
     over = c.choice(v["over"], w + ".over", names)
     if params[names.index(over)].kind not in (
@@ -46,6 +48,8 @@ def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> Lau
         "disjoint_slice",
         "mut_slice",
         "atomic_slice",
+        "array",
+        "disjoint_array",
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
     ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
@@ -56,4 +60,8 @@ def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> Lau
         cols = names.index(c.choice(v["cols"], w + ".cols", names))
         if params[cols].kind != "scalar" or params[cols].type in ("f32", "f64", "bool"):
             raise c.fail(w + ".cols", f"parameter {names[cols]!r} is not an integer scalar")
+    elif kind == "block_per_row":
+        a = getattr(params[names.index(over)], "array", None)
+        if a is None or a.rank != 2:
+            raise c.fail(w, f"block_per_row without 'cols' needs a 2-D array; {over!r} is not")
     return LaunchPolicy(kind, names.index(over), cols=cols, **ints)

@@ -39,12 +39,13 @@ fn descriptor(entry: &str) -> KernelDescriptor {
 }
 
 fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
-    let mutable = matches!(kind, ParamKind::DisjointSlice | ParamKind::AtomicSlice);
+    let mutable = kind.always_mutable();
     ParamDescriptor {
         name: name.into(),
         kind,
         ty,
         mutable,
+        array: None,
     }
 }
 
@@ -104,15 +105,20 @@ fn device_library_kernels() {
         [param("x", Slice, U32), param("bins", AtomicSlice, U32)]
     );
     let d = descriptor("matmul_tiled");
+    let shaped = |name: &str, kind, layout, dims: [&str; 2]| ParamDescriptor {
+        array: Some(oxide_abi::shape::ArrayShape {
+            layout,
+            dims: dims.map(String::from).to_vec(),
+        }),
+        ..param(name, kind, F32)
+    };
+    use oxide_abi::ArrayLayout::{C, Strided};
     assert_eq!(
         d.params,
         [
-            param("a", Slice, F32),
-            param("b", Slice, F32),
-            param("c", DisjointSlice, F32),
-            param("m", Scalar, U32),
-            param("n", Scalar, U32),
-            param("k", Scalar, U32),
+            shaped("a", Array, C, ["m", "k"]),
+            shaped("b", Array, Strided, ["k", "n"]),
+            shaped("c", DisjointArray, C, ["m", "n"]),
         ]
     );
     for (name, elem, out) in [

@@ -63,6 +63,10 @@ pub struct ParamDescriptor {
     pub ty: ScalarType,
     /// The kernel may write through it (`DisjointSlice`, `AtomicSlice`, `&mut [T]`, `*mut T`).
     pub mutable: bool,
+    /// Shaped arrays (`array`, `disjoint_array`) only: layout and dimension names
+    /// (schema 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::shape::ArrayShape>,
 }
 
 /// Launch bounds: the kernel is compiled for at most `max_threads` threads per block
@@ -110,10 +114,12 @@ pub enum LaunchPolicy {
     BlockPerElement { over: String, block: u32 },
     /// One block per row of `over`, a row-major matrix whose row length is the integer
     /// scalar parameter `cols`. Plain call: `n / cols` blocks; `n` not a multiple of
-    /// `cols`, or an explicit grid other than `n / cols` blocks, is refused.
+    /// `cols`, or an explicit grid other than `n / cols` blocks, is refused. Without
+    /// `cols` (schema 3), `over` is a 2-D shaped array and its rows are its first extent.
     BlockPerRow {
         over: String,
-        cols: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cols: Option<String>,
         block: u32,
     },
     /// Each block handles `blockDim.x` consecutive elements of `over`, so the block
@@ -201,12 +207,14 @@ mod tests {
                     kind: ParamKind::Scalar,
                     ty: ScalarType::F32,
                     mutable: false,
+                    array: None,
                 },
                 ParamDescriptor {
                     name: "y".into(),
                     kind: ParamKind::DisjointSlice,
                     ty: ScalarType::F32,
                     mutable: true,
+                    array: None,
                 },
             ],
             is_unsafe: false,

@@ -235,10 +235,16 @@ pub(super) fn check_launch(
             _ => unreachable!("keys are checked above"),
         }
     }
-    if kind == LaunchKind::BlockPerRow && cols.is_none() && !seen.iter().any(|k| k == "cols") {
+    // A 2-D shaped `over` knows its rows; a flat slice needs the row length named.
+    let rows_known = over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank == 2));
+    if kind == LaunchKind::BlockPerRow
+        && cols.is_none()
+        && !rows_known
+        && !seen.iter().any(|k| k == "cols")
+    {
         errors.push(
             l.kind.span(),
-            "`block_per_row` needs `cols = <integer parameter>`",
+            "`block_per_row` needs `cols = <integer parameter>` (or a 2-D `DisjointArray2` to size it)",
         );
     }
     Some(Launch {

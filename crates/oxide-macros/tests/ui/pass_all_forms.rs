@@ -112,7 +112,7 @@ fn main() {
     let d = KernelDescriptor::decode(&__oxide_descriptor_rows).unwrap();
     assert_eq!(
         d.launch,
-        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: "n".into(), block: 128 })
+        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: Some("n".into()), block: 128 })
     );
     let d = KernelDescriptor::decode(&__oxide_descriptor_strided_f64).unwrap();
     assert_eq!(
