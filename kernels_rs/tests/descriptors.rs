@@ -1,7 +1,7 @@
 //! The descriptors that `#[kernel]` embeds, decoded as the link step will decode them.
 
 use oxide_abi::descriptor::{GenericArg, KernelDescriptor, LaunchPolicy, ParamDescriptor};
-use oxide_abi::{ParamKind, ScalarType};
+use oxide_abi::{ArrayLayout, ParamKind, ScalarType};
 
 /// Every descriptor static of the crate, by entry symbol.
 fn descriptors() -> Vec<KernelDescriptor> {
@@ -25,6 +25,12 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_sgemm[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
+        &kernels_rs::__oxide_descriptor_copy_2d_f32[..],
+        &kernels_rs::__oxide_descriptor_copy_2d_f64[..],
+        &kernels_rs::__oxide_descriptor_copy_2d_u32[..],
+        &kernels_rs::__oxide_descriptor_copy_3d_f32[..],
+        &kernels_rs::__oxide_descriptor_copy_3d_f64[..],
+        &kernels_rs::__oxide_descriptor_copy_3d_u32[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -36,6 +42,17 @@ fn descriptor(entry: &str) -> KernelDescriptor {
         .into_iter()
         .find(|d| d.entry == entry)
         .unwrap()
+}
+
+/// An f32 shaped array parameter with its layout and dimension names.
+fn shaped(name: &str, kind: ParamKind, layout: ArrayLayout, dims: &[&str]) -> ParamDescriptor {
+    ParamDescriptor {
+        array: Some(oxide_abi::shape::ArrayShape {
+            layout,
+            dims: dims.iter().map(|d| d.to_string()).collect(),
+        }),
+        ..param(name, kind, ScalarType::F32)
+    }
 }
 
 fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
@@ -84,7 +101,13 @@ fn one_descriptor_per_entry() {
             "transpose_u32",
             "sgemm",
             "gemm_bf16",
-            "gemm_bf16_bf16"
+            "gemm_bf16_bf16",
+            "copy_2d_f32",
+            "copy_2d_f64",
+            "copy_2d_u32",
+            "copy_3d_f32",
+            "copy_3d_f64",
+            "copy_3d_u32"
         ]
     );
 }
@@ -93,6 +116,7 @@ fn one_descriptor_per_entry() {
 fn device_library_kernels() {
     use ParamKind::*;
     use ScalarType::*;
+    use ArrayLayout::{C, Strided};
     let d = descriptor("reduce_sum_f32");
     assert_eq!(
         d.params,
@@ -105,20 +129,12 @@ fn device_library_kernels() {
         [param("x", Slice, U32), param("bins", AtomicSlice, U32)]
     );
     let d = descriptor("matmul_tiled");
-    let shaped = |name: &str, kind, layout, dims: [&str; 2]| ParamDescriptor {
-        array: Some(oxide_abi::shape::ArrayShape {
-            layout,
-            dims: dims.map(String::from).to_vec(),
-        }),
-        ..param(name, kind, F32)
-    };
-    use oxide_abi::ArrayLayout::{C, Strided};
     assert_eq!(
         d.params,
         [
-            shaped("a", Array, C, ["m", "k"]),
-            shaped("b", Array, Strided, ["k", "n"]),
-            shaped("c", DisjointArray, C, ["m", "n"]),
+            shaped("a", Array, C, &["m", "k"]),
+            shaped("b", Array, Strided, &["k", "n"]),
+            shaped("c", DisjointArray, C, &["m", "n"]),
         ]
     );
     for (name, elem, out) in [
@@ -144,9 +160,8 @@ fn device_library_kernels() {
     assert_eq!(
         d.params,
         [
-            param("x", Slice, F32),
-            param("out", DisjointSlice, F32),
-            param("cols", Scalar, U32),
+            shaped("x", Array, C, &["rows", "cols"]),
+            shaped("out", DisjointArray, C, &["rows", "cols"]),
         ]
     );
     assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512));
@@ -154,11 +169,10 @@ fn device_library_kernels() {
     assert_eq!(
         d.params,
         [
-            param("x", Slice, F32),
-            param("weight", Slice, F32),
-            param("bias", Slice, F32),
-            param("out", DisjointSlice, F32),
-            param("cols", Scalar, U32),
+            shaped("x", Array, C, &["rows", "cols"]),
+            shaped("weight", Array, C, &["cols"]),
+            shaped("bias", Array, C, &["cols"]),
+            shaped("out", DisjointArray, C, &["rows", "cols"]),
             param("eps", Scalar, F32),
         ]
     );

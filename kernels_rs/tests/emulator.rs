@@ -62,7 +62,9 @@ fn softmax_rows_sum_to_one() {
         .map(|i| ((i * 37) % 101) as f32 / 10.0)
         .collect();
     let out = vec![0.0f32; rows * cols];
-    let args = [&words(&x)[..], &words(&out), &[cols as u64]].concat();
+    // Each array: pointer, extents (rows, cols), strides (cols, 1).
+    let array2 = |p: *const f32| [p as u64, rows as u64, cols as u64, cols as u64, 1];
+    let args = [array2(x.as_ptr()), array2(out.as_ptr())].concat();
     run(
         __oxide_host_softmax_rows,
         [rows as u32, 1, 1],

@@ -188,6 +188,15 @@ impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
 }
 
 impl<'a, T, const R: usize> Array<'a, T, R, C> {
+    /// A C-order view of `data` with `shape` (safe: the borrow is shared). Handy for
+    /// calling kernels directly in host tests. Panics unless `data.len()` is the
+    /// product of `shape`.
+    pub fn from_slice(data: &'a [T], shape: [usize; R]) -> Self {
+        assert_eq!(data.len(), shape.iter().product::<usize>(), "shape does not fit the data");
+        // SAFETY: C-contiguous over exactly `data`, borrowed for 'a.
+        unsafe { Self::from_raw_parts(data.as_ptr(), shape, shape) }
+    }
+
     /// All elements in row-major order, as one slice (C layout only).
     #[inline(always)]
     pub fn as_slice(&self) -> &'a [T] {
@@ -446,6 +455,14 @@ impl<'a, T, const R: usize, L: Layout> DisjointArray<'a, T, R, L> {
 }
 
 impl<'a, T, const R: usize> DisjointArray<'a, T, R, C> {
+    /// A C-order output over `data` with `shape` (safe: the borrow is exclusive).
+    /// Panics unless `data.len()` is the product of `shape`.
+    pub fn from_mut_slice(data: &'a mut [T], shape: [usize; R]) -> Self {
+        assert_eq!(data.len(), shape.iter().product::<usize>(), "shape does not fit the data");
+        // SAFETY: C-contiguous over exactly `data`, borrowed exclusively for 'a.
+        unsafe { Self::from_raw_parts(data.as_mut_ptr(), shape, shape) }
+    }
+
     /// The same memory as a flat `DisjointSlice` in row-major order (C layout), for
     /// code written against slices; consumes the array, so the two cannot be mixed.
     #[inline(always)]
