@@ -158,7 +158,7 @@ def test_transpose_misaligned_view(kernels: pyoxide.Module, lib: ArrayLib) -> No
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
     out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
     grid, block = transpose_launch(rows, cols)
-    kernels.transpose[grid, block](misaligned(lib, x), out, rows, cols)
+    kernels.transpose[grid, block](misaligned(lib, x.ravel()), out, rows, cols)
     np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
 
 
