@@ -17,6 +17,9 @@ LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
     "segments": ("over",),
 }
 
+#: Fields a policy may leave out (schema 3: `block_per_row` over a 2-D shaped array).
+OPTIONAL_FIELDS: Mapping[str, tuple[str, ...]] = {"block_per_row": ("cols",)}
+
 
 @dataclass(frozen=True)
 class LaunchPolicy:
@@ -38,8 +41,7 @@ def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> Lau
         c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS)
     )
     fields = LAUNCH_KINDS[kind]
-    # block_per_row over a 2-D shaped array has no `cols` (schema 3): rows are its extent.
-    optional = ["cols"] if kind == "block_per_row" else []
+    optional = OPTIONAL_FIELDS.get(kind, ())
     v = c.obj(value, w, ["kind", *(f for f in fields if f not in optional)], optional)
     names = [p.name for p in params]
     over = c.choice(v["over"], w + ".over", names)
