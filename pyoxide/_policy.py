@@ -74,6 +74,17 @@ def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     return policy.over, block, block * policy.per_thread
 
 
+def tile_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
+    """``(param, bx, by, bz)`` when a plain call launches blocks of (bx, by, bz) over the
+    extents of a 2-D or 3-D output (x over its last dimension), for the fast launchers."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind != "tiles":
+        return None
+    array = spec.params[policy.over].array
+    assert array is not None
+    return (policy.over, *tile_block(array, max_threads(spec)))
+
+
 def configure(
     spec: KernelSpec,
     lengths: Sequence[int | None],

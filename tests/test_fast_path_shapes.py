@@ -57,11 +57,18 @@ def arrays(m: int = 40, n: int = 24, k: int = 33) -> tuple[FakeNdarray, ...]:
 
 
 def test_a_plain_call_sizes_a_2d_grid_from_the_output(native, mm) -> None:
-    fake, _ = native
-    mm(*arrays())
-    (launch,) = fake.launches
-    assert launch["grid"] == (2, 3, 1) and launch["block"] == (16, 16, 1)
+    """The general path and then the compiled one: 16×16 blocks over c (40×24)."""
+    fake, driver = native
+    args = arrays()
+    mm(*args)
     assert type(mm._fast) is pyoxide_native.Launcher
+    mm(*args)
+    ((slow,), (fast,)) = fake.launches, driver.launches
+    assert slow["grid"] == fast["grid"] == (2, 3, 1)
+    assert slow["block"] == fast["block"] == (16, 16, 1)
+    assert fast["buffer"] == general_bytes(slow["args"])
+    mm(*arrays(0, 24, 33))  # an empty output: nothing launched
+    assert len(driver.launches) == 1 and len(fake.launches) == 1
 
 
 @pytest.mark.parametrize(("m", "n", "k"), [(40, 24, 33), (1, 1, 1), (16, 0, 5), (3, 1, 0)])
@@ -76,7 +83,9 @@ def test_configured_calls_take_the_fast_path_with_the_general_bytes(
     (fast,) = driver.launches
     slow = fake.launches[-1]
     assert fast["buffer"] == general_bytes(slow["args"])
-    assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"]) == ((2, 3, 1), (16, 16, 1))
+    assert (
+        (fast["grid"], fast["block"]) == (slow["grid"], slow["block"]) == ((2, 3, 1), (16, 16, 1))
+    )
 
 
 def test_views_the_fast_path_is_unsure_of_go_to_the_general_path(native, mm) -> None:

@@ -276,6 +276,17 @@ impl Layout {
         word(buf, self.params[i].offset + 8)
     }
 
+    /// The extents packed for shaped parameter `i` (empty for other kinds).
+    pub fn shape_of(&self, buf: &[u8], i: usize) -> Vec<u64> {
+        let p = &self.params[i];
+        match &p.kind {
+            Kind::Shaped { dims, .. } => (0..dims.len())
+                .map(|d| word(buf, p.offset + 8 * (1 + d)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Elements of array parameter `i` as packed (a shaped array's are C-contiguous).
     fn elements(&self, buf: &[u8], i: usize) -> u64 {
         let p = &self.params[i];

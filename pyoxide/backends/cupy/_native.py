@@ -20,7 +20,7 @@ from typing import Any, Literal, NoReturn
 
 from ..._arrays import RUST_TYPESTR
 from ..._manifest import KernelSpec
-from ..._policy import plain_rule
+from ..._policy import plain_rule, tile_rule
 
 FastLauncher = Callable[[Sequence[Any], Any], bool]
 
@@ -92,7 +92,7 @@ def build(
         launcher: FastLauncher = _native.Launcher(
             int(function.ptr), device, params, ndarray, cp.cuda.get_current_stream,
             default_block, grid_param, backend, name, failed, entry_points,
-            stream_capsule(cp), rule[2] if rule else None,
+            stream_capsule(cp), rule[2] if rule else None, tile_rule(spec),
         )  # fmt: skip
     except (OSError, RuntimeError, TypeError, ValueError):
         # No driver library, no current context, or a description this build of the
