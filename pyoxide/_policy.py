@@ -42,8 +42,9 @@ def policy_of(spec: KernelSpec) -> LaunchPolicy | None:
         return None
     array = spec.params[out].array
     if array is not None and array.rank > 1:
-        # One thread per element of a 2-D or 3-D output, in tiles (not a manifest kind).
-        return LaunchPolicy("tiles", out, block=DEFAULT_BLOCK)
+        # One thread per element of a 2-D or 3-D output: tiles of one block each.
+        b = tile_block(array, max_threads(spec))
+        return LaunchPolicy("tiles", out, block=b[0] * b[1] * b[2], block3=b, tile=b)
     return LaunchPolicy("elementwise", out, block=DEFAULT_BLOCK)
 
 
@@ -74,15 +75,14 @@ def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     return policy.over, block, block * policy.per_thread
 
 
-def tile_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
-    """``(param, bx, by, bz)`` when a plain call launches blocks of (bx, by, bz) over the
-    extents of a 2-D or 3-D output (x over its last dimension), for the fast launchers."""
+def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """``(param, block, tile)`` when a plain call launches blocks of `block` threads, one
+    per `tile` of a shaped array's extents (x over its last dimension), for the fast
+    launchers."""
     policy = policy_of(spec)
     if policy is None or policy.kind != "tiles":
         return None
-    array = spec.params[policy.over].array
-    assert array is not None
-    return (policy.over, *tile_block(array, max_threads(spec)))
+    return policy.over, policy.block3, policy.tile
 
 
 def configure(
@@ -111,9 +111,7 @@ def configure(
                 f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
             )  # fmt: skip
         if policy is not None and policy.kind == "tiles":
-            array = spec.params[policy.over].array
-            assert array is not None
-            block3 = tile_block(array, limit)
+            block3 = policy.block3
         else:
             block3 = (_row_block(spec, policy, args, shapes)
                       if policy and policy.kind == "block_per_row"
@@ -138,7 +136,10 @@ def configure(
     if policy.kind == "tiles":
         shape = shapes[policy.over]
         assert shape is not None
-        return tile_grid(name, spec.params[policy.over], shape, block3), block3
+        # A declared #[launch(tiles(..))] fixes each block's tile; the default one (one
+        # thread per element) covers as many elements as the block has threads.
+        tile = policy.tile if spec.launch is not None else block3
+        return tile_grid(name, spec.params[policy.over], shape, tile), block3
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:

@@ -197,8 +197,8 @@ def tile_block(array: ArraySpec, max_threads: int) -> tuple[int, int, int]:
 def tile_grid(
     kernel: str, p: ParamSpec, shape: Sequence[int], block: Sequence[int]
 ) -> tuple[int, int, int]:
-    """One thread per element of a 2-D or 3-D output: x over the last dimension, y over
-    the one before, z over the first of three."""
+    """One block per `block` (a tile: x, y, z extents) of `shape`: x over the last
+    dimension, y over the one before, z over the first of three."""
     axes = list(reversed(shape)) + [1] * (3 - len(shape))
     grid = tuple(-(-n // b) for n, b in zip(axes, block, strict=True))
     for axis, (g, lim) in enumerate(zip(grid, _abi.MAX_GRID_DIM, strict=True)):

@@ -12,6 +12,7 @@ const TILE: usize = 16;
 /// (16, 16) over `c`: grid (⌈n/16⌉, ⌈m/16⌉); an explicit block must be (16, 16) too.
 #[kernel]
 #[launch_bounds(256)]
+#[launch(tiles(c, block = (16, 16), tile = (16, 16)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 pub fn matmul_tiled(a: Array2<f32>, b: Array2<f32, Strided>, mut c: DisjointArray2<f32>) {
     static A_TILE: SharedArray<f32, { TILE * TILE }> = SharedArray::UNINIT;

@@ -55,6 +55,11 @@ fn shaped(name: &str, kind: ParamKind, layout: ArrayLayout, dims: &[&str]) -> Pa
     }
 }
 
+/// `p` with element type `ty`.
+fn of(ty: ScalarType, p: ParamDescriptor) -> ParamDescriptor {
+    ParamDescriptor { ty, ..p }
+}
+
 fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
     let mutable = kind.always_mutable();
     ParamDescriptor {
@@ -146,15 +151,20 @@ fn device_library_kernels() {
         assert_eq!(
             d.params,
             [
-                param("a", Slice, elem),
-                param("b", Slice, elem),
-                param("c", DisjointSlice, out),
-                param("m", Scalar, U32),
-                param("n", Scalar, U32),
-                param("k", Scalar, U32),
+                of(elem, shaped("a", Array, C, &["m", "k"])),
+                of(elem, shaped("b", Array, C, &["k", "n"])),
+                of(out, shaped("c", DisjointArray, C, &["m", "n"])),
             ]
         );
         assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(256));
+        assert_eq!(
+            d.launch,
+            Some(LaunchPolicy::Tiles {
+                over: "c".into(),
+                block: [256, 1, 1],
+                tile: [128, 128, 1]
+            })
+        );
     }
     let d = descriptor("softmax_rows");
     assert_eq!(
@@ -186,10 +196,8 @@ fn device_library_kernels() {
         assert_eq!(
             d.params,
             [
-                param("x", Slice, ty),
-                param("out", DisjointSlice, ty),
-                param("rows", Scalar, U32),
-                param("cols", Scalar, U32),
+                of(ty, shaped("x", Array, C, &["rows", "cols"])),
+                of(ty, shaped("out", DisjointArray, C, &["cols", "rows"])),
             ]
         );
     }

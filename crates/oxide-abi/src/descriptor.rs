@@ -126,6 +126,15 @@ pub enum LaunchPolicy {
     /// size is part of the result: a call must give the block; the grid is
     /// `ceil(n / block)` and an explicit grid of any other size is refused.
     Segments { over: String },
+    /// Blocks of `block` threads, each covering a `tile` of the shaped array `over`'s
+    /// extents (x over its last dimension, y over the one before, z over the first of
+    /// three): plain call grid `ceil(extent / tile)` per axis (schema 3). The kernel
+    /// answers for the rest of the mapping (an explicit grid is taken as given).
+    Tiles {
+        over: String,
+        block: [u32; 3],
+        tile: [u32; 3],
+    },
 }
 
 impl LaunchPolicy {
@@ -136,7 +145,8 @@ impl LaunchPolicy {
             | LaunchPolicy::GridStride { over, .. }
             | LaunchPolicy::BlockPerElement { over, .. }
             | LaunchPolicy::BlockPerRow { over, .. }
-            | LaunchPolicy::Segments { over } => over,
+            | LaunchPolicy::Segments { over }
+            | LaunchPolicy::Tiles { over, .. } => over,
         }
     }
 }

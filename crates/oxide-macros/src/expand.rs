@@ -146,6 +146,10 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
             block,
         },
         LaunchKind::Segments => LaunchPolicy::Segments { over },
+        LaunchKind::Tiles => {
+            let (block, tile) = l.tiles.expect("validated");
+            LaunchPolicy::Tiles { over, block, tile }
+        }
     })
 }
 

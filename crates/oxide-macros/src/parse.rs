@@ -92,6 +92,8 @@ pub struct LaunchSyntax {
 pub enum LaunchValue {
     Int(LitInt),
     Ident(Ident),
+    /// `(16, 16)`: up to three integers (x, y, z), for `tiles`' `block` and `tile`.
+    Tuple(Vec<LitInt>, Span),
 }
 
 impl LaunchValue {
@@ -99,6 +101,7 @@ impl LaunchValue {
         match self {
             LaunchValue::Int(l) => l.span(),
             LaunchValue::Ident(i) => i.span(),
+            LaunchValue::Tuple(_, span) => *span,
         }
     }
 }
@@ -125,6 +128,11 @@ impl Parse for LaunchSyntax {
             content.parse::<Token![=]>()?;
             let value = if content.peek(LitInt) {
                 LaunchValue::Int(content.parse()?)
+            } else if content.peek(syn::token::Paren) {
+                let inner;
+                let parens = parenthesized!(inner in content);
+                let ints = Punctuated::<LitInt, Token![,]>::parse_terminated(&inner)?;
+                LaunchValue::Tuple(ints.into_iter().collect(), parens.span.join())
             } else {
                 LaunchValue::Ident(content.parse()?)
             };

@@ -22,6 +22,9 @@ const MAX_GRID_X: u64 = (1 << 31) - 1;
 /// Parameter buffers up to this size live on the stack (larger ones are allocated).
 const STACK_WORDS: usize = 64;
 
+/// `(param, block, tile)` from pyoxide/_policy.py's `tile_rule`.
+type TileRule = (usize, (u32, u32, u32), (u32, u32, u32));
+
 #[pyclass(frozen, module = "pyoxide._native")]
 pub struct Launcher {
     function: usize,
@@ -35,9 +38,9 @@ pub struct Launcher {
     /// A plain call launches `ceil(n / elements_per_block)` blocks (the kernel's launch
     /// policy, computed in Python: pyoxide/_policy.py's `plain_rule`).
     elements_per_block: u64,
-    /// Or, for a 2-D or 3-D shaped output (`tile_rule`): its parameter and the block; the
-    /// grid covers its extents, x over the last.
-    tiles: Option<(usize, [u32; 3])>,
+    /// Or (`tile_rule`): a shaped parameter, the block, and the extents each block covers;
+    /// the grid covers the parameter's extents, x over the last.
+    tiles: Option<(usize, [u32; 3], [u32; 3])>,
     ndarray: Py<PyType>,
     current_stream: CurrentStream,
     last_kernel: LastKernel,
@@ -141,7 +144,7 @@ impl Launcher {
         entry_points: Option<(usize, usize, usize, usize)>,
         current_stream_capsule: Option<Bound<'_, PyCapsule>>,
         elements_per_block: Option<u64>,
-        tiles: Option<(usize, u32, u32, u32)>,
+        tiles: Option<TileRule>,
     ) -> PyResult<Launcher> {
         let driver = match entry_points {
             // SAFETY: the caller passes C functions of the documented signatures.
@@ -174,17 +177,17 @@ impl Launcher {
                 "grid_param must name an array parameter",
             ));
         }
-        if let Some((t, bx, by, bz)) = tiles
-            && (bx == 0
-                || by == 0
-                || bz == 0
+        let tiles = tiles.map(|(t, b, e)| (t, [b.0, b.1, b.2], [e.0, e.1, e.2]));
+        if let Some((t, block, tile)) = tiles
+            && (block.contains(&0)
+                || tile.contains(&0)
                 || !matches!(
                     layout.params.get(t).map(|p| &p.kind),
                     Some(params::Kind::Shaped { .. })
                 ))
         {
             return Err(PyValueError::new_err(
-                "tiles must name a shaped array parameter and a positive block",
+                "tiles must name a shaped array parameter, a positive block and tile",
             ));
         }
         Ok(Launcher {
@@ -196,7 +199,7 @@ impl Launcher {
             grid_param,
             default_block,
             elements_per_block: elements_per_block.unwrap_or(u64::from(default_block)),
-            tiles: tiles.map(|(t, bx, by, bz)| (t, [bx, by, bz])),
+            tiles,
             ndarray: ndarray.unbind(),
             current_stream: CurrentStream::new(current_stream, current_stream_capsule)?,
             last_kernel: LastKernel::new(backend)?,
@@ -348,11 +351,11 @@ impl Launcher {
         if cfg.is_some() {
             return cfg;
         }
-        if let Some((t, block)) = self.tiles {
+        if let Some((t, block, tile)) = self.tiles {
             let shape = self.layout.shape_of(buf, t);
             let mut grid = [1u64; 3];
             for (axis, n) in shape.iter().rev().enumerate().take(3) {
-                grid[axis] = n.div_ceil(u64::from(block[axis]));
+                grid[axis] = n.div_ceil(u64::from(tile[axis]));
             }
             if grid[0] > MAX_GRID_X || grid[1] > 65535 || grid[2] > 65535 {
                 return None; // the general path says which dimension is too large
