@@ -143,13 +143,12 @@ def rows_benchmarks(
             )
         row = {"kernel": "transpose", "size": f"{n}×{n}", "bytes": 8 * n * n}
         # The f32 instance of the generic kernel (its parameter names come from its spec),
-        # with the launch its doc comment gives: transpose has no launch policy yet (its
-        # grid is 2-D), so a plain call would trap on the block shape.
-        tile = 64
-        kern = kernels.transpose_f32[(-(-n // tile), min(-(-n // tile), 65535)), (32, 8)]
+        # called plainly: its `tiles` policy gives (32, 8) blocks over 64×64 tiles.
+        kern = kernels.transpose_f32
         spec = kernels.transpose_f32.spec
         try:
-            args = _args(spec, {"x": x.reshape(-1), "out": out.reshape(-1)}, n, n, eps)
+            flat = {"x": x.reshape(-1), "out": out.reshape(-1), "x2": x, "out2": out}
+            args = _args(spec, flat, n, n, eps)
             kern(*args)
         except Exception as e:
             row.update(

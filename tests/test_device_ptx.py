@@ -22,12 +22,9 @@ SIGNATURES = {
     ],
     **{
         name: [
-            ("a", "slice", elem, False),
-            ("b", "slice", elem, False),
-            ("c", "disjoint_slice", out, True),
-            ("m", "scalar", "u32", False),
-            ("n", "scalar", "u32", False),
-            ("k", "scalar", "u32", False),
+            ("a", "array", elem, False, {"layout": "c", "dims": ["m", "k"]}),
+            ("b", "array", elem, False, {"layout": "c", "dims": ["k", "n"]}),
+            ("c", "disjoint_array", out, True, {"layout": "c", "dims": ["m", "n"]}),
         ]
         for name, elem, out in (
             ("sgemm", "f32", "f32"),

@@ -138,28 +138,31 @@ def test_transpose(
     kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int, dtype: type
 ) -> None:
     x = (RNG.standard_normal((rows, cols)) * 1000).astype(dtype)
-    out = lib.poisoned(rows * cols, dtype)
+    out = lib.poisoned((cols, rows), dtype)
+    kernels.transpose(lib.asarray(x), out)  # the tiles policy: (32, 8) blocks, 64x64 tiles
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
+    out = lib.poisoned((cols, rows), dtype)
     grid, block = transpose_launch(rows, cols)
-    kernels.transpose[grid, block](lib.asarray(x.ravel()), out, rows, cols)
-    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+    kernels.transpose[grid, block](lib.asarray(x), out)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
 
 
 def test_transpose_small_grid(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     """A grid smaller than the tile count strides over the tiles."""
     rows, cols = 97, 130
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
-    out = lib.poisoned(rows * cols, np.float32)
-    kernels.transpose[(2, 3), (32, 8)](lib.asarray(x.ravel()), out, rows, cols)
-    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+    out = lib.poisoned((cols, rows), np.float32)
+    kernels.transpose[(2, 3), (32, 8)](lib.asarray(x), out)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
 
 
 def test_transpose_misaligned_view(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     rows, cols = 33, 65
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
-    out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
+    out = misaligned(lib, np.full((cols, rows), np.nan, np.float32))
     grid, block = transpose_launch(rows, cols)
-    kernels.transpose[grid, block](misaligned(lib, x.ravel()), out, rows, cols)
-    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+    kernels.transpose[grid, block](misaligned(lib, x), out)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
 
 
 # Wrong sizes: the kernel traps with a message before touching memory. On the emulator
@@ -181,11 +184,10 @@ def test_row_kernels_refuse_blocks_that_are_not_whole_warps(
     assert np.isnan(out).all()
 
 
-def test_transpose_refuses_wrong_sizes_and_blocks(
+def test_transpose_refuses_wrong_blocks(
     kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    x = np.ones(12, np.float32)
-    out = np.full(12, poison_value(np.float32), np.float32)
-    _refused(capfd, kernels.transpose[(1, 1), (32, 8)], x, out, 3, 5, says="need rows * cols")
-    _refused(capfd, kernels.transpose[(1, 1), (16, 8)], x, out, 3, 4, says="block of (32, 8)")
+    x = np.ones((3, 4), np.float32)
+    out = np.full((4, 3), poison_value(np.float32), np.float32)
+    _refused(capfd, kernels.transpose[(1, 1), (16, 8)], x, out, says="block of (32, 8)")
     assert np.isnan(out).all()
