@@ -299,6 +299,8 @@ pub(super) fn check_launch(
         }
         match (tile_block, tile) {
             (Some(b), Some(t)) => Some((b, t)),
+            // A value given but refused above has its own error.
+            _ if seen.iter().any(|k| k == "block") && seen.iter().any(|k| k == "tile") => None,
             _ => {
                 errors.push(
                     l.kind.span(),
