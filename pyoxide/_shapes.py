@@ -133,7 +133,8 @@ def check_shaped(kernel: str, p: ParamSpec, v: ArrayView) -> tuple[int, ...]:
             f"{_shape_text(v.shape)} (a broadcast or overlapping view)",
             "write into a fresh array (numpy/cupy.empty(shape, dtype))",
         )  # fmt: skip
-    return strides
+    # An extent of 0 or 1 never steps its stride: pass 0 (a negative one fits no u64).
+    return tuple(s if n > 1 else 0 for n, s in zip(v.shape, strides, strict=True))
 
 
 def _is_f_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:

@@ -5,6 +5,7 @@ other view is declined (the general path launches it or raises ShapeError)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from helpers import fake_cupy
 from helpers.fake_launch import FakeDriver, FakeNdarray, install_native
-from helpers.fixtures import KERNELS, kernel, param, write_manifest
+from helpers.fixtures import KERNELS, kernel, manifest_dict, param, write_manifest
 
 import pyoxide
 import pyoxide._native as pyoxide_native
@@ -49,7 +50,12 @@ def native(monkeypatch: pytest.MonkeyPatch) -> tuple[fake_cupy.FakeCuda, FakeDri
 
 @pytest.fixture
 def mm(tmp_path: Path) -> Any:
-    return pyoxide.load(write_manifest(tmp_path, kernels=[*KERNELS, MM]))["mm"]
+    value = manifest_dict(tmp_path, kernels=[*KERNELS, MM])
+    for art in value["artifacts"]:  # the fake CUDA finds entries by name in the PTX
+        ptx = tmp_path / art["path"]
+        ptx.write_text(ptx.read_text() + "\n// .entry mm(\n")
+        art["sha256"] = hashlib.sha256(ptx.read_bytes()).hexdigest()
+    return pyoxide.load(write_manifest(tmp_path, value))["mm"]
 
 
 def arrays(m: int = 40, n: int = 24, k: int = 33) -> tuple[FakeNdarray, ...]:

@@ -68,14 +68,18 @@ class ArrayLib:
     ) -> Any:
         """A view of `base`'s memory with any `shape` and `strides` (in elements, any sign)
         starting `offset` elements in, zero-copy: NumPy's as_strided on the emulator, an
-        object with ``__cuda_array_interface__`` on the GPU (PyTorch has no negative
-        strides; this builds any view for every library alike)."""
+        object with ``__cuda_array_interface__`` on the GPU (``torch.as_strided`` for
+        PyTorch where it can: it has no negative strides)."""
         if self.name == "emu":
             item = base.itemsize
             start = base[offset:] if base.ndim == 1 else base.reshape(-1)[offset:]
             return np.lib.stride_tricks.as_strided(
                 start, shape, tuple(s * item for s in strides), writeable=True
             )
+        if self.name == "torch" and min(strides, default=0) >= 0:
+            import torch  # a tensor, so that the call stays all-PyTorch (its stream)
+
+            return torch.as_strided(base, shape, strides, offset)
         return _CudaView(base, shape, strides, offset)
 
     def to_numpy(self, arr: Any) -> np.ndarray:

@@ -229,3 +229,21 @@ def test_softmax_rows_plain_call_on_a_matrix(kernels: pyoxide.Module, lib: Array
     assert rel_err(lib.to_numpy(o), e / e.sum(axis=1, keepdims=True)) < tol(
         np.float32, compound=True
     )
+
+
+def test_strides_of_single_element_dimensions_do_not_matter(
+    kernels: pyoxide.Module, lib: ArrayLib
+) -> None:
+    """A dimension of extent 1 never steps its stride: any stride is accepted there
+    (even negative, as `x[::-1]` of a one-row array gives), and C order still holds."""
+    base = RNG.standard_normal(8).astype(np.float32)
+    # (PyTorch has no negative strides: its tensors stay tensors, so the call stays
+    # on one library's stream.)
+    x = lib.view(lib.asarray(base), (1, 3), (5 if lib.name == "torch" else -5, 1), 2)
+    o = lib.poisoned((1, 3), np.float32)
+    kernels.copy_2d(x, o)
+    np.testing.assert_array_equal(lib.to_numpy(o), base[2:5].reshape(1, 3))
+    o = lib.poisoned((1, 3), np.float32)
+    kernels.softmax_rows(lib.view(lib.asarray(base), (1, 3), (7, 1), 2), o)
+    e = np.exp(base[2:5].astype(np.float64) - base[2:5].max())
+    assert rel_err(lib.to_numpy(o), (e / e.sum()).reshape(1, 3)) < tol(np.float32, compound=True)
