@@ -119,9 +119,9 @@ fn one_descriptor_per_entry() {
 
 #[test]
 fn device_library_kernels() {
+    use ArrayLayout::{C, Strided};
     use ParamKind::*;
     use ScalarType::*;
-    use ArrayLayout::{C, Strided};
     let d = descriptor("reduce_sum_f32");
     assert_eq!(
         d.params,

@@ -37,7 +37,13 @@ fn matmul_tiled_matches_the_naive_product() {
     let w: Vec<f32> = (0..n * k).map(|i| (i % 7) as f32 * 0.5).collect();
     let c = vec![0.0f32; m * n];
     let array2 = |p: *const f32, shape: [usize; 2], strides: [usize; 2]| {
-        [p as u64, shape[0] as u64, shape[1] as u64, strides[0] as u64, strides[1] as u64]
+        [
+            p as u64,
+            shape[0] as u64,
+            shape[1] as u64,
+            strides[0] as u64,
+            strides[1] as u64,
+        ]
     };
     let args = [
         &array2(a.as_ptr(), [m, k], [k, 1])[..],

@@ -230,7 +230,10 @@ impl ParamKind {
     /// a shaped array, the words besides its `2 · rank` extents and strides.
     pub const fn abi_words(self) -> usize {
         match self {
-            ParamKind::Scalar | ParamKind::Pointer | ParamKind::Array | ParamKind::DisjointArray => 1,
+            ParamKind::Scalar
+            | ParamKind::Pointer
+            | ParamKind::Array
+            | ParamKind::DisjointArray => 1,
             ParamKind::Slice
             | ParamKind::DisjointSlice
             | ParamKind::MutSlice

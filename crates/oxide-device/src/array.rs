@@ -192,7 +192,11 @@ impl<'a, T, const R: usize> Array<'a, T, R, C> {
     /// calling kernels directly in host tests. Panics unless `data.len()` is the
     /// product of `shape`.
     pub fn from_slice(data: &'a [T], shape: [usize; R]) -> Self {
-        assert_eq!(data.len(), shape.iter().product::<usize>(), "shape does not fit the data");
+        assert_eq!(
+            data.len(),
+            shape.iter().product::<usize>(),
+            "shape does not fit the data"
+        );
         // SAFETY: C-contiguous over exactly `data`, borrowed for 'a.
         unsafe { Self::from_raw_parts(data.as_ptr(), shape, shape) }
     }
@@ -458,7 +462,11 @@ impl<'a, T, const R: usize> DisjointArray<'a, T, R, C> {
     /// A C-order output over `data` with `shape` (safe: the borrow is exclusive).
     /// Panics unless `data.len()` is the product of `shape`.
     pub fn from_mut_slice(data: &'a mut [T], shape: [usize; R]) -> Self {
-        assert_eq!(data.len(), shape.iter().product::<usize>(), "shape does not fit the data");
+        assert_eq!(
+            data.len(),
+            shape.iter().product::<usize>(),
+            "shape does not fit the data"
+        );
         // SAFETY: C-contiguous over exactly `data`, borrowed exclusively for 'a.
         unsafe { Self::from_raw_parts(data.as_mut_ptr(), shape, shape) }
     }

@@ -234,7 +234,10 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             ParamKind::Pointer if param.mutable => abi_params.push(quote!(#arg: *mut #t)),
             ParamKind::Pointer => abi_params.push(quote!(#arg: *const #t)),
             ParamKind::Array | ParamKind::DisjointArray => {
-                let a = param.array.as_ref().expect("shaped arrays carry their rank");
+                let a = param
+                    .array
+                    .as_ref()
+                    .expect("shaped arrays carry their rank");
                 let dims: Vec<Ident> = (0..a.rank)
                     .map(|d| format_ident!("{}_arg{}_d{}", RESERVED_PREFIX, i, d))
                     .collect();

@@ -40,7 +40,10 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
                 scalar_from_word(ty, quote!(__oxide_words[#w0]))
             }
             ParamKind::Array | ParamKind::DisjointArray => {
-                let a = param.array.as_ref().expect("shaped arrays carry their rank");
+                let a = param
+                    .array
+                    .as_ref()
+                    .expect("shaped arrays carry their rank");
                 let ptr = quote!(__oxide_words[#w0] as usize);
                 let dims = (0..a.rank).map(|d| {
                     let w = w0 + 1 + d;

@@ -4,10 +4,10 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::ext::IdentExt;
 use syn::{Attribute, GenericArgument, Ident, ItemFn, LitInt, Token, parenthesized, parse_quote};
 
 /// Name of the inert attribute that `#[kernel]` reads and removes.
@@ -52,7 +52,9 @@ impl Parse for ShapesSyntax {
                      #[shapes(a[m, k], b[k, n], c[m, n])]; a dim is a name, a number or `_`";
         let mut entries = Vec::new();
         while !input.is_empty() {
-            let param: Ident = input.call(Ident::parse_any).map_err(|e| syn::Error::new(e.span(), usage))?;
+            let param: Ident = input
+                .call(Ident::parse_any)
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
             let content;
             syn::bracketed!(content in input);
             let mut dims = Vec::new();
@@ -63,7 +65,11 @@ impl Parse for ShapesSyntax {
                 } else if content.peek(LitInt) {
                     ShapeDim::Fixed(content.parse()?)
                 } else {
-                    ShapeDim::Name(content.parse().map_err(|e| syn::Error::new(e.span(), usage))?)
+                    ShapeDim::Name(
+                        content
+                            .parse()
+                            .map_err(|e| syn::Error::new(e.span(), usage))?,
+                    )
                 });
                 if content.is_empty() {
                     break;

@@ -362,7 +362,13 @@ impl Launcher {
             }
             let gx = if grid.contains(&0) { 0 } else { grid[0] };
             return Some([
-                gx as u32, grid[1] as u32, grid[2] as u32, block[0], block[1], block[2], 0,
+                gx as u32,
+                grid[1] as u32,
+                grid[2] as u32,
+                block[0],
+                block[1],
+                block[2],
+                0,
             ]);
         }
         let n = self.layout.length_of(buf, self.grid_param?);

@@ -115,7 +115,9 @@ impl Layout {
                     || dims.len() > MAX_RANK
                     || dims.iter().any(|&d| d < -2 - MAX_NAMES as i64)
                 {
-                    return Err(PyValueError::new_err("unsupported shaped array description"));
+                    return Err(PyValueError::new_err(
+                        "unsupported shaped array description",
+                    ));
                 }
                 Kind::Shaped {
                     dtype: dtype.unbind(),
@@ -188,21 +190,23 @@ impl Layout {
                     itemsize,
                     dims,
                     ..
-                } => shaped(names, ndarray, dtype, *itemsize, device, &a, dims, &mut named)
-                    .map(|(ptr, shape)| {
-                        let rank = dims.len();
-                        put(buf, p.offset, &ptr.to_ne_bytes());
-                        let mut stride = 1u64;
-                        for d in (0..rank).rev() {
-                            let n = shape[d];
-                            // As the general path: an extent of 0 or 1 passes stride 0.
-                            let s = if n > 1 { stride } else { 0 };
-                            put(buf, p.offset + 8 * (1 + d), &n.to_ne_bytes());
-                            put(buf, p.offset + 8 * (1 + rank + d), &s.to_ne_bytes());
-                            stride *= n;
-                        }
-                    })
-                    .is_some(),
+                } => shaped(
+                    names, ndarray, dtype, *itemsize, device, &a, dims, &mut named,
+                )
+                .map(|(ptr, shape)| {
+                    let rank = dims.len();
+                    put(buf, p.offset, &ptr.to_ne_bytes());
+                    let mut stride = 1u64;
+                    for d in (0..rank).rev() {
+                        let n = shape[d];
+                        // As the general path: an extent of 0 or 1 passes stride 0.
+                        let s = if n > 1 { stride } else { 0 };
+                        put(buf, p.offset + 8 * (1 + d), &n.to_ne_bytes());
+                        put(buf, p.offset + 8 * (1 + rank + d), &s.to_ne_bytes());
+                        stride *= n;
+                    }
+                })
+                .is_some(),
                 Kind::Array {
                     dtype, itemsize, ..
                 } => match array(names, ndarray, dtype, *itemsize, device, &a) {

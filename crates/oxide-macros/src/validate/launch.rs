@@ -290,7 +290,8 @@ pub(super) fn check_launch(
         );
     }
     let tiles = if kind == LaunchKind::Tiles {
-        let shaped_over = over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank >= 2));
+        let shaped_over =
+            over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank >= 2));
         if over.is_some() && !shaped_over {
             errors.push(
                 l.over.span(),
