@@ -200,6 +200,11 @@ fn slice_pointers_get_what_rust_types_prove() {
         "define void @k(float %0, ptr noalias readonly align 8 noundef %1, i64 %2, \
          ptr noalias align 2 %3, i64 %4, ptr %5) unnamed_addr #1 {\n"
     );
+    // A slice the kernel never reads (rustc says `readnone`) does not also get
+    // `readonly`: LLVM refuses the pair.
+    let unread = "define void @k(float %0, ptr readnone %1, i64 %2, ptr %3, i64 %4, ptr %5) #1 {\n";
+    let text = annotate_params(unread, &kernels).unwrap();
+    assert!(text.contains("ptr noalias align 8 readnone %1"), "{text}");
     // A descriptor that disagrees with the entry is an error, not a silent mislabel.
     let short = "define void @k(float %0) #1 {\n";
     assert!(annotate_params(short, &kernels).is_err());
