@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 2
+MANIFEST_SCHEMA_VERSION = 3
 DESCRIPTOR_VERSION = 1
 VERIFY_REPORT_VERSION = 1
 
@@ -45,33 +45,104 @@ class Kind(NamedTuple):
     """A parameter kind, by its manifest name."""
 
     name: str
-    abi_words: int  # words at the launch ABI: 1 (a value, a pointer) or 2 (pointer, length)
+    abi_words: int  # words at the launch ABI: 1 (a value, a pointer) or 2 (pointer, length); +2*rank if shaped
     is_array: bool  # given as an array from Python
     is_slice: bool  # passed as (pointer, length); given as a 1-D contiguous array
     always_mutable: bool  # the kernel may write through it, whatever the declaration
     sizes_grid: bool  # its length is the work: it sizes an automatic grid
+    is_shaped: bool  # a shaped array: pointer, extents, strides (rank in the manifest)
     rust: str  # how it is written in Rust ({t}: element type, {mut}: mut or const)
     abi: str  # the words it is passed as, for people
 
 
 PARAM_KINDS: dict[str, Kind] = {
     "scalar": Kind(
-        "scalar", 1, False, False, False, False, "{t}", "value"
+        "scalar",
+        1,
+        False,
+        False,
+        False,
+        False,
+        False,
+        "{t}",
+        "value",
     ),
     "slice": Kind(
-        "slice", 2, True, True, False, False, "&[{t}]", "pointer, length (u64)"
+        "slice",
+        2,
+        True,
+        True,
+        False,
+        False,
+        False,
+        "&[{t}]",
+        "pointer, length (u64)",
     ),
     "disjoint_slice": Kind(
-        "disjoint_slice", 2, True, True, True, True, "DisjointSlice<{t}>", "pointer, length (u64)"
+        "disjoint_slice",
+        2,
+        True,
+        True,
+        True,
+        True,
+        False,
+        "DisjointSlice<{t}>",
+        "pointer, length (u64)",
     ),
     "mut_slice": Kind(
-        "mut_slice", 2, True, True, True, True, "&mut [{t}]", "pointer, length (u64)"
+        "mut_slice",
+        2,
+        True,
+        True,
+        True,
+        True,
+        False,
+        "&mut [{t}]",
+        "pointer, length (u64)",
     ),
     "pointer": Kind(
-        "pointer", 1, True, False, False, False, "*{mut} {t}", "pointer"
+        "pointer",
+        1,
+        True,
+        False,
+        False,
+        False,
+        False,
+        "*{mut} {t}",
+        "pointer",
     ),
     "atomic_slice": Kind(
-        "atomic_slice", 2, True, True, True, False, "AtomicSlice<{t}>", "pointer, length (u64)"
+        "atomic_slice",
+        2,
+        True,
+        True,
+        True,
+        False,
+        False,
+        "AtomicSlice<{t}>",
+        "pointer, length (u64)",
+    ),
+    "array": Kind(
+        "array",
+        1,
+        True,
+        False,
+        False,
+        False,
+        True,
+        "Array{r}<{t}{l}>",
+        "pointer, extents (u64 per dimension), strides in elements (u64 per dimension)",
+    ),
+    "disjoint_array": Kind(
+        "disjoint_array",
+        1,
+        True,
+        False,
+        True,
+        True,
+        True,
+        "DisjointArray{r}<{t}{l}>",
+        "pointer, extents (u64 per dimension), strides in elements (u64 per dimension)",
     ),
 }
 
@@ -84,6 +155,8 @@ MAX_DYNAMIC_SHARED_BYTES = 232448
 MAX_SLICE_BYTES = 9223372036854775807
 MIN_ARCH = 75
 DYNAMIC_SHARED_ALIGN = 16
+MAX_ARRAY_RANK = 3
+MAX_ARRAY_EXTENT = 2147483647
 
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")

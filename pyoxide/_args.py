@@ -17,6 +17,9 @@ is one these rules accept, packed into the same bytes (tests/test_fast_path.py).
 * Pointers (``unsafe`` kernels): an array (dtype checked, any shape, contiguous),
   or an ``int`` address taken as is.
 
+* Shaped arrays (``Array2<T>``, ``DisjointArray2<T, Strided>`` …): rank, layout, strides
+  and the kernel's ``#[shapes(...)]`` contract, by the rules of :mod:`._shapes`.
+
 Each parameter kind's facts (slice or pointer, mutable, sizes the grid) come from
 oxide-abi's table (:mod:`._abi`), so a new kind is one row there.
 """
@@ -32,6 +35,7 @@ from . import _abi
 from ._arrays import RUST_TYPESTR as _TYPESTR
 from ._arrays import ArrayProtocolError, ArrayView, rust_dtype_name, view
 from ._manifest import KernelSpec, ParamSpec
+from ._shapes import check_contract, check_shaped, has_contract, span_bytes
 from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError
 
 _F32_OVERFLOW = 2.0**128 - 2.0**103  # rounds to inf as f32
@@ -189,7 +193,7 @@ def check_array(param: ParamSpec, v: ArrayView) -> None:
             f"{len(v.shape)}-D {v.describe()}",
             "pass a 1-D array: .ravel() a contiguous array, or index one row",
         )  # fmt: skip
-    if not v.is_c_contiguous():
+    if param.array is None and not v.is_c_contiguous():  # shaped: checked by _shapes
         raise Refused(
             ArgumentValueError, f"a contiguous array ({param.rust_type})",
             f"a strided {v.describe()} (strides {v.strides})",
@@ -226,21 +230,30 @@ def check_array(param: ParamSpec, v: ArrayView) -> None:
 
 def not_an_array(param: ParamSpec, value: Any) -> NoReturn:
     dt = rust_dtype_name(param.type)
+    rank = param.array.rank if param.array is not None else 1
     raise Refused(
         ArgumentTypeError,
-        f"a 1-D {dt} array ({param.rust_type}): CuPy, NumPy, or anything with "
+        f"a {rank}-D {dt} array ({param.rust_type}): CuPy, NumPy, or anything with "
         "__cuda_array_interface__ or __dlpack__",
         describe_value(value),
         f"pass an array, e.g. cupy.asarray(value, dtype=cupy.{dt})",
     )
 
 
-def check_aliasing(kernel: str, arrays: list[tuple[ParamSpec, ArrayView]]) -> None:
-    """A mutable slice may not overlap any other array argument."""
+def check_aliasing(
+    kernel: str, arrays: list[tuple[ParamSpec, ArrayView]], strides: dict[str, Any]
+) -> None:
+    """A mutable slice or array may not overlap any other array argument (`strides`:
+    each shaped argument's strides in elements, by parameter name)."""
     spans = []
     for p, v in arrays:
-        size = math.prod(v.shape) * v.itemsize
-        if _abi.PARAM_KINDS[p.kind].is_slice and size:
+        if p.array is not None:
+            size = span_bytes(v, strides[p.name])
+        elif _abi.PARAM_KINDS[p.kind].is_slice:
+            size = math.prod(v.shape) * v.itemsize
+        else:
+            continue
+        if size:
             spans.append((p, v, v.ptr, v.ptr + size))
     for i, (p, v, lo, hi) in enumerate(spans):
         for q, w, lo2, hi2 in spans[i + 1 :]:
@@ -256,7 +269,9 @@ def check_aliasing(kernel: str, arrays: list[tuple[ParamSpec, ArrayView]]) -> No
 class ArgumentPlan:
     """What checking a call needs that depends only on the kernel, computed once."""
 
-    __slots__ = ("checks", "grid_param", "max_threads", "may_alias", "params", "spec")
+    __slots__ = (
+        "checks", "contract", "grid_param", "max_threads", "may_alias", "params", "spec",
+    )  # fmt: skip
 
     def __init__(self, spec: KernelSpec) -> None:
         import numpy as np  # numpy loads on the first launch, not at import
@@ -268,8 +283,9 @@ class ArgumentPlan:
         self.grid_param = next(
             (i for i, p in enumerate(spec.params) if _abi.PARAM_KINDS[p.kind].sizes_grid), None
         )
-        slices = [p for p in spec.params if _abi.PARAM_KINDS[p.kind].is_slice]
+        slices = [p for p in spec.params if _abi.PARAM_KINDS[p.kind].is_slice or p.array]
         self.may_alias = len(slices) > 1 and any(p.mutable for p in slices)
+        self.contract = has_contract(spec)
         self.checks: tuple[Callable[[Any], Any] | None, ...] = tuple(
             None if p.is_array else _scalar_converter(np, p) for p in spec.params
         )
@@ -311,6 +327,7 @@ class ArgumentPlan:
         pointer, length) and the array arguments."""
         packed: list[Any] = []
         arrays: list[tuple[ParamSpec, ArrayView]] = []
+        strides: dict[str, Any] = {}
         for p, check, a, v in zip(self.params, self.checks, args, views, strict=True):
             try:
                 if check is not None:
@@ -326,10 +343,16 @@ class ArgumentPlan:
                 raise self.refuse(p.name, r) from None
             arrays.append((p, v))
             packed.append(_u64(v.ptr))
-            if _abi.PARAM_KINDS[p.kind].is_slice:
+            if p.array is not None:  # pointer, extents, strides in elements
+                s = strides[p.name] = check_shaped(self.spec.entry, p, v)
+                packed.extend(_u64(n) for n in v.shape)
+                packed.extend(_u64(n) for n in s)
+            elif _abi.PARAM_KINDS[p.kind].is_slice:
                 packed.append(_u64(math.prod(v.shape)))
+        if self.contract:
+            check_contract(self.spec.entry, [(p, v) for p, v in arrays if p.array is not None])
         if self.may_alias:
-            check_aliasing(self.spec.entry, arrays)
+            check_aliasing(self.spec.entry, arrays, strides)
         return packed, arrays
 
 

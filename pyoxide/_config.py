@@ -71,8 +71,9 @@ def launch_config(
         raise AssertionError("a plain call of a grid-stride kernel is configured with its device")
 
     return _policy.configure(
-        plan.spec, _policy.lengths_of(views), args, grid3, block3, multiprocessors or unknown
-    )
+        plan.spec, _policy.lengths_of(views), args, grid3, block3, multiprocessors or unknown,
+        [None if v is None else v.shape for v in views],
+    )  # fmt: skip
 
 
 def check_shared_mem(kernel: str, shared_mem: Any) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import _abi
 from ._policy_spec import LaunchPolicy, read_launch_policy
+from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -36,6 +37,7 @@ class ParamSpec:
     kind: str
     type: str
     mutable: bool
+    array: ArraySpec | None = None  # shaped arrays only
 
     @property
     def is_array(self) -> bool:
@@ -46,15 +48,15 @@ class ParamSpec:
         """An array parameter passed as a bare pointer (``unsafe`` kernels' ``*const T`` /
         ``*mut T``): it also takes an ``int`` address."""
         k = _abi.PARAM_KINDS[self.kind]
-        return k.is_array and not k.is_slice
+        return k.is_array and not k.is_slice and not k.is_shaped
 
     @property
     def rust_type(self) -> str:
         """How the parameter is written in Rust, for messages."""
-        template = _abi.PARAM_KINDS[self.kind].rust
-        return template.replace("{mut}", "mut" if self.mutable else "const").replace(
-            "{t}", self.type
-        )
+        t = _abi.PARAM_KINDS[self.kind].rust.replace("{mut}", "mut" if self.mutable else "const")
+        if self.array is not None:
+            t = t.replace("{r}", str(self.array.rank)).replace("{l}", LAYOUTS[self.array.layout])
+        return t.replace("{t}", self.type)
 
 
 @dataclass(frozen=True)
@@ -394,12 +396,14 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
     for i, p in enumerate(c.list_(k["params"], w + ".params")):
         pw = f"{w}.params[{i}]"
         p = c.obj(p, pw, ["name", "kind", "type", "mutable"], closed=False)
+        kind = c.choice(p["kind"], pw + ".kind", PARAM_KINDS)
         params.append(
             ParamSpec(
                 name=c.str_(p["name"], pw + ".name"),
-                kind=c.choice(p["kind"], pw + ".kind", PARAM_KINDS),
+                kind=kind,
                 type=c.choice(p["type"], pw + ".type", list(SCALAR_SIZES)),
                 mutable=c.bool_(p["mutable"], pw + ".mutable"),
+                array=read_array_spec(c, p.get("array"), pw + ".array", kind),
             )
         )
     instance = []

@@ -11,7 +11,9 @@ class Launcher:
         self,
         function: int,
         device: int,
-        params: Sequence[tuple[str, Any, int, bool]],
+        params: Sequence[
+            tuple[str, Any, int, bool] | tuple[str, Any, int, bool, tuple[int, ...] | None]
+        ],
         ndarray: type,
         current_stream: Callable[[], Any],
         default_block: int,
@@ -22,6 +24,7 @@ class Launcher:
         entry_points: tuple[int, int, int, int] | None = None,
         current_stream_capsule: Any = None,
         elements_per_block: int | None = None,
+        tiles: tuple[int, tuple[int, int, int], tuple[int, int, int]] | None = None,
     ) -> None: ...
     def __call__(self, args: Sequence[Any], cfg: tuple[int, ...] | None, /) -> bool: ...
     @property

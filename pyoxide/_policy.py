@@ -19,6 +19,7 @@ from typing import Any
 from . import _abi
 from ._manifest import KernelSpec
 from ._policy_spec import LaunchPolicy
+from ._shapes import tile_block, tile_grid
 from .errors import ArgumentValueError
 
 #: Threads per block of a plain call of a kernel without a policy of its own
@@ -37,7 +38,14 @@ def policy_of(spec: KernelSpec) -> LaunchPolicy | None:
     if spec.launch is not None:
         return spec.launch
     out = next((i for i, p in enumerate(spec.params) if _abi.PARAM_KINDS[p.kind].sizes_grid), None)
-    return None if out is None else LaunchPolicy("elementwise", out, block=DEFAULT_BLOCK)
+    if out is None:
+        return None
+    array = spec.params[out].array
+    if array is not None and array.rank > 1:
+        # One thread per element of a 2-D or 3-D output: tiles of one block each.
+        b = tile_block(array, max_threads(spec))
+        return LaunchPolicy("tiles", out, block=b[0] * b[1] * b[2], block3=b, tile=b)
+    return LaunchPolicy("elementwise", out, block=DEFAULT_BLOCK)
 
 
 def max_threads(spec: KernelSpec) -> int:
@@ -67,6 +75,16 @@ def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     return policy.over, block, block * policy.per_thread
 
 
+def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """``(param, block, tile)`` when a plain call launches blocks of `block` threads, one
+    per `tile` of a shaped array's extents (x over its last dimension), for the fast
+    launchers."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind != "tiles":
+        return None
+    return policy.over, policy.block3, policy.tile
+
+
 def configure(
     spec: KernelSpec,
     lengths: Sequence[int | None],
@@ -74,11 +92,13 @@ def configure(
     grid: Dim3 | None,
     block: Dim3 | None,
     multiprocessors: Callable[[], int],
+    shapes: Sequence[tuple[int, ...] | None] = (),
 ) -> tuple[Dim3, Dim3]:
     """The launch's (grid, block), from the call's (grid, block) if given (already
     read as 3-tuples). `lengths` has each array argument's element count (None for
-    scalars); it may be empty when `grid` is given and not checked against the
-    arguments. `multiprocessors()` is called only when the policy needs it."""
+    scalars), `shapes` its shape; they may be empty when `grid` is given and not
+    checked against the arguments. `multiprocessors()` is called only when the policy
+    needs it."""
     name = spec.entry
     policy = policy_of(spec)
     limit = max_threads(spec)
@@ -90,8 +110,12 @@ def configure(
                 f"of '{over}', so the block size is part of the result", "no block",
                 f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
             )  # fmt: skip
-        block3 = (_row_block(spec, policy, args) if policy and policy.kind == "block_per_row"
-                  else default_block(spec), 1, 1)  # fmt: skip
+        if policy is not None and policy.kind == "tiles":
+            block3 = policy.block3
+        else:
+            block3 = (_row_block(spec, policy, args, shapes)
+                      if policy and policy.kind == "block_per_row"
+                      else default_block(spec), 1, 1)  # fmt: skip
     else:
         block3 = block
         threads = block3[0] * block3[1] * block3[2]
@@ -109,7 +133,14 @@ def configure(
             "DisjointSlice or &mut [T] output to size the grid from, and no #[launch] policy)",
             "none", f"launch it as {name}[grid, block](...) or {name}.launch(..., grid=, block=)",
         )  # fmt: skip
-    blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors)
+    if policy.kind == "tiles":
+        shape = shapes[policy.over]
+        assert shape is not None
+        # A declared #[launch(tiles(..))] fixes each block's tile; the default one (one
+        # thread per element) covers as many elements as the block has threads.
+        tile = policy.tile if spec.launch is not None else block3
+        return tile_grid(name, spec.params[policy.over], shape, tile), block3
+    blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:
         if grid[0] * grid[1] * grid[2] != blocks:
@@ -127,12 +158,20 @@ def configure(
     return (blocks, 1, 1), block3
 
 
-def _row_block(spec: KernelSpec, policy: LaunchPolicy, args: Sequence[Any]) -> int:
+def _row_block(
+    spec: KernelSpec, policy: LaunchPolicy, args: Sequence[Any],
+    shapes: Sequence[tuple[int, ...] | None],
+) -> int:  # fmt: skip
     """A row kernel's block when the call gives none: one warp per 32 columns, so each
     thread keeps about 32 of the row's elements in registers, between 128 threads (short
-    rows still get a full block's bandwidth) and the policy's `block` (its maximum)."""
-    assert policy.cols is not None
-    cols = operator.index(args[policy.cols])
+    rows still get a full block's bandwidth) and the policy's `block` (its maximum).
+    The row length is the `cols` argument, or a 2-D `over`'s second extent."""
+    if policy.cols is None:
+        shape = shapes[policy.over]
+        assert shape is not None and len(shape) == 2
+        cols = shape[1]
+    else:
+        cols = operator.index(args[policy.cols])
     warps = -(-max(cols, 1) // (32 * 32))
     return max(min(32 * warps, default_block(spec)), min(128, default_block(spec)))
 
@@ -144,6 +183,7 @@ def _blocks(
     args: Sequence[Any],
     block3: Dim3,
     multiprocessors: Callable[[], int],
+    shapes: Sequence[tuple[int, ...] | None],
 ) -> tuple[int, str]:
     """The policy's block count for these arguments, and what it means (for messages)."""
     n = lengths[policy.over]
@@ -160,7 +200,11 @@ def _blocks(
         return n, f"one per element of '{over}' ({n})"
     if kind == "segments":
         return -(-n // threads), f"one per {threads} elements of '{over}' ({n})"
-    assert kind == "block_per_row" and policy.cols is not None
+    assert kind == "block_per_row"
+    if policy.cols is None:  # a 2-D shaped `over`: one block per row
+        shape = shapes[policy.over]
+        assert shape is not None
+        return shape[0], f"one per row of '{over}' ({shape[0]} rows of {shape[1]})"
     cols_name = spec.params[policy.cols].name
     cols = operator.index(args[policy.cols])
     if cols <= 0 or n % cols:

@@ -15,7 +15,11 @@ LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
     "block_per_element": ("over", "block"),
     "block_per_row": ("over", "cols", "block"),
     "segments": ("over",),
+    "tiles": ("over", "block", "tile"),
 }
+
+#: Fields a policy may leave out (schema 3: `block_per_row` over a 2-D shaped array).
+OPTIONAL_FIELDS: Mapping[str, tuple[str, ...]] = {"block_per_row": ("cols",)}
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,9 @@ class LaunchPolicy:
     block: int = 256
     blocks_per_sm: int = 1
     cols: int | None = None
+    # tiles: the block (x, y, z) and the extents of `over` each block covers
+    block3: tuple[int, int, int] = (1, 1, 1)
+    tile: tuple[int, int, int] = (1, 1, 1)
 
 
 def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> LaunchPolicy:
@@ -38,14 +45,19 @@ def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> Lau
         c.obj(value, w, ["kind"], closed=False)["kind"], w + ".kind", list(LAUNCH_KINDS)
     )
     fields = LAUNCH_KINDS[kind]
-    v = c.obj(value, w, ["kind", *fields])
+    optional = OPTIONAL_FIELDS.get(kind, ())
+    v = c.obj(value, w, ["kind", *(f for f in fields if f not in optional)], optional)
     names = [p.name for p in params]
     over = c.choice(v["over"], w + ".over", names)
+    if kind == "tiles":
+        return _read_tiles(c, v, w, params, names.index(over))
     if params[names.index(over)].kind not in (
         "slice",
         "disjoint_slice",
         "mut_slice",
         "atomic_slice",
+        "array",
+        "disjoint_array",
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
     ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
@@ -56,4 +68,25 @@ def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> Lau
         cols = names.index(c.choice(v["cols"], w + ".cols", names))
         if params[cols].kind != "scalar" or params[cols].type in ("f32", "f64", "bool"):
             raise c.fail(w + ".cols", f"parameter {names[cols]!r} is not an integer scalar")
+    elif kind == "block_per_row":
+        a = getattr(params[names.index(over)], "array", None)
+        if a is None or a.rank != 2:
+            raise c.fail(w, f"block_per_row without 'cols' needs a 2-D array; {over!r} is not")
     return LaunchPolicy(kind, names.index(over), cols=cols, **ints)
+
+
+def _read_tiles(c: Any, v: Any, w: str, params: Sequence[Any], over: int) -> LaunchPolicy:
+    a = getattr(params[over], "array", None)
+    if a is None or a.rank < 2:
+        raise c.fail(w + ".over", f"parameter {params[over].name!r} is not a 2-D or 3-D array")
+    three = []
+    for f in ("block", "tile"):
+        xs = [c.uint(x, f"{w}.{f}[{i}]", 32) for i, x in enumerate(c.list_(v[f], f"{w}.{f}"))]
+        if len(xs) != 3 or 0 in xs:
+            raise c.fail(f"{w}.{f}", "three positive integers (x, y, z)")
+        three.append(tuple(xs))
+    if three[0][0] * three[0][1] * three[0][2] > 1024:
+        raise c.fail(w + ".block", "at most 1024 threads")
+    block3, tile = three
+    return LaunchPolicy("tiles", over, block=block3[0] * block3[1] * block3[2],
+                        block3=block3, tile=tile)  # fmt: skip

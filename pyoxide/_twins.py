@@ -1,10 +1,11 @@
 """Bundled kernels with a faster twin for one architecture: the one place that picks it.
 
-``kernels.gemm_bf16(a, b, c, m, n, k)`` (and ``gemm_bf16_bf16``) runs kernels_sm90a's
-wgmma + TMA kernel when the arrays are on a GPU of compute capability 9.0 and the
-shapes suit TMA (n and k multiples of 8, 16-byte-aligned a and b), and kernels_rs's
-mma.sync kernel everywhere else (other GPUs, the CPU emulator, other shapes), sized
-from m and n. A call with an explicit configuration (``kernel[grid, block](...)``,
+``kernels.gemm_bf16(a, b, c)`` (and ``gemm_bf16_bf16``; a (m, k), b (k, n), c (m, n))
+runs kernels_sm90a's wgmma + TMA kernel when the arrays are C-contiguous on a GPU of
+compute capability 9.0 and the shapes suit TMA (n and k multiples of 8, 16-byte-aligned
+a and b), and kernels_rs's mma.sync kernel everywhere else (other GPUs, the CPU
+emulator, other shapes or views), which checks the shapes and sizes its grid from c.
+A call with an explicit configuration (``kernel[grid, block](...)``,
 ``.launch(..., grid=...)``) is always the plain kernel, whose launch it describes.
 
 The twin reads a and b through TMA tensor maps, made here (by the CuPy backend's
@@ -68,15 +69,13 @@ class TwinPicker:
         self._twin = twin
         self._loader = loader
 
-    def __call__(self, a: Any, b: Any, c: Any, m: Any, n: Any, k: Any, **config: Any) -> None:
-        if config:
-            return self._plain(a, b, c, m, n, k, **config)
-        if not all(type(x) is int and x > 0 for x in (m, n, k)):
-            return self._plain(a, b, c, m, n, k)  # its own errors
-        if self._run_twin(a, b, c, m, n, k):
+    def __call__(self, a: Any, b: Any, c: Any, *rest: Any, **config: Any) -> None:
+        if config or rest:
+            return self._plain(a, b, c, *rest, **config)  # its own errors
+        dims = _dims(a, b, c)
+        if dims is not None and self._run_twin(a, b, c, *dims):
             return None
-        grid = (-(-n // PLAIN_TILE), -(-m // PLAIN_TILE))
-        return self._plain[grid, PLAIN_BLOCK](a, b, c, m, n, k)
+        return self._plain(a, b, c)  # the shapes checked, the grid from c
 
     def __getitem__(self, config: Any) -> Any:
         return self._plain[config]
@@ -87,10 +86,10 @@ class TwinPicker:
     def __repr__(self) -> str:
         return f"<pyoxide twin picker {self._plain.name} | {self._twin} (sm_90a)>"
 
-    def picks(self, a: Any, b: Any, c: Any, m: Any, n: Any, k: Any) -> str:
+    def picks(self, a: Any, b: Any, c: Any) -> str:
         """The entry a plain call with these arguments runs (this kernel or its twin)."""
-        ok = all(type(x) is int and x > 0 for x in (m, n, k))
-        return self._twin if ok and self._twin_plan(a, b, m, n, k) else self._plain.name
+        dims = _dims(a, b, c)
+        return self._twin if dims and self._twin_plan(a, b, *dims) else self._plain.name
 
     def _run_twin(self, a: Any, b: Any, c: Any, m: int, n: int, k: int) -> bool:
         plan = self._twin_plan(a, b, m, n, k)
@@ -100,7 +99,9 @@ class TwinPicker:
         maps = self._maps(a, device, pa, pb, m, n, k)
         tiles = -(-m // SM90_BM) * -(-n // SM90_BN)
         grid = min(tiles, backend.multiprocessors(device))
-        twins[self._twin][grid, SM90_THREADS, SM90_SHARED_BYTES](a, b, maps, c, m, n, k)
+        flat = (x.reshape(-1) for x in (a, b, c))  # C-contiguous: views of the same memory
+        a1, b1, c1 = flat
+        twins[self._twin][grid, SM90_THREADS, SM90_SHARED_BYTES](a1, b1, maps, c1, m, n, k)
         return True
 
     def _twin_plan(self, a: Any, b: Any, m: int, n: int, k: int) -> tuple[Any, ...] | None:
@@ -154,6 +155,24 @@ class TwinPicker:
         if len(kept) > _MAPS_KEPT:
             kept.popitem(last=False)
         return maps
+
+
+def _dims(a: Any, b: Any, c: Any) -> tuple[int, int, int] | None:
+    """(m, n, k) when a (m, k), b (k, n) and c (m, n) are C-contiguous GPU matrices that
+    agree, else None (the plain kernel then runs the call, or explains what is wrong)."""
+    from ._arrays import GPU, ArrayProtocolError, view
+
+    try:
+        va, vb, vc = view(a), view(b), view(c)
+    except ArrayProtocolError:
+        return None
+    if not all(v is not None and v.kind == GPU and len(v.shape) == 2 and v.is_c_contiguous()
+               for v in (va, vb, vc)):  # fmt: skip
+        return None
+    (m, k), (k2, n), (m2, n2) = va.shape, vb.shape, vc.shape  # type: ignore[union-attr]
+    if (k, m, n) != (k2, m2, n2) or 0 in (m, n, k):
+        return None
+    return m, n, k
 
 
 def _is_torch(x: Any) -> bool:

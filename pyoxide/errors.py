@@ -16,6 +16,8 @@ that caused it as attributes, and ends its message with what to do about it::
     ├── ArgumentError                     a kernel argument was refused before launch
     │   ├── ArgumentTypeError(TypeError)  wrong kind of object, dtype, arity, backend mix
     │   └── ArgumentValueError(ValueError) out of range, wrong shape/device, aliasing
+    │       └── ShapeError                an array's rank, layout or extents break the
+    │                                     kernel's shape contract; .dim names the dimension
     ├── LaunchError                       the launch itself failed
     │   └── KernelTrapError               a kernel trapped (panic, failed bounds check)
     └── EmulatorError                     the CPU emulator failed (trap, barrier hang) or is absent
@@ -45,6 +47,7 @@ __all__ = [
     "NoCompatibleArchError",
     "PyoxideError",
     "ScaffoldError",
+    "ShapeError",
     "ToolchainError",
 ]
 
@@ -163,6 +166,25 @@ class ArgumentTypeError(ArgumentError, TypeError):
 
 class ArgumentValueError(ArgumentError, ValueError):
     """Right kind, wrong value: out of range, wrong shape or device, aliasing, bad grid."""
+
+
+class ShapeError(ArgumentValueError):
+    """A shaped array argument breaks the kernel's shape contract (``#[shapes(...)]``),
+    rank or layout. Besides ``kernel``, ``param``, ``expected``, ``got`` and ``fix``,
+    ``dim`` names the dimension (the contract's name, ``a[0]``, or ``rank``)."""
+
+    def __init__(
+        self, kernel: str, param: str, dim: str, expected: str, got: str, fix: str,
+        *, detail: str | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(kernel, param, expected, got, fix)
+        self.dim = dim
+        self.detail = detail
+        self._init = (kernel, param, dim, expected, got, fix)
+        self._kw = {"detail": detail} if detail is not None else None
+        if detail is None:
+            detail = f"parameter '{param}' (dimension '{dim}'): expected {expected}, got {got}"
+        Exception.__init__(self, f"{kernel}(): {detail}. Fix: {fix}")
 
 
 class LaunchError(PyoxideError):

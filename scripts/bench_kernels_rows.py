@@ -23,10 +23,11 @@ def _args(spec: Any, arrays: dict[str, Any], rows: int, cols: int, eps: float) -
     args = []
     for p in spec.params:
         name = p.name
+        shaped = getattr(p, "array", None) is not None  # Array2<f32>: the matrix itself
         if name in INPUT:
-            args.append(arrays["x"])
+            args.append(arrays["x2" if shaped else "x"])
         elif name in OUTPUT:
-            args.append(arrays["out"])
+            args.append(arrays["out2" if shaped else "out"])
         elif name in WEIGHT:
             args.append(arrays["w"])
         elif name in BIAS:
@@ -59,6 +60,7 @@ def rows_benchmarks(
             b = cp.random.standard_normal(cols, dtype=cp.float32)
             out = cp.empty_like(x)
             flat = {"x": x.reshape(-1), "out": out.reshape(-1), "w": w, "b": b}
+            flat.update(x2=x, out2=out)
             sample = np.sort(np.random.default_rng().choice(rows, 64, replace=False))
             xs = cp.asnumpy(x[cp.asarray(sample)]).astype(np.float64)
             if kernel_name == "softmax_rows":
@@ -141,13 +143,12 @@ def rows_benchmarks(
             )
         row = {"kernel": "transpose", "size": f"{n}×{n}", "bytes": 8 * n * n}
         # The f32 instance of the generic kernel (its parameter names come from its spec),
-        # with the launch its doc comment gives: transpose has no launch policy yet (its
-        # grid is 2-D), so a plain call would trap on the block shape.
-        tile = 64
-        kern = kernels.transpose_f32[(-(-n // tile), min(-(-n // tile), 65535)), (32, 8)]
+        # called plainly: its `tiles` policy gives (32, 8) blocks over 64×64 tiles.
+        kern = kernels.transpose_f32
         spec = kernels.transpose_f32.spec
         try:
-            args = _args(spec, {"x": x.reshape(-1), "out": out.reshape(-1)}, n, n, eps)
+            flat = {"x": x.reshape(-1), "out": out.reshape(-1), "x2": x, "out2": out}
+            args = _args(spec, flat, n, n, eps)
             kern(*args)
         except Exception as e:
             row.update(

@@ -80,14 +80,13 @@ def run_all(kernels, cp, rng: np.random.Generator) -> list[tuple[str, str, float
         rows.append((name, f"n={N}", float(np.abs(cp.asnumpy(bins) - want).max())))
     m, k, n = 300, 257, 129
     ma, mb = rng.standard_normal((m, k), dtype=f32), rng.standard_normal((k, n), dtype=f32)
-    mc = poisoned(m * n)
-    grid = (-(-n // 16), -(-m // 16))
-    kernels.matmul_tiled[grid, (16, 16)](dev(ma.ravel()), dev(mb.ravel()), mc, m, n, k)
+    mc = poisoned((m, n))
+    kernels.matmul_tiled(dev(ma), dev(mb), mc)  # grid and m, n, k from the shapes
     rows.append(("matmul_tiled", f"{m}x{k}·{k}x{n}", rel(mc, ma.astype(np.float64) @ mb)))
     rows_, cols = 300, 1000
     sx = rng.standard_normal((rows_, cols), dtype=f32)
-    so = poisoned(rows_ * cols)
-    kernels.softmax_rows[rows_, 256](dev(sx.ravel()), so, cols)
+    so = poisoned((rows_, cols))
+    kernels.softmax_rows(dev(sx), so)  # one block per row
     e = np.exp(sx - sx.max(axis=1, keepdims=True).astype(np.float64))
     rows.append(("softmax_rows", f"{rows_}x{cols}", rel(so, e / e.sum(axis=1, keepdims=True))))
     coeffs = np.array([0.1, 1.0, -0.5, 0.25], f32)

@@ -10,27 +10,21 @@ from pathlib import Path
 import pytest
 from helpers.bundled import kernels_manifest, load_manifest
 
-# entry -> [(name, kind, type, mutable)]
+# entry -> [(name, kind, type, mutable[, array])]
 SIGNATURES = {
     "reduce_sum_f32": [("x", "slice", "f32", False), ("out", "atomic_slice", "f32", True)],
     "reduce_blocks_f32": [("x", "slice", "f32", False), ("partial", "disjoint_slice", "f32", True)],
     "histogram": [("x", "slice", "u32", False), ("bins", "atomic_slice", "u32", True)],
     "matmul_tiled": [
-        ("a", "slice", "f32", False),
-        ("b", "slice", "f32", False),
-        ("c", "disjoint_slice", "f32", True),
-        ("m", "scalar", "u32", False),
-        ("n", "scalar", "u32", False),
-        ("k", "scalar", "u32", False),
+        ("a", "array", "f32", False, {"layout": "c", "dims": ["m", "k"]}),
+        ("b", "array", "f32", False, {"layout": "strided", "dims": ["k", "n"]}),
+        ("c", "disjoint_array", "f32", True, {"layout": "c", "dims": ["m", "n"]}),
     ],
     **{
         name: [
-            ("a", "slice", elem, False),
-            ("b", "slice", elem, False),
-            ("c", "disjoint_slice", out, True),
-            ("m", "scalar", "u32", False),
-            ("n", "scalar", "u32", False),
-            ("k", "scalar", "u32", False),
+            ("a", "array", elem, False, {"layout": "c", "dims": ["m", "k"]}),
+            ("b", "array", elem, False, {"layout": "c", "dims": ["k", "n"]}),
+            ("c", "disjoint_array", out, True, {"layout": "c", "dims": ["m", "n"]}),
         ]
         for name, elem, out in (
             ("sgemm", "f32", "f32"),
@@ -39,9 +33,8 @@ SIGNATURES = {
         )
     },
     "softmax_rows": [
-        ("x", "slice", "f32", False),
-        ("out", "disjoint_slice", "f32", True),
-        ("cols", "scalar", "u32", False),
+        ("x", "array", "f32", False, {"layout": "c", "dims": ["rows", "cols"]}),
+        ("out", "disjoint_array", "f32", True, {"layout": "c", "dims": ["rows", "cols"]}),
     ],
     "activate": [
         ("x", "slice", "f32", False),
@@ -144,9 +137,11 @@ def _ptx_texts() -> list[tuple[dict, str]]:
 @pytest.mark.parametrize("entry", sorted(SIGNATURES))
 def test_signature_in_the_manifest(entry: str):
     k = _kernel(load_manifest(), entry)
-    assert [(p["name"], p["kind"], p["type"], p["mutable"]) for p in k["params"]] == SIGNATURES[
-        entry
+    got = [
+        (p["name"], p["kind"], p["type"], p["mutable"], *([p["array"]] if "array" in p else []))
+        for p in k["params"]
     ]
+    assert got == SIGNATURES[entry]
     assert k["is_unsafe"] is False, "the device library's kernels need no unsafe fn"
 
 

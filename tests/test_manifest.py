@@ -18,7 +18,7 @@ from pyoxide._manifest import (
     SCHEMA_VERSION,
     parse_manifest,
 )
-from pyoxide._policy_spec import LAUNCH_KINDS
+from pyoxide._policy_spec import LAUNCH_KINDS, OPTIONAL_FIELDS
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +47,15 @@ def test_reader_knows_every_type_and_kind_in_the_schema(schema: dict[str, Any]) 
 
 def test_reader_knows_every_launch_policy_in_the_schema(schema: dict[str, Any]) -> None:
     """LAUNCH_KINDS is the Python copy of oxide-abi's LaunchPolicy: its kinds and fields."""
-    kinds = {}
+    kinds, optional = {}, {}
     for alt in schema["$defs"]["LaunchPolicy"]["oneOf"]:
         kind = alt["properties"]["kind"]["const"]
-        kinds[kind] = set(alt["required"]) - {"kind"}
+        kinds[kind] = set(alt["properties"]) - {"kind"}
+        optional[kind] = kinds[kind] - set(alt["required"])
     assert kinds == {k: set(v) for k, v in LAUNCH_KINDS.items()}
+    assert {k: v for k, v in optional.items() if v} == {
+        k: set(v) for k, v in OPTIONAL_FIELDS.items()
+    }
 
 
 def test_launch_policies_are_read_and_checked(good: dict[str, Any], tmp_path: Path) -> None:
@@ -141,7 +145,7 @@ REJECTED = {
     "unknown-crate-field": _set("crate.extra", 1),
     "schema-negative": _set("schema", -1),
     "schema-string": _set("schema", "1"),
-    "bad-kind": _set("kernels.0.params.0.kind", "array"),
+    "bad-kind": _set("kernels.0.params.0.kind", "tensor"),
     "bad-type": _set("kernels.0.params.0.type", "f16"),
     "mutable-not-bool": _set("kernels.0.params.0.mutable", "no"),
     "params-not-list": _set("kernels.0.params", {}),

@@ -117,3 +117,42 @@ def test_the_default_block_is_oxide_abis() -> None:
     m = pyoxide.read_manifest(kernels_manifest())
     vecadd = next(k for k in m.kernels if k.entry == "vecadd")
     assert vecadd.launch is not None and vecadd.launch.block == _policy.DEFAULT_BLOCK
+
+
+def test_shaped_outputs_get_2d_and_3d_grids() -> None:
+    """Without a policy, one thread per element of a 2-D (16×16 blocks) or 3-D (8×8×4)
+    output, x over its last dimension; an explicit block is its own tile; launch bounds
+    shrink the block."""
+    from pyoxide._shape_spec import ArraySpec
+
+    out2 = ParamSpec("out", "disjoint_array", "f32", True, ArraySpec("c", ("m", "n")))
+    out3 = ParamSpec("out", "disjoint_array", "f32", True, ArraySpec("c", (None,) * 3))
+    s2, s3 = spec((out2,)), spec((out3,))
+    assert _policy.configure(s2, [0], (), None, None, no_sms, [(40, 33)]) == (
+        (3, 3, 1), (16, 16, 1),
+    )  # fmt: skip
+    assert _policy.configure(s3, [0], (), None, None, no_sms, [(5, 9, 17)]) == (
+        (3, 2, 2), (8, 8, 4),
+    )  # fmt: skip
+    assert _policy.configure(s2, [0], (), None, (32, 8, 1), no_sms, [(40, 33)]) == (
+        (2, 5, 1), (32, 8, 1),
+    )  # fmt: skip
+    assert _policy.configure(s2, [0], (), (7, 1, 1), None, no_sms, []) == ((7, 1, 1), (16, 16, 1))
+    small = spec((out2,), bounds=64)
+    assert _policy.configure(small, [0], (), None, None, no_sms, [(40, 33)])[1] == (16, 4, 1)
+    assert _policy.tile_rule(s2) == (0, (16, 16, 1), (16, 16, 1))
+    with pytest.raises(pyoxide.errors.ShapeError, match="dimension 'm'"):
+        _policy.configure(s2, [0], (), None, None, no_sms, [(16 * 65536, 1)])
+
+
+def test_tiles_policy_covers_each_tile_with_one_block() -> None:
+    from pyoxide._shape_spec import ArraySpec
+
+    c = ParamSpec("c", "disjoint_array", "f32", True, ArraySpec("c", ("m", "n")))
+    tiles = LaunchPolicy("tiles", 0, block=256, block3=(256, 1, 1), tile=(128, 128, 1))
+    s = spec((c,), tiles, bounds=256)
+    assert _policy.configure(s, [0], (), None, None, no_sms, [(1000, 4097)]) == (
+        (33, 8, 1), (256, 1, 1),
+    )  # fmt: skip
+    assert _policy.tile_rule(s) == (0, (256, 1, 1), (128, 128, 1))
+    assert not _policy.validates_grid(s)

@@ -116,3 +116,31 @@ def test_bundled_stub_types_from_pyoxide_import_kernels(tmp_path: Path) -> None:
     )  # fmt: skip
     assert "pyoxide.kernels._Kernel_saxpy" in r.stdout, r.stdout
     assert 'user.py:3: error: Too few arguments for "__call__"' in r.stdout, r.stdout
+
+
+def test_shaped_arrays_show_their_dimensions(tmp_path: Path) -> None:
+    """Shaped array parameters (schema 3) show their contract in the stub, and mypy takes
+    a call with NumPy arrays and refuses a missing argument."""
+    shaped = [
+        kernel("mm", [
+            {**param("a", "array", "f32"), "array": {"layout": "c", "dims": ["m", "k"]}},
+            {**param("b", "array", "f32"), "array": {"layout": "strided", "dims": ["k", "_"]}},
+            {**param("c", "disjoint_array", "f32", True),
+             "array": {"layout": "c", "dims": ["m", "3"]}},
+        ]),
+    ]  # fmt: skip
+    m = parse_manifest(manifest_dict(tmp_path, kernels=shaped), tmp_path / "m.json")
+    text = pyoxide.render_stub(m)
+    assert (
+        'a: Annotated[Array, "[m, k]"], b: Annotated[Array, "[k, _] strided"], '
+        'c: Annotated[Array, "[m, 3]"], /'
+    ) in text
+    assert "fn mm(a: Array2<f32>, b: Array2<f32, Strided>, c: DisjointArray2<f32>)" in text
+    (tmp_path / "fixture_kernels.pyi").write_text(text)
+    code = (
+        "import numpy as np\nimport fixture_kernels as k\nx = np.ones((2, 2), np.float32)\n"
+        "k.mm(x, x, x)\nk.mm(x, x)\n"
+    )
+    r = _mypy(tmp_path, code)
+    errors = [line for line in r.stdout.splitlines() if "user.py:" in line and "error" in line]
+    assert [int(line.split(":")[1]) for line in errors] == [5], r.stdout

@@ -43,8 +43,8 @@ fn aligned16<T>(p: *const T) -> bool {
     (p as usize).is_multiple_of(16)
 }
 
-/// `c = a · b` in f32 with fused multiply-adds. Launch: block (256, 1, 1), grid
-/// (⌈n/128⌉, ⌈m/128⌉, 1); `a`, `b`, `c` hold at least m·k, k·n and m·n elements.
+/// `c = a · b` in f32 with fused multiply-adds, for C-order `a` (m×k), `b` (k×n), `c`
+/// (m×n). A plain call launches block (256, 1, 1), grid (⌈n/128⌉, ⌈m/128⌉, 1).
 ///
 /// Each thread accumulates an 8×8 piece of the block's 128×128 tile in registers
 /// (rows `4ty..4ty+4` and `64+4ty..`, columns likewise, so its shared-memory reads
@@ -54,8 +54,11 @@ fn aligned16<T>(p: *const T) -> bool {
 /// step separates the two. About 160 registers: one block (8 warps) per SM.
 #[kernel]
 #[launch_bounds(256)]
-pub fn sgemm(a: &[f32], b: &[f32], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
-    sgemm_tile(a, b, c, m, n, k)
+#[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
+#[shapes(a[m, k], b[k, n], c[m, n])]
+pub fn sgemm(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
+    let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
+    sgemm_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
 }
 
 // The body lives apart from the kernel so that a variant with other launch bounds
@@ -222,8 +225,8 @@ fn b_swz(row: usize, col: usize) -> usize {
 
 /// `c = a · b` with bf16 inputs and f32 accumulation and output, on the tensor cores
 /// (`mma.sync.m16n8k16`, sm_80+). `a` and `b` hold bf16 bit patterns (an array of
-/// bfloat16 viewed as uint16: `x.view(uint16)`), `c` is f32. Launch: block (256, 1, 1),
-/// grid (⌈n/128⌉, ⌈m/128⌉, 1); static shared memory 48 KiB.
+/// bfloat16 viewed as uint16: `x.view(uint16)`), `c` is f32. A plain call launches block
+/// (256, 1, 1), grid (⌈n/128⌉, ⌈m/128⌉, 1); static shared memory 48 KiB.
 ///
 /// Eight warps (2 × 4) each own a 64×32 piece of the block's 128×128 tile: 4 × 4
 /// `m16n8k16` accumulators. Tiles of 32 k move global → shared through `cp.async`
@@ -233,16 +236,23 @@ fn b_swz(row: usize, col: usize) -> usize {
 /// aligned) tiles load element by element instead of through `cp.async`.
 #[kernel]
 #[launch_bounds(256)]
-pub fn gemm_bf16(a: &[u16], b: &[u16], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
-    gemm_bf16_tile(a, b, c, m, n, k, |v| v)
+#[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
+#[shapes(a[m, k], b[k, n], c[m, n])]
+pub fn gemm_bf16(a: Array2<u16>, b: Array2<u16>, c: DisjointArray2<f32>) {
+    let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
+    gemm_bf16_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k, |v| v)
 }
 
 /// [`gemm_bf16`] with a bf16 result: `c` holds bf16 bit patterns, each f32 sum rounded
 /// to nearest (ties to even) once, at the end. Same launch.
 #[kernel]
 #[launch_bounds(256)]
-pub fn gemm_bf16_bf16(a: &[u16], b: &[u16], c: DisjointSlice<u16>, m: u32, n: u32, k: u32) {
-    gemm_bf16_tile(a, b, c, m, n, k, |v| bf16::from_f32(v).to_bits())
+#[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
+#[shapes(a[m, k], b[k, n], c[m, n])]
+pub fn gemm_bf16_bf16(a: Array2<u16>, b: Array2<u16>, c: DisjointArray2<u16>) {
+    let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
+    let round = |v: f32| bf16::from_f32(v).to_bits();
+    gemm_bf16_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k, round)
 }
 
 #[inline(always)]

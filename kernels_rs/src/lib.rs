@@ -8,6 +8,7 @@ mod histogram;
 mod matmul;
 mod reduce;
 mod rows;
+mod strided;
 mod transpose;
 
 pub use elementwise::*;
@@ -16,4 +17,5 @@ pub use histogram::*;
 pub use matmul::*;
 pub use reduce::*;
 pub use rows::*;
+pub use strided::*;
 pub use transpose::*;

@@ -5,14 +5,19 @@ use oxide_device::prelude::*;
 /// Side of the square tiles of [`matmul_tiled`]; its blocks are `TILE × TILE` threads.
 const TILE: usize = 16;
 
-/// `c = a · b` for row-major `a` (m×k), `b` (k×n), `c` (m×n), in 16×16 tiles staged
-/// through shared memory. Launch with block (16, 16) and grid (⌈n/16⌉, ⌈m/16⌉).
+/// `c = a · b` for `a` (m×k), `b` (k×n), `c` (m×n), in 16×16 tiles staged through
+/// shared memory. `a` and `c` are C-contiguous; `b` may have any strides (a transposed
+/// view `w.T` goes in as it is). The shapes come with the arrays, and the launcher
+/// checks that the `k`s (and `m`s, `n`s) agree. A plain call launches blocks of
+/// (16, 16) over `c`: grid (⌈n/16⌉, ⌈m/16⌉); an explicit block must be (16, 16) too.
 #[kernel]
 #[launch_bounds(256)]
-pub fn matmul_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+#[launch(tiles(c, block = (16, 16), tile = (16, 16)))]
+#[shapes(a[m, k], b[k, n], c[m, n])]
+pub fn matmul_tiled(a: Array2<f32>, b: Array2<f32, Strided>, mut c: DisjointArray2<f32>) {
     static A_TILE: SharedArray<f32, { TILE * TILE }> = SharedArray::UNINIT;
     static B_TILE: SharedArray<f32, { TILE * TILE }> = SharedArray::UNINIT;
-    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let k = a.cols();
     let (tx, ty) = (
         thread::threadIdx_x() as usize,
         thread::threadIdx_y() as usize,
@@ -21,16 +26,9 @@ pub fn matmul_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: 
     let mut acc = 0.0f32;
     for t in 0..k.div_ceil(TILE) {
         let (a_col, b_row) = (t * TILE + tx, t * TILE + ty);
-        let a_val = if row < m && a_col < k {
-            a[row * k + a_col]
-        } else {
-            0.0
-        };
-        let b_val = if b_row < k && col < n {
-            b[b_row * n + col]
-        } else {
-            0.0
-        };
+        // Out of bounds (the ragged edges of the last tiles) reads as 0.
+        let a_val = a.get([row, a_col]).copied().unwrap_or(0.0);
+        let b_val = b.get([b_row, col]).copied().unwrap_or(0.0);
         // SAFETY: each thread writes its own slot; the barriers separate the writes
         // from the reads of the same tile and from the next tile's writes.
         unsafe {
@@ -44,9 +42,7 @@ pub fn matmul_tiled(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: 
         }
         thread::sync_threads();
     }
-    // SAFETY: `n` is a kernel argument, the same in every thread.
-    let idx = unsafe { thread::index_2d_runtime(n) };
-    if let Some(c_ij) = c.get_mut(idx) {
+    if let Some(c_ij) = index_nd::<2>().and_then(|idx| c.get_mut(idx)) {
         *c_ij = acc;
     }
 }

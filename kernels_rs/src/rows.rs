@@ -48,8 +48,11 @@ use oxide_device::prelude::*;
 /// `x.len()` is not `rows · cols` or `out.len()` differs from `x.len()`.
 #[kernel]
 #[launch_bounds(512)]
-#[launch(block_per_row(out, cols = cols, block = 256))]
-pub fn softmax_rows(x: &[f32], mut out: DisjointSlice<f32>, cols: u32) {
+#[launch(block_per_row(out, block = 256))]
+#[shapes(x[rows, cols], out[rows, cols])]
+pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
+    // The body works on the flat rows (the launcher checked the shapes).
+    let (x, mut out, cols) = (x.as_slice(), out.into_flat(), x.cols() as u32);
     static MAXES: SharedArray<f32, 32> = SharedArray::UNINIT;
     static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
     let cols = cols as usize;
@@ -220,15 +223,23 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// torch, 256 threads streaming it 0.88×). Traps when the sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
-#[launch(block_per_row(out, cols = cols, block = 512))]
+#[launch(block_per_row(out, block = 512))]
+#[shapes(x[rows, cols], weight[cols], bias[cols], out[rows, cols])]
 pub fn layernorm_rows(
-    x: &[f32],
-    weight: &[f32],
-    bias: &[f32],
-    mut out: DisjointSlice<f32>,
-    cols: u32,
+    x: Array2<f32>,
+    weight: Array1<f32>,
+    bias: Array1<f32>,
+    out: DisjointArray2<f32>,
     eps: f32,
 ) {
+    // The body works on the flat rows (the launcher checked the shapes).
+    let (x, weight, bias, mut out, cols) = (
+        x.as_slice(),
+        weight.as_slice(),
+        bias.as_slice(),
+        out.into_flat(),
+        x.cols() as u32,
+    );
     static SUMS: SharedArray<f32, 32> = SharedArray::UNINIT;
     static SQUARES: SharedArray<f32, 32> = SharedArray::UNINIT;
     let cols = cols as usize;

@@ -58,13 +58,17 @@ const _: () = assert!(
 /// shared-memory store, so that enough bytes are in flight to cover DRAM's latency;
 /// whole tiles take a path with no bounds checks and constant strides.
 ///
-/// Launch: block `(32, 8)`, grid `(⌈cols / 64⌉, min(⌈rows / 64⌉, 65535))`; blocks
-/// stride over tiles, so any grid is correct. Traps when `x.len()` or `out.len()` is
-/// not `rows · cols`, or the block is not `(32, 8)`.
+/// Launch: a plain call takes block `(32, 8)`, grid `(⌈cols / 64⌉, ⌈rows / 64⌉)`;
+/// blocks stride over tiles, so any grid is correct (more than 65535 tile rows need an
+/// explicit one, e.g. `(⌈cols / 64⌉, 65535)`). Traps when the block is not `(32, 8)`.
 #[kernel(f32, f64, u32)]
 #[launch_bounds(256, 4)]
-pub fn transpose<T: TileElement>(x: &[T], mut out: DisjointSlice<T>, rows: u32, cols: u32) {
-    let (rows, cols) = (rows as usize, cols as usize);
+#[launch(tiles(x, block = (32, 8), tile = (64, 64)))]
+#[shapes(x[rows, cols], out[cols, rows])]
+pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
+    // The body works on the flat C-order arrays (the launcher checked the shapes).
+    let (rows, cols) = (x.rows(), x.cols());
+    let (x, mut out) = (x.as_slice(), out.into_flat());
     gpu_assert!(
         x.len() == rows * cols && out.len() == rows * cols,
         "transpose: x has {} elements, out {}, need rows * cols = {} * {}\n",

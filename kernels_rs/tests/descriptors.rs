@@ -1,7 +1,7 @@
 //! The descriptors that `#[kernel]` embeds, decoded as the link step will decode them.
 
 use oxide_abi::descriptor::{GenericArg, KernelDescriptor, LaunchPolicy, ParamDescriptor};
-use oxide_abi::{ParamKind, ScalarType};
+use oxide_abi::{ArrayLayout, ParamKind, ScalarType};
 
 /// Every descriptor static of the crate, by entry symbol.
 fn descriptors() -> Vec<KernelDescriptor> {
@@ -25,6 +25,12 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_sgemm[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
+        &kernels_rs::__oxide_descriptor_copy_2d_f32[..],
+        &kernels_rs::__oxide_descriptor_copy_2d_f64[..],
+        &kernels_rs::__oxide_descriptor_copy_2d_u32[..],
+        &kernels_rs::__oxide_descriptor_copy_3d_f32[..],
+        &kernels_rs::__oxide_descriptor_copy_3d_f64[..],
+        &kernels_rs::__oxide_descriptor_copy_3d_u32[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -38,13 +44,30 @@ fn descriptor(entry: &str) -> KernelDescriptor {
         .unwrap()
 }
 
+/// An f32 shaped array parameter with its layout and dimension names.
+fn shaped(name: &str, kind: ParamKind, layout: ArrayLayout, dims: &[&str]) -> ParamDescriptor {
+    ParamDescriptor {
+        array: Some(oxide_abi::shape::ArrayShape {
+            layout,
+            dims: dims.iter().map(|d| d.to_string()).collect(),
+        }),
+        ..param(name, kind, ScalarType::F32)
+    }
+}
+
+/// `p` with element type `ty`.
+fn of(ty: ScalarType, p: ParamDescriptor) -> ParamDescriptor {
+    ParamDescriptor { ty, ..p }
+}
+
 fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
-    let mutable = matches!(kind, ParamKind::DisjointSlice | ParamKind::AtomicSlice);
+    let mutable = kind.always_mutable();
     ParamDescriptor {
         name: name.into(),
         kind,
         ty,
         mutable,
+        array: None,
     }
 }
 
@@ -83,13 +106,20 @@ fn one_descriptor_per_entry() {
             "transpose_u32",
             "sgemm",
             "gemm_bf16",
-            "gemm_bf16_bf16"
+            "gemm_bf16_bf16",
+            "copy_2d_f32",
+            "copy_2d_f64",
+            "copy_2d_u32",
+            "copy_3d_f32",
+            "copy_3d_f64",
+            "copy_3d_u32"
         ]
     );
 }
 
 #[test]
 fn device_library_kernels() {
+    use ArrayLayout::{C, Strided};
     use ParamKind::*;
     use ScalarType::*;
     let d = descriptor("reduce_sum_f32");
@@ -107,12 +137,9 @@ fn device_library_kernels() {
     assert_eq!(
         d.params,
         [
-            param("a", Slice, F32),
-            param("b", Slice, F32),
-            param("c", DisjointSlice, F32),
-            param("m", Scalar, U32),
-            param("n", Scalar, U32),
-            param("k", Scalar, U32),
+            shaped("a", Array, C, &["m", "k"]),
+            shaped("b", Array, Strided, &["k", "n"]),
+            shaped("c", DisjointArray, C, &["m", "n"]),
         ]
     );
     for (name, elem, out) in [
@@ -124,23 +151,27 @@ fn device_library_kernels() {
         assert_eq!(
             d.params,
             [
-                param("a", Slice, elem),
-                param("b", Slice, elem),
-                param("c", DisjointSlice, out),
-                param("m", Scalar, U32),
-                param("n", Scalar, U32),
-                param("k", Scalar, U32),
+                of(elem, shaped("a", Array, C, &["m", "k"])),
+                of(elem, shaped("b", Array, C, &["k", "n"])),
+                of(out, shaped("c", DisjointArray, C, &["m", "n"])),
             ]
         );
         assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(256));
+        assert_eq!(
+            d.launch,
+            Some(LaunchPolicy::Tiles {
+                over: "c".into(),
+                block: [256, 1, 1],
+                tile: [128, 128, 1]
+            })
+        );
     }
     let d = descriptor("softmax_rows");
     assert_eq!(
         d.params,
         [
-            param("x", Slice, F32),
-            param("out", DisjointSlice, F32),
-            param("cols", Scalar, U32),
+            shaped("x", Array, C, &["rows", "cols"]),
+            shaped("out", DisjointArray, C, &["rows", "cols"]),
         ]
     );
     assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512));
@@ -148,11 +179,10 @@ fn device_library_kernels() {
     assert_eq!(
         d.params,
         [
-            param("x", Slice, F32),
-            param("weight", Slice, F32),
-            param("bias", Slice, F32),
-            param("out", DisjointSlice, F32),
-            param("cols", Scalar, U32),
+            shaped("x", Array, C, &["rows", "cols"]),
+            shaped("weight", Array, C, &["cols"]),
+            shaped("bias", Array, C, &["cols"]),
+            shaped("out", DisjointArray, C, &["rows", "cols"]),
             param("eps", Scalar, F32),
         ]
     );
@@ -166,10 +196,8 @@ fn device_library_kernels() {
         assert_eq!(
             d.params,
             [
-                param("x", Slice, ty),
-                param("out", DisjointSlice, ty),
-                param("rows", Scalar, U32),
-                param("cols", Scalar, U32),
+                of(ty, shaped("x", Array, C, &["rows", "cols"])),
+                of(ty, shaped("out", DisjointArray, C, &["cols", "rows"])),
             ]
         );
     }

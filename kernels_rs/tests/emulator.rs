@@ -32,20 +32,30 @@ fn words<T>(s: &[T]) -> [u64; 2] {
 fn matmul_tiled_matches_the_naive_product() {
     let (m, n, k) = (37usize, 45usize, 29usize);
     let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 - 6.0).collect();
-    let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.5).collect();
+    // b is given as the transpose of a row-major n×k matrix (strides (1, k)), as
+    // NumPy's `w.T` is: matmul_tiled reads b through its strides.
+    let w: Vec<f32> = (0..n * k).map(|i| (i % 7) as f32 * 0.5).collect();
     let c = vec![0.0f32; m * n];
+    let array2 = |p: *const f32, shape: [usize; 2], strides: [usize; 2]| {
+        [
+            p as u64,
+            shape[0] as u64,
+            shape[1] as u64,
+            strides[0] as u64,
+            strides[1] as u64,
+        ]
+    };
     let args = [
-        &words(&a)[..],
-        &words(&b),
-        &words(&c),
-        &[m as u64, n as u64, k as u64],
+        &array2(a.as_ptr(), [m, k], [k, 1])[..],
+        &array2(w.as_ptr(), [k, n], [1, k]),
+        &array2(c.as_ptr(), [m, n], [n, 1]),
     ]
     .concat();
     let grid = [n.div_ceil(16) as u32, m.div_ceil(16) as u32, 1];
     run(__oxide_host_matmul_tiled, grid, [16, 16, 1], &args);
     for i in 0..m {
         for j in 0..n {
-            let want: f32 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            let want: f32 = (0..k).map(|p| a[i * k + p] * w[j * k + p]).sum();
             assert!((c[i * n + j] - want).abs() < 1e-3, "c[{i},{j}]");
         }
     }
@@ -58,7 +68,9 @@ fn softmax_rows_sum_to_one() {
         .map(|i| ((i * 37) % 101) as f32 / 10.0)
         .collect();
     let out = vec![0.0f32; rows * cols];
-    let args = [&words(&x)[..], &words(&out), &[cols as u64]].concat();
+    // Each array: pointer, extents (rows, cols), strides (cols, 1).
+    let array2 = |p: *const f32| [p as u64, rows as u64, cols as u64, cols as u64, 1];
+    let args = [array2(x.as_ptr()), array2(out.as_ptr())].concat();
     run(
         __oxide_host_softmax_rows,
         [rows as u32, 1, 1],

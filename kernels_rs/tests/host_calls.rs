@@ -6,7 +6,7 @@ use kernels_rs::{
     activate, histogram, histogram_global, reduce_blocks_f32, reduce_sum_f32, saxpy, scale,
     scan_blocks_u32, softmax_rows, vecadd,
 };
-use oxide_device::{AtomicSlice, DisjointSlice};
+use oxide_device::{Array2, AtomicSlice, DisjointArray2, DisjointSlice};
 
 #[test]
 fn vecadd_one_thread_does_everything() {
@@ -100,7 +100,10 @@ fn softmax_rows_needs_whole_warps() {
     let x = [1.0f32, 2.0, 3.0, 4.0];
     let mut out = [0.0f32; 4];
     let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        softmax_rows(&x, DisjointSlice::from_mut(&mut out), 4)
+        softmax_rows(
+            Array2::from_slice(&x, [1, 4]),
+            DisjointArray2::from_mut_slice(&mut out, [1, 4]),
+        )
     }));
     assert!(refused.is_err());
     assert_eq!(out, [0.0; 4]);

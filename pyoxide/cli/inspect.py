@@ -34,7 +34,8 @@ def _describe(spec: KernelSpec, manifest: Manifest, arch: str | None, show_ptx: 
     py = ", ".join(f"{p.name}: {_annotation(p)}" for p in spec.params)
     click.echo(f"  python:  {spec.entry}({py})")
     for p in spec.params:
-        click.echo(f"    {p.name:<12} {p.rust_type:<24} ABI: {PARAM_KINDS[p.kind].abi}")
+        dims = f" {p.array.dim_text(p.name)}" if p.array is not None else ""
+        click.echo(f"    {p.name:<12} {p.rust_type + dims:<24} ABI: {PARAM_KINDS[p.kind].abi}")
     if spec.launch_bounds:
         lb = spec.launch_bounds
         click.echo(f"  launch bounds: max {lb.max_threads} threads, min blocks {lb.min_blocks}")

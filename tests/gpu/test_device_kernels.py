@@ -107,16 +107,11 @@ def test_matmul_tiled(m: int, n: int, k: int):
     b = rng.standard_normal((k, n), dtype=np.float32)
     c = cp.full((m, n), cp.nan, dtype=cp.float32)
     grid = ((n + 15) // 16, (m + 15) // 16)
+    # Shaped arrays at the ABI: pointer, extents, strides in elements.
     args = (
-        cp.asarray(a),
-        _u64(a.size),
-        cp.asarray(b),
-        _u64(b.size),
-        c,
-        _u64(c.size),
-        np.uint32(m),
-        np.uint32(n),
-        np.uint32(k),
+        *_array2(cp.asarray(a), (k, 1)),
+        *_array2(cp.asarray(b), (n, 1)),
+        *_array2(c, (n, 1)),
     )
     _fn("matmul_tiled")(grid, (16, 16), args)
     err = rel_err(cp.asnumpy(c), a.astype(np.float64) @ b.astype(np.float64))
@@ -133,13 +128,19 @@ def test_softmax_rows(rows: int, cols: int, block: int):
     x = (rng.standard_normal((rows, cols)) * 4).astype(np.float32)
     out = cp.full((rows, cols), cp.nan, dtype=cp.float32)
     # One block per row: the grid size is the row count.
-    args = (cp.asarray(x), _u64(x.size), out, _u64(x.size), np.uint32(cols))
+    args = (*_array2(cp.asarray(x), (cols, 1)), *_array2(out, (cols, 1)))
     _fn("softmax_rows")((rows,), (block,), args)
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     err = rel_err(cp.asnumpy(out), e / e.sum(axis=1, keepdims=True))
     print(f"softmax_rows {rows}x{cols} block={block} rel err {err:.2e}")
     assert err < 1e-5
+
+
+def _array2(arr: object, strides: tuple[int, int]) -> tuple[object, ...]:
+    """A 2-D array's words at the launch ABI: the array (its pointer), extents, strides."""
+    rows, cols = arr.shape  # type: ignore[attr-defined]
+    return (arr, _u64(rows), _u64(cols), _u64(strides[0]), _u64(strides[1]))
 
 
 _ERF = np.vectorize(math.erf)

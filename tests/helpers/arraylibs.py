@@ -59,6 +59,25 @@ class ArrayLib:
     def zeros(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
         return self.asarray(np.zeros(shape, dtype))
 
+    def view(
+        self, base: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0
+    ) -> Any:
+        """A view of `base`'s memory with any `shape` and `strides` (in elements, any sign)
+        starting `offset` elements in, zero-copy: NumPy's as_strided on the emulator, an
+        object with ``__cuda_array_interface__`` on the GPU (``torch.as_strided`` for
+        PyTorch where it can: it has no negative strides)."""
+        if self.name == "emu":
+            item = base.itemsize
+            start = base[offset:] if base.ndim == 1 else base.reshape(-1)[offset:]
+            return np.lib.stride_tricks.as_strided(
+                start, shape, tuple(s * item for s in strides), writeable=True
+            )
+        if self.name == "torch" and min(strides, default=0) >= 0:
+            import torch  # a tensor, so that the call stays all-PyTorch (its stream)
+
+            return torch.as_strided(base, shape, strides, offset)
+        return _CudaView(base, shape, strides, offset)
+
     def to_numpy(self, arr: Any) -> np.ndarray:
         """`arr` on the host, after the work queued on it has finished."""
         if self.name == "emu":
@@ -71,6 +90,25 @@ class ArrayLib:
 
         torch.cuda.synchronize()
         return arr.cpu().numpy()
+
+
+class _CudaView:
+    """A GPU view through ``__cuda_array_interface__`` (v3), keeping its base alive."""
+
+    def __init__(
+        self, base: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int
+    ) -> None:
+        if hasattr(base, "data_ptr"):  # PyTorch
+            ptr, item = base.data_ptr(), base.element_size()
+            typestr = np.dtype(str(base.dtype).removeprefix("torch.")).str
+        else:
+            ptr, item, typestr = base.data.ptr, base.itemsize, base.dtype.str
+        self.base = base
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": typestr, "version": 3,
+            "data": (ptr + offset * item, False),
+            "strides": tuple(s * item for s in strides),
+        }  # fmt: skip
 
 
 def array_lib(name: str, emu_skip_reason: str | None = None) -> Any:

@@ -45,9 +45,9 @@ def test_sgemm(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     for m, n, k in shapes(lib):
         a = RNG.standard_normal((m, k), dtype=np.float32)
         b = RNG.standard_normal((k, n), dtype=np.float32)
-        c = lib.poisoned(m * n, np.float32)
-        kernels.sgemm[grid(m, n), 256](lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k)
-        err = rel_err(lib.to_numpy(c), (a.astype(np.float64) @ b).ravel())
+        c = lib.poisoned((m, n), np.float32)
+        kernels.sgemm(lib.asarray(a), lib.asarray(b), c)  # grid from c: (⌈n/128⌉, ⌈m/128⌉)
+        err = rel_err(lib.to_numpy(c), a.astype(np.float64) @ b)
         assert err < 1e-5, f"sgemm {m}x{n}x{k}: relative error {err:.2e}"
 
 
@@ -55,12 +55,10 @@ def test_gemm_bf16(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     for m, n, k in shapes(lib):
         a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
         b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
-        c = lib.poisoned(m * n, np.float32)
-        kernels.gemm_bf16[grid(m, n), 256](
-            lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k
-        )
+        c = lib.poisoned((m, n), np.float32)
+        kernels.gemm_bf16[grid(m, n), 256](lib.asarray(a), lib.asarray(b), c)
         want = from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)
-        err = rel_err(lib.to_numpy(c), want.ravel())
+        err = rel_err(lib.to_numpy(c), want)
         assert err < 1e-5, f"gemm_bf16 {m}x{n}x{k}: relative error {err:.2e}"
 
 
@@ -70,10 +68,10 @@ def test_gemm_bf16_vector_path_with_k_tails(kernels: pyoxide.Module, lib: ArrayL
     m, n, k = 200, 136, 40
     a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
     b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
-    c = lib.poisoned(m * n, np.float32)
-    kernels.gemm_bf16[grid(m, n), 256](lib.asarray(a.ravel()), lib.asarray(b.ravel()), c, m, n, k)
+    c = lib.poisoned((m, n), np.float32)
+    kernels.gemm_bf16(lib.asarray(a), lib.asarray(b), c)
     want = from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)
-    assert rel_err(lib.to_numpy(c), want.ravel()) < 1e-5
+    assert rel_err(lib.to_numpy(c), want) < 1e-5
 
 
 def test_gemm_bf16_with_bf16_output(kernels: pyoxide.Module, lib: ArrayLib) -> None:
@@ -87,15 +85,15 @@ def test_gemm_bf16_with_bf16_output(kernels: pyoxide.Module, lib: ArrayLib) -> N
     for m, n, k in shapes(lib):
         a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
         b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
-        a_dev, b_dev = lib.asarray(a.ravel()), lib.asarray(b.ravel())
-        c16 = lib.poisoned(m * n, np.uint16)
-        c32 = lib.poisoned(m * n, np.float32)
-        kernels.gemm_bf16_bf16[grid(m, n), 256](a_dev, b_dev, c16, m, n, k)
-        kernels.gemm_bf16[grid(m, n), 256](a_dev, b_dev, c32, m, n, k)
-        f32 = lib.to_numpy(c32)
+        a_dev, b_dev = lib.asarray(a), lib.asarray(b)
+        c16 = lib.poisoned((m, n), np.uint16)
+        c32 = lib.poisoned((m, n), np.float32)
+        kernels.gemm_bf16_bf16(a_dev, b_dev, c16)
+        kernels.gemm_bf16[grid(m, n), 256](a_dev, b_dev, c32)
+        f32 = lib.to_numpy(c32).ravel()
         want = (from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)).ravel()
         assert rel_err(f32, want) < 1e-5, f"gemm_bf16 {m}x{n}x{k}"
-        got = lib.to_numpy(c16)
+        got = lib.to_numpy(c16).ravel()
         mismatched = np.flatnonzero(got != to_bf16_bits(f32))
         assert mismatched.size == 0, (
             f"gemm_bf16_bf16 {m}x{n}x{k}: {mismatched.size} element(s) differ from the f32 "

@@ -1,6 +1,6 @@
-"""`kernels.gemm_bf16(a, b, c, m, n, k)` without a launch configuration: on an sm_90
-GPU, shapes TMA takes (n, k multiples of 8) run kernels_sm90a's wgmma + TMA twin,
-everything else kernels_rs's mma.sync kernel, sized from m and n (pyoxide/_twins.py).
+"""`kernels.gemm_bf16(a, b, c)` without a launch configuration: on an sm_90 GPU, shapes
+TMA takes (n, k multiples of 8) run kernels_sm90a's wgmma + TMA twin, everything else
+kernels_rs's mma.sync kernel, sized from c's shape (pyoxide/_twins.py).
 One test body on every array library, against the float64 product of the
 bf16-rounded inputs (tolerance as tests/kernels/test_gemm.py: f32 sums, 1e-5), with
 poisoned outputs.
@@ -50,14 +50,14 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
     for m, n, k in GPU_SHAPES if lib.on_gpu else EMU_SHAPES:
         a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
         b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
-        a_dev, b_dev = lib.asarray(a.ravel()), lib.asarray(b.ravel())
+        a_dev, b_dev = lib.asarray(a), lib.asarray(b)
         out = np.float32 if name == "gemm_bf16" else np.uint16
-        c = lib.poisoned(m * n, out)
+        c = lib.poisoned((m, n), out)
         tma = n % 8 == 0 and k % 8 == 0
         want_entry = f"{name}_sm90" if tma and _on_sm90(lib) else name
-        assert picker.picks(a_dev, b_dev, c, m, n, k) == want_entry, (m, n, k)
-        picker(a_dev, b_dev, c, m, n, k)
-        got = lib.to_numpy(c)
+        assert picker.picks(a_dev, b_dev, c) == want_entry, (m, n, k)
+        picker(a_dev, b_dev, c)
+        got = lib.to_numpy(c).ravel()
         got = got if out is np.float32 else from_bf16_bits(got)
         want = (from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)).ravel()
         # A bf16 result carries its own rounding (2^-9 relative) on top of the f32 sum's.

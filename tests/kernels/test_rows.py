@@ -41,10 +41,10 @@ def block_for(cols: int) -> int:
 
 
 def misaligned(lib: ArrayLib, host: np.ndarray) -> object:
-    """`host` as a view starting at element 1 of a larger device array (4 bytes past a
-    16-byte boundary), so the kernels must take their scalar path."""
+    """`host` (same shape) as a view starting at element 1 of a larger device array (4
+    bytes past a 16-byte boundary), so the kernels must take their scalar path."""
     flat = lib.asarray(np.concatenate([np.zeros(1, host.dtype), host.ravel()]))
-    return flat[1:]
+    return flat[1:].reshape(host.shape)
 
 
 @pytest.mark.parametrize(("rows", "cols"), SHAPES)
@@ -53,10 +53,10 @@ def test_softmax_rows(
     kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int, one_warp: bool
 ) -> None:
     x = (RNG.standard_normal((rows, cols)) * 4).astype(np.float32)
-    out = lib.poisoned(rows * cols, np.float32)
+    out = lib.poisoned((rows, cols), np.float32)
     block = 32 if one_warp else block_for(cols)
-    kernels.softmax_rows[rows, block](lib.asarray(x.ravel()), out, cols)
-    assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
+    kernels.softmax_rows[rows, block](lib.asarray(x), out)
+    assert rel_err(lib.to_numpy(out), softmax64(x)) < TOL
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(7, 31), (3, 4096), (2, 70000)])
@@ -64,9 +64,9 @@ def test_softmax_rows_misaligned_views(
     kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int
 ) -> None:
     x = (RNG.standard_normal((rows, cols)) * 4).astype(np.float32)
-    out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
-    kernels.softmax_rows[rows, 128](misaligned(lib, x), out, cols)
-    assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
+    out = misaligned(lib, np.full((rows, cols), np.nan, np.float32))
+    kernels.softmax_rows[rows, 128](misaligned(lib, x), out)
+    assert rel_err(lib.to_numpy(out), softmax64(x)) < TOL
 
 
 def test_softmax_rows_plain_call_takes_one_block_per_row(
@@ -76,12 +76,12 @@ def test_softmax_rows_plain_call_takes_one_block_per_row(
     one block per row is refused before anything runs (issue #16: `softmax_rows[10, 32]`
     once wrote nothing, silently)."""
     x = (RNG.standard_normal((37, 300)) * 4).astype(np.float32)
-    out = lib.poisoned(x.size, np.float32)
-    kernels.softmax_rows(lib.asarray(x.ravel()), out, 300)
-    assert rel_err(lib.to_numpy(out), softmax64(x).ravel()) < TOL
-    untouched = lib.poisoned(x.size, np.float32)
+    out = lib.poisoned(x.shape, np.float32)
+    kernels.softmax_rows(lib.asarray(x), out)
+    assert rel_err(lib.to_numpy(out), softmax64(x)) < TOL
+    untouched = lib.poisoned(x.shape, np.float32)
     with pytest.raises(pyoxide.errors.ArgumentValueError, match="one per row of 'out'"):
-        kernels.softmax_rows[5, 64](lib.asarray(x.ravel()), untouched, 300)
+        kernels.softmax_rows[5, 64](lib.asarray(x), untouched)
     assert np.isnan(lib.to_numpy(untouched)).all()
 
 
@@ -89,11 +89,11 @@ def test_softmax_rows_extreme_values(kernels: pyoxide.Module, lib: ArrayLib) -> 
     """Large logits do not overflow (the max is subtracted first), -inf entries give 0."""
     x = (RNG.standard_normal((4, 5000)) * 50 + 80).astype(np.float32)
     x[:, ::7] = -np.inf
-    out = lib.poisoned(x.size, np.float32)
-    kernels.softmax_rows[4, 128](lib.asarray(x.ravel()), out, 5000)
+    out = lib.poisoned(x.shape, np.float32)
+    kernels.softmax_rows[4, 128](lib.asarray(x), out)
     got = lib.to_numpy(out)
-    assert rel_err(got, softmax64(x).ravel()) < TOL
-    assert (got.reshape(4, 5000)[:, ::7] == 0).all()
+    assert rel_err(got, softmax64(x)) < TOL
+    assert (got[:, ::7] == 0).all()
 
 
 @pytest.mark.parametrize(("rows", "cols"), SHAPES)
@@ -102,14 +102,14 @@ def test_layernorm_rows(kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols:
     x = (RNG.standard_normal((rows, cols)) * 3 + 100).astype(np.float32)
     w = RNG.standard_normal(cols).astype(np.float32)
     b = RNG.standard_normal(cols).astype(np.float32)
-    out = lib.poisoned(rows * cols, np.float32)
+    out = lib.poisoned((rows, cols), np.float32)
     eps = 1e-5
     kernels.layernorm_rows[rows, block_for(cols)](
-        lib.asarray(x.ravel()), lib.asarray(w), lib.asarray(b), out, cols, eps
+        lib.asarray(x), lib.asarray(w), lib.asarray(b), out, eps
     )
     ref = layernorm64(x, w, b, eps)
     # cols == 1: x - mean is exactly 0, out is the bias.
-    assert rel_err(lib.to_numpy(out), ref.ravel()) < (TOL if cols > 1 else tol(np.float32))
+    assert rel_err(lib.to_numpy(out), ref) < (TOL if cols > 1 else tol(np.float32))
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(7, 31), (3, 4096), (2, 70000)])
@@ -119,11 +119,9 @@ def test_layernorm_rows_misaligned_views(
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
     w = RNG.standard_normal(cols).astype(np.float32)
     b = RNG.standard_normal(cols).astype(np.float32)
-    out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
-    kernels.layernorm_rows[rows, 256](
-        lib.asarray(x.ravel()), misaligned(lib, w), lib.asarray(b), out, cols, 1e-5
-    )
-    assert rel_err(lib.to_numpy(out), layernorm64(x, w, b, 1e-5).ravel()) < TOL
+    out = misaligned(lib, np.full((rows, cols), np.nan, np.float32))
+    kernels.layernorm_rows[rows, 256](lib.asarray(x), misaligned(lib, w), lib.asarray(b), out, 1e-5)
+    assert rel_err(lib.to_numpy(out), layernorm64(x, w, b, 1e-5)) < TOL
 
 
 def transpose_launch(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -140,28 +138,31 @@ def test_transpose(
     kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int, dtype: type
 ) -> None:
     x = (RNG.standard_normal((rows, cols)) * 1000).astype(dtype)
-    out = lib.poisoned(rows * cols, dtype)
+    out = lib.poisoned((cols, rows), dtype)
+    kernels.transpose(lib.asarray(x), out)  # the tiles policy: (32, 8) blocks, 64x64 tiles
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
+    out = lib.poisoned((cols, rows), dtype)
     grid, block = transpose_launch(rows, cols)
-    kernels.transpose[grid, block](lib.asarray(x.ravel()), out, rows, cols)
-    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+    kernels.transpose[grid, block](lib.asarray(x), out)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
 
 
 def test_transpose_small_grid(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     """A grid smaller than the tile count strides over the tiles."""
     rows, cols = 97, 130
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
-    out = lib.poisoned(rows * cols, np.float32)
-    kernels.transpose[(2, 3), (32, 8)](lib.asarray(x.ravel()), out, rows, cols)
-    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+    out = lib.poisoned((cols, rows), np.float32)
+    kernels.transpose[(2, 3), (32, 8)](lib.asarray(x), out)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
 
 
 def test_transpose_misaligned_view(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     rows, cols = 33, 65
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
-    out = misaligned(lib, np.full(rows * cols, np.nan, np.float32))
+    out = misaligned(lib, np.full((cols, rows), np.nan, np.float32))
     grid, block = transpose_launch(rows, cols)
-    kernels.transpose[grid, block](misaligned(lib, x), out, rows, cols)
-    np.testing.assert_array_equal(lib.to_numpy(out), x.T.ravel())
+    kernels.transpose[grid, block](misaligned(lib, x), out)
+    np.testing.assert_array_equal(lib.to_numpy(out), x.T)
 
 
 # Wrong sizes: the kernel traps with a message before touching memory. On the emulator
@@ -172,29 +173,21 @@ def _refused(capfd: pytest.CaptureFixture[str], launch: object, *args: object, s
     assert says in capfd.readouterr().out
 
 
-def test_row_kernels_refuse_sizes_that_disagree_with_cols(
+def test_row_kernels_refuse_blocks_that_are_not_whole_warps(
     kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    x = np.ones(12, np.float32)
-    out = np.full(12, poison_value(np.float32), np.float32)
-    softmax = kernels.softmax_rows[3, 32]
-    # Sizes the launch policy can see are refused before launch, naming the parameter ...
-    for bad_out, cols in ((out, 5), (out[:11], 4), (out, 0)):
-        with pytest.raises(pyoxide.errors.ArgumentValueError, match="rows of cols elements"):
-            softmax(x, bad_out, cols)
-    # ... and what it cannot see (x against out) traps in the kernel, with a message.
-    _refused(capfd, softmax, np.ones(16, np.float32), out, 4, says="x has 16 elements, out 12")
-    w = np.ones(4, np.float32)
-    _refused(capfd, kernels.layernorm_rows[3, 32], x, w, w[:3], out, 4, 1e-5, says="bias 3")
-    _refused(capfd, kernels.softmax_rows[3, 48], x, out, 4, says="multiple of 32; got 48")
+    """Shapes are the launcher's (tests/kernels/test_shapes.py); the block size is the
+    kernel's to check, and it traps with a message before touching memory."""
+    x = np.ones((3, 4), np.float32)
+    out = np.full((3, 4), poison_value(np.float32), np.float32)
+    _refused(capfd, kernels.softmax_rows[3, 48], x, out, says="multiple of 32; got 48")
     assert np.isnan(out).all()
 
 
-def test_transpose_refuses_wrong_sizes_and_blocks(
+def test_transpose_refuses_wrong_blocks(
     kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    x = np.ones(12, np.float32)
-    out = np.full(12, poison_value(np.float32), np.float32)
-    _refused(capfd, kernels.transpose[(1, 1), (32, 8)], x, out, 3, 5, says="need rows * cols")
-    _refused(capfd, kernels.transpose[(1, 1), (16, 8)], x, out, 3, 4, says="block of (32, 8)")
+    x = np.ones((3, 4), np.float32)
+    out = np.full((4, 3), poison_value(np.float32), np.float32)
+    _refused(capfd, kernels.transpose[(1, 1), (16, 8)], x, out, says="block of (32, 8)")
     assert np.isnan(out).all()

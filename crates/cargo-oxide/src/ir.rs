@@ -319,8 +319,9 @@ fn fn_attrs_position(line: &str, entry: &str) -> Option<usize> {
 }
 
 /// The LLVM attributes each parameter of a kernel's entry may carry, in the order of
-/// the entry's LLVM parameters (a slice is two: pointer, then length; the length and
-/// scalars get nothing). Raw pointers (`unsafe` kernels) get nothing: they may alias.
+/// the entry's LLVM parameters (a slice is two: pointer, then length; a shaped array
+/// is its pointer, extents and strides; lengths, extents, strides and scalars get
+/// nothing). Raw pointers (`unsafe` kernels) get nothing: they may alias.
 pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for p in &kernel.params {
@@ -334,6 +335,17 @@ pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
             ParamKind::DisjointSlice | ParamKind::MutSlice | ParamKind::AtomicSlice => {
                 out.push(vec!["noalias".into(), align]);
                 out.push(Vec::new());
+            }
+            // Pointer, then rank extents and rank strides. The launcher refuses an
+            // output that overlaps another argument, or itself (strided views).
+            ParamKind::Array | ParamKind::DisjointArray => {
+                let mut facts = vec!["noalias".into(), align];
+                if p.kind == ParamKind::Array {
+                    facts.insert(1, "readonly".into());
+                }
+                out.push(facts);
+                let rank = p.array.as_ref().map_or(0, |a| a.rank());
+                out.extend((0..2 * rank).map(|_| Vec::new()));
             }
         }
     }

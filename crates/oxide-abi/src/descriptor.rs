@@ -63,6 +63,10 @@ pub struct ParamDescriptor {
     pub ty: ScalarType,
     /// The kernel may write through it (`DisjointSlice`, `AtomicSlice`, `&mut [T]`, `*mut T`).
     pub mutable: bool,
+    /// Shaped arrays (`array`, `disjoint_array`) only: layout and dimension names
+    /// (schema 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::shape::ArrayShape>,
 }
 
 /// Launch bounds: the kernel is compiled for at most `max_threads` threads per block
@@ -110,16 +114,27 @@ pub enum LaunchPolicy {
     BlockPerElement { over: String, block: u32 },
     /// One block per row of `over`, a row-major matrix whose row length is the integer
     /// scalar parameter `cols`. Plain call: `n / cols` blocks; `n` not a multiple of
-    /// `cols`, or an explicit grid other than `n / cols` blocks, is refused.
+    /// `cols`, or an explicit grid other than `n / cols` blocks, is refused. Without
+    /// `cols` (schema 3), `over` is a 2-D shaped array and its rows are its first extent.
     BlockPerRow {
         over: String,
-        cols: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cols: Option<String>,
         block: u32,
     },
     /// Each block handles `blockDim.x` consecutive elements of `over`, so the block
     /// size is part of the result: a call must give the block; the grid is
     /// `ceil(n / block)` and an explicit grid of any other size is refused.
     Segments { over: String },
+    /// Blocks of `block` threads, each covering a `tile` of the shaped array `over`'s
+    /// extents (x over its last dimension, y over the one before, z over the first of
+    /// three): plain call grid `ceil(extent / tile)` per axis (schema 3). The kernel
+    /// answers for the rest of the mapping (an explicit grid is taken as given).
+    Tiles {
+        over: String,
+        block: [u32; 3],
+        tile: [u32; 3],
+    },
 }
 
 impl LaunchPolicy {
@@ -130,7 +145,8 @@ impl LaunchPolicy {
             | LaunchPolicy::GridStride { over, .. }
             | LaunchPolicy::BlockPerElement { over, .. }
             | LaunchPolicy::BlockPerRow { over, .. }
-            | LaunchPolicy::Segments { over } => over,
+            | LaunchPolicy::Segments { over }
+            | LaunchPolicy::Tiles { over, .. } => over,
         }
     }
 }
@@ -201,12 +217,14 @@ mod tests {
                     kind: ParamKind::Scalar,
                     ty: ScalarType::F32,
                     mutable: false,
+                    array: None,
                 },
                 ParamDescriptor {
                     name: "y".into(),
                     kind: ParamKind::DisjointSlice,
                     ty: ScalarType::F32,
                     mutable: true,
+                    array: None,
                 },
             ],
             is_unsafe: false,

@@ -12,6 +12,7 @@ pub mod emu;
 pub mod exit;
 pub mod limits;
 pub mod names;
+pub mod shape;
 pub mod types;
 
 #[cfg(feature = "serde")]
@@ -25,11 +26,12 @@ pub mod report;
 #[cfg(feature = "serde")]
 pub mod verify;
 
+pub use shape::ArrayLayout;
 pub use types::{ParamKind, ScalarType};
 
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.
-pub const MANIFEST_SCHEMA_VERSION: u32 = 2;
+pub const MANIFEST_SCHEMA_VERSION: u32 = 3;
 
 /// Version of the descriptor encoding embedded by `#[kernel]`. The link step refuses
 /// descriptors from a different version (the macro and cargo-oxide were built apart).

@@ -60,11 +60,12 @@ pub fn module_source() -> String {
         "class Kind(NamedTuple):\n    \
          \"\"\"A parameter kind, by its manifest name.\"\"\"\n\n    \
          name: str\n    \
-         abi_words: int  # words at the launch ABI: 1 (a value, a pointer) or 2 (pointer, length)\n    \
+         abi_words: int  # words at the launch ABI: 1 (a value, a pointer) or 2 (pointer, length); +2*rank if shaped\n    \
          is_array: bool  # given as an array from Python\n    \
          is_slice: bool  # passed as (pointer, length); given as a 1-D contiguous array\n    \
          always_mutable: bool  # the kernel may write through it, whatever the declaration\n    \
          sizes_grid: bool  # its length is the work: it sizes an automatic grid\n    \
+         is_shaped: bool  # a shaped array: pointer, extents, strides (rank in the manifest)\n    \
          rust: str  # how it is written in Rust ({t}: element type, {mut}: mut or const)\n    \
          abi: str  # the words it is passed as, for people\n\n\n",
     );
@@ -72,12 +73,13 @@ pub fn module_source() -> String {
     for k in ParamKind::ALL {
         let _ = writeln!(
             w,
-            "    \"{n}\": Kind(\n        \"{n}\", {}, {}, {}, {}, {}, \"{}\", \"{}\"\n    ),",
+            "    \"{n}\": Kind(\n        \"{n}\",\n        {},\n        {},\n        {},\n        {},\n        {},\n        {},\n        \"{}\",\n        \"{}\",\n    ),",
             k.abi_words(),
             py_bool(k.is_array()),
             py_bool(k.is_slice()),
             py_bool(k.always_mutable()),
             py_bool(k.sizes_grid()),
+            py_bool(k.is_shaped()),
             k.rust_template(),
             k.abi_text(),
             n = k.name()
@@ -95,7 +97,9 @@ pub fn module_source() -> String {
          MAX_DYNAMIC_SHARED_BYTES = {}\n\
          MAX_SLICE_BYTES = {}\n\
          MIN_ARCH = {}\n\
-         DYNAMIC_SHARED_ALIGN = {}\n\n",
+         DYNAMIC_SHARED_ALIGN = {}\n\
+         MAX_ARRAY_RANK = {}\n\
+         MAX_ARRAY_EXTENT = {}\n\n",
         limits::MAX_THREADS_PER_BLOCK,
         dim(limits::MAX_BLOCK_DIM),
         dim(limits::MAX_GRID_DIM),
@@ -104,6 +108,8 @@ pub fn module_source() -> String {
         limits::MAX_SLICE_BYTES,
         limits::MIN_ARCH,
         names::DYNAMIC_SHARED_ALIGN,
+        crate::shape::MAX_ARRAY_RANK,
+        crate::shape::MAX_ARRAY_EXTENT,
     );
     w.push_str("# The keys of `cargo oxide build --json`'s report, all always present.\n");
     let keys: Vec<String> = report::BUILD_REPORT_KEYS

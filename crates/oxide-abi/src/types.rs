@@ -133,16 +133,24 @@ pub enum ParamKind {
     /// any element, through device-scope atomics only (histograms, accumulators). A
     /// mutable array on the Python side. ABI: pointer, length.
     AtomicSlice,
+    /// `Array1<T>` … `Array3<T>` (`Array<T, R, L>`): a read-only shaped array of rank R
+    /// (see [`crate::shape`]). ABI: pointer, R extents, R strides in elements.
+    Array,
+    /// `DisjointArray1<T>` … `DisjointArray3<T>`: a shaped output each thread writes
+    /// only at its own element (2-D witness) or its block's row. ABI as [`ParamKind::Array`].
+    DisjointArray,
 }
 
 impl ParamKind {
-    pub const ALL: [ParamKind; 6] = [
+    pub const ALL: [ParamKind; 8] = [
         ParamKind::Scalar,
         ParamKind::Slice,
         ParamKind::DisjointSlice,
         ParamKind::MutSlice,
         ParamKind::Pointer,
         ParamKind::AtomicSlice,
+        ParamKind::Array,
+        ParamKind::DisjointArray,
     ];
 
     /// The manifest spelling.
@@ -154,11 +162,14 @@ impl ParamKind {
             ParamKind::MutSlice => "mut_slice",
             ParamKind::Pointer => "pointer",
             ParamKind::AtomicSlice => "atomic_slice",
+            ParamKind::Array => "array",
+            ParamKind::DisjointArray => "disjoint_array",
         }
     }
 
-    /// How the parameter is written in Rust: `{t}` stands for the element type and
-    /// `{mut}` for `mut` or `const`.
+    /// How the parameter is written in Rust: `{t}` stands for the element type,
+    /// `{mut}` for `mut` or `const`, `{r}` for a shaped array's rank and `{l}` for its
+    /// layout argument (empty for C order, `, Strided` otherwise).
     pub const fn rust_template(self) -> &'static str {
         match self {
             ParamKind::Scalar => "{t}",
@@ -167,6 +178,8 @@ impl ParamKind {
             ParamKind::MutSlice => "&mut [{t}]",
             ParamKind::Pointer => "*{mut} {t}",
             ParamKind::AtomicSlice => "AtomicSlice<{t}>",
+            ParamKind::Array => "Array{r}<{t}{l}>",
+            ParamKind::DisjointArray => "DisjointArray{r}<{t}{l}>",
         }
     }
 
@@ -175,6 +188,9 @@ impl ParamKind {
         match self {
             ParamKind::Scalar => "value",
             ParamKind::Pointer => "pointer",
+            ParamKind::Array | ParamKind::DisjointArray => {
+                "pointer, extents (u64 per dimension), strides in elements (u64 per dimension)"
+            }
             _ => "pointer, length (u64)",
         }
     }
@@ -189,20 +205,35 @@ impl ParamKind {
     pub const fn always_mutable(self) -> bool {
         matches!(
             self,
-            ParamKind::DisjointSlice | ParamKind::MutSlice | ParamKind::AtomicSlice
+            ParamKind::DisjointSlice
+                | ParamKind::MutSlice
+                | ParamKind::AtomicSlice
+                | ParamKind::DisjointArray
         )
+    }
+
+    /// A shaped array (pointer, extents, strides; its rank is in the descriptor).
+    pub const fn is_shaped(self) -> bool {
+        matches!(self, ParamKind::Array | ParamKind::DisjointArray)
     }
 
     /// Whether its length is the amount of work: one thread per element sizes an
     /// automatic grid. An `AtomicSlice` (a histogram's bins) does not.
     pub const fn sizes_grid(self) -> bool {
-        matches!(self, ParamKind::DisjointSlice | ParamKind::MutSlice)
+        matches!(
+            self,
+            ParamKind::DisjointSlice | ParamKind::MutSlice | ParamKind::DisjointArray
+        )
     }
 
-    /// Number of 8-byte-or-smaller words the parameter occupies at the launch ABI.
+    /// Number of 8-byte-or-smaller words the parameter occupies at the launch ABI; for
+    /// a shaped array, the words besides its `2 · rank` extents and strides.
     pub const fn abi_words(self) -> usize {
         match self {
-            ParamKind::Scalar | ParamKind::Pointer => 1,
+            ParamKind::Scalar
+            | ParamKind::Pointer
+            | ParamKind::Array
+            | ParamKind::DisjointArray => 1,
             ParamKind::Slice
             | ParamKind::DisjointSlice
             | ParamKind::MutSlice

@@ -74,6 +74,7 @@ extern crate std;
 extern crate self as oxide_device;
 
 mod arch;
+pub mod array;
 pub mod atomic;
 pub mod barrier;
 pub mod debug;
@@ -96,11 +97,15 @@ pub mod wgmma;
 #[path = "private.rs"]
 pub mod __private;
 
+pub use array::{
+    Array, Array1, Array2, Array3, DisjointArray, DisjointArray1, DisjointArray2, DisjointArray3,
+    Strided,
+};
 pub use atomic::AtomicSlice;
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
 pub use oxide_macros::{
-    cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract, unroll,
+    cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract, shapes, unroll,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

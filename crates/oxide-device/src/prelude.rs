@@ -2,6 +2,10 @@
 //! attributes, the parameter types, the modules by name (`thread::index_1d()`,
 //! `warp::reduce_sum_f32(x)`), the float methods (`x.exp()`) and the macros.
 
+pub use crate::array::{
+    Array, Array1, Array2, Array3, DisjointArray, DisjointArray1, DisjointArray2, DisjointArray3,
+    Strided, index_nd,
+};
 pub use crate::atomic::{AtomicSlice, Ordering};
 pub use crate::disjoint::DisjointSlice;
 pub use crate::half::{bf16, f16};
@@ -11,5 +15,6 @@ pub use crate::thread::ThreadIndex;
 pub use crate::vector::{SliceVectors, Vector};
 pub use crate::{atomic, shared, thread, vector, warp};
 pub use crate::{
-    device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds, shared_array,
+    device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds, shapes,
+    shared_array,
 };

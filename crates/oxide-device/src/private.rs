@@ -99,6 +99,37 @@ pub mod emu {
     };
 }
 
+/// Rebuild a shaped `Array<T, R, L>` argument from the launch ABI's pointer, extents
+/// and strides.
+///
+/// # Safety
+/// As [`crate::array::Array::from_raw_parts`].
+#[inline(always)]
+pub unsafe fn array<'a, T, const R: usize, L: crate::array::Layout>(
+    ptr: *const T,
+    shape: [usize; R],
+    strides: [usize; R],
+) -> crate::array::Array<'a, T, R, L> {
+    let ptr = valid_for_len(ptr.cast_mut(), shape.iter().product());
+    // SAFETY: upheld by the caller.
+    unsafe { crate::array::Array::from_raw_parts(ptr, shape, strides) }
+}
+
+/// Rebuild a `DisjointArray<T, R, L>` argument.
+///
+/// # Safety
+/// As [`crate::array::DisjointArray::from_raw_parts`].
+#[inline(always)]
+pub unsafe fn disjoint_array<'a, T, const R: usize, L: crate::array::Layout>(
+    ptr: *mut T,
+    shape: [usize; R],
+    strides: [usize; R],
+) -> crate::array::DisjointArray<'a, T, R, L> {
+    let ptr = valid_for_len(ptr, shape.iter().product());
+    // SAFETY: upheld by the caller.
+    unsafe { crate::array::DisjointArray::from_raw_parts(ptr, shape, strides) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

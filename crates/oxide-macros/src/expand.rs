@@ -88,6 +88,10 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
                 kind: p.kind,
                 ty: kernel.elem_type(p, inst),
                 mutable: p.mutable,
+                array: p.array.as_ref().map(|a| oxide_abi::shape::ArrayShape {
+                    layout: a.layout,
+                    dims: a.dims.clone(),
+                }),
             })
             .collect(),
         is_unsafe: kernel.is_unsafe,
@@ -138,10 +142,14 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
         LaunchKind::BlockPerElement => LaunchPolicy::BlockPerElement { over, block },
         LaunchKind::BlockPerRow => LaunchPolicy::BlockPerRow {
             over,
-            cols: name(l.cols.expect("validated")),
+            cols: l.cols.map(name),
             block,
         },
         LaunchKind::Segments => LaunchPolicy::Segments { over },
+        LaunchKind::Tiles => {
+            let (block, tile) = l.tiles.expect("validated");
+            LaunchPolicy::Tiles { over, block, tile }
+        }
     })
 }
 
@@ -225,6 +233,28 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             }
             ParamKind::Pointer if param.mutable => abi_params.push(quote!(#arg: *mut #t)),
             ParamKind::Pointer => abi_params.push(quote!(#arg: *const #t)),
+            ParamKind::Array | ParamKind::DisjointArray => {
+                let a = param
+                    .array
+                    .as_ref()
+                    .expect("shaped arrays carry their rank");
+                let dims: Vec<Ident> = (0..a.rank)
+                    .map(|d| format_ident!("{}_arg{}_d{}", RESERVED_PREFIX, i, d))
+                    .collect();
+                let strides: Vec<Ident> = (0..a.rank)
+                    .map(|d| format_ident!("{}_arg{}_s{}", RESERVED_PREFIX, i, d))
+                    .collect();
+                let ptr = if param.kind == ParamKind::Array {
+                    quote!(*const #t)
+                } else {
+                    quote!(*mut #t)
+                };
+                abi_params.push(quote!(#arg: #ptr #(, #dims: usize)* #(, #strides: usize)*));
+                let build = crate::host::array_ctor(param.kind, a, &t);
+                rebuild.push(quote!(
+                    let #arg = unsafe { #build(#arg, [#(#dims),*], [#(#strides),*]) };
+                ));
+            }
         }
         call_args.push(arg);
     }
@@ -290,6 +320,7 @@ mod tests {
             kind,
             ty,
             mutable,
+            array: None,
         };
         use ParamKind::*;
         assert_eq!(
@@ -382,7 +413,7 @@ mod tests {
             KernelDescriptor::decode(json.as_bytes()).unwrap().launch,
             Some(LaunchPolicy::BlockPerRow {
                 over: "out".into(),
-                cols: "n".into(),
+                cols: Some("n".into()),
                 block: 256
             })
         );

@@ -39,6 +39,29 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
                 word += 1;
                 scalar_from_word(ty, quote!(__oxide_words[#w0]))
             }
+            ParamKind::Array | ParamKind::DisjointArray => {
+                let a = param
+                    .array
+                    .as_ref()
+                    .expect("shaped arrays carry their rank");
+                let ptr = quote!(__oxide_words[#w0] as usize);
+                let dims = (0..a.rank).map(|d| {
+                    let w = w0 + 1 + d;
+                    quote!(__oxide_words[#w] as usize)
+                });
+                let strides = (0..a.rank).map(|d| {
+                    let w = w0 + 1 + a.rank + d;
+                    quote!(__oxide_words[#w] as usize)
+                });
+                word += 1 + 2 * a.rank;
+                let build = array_ctor(param.kind, a, &t);
+                let ptr = if param.kind == ParamKind::Array {
+                    quote!(#ptr as *const #t)
+                } else {
+                    quote!(#ptr as *mut #t)
+                };
+                quote!(unsafe { #build(#ptr, [#(#dims),*], [#(#strides),*]) })
+            }
             ParamKind::Pointer => {
                 word += 1;
                 if param.mutable {
@@ -99,6 +122,19 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
             }
         }
     }
+}
+
+/// The `__private` function that rebuilds a shaped array parameter, with its type
+/// arguments (shared by the device and host entries).
+pub fn array_ctor(kind: ParamKind, a: &crate::validate::ArrayParam, t: &Ident) -> TokenStream {
+    let rank = a.rank;
+    let layout = Ident::new(a.layout.rust_name(), Span::call_site());
+    let f = if kind == ParamKind::Array {
+        quote!(array)
+    } else {
+        quote!(disjoint_array)
+    };
+    quote!(::oxide_device::__private::#f::<#t, #rank, ::oxide_device::array::#layout>)
 }
 
 /// A scalar parameter from its widened 64-bit word.

@@ -78,6 +78,18 @@ pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// `#[shapes(a[m, k], b[k, n], c[m, n])]` on a `#[kernel]` function: the dimensions of
+/// its shaped array parameters (`Array2<T>`, `DisjointArray2<T>` …). A name shared by
+/// several dimensions must have one extent in a call; a number is a fixed extent; `_`
+/// any. Recorded in the descriptor and checked by the launcher before launch, with
+/// errors that name the kernel, the parameter and the dimension.
+#[proc_macro_attribute]
+pub fn shapes(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(parse::SHAPES_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// `#[cuda_module] mod kernels { … }`: cuda-oxide's wrapper around a file's kernels,
 /// accepted so its kernel files build unchanged (see `compat.rs`).
 #[proc_macro_attribute]
@@ -147,6 +159,7 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
         Ok(mut func) => {
             let _ = parse::take_launch_bounds(&mut func.attrs);
             let _ = parse::take_attr::<parse::LaunchSyntax>(&mut func.attrs, parse::LAUNCH_ATTR);
+            let _ = parse::take_attr::<parse::ShapesSyntax>(&mut func.attrs, parse::SHAPES_ATTR);
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),

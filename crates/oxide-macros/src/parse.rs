@@ -4,6 +4,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -13,6 +14,8 @@ use syn::{Attribute, GenericArgument, Ident, ItemFn, LitInt, Token, parenthesize
 pub const LAUNCH_BOUNDS_ATTR: &str = "launch_bounds";
 /// The launch policy's attribute, read and removed by `#[kernel]` likewise.
 pub const LAUNCH_ATTR: &str = "launch";
+/// The shape contract's attribute, read and removed by `#[kernel]` likewise.
+pub const SHAPES_ATTR: &str = "shapes";
 
 /// Everything written at the kernel's definition, parsed but not yet checked.
 pub struct KernelInput {
@@ -21,6 +24,66 @@ pub struct KernelInput {
     pub instances: Vec<InstanceSyntax>,
     pub launch_bounds: Option<LaunchBoundsSyntax>,
     pub launch: Option<LaunchSyntax>,
+    pub shapes: Option<ShapesSyntax>,
+}
+
+/// `#[shapes(a[m, k], b[k, n], c[m, n])]`: one dimension list per shaped array.
+pub struct ShapesSyntax {
+    pub entries: Vec<ShapeEntry>,
+}
+
+pub struct ShapeEntry {
+    pub param: Ident,
+    pub dims: Vec<ShapeDim>,
+}
+
+pub enum ShapeDim {
+    /// Shared with every other dimension of that name.
+    Name(Ident),
+    /// The extent must be this number.
+    Fixed(LitInt),
+    /// `_`: any extent.
+    Any,
+}
+
+impl Parse for ShapesSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let usage = "expected #[shapes(param[dim, ...], ...)], e.g. \
+                     #[shapes(a[m, k], b[k, n], c[m, n])]; a dim is a name, a number or `_`";
+        let mut entries = Vec::new();
+        while !input.is_empty() {
+            let param: Ident = input
+                .call(Ident::parse_any)
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
+            let content;
+            syn::bracketed!(content in input);
+            let mut dims = Vec::new();
+            while !content.is_empty() {
+                dims.push(if content.peek(Token![_]) {
+                    content.parse::<Token![_]>()?;
+                    ShapeDim::Any
+                } else if content.peek(LitInt) {
+                    ShapeDim::Fixed(content.parse()?)
+                } else {
+                    ShapeDim::Name(
+                        content
+                            .parse()
+                            .map_err(|e| syn::Error::new(e.span(), usage))?,
+                    )
+                });
+                if content.is_empty() {
+                    break;
+                }
+                content.parse::<Token![,]>()?;
+            }
+            entries.push(ShapeEntry { param, dims });
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(ShapesSyntax { entries })
+    }
 }
 
 /// `#[launch(kind(param, key = value, ...))]`, e.g.
@@ -35,6 +98,8 @@ pub struct LaunchSyntax {
 pub enum LaunchValue {
     Int(LitInt),
     Ident(Ident),
+    /// `(16, 16)`: up to three integers (x, y, z), for `tiles`' `block` and `tile`.
+    Tuple(Vec<LitInt>, Span),
 }
 
 impl LaunchValue {
@@ -42,6 +107,7 @@ impl LaunchValue {
         match self {
             LaunchValue::Int(l) => l.span(),
             LaunchValue::Ident(i) => i.span(),
+            LaunchValue::Tuple(_, span) => *span,
         }
     }
 }
@@ -68,6 +134,11 @@ impl Parse for LaunchSyntax {
             content.parse::<Token![=]>()?;
             let value = if content.peek(LitInt) {
                 LaunchValue::Int(content.parse()?)
+            } else if content.peek(syn::token::Paren) {
+                let inner;
+                let parens = parenthesized!(inner in content);
+                let ints = Punctuated::<LitInt, Token![,]>::parse_terminated(&inner)?;
+                LaunchValue::Tuple(ints.into_iter().collect(), parens.span.join())
             } else {
                 LaunchValue::Ident(content.parse()?)
             };
@@ -185,6 +256,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
     let InstanceList(instances) = syn::parse2(attr)?;
     let launch_bounds = take_launch_bounds(&mut func.attrs);
     let launch = take_attr::<LaunchSyntax>(&mut func.attrs, LAUNCH_ATTR);
+    let shapes = take_attr::<ShapesSyntax>(&mut func.attrs, SHAPES_ATTR);
     let (launch_bounds, launch) = match (launch_bounds, launch) {
         (Ok(lb), Ok(l)) => (lb, l),
         (Err(mut a), Err(b)) => {
@@ -198,6 +270,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         instances,
         launch_bounds,
         launch,
+        shapes: shapes?,
     })
 }
 

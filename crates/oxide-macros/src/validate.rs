@@ -14,9 +14,11 @@ use syn::{
 use crate::parse::{InstanceSyntax, KernelInput};
 
 mod launch;
+mod shape;
 
 pub use launch::{Launch, LaunchKind, PerThread};
 use launch::{check_launch, check_launch_bounds};
+pub use shape::ArrayParam;
 
 /// A kernel that passed every rule.
 pub struct Kernel {
@@ -39,6 +41,8 @@ pub struct Param {
     pub kind: ParamKind,
     pub elem: Elem,
     pub mutable: bool,
+    /// Shaped arrays only: rank, layout and dimension names.
+    pub array: Option<ArrayParam>,
 }
 
 /// The scalar type, or element type of a slice or pointer.
@@ -106,6 +110,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         instances,
         launch_bounds,
         launch,
+        shapes,
     } = input;
     let sig = &func.sig;
     let name = sig.ident.unraw().to_string();
@@ -125,11 +130,14 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         })
         .collect();
 
-    let params: Vec<Param> = sig
+    let mut params: Vec<Param> = sig
         .inputs
         .iter()
         .filter_map(|arg| check_param(arg, &generics, sig.unsafety.is_some(), &mut errors))
         .collect();
+    if let Some(shapes) = shapes {
+        shape::check_shapes(shapes, &mut params, &mut errors);
+    }
 
     let instances = check_instances(&name, sig, &generics, instances, &params, &mut errors);
     let launch_bounds = launch_bounds.and_then(|lb| check_launch_bounds(lb, &mut errors));
@@ -228,12 +236,23 @@ fn check_param(
     if let Some(ident) = ident {
         check_name(ident, "parameter", errors);
     }
-    let (kind, elem, mutable) = match classify(&typed.ty, generics) {
-        Ok(shape) => shape,
-        Err(e) => {
+    let shaped = match strip(&typed.ty) {
+        Type::Path(p) if p.qself.is_none() => shape::classify_array(p, &typed.ty, generics),
+        _ => None,
+    };
+    let (kind, elem, mutable, array) = match shaped {
+        Some(Ok((kind, elem, array))) => (kind, elem, kind.always_mutable(), Some(array)),
+        Some(Err(e)) => {
             errors.add(e);
             return None;
         }
+        None => match classify(&typed.ty, generics) {
+            Ok((kind, elem, mutable)) => (kind, elem, mutable, None),
+            Err(e) => {
+                errors.add(e);
+                return None;
+            }
+        },
     };
     if let (ParamKind::AtomicSlice, Elem::Scalar(t)) = (kind, &elem) {
         use ScalarType::*;
@@ -262,6 +281,7 @@ fn check_param(
         kind,
         elem,
         mutable,
+        array,
     })
 }
 
@@ -271,7 +291,8 @@ fn unsupported(ty: &Type) -> syn::Error {
         ty,
         format!(
             "unsupported kernel parameter type `{}`; supported: the scalars {}; `&[T]`; \
-             `DisjointSlice<T>`; `AtomicSlice<T>`; and in `unsafe fn` kernels `&mut [T]`, `*const T`, \
+             `DisjointSlice<T>`; `AtomicSlice<T>`; `Array2<T>`, `DisjointArray2<T>` (ranks 1 to 3, \
+             `Strided` layouts); and in `unsafe fn` kernels `&mut [T]`, `*const T`, \
              `*mut T`; where T is one of those scalars or a type parameter of the kernel",
             compact(ty),
             scalars.join(", "),

@@ -22,6 +22,9 @@ const MAX_GRID_X: u64 = (1 << 31) - 1;
 /// Parameter buffers up to this size live on the stack (larger ones are allocated).
 const STACK_WORDS: usize = 64;
 
+/// `(param, block, tile)` from pyoxide/_policy.py's `tile_rule`.
+type TileRule = (usize, (u32, u32, u32), (u32, u32, u32));
+
 #[pyclass(frozen, module = "pyoxide._native")]
 pub struct Launcher {
     function: usize,
@@ -35,6 +38,9 @@ pub struct Launcher {
     /// A plain call launches `ceil(n / elements_per_block)` blocks (the kernel's launch
     /// policy, computed in Python: pyoxide/_policy.py's `plain_rule`).
     elements_per_block: u64,
+    /// Or (`tile_rule`): a shaped parameter, the block, and the extents each block covers;
+    /// the grid covers the parameter's extents, x over the last.
+    tiles: Option<(usize, [u32; 3], [u32; 3])>,
     ndarray: Py<PyType>,
     current_stream: CurrentStream,
     last_kernel: LastKernel,
@@ -120,7 +126,7 @@ impl Launcher {
     #[pyo3(signature = (
         function, device, params, ndarray, current_stream, default_block, grid_param,
         backend, kernel, on_error, entry_points=None, current_stream_capsule=None,
-        elements_per_block=None,
+        elements_per_block=None, tiles=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -138,6 +144,7 @@ impl Launcher {
         entry_points: Option<(usize, usize, usize, usize)>,
         current_stream_capsule: Option<Bound<'_, PyCapsule>>,
         elements_per_block: Option<u64>,
+        tiles: Option<TileRule>,
     ) -> PyResult<Launcher> {
         let driver = match entry_points {
             // SAFETY: the caller passes C functions of the documented signatures.
@@ -170,6 +177,19 @@ impl Launcher {
                 "grid_param must name an array parameter",
             ));
         }
+        let tiles = tiles.map(|(t, b, e)| (t, [b.0, b.1, b.2], [e.0, e.1, e.2]));
+        if let Some((t, block, tile)) = tiles
+            && (block.contains(&0)
+                || tile.contains(&0)
+                || !matches!(
+                    layout.params.get(t).map(|p| &p.kind),
+                    Some(params::Kind::Shaped { .. })
+                ))
+        {
+            return Err(PyValueError::new_err(
+                "tiles must name a shaped array parameter, a positive block and tile",
+            ));
+        }
         Ok(Launcher {
             function,
             device,
@@ -179,6 +199,7 @@ impl Launcher {
             grid_param,
             default_block,
             elements_per_block: elements_per_block.unwrap_or(u64::from(default_block)),
+            tiles,
             ndarray: ndarray.unbind(),
             current_stream: CurrentStream::new(current_stream, current_stream_capsule)?,
             last_kernel: LastKernel::new(backend)?,
@@ -329,6 +350,26 @@ impl Launcher {
     fn config(&self, buf: &[u8], cfg: Option<[u32; 7]>) -> Option<[u32; 7]> {
         if cfg.is_some() {
             return cfg;
+        }
+        if let Some((t, block, tile)) = self.tiles {
+            let shape = self.layout.shape_of(buf, t);
+            let mut grid = [1u64; 3];
+            for (axis, n) in shape.iter().rev().enumerate().take(3) {
+                grid[axis] = n.div_ceil(u64::from(tile[axis]));
+            }
+            if grid[0] > MAX_GRID_X || grid[1] > 65535 || grid[2] > 65535 {
+                return None; // the general path says which dimension is too large
+            }
+            let gx = if grid.contains(&0) { 0 } else { grid[0] };
+            return Some([
+                gx as u32,
+                grid[1] as u32,
+                grid[2] as u32,
+                block[0],
+                block[1],
+                block[2],
+                0,
+            ]);
         }
         let n = self.layout.length_of(buf, self.grid_param?);
         let gx = n.div_ceil(self.elements_per_block);

@@ -23,6 +23,15 @@ pub enum Kind {
         itemsize: u64,
         mutable: bool,
     },
+    /// A shaped array (`Array2<T>` …): packed as pointer, extents, strides in elements.
+    /// The fast path takes C-contiguous CuPy arrays only (any layout accepts them);
+    /// `dims` per axis: -1 any extent, `>= 0` that extent, `-2 - id` the shared name `id`.
+    Shaped {
+        dtype: Py<PyAny>,
+        itemsize: u64,
+        mutable: bool,
+        dims: Vec<i64>,
+    },
     F32,
     F64,
     Bool,
@@ -51,6 +60,7 @@ pub struct Names {
     device_id: Py<PyString>,
     ptr: Py<PyString>,
     size: Py<PyString>,
+    shape: Py<PyString>,
 }
 
 impl Names {
@@ -64,6 +74,7 @@ impl Names {
             device_id: n("device_id"),
             ptr: n("ptr"),
             size: n("size"),
+            shape: n("shape"),
         }
     }
 }
@@ -77,7 +88,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// From `(type, dtype, itemsize, mutable)` per parameter; dtype is None for scalars.
+    /// From `(type, dtype, itemsize, mutable[, dims])` per parameter; dtype is None for
+    /// scalars, dims (see [`Kind::Shaped`]) None or absent for anything but shaped arrays.
     pub fn new(description: &Bound<'_, PyAny>) -> PyResult<Layout> {
         let mut params = Vec::new();
         let mut offset = 0usize;
@@ -88,10 +100,31 @@ impl Layout {
             at
         };
         for item in description.try_iter()? {
-            let (ty, dtype, itemsize, mutable): (String, Bound<'_, PyAny>, u64, bool) =
-                item?.extract()?;
+            let item = item?;
+            let (ty, dtype, itemsize, mutable, dims): ParamItem<'_> = match item.len()? {
+                4 => {
+                    let (t, d, i, m) = item.extract()?;
+                    (t, d, i, m, None)
+                }
+                _ => item.extract()?,
+            };
             let kind = if dtype.is_none() {
                 scalar_kind(&ty)?
+            } else if let Some(dims) = dims {
+                if dims.is_empty()
+                    || dims.len() > MAX_RANK
+                    || dims.iter().any(|&d| d < -2 - MAX_NAMES as i64)
+                {
+                    return Err(PyValueError::new_err(
+                        "unsupported shaped array description",
+                    ));
+                }
+                Kind::Shaped {
+                    dtype: dtype.unbind(),
+                    itemsize,
+                    mutable,
+                    dims,
+                }
             } else {
                 Kind::Array {
                     dtype: dtype.unbind(),
@@ -105,6 +138,13 @@ impl Layout {
                     place(8);
                     at
                 }
+                Kind::Shaped { ref dims, .. } => {
+                    let at = place(8);
+                    for _ in 0..2 * dims.len() {
+                        place(8);
+                    }
+                    at
+                }
                 Kind::F32 => place(4),
                 Kind::F64 => place(8),
                 Kind::Bool => place(1),
@@ -115,9 +155,8 @@ impl Layout {
         let mut exclusive = Vec::new();
         for (i, p) in params.iter().enumerate() {
             for (j, q) in params.iter().enumerate().skip(i + 1) {
-                if let (Kind::Array { mutable: m, .. }, Kind::Array { mutable: n, .. }) =
-                    (&p.kind, &q.kind)
-                    && (*m || *n)
+                if let (Some((_, m)), Some((_, n))) = (p.kind.memory(), q.kind.memory())
+                    && (m || n)
                 {
                     exclusive.push((i, j));
                 }
@@ -142,8 +181,32 @@ impl Layout {
         if args.len() != self.params.len() {
             return false;
         }
+        // Extents bound to the shared dimension names so far (a shape contract).
+        let mut named = [u64::MAX; MAX_NAMES];
         for (p, a) in self.params.iter().zip(args.iter_borrowed()) {
             let ok = match &p.kind {
+                Kind::Shaped {
+                    dtype,
+                    itemsize,
+                    dims,
+                    ..
+                } => shaped(
+                    names, ndarray, dtype, *itemsize, device, &a, dims, &mut named,
+                )
+                .map(|(ptr, shape)| {
+                    let rank = dims.len();
+                    put(buf, p.offset, &ptr.to_ne_bytes());
+                    let mut stride = 1u64;
+                    for d in (0..rank).rev() {
+                        let n = shape[d];
+                        // As the general path: an extent of 0 or 1 passes stride 0.
+                        let s = if n > 1 { stride } else { 0 };
+                        put(buf, p.offset + 8 * (1 + d), &n.to_ne_bytes());
+                        put(buf, p.offset + 8 * (1 + rank + d), &s.to_ne_bytes());
+                        stride *= n;
+                    }
+                })
+                .is_some(),
                 Kind::Array {
                     dtype, itemsize, ..
                 } => match array(names, ndarray, dtype, *itemsize, device, &a) {
@@ -195,13 +258,12 @@ impl Layout {
         // path explains any overlap.
         for &(i, j) in &self.exclusive {
             let (x, y) = (&self.params[i], &self.params[j]);
-            let (px, nx) = (word(buf, x.offset), word(buf, x.offset + 8));
-            let (py_, ny) = (word(buf, y.offset), word(buf, y.offset + 8));
-            let (Kind::Array { itemsize: sx, .. }, Kind::Array { itemsize: sy, .. }) =
-                (&x.kind, &y.kind)
-            else {
+            let (px, nx) = (word(buf, x.offset), self.elements(buf, i));
+            let (py_, ny) = (word(buf, y.offset), self.elements(buf, j));
+            let (Some((sx, _)), Some((sy, _))) = (x.kind.memory(), y.kind.memory()) else {
                 continue;
             };
+            let (sx, sy) = (&sx, &sy);
             let overlap = nx != 0
                 && ny != 0
                 && u128::from(px) < u128::from(py_) + u128::from(ny) * u128::from(*sy)
@@ -217,6 +279,127 @@ impl Layout {
     pub fn length_of(&self, buf: &[u8], i: usize) -> u64 {
         word(buf, self.params[i].offset + 8)
     }
+
+    /// The extents packed for shaped parameter `i` (empty for other kinds).
+    pub fn shape_of(&self, buf: &[u8], i: usize) -> Vec<u64> {
+        let p = &self.params[i];
+        match &p.kind {
+            Kind::Shaped { dims, .. } => (0..dims.len())
+                .map(|d| word(buf, p.offset + 8 * (1 + d)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Elements of array parameter `i` as packed (a shaped array's are C-contiguous).
+    fn elements(&self, buf: &[u8], i: usize) -> u64 {
+        let p = &self.params[i];
+        match &p.kind {
+            Kind::Shaped { dims, .. } => (0..dims.len())
+                .map(|d| word(buf, p.offset + 8 * (1 + d)))
+                .product(),
+            _ => word(buf, p.offset + 8),
+        }
+    }
+}
+
+impl Kind {
+    /// (itemsize, mutable) of a parameter that refers to memory.
+    fn memory(&self) -> Option<(u64, bool)> {
+        match self {
+            Kind::Array {
+                itemsize, mutable, ..
+            }
+            | Kind::Shaped {
+                itemsize, mutable, ..
+            } => Some((*itemsize, *mutable)),
+            _ => None,
+        }
+    }
+}
+
+/// One parameter's description from Python (see [`Layout::new`]).
+type ParamItem<'py> = (String, Bound<'py, PyAny>, u64, bool, Option<Vec<i64>>);
+
+/// Highest rank (oxide-abi's `MAX_ARRAY_RANK`) and most shared dimension names the fast
+/// path handles (a kernel with more takes the general path).
+const MAX_RANK: usize = oxide_abi::shape::MAX_ARRAY_RANK;
+pub const MAX_NAMES: usize = 8;
+
+/// (pointer, extents) of a C-contiguous `cupy.ndarray` of `dtype` on `device` whose rank
+/// and extents fit `dims` (and the extents already bound in `named`, which it extends).
+#[allow(clippy::too_many_arguments)]
+fn shaped(
+    names: &Names,
+    ndarray: &Bound<'_, PyType>,
+    dtype: &Py<PyAny>,
+    itemsize: u64,
+    device: i64,
+    a: &Bound<'_, PyAny>,
+    dims: &[i64],
+    named: &mut [u64; MAX_NAMES],
+) -> Option<(u64, [u64; MAX_RANK])> {
+    let py = a.py();
+    if !a.is_exact_instance(ndarray) || !a.getattr(names.dtype.bind(py)).ok()?.is(dtype) {
+        return None;
+    }
+    let shape_obj = a.getattr(names.shape.bind(py)).ok()?;
+    let shape_tuple = shape_obj.cast_exact::<PyTuple>().ok()?;
+    if shape_tuple.len() != dims.len()
+        || !a
+            .getattr(names.c_contiguous.bind(py))
+            .ok()?
+            .is_truthy()
+            .ok()?
+    {
+        return None;
+    }
+    let mut shape = [0u64; MAX_RANK];
+    let mut elements = 1u64;
+    for (d, n) in shape_tuple.iter_borrowed().enumerate() {
+        let n = u64_of(&n)?;
+        if n > oxide_abi::shape::MAX_ARRAY_EXTENT {
+            return None;
+        }
+        match dims[d] {
+            -1 => {}
+            fixed if fixed >= 0 => {
+                if n != fixed as u64 {
+                    return None;
+                }
+            }
+            name => {
+                let slot = &mut named[(-2 - name) as usize];
+                if *slot == u64::MAX {
+                    *slot = n;
+                } else if *slot != n {
+                    return None;
+                }
+            }
+        }
+        shape[d] = n;
+        elements = elements.checked_mul(n)?;
+    }
+    let data = a.getattr(names.data.bind(py)).ok()?;
+    if data
+        .getattr(names.device_id.bind(py))
+        .ok()?
+        .extract::<i64>()
+        .ok()?
+        != device
+    {
+        return None;
+    }
+    let ptr = u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?;
+    if itemsize == 0 || !ptr.is_multiple_of(itemsize) {
+        return None;
+    }
+    let bytes = elements.checked_mul(itemsize)?;
+    if bytes > (1 << 63) - 1 {
+        return None;
+    }
+    ptr.checked_add(bytes)?;
+    Some((ptr, shape))
 }
 
 /// A scalar parameter's kind, from oxide-abi's table (size, class, range).

@@ -18,10 +18,9 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NoReturn
 
-from ..._abi import PARAM_KINDS
 from ..._arrays import RUST_TYPESTR
 from ..._manifest import KernelSpec
-from ..._policy import plain_rule
+from ..._policy import plain_rule, tile_rule
 
 FastLauncher = Callable[[Sequence[Any], Any], bool]
 
@@ -56,7 +55,7 @@ def build(
     ndarray = getattr(cp, "ndarray", None)
     if ndarray is None or not hasattr(function, "ptr"):
         return None
-    if any(p.is_array and not PARAM_KINDS[p.kind].is_slice for p in spec.params):
+    if any(p.takes_address for p in spec.params):
         return None  # raw pointers (unsafe kernels): the general path only
     try:
         # import_module (not `from .. import`) consults sys.modules first, so a test
@@ -67,13 +66,21 @@ def build(
 
     import numpy as np
 
-    params: list[tuple[str, Any, int, bool]] = []
+    params: list[tuple[str, Any, int, bool, tuple[int, ...] | None]] = []
+    shared: dict[str, int] = {}  # dimension name -> id, for the shape contract
     for p in spec.params:
         if p.is_array:
             dtype = np.dtype(RUST_TYPESTR[p.type])  # the general path's table
-            params.append((p.type, dtype, dtype.itemsize, p.mutable))
+            dims = None
+            if p.array is not None:  # -1 any, n >= 0 fixed, -2 - id a shared name
+                dims = tuple(
+                    -1 if d is None else d if isinstance(d, int)
+                    else -2 - shared.setdefault(d, len(shared))
+                    for d in p.array.dims
+                )  # fmt: skip
+            params.append((p.type, dtype, dtype.itemsize, p.mutable, dims))
         else:
-            params.append((p.type, None, 0, False))
+            params.append((p.type, None, 0, False, None))
     name = spec.entry
 
     def failed(code: int, text: str, previous: str | None) -> NoReturn:
@@ -85,7 +92,7 @@ def build(
         launcher: FastLauncher = _native.Launcher(
             int(function.ptr), device, params, ndarray, cp.cuda.get_current_stream,
             default_block, grid_param, backend, name, failed, entry_points,
-            stream_capsule(cp), rule[2] if rule else None,
+            stream_capsule(cp), rule[2] if rule else None, tile_rule(spec),
         )  # fmt: skip
     except (OSError, RuntimeError, TypeError, ValueError):
         # No driver library, no current context, or a description this build of the

@@ -18,6 +18,8 @@ pub struct Launch {
     pub blocks_per_sm: u32,
     /// Index of the integer parameter holding the row length (`block_per_row`).
     pub cols: Option<usize>,
+    /// `tiles`: the block (x, y, z) and the extents each block covers.
+    pub tiles: Option<([u32; 3], [u32; 3])>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -27,6 +29,7 @@ pub enum LaunchKind {
     BlockPerElement,
     BlockPerRow,
     Segments,
+    Tiles,
 }
 
 #[derive(Clone, Copy)]
@@ -40,7 +43,7 @@ pub enum PerThread {
 /// `grid_stride`'s default `blocks_per_sm` fills it.
 const THREADS_PER_SM: u32 = 2048;
 
-const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 5] = [
+const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 6] = [
     (
         "elementwise",
         LaunchKind::Elementwise,
@@ -54,7 +57,32 @@ const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 5] = [
     ("block_per_element", LaunchKind::BlockPerElement, &["block"]),
     ("block_per_row", LaunchKind::BlockPerRow, &["cols", "block"]),
     ("segments", LaunchKind::Segments, &[]),
+    ("tiles", LaunchKind::Tiles, &["block", "tile"]),
 ];
+
+/// `(x, y[, z])`: one to three integers from 1 to `hi`, z and y 1 when left out.
+fn triple(value: &LaunchValue, hi: u32, errors: &mut Errors) -> Option<[u32; 3]> {
+    let usage = format!("expected (x, y) or (x, y, z), integers from 1 to {hi}");
+    let LaunchValue::Tuple(ints, span) = value else {
+        errors.push(value.span(), usage);
+        return None;
+    };
+    if ints.is_empty() || ints.len() > 3 {
+        errors.push(*span, usage);
+        return None;
+    }
+    let mut out = [1u32; 3];
+    for (o, lit) in out.iter_mut().zip(ints) {
+        match lit.base10_parse::<u32>() {
+            Ok(v) if (1..=hi).contains(&v) => *o = v,
+            _ => {
+                errors.push(lit.span(), usage);
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
 
 pub(super) fn check_launch_bounds(
     lb: LaunchBoundsSyntax,
@@ -145,6 +173,7 @@ pub(super) fn check_launch(
         None,
         None,
     );
+    let (mut tile_block, mut tile) = (None, None);
     let mut seen: Vec<String> = Vec::new();
     for (key, value) in &l.options {
         let name = key.to_string();
@@ -179,7 +208,7 @@ pub(super) fn check_launch(
                     None
                 }
             },
-            LaunchValue::Ident(_) => {
+            LaunchValue::Ident(_) | LaunchValue::Tuple(..) => {
                 errors.push(
                     value.span(),
                     format!("`{name}` must be an integer from {lo} to {hi}"),
@@ -190,8 +219,8 @@ pub(super) fn check_launch(
         match name.as_str() {
             "per_thread" => match value {
                 LaunchValue::Ident(i) if i == "vector" => per_thread = PerThread::Vector,
-                LaunchValue::Ident(i) => errors.push(
-                    i.span(),
+                LaunchValue::Ident(_) | LaunchValue::Tuple(..) => errors.push(
+                    value.span(),
                     "`per_thread` is an element count or `vector` (16 bytes' worth)",
                 ),
                 LaunchValue::Int(_) => {
@@ -200,6 +229,19 @@ pub(super) fn check_launch(
                     }
                 }
             },
+            "block" if kind == LaunchKind::Tiles => {
+                if let Some(b) = triple(value, 1024, errors) {
+                    let threads = b[0] * b[1] * b[2];
+                    if threads > max_block {
+                        errors.push(
+                            value.span(),
+                            format!("`block` has {threads} threads, more than the kernel's launch bounds ({max_block})"),
+                        );
+                    }
+                    tile_block = Some(b);
+                }
+            }
+            "tile" => tile = triple(value, 1 << 16, errors),
             "block" => {
                 if let Some(b) = int(1, 1024, errors) {
                     if b > max_block {
@@ -235,14 +277,45 @@ pub(super) fn check_launch(
             _ => unreachable!("keys are checked above"),
         }
     }
-    if kind == LaunchKind::BlockPerRow && cols.is_none() && !seen.iter().any(|k| k == "cols") {
+    // A 2-D shaped `over` knows its rows; a flat slice needs the row length named.
+    let rows_known = over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank == 2));
+    if kind == LaunchKind::BlockPerRow
+        && cols.is_none()
+        && !rows_known
+        && !seen.iter().any(|k| k == "cols")
+    {
         errors.push(
             l.kind.span(),
-            "`block_per_row` needs `cols = <integer parameter>`",
+            "`block_per_row` needs `cols = <integer parameter>` (or a 2-D `DisjointArray2` to size it)",
         );
     }
+    let tiles = if kind == LaunchKind::Tiles {
+        let shaped_over =
+            over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank >= 2));
+        if over.is_some() && !shaped_over {
+            errors.push(
+                l.over.span(),
+                format!("`tiles({}, ..)` needs a 2-D or 3-D shaped array (`Array2<T>`, `DisjointArray2<T>` ...)", l.over),
+            );
+        }
+        match (tile_block, tile) {
+            (Some(b), Some(t)) => Some((b, t)),
+            // A value given but refused above has its own error.
+            _ if seen.iter().any(|k| k == "block") && seen.iter().any(|k| k == "tile") => None,
+            _ => {
+                errors.push(
+                    l.kind.span(),
+                    "`tiles` needs `block = (x, y[, z])` and `tile = (x, y[, z])` (the extents each block covers)",
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
     Some(Launch {
         kind,
+        tiles,
         over: over?,
         per_thread,
         block,

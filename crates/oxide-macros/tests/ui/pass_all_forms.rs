@@ -96,7 +96,43 @@ pub fn accumulate<T: oxide_device::atomic::AtomicValue>(x: &[T], acc: AtomicSlic
     }
 }
 
+/// Shaped arrays of every rank and layout, generic, with a contract written above
+/// `#[kernel]` and a `tiles` policy; called on the host as a one-thread launch.
+#[shapes(x[n, _], y[3], z[a, b, c], out[n, 2])]
+#[kernel(f32, f64)]
+#[launch(tiles(out, block = (8, 4), tile = (8, 4)))]
+pub fn shaped<T: Copy>(
+    x: Array2<'_, T, Strided>,
+    y: Array1<T>,
+    z: oxide_device::Array<T, 3, Strided>,
+    mut out: DisjointArray2<T>,
+) {
+    if let Some(o) = out.get_mut(index_nd::<2>().unwrap()) {
+        *o = x[[0, 0]];
+    }
+    let _ = (y[0], z.shape());
+}
+
 fn main() {
+    let (x, y, z) = ([1.5f32, 2.0], [0.0f32; 3], [0.0f32; 1]);
+    let mut out = [0.0f32; 4];
+    shaped(
+        unsafe { oxide_device::Array2::from_raw_parts(x.as_ptr(), [1, 2], [2, 1]) },
+        Array1::from_slice(&y, [3]),
+        unsafe { oxide_device::Array::from_raw_parts(z.as_ptr(), [1, 1, 1], [0, 0, 0]) },
+        DisjointArray2::from_mut_slice(&mut out, [2, 2]),
+    );
+    assert_eq!(out, [1.5, 0.0, 0.0, 0.0]);
+    let d = KernelDescriptor::decode(&__oxide_descriptor_shaped_f64).unwrap();
+    assert_eq!(d.params[0].kind, ParamKind::Array);
+    assert_eq!(d.params[3].kind, ParamKind::DisjointArray);
+    let dims: std::vec::Vec<_> = d.params.iter().map(|p| p.array.clone().unwrap().dims).collect();
+    assert_eq!(dims, [["n", "_"].as_slice(), &["3"], &["a", "b", "c"], &["n", "2"]]);
+    assert_eq!(
+        d.launch,
+        Some(LaunchPolicy::Tiles { over: "out".into(), block: [8, 4, 1], tile: [8, 4, 1] })
+    );
+
     let d = KernelDescriptor::decode(&__oxide_descriptor_scalars).unwrap();
     let kinds: std::vec::Vec<_> = d.params.iter().map(|p| (p.kind, p.ty)).collect();
     assert_eq!(kinds[5], (ParamKind::Scalar, ScalarType::Bool));
@@ -112,7 +148,7 @@ fn main() {
     let d = KernelDescriptor::decode(&__oxide_descriptor_rows).unwrap();
     assert_eq!(
         d.launch,
-        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: "n".into(), block: 128 })
+        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: Some("n".into()), block: 128 })
     );
     let d = KernelDescriptor::decode(&__oxide_descriptor_strided_f64).unwrap();
     assert_eq!(

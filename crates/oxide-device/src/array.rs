@@ -1,0 +1,564 @@
+//! Shaped arrays: kernel parameters of 1 to 3 dimensions that carry their extents and
+//! strides (in elements), so a kernel reads `a[[i, j]]` with a bounds check and takes
+//! its dimensions from its arrays instead of from scalars the caller passes.
+//!
+//! - [`Array<T, R, L>`] (`Array1<T>`, `Array2<T>`, `Array3<T>`): read-only.
+//! - [`DisjointArray<T, R, L>`] (`DisjointArray1<T>` …): an output each thread writes
+//!   only at its own element, proven by an [`ElementIndex`] witness from
+//!   [`index_nd`] (thread `(z, y, x)` of the grid owns element `[z, y, x]`), or one row
+//!   per block ([`DisjointArray::block_row_mut`]), as `DisjointSlice` does.
+//!
+//! The layout is part of the type: [`C`] (the default) is C-contiguous, so rows are
+//! plain slices and the innermost stride is the constant 1 (the fast path); [`Strided`]
+//! takes any non-negative strides (F-order arrays, `b.T`, sliced views). The launcher
+//! checks the layout, the ranks and the kernel's `#[shapes(...)]` contract before launch.
+
+use core::marker::PhantomData;
+
+use crate::thread::{ThreadIndex, block_size, block_thread_index, index_2d_col, index_2d_row};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::C {}
+    impl Sealed for super::Strided {}
+}
+
+/// How an array's elements lie in memory: [`C`] or [`Strided`].
+pub trait Layout: sealed::Sealed + 'static {
+    /// Whether strides are read at run time (else the array is C-contiguous).
+    const STRIDED: bool;
+}
+
+/// C-contiguous (row-major, no gaps): the launcher refuses any other view.
+#[derive(Debug, Clone, Copy)]
+pub struct C;
+/// Any non-negative strides, in elements.
+#[derive(Debug, Clone, Copy)]
+pub struct Strided;
+
+impl Layout for C {
+    const STRIDED: bool = false;
+}
+impl Layout for Strided {
+    const STRIDED: bool = true;
+}
+
+/// Row-major strides of a C-contiguous array of `shape`.
+#[inline(always)]
+fn c_strides<const R: usize>(shape: [usize; R]) -> [usize; R] {
+    let mut s = [1usize; R];
+    let mut d = R;
+    while d > 1 {
+        d -= 1;
+        s[d - 1] = s[d] * shape[d];
+    }
+    s
+}
+
+/// The element offset of `idx`, or None when an index is past its extent.
+#[inline(always)]
+fn offset<const R: usize, L: Layout>(
+    shape: &[usize; R],
+    strides: &[usize; R],
+    idx: [usize; R],
+) -> Option<usize> {
+    let mut at = 0usize;
+    let mut d = 0;
+    while d < R {
+        if idx[d] >= shape[d] {
+            return None;
+        }
+        // C: the innermost stride is 1 by the layout, a constant for LLVM.
+        let stride = if !L::STRIDED && d + 1 == R {
+            1
+        } else {
+            strides[d]
+        };
+        at += idx[d] * stride;
+        d += 1;
+    }
+    Some(at)
+}
+
+/// A read-only shaped array (see the module documentation).
+pub struct Array<'a, T, const R: usize, L: Layout = C> {
+    ptr: *const T,
+    shape: [usize; R],
+    strides: [usize; R],
+    _borrow: PhantomData<(&'a [T], L)>,
+}
+
+pub type Array1<'a, T, L = C> = Array<'a, T, 1, L>;
+pub type Array2<'a, T, L = C> = Array<'a, T, 2, L>;
+pub type Array3<'a, T, L = C> = Array<'a, T, 3, L>;
+
+impl<T, const R: usize, L: Layout> Clone for Array<'_, T, R, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize, L: Layout> Copy for Array<'_, T, R, L> {}
+
+impl<T, const R: usize, L: Layout> core::fmt::Debug for Array<'_, T, R, L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Array")
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .finish()
+    }
+}
+
+impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
+    /// # Safety
+    /// Every element `ptr + Σ idx[d]·strides[d]` with `idx < shape` must be valid for
+    /// reads for `'a` and not written meanwhile; for [`C`], `strides` are ignored and the
+    /// array must be C-contiguous. `ptr` may dangle when an extent is 0.
+    #[inline(always)]
+    pub unsafe fn from_raw_parts(ptr: *const T, shape: [usize; R], strides: [usize; R]) -> Self {
+        let strides = if L::STRIDED {
+            strides
+        } else {
+            c_strides(shape)
+        };
+        Array {
+            ptr,
+            shape,
+            strides,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Extents, outermost first.
+    #[inline(always)]
+    pub fn shape(&self) -> [usize; R] {
+        self.shape
+    }
+
+    /// The extent of dimension `axis` (panics past the rank).
+    #[inline(always)]
+    pub fn dim(&self, axis: usize) -> usize {
+        self.shape[axis]
+    }
+
+    /// Strides in elements, outermost first.
+    #[inline(always)]
+    pub fn strides(&self) -> [usize; R] {
+        self.strides
+    }
+
+    /// Number of elements.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at `idx`, or None when it is out of bounds.
+    #[inline(always)]
+    pub fn get(&self, idx: [usize; R]) -> Option<&'a T> {
+        let at = offset::<R, L>(&self.shape, &self.strides, idx)?;
+        // SAFETY: in bounds, so inside the array (from_raw_parts' contract).
+        Some(unsafe { &*self.ptr.add(at) })
+    }
+
+    /// # Safety
+    /// `idx` must be in bounds.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, idx: [usize; R]) -> &'a T {
+        let mut at = 0;
+        for (d, i) in idx.iter().enumerate() {
+            at += i * if !L::STRIDED && d + 1 == R {
+                1
+            } else {
+                self.strides[d]
+            };
+        }
+        // SAFETY: upheld by the caller.
+        unsafe { &*self.ptr.add(at) }
+    }
+
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+}
+
+impl<'a, T, const R: usize> Array<'a, T, R, C> {
+    /// A C-order view of `data` with `shape` (safe: the borrow is shared). Handy for
+    /// calling kernels directly in host tests. Panics unless `data.len()` is the
+    /// product of `shape`.
+    pub fn from_slice(data: &'a [T], shape: [usize; R]) -> Self {
+        assert_eq!(
+            data.len(),
+            shape.iter().product::<usize>(),
+            "shape does not fit the data"
+        );
+        // SAFETY: C-contiguous over exactly `data`, borrowed for 'a.
+        unsafe { Self::from_raw_parts(data.as_ptr(), shape, shape) }
+    }
+
+    /// All elements in row-major order, as one slice (C layout only).
+    #[inline(always)]
+    pub fn as_slice(&self) -> &'a [T] {
+        // SAFETY: C-contiguous, len() elements from ptr (dangling but aligned if empty:
+        // the entry point makes it so).
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len()) }
+    }
+}
+
+impl<'a, T, const R: usize, L: Layout> core::ops::Index<[usize; R]> for Array<'a, T, R, L> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, idx: [usize; R]) -> &T {
+        match self.get(idx) {
+            Some(x) => x,
+            None => out_of_bounds(),
+        }
+    }
+}
+
+impl<'a, T, L: Layout> core::ops::Index<(usize, usize)> for Array<'a, T, 2, L> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, (i, j): (usize, usize)) -> &T {
+        &self[[i, j]]
+    }
+}
+
+impl<'a, T, L: Layout> core::ops::Index<usize> for Array<'a, T, 1, L> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T {
+        &self[[i]]
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_bounds() -> ! {
+    panic!("array index out of bounds")
+}
+
+impl<'a, T, L: Layout> Array<'a, T, 1, L> {
+    /// The elements in order.
+    #[inline(always)]
+    pub fn iter(&self) -> impl Iterator<Item = &'a T> + 'a {
+        let (ptr, n, s) = (self.ptr, self.shape[0], self.strides[0]);
+        let s = if L::STRIDED { s } else { 1 };
+        // SAFETY: i < n, in bounds.
+        (0..n).map(move |i| unsafe { &*ptr.add(i * s) })
+    }
+}
+
+impl<'a, T, L: Layout> Array<'a, T, 2, L> {
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.shape[0]
+    }
+
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.shape[1]
+    }
+
+    /// Row `i` as a 1-D array (panics past the last row).
+    #[inline(always)]
+    pub fn row(&self, i: usize) -> Array1<'a, T, L> {
+        if i >= self.shape[0] {
+            out_of_bounds();
+        }
+        Array {
+            // SAFETY: i < rows, so the row start is inside the array.
+            ptr: unsafe { self.ptr.add(i * self.strides[0]) },
+            shape: [self.shape[1]],
+            strides: [self.strides[1]],
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The rows in order.
+    #[inline(always)]
+    pub fn iter_rows(&self) -> impl Iterator<Item = Array1<'a, T, L>> + 'a {
+        let a = *self;
+        (0..a.shape[0]).map(move |i| a.row(i))
+    }
+}
+
+impl<'a, T> Array<'a, T, 2, C> {
+    /// Row `i` as a slice (C layout; panics past the last row).
+    #[inline(always)]
+    pub fn row_slice(&self, i: usize) -> &'a [T] {
+        if i >= self.shape[0] {
+            out_of_bounds();
+        }
+        // SAFETY: C-contiguous rows of cols() elements.
+        unsafe { core::slice::from_raw_parts(self.ptr.add(i * self.shape[1]), self.shape[1]) }
+    }
+}
+
+impl<'a, T, L: Layout> Array<'a, T, 3, L> {
+    /// The 2-D array at index `i` of the outermost dimension.
+    #[inline(always)]
+    pub fn matrix(&self, i: usize) -> Array2<'a, T, L> {
+        if i >= self.shape[0] {
+            out_of_bounds();
+        }
+        Array {
+            // SAFETY: i < shape[0].
+            ptr: unsafe { self.ptr.add(i * self.strides[0]) },
+            shape: [self.shape[1], self.shape[2]],
+            strides: [self.strides[1], self.strides[2]],
+            _borrow: PhantomData,
+        }
+    }
+}
+
+/// A thread's element of a rank-`R` output, as a witness only that thread holds:
+/// `[y, x]` (2-D) or `[z, y, x]` (3-D) of its global thread coordinates, from
+/// [`index_nd`]. Neither `Copy` nor `Clone`.
+#[derive(Debug)]
+pub struct ElementIndex<const R: usize> {
+    idx: [usize; R],
+    _thread: PhantomData<*mut ()>,
+}
+
+impl<const R: usize> ElementIndex<R> {
+    /// The coordinates, outermost first (for reading inputs).
+    #[inline(always)]
+    pub fn get(&self) -> [usize; R] {
+        self.idx
+    }
+}
+
+/// This thread's element of a rank-`R` array: `[x]` in a 1-D launch, `[y, x]` in a
+/// launch with no z extent, `[z, y, x]` in any launch, where `x = blockIdx.x ·
+/// blockDim.x + threadIdx.x` and likewise for y and z. No two threads get the same
+/// one; None when the launch has more dimensions than `R` (the coordinates would
+/// repeat along the extra one).
+#[inline(always)]
+pub fn index_nd<const R: usize>() -> Option<ElementIndex<R>> {
+    use crate::thread::{blockDim_y, blockDim_z, blockIdx_z, gridDim_y, gridDim_z, threadIdx_z};
+    let mut idx = [0usize; R];
+    let extra_z = (blockDim_z() | gridDim_z()) != 1;
+    let extra_y = (blockDim_y() | gridDim_y()) != 1;
+    match R {
+        1 if !extra_y && !extra_z => idx[0] = index_2d_col(),
+        2 if !extra_z => {
+            idx[0] = index_2d_row();
+            idx[1] = index_2d_col();
+        }
+        3 => {
+            idx[0] = blockIdx_z() as usize * blockDim_z() as usize + threadIdx_z() as usize;
+            idx[1] = index_2d_row();
+            idx[2] = index_2d_col();
+        }
+        _ => return None,
+    }
+    Some(ElementIndex {
+        idx,
+        _thread: PhantomData,
+    })
+}
+
+/// A shaped output written one element per thread, or one row per block (see the
+/// module documentation). Within one launch use one of `get_mut` and
+/// `block_row_mut` per array: mixed, two threads could get the same element.
+pub struct DisjointArray<'a, T, const R: usize, L: Layout = C> {
+    ptr: *mut T,
+    shape: [usize; R],
+    strides: [usize; R],
+    _borrow: PhantomData<(&'a mut [T], L)>,
+}
+
+pub type DisjointArray1<'a, T, L = C> = DisjointArray<'a, T, 1, L>;
+pub type DisjointArray2<'a, T, L = C> = DisjointArray<'a, T, 2, L>;
+pub type DisjointArray3<'a, T, L = C> = DisjointArray<'a, T, 3, L>;
+
+impl<T, const R: usize, L: Layout> core::fmt::Debug for DisjointArray<'_, T, R, L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DisjointArray")
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .finish()
+    }
+}
+
+impl<'a, T, const R: usize, L: Layout> DisjointArray<'a, T, R, L> {
+    /// # Safety
+    /// As [`Array::from_raw_parts`], for reads and writes; no two in-bounds indices may
+    /// reach the same element, and for the whole launch the memory may be accessed only
+    /// through this array's per-thread elements.
+    #[inline(always)]
+    pub unsafe fn from_raw_parts(ptr: *mut T, shape: [usize; R], strides: [usize; R]) -> Self {
+        let strides = if L::STRIDED {
+            strides
+        } else {
+            c_strides(shape)
+        };
+        DisjointArray {
+            ptr,
+            shape,
+            strides,
+            _borrow: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    pub fn shape(&self) -> [usize; R] {
+        self.shape
+    }
+
+    #[inline(always)]
+    pub fn dim(&self, axis: usize) -> usize {
+        self.shape[axis]
+    }
+
+    #[inline(always)]
+    pub fn strides(&self) -> [usize; R] {
+        self.strides
+    }
+
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// This thread's element, or None when the witness is outside the array (a grid
+    /// rounded up past an edge).
+    #[inline(always)]
+    pub fn get_mut(&mut self, idx: ElementIndex<R>) -> Option<&mut T> {
+        let at = offset::<R, L>(&self.shape, &self.strides, idx.idx)?;
+        // SAFETY: in bounds; the witness is this thread's alone, and distinct indices
+        // reach distinct elements (from_raw_parts' contract).
+        Some(unsafe { &mut *self.ptr.add(at) })
+    }
+
+    /// [`index_nd`] and [`get_mut`](Self::get_mut) in one call: the element and its
+    /// coordinates.
+    #[inline(always)]
+    pub fn get_mut_indexed(&mut self) -> Option<(&mut T, [usize; R])> {
+        let idx = index_nd::<R>()?;
+        let at = idx.get();
+        self.get_mut(idx).map(|x| (x, at))
+    }
+
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr
+    }
+}
+
+impl<'a, T, const R: usize> DisjointArray<'a, T, R, C> {
+    /// A C-order output over `data` with `shape` (safe: the borrow is exclusive).
+    /// Panics unless `data.len()` is the product of `shape`.
+    pub fn from_mut_slice(data: &'a mut [T], shape: [usize; R]) -> Self {
+        assert_eq!(
+            data.len(),
+            shape.iter().product::<usize>(),
+            "shape does not fit the data"
+        );
+        // SAFETY: C-contiguous over exactly `data`, borrowed exclusively for 'a.
+        unsafe { Self::from_raw_parts(data.as_mut_ptr(), shape, shape) }
+    }
+
+    /// The same memory as a flat `DisjointSlice` in row-major order (C layout), for
+    /// code written against slices; consumes the array, so the two cannot be mixed.
+    #[inline(always)]
+    pub fn into_flat(self) -> crate::DisjointSlice<'a, T> {
+        // SAFETY: C-contiguous len() elements, exclusively this array's.
+        unsafe { crate::DisjointSlice::from_raw_parts(self.ptr, self.len()) }
+    }
+}
+
+impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.shape[0]
+    }
+
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.shape[1]
+    }
+
+    /// One row per block: block `b` (numbered x fastest over the grid) owns row `b`, and
+    /// thread `t` of it (flat index in the block) the columns `t, t + blockDim, …`.
+    /// None for a block past the last row. Safe because the mapping depends only on
+    /// the launch and the array's shape, the same in every thread.
+    #[inline(always)]
+    pub fn block_row_mut(&mut self) -> Option<ArrayRowMut<'_, T>> {
+        use crate::thread::{blockIdx_x, blockIdx_y, blockIdx_z, gridDim_x, gridDim_y};
+        let (gx, gy) = (gridDim_x() as usize, gridDim_y() as usize);
+        let row = blockIdx_x() as usize + gx * (blockIdx_y() as usize + gy * blockIdx_z() as usize);
+        if row >= self.shape[0] {
+            return None;
+        }
+        Some(ArrayRowMut {
+            // SAFETY: row < rows.
+            ptr: unsafe { self.ptr.add(row * self.strides[0]) },
+            cols: self.shape[1],
+            stride: if L::STRIDED { self.strides[1] } else { 1 },
+            row,
+            first: block_thread_index() as usize,
+            step: block_size() as usize,
+            _borrow: PhantomData,
+        })
+    }
+}
+
+/// One block's row of a [`DisjointArray2`], of which this thread owns every
+/// `blockDim`-th column; see [`DisjointArray::block_row_mut`].
+#[derive(Debug)]
+pub struct ArrayRowMut<'s, T> {
+    ptr: *mut T,
+    cols: usize,
+    stride: usize,
+    row: usize,
+    first: usize,
+    step: usize,
+    _borrow: PhantomData<&'s mut [T]>,
+}
+
+impl<T> ArrayRowMut<'_, T> {
+    /// The row's index.
+    #[inline(always)]
+    pub fn row(&self) -> usize {
+        self.row
+    }
+
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// This thread's `(column, element)` pairs, in increasing column order.
+    #[inline(always)]
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (usize, &mut T)> + '_ {
+        let (ptr, stride) = (self.ptr, self.stride);
+        (self.first..self.cols)
+            .step_by(self.step.max(1))
+            // SAFETY: col < cols; columns ≡ first (mod step) belong to this thread only.
+            .map(move |col| (col, unsafe { &mut *ptr.add(col * stride) }))
+    }
+}
+
+/// A 1-D witness also opens a 1-D output (`index_1d()`), as for `DisjointSlice`.
+impl<'a, T, L: Layout> DisjointArray<'a, T, 1, L> {
+    #[inline(always)]
+    pub fn get_mut_1d(&mut self, idx: ThreadIndex) -> Option<&mut T> {
+        let i = idx.writable()?;
+        let at = offset::<1, L>(&self.shape, &self.strides, [i])?;
+        // SAFETY: in bounds; 1-D witnesses are distinct per thread.
+        Some(unsafe { &mut *self.ptr.add(at) })
+    }
+}

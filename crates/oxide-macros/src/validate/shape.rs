@@ -1,0 +1,173 @@
+//! Shaped array parameters (`Array2<T>`, `DisjointArray2<T, Strided>`, `Array<T, 3>`)
+//! and the `#[shapes(a[m, k], b[k, n], c[m, n])]` contract: their rules, each a spanned
+//! error, and the checked form that `expand` records in the descriptor.
+
+use oxide_abi::shape::MAX_ARRAY_RANK;
+use oxide_abi::{ArrayLayout, ParamKind};
+use syn::ext::IdentExt;
+use syn::{Expr, GenericArgument, Ident, Lit, PathArguments, Type, TypePath};
+
+use super::{Elem, Errors, Param, element};
+use crate::parse::{ShapeDim, ShapesSyntax};
+
+/// A shaped array parameter, checked.
+#[derive(Clone)]
+pub struct ArrayParam {
+    pub rank: usize,
+    pub layout: ArrayLayout,
+    /// One per dimension: a shared name, a decimal extent, or `_`.
+    pub dims: Vec<String>,
+}
+
+/// `Some` when `ty` names a shaped array type: its kind, element and rank/layout.
+pub(super) fn classify_array(
+    p: &TypePath,
+    ty: &Type,
+    generics: &[(&Ident, bool)],
+) -> Option<Result<(ParamKind, Elem, ArrayParam), syn::Error>> {
+    let last = p.path.segments.last()?;
+    let name = last.ident.to_string();
+    let (kind, rest) = if let Some(r) = name.strip_prefix("DisjointArray") {
+        (ParamKind::DisjointArray, r)
+    } else if let Some(r) = name.strip_prefix("Array") {
+        (ParamKind::Array, r)
+    } else {
+        return None;
+    };
+    let named_rank: Option<usize> = match rest {
+        "" => None,
+        "1" | "2" | "3" => rest.parse().ok(),
+        _ => return None,
+    };
+    Some(array_args(kind, named_rank, &last.arguments, ty, generics))
+}
+
+fn array_args(
+    kind: ParamKind,
+    named_rank: Option<usize>,
+    args: &PathArguments,
+    ty: &Type,
+    generics: &[(&Ident, bool)],
+) -> Result<(ParamKind, Elem, ArrayParam), syn::Error> {
+    let usage = || {
+        syn::Error::new_spanned(
+            ty,
+            format!(
+                "a shaped array is written `Array2<T>`, `Array2<T, Strided>` or \
+                 `Array<T, 2, Strided>` (ranks 1 to {MAX_ARRAY_RANK}; `DisjointArray…` for \
+                 outputs), where T is a scalar type or a type parameter of the kernel"
+            ),
+        )
+    };
+    let PathArguments::AngleBracketed(args) = args else {
+        return Err(usage());
+    };
+    let mut rest = args
+        .args
+        .iter()
+        .filter(|a| !matches!(a, GenericArgument::Lifetime(_)));
+    let elem = match rest.next() {
+        Some(GenericArgument::Type(t)) => element(t, generics)?,
+        _ => return Err(usage()),
+    };
+    let mut rank = named_rank;
+    if rank.is_none() {
+        rank = match rest.next() {
+            Some(GenericArgument::Const(Expr::Lit(l))) => match &l.lit {
+                Lit::Int(i) => i.base10_parse::<usize>().ok(),
+                _ => None,
+            },
+            _ => None,
+        };
+    }
+    let rank = match rank {
+        Some(r) if (1..=MAX_ARRAY_RANK).contains(&r) => r,
+        _ => return Err(usage()),
+    };
+    let layout = match rest.next() {
+        None => ArrayLayout::C,
+        Some(GenericArgument::Type(Type::Path(l))) if l.path.is_ident("C") => ArrayLayout::C,
+        Some(GenericArgument::Type(Type::Path(l))) if l.path.is_ident("Strided") => {
+            ArrayLayout::Strided
+        }
+        Some(_) => return Err(usage()),
+    };
+    if rest.next().is_some() {
+        return Err(usage());
+    }
+    Ok((
+        kind,
+        elem,
+        ArrayParam {
+            rank,
+            layout,
+            dims: vec!["_".into(); rank],
+        },
+    ))
+}
+
+/// Apply `#[shapes(...)]` to the parameters: each entry names a shaped array parameter
+/// and gives one dimension per axis.
+pub(super) fn check_shapes(shapes: ShapesSyntax, params: &mut [Param], errors: &mut Errors) {
+    let mut seen: Vec<String> = Vec::new();
+    for entry in shapes.entries {
+        let name = entry.param.unraw().to_string();
+        if seen.contains(&name) {
+            errors.push(
+                entry.param.span(),
+                format!("`{name}` is given twice in #[shapes]"),
+            );
+            continue;
+        }
+        seen.push(name.clone());
+        let Some(p) = params.iter_mut().find(|p| p.ident.unraw() == name) else {
+            errors.push(
+                entry.param.span(),
+                format!("`{name}` is not a parameter of this kernel"),
+            );
+            continue;
+        };
+        let Some(array) = p.array.as_mut() else {
+            errors.push(
+                entry.param.span(),
+                format!(
+                    "`{name}` is not a shaped array; #[shapes] names `Array2<T>`-like \
+                     parameters"
+                ),
+            );
+            continue;
+        };
+        if entry.dims.len() != array.rank {
+            errors.push(
+                entry.param.span(),
+                format!(
+                    "`{name}` has {} dimension(s) but #[shapes] gives {}",
+                    array.rank,
+                    entry.dims.len()
+                ),
+            );
+            continue;
+        }
+        let mut dims = Vec::new();
+        for d in entry.dims {
+            dims.push(match d {
+                ShapeDim::Name(i) => i.unraw().to_string(),
+                ShapeDim::Any => "_".into(),
+                ShapeDim::Fixed(lit) => match lit.base10_parse::<u64>() {
+                    Ok(v) if v <= oxide_abi::shape::MAX_ARRAY_EXTENT => v.to_string(),
+                    _ => {
+                        errors.push(
+                            lit.span(),
+                            format!(
+                                "a fixed extent is an integer from 0 to {}",
+                                oxide_abi::shape::MAX_ARRAY_EXTENT
+                            ),
+                        );
+                        continue;
+                    }
+                },
+            });
+        }
+        array.dims = dims;
+    }
+}
