@@ -1,5 +1,6 @@
 """Specs of kernels_rs/src/matmul.rs and gemm.rs (matmul_tiled, sgemm, gemm_bf16,
-gemm_bf16_bf16): row-major a (m×k) · b (k×n) = c (m×n); see pyoxide/spec.py.
+gemm_bf16_bf16): a (m×k) · b (k×n) = c (m×n) as matrices, sizes from their shapes and
+launches from their `#[launch]` policies; see pyoxide/spec.py.
 
 Tolerance: f32 sums of k products grow like sqrt(k)·2^-24 relative (Frobenius norm);
 1e-5 holds with margin to k ≈ 10^5. The bf16 GEMMs are compared with the float64
@@ -28,21 +29,17 @@ def _mnk_small(rng: np.random.Generator, count: int) -> list[Shape]:
 def _f32_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     m, n, k = case.shape
     return {
-        "a": rng.standard_normal(m * k).astype(np.float32),
-        "b": rng.standard_normal(k * n).astype(np.float32),
-        "m": m,
-        "n": n,
-        "k": k,
+        "a": rng.standard_normal((m, k)).astype(np.float32),
+        "b": rng.standard_normal((k, n)).astype(np.float32),
     }
 
 
 def _product(a: dict[str, Any], case: Case, convert: Any = None) -> np.ndarray:
-    m, n, k = case.shape
     x, y = a["a"], a["b"]
     if convert is not None:
         x, y = convert(x), convert(y)
-    product: np.ndarray = x.astype(F64).reshape(m, k) @ y.astype(F64).reshape(k, n)
-    return product.reshape(-1)
+    product: np.ndarray = x.astype(F64) @ y.astype(F64)
+    return product
 
 
 def to_bf16_bits(x: np.ndarray) -> np.ndarray:
@@ -61,7 +58,7 @@ def _bf16_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
 
 
 def _c_out(dtype: str = "f32") -> Out:
-    return Out(lambda case: case.shape[0] * case.shape[1], dtype=dtype)
+    return Out(lambda case: (case.shape[0], case.shape[1]), dtype=dtype)
 
 
 def _gemm_flops(case: Case) -> int:
@@ -76,25 +73,13 @@ def _bytes(item: int, out_item: int = 4) -> Any:
     )
 
 
-def _launch(tile: int, block: Any) -> Any:
-    def launch(kernel: Any, args: list[Any], case: Case) -> None:
-        m, n, _ = case.shape
-        kernel[(-(-n // tile), -(-m // tile)), block](*args)
-
-    return launch
-
-
 def _torch_mm(dtype: str) -> Any:
     def factory(a: dict[str, Any]) -> Any:
         import torch
 
-        m, n, k = a["m"], a["n"], a["k"]
+        x, y = torch.from_dlpack(a["a"]), torch.from_dlpack(a["b"])
         if dtype == "bf16":
-            x = torch.from_dlpack(a["a"]).view(torch.bfloat16).reshape(m, k)
-            y = torch.from_dlpack(a["b"]).view(torch.bfloat16).reshape(k, n)
-        else:
-            x = torch.from_dlpack(a["a"]).reshape(m, k)
-            y = torch.from_dlpack(a["b"]).reshape(k, n)
+            x, y = x.view(torch.bfloat16), y.view(torch.bfloat16)
         return lambda: torch.mm(x, y)
 
     return factory
@@ -109,7 +94,6 @@ MATMUL_TILED = Spec(
     shapes=_mnk,
     reference=lambda a, case: {"c": _product(a, case)},
     tolerance=lambda case: 1e-5,
-    launch=_launch(16, (16, 16)),
     bytes=_bytes(4),
     flops=_gemm_flops,
     bench_shapes=BENCH_MNK[:2],
@@ -120,8 +104,7 @@ MATMUL_TILED = Spec(
 def _cupy_mm(a: dict[str, Any]) -> Any:
     import cupy
 
-    m, n, k = a["m"], a["n"], a["k"]
-    x, y = a["a"].reshape(m, k), a["b"].reshape(k, n)
+    x, y = a["a"], a["b"]
     return lambda: cupy.matmul(x, y)
 
 
@@ -132,7 +115,6 @@ SGEMM = Spec(
     shapes=_mnk_small,
     reference=lambda a, case: {"c": _product(a, case)},
     tolerance=lambda case: 1e-5,
-    launch=_launch(128, 256),
     bytes=_bytes(4),
     flops=_gemm_flops,
     bench_shapes=BENCH_MNK,
@@ -147,7 +129,6 @@ GEMM_BF16 = Spec(
     shapes=_mnk_small,
     reference=lambda a, case: {"c": _product(a, case, from_bf16_bits)},
     tolerance=lambda case: 1e-5,
-    launch=_launch(128, 256),
     bytes=_bytes(2),
     flops=_gemm_flops,
     bench_shapes=BENCH_MNK,
@@ -164,7 +145,6 @@ GEMM_BF16_BF16 = Spec(
     observe=lambda got, case: {"c": from_bf16_bits(got["c"])},
     reference=lambda a, case: {"c": _product(a, case, from_bf16_bits)},
     tolerance=lambda case: 2.0**-8,
-    launch=_launch(128, 256),
     bytes=_bytes(2, 2),
     flops=_gemm_flops,
     bench_shapes=BENCH_MNK,

@@ -1,7 +1,6 @@
 """Specs of kernels_rs/src/rows.rs and transpose.rs (softmax_rows, layernorm_rows,
-transpose): row-major (rows × cols) arrays passed flat, with the row length as an
-argument; see pyoxide/spec.py. Each is one data-driven Spec, so a change of signature
-(shaped arrays instead of flat ones) changes `inputs` and `outputs` only."""
+transpose): (rows × cols) matrices, with the sizes taken from their shapes and the
+default launches from their `#[launch]` policies; see pyoxide/spec.py."""
 
 from __future__ import annotations
 
@@ -24,23 +23,27 @@ def _rows(rng: np.random.Generator, count: int) -> list[Shape]:
 
 
 def _x(case: Case, rng: np.random.Generator, scale: float = 4, shift: float = 0) -> np.ndarray:
-    return (rng.standard_normal(case.shape) * scale + shift).astype(np.float32).reshape(-1)
+    return (rng.standard_normal(case.shape) * scale + shift).astype(np.float32)
 
 
 def _softmax(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
-    x = a["x"].astype(F64).reshape(case.shape)
+    x = a["x"].astype(F64)
     e = np.exp(x - x.max(axis=1, keepdims=True)) if x.size else x
-    return {"out": (e / e.sum(axis=1, keepdims=True)).reshape(-1) if x.size else x.reshape(-1)}
+    return {"out": e / e.sum(axis=1, keepdims=True) if x.size else x}
 
 
 def _elems(case: Case) -> int:
     return case.shape[0] * case.shape[1]
 
 
+def _same(case: Case) -> Shape:
+    return case.shape
+
+
 SOFTMAX = Spec(
     kernel="softmax_rows",
-    inputs=lambda case, rng: {"x": _x(case, rng), "cols": case.shape[1]},
-    outputs={"out": Out(_elems)},
+    inputs=lambda case, rng: {"x": _x(case, rng)},
+    outputs={"out": Out(_same)},
     shapes=_rows,
     reference=_softmax,
     tolerance=lambda case: tol(np.float32, compound=True),
@@ -54,7 +57,7 @@ SOFTMAX = Spec(
 def _torch_softmax(a: dict[str, Any]) -> Any:
     import torch
 
-    x = torch.from_dlpack(a["x"]).reshape(-1, a["cols"])
+    x = torch.from_dlpack(a["x"])
     return lambda: torch.softmax(x, dim=-1)
 
 
@@ -65,16 +68,15 @@ def _ln_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
         "x": _x(case, rng, 3, 100),
         "weight": rng.standard_normal(cols).astype(np.float32),
         "bias": rng.standard_normal(cols).astype(np.float32),
-        "cols": cols,
         "eps": EPS,
     }
 
 
 def _layernorm(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
-    x = a["x"].astype(F64).reshape(case.shape)
+    x = a["x"].astype(F64)
     mean = x.mean(axis=1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
-    return {"out": ((x - mean) / np.sqrt(var + a["eps"]) * a["weight"] + a["bias"]).reshape(-1)}
+    return {"out": (x - mean) / np.sqrt(var + a["eps"]) * a["weight"] + a["bias"]}
 
 
 def _ln_scale(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
@@ -82,18 +84,18 @@ def _ln_scale(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     row's spread σ only when σ is not tiny. The generator's rows (spread 3 around 100,
     condition 100/3) get the plain tolerance; a row worse conditioned than that (two
     close values) gets it in proportion; a row of one element is its bias."""
-    x = a["x"].astype(F64).reshape(case.shape)
+    x = a["x"].astype(F64)
     mean = np.abs(x.mean(axis=1, keepdims=True))
     sigma = np.sqrt(x.var(axis=1, keepdims=True) + a["eps"])
     worse = np.maximum(1.0, (mean / sigma) / (100 / 3))
-    ref = _layernorm(a, case)["out"].reshape(case.shape)
-    return {"out": (worse * np.abs(ref) + np.abs(a["bias"].astype(F64))).reshape(-1)}
+    ref = _layernorm(a, case)["out"]
+    return {"out": worse * np.abs(ref) + np.abs(a["bias"].astype(F64))}
 
 
 LAYERNORM = Spec(
     kernel="layernorm_rows",
     inputs=_ln_inputs,
-    outputs={"out": Out(_elems)},
+    outputs={"out": Out(_same)},
     shapes=_rows,
     reference=_layernorm,
     scale=_ln_scale,
@@ -108,28 +110,20 @@ LAYERNORM = Spec(
 def _torch_layernorm(a: dict[str, Any]) -> Any:
     import torch
 
-    cols = a["cols"]
-    x = torch.from_dlpack(a["x"]).reshape(-1, cols)
+    x = torch.from_dlpack(a["x"])
+    cols = x.shape[1]
     w, b = torch.from_dlpack(a["weight"]), torch.from_dlpack(a["bias"])
     return lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, a["eps"])
 
 
 def _tr_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    rows, cols = case.shape
-    x = (rng.standard_normal(rows * cols) * 1000).astype(case.np_dtype)
-    return {"x": x, "rows": rows, "cols": cols}
-
-
-def _tr_launch(kernel: Any, args: list[Any], case: Case) -> None:
-    # Its doc's launch: 32 × 8 threads, one block per 64 × 64 tile.
-    rows, cols = case.shape
-    kernel[(-(-cols // 64), min(-(-rows // 64), 65535)), (32, 8)](*args)
+    return {"x": (rng.standard_normal(case.shape) * 1000).astype(case.np_dtype)}
 
 
 def _cupy_t(a: dict[str, Any]) -> Any:
     import cupy
 
-    x = a["x"].reshape(a["rows"], a["cols"])
+    x = a["x"]
     return lambda: cupy.ascontiguousarray(x.T)
 
 
@@ -137,11 +131,10 @@ TRANSPOSE = Spec(
     kernel="transpose",
     dtypes=("f32", "f64", "u32"),
     inputs=_tr_inputs,
-    outputs={"out": Out(_elems)},
+    outputs={"out": Out(lambda case: case.shape[::-1])},
     shapes=lambda rng, count: shapes_2d(rng, count, max_elems=1 << 16),
-    reference=lambda a, case: {"out": a["x"].reshape(case.shape).T.reshape(-1)},
+    reference=lambda a, case: {"out": a["x"].T},
     tolerance=lambda case: 0.0,
-    launch=_tr_launch,
     bytes=lambda case: 2 * case.np_dtype.itemsize * _elems(case),
     flops=lambda case: 0,
     bench_shapes=[(4096, 4096), (16384, 16384)],
