@@ -28,7 +28,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from . import _abi
+from . import _abi, _records
 from ._arrays import RUST_TYPESTR as _TYPESTR
 from ._arrays import ArrayProtocolError, ArrayView, rust_dtype_name, view
 from ._manifest import KernelSpec, ParamSpec
@@ -66,6 +66,12 @@ def describe_value(value: Any) -> str:
 
 
 # --- scalar converters ---------------------------------------------------------------
+
+
+def _converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
+    if param.record is not None:  # a struct, enum, tuple or [T; N] by value
+        return _records.value_converter(np, param, _scalar_converter)
+    return _scalar_converter(np, param)
 
 
 def _scalar_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
@@ -175,7 +181,7 @@ def _float_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any],
 
 
 def check_array(param: ParamSpec, v: ArrayView) -> None:
-    want = _TYPESTR[param.type]
+    want = f"|V{param.record.size}" if param.record else _TYPESTR[param.type]
     if v.typestr != want:
         raise Refused(
             ArgumentTypeError, f"a {rust_dtype_name(param.type)} array ({param.rust_type})",
@@ -271,7 +277,7 @@ class ArgumentPlan:
         slices = [p for p in spec.params if _abi.PARAM_KINDS[p.kind].is_slice]
         self.may_alias = len(slices) > 1 and any(p.mutable for p in slices)
         self.checks: tuple[Callable[[Any], Any] | None, ...] = tuple(
-            None if p.is_array else _scalar_converter(np, p) for p in spec.params
+            None if p.is_array else _converter(np, p) for p in spec.params
         )
 
     def arity(self, args: Sequence[Any]) -> None:
@@ -298,6 +304,11 @@ class ArgumentPlan:
                 raise cls(
                     self.spec.entry, p.name, f"an array ({p.rust_type})", e.got, e.fix
                 ) from None
+            if v is not None and p.record is not None:
+                try:
+                    v = _records.record_view(p, v)  # counted in records from here on
+                except Refused as r:
+                    raise self.refuse(p.name, r) from None
             out.append(v)
         return out
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import _abi
 from ._policy_spec import LaunchPolicy, read_launch_policy
+from ._records import RecordLayout, parse_record
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -36,6 +37,8 @@ class ParamSpec:
     kind: str
     type: str
     mutable: bool
+    #: A non-scalar value or element type's layout (pyoxide/_records.py); None for scalars.
+    record: RecordLayout | None = None
 
     @property
     def is_array(self) -> bool:
@@ -53,7 +56,7 @@ class ParamSpec:
         """How the parameter is written in Rust, for messages."""
         template = _abi.PARAM_KINDS[self.kind].rust
         return template.replace("{mut}", "mut" if self.mutable else "const").replace(
-            "{t}", self.type
+            "{t}", self.record.rust_type if self.record else self.type
         )
 
 
@@ -400,6 +403,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
                 kind=c.choice(p["kind"], pw + ".kind", PARAM_KINDS),
                 type=c.choice(p["type"], pw + ".type", list(SCALAR_SIZES)),
                 mutable=c.bool_(p["mutable"], pw + ".mutable"),
+                record=parse_record(c, p["record"], pw + ".record") if "record" in p else None,
             )
         )
     instance = []

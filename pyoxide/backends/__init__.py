@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _knobs
 from .._arrays import GPU, HOST
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, BackendUnavailableError
 
 if TYPE_CHECKING:
     from .._arrays import ArrayView
@@ -149,6 +149,13 @@ def select(kernel: str, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> Backen
             )
     choice = _knobs.backend()
     if choice == "auto":
+        if kind is None:
+            # No array says where to run (a kernel of scalars, or of records by value):
+            # the GPU when CuPy is there, else the emulator, which runs it the same.
+            try:
+                return get("cupy")
+            except BackendUnavailableError:
+                return get("emu")
         return get("emu" if kind == HOST else "cupy")
     # Checked before the backend is made: a forced cupy refuses NumPy arrays even where
     # CuPy cannot be imported.

@@ -322,9 +322,13 @@ fn fn_attrs_position(line: &str, entry: &str) -> Option<usize> {
 pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for p in &kernel.params {
-        let align = format!("align {}", p.ty.size());
+        // A record element (a struct, `[T; N]`) is aligned as its type is.
+        let align = match &p.record {
+            Some(r) => format!("align {}", r.align.max(1)),
+            None => format!("align {}", p.ty.size()),
+        };
         match p.kind {
-            ParamKind::Scalar | ParamKind::Pointer => out.push(Vec::new()),
+            ParamKind::Scalar | ParamKind::Pointer | ParamKind::Value => out.push(Vec::new()),
             ParamKind::Slice => {
                 out.push(vec!["noalias".into(), "readonly".into(), align]);
                 out.push(Vec::new());

@@ -63,6 +63,25 @@ pub struct ParamDescriptor {
     pub ty: ScalarType,
     /// The kernel may write through it (`DisjointSlice`, `AtomicSlice`, `&mut [T]`, `*mut T`).
     pub mutable: bool,
+    /// When the value (kind `value`) or element type is not a scalar (a struct, enum,
+    /// union, tuple, `[T; N]`, `DeviceAtomicU64`, …): its layout. `ty` is then the
+    /// scalar it is made of where there is one (`f32` for `[f32; 7]`, `u64` for
+    /// `DeviceAtomicU64`), else `u8` (its bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordLayout>,
+}
+
+/// A non-scalar `Copy` type crossing the launch ABI, as `core::mem` sees it on the
+/// device (the macro fills size and alignment in at compile time).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RecordLayout {
+    /// The type as written in the kernel's signature (generic arguments bound).
+    pub rust_type: String,
+    /// `size_of`, bytes.
+    pub size: u64,
+    /// `align_of`, bytes.
+    pub align: u64,
 }
 
 /// Launch bounds: the kernel is compiled for at most `max_threads` threads per block
@@ -201,12 +220,14 @@ mod tests {
                     kind: ParamKind::Scalar,
                     ty: ScalarType::F32,
                     mutable: false,
+                    record: None,
                 },
                 ParamDescriptor {
                     name: "y".into(),
                     kind: ParamKind::DisjointSlice,
                     ty: ScalarType::F32,
                     mutable: true,
+                    record: None,
                 },
             ],
             is_unsafe: false,

@@ -133,16 +133,23 @@ pub enum ParamKind {
     /// any element, through device-scope atomics only (histograms, accumulators). A
     /// mutable array on the Python side. ABI: pointer, length.
     AtomicSlice,
+    /// A `Copy` value that is not a scalar, by value: a struct, enum, union, tuple,
+    /// array `[T; N]` or `Uniform<T>` (cuda-oxide's kernels take these). Its size and
+    /// alignment are in the parameter's `record`. ABI: one PTX parameter of that many
+    /// bytes (`.param .align A .b8 p[S]`); on the emulator one word, the address of
+    /// the bytes.
+    Value,
 }
 
 impl ParamKind {
-    pub const ALL: [ParamKind; 6] = [
+    pub const ALL: [ParamKind; 7] = [
         ParamKind::Scalar,
         ParamKind::Slice,
         ParamKind::DisjointSlice,
         ParamKind::MutSlice,
         ParamKind::Pointer,
         ParamKind::AtomicSlice,
+        ParamKind::Value,
     ];
 
     /// The manifest spelling.
@@ -154,6 +161,7 @@ impl ParamKind {
             ParamKind::MutSlice => "mut_slice",
             ParamKind::Pointer => "pointer",
             ParamKind::AtomicSlice => "atomic_slice",
+            ParamKind::Value => "value",
         }
     }
 
@@ -167,6 +175,7 @@ impl ParamKind {
             ParamKind::MutSlice => "&mut [{t}]",
             ParamKind::Pointer => "*{mut} {t}",
             ParamKind::AtomicSlice => "AtomicSlice<{t}>",
+            ParamKind::Value => "{t}",
         }
     }
 
@@ -175,6 +184,7 @@ impl ParamKind {
         match self {
             ParamKind::Scalar => "value",
             ParamKind::Pointer => "pointer",
+            ParamKind::Value => "its bytes (emulator: their address)",
             _ => "pointer, length (u64)",
         }
     }
@@ -202,7 +212,7 @@ impl ParamKind {
     /// Number of 8-byte-or-smaller words the parameter occupies at the launch ABI.
     pub const fn abi_words(self) -> usize {
         match self {
-            ParamKind::Scalar | ParamKind::Pointer => 1,
+            ParamKind::Scalar | ParamKind::Pointer | ParamKind::Value => 1,
             ParamKind::Slice
             | ParamKind::DisjointSlice
             | ParamKind::MutSlice
@@ -212,7 +222,7 @@ impl ParamKind {
 
     /// Whether the parameter refers to memory (an array argument on the Python side).
     pub const fn is_array(self) -> bool {
-        !matches!(self, ParamKind::Scalar)
+        !matches!(self, ParamKind::Scalar | ParamKind::Value)
     }
 }
 

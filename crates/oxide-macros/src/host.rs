@@ -32,12 +32,19 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
     for (i, param) in kernel.params.iter().enumerate() {
         let arg = format_ident!("__oxide_arg{}", i);
         let ty = kernel.elem_type(param, inst);
-        let t = Ident::new(ty.rust_name(), Span::call_site());
+        let t = crate::records::elem_tokens(kernel, param, inst);
         let (w0, w1) = (word, word + 1);
         let value = match param.kind {
             ParamKind::Scalar => {
                 word += 1;
                 scalar_from_word(ty, quote!(__oxide_words[#w0]))
+            }
+            ParamKind::Value => {
+                // The word is the address of the value's bytes (any alignment).
+                word += 1;
+                quote!(unsafe {
+                    ::core::ptr::read_unaligned(__oxide_words[#w0] as usize as *const #t)
+                })
             }
             ParamKind::Pointer => {
                 word += 1;

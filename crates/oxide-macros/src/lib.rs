@@ -23,6 +23,7 @@ mod expand;
 mod host;
 mod parse;
 mod printf;
+mod records;
 mod shared;
 mod validate;
 
@@ -31,12 +32,15 @@ use quote::quote;
 
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let (attr, context) = match compat::take_launch_context(attr.into()) {
+    let (attr, context, host_instanced) = match compat::take_launch_context(attr.into()) {
         Ok(split) => split,
         Err(e) => return with_item(item.into(), e).into(),
     };
     let item = compat::prepare_kernel(proc_macro2::TokenStream::from(item), context);
-    let result = parse::parse(attr, item.clone()).and_then(validate::validate);
+    let result = parse::parse(attr, item.clone()).and_then(|mut input| {
+        input.host_instanced = host_instanced;
+        validate::validate(input)
+    });
     match result {
         Ok(kernel) => expand::expand(&kernel),
         Err(error) => with_item(item, error),

@@ -21,6 +21,10 @@ pub struct KernelInput {
     pub instances: Vec<InstanceSyntax>,
     pub launch_bounds: Option<LaunchBoundsSyntax>,
     pub launch: Option<LaunchSyntax>,
+    /// Under `#[cuda_module]`, a generic kernel without listed instances is
+    /// instantiated by cuda-oxide's host launches: here it builds with none
+    /// (`compat::HOST_INSTANCED`).
+    pub host_instanced: bool,
 }
 
 /// `#[launch(kind(param, key = value, ...))]`, e.g.
@@ -198,6 +202,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         instances,
         launch_bounds,
         launch,
+        host_instanced: false,
     })
 }
 

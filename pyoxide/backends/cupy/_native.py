@@ -58,6 +58,8 @@ def build(
         return None
     if any(p.is_array and not PARAM_KINDS[p.kind].is_slice for p in spec.params):
         return None  # raw pointers (unsafe kernels): the general path only
+    if any(p.record is not None for p in spec.params):
+        return None  # structs, enums, [T; N] (pyoxide/_records.py): the general path only
     try:
         # import_module (not `from .. import`) consults sys.modules first, so a test
         # can make the module unimportable.

@@ -133,7 +133,14 @@ class EmuBackend:
         producer_streams: Sequence[int],  # ignored: host arrays have no streams
         device: int = 0,
     ) -> None:
-        outcome = function(grid, block, shared_mem, [widen(a) for a in args])
+        import numpy as np
+
+        # A record by value (a NumPy structured scalar) crosses as the address of its
+        # bytes, kept alive in `records` until the synchronous launch returns.
+        records = [np.array(a) for a in args if isinstance(a, np.void)]
+        it = iter(records)
+        words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
+        outcome = function(grid, block, shared_mem, words)
         if outcome.status == ffi.STATUS_INTERRUPTED:
             # Ctrl-C: Python's own SIGINT handler has run too and normally raised
             # KeyboardInterrupt already; this covers a handler that did not raise.

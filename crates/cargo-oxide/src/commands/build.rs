@@ -281,6 +281,11 @@ fn cargo_device_build(
         // nvptx has no `std`: a crate written for cuda-oxide (no `#![no_std]`) builds
         // against `core` alone, as there. Only the kernel crate gets it (after `--`).
         cmd.arg("-Zcrate-attr=no_std");
+        // `std::` paths name `core`'s items there too (`use std::ops::Add`): `std`
+        // is `core` under its other name, as `extern crate core as std;` would make it.
+        if let Some(core) = crate::sysroot::core_rlib(sysroot) {
+            cmd.arg("--extern").arg(format!("std={}", core.display()));
+        }
     }
     cmd.env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)

@@ -169,6 +169,7 @@ fn slice_pointers_get_what_rust_types_prove() {
         kind,
         ty,
         mutable: kind != ParamKind::Slice && kind != ParamKind::Scalar,
+        record: None,
     };
     let d = KernelDescriptor {
         version: 1,

@@ -1,0 +1,248 @@
+//! Kernel parameters whose type is not a scalar ("records"): `Copy` structs, enums,
+//! unions, tuples and arrays `[T; N]` taken by value, and slices or pointers of them
+//! (`&[Quad]`, `DisjointSlice<[f32; 7]>`, `&[DeviceAtomicU64]`), as cuda-oxide's
+//! kernels take them.
+//!
+//! The macro sees only the type's name, not its definition, so the layout comes from
+//! the compiler: the descriptor carries `size_of`/`align_of` of the type as compiled
+//! for the target, written into the descriptor's bytes at compile time
+//! (`__private::descriptor_bytes_with`). What Python may pass for one is decided from
+//! that layout and, where the type is made of one scalar (`[f32; 7]`, `DeviceAtomicU64`,
+//! `Uniform<u32>`), from that scalar (`lane_scalar`).
+//!
+//! ABI: a value crosses as itself (rustc's C ABI for nvptx64 passes an aggregate as one
+//! parameter of its bytes, `.param .align A .b8 p[S]`); on the emulator, as the address
+//! of its bytes. A slice of records is (pointer, length in elements) like any slice.
+
+use oxide_abi::ScalarType;
+use oxide_abi::descriptor::RecordLayout;
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::visit_mut::VisitMut;
+use syn::{Expr, GenericArgument, Type};
+
+use crate::validate::{Elem, Instance, Kernel, Param, compact};
+
+/// The placeholder numbers the descriptor JSON carries for a size and an alignment (a
+/// u64 this large prints as 20 digits, the width of `NUMBER_SLOT`), replaced in the
+/// JSON text. Two values, since the JSON's key order is serde_json's, not ours.
+const UNKNOWN_SIZE: u64 = u64::MAX;
+const UNKNOWN_ALIGN: u64 = u64::MAX - 1;
+
+/// A type that can be a record: a named type (not a reference), an array or a
+/// non-empty tuple. Whether it is `Copy` and sized is the compiler's to check.
+pub fn is_record(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) => p.qself.is_none(),
+        Type::Array(_) => true,
+        Type::Tuple(t) => !t.elems.is_empty(),
+        Type::Paren(p) => is_record(&p.elem),
+        Type::Group(g) => is_record(&g.elem),
+        _ => false,
+    }
+}
+
+/// The one scalar a record is made of, where the type says so: `[T; N]` (nested too),
+/// cuda-oxide's `DeviceAtomic*` cells and `Uniform<T>`; else `u8` (its bytes).
+pub fn lane_scalar(ty: &Type) -> ScalarType {
+    match ty {
+        Type::Array(a) => lane_scalar(&a.elem),
+        Type::Paren(p) => lane_scalar(&p.elem),
+        Type::Group(g) => lane_scalar(&g.elem),
+        Type::Path(p) => {
+            let Some(last) = p.path.segments.last() else {
+                return ScalarType::U8;
+            };
+            let name = last.ident.to_string();
+            if let Some(t) = ScalarType::from_rust_name(&name) {
+                return t;
+            }
+            if let Some(t) = name
+                .strip_prefix("DeviceAtomic")
+                .and_then(|s| ScalarType::from_rust_name(&s.to_lowercase()))
+            {
+                return t;
+            }
+            if name == "Uniform"
+                && let syn::PathArguments::AngleBracketed(args) = &last.arguments
+                && let Some(GenericArgument::Type(t)) = args.args.first()
+            {
+                return lane_scalar(t);
+            }
+            ScalarType::U8
+        }
+        _ => ScalarType::U8,
+    }
+}
+
+/// `ty` with the kernel's generic parameters replaced by one instance's arguments.
+pub fn bind(ty: &Type, inst: &Instance) -> Type {
+    let mut ty = ty.clone();
+    Bind(inst).visit_type_mut(&mut ty);
+    ty
+}
+
+struct Bind<'a>(&'a Instance);
+
+impl VisitMut for Bind<'_> {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if let Type::Path(p) = ty
+            && p.qself.is_none()
+            && let Some(ident) = p.path.get_ident()
+            && let Some(arg) = self.0.args.iter().find(|a| a.param == *ident)
+        {
+            match &arg.value {
+                GenericArgument::Type(t) => *ty = t.clone(),
+                GenericArgument::Const(e) => *ty = syn::parse_quote!(#e),
+                _ => {}
+            }
+            return;
+        }
+        syn::visit_mut::visit_type_mut(self, ty);
+    }
+
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        if let Expr::Path(p) = expr
+            && p.qself.is_none()
+            && let Some(ident) = p.path.get_ident()
+            && let Some(arg) = self.0.args.iter().find(|a| a.param == *ident)
+        {
+            let value = match &arg.value {
+                GenericArgument::Const(e) => e.to_token_stream(),
+                other => other.to_token_stream(),
+            };
+            *expr = syn::parse_quote!({ #value });
+            return;
+        }
+        syn::visit_mut::visit_expr_mut(self, expr);
+    }
+
+    fn visit_generic_argument_mut(&mut self, arg: &mut GenericArgument) {
+        // `Tagged<u32, M>` parses `M` as a type; a const parameter there is bound to a
+        // const value, which goes in braces.
+        if let GenericArgument::Type(Type::Path(p)) = arg
+            && let Some(ident) = p.path.get_ident()
+            && let Some(bound) = self.0.args.iter().find(|a| a.param == *ident)
+            && let GenericArgument::Const(e) = &bound.value
+        {
+            *arg = GenericArgument::Const(syn::parse_quote!({ #e }));
+            return;
+        }
+        syn::visit_mut::visit_generic_argument_mut(self, arg);
+    }
+}
+
+/// The record type of a parameter in one instance (None for scalars and generics).
+pub fn record_type(param: &Param, inst: &Instance) -> Option<Type> {
+    match &param.elem {
+        Elem::Record(ty) => Some(bind(ty, inst)),
+        _ => None,
+    }
+}
+
+/// The element (or value) type's tokens in one instance: a scalar's name, or the
+/// bound record type.
+pub fn elem_tokens(kernel: &Kernel, param: &Param, inst: &Instance) -> TokenStream {
+    match record_type(param, inst) {
+        Some(ty) => ty.to_token_stream(),
+        None => {
+            let t = syn::Ident::new(
+                kernel.elem_type(param, inst).rust_name(),
+                proc_macro2::Span::call_site(),
+            );
+            quote!(#t)
+        }
+    }
+}
+
+/// The descriptor's `record` for a parameter, size and alignment left as placeholders
+/// (see [`patch_json`]).
+pub fn layout(param: &Param, inst: &Instance) -> Option<RecordLayout> {
+    record_type(param, inst).map(|ty| RecordLayout {
+        rust_type: compact(&ty),
+        size: UNKNOWN_SIZE,
+        align: UNKNOWN_ALIGN,
+    })
+}
+
+/// The descriptor JSON with each record's placeholder size and alignment turned into
+/// the slots `descriptor_bytes_with` fills, and the numbers to fill them with, in order.
+pub fn patch_json(json: &str, kernel: &Kernel, inst: &Instance) -> (String, Vec<TokenStream>) {
+    let slot = "~".repeat(20);
+    let size = format!("\"size\":{UNKNOWN_SIZE}");
+    let align = format!("\"align\":{UNKNOWN_ALIGN}");
+    // The placeholders in the order they appear: records in parameter order, each
+    // record's two keys in serde_json's order.
+    let mut order: Vec<(usize, bool)> = json
+        .match_indices(&size)
+        .map(|(at, _)| (at, true))
+        .chain(json.match_indices(&align).map(|(at, _)| (at, false)))
+        .collect();
+    order.sort();
+    let records: Vec<Type> = kernel
+        .params
+        .iter()
+        .filter_map(|p| record_type(p, inst))
+        .collect();
+    assert_eq!(order.len(), 2 * records.len(), "two placeholders per record");
+    let numbers = order
+        .iter()
+        .enumerate()
+        .map(|(k, &(_, is_size))| {
+            let ty = &records[k / 2];
+            if is_size {
+                quote!(::core::mem::size_of::<#ty>())
+            } else {
+                quote!(::core::mem::align_of::<#ty>())
+            }
+        })
+        .collect();
+    let json = json
+        .replace(&size, &format!("\"size\":{slot}"))
+        .replace(&align, &format!("\"align\":{slot}"));
+    (json, numbers)
+}
+
+/// Host-side check that a by-value record is `Copy` (what crosses the launch ABI is
+/// its bytes), so a `Vec` or `&str` parameter fails with a clear trait error.
+pub fn copy_checks(kernel: &Kernel, inst: &Instance) -> TokenStream {
+    let checks = kernel
+        .params
+        .iter()
+        .filter(|p| p.kind == oxide_abi::ParamKind::Value)
+        .filter_map(|p| record_type(p, inst))
+        .map(|ty| {
+            quote! {
+                #[cfg(not(target_arch = "nvptx64"))]
+                const _: () = {
+                    fn kernel_parameters_by_value_must_be_copy<T: ::core::marker::Copy>() {}
+                    let _ = kernel_parameters_by_value_must_be_copy::<#ty>;
+                };
+            }
+        });
+    quote!(#(#checks)*)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    #[test]
+    fn lanes() {
+        let t = |ty: Type| lane_scalar(&ty);
+        assert_eq!(t(parse_quote!([[f32; 3]; 2])), ScalarType::F32);
+        assert_eq!(t(parse_quote!(DeviceAtomicU64)), ScalarType::U64);
+        assert_eq!(t(parse_quote!(Uniform<u32>)), ScalarType::U32);
+        assert_eq!(t(parse_quote!(Quad)), ScalarType::U8);
+        assert_eq!(t(parse_quote!((f32, f64))), ScalarType::U8);
+    }
+
+    #[test]
+    fn records_are_named_types_arrays_and_tuples() {
+        assert!(is_record(&parse_quote!(super::Quad)));
+        assert!(is_record(&parse_quote!([u64; 2])));
+        assert!(!is_record(&parse_quote!(())));
+        assert!(!is_record(&parse_quote!(&str)));
+    }
+}
