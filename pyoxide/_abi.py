@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 2
+MANIFEST_SCHEMA_VERSION = 3
 DESCRIPTOR_VERSION = 1
 
 
@@ -71,6 +71,9 @@ PARAM_KINDS: dict[str, Kind] = {
     ),
     "atomic_slice": Kind(
         "atomic_slice", 2, True, True, True, False, "AtomicSlice<{t}>", "pointer, length (u64)"
+    ),
+    "value": Kind(
+        "value", 1, False, False, False, False, "{t}", "its bytes (emulator: their address)"
     ),
 }
 

@@ -220,10 +220,11 @@ def check_array(param: ParamSpec, v: ArrayView) -> None:
             f"{n} elements of {v.itemsize} bytes at {v.ptr:#x}",
             "split the work into smaller arrays (or fix the object's array interface)",
         )  # fmt: skip
-    if n and v.itemsize and v.ptr % v.itemsize:
+    align = param.record.align if param.record else v.itemsize  # a record: its type's
+    if n and align and v.ptr % align:
         # The emulator would cope; a GPU faults on a misaligned load and loses the context.
         raise Refused(
-            ArgumentValueError, f"an array aligned to its {v.itemsize}-byte elements",
+            ArgumentValueError, f"an array aligned to its {align}-byte elements",
             f"a {v.describe()} at address {v.ptr:#x} (a view at an odd byte offset)",
             "copy it into an aligned array with x.copy() (numpy.ascontiguousarray(x) keeps "
             "an already contiguous view where it is)",

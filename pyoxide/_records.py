@@ -54,7 +54,8 @@ def lane_count(param: Any) -> int | None:
     made of that scalar alone; None for a struct known only by its bytes."""
     layout: RecordLayout = param.record
     one = int(RUST_TYPESTR[param.type][2:])
-    made_of_lanes = param.type != "u8" or layout.rust_type.startswith("[")
+    innermost = layout.rust_type.lstrip("[").split(";")[0].strip()
+    made_of_lanes = param.type != "u8" or innermost == "u8"
     if not made_of_lanes or layout.size % one:
         return None
     return layout.size // one
@@ -108,6 +109,8 @@ def value_converter(np: Any, param: Any, scalar: Callable[[Any, Any], Any]) -> A
                 raw = a.tobytes()
             elif lanes is not None and a.dtype == np.dtype(RUST_TYPESTR[param.type]):
                 raw = np.ascontiguousarray(a).tobytes()
+            elif lanes is None:  # a type known by its bytes: any numbers, laid out by the caller
+                raw = np.ascontiguousarray(a).tobytes()
             else:
                 want = f"numpy.{np.dtype(RUST_TYPESTR[param.type]).name} " if lanes else ""
                 refused(ArgumentTypeError, expected, f"an array of {a.dtype}",
@@ -141,6 +144,8 @@ def record_view(param: Any, v: ArrayView) -> ArrayView:
     )
     if lanes is not None:
         expected += f" or a {param.type} array shaped (n, ...) with {lanes} per record"
+    else:
+        expected += f" or an array shaped (n, ...) with {layout.size} bytes per row"
     if not v.is_c_contiguous():
         refused(ArgumentValueError, expected, f"a strided {v.describe()}",
                 "make it contiguous with numpy.ascontiguousarray(x)")  # fmt: skip
@@ -148,13 +153,16 @@ def record_view(param: Any, v: ArrayView) -> ArrayView:
         if len(v.shape) != 1:
             refused(ArgumentValueError, expected, v.describe(), "pass a 1-D structured array")
         n = v.shape[0]
-    elif lanes is not None and v.typestr == lane_typestr:
-        per = math.prod(v.shape[1:]) if len(v.shape) > 1 else 1
-        if per != lanes or (len(v.shape) == 1 and lanes != 1) or not v.shape:
-            refused(
-                ArgumentValueError, expected, v.describe(),
-                f"shape it (n, {lanes}) (or with the record's own dimensions)",
-            )  # fmt: skip
+    elif (lanes is not None and v.typestr == lane_typestr) or (lanes is None and v.shape):
+        # (n, ...) numbers whose trailing dimensions make one record: of the record's
+        # scalar exactly, or of any type for a record known only by its bytes.
+        per = math.prod(v.shape[1:]) * v.itemsize if v.shape else 0
+        if per != layout.size:
+            shape = (
+                f"(n, {lanes})" if lanes is not None else f"(n, ...) with {layout.size} bytes a row"
+            )
+            refused(ArgumentValueError, expected, v.describe(),
+                    f"shape it {shape} (or with the record's own dimensions)")  # fmt: skip
         n = v.shape[0]
     else:
         refused(
