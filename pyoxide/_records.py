@@ -32,6 +32,9 @@ from typing import Any, NoReturn
 from ._arrays import RUST_TYPESTR, ArrayView
 
 
+_BYTES_LIKE = (bytes, bytearray, memoryview, ctypes.Structure, ctypes.Union, ctypes.Array)
+
+
 @dataclass(frozen=True)
 class RecordLayout:
     rust_type: str
@@ -99,17 +102,15 @@ def value_converter(np: Any, param: Any, scalar: Callable[[Any, Any], Any]) -> A
 
     def convert(v: Any) -> Any:
         raw: bytes | None = None
-        if isinstance(v, (bytes, bytearray, memoryview)):
-            raw = bytes(v)
-        elif isinstance(v, (ctypes.Structure, ctypes.Union, ctypes.Array)):
+        if isinstance(v, _BYTES_LIKE):
             raw = bytes(v)
         elif isinstance(v, (np.ndarray, np.generic)):
             a = np.asarray(v)
             if a.dtype.kind == "V":
                 raw = a.tobytes()
-            elif lanes is not None and a.dtype == np.dtype(RUST_TYPESTR[param.type]):
-                raw = np.ascontiguousarray(a).tobytes()
-            elif lanes is None:  # a type known by its bytes: any numbers, laid out by the caller
+            elif lanes is None or a.dtype == np.dtype(RUST_TYPESTR[param.type]):
+                # The record's scalar exactly; or any numbers for a type known only by
+                # its bytes (the caller lays them out).
                 raw = np.ascontiguousarray(a).tobytes()
             else:
                 want = f"numpy.{np.dtype(RUST_TYPESTR[param.type]).name} " if lanes else ""

@@ -66,7 +66,7 @@ def test_record_layout_is_in_the_manifest(ports: pyoxide.Module) -> None:
 
 def test_wrong_record_values_are_refused(ports: pyoxide.Module) -> None:
     out = np.zeros(4, np.uint32)
-    with pytest.raises(ArgumentValueError, match="GridShape.*16 bytes"):
+    with pytest.raises(ArgumentValueError, match=r"GridShape.*16 bytes"):
         ports.borrowed_copy_aggregate(out, b"\0" * 12)
     with pytest.raises(ArgumentTypeError, match="GridShape"):
         ports.borrowed_copy_aggregate(out, {"counts": [1, 2, 3], "periodic": [0, 0, 0]})
