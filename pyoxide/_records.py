@@ -31,7 +31,6 @@ from typing import Any, NoReturn
 
 from ._arrays import RUST_TYPESTR, ArrayView
 
-
 _BYTES_LIKE = (bytes, bytearray, memoryview, ctypes.Structure, ctypes.Union, ctypes.Array)
 
 
