@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _abi
+from ._constants import ConstantSpec, parse_constants
 from ._policy_spec import LaunchPolicy, read_launch_policy
 from ._records import RecordLayout, parse_record
 from .errors import ArtifactError, ManifestError
@@ -158,6 +159,7 @@ class Manifest:
     # own host build of the crate, see load(emulator=)), which has no hash to check.
     emulator: tuple[Path, str | None] | None
     kernels: tuple[KernelSpec, ...] = field(default=())
+    constants: tuple[ConstantSpec, ...] = field(default=())  # `#[constant]` statics
 
     @property
     def archs(self) -> list[str]:
@@ -291,7 +293,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         value,
         "$",
         ["schema", "crate", "profile", "toolchain", "sources", "artifacts", "kernels"],
-        ["emulator"],
+        ["emulator", "constants"],
     )
     crate = c.obj(top["crate"], "crate", ["name", "version", "manifest_path"])
     tc = c.obj(
@@ -346,6 +348,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         artifacts=tuple(artifacts),
         emulator=emulator,
         kernels=tuple(kernels),
+        constants=parse_constants(c, top.get("constants", []), "constants"),
     )
 
 

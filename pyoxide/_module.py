@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _knobs
+from . import _constants, _knobs
 from ._build import Echo, Profile, find_cargo_oxide
 from ._launch import GenericKernel, Kernel, kernel_class
 from ._manifest import Manifest, read_manifest
@@ -40,6 +41,9 @@ class Module:
         self.manifest = manifest
         self.name = manifest.crate_name
         self._loaded: dict[tuple[str, int], Any] = {}
+        # `#[constant]` values set so far (pyoxide/_constants.py), by name, as bytes.
+        self._constant_values: dict[str, bytes] = {}
+        self._constants = {c.name: c for c in manifest.constants}
         self._functions: dict[tuple[str, int, str], Any] = {}
         launchers: dict[str, Launcher] = {}
         generic: dict[str, list[Kernel]] = {}
@@ -67,6 +71,9 @@ class Module:
         try:
             launcher = launchers[name]
         except KeyError:
+            setter = self._constant_setter(name)
+            if setter is not None:
+                return setter
             raise AttributeError(self._unknown(name)) from None
         # __getattr__ runs only after the normal lookup failed, which costs more than a
         # kernel launch's own host work (CPython builds and discards an AttributeError
@@ -106,6 +113,30 @@ class Module:
             f"{len(self._launchers)} kernels, {', '.join(self.manifest.archs) or 'no PTX'}>"
         )
 
+    # --- constant memory (#[constant] statics) -----------------------------------
+
+    def set_constant(self, name: str, value: Any) -> None:
+        """Set the `#[constant]` static ``name`` (``module.set_<name>(value)`` too) on
+        every backend and device the crate is loaded on, and on those it loads later."""
+        spec = self._constants.get(name)
+        if spec is None:
+            have = ", ".join(sorted(self._constants)) or "none"
+            raise KeyError(
+                f"crate {self.name} has no #[constant] static '{name}' (constants: {have})"
+            )
+        from . import backends
+
+        raw = _constants.encode(self.name, spec, value)
+        self._constant_values[name] = raw
+        for (backend_name, _device), loaded in self._loaded.items():
+            backends.get(backend_name).write_constant(loaded, name, raw)
+
+    def _constant_setter(self, name: str) -> Any:
+        for spec in self.__dict__.get("_constants", {}).values():
+            if _constants.setter_name(spec) == name:
+                return functools.partial(self.set_constant, spec.name)
+        return None
+
     # --- code per device ---------------------------------------------------------
 
     def function(self, backend: Backend, device: int, entry: str) -> Any:
@@ -117,6 +148,8 @@ class Module:
             loaded = self._loaded.get((backend.name, device))
             if loaded is None:
                 loaded = backend.load_module(self.manifest, device)
+                for name, raw in self._constant_values.items():
+                    backend.write_constant(loaded, name, raw)
                 self._loaded[(backend.name, device)] = loaded
             function = self._functions[key] = backend.get_function(loaded, entry)
         return function

@@ -54,6 +54,10 @@ class Backend(Protocol):
         """The launchable handle of one entry symbol of a loaded module."""
         ...
 
+    def write_constant(self, module: Any, name: str, raw: bytes) -> None:
+        """Write the bytes of the `#[constant]` static ``name`` in a loaded module."""
+        ...
+
     def launch(
         self,
         function: Any,

@@ -160,3 +160,33 @@ def test_no_arrays_runs_on_the_emulator_without_cupy(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(backends, "get", get)
     monkeypatch.delenv("PYOXIDE_BACKEND", raising=False)
     assert backends.select("k", []) is real_get("emu")
+
+
+def test_constant_memory(ports: pyoxide.Module, lib: ArrayLib) -> None:
+    # `#[constant] static SCALE: ConstantMemory<f32>` and `COEFFS: ConstantMemory<[f32; 4]>`,
+    # set as cuda-oxide's host sets them (`set_<name>`), before and after a launch.
+    ports.set_scale(3.0)
+    out = lib.poisoned(8, np.float32)
+    ports.multiply(out)
+    np.testing.assert_array_equal(lib.to_numpy(out), 3.0 * np.arange(8))
+    ports.set_constant("SCALE", -0.5)
+    ports.multiply(out)
+    np.testing.assert_array_equal(lib.to_numpy(out), -0.5 * np.arange(8))
+    ports.set_coeffs(np.array([2.0, 1.0, 0.0, 0.0], np.float32))
+    out = lib.poisoned(1000, np.float32)
+    ports.compute(out)
+    np.testing.assert_array_equal(lib.to_numpy(out), 2.0 * np.arange(1000, dtype=np.float32) + 1)
+
+
+def test_constant_values_are_checked(ports: pyoxide.Module) -> None:
+    with pytest.raises(ArgumentTypeError, match="set_scale"):
+        ports.set_scale("3")
+    with pytest.raises(ArgumentValueError, match=r"\[f32; 4\]"):
+        ports.set_coeffs([1.0, 2.0, 3.0])
+    with pytest.raises(KeyError, match="COEFFS"):
+        ports.set_constant("NOPE", 1.0)
+    assert {c.name: c.rust_type for c in ports.manifest.constants} == {
+        "COEFFS": "[f32; 4]",
+        "SCALE": "f32",
+        "UNUSED": "f32",
+    }

@@ -470,5 +470,8 @@ pub fn needs_libdevice(ir: &str) -> bool {
         .any(|l| l.starts_with("declare ") && l.contains(" @__nv_"))
 }
 
+mod constant;
+pub use constant::move_constant_statics;
+
 #[cfg(test)]
 mod tests;

@@ -71,6 +71,42 @@ pub struct ParamDescriptor {
     pub record: Option<RecordLayout>,
 }
 
+/// One `#[constant]` static (cuda-oxide's `ConstantMemory<T>`): the host sets its
+/// value by name before launching (`module.set_<name>(value)` in Python). Encoded in
+/// the same section as the kernels' descriptors; the `constant` key tells them apart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ConstantDescriptor {
+    /// Encoding version ([`crate::DESCRIPTOR_VERSION`]).
+    pub version: u32,
+    /// The static's name, which is also its symbol in the PTX and the emulator library.
+    pub constant: String,
+    /// The value's scalar type, or the scalar a record is made of (else `u8`).
+    #[serde(rename = "type")]
+    pub ty: ScalarType,
+    /// The value's layout when it is not a scalar (`[f32; 4]`, a struct).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordLayout>,
+}
+
+impl ConstantDescriptor {
+    /// Whether a descriptor section entry is a constant's (else a kernel's).
+    pub fn is_constant(bytes: &[u8]) -> bool {
+        serde_json::from_slice::<serde_json::Value>(bytes)
+            .is_ok_and(|v| v.get("constant").is_some())
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<ConstantDescriptor, DecodeError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+        let version = value.get("version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(crate::DESCRIPTOR_VERSION)) {
+            return Err(DecodeError::Version { found: version });
+        }
+        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+    }
+}
+
 /// A non-scalar `Copy` type crossing the launch ABI, as `core::mem` sees it on the
 /// device (the macro fills size and alignment in at compile time).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

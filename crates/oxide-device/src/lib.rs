@@ -73,6 +73,7 @@ extern crate self as oxide_device;
 
 mod arch;
 pub mod atomic;
+pub mod constant;
 pub mod debug;
 pub mod disjoint;
 pub mod dotprod;
@@ -93,10 +94,12 @@ pub mod wgmma;
 pub mod __private;
 
 pub use atomic::AtomicSlice;
+pub use constant::{ConstantMemory, ConstantMemoryValue};
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
 pub use oxide_macros::{
-    cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract, unroll,
+    constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract,
+    unroll,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

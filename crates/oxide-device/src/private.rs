@@ -169,10 +169,19 @@ mod tests {
 
     #[test]
     fn number_slots_take_the_numbers_in_order() {
-        const JSON: &str = concat!("{\"size\":", "~~~~~~~~~~~~~~~~~~~~", ",\"align\":", "~~~~~~~~~~~~~~~~~~~~", "}");
+        const JSON: &str = concat!(
+            "{\"size\":",
+            "~~~~~~~~~~~~~~~~~~~~",
+            ",\"align\":",
+            "~~~~~~~~~~~~~~~~~~~~",
+            "}"
+        );
         static BYTES: [u8; JSON.len()] = descriptor_bytes_with(JSON, &[24, 8]);
         let text = core::str::from_utf8(&BYTES).unwrap();
-        assert_eq!(text.split_whitespace().collect::<Vec<_>>().concat(), "{\"size\":24,\"align\":8}");
+        assert_eq!(
+            text.split_whitespace().collect::<Vec<_>>().concat(),
+            "{\"size\":24,\"align\":8}"
+        );
         assert_eq!(text.len(), JSON.len());
     }
 

@@ -77,7 +77,12 @@ fn mark_host_instanced(f: &mut syn::ItemFn) {
     }
     let flag = syn::Ident::new(HOST_INSTANCED, proc_macro2::Span::call_site());
     for attr in &mut f.attrs {
-        if !attr.path().segments.last().is_some_and(|s| s.ident == "kernel") {
+        if !attr
+            .path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "kernel")
+        {
             continue;
         }
         let args = match &attr.meta {
@@ -86,8 +91,8 @@ fn mark_host_instanced(f: &mut syn::ItemFn) {
             syn::Meta::NameValue(_) => return,
         };
         // Only a list without instances: flags and `launch_context = x` are not types.
-        let lists_instances = take_launch_context(args.clone())
-            .is_ok_and(|(rest, _, _)| !rest.is_empty());
+        let lists_instances =
+            take_launch_context(args.clone()).is_ok_and(|(rest, _, _)| !rest.is_empty());
         if !lists_instances {
             let path = attr.path().clone();
             let sep = if args.is_empty() { quote!() } else { quote!(,) };

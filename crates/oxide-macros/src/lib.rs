@@ -19,6 +19,7 @@ extern crate proc_macro;
 
 mod call;
 mod compat;
+mod constant;
 mod expand;
 mod host;
 mod parse;
@@ -78,6 +79,16 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(parse::LAUNCH_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[constant] static NAME: ConstantMemory<T> = ConstantMemory::UNINIT;`: a value
+/// in constant memory that the host sets before launching (cuda-oxide's constant
+/// memory; Python: `module.set_<name>(value)`). See `oxide_device::constant`.
+#[proc_macro_attribute]
+pub fn constant(attr: TokenStream, item: TokenStream) -> TokenStream {
+    constant::constant(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -158,16 +158,31 @@ pub fn elem_tokens(kernel: &Kernel, param: &Param, inst: &Instance) -> TokenStre
 /// The descriptor's `record` for a parameter, size and alignment left as placeholders
 /// (see [`patch_json`]).
 pub fn layout(param: &Param, inst: &Instance) -> Option<RecordLayout> {
-    record_type(param, inst).map(|ty| RecordLayout {
-        rust_type: compact(&ty),
+    record_type(param, inst).map(|ty| layout_of(&ty))
+}
+
+/// A record's layout with placeholders for what only the compiler knows.
+pub fn layout_of(ty: &Type) -> RecordLayout {
+    RecordLayout {
+        rust_type: compact(ty),
         size: UNKNOWN_SIZE,
         align: UNKNOWN_ALIGN,
-    })
+    }
 }
 
 /// The descriptor JSON with each record's placeholder size and alignment turned into
 /// the slots `descriptor_bytes_with` fills, and the numbers to fill them with, in order.
 pub fn patch_json(json: &str, kernel: &Kernel, inst: &Instance) -> (String, Vec<TokenStream>) {
+    let records: Vec<Type> = kernel
+        .params
+        .iter()
+        .filter_map(|p| record_type(p, inst))
+        .collect();
+    patch_json_for(json, &records)
+}
+
+/// [`patch_json`] for a JSON holding the layouts of `records`, in this order.
+pub fn patch_json_for(json: &str, records: &[Type]) -> (String, Vec<TokenStream>) {
     let slot = "~".repeat(20);
     let size = format!("\"size\":{UNKNOWN_SIZE}");
     let align = format!("\"align\":{UNKNOWN_ALIGN}");
@@ -179,12 +194,11 @@ pub fn patch_json(json: &str, kernel: &Kernel, inst: &Instance) -> (String, Vec<
         .chain(json.match_indices(&align).map(|(at, _)| (at, false)))
         .collect();
     order.sort();
-    let records: Vec<Type> = kernel
-        .params
-        .iter()
-        .filter_map(|p| record_type(p, inst))
-        .collect();
-    assert_eq!(order.len(), 2 * records.len(), "two placeholders per record");
+    assert_eq!(
+        order.len(),
+        2 * records.len(),
+        "two placeholders per record"
+    );
     let numbers = order
         .iter()
         .enumerate()

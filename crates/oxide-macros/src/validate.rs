@@ -359,11 +359,9 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
                 }
             }
         }
-        Type::Array(_) | Type::Tuple(_) => Ok((
-            ParamKind::Value,
-            element_or_record(ty, generics)?,
-            false,
-        )),
+        Type::Array(_) | Type::Tuple(_) => {
+            Ok((ParamKind::Value, element_or_record(ty, generics)?, false))
+        }
         _ => Err(unsupported(ty)),
     }
 }

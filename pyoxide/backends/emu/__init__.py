@@ -72,6 +72,7 @@ class EmuModule:
     def __init__(self, crate: str, library: ffi.Library) -> None:
         self.crate = crate
         self.library = library
+        self.symbols: Any = None  # ctypes' view of the library, for #[constant] statics
 
 
 class EmuBackend:
@@ -109,6 +110,22 @@ class EmuBackend:
                 "was built on)."
             ) from None
         return EmuModule(manifest.crate_name, library)
+
+    def write_constant(self, module: EmuModule, name: str, raw: bytes) -> None:
+        import ctypes
+
+        # The static is an exported symbol of the library (`export_name`); ctypes finds
+        # the same mapping that cffi opened (dlopen of one path shares it).
+        if module.symbols is None:
+            module.symbols = ctypes.CDLL(str(module.library.path))
+        try:
+            cell = (ctypes.c_uint8 * len(raw)).in_dll(module.symbols, name)
+        except ValueError:
+            raise LoadError(
+                f"the emulator library {module.library.path} has no #[constant] static "
+                f"'{name}'; it does not match its manifest. Fix: rebuild with `pyoxide build`."
+            ) from None
+        ctypes.memmove(ctypes.addressof(cell), raw, len(raw))
 
     def get_function(self, module: EmuModule, entry: str) -> ffi.HostEntry:
         function = module.library.entry(entry)
