@@ -61,7 +61,9 @@ def encode(module: str, spec: ConstantSpec, value: Any) -> bytes:
     try:
         converted = _converter(np, param)(value)
     except Refused as r:
-        raise r.cls(f"{module}.set_{spec.name.lower()}", spec.name, r.expected, r.got, r.fix)
+        raise r.cls(
+            f"{module}.set_{spec.name.lower()}", spec.name, r.expected, r.got, r.fix
+        ) from None
     return bytes(np.asarray(converted).tobytes())
 
 
