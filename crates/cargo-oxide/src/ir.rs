@@ -380,6 +380,8 @@ pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -
                     .iter()
                     .map(String::as_str)
                     .filter(|f| !words.contains(&f.split(' ').next().unwrap_or("")))
+                    // An unused slice is `readnone`, which LLVM refuses beside `readonly`.
+                    .filter(|f| !(*f == "readonly" && words.contains(&"readnone")))
                     .collect();
                 if new.is_empty() {
                     param.to_string()

@@ -204,3 +204,37 @@ fn slice_pointers_get_what_rust_types_prove() {
     let short = "define void @k(float %0) #1 {\n";
     assert!(annotate_params(short, &kernels).is_err());
 }
+
+#[test]
+fn an_unused_slice_stays_readnone() {
+    // rustc marks a slice no code reads `readnone`; `readonly` beside it breaks the module.
+    use oxide_abi::descriptor::{ParamDescriptor, SourceLocation};
+    let d = KernelDescriptor {
+        version: 1,
+        name: "k".into(),
+        entry: "k".into(),
+        instance: vec![],
+        params: vec![ParamDescriptor {
+            name: "x".into(),
+            kind: ParamKind::Slice,
+            ty: oxide_abi::ScalarType::F32,
+            mutable: false,
+            record: None,
+        }],
+        is_unsafe: false,
+        launch_bounds: None,
+        launch: None,
+        source: SourceLocation {
+            module: "m".into(),
+            file: "f".into(),
+            line: 1,
+        },
+    };
+    let mut kernels = BTreeMap::new();
+    kernels.insert("k".to_string(), param_facts(&d));
+    let line = "define void @k(ptr readnone %0, i64 %1) #1 {\n";
+    assert_eq!(
+        annotate_params(line, &kernels).unwrap(),
+        "define void @k(ptr noalias align 4 readnone %0, i64 %1) #1 {\n"
+    );
+}
