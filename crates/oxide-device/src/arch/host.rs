@@ -239,6 +239,14 @@ pub(crate) fn dynamic_shared_bytes() -> usize {
     DYNAMIC_SHARED_LEN.with(Cell::get)
 }
 
+/// What a GPU reports as `%total_smem_size`, as far as the emulator knows it: the
+/// dynamic bytes. Its `SharedArray` statics live apart, one host allocation each, so
+/// they add nothing here (see the porting guide).
+#[inline]
+pub(crate) fn total_shared_bytes() -> usize {
+    dynamic_shared_bytes()
+}
+
 /// Make `base` the dynamic shared memory of the current OS thread's emulated thread
 /// (the emulator points every thread of a block at that block's buffer); null goes
 /// back to the per-OS-thread fallback. Returns the previous setting.
