@@ -190,3 +190,19 @@ def test_constant_values_are_checked(ports: pyoxide.Module) -> None:
         "SCALE": "f32",
         "UNUSED": "f32",
     }
+
+
+def test_swizzled_transpose(ports: pyoxide.Module, lib: ArrayLib) -> None:
+    # cuda-oxide's swizzle_smem: a 32x32 tile through `Swizzle<5, 0, 5>` on both sides.
+    x = RNG.standard_normal((32, 32)).astype(np.float32)
+    out = lib.poisoned(32 * 32, np.float32)
+    ports.swizzled_transpose.launch(lib.asarray(x.ravel()), out, grid=1, block=(32, 32))
+    np.testing.assert_array_equal(lib.to_numpy(out).reshape(32, 32), x.T)
+
+
+@pytest.mark.parametrize("dynamic", [0, 1024])
+def test_shared_memory_sizes(ports: pyoxide.Module, lib: ArrayLib, dynamic: int) -> None:
+    out = lib.poisoned(2, np.uint32)
+    ports.smem_sizes.launch(out, grid=1, block=32, shared_mem=dynamic)
+    got = lib.to_numpy(out)
+    assert got[0] == dynamic and got[1] >= dynamic

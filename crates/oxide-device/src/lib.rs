@@ -84,6 +84,7 @@ pub mod mma;
 pub mod prelude;
 pub mod print;
 pub mod shared;
+pub mod swizzle;
 pub mod thread;
 pub mod vector;
 pub mod warp;
