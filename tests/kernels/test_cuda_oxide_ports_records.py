@@ -206,3 +206,15 @@ def test_shared_memory_sizes(ports: pyoxide.Module, lib: ArrayLib, dynamic: int)
     ports.smem_sizes.launch(out, grid=1, block=32, shared_mem=dynamic)
     got = lib.to_numpy(out)
     assert got[0] == dynamic and got[1] >= dynamic
+
+
+def test_cooperative_group_tiles(ports: pyoxide.Module, lib: ArrayLib) -> None:
+    x = RNG.integers(0, 1000, 512, dtype=np.uint32)
+    out = lib.poisoned((512, 4), np.uint32)
+    ports.tile_collectives(lib.asarray(x), out)
+    tiles = x.reshape(-1, 8)
+    rank = np.tile(np.arange(8, dtype=np.uint32), 64)
+    ballot = ((tiles % 2).astype(np.uint32) << np.arange(8, dtype=np.uint32)).sum(axis=1)
+    down = np.concatenate([tiles[:, 1:], tiles[:, 7:]], axis=1).ravel()
+    want = np.stack([rank, np.repeat(ballot, 8), np.repeat(tiles[:, 0], 8), down], axis=1)
+    np.testing.assert_array_equal(lib.to_numpy(out), want)
