@@ -225,3 +225,45 @@ def test_generic_kernels_without_instances_build_without_entries(ports: pyoxide.
     # instances; with the host code gone there are none, and the crate still builds.
     assert not [k for k in ports.kernels if k.startswith("copy_generic")]
     assert "copy_quads" in ports.kernels  # the crate's other kernels are there
+
+
+def _f16_bits(x: np.ndarray, toward_zero: bool) -> np.ndarray:
+    with np.errstate(over="ignore"):  # 70000 rounds to infinity: what the GPU does too
+        rn = x.astype(np.float16)
+    if toward_zero:  # nearest, then one step back where that went past x
+        past = np.abs(rn.astype(np.float32)) > np.abs(x)
+        rn = np.where(past & np.isfinite(x), np.nextafter(rn, np.float16(0)), rn)
+    return rn.view(np.uint16).astype(np.uint32)
+
+
+def _bf16_bits(x: np.ndarray, toward_zero: bool) -> np.ndarray:
+    b = x.view(np.uint32).astype(np.uint64)
+    if not toward_zero:  # nearest, ties to even
+        b = b + 0x7FFF + ((b >> 16) & 1)
+    return ((b >> 16) & 0xFFFF).astype(np.uint32)
+
+
+@pytest.mark.parametrize("lo, hi", [(1.00048828125, -3.14159), (-0.7, 70000.0), (1e-6, 2.5)])
+def test_packed_conversions(ports: pyoxide.Module, lib: ArrayLib, lo: float, hi: float) -> None:
+    # cuda-oxide's cvt_packed: f32 pairs to f16x2/bf16x2 with each rounding, and back.
+    x = np.array([lo, hi], np.float32)
+    relu = np.maximum(x, np.float32(0))
+
+    def pack(bits: np.ndarray) -> int:
+        return int(bits[0] | (bits[1] << 16))
+
+    want = [
+        pack(_f16_bits(x, False)),
+        pack(_f16_bits(x, True)),
+        pack(_f16_bits(relu, False)),
+        pack(_bf16_bits(relu, False)),
+        pack(_bf16_bits(x, True)),
+    ]
+    out = lib.zeros(5, np.uint32)
+    ports.cvt_packed_variants(lo, hi, out)
+    assert lib.to_numpy(out).tolist() == want
+    f16 = _f16_bits(x, False).astype(np.uint16).view(np.float16).astype(np.float32)
+    bf16 = (_bf16_bits(x, True) << 16).astype(np.uint32).view(np.float32)
+    unpacked = lib.zeros(8, np.float32)
+    ports.cvt_packed_unpack(lo, hi, unpacked)
+    np.testing.assert_array_equal(lib.to_numpy(unpacked), np.concatenate([f16, f16, bf16, bf16]))

@@ -74,6 +74,7 @@ extern crate self as oxide_device;
 mod arch;
 pub mod atomic;
 pub mod constant;
+pub mod convert;
 pub mod cooperative_groups;
 pub mod debug;
 pub mod disjoint;
