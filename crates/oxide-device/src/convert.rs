@@ -7,90 +7,36 @@
 //! (sm_80); on the emulator the same roundings are computed in software. A NaN packs
 //! as the canonical NaN (`0x7fff`), as the GPU's packing conversions give it.
 
-use crate::{bf16, f16};
+use crate::{arch, bf16, f16};
 
-/// Rounding of a packing conversion.
-#[derive(Clone, Copy)]
-enum Round {
-    Nearest,
-    Zero,
+/// Two `f32` to a packed `f16x2`, rounded to nearest even.
+#[inline(always)]
+pub fn cvt_f16x2_f32(lo: f32, hi: f32) -> u32 {
+    arch::cvt_rn_f16x2_f32(lo, hi)
 }
 
-const CANONICAL_NAN: u16 = 0x7fff;
-
-fn f16_bits(x: f32, round: Round, relu: bool) -> u16 {
-    if x.is_nan() {
-        return CANONICAL_NAN;
-    }
-    let x = if relu && x < 0.0 { 0.0 } else { x };
-    let nearest = f16::from_f32(x);
-    match round {
-        Round::Nearest => nearest.to_bits(),
-        // Round to nearest, then step back toward zero if that went past `x` (f16's
-        // magnitudes are ordered as their bit patterns; f16 -> f32 is exact).
-        Round::Zero if x.is_infinite() => nearest.to_bits(),
-        Round::Zero if nearest.to_f32().abs() > x.abs() => nearest.to_bits() - 1,
-        Round::Zero => nearest.to_bits(),
-    }
+/// Two `f32` to a packed `f16x2`, rounded toward zero (no overflow to infinity).
+#[inline(always)]
+pub fn cvt_rz_f16x2_f32(lo: f32, hi: f32) -> u32 {
+    arch::cvt_rz_f16x2_f32(lo, hi)
 }
 
-fn bf16_bits(x: f32, round: Round, relu: bool) -> u16 {
-    if x.is_nan() {
-        return CANONICAL_NAN;
-    }
-    let x = if relu && x < 0.0 { 0.0 } else { x };
-    match round {
-        Round::Nearest => bf16::from_f32(x).to_bits(),
-        Round::Zero => (x.to_bits() >> 16) as u16, // truncation is rounding toward zero
-    }
+/// Two `f32` to a packed `f16x2`, negatives to `+0`, rounded to nearest even.
+#[inline(always)]
+pub fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 {
+    arch::cvt_rn_relu_f16x2_f32(lo, hi)
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
-fn pack(lo: u16, hi: u16) -> u32 {
-    (u32::from(hi) << 16) | u32::from(lo)
+/// Two `f32` to a packed `bf16x2`, negatives to `+0`, rounded to nearest even.
+#[inline(always)]
+pub fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 {
+    arch::cvt_rn_relu_bf16x2_f32(lo, hi)
 }
 
-macro_rules! packing {
-    ($($(#[$doc:meta])* $name:ident: $ptx:literal, $conv:ident, $round:expr, $relu:expr;)*) => {$(
-        $(#[$doc])*
-        #[inline(always)]
-        pub fn $name(lo: f32, hi: f32) -> u32 {
-            #[cfg(target_arch = "nvptx64")]
-            {
-                let _ = ($conv, $round, $relu); // the emulator's definition of the same
-                let packed: u32;
-                // SAFETY: a register-only conversion (sm_80+). PTX puts the first
-                // source operand in the upper half.
-                unsafe {
-                    core::arch::asm!(
-                        concat!($ptx, " {d}, {hi}, {lo};"),
-                        d = out(reg32) packed,
-                        hi = in(reg32) hi,
-                        lo = in(reg32) lo,
-                        options(pure, nomem, nostack, preserves_flags)
-                    )
-                };
-                packed
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            {
-                pack($conv(lo, $round, $relu), $conv(hi, $round, $relu))
-            }
-        }
-    )*};
-}
-
-packing! {
-    /// Two `f32` to a packed `f16x2`, rounded to nearest even.
-    cvt_f16x2_f32: "cvt.rn.f16x2.f32", f16_bits, Round::Nearest, false;
-    /// Two `f32` to a packed `f16x2`, rounded toward zero (no overflow to infinity).
-    cvt_rz_f16x2_f32: "cvt.rz.f16x2.f32", f16_bits, Round::Zero, false;
-    /// Two `f32` to a packed `f16x2`, negatives to `+0`, rounded to nearest even.
-    cvt_rn_relu_f16x2_f32: "cvt.rn.relu.f16x2.f32", f16_bits, Round::Nearest, true;
-    /// Two `f32` to a packed `bf16x2`, negatives to `+0`, rounded to nearest even.
-    cvt_rn_relu_bf16x2_f32: "cvt.rn.relu.bf16x2.f32", bf16_bits, Round::Nearest, true;
-    /// Two `f32` to a packed `bf16x2`, rounded toward zero.
-    cvt_rz_bf16x2_f32: "cvt.rz.bf16x2.f32", bf16_bits, Round::Zero, false;
+/// Two `f32` to a packed `bf16x2`, rounded toward zero.
+#[inline(always)]
+pub fn cvt_rz_bf16x2_f32(lo: f32, hi: f32) -> u32 {
+    arch::cvt_rz_bf16x2_f32(lo, hi)
 }
 
 /// A packed `f16x2`'s two values, low half first (the inverse of [`cvt_f16x2_f32`]).

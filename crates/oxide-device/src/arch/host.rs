@@ -7,6 +7,8 @@
 use core::cell::Cell;
 
 mod block;
+mod convert;
+pub(crate) use convert::*;
 pub(crate) mod engine;
 mod fault;
 mod mma;
