@@ -160,9 +160,10 @@ class CupyBackend:
         host = np.frombuffer(raw, dtype=np.uint8)
         try:
             with self._cp.cuda.Device(device):
-                # cuModuleGetGlobal: the static's `.const` bytes in this module.
-                target = loaded.get_global(name)
-                target.copy_from_host(host.ctypes.data, host.nbytes)
+                # cuModuleGetGlobal: the address of the static's `.const` bytes.
+                target = loaded.get_global_var(name)
+                runtime = self._cp.cuda.runtime
+                runtime.memcpy(target, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice)
         except self._cp.cuda.driver.CUDADriverError as e:
             raise LoadError(
                 f"cannot set the #[constant] static '{name}' on device {device}: {e}. "
