@@ -51,6 +51,10 @@ class Refused(Exception):
         self.cls, self.expected, self.got, self.fix = cls, expected, got, fix
 
 
+def _refuse(cls: type[ArgumentError], expected: str, got: str, fix: str) -> NoReturn:
+    raise Refused(cls, expected, got, fix)
+
+
 def describe_value(value: Any) -> str:
     if value is None:
         return "None"
@@ -70,7 +74,7 @@ def describe_value(value: Any) -> str:
 
 def _converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
     if param.record is not None:  # a struct, enum, tuple or [T; N] by value
-        return _records.value_converter(np, param, _scalar_converter)
+        return _records.value_converter(np, param, _scalar_converter, _refuse)
     return _scalar_converter(np, param)
 
 
@@ -307,7 +311,7 @@ class ArgumentPlan:
                 ) from None
             if v is not None and p.record is not None:
                 try:
-                    v = _records.record_view(p, v)  # counted in records from here on
+                    v = _records.record_view(p, v, _refuse)  # counted in records from here on
                 except Refused as r:
                     raise self.refuse(p.name, r) from None
             out.append(v)

@@ -11,7 +11,6 @@ wherever it gets loaded. Until set, a constant holds zeros.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,26 +44,6 @@ def parse_constants(c: Any, value: Any, where: str) -> tuple[ConstantSpec, ...]:
             )
         )
     return tuple(out)
-
-
-def encode(module: str, spec: ConstantSpec, value: Any) -> bytes:
-    """The bytes of ``value`` for ``spec``, checked as a parameter of its type would be;
-    errors name the module's setter."""
-    import numpy as np
-
-    from ._args import Refused, _converter
-    from ._manifest import ParamSpec
-
-    kind = "value" if spec.record else "scalar"
-    param = ParamSpec(name=spec.name, kind=kind, type=spec.type, mutable=False)
-    param = dataclasses.replace(param, record=spec.record)
-    try:
-        converted = _converter(np, param)(value)
-    except Refused as r:
-        raise r.cls(
-            f"{module}.set_{spec.name.lower()}", spec.name, r.expected, r.got, r.fix
-        ) from None
-    return bytes(np.asarray(converted).tobytes())
 
 
 def setter_name(spec: ConstantSpec) -> str:

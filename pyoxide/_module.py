@@ -126,7 +126,7 @@ class Module:
             )
         from . import backends
 
-        raw = _constants.encode(self.name, spec, value)
+        raw = _encode_constant(self.name, spec, value)
         self._constant_values[name] = raw
         for (backend_name, _device), loaded in self._loaded.items():
             backends.get(backend_name).write_constant(loaded, name, raw)
@@ -264,3 +264,22 @@ def load_bundled() -> Module:
         "kernels_rs source beside the package. Fix: reinstall pyoxide, or from a source "
         "checkout run `pyoxide build --bundled`."
     )
+
+
+def _encode_constant(module: str, spec: _constants.ConstantSpec, value: Any) -> bytes:
+    """The bytes of a `#[constant]` value, checked as a parameter of its Rust type would
+    be (errors name the module's setter)."""
+    import numpy as np
+
+    from ._args import Refused, _converter
+    from ._manifest import ParamSpec
+
+    kind = "value" if spec.record else "scalar"
+    param = ParamSpec(spec.name, kind, spec.type, mutable=False, record=spec.record)
+    try:
+        converted = _converter(np, param)(value)
+    except Refused as r:
+        raise r.cls(
+            f"{module}.{_constants.setter_name(spec)}", spec.name, r.expected, r.got, r.fix
+        ) from None
+    return bytes(np.asarray(converted).tobytes())

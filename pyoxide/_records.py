@@ -69,18 +69,17 @@ def record_dtype(np: Any, layout: RecordLayout) -> Any:
     return np.dtype({"names": ["bytes"], "formats": [(np.uint8, (layout.size,))]})
 
 
-def _refused(cls: Any, expected: str, got: str, fix: str) -> NoReturn:
-    from ._args import Refused
+#: Raises the argument rules' refusal: ``refuse(cls, expected, got, fix)`` (given by
+#: pyoxide/_args.py, which this module sits below).
+Refuse = Callable[[Any, str, str, str], NoReturn]
 
-    raise Refused(cls, expected, got, fix)
 
-
-def value_converter(np: Any, param: Any, scalar: Callable[[Any, Any], Any]) -> Any:
+def value_converter(
+    np: Any, param: Any, scalar: Callable[[Any, Any], Any], refused: Refuse
+) -> Callable[[Any], Any]:
     """The converter of a by-value record parameter: value -> NumPy structured scalar.
     ``scalar(np, param)`` is the scalar converter, used for one lane."""
     from .errors import ArgumentTypeError, ArgumentValueError
-
-    refused = _refused
 
     layout: RecordLayout = param.record
     lanes = lane_count(param)
@@ -128,13 +127,12 @@ def value_converter(np: Any, param: Any, scalar: Callable[[Any, Any], Any]) -> A
     return convert
 
 
-def record_view(param: Any, v: ArrayView) -> ArrayView:
+def record_view(param: Any, v: ArrayView, refused: Refuse) -> ArrayView:
     """Check an array given for a slice (or pointer) of records and describe it as what
     the kernel sees: a 1-D array of records (so lengths, grids and overlap checks count
     records)."""
     from .errors import ArgumentTypeError, ArgumentValueError
 
-    refused = _refused
     layout: RecordLayout = param.record
     lanes = lane_count(param)
     lane_typestr = RUST_TYPESTR[param.type]

@@ -76,6 +76,9 @@ unsafe impl<T: ConstantMemoryValue + Send> Sync for ConstantMemory<T> {}
 
 impl<T: ConstantMemoryValue> ConstantMemory<T> {
     /// All zeros until the host sets it (as cuda-oxide's `UNINIT` is).
+    // A const with an `UnsafeCell` is what initialises a `static` here (each use is a
+    // fresh value, which is the point).
+    #[allow(clippy::declare_interior_mutable_const)]
     // SAFETY: every ConstantMemoryValue is valid as zeros (numbers, arrays and tuples
     // of them, null pointers).
     pub const UNINIT: Self = ConstantMemory(UnsafeCell::new(unsafe {

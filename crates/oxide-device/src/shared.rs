@@ -308,6 +308,21 @@ impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
     }
 }
 
+/// Bytes of dynamic shared memory this launch gave the block (cuda-oxide's name for
+/// [`DynamicSharedArray::bytes`]; PTX `%dynamic_smem_size`).
+#[inline(always)]
+pub fn dynamic_smem_size() -> u32 {
+    arch::dynamic_shared_bytes() as u32
+}
+
+/// Bytes of shared memory a block of this launch has, its `SharedArray`s and the
+/// dynamic region together (PTX `%total_smem_size`). On the emulator, the dynamic bytes
+/// only: its `SharedArray`s are separate host allocations.
+#[inline(always)]
+pub fn total_smem_size() -> u32 {
+    arch::total_shared_bytes() as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,19 +391,4 @@ mod tests {
         let p = crate::arch::shared_static(TILE.data.get().cast(), 32, 256);
         assert_eq!(p as usize % 256, 0);
     }
-}
-
-/// Bytes of dynamic shared memory this launch gave the block (cuda-oxide's name for
-/// [`DynamicSharedArray::bytes`]; PTX `%dynamic_smem_size`).
-#[inline(always)]
-pub fn dynamic_smem_size() -> u32 {
-    arch::dynamic_shared_bytes() as u32
-}
-
-/// Bytes of shared memory a block of this launch has, its `SharedArray`s and the
-/// dynamic region together (PTX `%total_smem_size`). On the emulator, the dynamic bytes
-/// only: its `SharedArray`s are separate host allocations.
-#[inline(always)]
-pub fn total_smem_size() -> u32 {
-    arch::total_shared_bytes() as u32
 }

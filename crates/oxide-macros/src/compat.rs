@@ -77,11 +77,11 @@ fn mark_host_instanced(f: &mut syn::ItemFn) {
     }
     let flag = syn::Ident::new(HOST_INSTANCED, proc_macro2::Span::call_site());
     for attr in &mut f.attrs {
-        if !attr
+        if attr
             .path()
             .segments
             .last()
-            .is_some_and(|s| s.ident == "kernel")
+            .is_none_or(|s| s.ident != "kernel")
         {
             continue;
         }

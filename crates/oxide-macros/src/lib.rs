@@ -24,6 +24,7 @@ mod expand;
 mod host;
 mod parse;
 mod printf;
+mod record_types;
 mod records;
 mod shared;
 mod validate;

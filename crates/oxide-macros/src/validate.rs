@@ -57,6 +57,18 @@ pub struct Instance {
     pub entry: String,
 }
 
+impl Instance {
+    /// `ty` with this instance's generic arguments in place of the kernel's parameters.
+    pub fn bind(&self, ty: &Type) -> Type {
+        crate::record_types::bind(ty, |name| {
+            self.args
+                .iter()
+                .find(|a| a.param == *name)
+                .map(|a| &a.value)
+        })
+    }
+}
+
 pub struct InstanceArg {
     pub param: Ident,
     pub is_const: bool,
@@ -75,7 +87,7 @@ impl Kernel {
         match &param.elem {
             Elem::Scalar(t) => *t,
             Elem::Generic(i) => instance.args[*i].scalar.expect("validated"),
-            Elem::Record(ty) => crate::records::lane_scalar(&crate::records::bind(ty, instance)),
+            Elem::Record(ty) => crate::record_types::lane_scalar(&instance.bind(ty)),
         }
     }
 }
@@ -379,7 +391,9 @@ fn index_space_arg(kind: ParamKind, space: &Type, ty: &Type) -> Result<(), syn::
 fn element_or_record(ty: &Type, generics: &[(&Ident, bool)]) -> Result<Elem, syn::Error> {
     match element(ty, generics) {
         Ok(e) => Ok(e),
-        Err(_) if crate::records::is_record(strip(ty)) => Ok(Elem::Record(Box::new(ty.clone()))),
+        Err(_) if crate::record_types::is_record(strip(ty)) => {
+            Ok(Elem::Record(Box::new(ty.clone())))
+        }
         Err(e) => Err(e),
     }
 }
