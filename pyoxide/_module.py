@@ -57,6 +57,12 @@ class Module:
             if name not in launchers:  # an entry symbol wins over the generic name
                 launchers[name] = GenericKernel(name, instances)
         self._launchers = launchers
+        # cuda-oxide's `module.set_<name>(value)` per `#[constant]` (a kernel of that
+        # name keeps it).
+        for constant in manifest.constants:
+            setter = _constants.setter_name(constant)
+            if setter not in launchers:
+                self.__dict__[setter] = functools.partial(self.set_constant, constant.name)
 
     # --- kernels as attributes ---------------------------------------------------
 
@@ -71,9 +77,6 @@ class Module:
         try:
             launcher = launchers[name]
         except KeyError:
-            setter = self._constant_setter(name)
-            if setter is not None:
-                return setter
             raise AttributeError(self._unknown(name)) from None
         # __getattr__ runs only after the normal lookup failed, which costs more than a
         # kernel launch's own host work (CPython builds and discards an AttributeError
@@ -130,12 +133,6 @@ class Module:
         self._constant_values[name] = raw
         for (backend_name, _device), loaded in self._loaded.items():
             backends.get(backend_name).write_constant(loaded, name, raw)
-
-    def _constant_setter(self, name: str) -> Any:
-        for spec in self.__dict__.get("_constants", {}).values():
-            if _constants.setter_name(spec) == name:
-                return functools.partial(self.set_constant, spec.name)
-        return None
 
     # --- code per device ---------------------------------------------------------
 
