@@ -45,6 +45,7 @@ fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
         kind,
         ty,
         mutable,
+        record: None,
     }
 }
 
