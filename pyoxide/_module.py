@@ -31,6 +31,11 @@ Launcher = Kernel | GenericKernel
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_CRATE = "kernels_rs"
+#: The bundled kernels that need the arch-specific sm_90a target, built apart (a plain
+#: target's build refuses them) and reached through kernels_rs's launchers
+#: (pyoxide/_twins.py).
+BUNDLED_SM90A_CRATE = "kernels_sm90a"
+BUNDLED_SM90A_ARCH = "sm_90a"
 
 
 class Module:
@@ -97,6 +102,11 @@ class Module:
         hint = f" Did you mean '{close[0]}'?" if close else ""
         have = ", ".join(sorted(self._launchers)) or "none"
         return f"crate {self.name} has no kernel '{name}' (kernels: {have}).{hint}"
+
+    def _replace(self, name: str, launcher: Any) -> None:
+        """Serve ``name`` with ``launcher`` (a kernel's arch-specific twin picker)."""
+        self._launchers[name] = launcher
+        self.__dict__.pop(name, None)
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._launchers))
@@ -215,15 +225,15 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def bundled_manifest_path() -> Path | None:
-    """The prebuilt manifest of the bundled kernels, when it ships with the package."""
-    p = _PACKAGE_DIR / "_prebuilt" / f"{BUNDLED_CRATE}.manifest.json"
+def bundled_manifest_path(crate: str = BUNDLED_CRATE) -> Path | None:
+    """The prebuilt manifest of a bundled crate, when it ships with the package."""
+    p = _PACKAGE_DIR / "_prebuilt" / f"{crate}.manifest.json"
     return p if p.is_file() else None
 
 
-def bundled_crate_dir() -> Path | None:
-    """The bundled kernel crate's source (a source checkout only)."""
-    p = _PACKAGE_DIR.parent / BUNDLED_CRATE
+def bundled_crate_dir(crate: str = BUNDLED_CRATE) -> Path | None:
+    """A bundled kernel crate's source (a source checkout only)."""
+    p = _PACKAGE_DIR.parent / crate
     return p if (p / "Cargo.toml").is_file() else None
 
 
@@ -235,32 +245,39 @@ def _has_cargo_oxide() -> bool:
     return True
 
 
-def load_bundled() -> Module:
-    """The bundled ``kernels_rs``.
-
-    An installed pyoxide loads the artifacts that ship in pyoxide/_prebuilt. A source
+def _load_bundled(crate: str, arch: str | None) -> Module | None:
+    """An installed pyoxide loads the artifacts that ship in pyoxide/_prebuilt. A source
     checkout with a Rust toolchain builds from source instead (cached: a no-op while
     nothing changed), since a _prebuilt there may be older than the source beside it;
     without a toolchain (a GPU machine the artifacts were carried to: no cargo-oxide, or
-    one that reports the Rust toolchain missing) it uses _prebuilt.
-    """
-    prebuilt = bundled_manifest_path()
-    crate = bundled_crate_dir()
-    if crate is not None and (prebuilt is None or _has_cargo_oxide()):
+    one that reports the Rust toolchain missing) it uses _prebuilt. None: neither."""
+    prebuilt = bundled_manifest_path(crate)
+    source = bundled_crate_dir(crate)
+    if source is not None and (prebuilt is None or _has_cargo_oxide()):
         try:
-            return load(crate)
+            return load(source, arch=arch)
         except ToolchainError:
             if prebuilt is None:
                 raise
             # cargo-oxide is there (a checkout's pyoxide/_bin copy) but not the Rust
             # toolchain it drives: a machine the artifacts were carried to.
-    if prebuilt is not None:
-        return load(prebuilt)
-    raise LoadError(
-        "the bundled kernels are missing: no prebuilt artifacts in pyoxide/_prebuilt and no "
-        "kernels_rs source beside the package. Fix: reinstall pyoxide, or from a source "
-        "checkout run `pyoxide build --bundled`."
-    )
+    return load(prebuilt) if prebuilt is not None else None
+
+
+def load_bundled() -> Module:
+    """The bundled ``kernels_rs``, with its launchers that have an sm_90a twin
+    (``gemm_bf16``) wired to pick it where it runs (pyoxide/_twins.py)."""
+    module = _load_bundled(BUNDLED_CRATE, None)
+    if module is None:
+        raise LoadError(
+            "the bundled kernels are missing: no prebuilt artifacts in pyoxide/_prebuilt and "
+            "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
+            "source checkout run `pyoxide build --bundled`."
+        )
+    from ._twins import add_twins
+
+    add_twins(module, lambda: _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH))
+    return module
 
 
 def _encode_constant(module: str, spec: _constants.ConstantSpec, value: Any) -> bytes:

@@ -9,7 +9,12 @@ import click
 from .._abi import MIN_ARCH
 from .._build import build, crate_manifest
 from .._manifest import read_manifest
-from .._module import BUNDLED_CRATE, bundled_crate_dir
+from .._module import (
+    BUNDLED_CRATE,
+    BUNDLED_SM90A_ARCH,
+    BUNDLED_SM90A_CRATE,
+    bundled_crate_dir,
+)
 from .._stubs import write_stub
 from ..errors import BuildError
 from ._exit import reporting_errors, usage_error
@@ -112,3 +117,26 @@ def build_command(
             click.echo(f"  stubs:    {stub}")
             if stub_module is not None:
                 click.echo(f"  stubs:    {write_stub(manifest, stub_module)}")
+        if bundled:
+            _build_sm90a(release, out_dir, emulator, quiet)
+
+
+def _build_sm90a(release: bool, out_dir: Path | None, emulator: bool, quiet: bool) -> None:
+    """The bundled sm_90a twins (pyoxide/_twins.py), beside kernels_rs's artifacts."""
+    path = bundled_crate_dir(BUNDLED_SM90A_CRATE)
+    if path is None:
+        raise usage_error(f"--bundled needs a source checkout with {BUNDLED_SM90A_CRATE}/")
+    result = build(
+        path,
+        arch=[BUNDLED_SM90A_ARCH],
+        profile="release" if release else "debug",
+        out_dir=out_dir,
+        emulator=emulator,
+        echo=None if quiet else (lambda line: click.echo(line, err=True)),
+    )
+    manifest = read_manifest(result.manifest)
+    click.echo(
+        f"built {manifest.crate_name}: {', '.join(k.entry for k in manifest.kernels)} "
+        f"for {BUNDLED_SM90A_ARCH}"
+    )
+    click.echo(f"  manifest: {manifest.path}")

@@ -133,3 +133,25 @@ def cuda_oxide_ports_manifest() -> Path:
     if out.returncode != 0:
         raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
     return Path(json.loads(out.stdout)["manifest"])
+
+
+SM90A_CRATE = REPO / "kernels_sm90a" / "Cargo.toml"
+SM90A_PACKAGED = REPO / "pyoxide" / "_prebuilt" / "kernels_sm90a.manifest.json"
+
+
+@functools.cache
+def sm90a_kernels_manifest() -> Path:
+    """kernels_sm90a built for sm_90a with its emulator library (which refuses the
+    kernels) by this checkout's cargo-oxide; without cargo, the packaged build
+    (`pyoxide build --bundled`) that was carried."""
+    exe = workspace_cargo_oxide()
+    if exe is None:
+        return SM90A_PACKAGED
+    out = subprocess.run(
+        [exe, "oxide", "build", "--manifest-path", str(SM90A_CRATE), "--arch", "sm_90a",
+         "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
+    return Path(json.loads(out.stdout)["manifest"])

@@ -375,7 +375,9 @@ pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -
                     return param.to_string();
                 };
                 let words: Vec<&str> = rest.split(' ').collect();
-                // An attribute rustc already wrote (`align 4`, `noalias`) is kept as is.
+                // An attribute rustc already wrote (`align 4`, `noalias`) is kept as is;
+                // `readnone` (a slice the kernel never reads, only measures) says more
+                // than `readonly`, and LLVM refuses the two together.
                 let new: Vec<&str> = facts
                     .iter()
                     .map(String::as_str)

@@ -75,6 +75,8 @@ impl Bundle {
             .iter()
             .flat_map(|c| ["src", "Cargo.toml"].map(|f| src.join("crates").join(c).join(f)))
             .chain([src.join("Cargo.toml"), src.join("Cargo.lock")])
+            // `pyoxide build --bundled` also builds the sm_90a twins (pyoxide/_twins.py).
+            .chain(["src", "Cargo.toml"].map(|f| src.join("kernels_sm90a").join(f)))
             .collect();
         python_sources(&src.join("pyoxide"), &mut inputs);
         inputs

@@ -13,7 +13,9 @@
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
 //! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
-//! | [`wgmma`] | sm_90: `wgmma_m64n64k16_f32_bf16` (sm_90a) with fence/commit/wait and `smem_descriptor`, `mbarrier_*`, TMA `cp_async_bulk_tensor_2d_global_to_shared`; not emulated (refused by name) |
+//! | [`wgmma`] | sm_90a: `wgmma_m64n64k16_f32_bf16`, `wgmma_m64n256k16_f32_bf16` with fence/commit/wait, `smem_descriptor`, `shared_address`, `setmaxnreg_inc`/`_dec`; not emulated (refused by name) |
+//! | [`barrier`] | `mbarrier` ([`Barrier`](barrier::Barrier), `mbarrier_init`, `mbarrier_arrive`, `mbarrier_arrive_expect_tx`, `mbarrier_try_wait_parity`, `mbarrier_wait`…), `fence_proxy_async_shared_cta`; not emulated |
+//! | [`tma`] | sm_90: [`TmaDescriptor`](tma::TmaDescriptor), `cp_async_bulk_tensor_2d_g2s`; not emulated |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
 //! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |
@@ -73,6 +75,7 @@ extern crate self as oxide_device;
 
 mod arch;
 pub mod atomic;
+pub mod barrier;
 pub mod constant;
 pub mod convert;
 pub mod cooperative_groups;
@@ -88,6 +91,7 @@ pub mod print;
 pub mod shared;
 pub mod swizzle;
 pub mod thread;
+pub mod tma;
 pub mod vector;
 pub mod warp;
 pub mod wgmma;

@@ -1,12 +1,11 @@
-//! sm_90 (Hopper) warpgroup tensor cores and bulk copies: `wgmma.mma_async` with its
-//! fence/commit/wait, shared-memory matrix descriptors, `mbarrier`, and TMA tensor
-//! copies (`cp.async.bulk.tensor`).
+//! sm_90 (Hopper) warpgroup tensor cores: `wgmma.mma_async` with its fence/commit/wait,
+//! shared-memory matrix descriptors, and `setmaxnreg`. Their operands usually arrive
+//! by TMA ([`crate::tma`]) under `mbarrier`s ([`crate::barrier`]).
 //!
 //! `wgmma` exists only on the arch-specific target: a crate that calls
 //! [`wgmma_m64n64k16_f32_bf16`] builds with `cargo oxide build --arch sm_90a`, and a
 //! build for a plain target (`sm_90`, `sm_80`) is refused naming the kernel and the
 //! instruction. pyoxide loads the `sm_90a` PTX on a device of compute capability 9.0.
-//! `mbarrier` and the TMA copies need sm_90 only.
 //!
 //! The CPU emulator runs none of these: each stops the kernel with an error that names
 //! the instruction (a warpgroup's asynchronous products and the tensor-memory engine
@@ -54,6 +53,14 @@ pub fn smem_descriptor<T>(
         | (swizzle as u64) << 62
 }
 
+/// The shared-state-space address (`cvta.to.shared`) of `p`, a pointer into shared
+/// memory: what descriptors and TMA destinations are made of, and what a kernel
+/// aligns (the 128-byte swizzle wants 1024-byte-aligned tiles).
+#[inline(always)]
+pub fn shared_address<T>(p: *const T) -> u32 {
+    arch::shared_addr(p)
+}
+
 /// `wgmma.fence.sync.aligned`: order this warpgroup's register and shared-memory
 /// writes before the `wgmma.mma_async` that reads them.
 #[inline(always)]
@@ -95,77 +102,38 @@ pub unsafe fn wgmma_m64n64k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
     unsafe { arch::wgmma_m64n64k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
 }
 
-/// `mbarrier.init.shared::cta.b64`: a barrier in shared memory expecting `count`
-/// arrivals per phase.
+/// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`: as
+/// [`wgmma_m64n64k16_f32_bf16`] for a 64×256 tile (B 16×256). Thread `t` holds 128
+/// results in the same pattern, `j` in 0..32: rows `16w + l/4` and `+8`, columns
+/// `8j + 2(l%4)` and `+1`, element `4j + i` in the order (row, col), (row, col+1),
+/// (row+8, col), (row+8, col+1).
 ///
 /// # Safety
-/// `bar` points to an 8-byte-aligned `u64` in shared memory that no other thread
-/// touches until a `sync_threads` after this call.
+/// As [`wgmma_m64n64k16_f32_bf16`].
 #[inline(always)]
-pub unsafe fn mbarrier_init(bar: *mut u64, count: u32) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::mbarrier_init(bar, count) }
-}
-
-/// `mbarrier.arrive.shared::cta.b64`: count this thread's arrival; returns the state
-/// token of the phase.
-///
-/// # Safety
-/// `bar` is an initialised mbarrier in shared memory.
-#[inline(always)]
-pub unsafe fn mbarrier_arrive(bar: *mut u64) -> u64 {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::mbarrier_arrive(bar) }
-}
-
-/// `mbarrier.arrive.expect_tx.shared::cta.b64`: arrive, and make the phase wait for
-/// `bytes` more bytes of asynchronous (TMA) copies to land.
-///
-/// # Safety
-/// As [`mbarrier_arrive`].
-#[inline(always)]
-pub unsafe fn mbarrier_arrive_expect_tx(bar: *mut u64, bytes: u32) -> u64 {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::mbarrier_arrive_expect_tx(bar, bytes) }
-}
-
-/// `mbarrier.try_wait.parity.shared::cta.b64`: whether the phase with `parity` (0 or
-/// 1) has completed; loop on it to wait.
-///
-/// # Safety
-/// As [`mbarrier_arrive`].
-#[inline(always)]
-pub unsafe fn mbarrier_try_wait_parity(bar: *mut u64, parity: u32) -> bool {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::mbarrier_try_wait_parity(bar, parity) }
-}
-
-/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`:
-/// the TMA engine copies the box at element coordinates (`x`, `y`) of the tensor that
-/// `tensor_map` describes (a 128-byte `CUtensorMap`, made on the host with the
-/// driver's `cuTensorMapEncodeTiled`) into shared memory at `dst`, and counts its
-/// bytes on the mbarrier `bar`.
-///
-/// # Safety
-/// `tensor_map` points to a valid tensor map (in global memory, 64-byte aligned, or a
-/// kernel parameter); `dst` is shared memory aligned as the map's swizzle requires
-/// (128 bytes), large enough for the box; `bar` is an initialised mbarrier that
-/// expects these bytes ([`mbarrier_arrive_expect_tx`]).
-#[inline(always)]
-pub unsafe fn cp_async_bulk_tensor_2d_global_to_shared(
-    dst: *mut u8,
-    tensor_map: *const u8,
-    x: i32,
-    y: i32,
-    bar: *mut u64,
+pub unsafe fn wgmma_m64n256k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 128],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
 ) {
     // SAFETY: upheld by the caller.
-    unsafe { arch::cp_async_bulk_tensor_2d_g2s(dst, tensor_map, x, y, bar) }
+    unsafe { arch::wgmma_m64n256k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
 }
 
-/// `fence.proxy.async.shared::cta`: make this thread's ordinary shared-memory writes
-/// visible to the asynchronous proxy (`wgmma` operands, TMA stores) before it reads.
+/// `setmaxnreg.inc.sync.aligned.u32 N` (sm_90a): raise this warpgroup's register
+/// limit to `N` (a multiple of 8, 24..=256), taking registers another warpgroup
+/// released with [`setmaxnreg_dec`]. Works only in a kernel whose register count is
+/// capped at entry (`#[launch_bounds(threads, 1)]`); each warpgroup's role should be
+/// one branch of an if/else. Executed by all threads of the warpgroup together.
 #[inline(always)]
-pub fn fence_proxy_async_shared() {
-    arch::fence_proxy_async_shared()
+pub fn setmaxnreg_inc<const N: u32>() {
+    arch::setmaxnreg_inc::<N>()
+}
+
+/// `setmaxnreg.dec.sync.aligned.u32 N` (sm_90a): lower this warpgroup's register
+/// limit to `N`, returning the rest to the block's pool. See [`setmaxnreg_inc`].
+#[inline(always)]
+pub fn setmaxnreg_dec<const N: u32>() {
+    arch::setmaxnreg_dec::<N>()
 }

@@ -51,6 +51,30 @@ fn sm90a_kernels_pass_ptxas_and_plain_targets_are_refused() {
         assert!(wg.contains(insn), "{insn} missing");
     }
     assert!(entry(&ptx, "stmatrix_tile").contains("stmatrix.sync.aligned.m8n8.x1.shared.b16"));
+    // What a user sees: `cargo oxide inspect` prints the kernel's sm_90a PTX.
+    let shown = Command::new(cargo_oxide())
+        .args([
+            "oxide",
+            "inspect",
+            "wgmma_tile",
+            "--arch",
+            "sm_90a",
+            "--manifest-path",
+        ])
+        .arg(fixture("sm90a").join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert!(
+        text.contains("wgmma.mma_async.sync.aligned.m64n64k16"),
+        "{text}"
+    );
 
     let out = build("sm_90", target.path());
     let log = String::from_utf8_lossy(&out.stderr);

@@ -273,7 +273,7 @@ pub(crate) fn cp_async_wait_group<const N: u32>() {
     }
 }
 
-// ---- sm_90 warpgroup and bulk-copy instructions: refused -----------------------------
+// ---- sm_90 warpgroup, mbarrier and bulk-copy instructions: refused -----------------------------
 
 fn not_emulated(instruction: &str) -> ! {
     std::panic!(
@@ -304,12 +304,41 @@ pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32
     not_emulated("wgmma.mma_async")
 }
 
+pub(crate) unsafe fn wgmma_m64n256k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    _acc: &mut [f32; 128],
+    _desc_a: u64,
+    _desc_b: u64,
+    _accumulate: bool,
+) {
+    not_emulated("wgmma.mma_async")
+}
+
+pub(crate) fn setmaxnreg_inc<const N: u32>() {
+    not_emulated("setmaxnreg.inc")
+}
+
+pub(crate) fn setmaxnreg_dec<const N: u32>() {
+    not_emulated("setmaxnreg.dec")
+}
+
 pub(crate) fn shared_addr<T>(_p: *const T) -> u32 {
     not_emulated("a wgmma shared-memory descriptor (cvta.to.shared)")
 }
 
 pub(crate) unsafe fn mbarrier_init(_bar: *mut u64, _count: u32) {
     not_emulated("mbarrier.init")
+}
+
+pub(crate) unsafe fn mbarrier_inval(_bar: *mut u64) {
+    not_emulated("mbarrier.inval")
+}
+
+pub(crate) unsafe fn mbarrier_test_wait(_bar: *mut u64, _token: u64) -> bool {
+    not_emulated("mbarrier.test_wait")
+}
+
+pub(crate) unsafe fn mbarrier_try_wait(_bar: *mut u64, _token: u64) -> bool {
+    not_emulated("mbarrier.try_wait")
 }
 
 pub(crate) unsafe fn mbarrier_arrive(_bar: *mut u64) -> u64 {

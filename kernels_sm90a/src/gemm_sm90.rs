@@ -1,0 +1,312 @@
+//! `c = a · b` for bf16 `a` (m×k) and `b` (k×n), row-major, f32 accumulation, on
+//! Hopper's warpgroup tensor cores (`wgmma.mma_async`) with operands brought in by
+//! the tensor-memory accelerator (TMA: `cp.async.bulk.tensor` completing on
+//! `mbarrier`s). The same product as kernels_rs's mma.sync `gemm_bf16`, which pyoxide
+//! runs where this one cannot (other devices, the emulator, shapes TMA refuses).
+//!
+//! # Shape of the computation
+//!
+//! A block of 384 threads is three warpgroups. Warpgroup 0 is the producer: one of
+//! its threads keeps a ring of [`STAGES`] shared-memory stages full, each one 64-wide
+//! slab of k: A's 128×64 box and B's 64×256 (four 64×64 boxes), 48 KiB. Warpgroups 1
+//! and 2 are consumers: each multiplies its 64 rows of the block's 128×256 tile of
+//! `c` with `wgmma m64n256k16` (four per stage), accumulating 128 f32 a thread, and
+//! hands the stage back. Blocks are persistent: each walks tiles `blockIdx.x`,
+//! `+ gridDim.x`, … in a grouped order (eight tile-rows at a time share B's columns
+//! in L2), so the producer fills the next tile's stages while the consumers store
+//! the last one's results. The producer gives up registers (`setmaxnreg.dec` 40) and
+//! the consumers take them (`setmaxnreg.inc` 232).
+//!
+//! # Shared-memory layouts
+//!
+//! TMA writes each box with the 128-byte swizzle (16-byte chunk `c` of row `r` goes
+//! to chunk `c ^ (r % 8)`), and the wgmma descriptors read it with the same swizzle:
+//! A is K-major (128-byte rows of 64 k; 8-row groups 1024 bytes apart, the stride
+//! byte offset), B is N-major (128-byte rows of 64 n per k; 8-k groups 1024 bytes
+//! apart, the stride byte offset; the next 64 columns 8 KiB on, the leading byte
+//! offset). Each stage starts 1024-byte aligned, as the swizzle requires. Stepping
+//! k by 16 inside a stage moves A's descriptor 32 bytes along its rows and B's 16
+//! rows (2048 bytes) down.
+//!
+//! # Tails
+//!
+//! The tensor maps carry m, n and k, and TMA fills the parts of a box outside them
+//! with zeros, so a partial tile multiplies zeros; results outside m×n are not stored.
+//! B boxes wholly right of n are not loaded at all (their columns are never stored).
+
+use oxide_device::barrier::{
+    Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_arrive_expect_tx,
+    mbarrier_init, mbarrier_try_wait_parity,
+};
+use oxide_device::prelude::*;
+use oxide_device::tma::{TmaDescriptor, cp_async_bulk_tensor_2d_g2s};
+use oxide_device::wgmma::{
+    Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
+    wgmma_m64n256k16_f32_bf16, wgmma_wait_group,
+};
+
+/// Rows of `c` per tile (two consumer warpgroups of 64).
+pub const SM90_BM: u32 = 128;
+/// Columns of `c` per tile (one `wgmma m64n256k16` wide).
+pub const SM90_BN: u32 = 256;
+/// Threads per block: one producer and two consumer warpgroups.
+pub const SM90_THREADS: u32 = 384;
+/// Stages of the shared-memory ring.
+pub const STAGES: usize = 4;
+/// Dynamic shared memory a launch must give: the stages, their barriers, and 1 KiB
+/// of slack to align the first stage to 1024 bytes.
+/// (A literal, so that pyoxide/_twins.py's copy can be checked against it by a test.)
+pub const SM90_SHARED_BYTES: u32 = 197_696;
+const _: () = assert!(SM90_SHARED_BYTES as usize == STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024);
+/// The two tensor maps (A's, then B's), 128 bytes each, in the `maps` argument.
+pub const TENSOR_MAP_BYTES: usize = 128;
+
+const BK: usize = 64;
+const A_BYTES: usize = SM90_BM as usize * BK * 2;
+const B_BOX_BYTES: usize = 64 * BK * 2;
+const B_BYTES: usize = SM90_BN as usize * BK * 2;
+const STAGE_BYTES: usize = A_BYTES + B_BYTES;
+/// Tile-rows that walk the columns together (L2 reuse of B).
+const GROUP_M: usize = 8;
+
+/// `body` once per listed value of `i`, as straight-line code, so that the
+/// accumulator array is indexed only by constants and stays in registers.
+macro_rules! unroll {
+    (for $i:ident in [$($n:literal),*] $body:block) => {
+        $({
+            #[allow(clippy::identity_op, clippy::erasing_op)]
+            let $i: usize = $n;
+            $body
+        })*
+    };
+}
+
+/// [`gemm_bf16_sm90`]'s launch: grid (min(tiles, SMs), 1, 1) with tiles =
+/// ⌈m/128⌉·⌈n/256⌉, block (384, 1, 1), [`SM90_SHARED_BYTES`] of dynamic shared memory.
+/// `a` and `b` hold bf16 bit patterns (uint16); `maps` holds the two 128-byte
+/// `CUtensorMap`s of `a` (dims k, m; box 64×128) and `b` (dims n, k; box 64×64), both
+/// bf16 with the 128-byte swizzle, 64-byte aligned in device memory (pyoxide's CuPy
+/// backend makes them with the driver's `cuTensorMapEncodeTiled`). Needs k and n
+/// multiples of 8 (TMA's 16-byte row strides).
+#[kernel]
+#[launch_bounds(384, 1)]
+pub fn gemm_bf16_sm90(
+    a: &[u16],
+    b: &[u16],
+    maps: &[u8],
+    c: DisjointSlice<f32>,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    gemm_sm90_body(a, b, maps, c, m, n, k, |v| v)
+}
+
+/// [`gemm_bf16_sm90`] with a bf16 result (bit patterns, each f32 sum rounded to
+/// nearest even once). Same launch.
+#[kernel]
+#[launch_bounds(384, 1)]
+pub fn gemm_bf16_bf16_sm90(
+    a: &[u16],
+    b: &[u16],
+    maps: &[u8],
+    c: DisjointSlice<u16>,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    gemm_sm90_body(a, b, maps, c, m, n, k, |v| bf16::from_f32(v).to_bits())
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn gemm_sm90_body<T: Copy>(
+    a: &[u16],
+    b: &[u16],
+    maps: &[u8],
+    mut c: DisjointSlice<T>,
+    m: u32,
+    n: u32,
+    k: u32,
+    out: impl Fn(f32) -> T,
+) {
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    // The maps name a's and b's memory; the lengths make the launcher's checks cover
+    // what TMA will read.
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    assert!(maps.len() >= 2 * TENSOR_MAP_BYTES && (maps.as_ptr() as usize).is_multiple_of(64));
+    assert!(DynamicSharedArray::<u8>::bytes() >= SM90_SHARED_BYTES as usize);
+    let tid = thread::threadIdx_x() as usize;
+    let warpgroup = tid / 128;
+    // The ring: stages from the first 1024-byte boundary, then the barriers.
+    let raw = DynamicSharedArray::<u8>::get();
+    let skew = (1024 - (oxide_device::wgmma::shared_address(raw) as usize % 1024)) % 1024;
+    let smem = raw.wrapping_add(skew);
+    let a_stage = |s: usize| smem.wrapping_add(s * A_BYTES);
+    let b_stage = |s: usize| smem.wrapping_add(STAGES * A_BYTES + s * B_BYTES);
+    let bars = smem.wrapping_add(STAGES * STAGE_BYTES) as *mut Barrier;
+    let full = |s: usize| bars.wrapping_add(s);
+    let empty = |s: usize| bars.wrapping_add(STAGES + s);
+
+    let tiles_m = m.div_ceil(SM90_BM as usize);
+    let tiles_n = n.div_ceil(SM90_BN as usize);
+    let tiles = tiles_m * tiles_n;
+    let k_tiles = k.div_ceil(BK);
+    // Tile `t` in grouped order: GROUP_M tile-rows at a time, column by column.
+    let tile_at = |t: usize| {
+        let per_group = GROUP_M * tiles_n;
+        let first_m = (t / per_group) * GROUP_M;
+        let rows = (tiles_m - first_m).min(GROUP_M);
+        (first_m + (t % per_group) % rows, (t % per_group) / rows)
+    };
+    let (first, step) = (thread::blockIdx_x() as usize, thread::gridDim_x() as usize);
+
+    // SAFETY (the whole body): every wgmma/setmaxnreg call is made by all 128 threads
+    // of a warpgroup together (the role branches split at warpgroup boundaries and
+    // loop over the same tiles and k steps); shared memory is the launch's dynamic
+    // region, whose size was asserted above; a stage is written only by TMA after the
+    // producer waited for its `empty` phase, and read only by wgmma after the
+    // consumers waited for its `full` phase.
+    unsafe {
+        if tid == 0 {
+            for s in 0..STAGES {
+                mbarrier_init(full(s), 1);
+                // One arrival per consumer warp (see the release below).
+                mbarrier_init(empty(s), 2 * 4);
+            }
+        }
+        fence_proxy_async_shared_cta();
+        thread::sync_threads();
+
+        if warpgroup == 0 {
+            setmaxnreg_dec::<40>();
+            if tid == 0 {
+                let map_a = maps.as_ptr() as *const TmaDescriptor;
+                let map_b = map_a.add(1);
+                let (mut s, mut phase) = (0usize, 0u32);
+                let mut t = first;
+                while t < tiles {
+                    let (tm, tn) = tile_at(t);
+                    let n0 = tn * SM90_BN as usize;
+                    // B boxes that start right of n are skipped (see the module docs).
+                    let boxes = (n - n0).div_ceil(64).min(4);
+                    for kt in 0..k_tiles {
+                        // A fresh barrier's "previous phase" (parity 1) counts as
+                        // complete, so the first pass over the ring does not wait.
+                        while !mbarrier_try_wait_parity(empty(s), phase ^ 1) {}
+                        let _ = mbarrier_arrive_expect_tx(
+                            full(s),
+                            0,
+                            (A_BYTES + boxes * B_BOX_BYTES) as u32,
+                        );
+                        let k0 = (kt * BK) as i32;
+                        cp_async_bulk_tensor_2d_g2s(
+                            a_stage(s),
+                            map_a,
+                            k0,
+                            (tm * SM90_BM as usize) as i32,
+                            full(s),
+                        );
+                        for j in 0..boxes {
+                            cp_async_bulk_tensor_2d_g2s(
+                                b_stage(s).add(j * B_BOX_BYTES),
+                                map_b,
+                                (n0 + 64 * j) as i32,
+                                k0,
+                                full(s),
+                            );
+                        }
+                        s += 1;
+                        if s == STAGES {
+                            s = 0;
+                            phase ^= 1;
+                        }
+                    }
+                    t += step;
+                }
+            }
+        } else {
+            setmaxnreg_inc::<232>();
+            let half = warpgroup - 1;
+            let (w, lane) = ((tid % 128) / 32, tid % 32);
+            let cp = c.as_mut_ptr();
+            let pairs =
+                n.is_multiple_of(2) && (cp as usize).is_multiple_of(2 * core::mem::size_of::<T>());
+            let (mut s, mut phase) = (0usize, 0u32);
+            let mut t = first;
+            while t < tiles {
+                let (tm, tn) = tile_at(t);
+                let mut acc = [0.0f32; 128];
+                let mut held: Option<usize> = None;
+                for _ in 0..k_tiles {
+                    while !mbarrier_try_wait_parity(full(s), phase) {}
+                    let da = smem_descriptor(
+                        a_stage(s).add(half * (A_BYTES / 2)),
+                        16,
+                        1024,
+                        Swizzle::B128,
+                    );
+                    let db = smem_descriptor(b_stage(s), B_BOX_BYTES as u32, 1024, Swizzle::B128);
+                    wgmma_fence();
+                    unroll!(for kk in [0, 1, 2, 3] {
+                        // 16 k: 32 bytes along A's rows, 16 rows (2048 bytes) of B.
+                        wgmma_m64n256k16_f32_bf16::<0, 1>(
+                            &mut acc,
+                            da + ((kk * 32) >> 4) as u64,
+                            db + ((kk * 2048) >> 4) as u64,
+                            true,
+                        );
+                    });
+                    wgmma_commit_group();
+                    // The stage before this one is read by wgmmas now retired: give it back.
+                    // A wgmma is one operation of the warpgroup, so once this warp's wait
+                    // returns it has finished reading for all four warps; one lane per
+                    // warp arrives (256 arrivals a stage cost issue slots).
+                    wgmma_wait_group::<1>();
+                    if let (Some(p), 0) = (held, lane) {
+                        let _ = mbarrier_arrive(empty(p));
+                    }
+                    held = Some(s);
+                    s += 1;
+                    if s == STAGES {
+                        s = 0;
+                        phase ^= 1;
+                    }
+                }
+                wgmma_wait_group::<0>();
+                if let (Some(p), 0) = (held, lane) {
+                    let _ = mbarrier_arrive(empty(p));
+                }
+                // Thread (w, lane) holds rows 16w + lane/4 (+8) and column pairs
+                // 8j + 2(lane%4) of this warpgroup's 64×256 piece.
+                let row0 = tm * SM90_BM as usize + half * 64 + 16 * w + lane / 4;
+                let col0 = tn * SM90_BN as usize + 2 * (lane % 4);
+                unroll!(for j in [
+                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                    22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+                ] {
+                    let col = col0 + 8 * j;
+                    unroll!(for h in [0, 1] {
+                        let r = row0 + 8 * h;
+                        let (v0, v1) = (out(acc[4 * j + 2 * h]), out(acc[4 * j + 2 * h + 1]));
+                        // Each element of c belongs to one thread of one warpgroup of
+                        // one tile (the accumulator layout); bounds checked here, and
+                        // `c.len() >= m * n` was asserted.
+                        if r < m && col < n {
+                            let at = cp.add(r * n + col);
+                            if pairs {
+                                (at as *mut [T; 2]).write([v0, v1]);
+                            } else {
+                                at.write(v0);
+                                if col + 1 < n {
+                                    at.add(1).write(v1);
+                                }
+                            }
+                        }
+                    });
+                });
+                t += step;
+            }
+        }
+    }
+}

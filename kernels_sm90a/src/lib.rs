@@ -1,0 +1,8 @@
+//! pyoxide's bundled kernels for the arch-specific `sm_90a` target (Hopper's
+//! warpgroup tensor cores). Built with `cargo oxide build --arch sm_90a`; the CPU
+//! emulator refuses them, naming the first sm_90 instruction it meets.
+#![no_std]
+
+mod gemm_sm90;
+
+pub use gemm_sm90::*;

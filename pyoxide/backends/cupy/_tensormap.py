@@ -1,0 +1,72 @@
+"""TMA tensor maps: the one place pyoxide calls the driver's ``cuTensorMapEncodeTiled``.
+
+A tensor map (``CUtensorMap``, 128 opaque bytes) tells the tensor-memory accelerator
+where a 2-D array lives, its extents and row stride, the box one copy moves and how
+to swizzle it in shared memory. CuPy does not wrap the call, so it goes through
+ctypes on ``libcuda`` (loaded on first use, never at import).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+from typing import Any
+
+from ...errors import LaunchError
+
+MAP_BYTES = 128
+# cuda.h's enum values (CUtensorMapDataType, …Interleave, …Swizzle, …L2promotion,
+# …FloatOOBfill).
+_UINT16 = 1  # bf16 bits are moved as 16-bit words; out-of-bounds elements read as 0
+_INTERLEAVE_NONE = 0
+SWIZZLE_128B = 3
+_L2_PROMOTION_256B = 3
+_OOB_FILL_ZEROS = 0
+
+
+@cache
+def _encode_tiled(kernel: str) -> Any:
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        raise LaunchError(
+            kernel,
+            f"cannot load the CUDA driver library libcuda.so.1 ({e}) to make a TMA tensor "
+            "map. Fix: install the NVIDIA driver (it ships libcuda).",
+        ) from None
+    fn = libcuda.cuTensorMapEncodeTiled
+    u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+    fn.argtypes = [
+        ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p,
+        u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    ]  # fmt: skip
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def encode_2d_u16(
+    kernel: str, ptr: int, cols: int, rows: int, box_cols: int, box_rows: int, swizzle: int
+) -> bytes:
+    """The tensor map of a row-major ``rows``×``cols`` array of 16-bit elements at device
+    address ``ptr`` (16-byte aligned; ``cols`` a multiple of 8), copied in boxes of
+    ``box_rows``×``box_cols``. Coordinates are (column, row); elements outside the
+    array read as zero. Errors name ``kernel``, the launch the map is for."""
+    dims = (ctypes.c_uint64 * 2)(cols, rows)
+    strides = (ctypes.c_uint64 * 1)(cols * 2)
+    box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
+    steps = (ctypes.c_uint32 * 2)(1, 1)
+    # CUtensorMap is declared 64-byte aligned: encode into an aligned spot of a buffer.
+    raw = ctypes.create_string_buffer(MAP_BYTES + 64)
+    at = -ctypes.addressof(raw) % 64
+    status = _encode_tiled(kernel)(
+        ctypes.addressof(raw) + at, _UINT16, 2, ptr, dims, strides, box, steps,
+        _INTERLEAVE_NONE, swizzle, _L2_PROMOTION_256B, _OOB_FILL_ZEROS,
+    )  # fmt: skip
+    if status != 0:
+        raise LaunchError(
+            kernel,
+            f"cuTensorMapEncodeTiled refused a {rows}x{cols} uint16 array at {ptr:#x} with "
+            f"{box_rows}x{box_cols} boxes (CUresult {status}). Fix: pass 16-byte-aligned "
+            "arrays whose row length is a multiple of 8 elements.",
+        )
+    return raw.raw[at : at + MAP_BYTES]

@@ -1,0 +1,67 @@
+"""`kernels.gemm_bf16(a, b, c, m, n, k)` without a launch configuration: on an sm_90
+GPU, shapes TMA takes (n, k multiples of 8) run kernels_sm90a's wgmma + TMA twin,
+everything else kernels_rs's mma.sync kernel, sized from m and n (pyoxide/_twins.py).
+One test body on every array library, against the float64 product of the
+bf16-rounded inputs (tolerance as tests/kernels/test_gemm.py: f32 sums, 1e-5), with
+poisoned outputs.
+The emulator's refusal of the twin is tests/test_emu_sm90a.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.arraylibs import ArrayLib, rel_err
+from helpers.bundled import sm90a_kernels_manifest
+from test_gemm import RNG, from_bf16_bits, to_bf16_bits
+
+import pyoxide
+from pyoxide._twins import TwinPicker, add_twins
+
+# TMA shapes first (the twin's tails: m, n and k cut tiles of 128, 256 and 64; n = 8 a
+# single partial box), then shapes only the plain kernel takes (n or k not a multiple
+# of 8).
+GPU_SHAPES = [
+    (1000, 1000, 1000), (300, 200, 8), (256, 384, 512), (129, 8, 72), (1, 8, 8),
+    (520, 264, 4104), (1, 1, 1), (4095, 4097, 129),
+]  # fmt: skip
+EMU_SHAPES = [(1, 1, 1), (33, 16, 8), (130, 136, 40)]
+
+
+@pytest.fixture(scope="module")
+def twinned(kernels: pyoxide.Module) -> pyoxide.Module:
+    """kernels_rs as `from pyoxide import kernels` serves it: gemm_bf16 picks its twin."""
+    module = pyoxide.load(kernels.manifest)
+    add_twins(module, lambda: pyoxide.load(sm90a_kernels_manifest()))
+    return module
+
+
+def _on_sm90(lib: ArrayLib) -> bool:
+    if not lib.on_gpu:
+        return False
+    import cupy
+
+    return str(cupy.cuda.Device().compute_capability) == "90"
+
+
+@pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
+def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib, name: str):
+    picker = twinned[name]
+    assert isinstance(picker, TwinPicker)
+    for m, n, k in GPU_SHAPES if lib.on_gpu else EMU_SHAPES:
+        a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
+        b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+        a_dev, b_dev = lib.asarray(a.ravel()), lib.asarray(b.ravel())
+        out = np.float32 if name == "gemm_bf16" else np.uint16
+        c = lib.poisoned(m * n, out)
+        tma = n % 8 == 0 and k % 8 == 0
+        want_entry = f"{name}_sm90" if tma and _on_sm90(lib) else name
+        assert picker.picks(a_dev, b_dev, c, m, n, k) == want_entry, (m, n, k)
+        picker(a_dev, b_dev, c, m, n, k)
+        got = lib.to_numpy(c)
+        got = got if out is np.float32 else from_bf16_bits(got)
+        want = (from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)).ravel()
+        # A bf16 result carries its own rounding (2^-9 relative) on top of the f32 sum's.
+        tol = 1e-5 if out is np.float32 else 4e-3
+        err = rel_err(got, want)
+        assert err < tol, f"{want_entry} {m}x{n}x{k}: relative error {err:.2e}"
+        assert not np.isnan(got).any(), f"{want_entry} {m}x{n}x{k}: unwritten (NaN) output"
