@@ -144,6 +144,17 @@ PARAM_KINDS: dict[str, Kind] = {
         "DisjointArray{r}<{t}{l}>",
         "pointer, extents (u64 per dimension), strides in elements (u64 per dimension)",
     ),
+    "value": Kind(
+        "value",
+        1,
+        False,
+        False,
+        False,
+        False,
+        False,
+        "{t}",
+        "its bytes (emulator: their address)",
+    ),
 }
 
 # CUDA limits (src/limits.rs).

@@ -31,7 +31,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from . import _abi
+from . import _abi, _records
 from ._arrays import RUST_TYPESTR as _TYPESTR
 from ._arrays import ArrayProtocolError, ArrayView, rust_dtype_name, view
 from ._manifest import KernelSpec, ParamSpec
@@ -55,6 +55,10 @@ class Refused(Exception):
         self.cls, self.expected, self.got, self.fix = cls, expected, got, fix
 
 
+def _refuse(cls: type[ArgumentError], expected: str, got: str, fix: str) -> NoReturn:
+    raise Refused(cls, expected, got, fix)
+
+
 def describe_value(value: Any) -> str:
     if value is None:
         return "None"
@@ -70,6 +74,12 @@ def describe_value(value: Any) -> str:
 
 
 # --- scalar converters ---------------------------------------------------------------
+
+
+def _converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
+    if param.record is not None:  # a struct, enum, tuple or [T; N] by value
+        return _records.value_converter(np, param, _scalar_converter, _refuse)
+    return _scalar_converter(np, param)
 
 
 def _scalar_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
@@ -179,7 +189,7 @@ def _float_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any],
 
 
 def check_array(param: ParamSpec, v: ArrayView) -> None:
-    want = _TYPESTR[param.type]
+    want = f"|V{param.record.size}" if param.record else _TYPESTR[param.type]
     if v.typestr != want:
         raise Refused(
             ArgumentTypeError, f"a {rust_dtype_name(param.type)} array ({param.rust_type})",
@@ -218,10 +228,11 @@ def check_array(param: ParamSpec, v: ArrayView) -> None:
             f"{n} elements of {v.itemsize} bytes at {v.ptr:#x}",
             "split the work into smaller arrays (or fix the object's array interface)",
         )  # fmt: skip
-    if n and v.itemsize and v.ptr % v.itemsize:
+    align = param.record.align if param.record else v.itemsize  # a record: its type's
+    if n and align and v.ptr % align:
         # The emulator would cope; a GPU faults on a misaligned load and loses the context.
         raise Refused(
-            ArgumentValueError, f"an array aligned to its {v.itemsize}-byte elements",
+            ArgumentValueError, f"an array aligned to its {align}-byte elements",
             f"a {v.describe()} at address {v.ptr:#x} (a view at an odd byte offset)",
             "copy it into an aligned array with x.copy() (numpy.ascontiguousarray(x) keeps "
             "an already contiguous view where it is)",
@@ -287,7 +298,7 @@ class ArgumentPlan:
         self.may_alias = len(slices) > 1 and any(p.mutable for p in slices)
         self.contract = has_contract(spec)
         self.checks: tuple[Callable[[Any], Any] | None, ...] = tuple(
-            None if p.is_array else _scalar_converter(np, p) for p in spec.params
+            None if p.is_array else _converter(np, p) for p in spec.params
         )
 
     def arity(self, args: Sequence[Any]) -> None:
@@ -314,6 +325,11 @@ class ArgumentPlan:
                 raise cls(
                     self.spec.entry, p.name, f"an array ({p.rust_type})", e.got, e.fix
                 ) from None
+            if v is not None and p.record is not None:
+                try:
+                    v = _records.record_view(p, v, _refuse)  # counted in records from here on
+                except Refused as r:
+                    raise self.refuse(p.name, r) from None
             out.append(v)
         return out
 

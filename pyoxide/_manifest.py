@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from . import _abi
+from ._constants import ConstantSpec, parse_constants
 from ._policy_spec import LaunchPolicy, read_launch_policy
 from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec
+from ._records import RecordLayout, parse_record
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -38,6 +40,8 @@ class ParamSpec:
     type: str
     mutable: bool
     array: ArraySpec | None = None  # shaped arrays only
+    #: A non-scalar value or element type's layout (pyoxide/_records.py); None for scalars.
+    record: RecordLayout | None = None
 
     @property
     def is_array(self) -> bool:
@@ -56,7 +60,7 @@ class ParamSpec:
         t = _abi.PARAM_KINDS[self.kind].rust.replace("{mut}", "mut" if self.mutable else "const")
         if self.array is not None:
             t = t.replace("{r}", str(self.array.rank)).replace("{l}", LAYOUTS[self.array.layout])
-        return t.replace("{t}", self.type)
+        return t.replace("{t}", self.record.rust_type if self.record else self.type)
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,7 @@ class Manifest:
     # own host build of the crate, see load(emulator=)), which has no hash to check.
     emulator: tuple[Path, str | None] | None
     kernels: tuple[KernelSpec, ...] = field(default=())
+    constants: tuple[ConstantSpec, ...] = field(default=())  # `#[constant]` statics
 
     @property
     def archs(self) -> list[str]:
@@ -290,7 +295,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         value,
         "$",
         ["schema", "crate", "profile", "toolchain", "sources", "artifacts", "kernels"],
-        ["emulator"],
+        ["emulator", "constants"],
     )
     crate = c.obj(top["crate"], "crate", ["name", "version", "manifest_path"])
     tc = c.obj(
@@ -345,6 +350,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         artifacts=tuple(artifacts),
         emulator=emulator,
         kernels=tuple(kernels),
+        constants=parse_constants(c, top.get("constants", []), "constants"),
     )
 
 
@@ -404,6 +410,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
                 type=c.choice(p["type"], pw + ".type", list(SCALAR_SIZES)),
                 mutable=c.bool_(p["mutable"], pw + ".mutable"),
                 array=read_array_spec(c, p.get("array"), pw + ".array", kind),
+                record=parse_record(c, p["record"], pw + ".record") if "record" in p else None,
             )
         )
     instance = []

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _knobs
+from . import _constants, _knobs
 from ._build import Echo, Profile, find_cargo_oxide
 from ._launch import GenericKernel, Kernel, kernel_class
 from ._manifest import Manifest, read_manifest
@@ -45,6 +46,9 @@ class Module:
         self.manifest = manifest
         self.name = manifest.crate_name
         self._loaded: dict[tuple[str, int], Any] = {}
+        # `#[constant]` values set so far (pyoxide/_constants.py), by name, as bytes.
+        self._constant_values: dict[str, bytes] = {}
+        self._constants = {c.name: c for c in manifest.constants}
         self._functions: dict[tuple[str, int, str], Any] = {}
         launchers: dict[str, Launcher] = {}
         generic: dict[str, list[Kernel]] = {}
@@ -58,6 +62,12 @@ class Module:
             if name not in launchers:  # an entry symbol wins over the generic name
                 launchers[name] = GenericKernel(name, instances)
         self._launchers = launchers
+        # cuda-oxide's `module.set_<name>(value)` per `#[constant]` (a kernel of that
+        # name keeps it).
+        for constant in manifest.constants:
+            setter = _constants.setter_name(constant)
+            if setter not in launchers:
+                self.__dict__[setter] = functools.partial(self.set_constant, constant.name)
 
     # --- kernels as attributes ---------------------------------------------------
 
@@ -116,6 +126,24 @@ class Module:
             f"{len(self._launchers)} kernels, {', '.join(self.manifest.archs) or 'no PTX'}>"
         )
 
+    # --- constant memory (#[constant] statics) -----------------------------------
+
+    def set_constant(self, name: str, value: Any) -> None:
+        """Set the `#[constant]` static ``name`` (``module.set_<name>(value)`` too) on
+        every backend and device the crate is loaded on, and on those it loads later."""
+        spec = self._constants.get(name)
+        if spec is None:
+            have = ", ".join(sorted(self._constants)) or "none"
+            raise KeyError(
+                f"crate {self.name} has no #[constant] static '{name}' (constants: {have})"
+            )
+        from . import backends
+
+        raw = _encode_constant(self.name, spec, value)
+        self._constant_values[name] = raw
+        for (backend_name, _device), loaded in self._loaded.items():
+            backends.get(backend_name).write_constant(loaded, name, raw)
+
     # --- code per device ---------------------------------------------------------
 
     def function(self, backend: Backend, device: int, entry: str) -> Any:
@@ -127,6 +155,8 @@ class Module:
             loaded = self._loaded.get((backend.name, device))
             if loaded is None:
                 loaded = backend.load_module(self.manifest, device)
+                for name, raw in self._constant_values.items():
+                    backend.write_constant(loaded, name, raw)
                 self._loaded[(backend.name, device)] = loaded
             function = self._functions[key] = backend.get_function(loaded, entry)
         return function
@@ -248,3 +278,22 @@ def load_bundled() -> Module:
 
     add_twins(module, lambda: _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH))
     return module
+
+
+def _encode_constant(module: str, spec: _constants.ConstantSpec, value: Any) -> bytes:
+    """The bytes of a `#[constant]` value, checked as a parameter of its Rust type would
+    be (errors name the module's setter)."""
+    import numpy as np
+
+    from ._args import Refused, _converter
+    from ._manifest import ParamSpec
+
+    kind = "value" if spec.record else "scalar"
+    param = ParamSpec(spec.name, kind, spec.type, mutable=False, record=spec.record)
+    try:
+        converted = _converter(np, param)(value)
+    except Refused as r:
+        raise r.cls(
+            f"{module}.{_constants.setter_name(spec)}", spec.name, r.expected, r.got, r.fix
+        ) from None
+    return bytes(np.asarray(converted).tobytes())

@@ -3,9 +3,10 @@
 A port changes an example only by (1) renaming the crate `cuda_device` to
 `oxide_device` (and `cuda_host::cuda_module`, a re-export of the same attribute, to
 `oxide_device::cuda_module`) and (2) deleting the host code: `fn main`, the `use` lines
-of host crates (`cuda_core`, `cuda_host`, `cuda_async`, `std`), and top-level
-functions that only the host calls (they name a host crate, `std`, `Vec` or
-`println!`). Everything else, kernels included, is left as written.
+of host crates (`cuda_core`, `cuda_host`, `cuda_async`, and `std` but for the modules
+`core` has too, `std::ops` and the like), and top-level items that only the host uses
+(they name a host crate, `std`, `Vec` or `println!`, or implement a host crate's trait
+such as `DeviceCopy`). Everything else, kernels included, is left as written.
 
     python scripts/port_cuda_oxide.py --mirror DIR --out DIR [--build] [NAME ...]
 
@@ -128,9 +129,22 @@ def top_level_items(src: str) -> list[tuple[int, int]]:
     return spans
 
 
-def is_host_item(text: str) -> bool:
+def host_imports(src: str) -> set[str]:
+    """Names the example imports from host crates (`use cuda_core::{DeviceCopy, …}`),
+    but for `cuda_module`, which the port takes from `oxide_device`."""
+    names: set[str] = set()
+    code = strip_comments_and_strings(src)
+    cuda_host_crates = [c for c in HOST_CRATES if c != "std"]  # std: see STD_FOR_CORE
+    for m in re.finditer(r"\buse\s+(?:" + "|".join(cuda_host_crates) + r")::([^;]*);", code):
+        names.update(re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*::)", m.group(1)))
+    return names - {"cuda_module", "self", "as"}
+
+
+def is_host_item(text: str, host_names: frozenset[str] = frozenset()) -> bool:
     code = strip_comments_and_strings(text)
     head = code.strip()
+    if STD_FOR_CORE.match(head):
+        return False  # `use std::ops::Add`: a kernel's import of what core has too
     if re.match(r"(pub\s+)?use\s+(::)?(" + "|".join(HOST_CRATES) + r")\b", head):
         return not HOST_CUDA_MODULE.match(head)
     if head.startswith("#![") or head.startswith("#!["):
@@ -140,7 +154,10 @@ def is_host_item(text: str) -> bool:
     if re.search(r"#\[\s*(kernel|device|cuda_module)", code):
         return False
     # Any other item (function, struct, impl, static) that names the host API is host
-    # code: `fn main`'s helpers, `unsafe impl cuda_core::DeviceCopy for …`.
+    # code: `fn main`'s helpers, `unsafe impl cuda_core::DeviceCopy for …` (or
+    # `unsafe impl DeviceCopy for …` with `DeviceCopy` imported from cuda_core).
+    if host_names and re.search(r"\b(" + "|".join(map(re.escape, host_names)) + r")\b", code):
+        return True
     return bool(HOST_MARKERS.search(code))
 
 
@@ -151,6 +168,14 @@ HOST_MARKERS = re.compile(
 )
 
 
+# `use std::…` of a module that `core` has under the same path: the kernels use it, and
+# the device build names `core` `std` as well (cargo-oxide, for crates without
+# `#![no_std]`), so the import stays.
+STD_FOR_CORE = re.compile(
+    r"(pub\s+)?use\s+(::)?std::(ops|cmp|marker|mem|ptr|num|convert|iter|option|result|hint|"
+    r"slice|array|f32|f64|cell|char|primitive|any|borrow|clone|default|hash|sync::atomic)\b"
+)
+
 # `use cuda_host::cuda_module;` or `use cuda_host::{cuda_module, ltoir};`: cuda_host
 # re-exports the attribute that cuda_device also exports; the port keeps that name only.
 HOST_CUDA_MODULE = re.compile(
@@ -160,7 +185,8 @@ HOST_CUDA_MODULE = re.compile(
 
 def port_source(src: str) -> str:
     """cuda-oxide example source -> pyoxide crate source (rename + host code removed)."""
-    kept = [src[a:b] for a, b in top_level_items(src) if not is_host_item(src[a:b])]
+    names = frozenset(host_imports(src))
+    kept = [src[a:b] for a, b in top_level_items(src) if not is_host_item(src[a:b], names)]
     out = "".join(kept).rstrip() + "\n"
     out = HOST_CUDA_MODULE.sub("use oxide_device::cuda_module;", out)
     return re.sub(r"\bcuda_device\b", "oxide_device", out)

@@ -253,3 +253,17 @@ def test_cupy_missing_is_a_clear_error(
 
 def test_backend_module_imports_without_cupy() -> None:
     assert cupy_backend.CupyBackend.name == "cupy"
+
+
+def test_constants_are_written_where_the_module_loads(fake: fake_cupy.FakeCuda) -> None:
+    # `#[constant]` statics (pyoxide/_constants.py): a value set before the first launch
+    # is written when the module loads on the device, one set later at once.
+    from helpers.bundled import cuda_oxide_ports_manifest
+
+    ports = pyoxide.load(cuda_oxide_ports_manifest())
+    ports.set_scale(2.0)
+    assert fake.global_writes == []  # nothing loaded on the GPU yet
+    ports.multiply(cuda(8))
+    assert fake.global_writes == [("SCALE", np.float32(2.0).tobytes())]
+    ports.set_coeffs([1.0, 2.0, 3.0, 4.0])
+    assert fake.global_writes[1] == ("COEFFS", np.arange(1, 5, dtype=np.float32).tobytes())

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _knobs
 from .._arrays import GPU, HOST
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, BackendUnavailableError
 
 if TYPE_CHECKING:
     from .._arrays import ArrayView
@@ -52,6 +52,10 @@ class Backend(Protocol):
 
     def get_function(self, module: Any, entry: str) -> Any:
         """The launchable handle of one entry symbol of a loaded module."""
+        ...
+
+    def write_constant(self, module: Any, name: str, raw: bytes) -> None:
+        """Write the bytes of the `#[constant]` static ``name`` in a loaded module."""
         ...
 
     def launch(
@@ -149,6 +153,13 @@ def select(kernel: str, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> Backen
             )
     choice = _knobs.backend()
     if choice == "auto":
+        if kind is None:
+            # No array says where to run (a kernel of scalars, or of records by value):
+            # the GPU when CuPy is there, else the emulator, which runs it the same.
+            try:
+                return get("cupy")
+            except BackendUnavailableError:
+                return get("emu")
         return get("emu" if kind == HOST else "cupy")
     # Checked before the backend is made: a forced cupy refuses NumPy arrays even where
     # CuPy cannot be imported.

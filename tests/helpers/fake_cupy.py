@@ -38,6 +38,9 @@ class FakeCuda:
     launches: list[dict[str, Any]] = field(default_factory=list)
     attributes: list[tuple[int, int, int]] = field(default_factory=list)
     waits: list[int] = field(default_factory=list)
+    # Host-to-device copies into module globals: (symbol, bytes), from runtime.memcpy
+    # to an address get_global_var gave out.
+    global_writes: list[tuple[str, bytes]] = field(default_factory=list)
     syncs: int = 0
     # Export `cupy.cuda.stream.__pyx_capi__["get_current_stream_ptr"]`, as CuPy's Cython
     # module does: a capsule named "intptr_t (void)" around a C function.
@@ -74,6 +77,14 @@ class FakeCuda:
 
         runtime.streamSynchronize = stream_synchronize  # type: ignore[attr-defined]
         runtime.streamWaitEvent = lambda s, e: fake.waits.append(events[e].recorded_on)  # type: ignore[attr-defined]
+        globals_at: dict[int, str] = {}  # fake device addresses of module globals
+        runtime.memcpyHostToDevice = 1  # type: ignore[attr-defined]
+
+        def memcpy(dst: int, src: int, size: int, kind: int) -> None:
+            assert kind == 1 and dst in globals_at, "only host-to-global copies are faked"
+            fake.global_writes.append((globals_at[dst], ctypes.string_at(src, size)))
+
+        runtime.memcpy = memcpy  # type: ignore[attr-defined]
 
         driver.CUDADriverError = CUDADriverError  # type: ignore[attr-defined]
         driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # type: ignore[attr-defined]
@@ -143,6 +154,13 @@ class FakeCuda:
                 self.text = data.decode()
                 target = re.search(r"^\.target (\S+)", self.text, re.MULTILINE)
                 fake.loads.append((fake.current, target.group(1) if target else "?"))
+
+            def get_global_var(self, name: str) -> int:
+                if not re.search(rf"^\.visible \.(const|global) .* {name}\[", self.text, re.M):
+                    raise CUDADriverError("CUDA_ERROR_NOT_FOUND: named symbol not found")
+                address = 0x7000_0000 + len(globals_at) * 0x100
+                globals_at[address] = name
+                return address
 
             def get_function(self, name: str) -> Function:
                 if f".entry {name}(" not in self.text:

@@ -325,9 +325,13 @@ fn fn_attrs_position(line: &str, entry: &str) -> Option<usize> {
 pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for p in &kernel.params {
-        let align = format!("align {}", p.ty.size());
+        // A record element (a struct, `[T; N]`) is aligned as its type is.
+        let align = match &p.record {
+            Some(r) => format!("align {}", r.align.max(1)),
+            None => format!("align {}", p.ty.size()),
+        };
         match p.kind {
-            ParamKind::Scalar | ParamKind::Pointer => out.push(Vec::new()),
+            ParamKind::Scalar | ParamKind::Pointer | ParamKind::Value => out.push(Vec::new()),
             ParamKind::Slice => {
                 out.push(vec!["noalias".into(), "readonly".into(), align]);
                 out.push(Vec::new());
@@ -392,6 +396,7 @@ pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -
                     .iter()
                     .map(String::as_str)
                     .filter(|f| !words.contains(&f.split(' ').next().unwrap_or("")))
+                    // An unused slice is `readnone`, which LLVM refuses beside `readonly`.
                     .filter(|f| !(*f == "readonly" && words.contains(&"readnone")))
                     .collect();
                 if new.is_empty() {
@@ -485,6 +490,8 @@ pub fn needs_libdevice(ir: &str) -> bool {
 
 mod tails;
 pub use tails::merge_noreturn_tails;
+mod constant;
+pub use constant::move_constant_statics;
 
 #[cfg(test)]
 mod tests;

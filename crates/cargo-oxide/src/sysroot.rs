@@ -44,6 +44,20 @@ fn target_lib_dir(sysroot: &Path) -> PathBuf {
     sysroot.join("lib/rustlib").join(DEVICE_TARGET).join("lib")
 }
 
+/// The sysroot's `core` rlib, which a crate without `#![no_std]` also gets as `std`
+/// (see the device build), so cuda-oxide kernels' `std::ops::Add`-style paths resolve
+/// on nvptx as they do there: to `core`, the only part of `std` a GPU has.
+pub fn core_rlib(sysroot: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(target_lib_dir(sysroot))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libcore-") && n.ends_with(".rlib"))
+        })
+}
+
 /// Whether the sysroot was finished and its rlibs still have the sizes recorded in the
 /// marker: a truncated rlib (a full disk, a killed copy, a damaged cache) makes it
 /// incomplete, so it is built again rather than failing every build with rustc's

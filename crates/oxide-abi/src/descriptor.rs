@@ -67,6 +67,61 @@ pub struct ParamDescriptor {
     /// (schema 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<crate::shape::ArrayShape>,
+    /// When the value (kind `value`) or element type is not a scalar (a struct, enum,
+    /// union, tuple, `[T; N]`, `DeviceAtomicU64`, …): its layout. `ty` is then the
+    /// scalar it is made of where there is one (`f32` for `[f32; 7]`, `u64` for
+    /// `DeviceAtomicU64`), else `u8` (its bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordLayout>,
+}
+
+/// One `#[constant]` static (cuda-oxide's `ConstantMemory<T>`): the host sets its
+/// value by name before launching (`module.set_<name>(value)` in Python). Encoded in
+/// the same section as the kernels' descriptors; the `constant` key tells them apart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ConstantDescriptor {
+    /// Encoding version ([`crate::DESCRIPTOR_VERSION`]).
+    pub version: u32,
+    /// The static's name, which is also its symbol in the PTX and the emulator library.
+    pub constant: String,
+    /// The value's scalar type, or the scalar a record is made of (else `u8`).
+    #[serde(rename = "type")]
+    pub ty: ScalarType,
+    /// The value's layout when it is not a scalar (`[f32; 4]`, a struct).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordLayout>,
+}
+
+impl ConstantDescriptor {
+    /// Whether a descriptor section entry is a constant's (else a kernel's).
+    pub fn is_constant(bytes: &[u8]) -> bool {
+        serde_json::from_slice::<serde_json::Value>(bytes)
+            .is_ok_and(|v| v.get("constant").is_some())
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<ConstantDescriptor, DecodeError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+        let version = value.get("version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(crate::DESCRIPTOR_VERSION)) {
+            return Err(DecodeError::Version { found: version });
+        }
+        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+    }
+}
+
+/// A non-scalar `Copy` type crossing the launch ABI, as `core::mem` sees it on the
+/// device (the macro fills size and alignment in at compile time).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RecordLayout {
+    /// The type as written in the kernel's signature (generic arguments bound).
+    pub rust_type: String,
+    /// `size_of`, bytes.
+    pub size: u64,
+    /// `align_of`, bytes.
+    pub align: u64,
 }
 
 /// Launch bounds: the kernel is compiled for at most `max_threads` threads per block
@@ -218,6 +273,7 @@ mod tests {
                     ty: ScalarType::F32,
                     mutable: false,
                     array: None,
+                    record: None,
                 },
                 ParamDescriptor {
                     name: "y".into(),
@@ -225,6 +281,7 @@ mod tests {
                     ty: ScalarType::F32,
                     mutable: true,
                     array: None,
+                    record: None,
                 },
             ],
             is_unsafe: false,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::descriptor::KernelDescriptor;
+use crate::descriptor::{ConstantDescriptor, KernelDescriptor};
 
 /// File name of a crate's manifest.
 pub fn manifest_file_name(crate_name: &str) -> String {
@@ -36,6 +36,9 @@ pub struct Manifest {
     /// The host (CPU emulator) library, when it was built.
     pub emulator: Option<FileArtifact>,
     pub kernels: Vec<KernelDescriptor>,
+    /// `#[constant]` statics the host sets before launching (schema 3).
+    #[serde(default)]
+    pub constants: Vec<ConstantDescriptor>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,6 +15,11 @@ pub const DESCRIPTOR_SECTION: &str = ".oxide.kernels";
 /// statics to NVPTX address space 3 (`.shared`).
 pub const SHARED_SECTION: &str = ".oxide.shared";
 
+/// Section that marks a static as constant memory (`#[constant]`, cuda-oxide's
+/// `ConstantMemory<T>`). The link step moves such statics to NVPTX address space 4
+/// (`.const`), visible, so the host can write them by name before a launch.
+pub const CONSTANT_SECTION: &str = ".oxide.constant";
+
 /// The one dynamic shared-memory array of a kernel (its size is given at launch).
 /// Device code declares it as an `extern` static of this name; the link step makes it
 /// `.extern .shared .align 16 .b8 __oxide_dynamic_shared[]`.

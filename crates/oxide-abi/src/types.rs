@@ -139,10 +139,16 @@ pub enum ParamKind {
     /// `DisjointArray1<T>` … `DisjointArray3<T>`: a shaped output each thread writes
     /// only at its own element (2-D witness) or its block's row. ABI as [`ParamKind::Array`].
     DisjointArray,
+    /// A `Copy` value that is not a scalar, by value: a struct, enum, union, tuple,
+    /// array `[T; N]` or `Uniform<T>` (cuda-oxide's kernels take these). Its size and
+    /// alignment are in the parameter's `record`. ABI: one PTX parameter of that many
+    /// bytes (`.param .align A .b8 p[S]`); on the emulator one word, the address of
+    /// the bytes.
+    Value,
 }
 
 impl ParamKind {
-    pub const ALL: [ParamKind; 8] = [
+    pub const ALL: [ParamKind; 9] = [
         ParamKind::Scalar,
         ParamKind::Slice,
         ParamKind::DisjointSlice,
@@ -151,6 +157,7 @@ impl ParamKind {
         ParamKind::AtomicSlice,
         ParamKind::Array,
         ParamKind::DisjointArray,
+        ParamKind::Value,
     ];
 
     /// The manifest spelling.
@@ -164,6 +171,7 @@ impl ParamKind {
             ParamKind::AtomicSlice => "atomic_slice",
             ParamKind::Array => "array",
             ParamKind::DisjointArray => "disjoint_array",
+            ParamKind::Value => "value",
         }
     }
 
@@ -180,6 +188,7 @@ impl ParamKind {
             ParamKind::AtomicSlice => "AtomicSlice<{t}>",
             ParamKind::Array => "Array{r}<{t}{l}>",
             ParamKind::DisjointArray => "DisjointArray{r}<{t}{l}>",
+            ParamKind::Value => "{t}",
         }
     }
 
@@ -191,6 +200,7 @@ impl ParamKind {
             ParamKind::Array | ParamKind::DisjointArray => {
                 "pointer, extents (u64 per dimension), strides in elements (u64 per dimension)"
             }
+            ParamKind::Value => "its bytes (emulator: their address)",
             _ => "pointer, length (u64)",
         }
     }
@@ -232,6 +242,7 @@ impl ParamKind {
         match self {
             ParamKind::Scalar
             | ParamKind::Pointer
+            | ParamKind::Value
             | ParamKind::Array
             | ParamKind::DisjointArray => 1,
             ParamKind::Slice
@@ -243,7 +254,7 @@ impl ParamKind {
 
     /// Whether the parameter refers to memory (an array argument on the Python side).
     pub const fn is_array(self) -> bool {
-        !matches!(self, ParamKind::Scalar)
+        !matches!(self, ParamKind::Scalar | ParamKind::Value)
     }
 }
 

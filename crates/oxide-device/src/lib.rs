@@ -77,6 +77,9 @@ mod arch;
 pub mod array;
 pub mod atomic;
 pub mod barrier;
+pub mod constant;
+pub mod convert;
+pub mod cooperative_groups;
 pub mod debug;
 pub mod disjoint;
 pub mod dotprod;
@@ -87,6 +90,7 @@ pub mod mma;
 pub mod prelude;
 pub mod print;
 pub mod shared;
+pub mod swizzle;
 pub mod thread;
 pub mod tma;
 pub mod vector;
@@ -102,10 +106,12 @@ pub use array::{
     Strided,
 };
 pub use atomic::AtomicSlice;
+pub use constant::{ConstantMemory, ConstantMemoryValue};
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
 pub use oxide_macros::{
-    cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract, shapes, unroll,
+    constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract,
+    shapes, unroll,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

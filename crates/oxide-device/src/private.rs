@@ -86,6 +86,47 @@ pub const fn descriptor_bytes<const N: usize>(json: &str) -> [u8; N] {
     out
 }
 
+/// The JSON placeholder of one number that only the compiler knows (a record's
+/// `size_of`/`align_of`): [`descriptor_bytes_with`] writes the number over it, right-aligned
+/// in spaces, which JSON allows before a number. 20 characters hold any `u64`.
+pub const NUMBER_SLOT: &str = "~~~~~~~~~~~~~~~~~~~~";
+
+/// [`descriptor_bytes`], with the `k`-th [`NUMBER_SLOT`] replaced by `numbers[k]`.
+pub const fn descriptor_bytes_with<const N: usize>(json: &str, numbers: &[usize]) -> [u8; N] {
+    let mut out: [u8; N] = descriptor_bytes(json);
+    let slot = NUMBER_SLOT.len();
+    let (mut i, mut k) = (0, 0);
+    while i + slot <= N {
+        let mut run = 0;
+        while run < slot && out[i + run] == b'~' {
+            run += 1;
+        }
+        if run < slot {
+            i += 1;
+            continue;
+        }
+        assert!(k < numbers.len(), "more number slots than numbers");
+        let mut n = numbers[k];
+        let mut j = i + slot;
+        loop {
+            j -= 1;
+            out[j] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        while j > i {
+            j -= 1;
+            out[j] = b' ';
+        }
+        i += slot;
+        k += 1;
+    }
+    assert!(k == numbers.len(), "fewer number slots than numbers");
+    out
+}
+
 /// Hooks for the CPU emulator: which emulated GPU thread the current OS thread is.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu {
@@ -155,6 +196,24 @@ mod tests {
         let data = [1, 2, 3];
         // SAFETY: points at `data`.
         assert_eq!(unsafe { slice(data.as_ptr(), 3) }, &data);
+    }
+
+    #[test]
+    fn number_slots_take_the_numbers_in_order() {
+        const JSON: &str = concat!(
+            "{\"size\":",
+            "~~~~~~~~~~~~~~~~~~~~",
+            ",\"align\":",
+            "~~~~~~~~~~~~~~~~~~~~",
+            "}"
+        );
+        static BYTES: [u8; JSON.len()] = descriptor_bytes_with(JSON, &[24, 8]);
+        let text = core::str::from_utf8(&BYTES).unwrap();
+        // Right-aligned in the slot: spaces, then the digits (JSON allows the spaces).
+        let size_at = text.find("\"size\":").unwrap() + 7;
+        assert_eq!(&text[size_at..size_at + 20], "                  24");
+        assert!(text.ends_with("                   8}"));
+        assert_eq!(text.len(), JSON.len());
     }
 
     #[test]

@@ -261,6 +261,13 @@ impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
         arch::dynamic_shared_base().cast()
     }
 
+    /// The region's first byte (cuda-oxide's `get_raw`: carve it up by bytes).
+    #[inline(always)]
+    pub fn get_raw() -> *mut u8 {
+        let () = Self::ALIGN_OK;
+        arch::dynamic_shared_base()
+    }
+
     /// Pointer `bytes` bytes into the region (for a second array after a first).
     ///
     /// The pointer is valid only within the launch's shared-memory size; `bytes`
@@ -299,6 +306,21 @@ impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
         // SAFETY: upheld by the caller.
         unsafe { core::slice::from_raw_parts(Self::get(), len) }
     }
+}
+
+/// Bytes of dynamic shared memory this launch gave the block (cuda-oxide's name for
+/// [`DynamicSharedArray::bytes`]; PTX `%dynamic_smem_size`).
+#[inline(always)]
+pub fn dynamic_smem_size() -> u32 {
+    arch::dynamic_shared_bytes() as u32
+}
+
+/// Bytes of shared memory a block of this launch has, its `SharedArray`s and the
+/// dynamic region together (PTX `%total_smem_size`). On the emulator, the dynamic bytes
+/// only: its `SharedArray`s are separate host allocations.
+#[inline(always)]
+pub fn total_smem_size() -> u32 {
+    arch::total_shared_bytes() as u32
 }
 
 #[cfg(test)]

@@ -48,18 +48,65 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
         ));
     };
     for item in items.iter_mut() {
-        if let syn::Item::Static(s) = item {
-            crate::shared::Placer.visit_item_static_mut(s);
+        match item {
+            syn::Item::Static(s) => crate::shared::Placer.visit_item_static_mut(s),
+            syn::Item::Fn(f) => mark_host_instanced(f),
+            _ => {}
         }
     }
     items.insert(0, float_methods());
     Ok(quote!(#module))
 }
 
+/// The flag `#[cuda_module]` adds to the `#[kernel]` of a generic kernel that lists no
+/// instances. In cuda-oxide the host's launches instantiate generic kernels (its
+/// typed loader is generated from them); with the host code gone, such a kernel has
+/// no instances, and builds without entry points as it would there. Outside
+/// `#[cuda_module]`, pyoxide's rule stands: a generic kernel lists its instances.
+pub const HOST_INSTANCED: &str = "__oxide_host_instanced";
+
+fn mark_host_instanced(f: &mut syn::ItemFn) {
+    let generic = f
+        .sig
+        .generics
+        .params
+        .iter()
+        .any(|p| !matches!(p, syn::GenericParam::Lifetime(_)));
+    if !generic {
+        return;
+    }
+    let flag = syn::Ident::new(HOST_INSTANCED, proc_macro2::Span::call_site());
+    for attr in &mut f.attrs {
+        if attr
+            .path()
+            .segments
+            .last()
+            .is_none_or(|s| s.ident != "kernel")
+        {
+            continue;
+        }
+        let args = match &attr.meta {
+            syn::Meta::Path(_) => TokenStream::new(),
+            syn::Meta::List(l) => l.tokens.clone(),
+            syn::Meta::NameValue(_) => return,
+        };
+        // Only a list without instances: flags and `launch_context = x` are not types.
+        let lists_instances =
+            take_launch_context(args.clone()).is_ok_and(|(rest, _, _)| !rest.is_empty());
+        if !lists_instances {
+            let path = attr.path().clone();
+            let sep = if args.is_empty() { quote!() } else { quote!(,) };
+            *attr = syn::parse_quote!(#[#path(#args #sep #flag)]);
+        }
+    }
+}
+
 /// `#[kernel(f32, launch_context = lc)]`: take cuda-oxide's `launch_context = NAME` out
 /// of the attribute (the rest is the instance list) and return NAME. cuda-oxide's
 /// `unchecked_indexing` flag is taken out too: bounds checks stay (a failed one traps).
-pub fn take_launch_context(attr: TokenStream) -> syn::Result<(TokenStream, Option<syn::Ident>)> {
+pub fn take_launch_context(
+    attr: TokenStream,
+) -> syn::Result<(TokenStream, Option<syn::Ident>, bool)> {
     use proc_macro2::TokenTree;
     let mut chunks: Vec<Vec<TokenTree>> = vec![Vec::new()];
     for tt in attr {
@@ -69,6 +116,7 @@ pub fn take_launch_context(attr: TokenStream) -> syn::Result<(TokenStream, Optio
         }
     }
     let mut name = None;
+    let mut host_instanced = false;
     let mut kept: Vec<TokenStream> = Vec::new();
     for chunk in chunks {
         match chunk.as_slice() {
@@ -87,10 +135,11 @@ pub fn take_launch_context(attr: TokenStream) -> syn::Result<(TokenStream, Optio
             }
             [] => {}
             [TokenTree::Ident(flag)] if flag == "unchecked_indexing" => {}
+            [TokenTree::Ident(flag)] if flag == HOST_INSTANCED => host_instanced = true,
             _ => kept.push(chunk.into_iter().collect()),
         }
     }
-    Ok((quote!(#(#kept),*), name))
+    Ok((quote!(#(#kept),*), name, host_instanced))
 }
 
 /// cuda-oxide's kernel-side attributes that pyoxide accepts without a launch-time

@@ -30,9 +30,10 @@ pub fn expand(kernel: &Kernel) -> TokenStream {
     let instances = kernel.instances.iter().map(|inst| {
         let descriptor = descriptor_static(kernel, inst);
         let check = instance_check(kernel, inst);
+        let copy = crate::records::copy_checks(kernel, inst);
         let device = device_entry(kernel, inst);
         let host = crate::host::host_entry(kernel, inst);
-        quote! { #descriptor #check #device #host }
+        quote! { #descriptor #check #copy #device #host }
     });
     quote! {
         #func
@@ -46,13 +47,19 @@ pub fn expand(kernel: &Kernel) -> TokenStream {
 fn descriptor_static(kernel: &Kernel, inst: &Instance) -> TokenStream {
     let ident = format_ident!("{}{}", DESCRIPTOR_ITEM_PREFIX, inst.entry);
     let section = LitStr::new(DESCRIPTOR_SECTION, Span::call_site());
-    let [head, to_file, to_line, tail] = source_template(&descriptor_head(kernel, inst));
+    let (head, numbers) = crate::records::patch_json(&descriptor_head(kernel, inst), kernel, inst);
+    let [head, to_file, to_line, tail] = source_template(&head);
     // With the kernel name's span, `line!()` is the line of the `fn`, not of `#[kernel]`.
     let json = quote_spanned! {kernel.func.sig.ident.span()=>
         ::core::concat!(
             #head, ::core::module_path!(), #to_file, ::core::file!(), #to_line,
             ::core::line!(), #tail
         )
+    };
+    let bytes = if numbers.is_empty() {
+        quote!(::oxide_device::__private::descriptor_bytes(#json))
+    } else {
+        quote!(::oxide_device::__private::descriptor_bytes_with(#json, &[#(#numbers),*]))
     };
     quote! {
         #[used]
@@ -62,7 +69,7 @@ fn descriptor_static(kernel: &Kernel, inst: &Instance) -> TokenStream {
         pub static #ident: [u8; {
             const JSON: &str = #json;
             JSON.len()
-        }] = ::oxide_device::__private::descriptor_bytes(#json);
+        }] = #bytes;
     }
 }
 
@@ -92,6 +99,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
                     layout: a.layout,
                     dims: a.dims.clone(),
                 }),
+                record: crate::records::layout(p, inst),
             })
             .collect(),
         is_unsafe: kernel.is_unsafe,
@@ -199,9 +207,10 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
         let arg = format_ident!("{}_arg{}", RESERVED_PREFIX, i);
         let len = format_ident!("{}_arg{}_len", RESERVED_PREFIX, i);
         let ty = kernel.elem_type(param, inst);
-        let t = scalar_ident(ty);
+        let t = crate::records::elem_tokens(kernel, param, inst);
         let private = quote!(::oxide_device::__private);
         match param.kind {
+            ParamKind::Value => abi_params.push(quote!(#arg: #t)),
             ParamKind::Scalar => {
                 let abi = scalar_ident(abi_scalar(ty));
                 abi_params.push(quote!(#arg: #abi));
@@ -262,7 +271,7 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
-        #[allow(unsafe_code)]
+        #[allow(unsafe_code, improper_ctypes_definitions)]
         #[unsafe(export_name = #entry)]
         unsafe extern "C" fn #wrapper(#(#abi_params),*) {
             #(#rebuild)*
@@ -321,6 +330,7 @@ mod tests {
             ty,
             mutable,
             array: None,
+            record: None,
         };
         use ParamKind::*;
         assert_eq!(

@@ -32,7 +32,7 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
     for (i, param) in kernel.params.iter().enumerate() {
         let arg = format_ident!("__oxide_arg{}", i);
         let ty = kernel.elem_type(param, inst);
-        let t = Ident::new(ty.rust_name(), Span::call_site());
+        let t = crate::records::elem_tokens(kernel, param, inst);
         let (w0, w1) = (word, word + 1);
         let value = match param.kind {
             ParamKind::Scalar => {
@@ -61,6 +61,13 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
                     quote!(#ptr as *mut #t)
                 };
                 quote!(unsafe { #build(#ptr, [#(#dims),*], [#(#strides),*]) })
+            }
+            ParamKind::Value => {
+                // The word is the address of the value's bytes (any alignment).
+                word += 1;
+                quote!(unsafe {
+                    ::core::ptr::read_unaligned(__oxide_words[#w0] as usize as *const #t)
+                })
             }
             ParamKind::Pointer => {
                 word += 1;
@@ -126,7 +133,11 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
 
 /// The `__private` function that rebuilds a shaped array parameter, with its type
 /// arguments (shared by the device and host entries).
-pub fn array_ctor(kind: ParamKind, a: &crate::validate::ArrayParam, t: &Ident) -> TokenStream {
+pub fn array_ctor(
+    kind: ParamKind,
+    a: &crate::validate::ArrayParam,
+    t: &TokenStream,
+) -> TokenStream {
     let rank = a.rank;
     let layout = Ident::new(a.layout.rust_name(), Span::call_site());
     let f = if kind == ParamKind::Array {

@@ -19,10 +19,13 @@ extern crate proc_macro;
 
 mod call;
 mod compat;
+mod constant;
 mod expand;
 mod host;
 mod parse;
 mod printf;
+mod record_types;
+mod records;
 mod shared;
 mod validate;
 
@@ -31,12 +34,15 @@ use quote::quote;
 
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let (attr, context) = match compat::take_launch_context(attr.into()) {
+    let (attr, context, host_instanced) = match compat::take_launch_context(attr.into()) {
         Ok(split) => split,
         Err(e) => return with_item(item.into(), e).into(),
     };
     let item = compat::prepare_kernel(proc_macro2::TokenStream::from(item), context);
-    let result = parse::parse(attr, item.clone()).and_then(validate::validate);
+    let result = parse::parse(attr, item.clone()).and_then(|mut input| {
+        input.host_instanced = host_instanced;
+        validate::validate(input)
+    });
     match result {
         Ok(kernel) => expand::expand(&kernel),
         Err(error) => with_item(item, error),
@@ -86,6 +92,16 @@ pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn shapes(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(parse::SHAPES_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[constant] static NAME: ConstantMemory<T> = ConstantMemory::UNINIT;`: a value
+/// in constant memory that the host sets before launching (cuda-oxide's constant
+/// memory; Python: `module.set_<name>(value)`). See `oxide_device::constant`.
+#[proc_macro_attribute]
+pub fn constant(attr: TokenStream, item: TokenStream) -> TokenStream {
+    constant::constant(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -25,6 +25,10 @@ pub struct KernelInput {
     pub launch_bounds: Option<LaunchBoundsSyntax>,
     pub launch: Option<LaunchSyntax>,
     pub shapes: Option<ShapesSyntax>,
+    /// Under `#[cuda_module]`, a generic kernel without listed instances is
+    /// instantiated by cuda-oxide's host launches: here it builds with none
+    /// (`compat::HOST_INSTANCED`).
+    pub host_instanced: bool,
 }
 
 /// `#[shapes(a[m, k], b[k, n], c[m, n])]`: one dimension list per shaped array.
@@ -271,6 +275,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         launch_bounds,
         launch,
         shapes: shapes?,
+        host_instanced: false,
     })
 }
 

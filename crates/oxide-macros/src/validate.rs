@@ -46,16 +46,31 @@ pub struct Param {
 }
 
 /// The scalar type, or element type of a slice or pointer.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub enum Elem {
     Scalar(ScalarType),
     /// The kernel's n-th type-or-const generic parameter (a type parameter).
     Generic(usize),
+    /// A type that is not a scalar (a struct, enum, union, tuple, `[T; N]`), as
+    /// written: a value parameter's type or a slice's element (`crate::records`).
+    Record(Box<Type>),
 }
 
 pub struct Instance {
     pub args: Vec<InstanceArg>,
     pub entry: String,
+}
+
+impl Instance {
+    /// `ty` with this instance's generic arguments in place of the kernel's parameters.
+    pub fn bind(&self, ty: &Type) -> Type {
+        crate::record_types::bind(ty, |name| {
+            self.args
+                .iter()
+                .find(|a| a.param == *name)
+                .map(|a| &a.value)
+        })
+    }
 }
 
 pub struct InstanceArg {
@@ -73,9 +88,10 @@ impl Kernel {
     /// The concrete type of `param` in `instance`. Validation guarantees that every
     /// type parameter used by a parameter is bound to a scalar in every instance.
     pub fn elem_type(&self, param: &Param, instance: &Instance) -> ScalarType {
-        match param.elem {
-            Elem::Scalar(t) => t,
-            Elem::Generic(i) => instance.args[i].scalar.expect("validated"),
+        match &param.elem {
+            Elem::Scalar(t) => *t,
+            Elem::Generic(i) => instance.args[*i].scalar.expect("validated"),
+            Elem::Record(ty) => crate::record_types::lane_scalar(&instance.bind(ty)),
         }
     }
 }
@@ -111,6 +127,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         launch_bounds,
         launch,
         shapes,
+        host_instanced,
     } = input;
     let sig = &func.sig;
     let name = sig.ident.unraw().to_string();
@@ -139,7 +156,11 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         shape::check_shapes(shapes, &mut params, &mut errors);
     }
 
-    let instances = check_instances(&name, sig, &generics, instances, &params, &mut errors);
+    let instances = if host_instanced && instances.is_empty() {
+        Vec::new() // cuda-oxide's host code would have instantiated it
+    } else {
+        check_instances(&name, sig, &generics, instances, &params, &mut errors)
+    };
     let launch_bounds = launch_bounds.and_then(|lb| check_launch_bounds(lb, &mut errors));
     let launch = launch.and_then(|l| check_launch(l, &params, launch_bounds, &mut errors));
 
@@ -293,7 +314,8 @@ fn unsupported(ty: &Type) -> syn::Error {
             "unsupported kernel parameter type `{}`; supported: the scalars {}; `&[T]`; \
              `DisjointSlice<T>`; `AtomicSlice<T>`; `Array2<T>`, `DisjointArray2<T>` (ranks 1 to 3, \
              `Strided` layouts); and in `unsafe fn` kernels `&mut [T]`, `*const T`, \
-             `*mut T`; where T is one of those scalars or a type parameter of the kernel",
+             `*mut T`; where T is one of those scalars or a type parameter of the kernel; \
+             and `Copy` structs, enums, unions, tuples and arrays `[T; N]`, by value or as T",
             compact(ty),
             scalars.join(", "),
         ),
@@ -323,7 +345,7 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
         Type::ImplTrait(_) => Err(impl_trait(ty)),
         Type::Reference(r) => match strip(&r.elem) {
             Type::Slice(s) => {
-                let elem = element(&s.elem, generics)?;
+                let elem = element_or_record(&s.elem, generics)?;
                 Ok(match r.mutability {
                     Some(_) => (ParamKind::MutSlice, elem, true),
                     None => (ParamKind::Slice, elem, false),
@@ -332,7 +354,7 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
             _ => Err(unsupported(ty)),
         },
         Type::Ptr(p) => {
-            let elem = element(&p.elem, generics)?;
+            let elem = element_or_record(&p.elem, generics)?;
             Ok((ParamKind::Pointer, elem, p.mutability.is_some()))
         }
         Type::Path(p) if p.qself.is_none() => {
@@ -351,17 +373,27 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
                     GenericArgument::Lifetime(_) => None,
                     _ => Some(Err(unsupported(ty))),
                 });
+                let elem = |t: &Type| match kind {
+                    ParamKind::AtomicSlice => element(t, generics),
+                    _ => element_or_record(t, generics),
+                };
                 match (types.next(), types.next()) {
-                    (Some(t), None) => Ok((kind, element(t?, generics)?, true)),
+                    (Some(t), None) => Ok((kind, elem(t?)?, true)),
                     (Some(t), Some(space)) => {
                         index_space_arg(kind, space?, ty)?;
-                        Ok((kind, element(t?, generics)?, true))
+                        Ok((kind, elem(t?)?, true))
                     }
                     _ => Err(unsupported(ty)),
                 }
             } else {
-                Ok((ParamKind::Scalar, element(ty, generics)?, false))
+                match element_or_record(ty, generics)? {
+                    Elem::Record(r) => Ok((ParamKind::Value, Elem::Record(r), false)),
+                    scalar => Ok((ParamKind::Scalar, scalar, false)),
+                }
             }
+        }
+        Type::Array(_) | Type::Tuple(_) => {
+            Ok((ParamKind::Value, element_or_record(ty, generics)?, false))
         }
         _ => Err(unsupported(ty)),
     }
@@ -373,6 +405,17 @@ fn index_space_arg(kind: ParamKind, space: &Type, ty: &Type) -> Result<(), syn::
     match (kind, space) {
         (ParamKind::DisjointSlice, Type::Path(_)) => Ok(()),
         _ => Err(unsupported(ty)),
+    }
+}
+
+/// A scalar, a type parameter, or else a record type (`crate::records`) when it is one.
+fn element_or_record(ty: &Type, generics: &[(&Ident, bool)]) -> Result<Elem, syn::Error> {
+    match element(ty, generics) {
+        Ok(e) => Ok(e),
+        Err(_) if crate::record_types::is_record(strip(ty)) => {
+            Ok(Elem::Record(Box::new(ty.clone())))
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -153,6 +153,23 @@ class CupyBackend:
                 ) from None
         return (module, device)
 
+    def write_constant(self, module: Any, name: str, raw: bytes) -> None:
+        import numpy as np
+
+        loaded, device = module
+        host = np.frombuffer(raw, dtype=np.uint8)
+        try:
+            with self._cp.cuda.Device(device):
+                # cuModuleGetGlobal: the address of the static's `.const` bytes.
+                target = loaded.get_global_var(name)
+                runtime = self._cp.cuda.runtime
+                runtime.memcpy(target, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice)
+        except self._cp.cuda.driver.CUDADriverError as e:
+            raise LoadError(
+                f"cannot set the #[constant] static '{name}' on device {device}: {e}. "
+                "Fix: rebuild with `pyoxide build` (the PTX does not match its manifest)."
+            ) from None
+
     def get_function(self, module: Any, entry: str) -> Any:
         loaded, device = module
         try:

@@ -57,6 +57,8 @@ def build(
         return None
     if any(p.takes_address for p in spec.params):
         return None  # raw pointers (unsafe kernels): the general path only
+    if any(p.record is not None for p in spec.params):
+        return None  # structs, enums, [T; N] (pyoxide/_records.py): the general path only
     try:
         # import_module (not `from .. import`) consults sys.modules first, so a test
         # can make the module unimportable.

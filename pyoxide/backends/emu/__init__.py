@@ -72,6 +72,7 @@ class EmuModule:
     def __init__(self, crate: str, library: ffi.Library) -> None:
         self.crate = crate
         self.library = library
+        self.symbols: Any = None  # ctypes' view of the library, for #[constant] statics
 
 
 class EmuBackend:
@@ -110,6 +111,22 @@ class EmuBackend:
             ) from None
         return EmuModule(manifest.crate_name, library)
 
+    def write_constant(self, module: EmuModule, name: str, raw: bytes) -> None:
+        import ctypes
+
+        # The static is an exported symbol of the library (`export_name`); ctypes finds
+        # the same mapping that cffi opened (dlopen of one path shares it).
+        if module.symbols is None:
+            module.symbols = ctypes.CDLL(str(module.library.path))
+        try:
+            cell = (ctypes.c_uint8 * len(raw)).in_dll(module.symbols, name)
+        except ValueError:
+            raise LoadError(
+                f"the emulator library {module.library.path} has no #[constant] static "
+                f"'{name}'; it does not match its manifest. Fix: rebuild with `pyoxide build`."
+            ) from None
+        ctypes.memmove(ctypes.addressof(cell), raw, len(raw))
+
     def get_function(self, module: EmuModule, entry: str) -> ffi.HostEntry:
         function = module.library.entry(entry)
         if function is None:
@@ -133,7 +150,14 @@ class EmuBackend:
         producer_streams: Sequence[int],  # ignored: host arrays have no streams
         device: int = 0,
     ) -> None:
-        outcome = function(grid, block, shared_mem, [widen(a) for a in args])
+        import numpy as np
+
+        # A record by value (a NumPy structured scalar) crosses as the address of its
+        # bytes, kept alive in `records` until the synchronous launch returns.
+        records = [np.array(a) for a in args if isinstance(a, np.void)]
+        it = iter(records)
+        words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
+        outcome = function(grid, block, shared_mem, words)
         if outcome.status == ffi.STATUS_INTERRUPTED:
             # Ctrl-C: Python's own SIGINT handler has run too and normally raised
             # KeyboardInterrupt already; this covers a handler that did not raise.

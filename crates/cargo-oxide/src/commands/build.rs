@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use oxide_abi::descriptor::KernelDescriptor;
+use oxide_abi::descriptor::{ConstantDescriptor, KernelDescriptor};
 use oxide_abi::manifest::{self, CrateInfo, Manifest, PtxArtifact, SourceFile};
 use oxide_abi::names::{DEVICE_TARGET, LINK_CONFIG_ENV};
 use oxide_abi::report::BuildReport;
@@ -149,6 +149,11 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
     }
     let descriptors: Vec<KernelDescriptor> =
         serde_json::from_str(&std::fs::read_to_string(&config.out_descriptors)?)?;
+    let constants_path = crate::commands::link::constants_file(&config.out_descriptors);
+    let constants: Vec<ConstantDescriptor> = match std::fs::read_to_string(&constants_path) {
+        Ok(text) => serde_json::from_str(&text)?,
+        Err(_) => Vec::new(),
+    };
     if descriptors.is_empty() {
         eprintln!("warning: {} defines no #[kernel] functions", project.name);
     }
@@ -199,6 +204,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         artifacts: artifacts.clone(),
         emulator: emulator.as_ref().map(|(_, a)| a.clone()),
         kernels: descriptors,
+        constants,
     };
     let manifest_path = project.manifest_file();
     write_atomic(&manifest_path, manifest.to_json().as_bytes())?;
@@ -281,6 +287,11 @@ fn cargo_device_build(
         // nvptx has no `std`: a crate written for cuda-oxide (no `#![no_std]`) builds
         // against `core` alone, as there. Only the kernel crate gets it (after `--`).
         cmd.arg("-Zcrate-attr=no_std");
+        // `std::` paths name `core`'s items there too (`use std::ops::Add`): `std`
+        // is `core` under its other name, as `extern crate core as std;` would make it.
+        if let Some(core) = crate::sysroot::core_rlib(sysroot) {
+            cmd.arg("--extern").arg(format!("std={}", core.display()));
+        }
     }
     cmd.env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use oxide_abi::descriptor::KernelDescriptor;
+use oxide_abi::descriptor::{ConstantDescriptor, KernelDescriptor};
 use oxide_abi::names::LINK_CONFIG_ENV;
 use serde::{Deserialize, Serialize};
 
@@ -196,7 +196,14 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
     )?;
     let text = std::fs::read_to_string(&pruned)?;
     let (raw_descriptors, text) = ir::take_descriptors(&text)?;
+    let (raw_constants, raw_descriptors): (Vec<_>, Vec<_>) = raw_descriptors
+        .into_iter()
+        .partition(|b| ConstantDescriptor::is_constant(b));
     let descriptors = decode_all(&raw_descriptors)?;
+    let constants = raw_constants
+        .iter()
+        .map(|b| ConstantDescriptor::decode(b))
+        .collect::<Result<Vec<_>, _>>()?;
     let kernels: BTreeMap<String, _> = descriptors
         .iter()
         .map(|d| (d.entry.clone(), d.launch_bounds))
@@ -209,6 +216,8 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
         .collect();
     let text = ir::annotate_params(&text, &facts)?;
     let (text, _shared) = ir::move_shared_statics(&text)?;
+    // Constants that no kernel reads were pruned above; those left stay visible.
+    let (text, kept_constants) = ir::move_constant_statics(&text)?;
     let rewritten = tmp.join("rewritten.ll");
     std::fs::write(&rewritten, &text)?;
 
@@ -244,6 +253,7 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
         descriptors
             .iter()
             .map(|d| d.entry.as_str())
+            .chain(kept_constants.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(",")
     );
@@ -297,6 +307,10 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
         &config.out_descriptors,
         serde_json::to_string_pretty(&descriptors)?.as_bytes(),
     )?;
+    write_atomic(
+        &constants_file(&config.out_descriptors),
+        serde_json::to_string_pretty(&constants)?.as_bytes(),
+    )?;
     // rustc expects its output file; the PTX proper is written per architecture by
     // `cargo oxide build`.
     if let Some(out) = &args.output {
@@ -313,6 +327,11 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
         std::fs::rename(work.keep(), &keep).ok();
     }
     Ok(())
+}
+
+/// Where the link step writes the `#[constant]` descriptors: beside the kernels'.
+pub fn constants_file(descriptors: &std::path::Path) -> std::path::PathBuf {
+    descriptors.with_extension("constants.json")
 }
 
 fn decode_all(raw: &[Vec<u8>]) -> Result<Vec<KernelDescriptor>> {

@@ -170,6 +170,7 @@ fn slice_pointers_get_what_rust_types_prove() {
         ty,
         mutable: kind != ParamKind::Slice && kind != ParamKind::Scalar,
         array: None,
+        record: None,
     };
     let d = KernelDescriptor {
         version: 1,

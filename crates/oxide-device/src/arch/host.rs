@@ -7,6 +7,8 @@
 use core::cell::Cell;
 
 mod block;
+mod convert;
+pub(crate) use convert::*;
 pub(crate) mod engine;
 mod fault;
 mod mma;
@@ -237,6 +239,14 @@ pub(crate) fn set_dynamic_shared_len(bytes: usize) -> usize {
 #[inline]
 pub(crate) fn dynamic_shared_bytes() -> usize {
     DYNAMIC_SHARED_LEN.with(Cell::get)
+}
+
+/// What a GPU reports as `%total_smem_size`, as far as the emulator knows it: the
+/// dynamic bytes. Its `SharedArray` statics live apart, one host allocation each, so
+/// they add nothing here (see the porting guide).
+#[inline]
+pub(crate) fn total_shared_bytes() -> usize {
+    dynamic_shared_bytes()
 }
 
 /// Make `base` the dynamic shared memory of the current OS thread's emulated thread

@@ -15,6 +15,10 @@ mod nvptx_mma;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx_mma::*;
 #[cfg(target_arch = "nvptx64")]
+mod nvptx_convert;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_convert::*;
+#[cfg(target_arch = "nvptx64")]
 mod nvptx_wgmma;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx_wgmma::*;

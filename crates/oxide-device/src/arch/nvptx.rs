@@ -202,6 +202,22 @@ pub(crate) fn dynamic_shared_base() -> *mut u8 {
     (&raw mut __oxide_dynamic_shared).cast()
 }
 
+/// Bytes of shared memory a block of this launch has, static and dynamic:
+/// `%total_smem_size`.
+#[inline(always)]
+pub(crate) fn total_shared_bytes() -> usize {
+    let bytes: u32;
+    // SAFETY: reading a special register has no preconditions inside a kernel.
+    unsafe {
+        asm!(
+            "mov.u32 {b}, %total_smem_size;",
+            b = out(reg32) bytes,
+            options(nomem, nostack, preserves_flags, pure)
+        )
+    };
+    bytes as usize
+}
+
 /// Bytes of dynamic shared memory the launch gave the block: `%dynamic_smem_size`.
 #[inline(always)]
 pub(crate) fn dynamic_shared_bytes() -> usize {
