@@ -18,8 +18,8 @@ from typing import Any
 from . import _abi
 from ._constants import ConstantSpec, parse_constants
 from ._policy_spec import LaunchPolicy, read_launch_policy
-from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec
 from ._records import RecordLayout, parse_record
+from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
