@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from helpers.bundled import emu_kernels_manifest
+from helpers.bundled import emu_kernels_manifest, wrong_kernels_manifest
 from helpers.probes import requires_gpu
 
 from pyoxide._abi import VERIFY_REPORT_VERSION, ExitCode
@@ -22,7 +22,6 @@ from pyoxide._sanitize import parse_log
 from pyoxide.cli import cli
 
 REPO = Path(__file__).resolve().parents[1]
-WRONG = REPO / "tests" / "fixtures" / "wrong_kernels"
 SCHEMA = REPO / "crates" / "oxide-abi" / "verify-report.schema.json"
 
 # Each wrong kernel and what verify must call its failure.
@@ -49,7 +48,7 @@ def schema() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def wrong_report(schema: dict[str, Any]) -> dict[str, Any]:
-    code, report = verify(str(WRONG))
+    code, report = verify(str(wrong_kernels_manifest()))
     assert code == ExitCode.VERIFY_FAILED
     jsonschema.validate(report, schema)
     return report
@@ -95,7 +94,9 @@ def test_the_reproducer_fails_the_same_way(wrong_report: dict[str, Any]) -> None
 
 
 def test_text_output_names_kernel_case_and_reproducer() -> None:
-    result = CliRunner().invoke(cli, ["verify", str(WRONG), "-k", "off_by_one", "--cases", "50"])
+    result = CliRunner().invoke(
+        cli, ["verify", str(wrong_kernels_manifest()), "-k", "off_by_one", "--cases", "50"]
+    )
     assert result.exit_code == ExitCode.VERIFY_FAILED
     out = result.stdout
     assert "FAIL  off_by_one_tail [emu]: unwritten element" in out
@@ -103,7 +104,7 @@ def test_text_output_names_kernel_case_and_reproducer() -> None:
 
 
 def test_unknown_kernel_and_missing_specs_exit_with_the_table() -> None:
-    result = CliRunner().invoke(cli, ["verify", str(WRONG), "-k", "nosuch"])
+    result = CliRunner().invoke(cli, ["verify", str(wrong_kernels_manifest()), "-k", "nosuch"])
     assert result.exit_code == ExitCode.NOT_FOUND
     result = CliRunner().invoke(
         cli, ["verify", str(REPO / "tests" / "fixtures" / "hostile_kernels")]
@@ -130,7 +131,7 @@ def test_sanitizer_log_is_counted_per_kernel() -> None:
 @pytest.mark.gpu
 @requires_gpu("verify runs the wrong kernels on CuPy arrays")
 def test_verify_flags_each_wrong_kernel_on_the_gpu(schema: dict[str, Any]) -> None:
-    code, report = verify(str(WRONG), "--backend", "cupy", "--cases", "60")
+    code, report = verify(str(wrong_kernels_manifest()), "--backend", "cupy", "--cases", "60")
     jsonschema.validate(report, schema)
     assert code == ExitCode.VERIFY_FAILED
     flagged = {k["kernel"] for k in report["kernels"] if not k["ok"]}

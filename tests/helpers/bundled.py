@@ -116,23 +116,38 @@ CUDA_OXIDE_PORTS = REPO / "crates" / "oxide-device" / "tests" / "fixtures" / "cu
 PORTS_OUT = REPO / "target" / "oxide" / "cuda_oxide_ports"
 
 
-@functools.cache
-def cuda_oxide_ports_manifest() -> Path:
-    """The crate of ported cuda-oxide examples, built with its emulator into PORTS_OUT by
-    this checkout's cargo-oxide; on a machine without cargo, what was built there before
-    (carry target/oxide/cuda_oxide_ports to the GPU machine)."""
-    prebuilt = PORTS_OUT / "cuda_oxide_ports.manifest.json"
+def fixture_manifest(crate: Path, out_dir: Path) -> Path:
+    """A test crate built with its emulator into `out_dir` by this checkout's
+    cargo-oxide; on a machine without cargo, what was built there before (carry
+    `out_dir` to the GPU machine)."""
     exe = workspace_cargo_oxide()
     if exe is None:
-        return prebuilt
+        return out_dir / f"{crate.name}.manifest.json"
     out = subprocess.run(
-        [exe, "oxide", "build", "--manifest-path", str(CUDA_OXIDE_PORTS / "Cargo.toml"),
-         "--arch", ",".join(ARCHS), "--out-dir", str(PORTS_OUT), "--json"],
+        [exe, "oxide", "build", "--manifest-path", str(crate / "Cargo.toml"),
+         "--arch", ",".join(ARCHS), "--out-dir", str(out_dir), "--json"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if out.returncode != 0:
         raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
+    if (crate / "specs").is_dir():  # beside the manifest, where verify looks on any machine
+        shutil.copytree(crate / "specs", out_dir / "specs", dirs_exist_ok=True)
     return Path(json.loads(out.stdout)["manifest"])
+
+
+@functools.cache
+def cuda_oxide_ports_manifest() -> Path:
+    """The crate of ported cuda-oxide examples (target/oxide/cuda_oxide_ports)."""
+    return fixture_manifest(CUDA_OXIDE_PORTS, PORTS_OUT)
+
+
+WRONG_KERNELS = REPO / "tests" / "fixtures" / "wrong_kernels"
+
+
+@functools.cache
+def wrong_kernels_manifest() -> Path:
+    """The deliberately wrong kernels verify must flag (target/oxide/wrong_kernels)."""
+    return fixture_manifest(WRONG_KERNELS, REPO / "target" / "oxide" / "wrong_kernels")
 
 
 SM90A_CRATE = REPO / "kernels_sm90a" / "Cargo.toml"
