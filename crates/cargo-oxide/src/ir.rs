@@ -12,8 +12,6 @@
 //!   argument), `readonly` for `&[T]`, `align` = the element's alignment (the launcher
 //!   refuses element-misaligned views). With them LLVM loads `&[T]` through the
 //!   read-only path (`ld.global.nc`) and keeps loads and stores apart, in every kernel;
-//! - after `opt -O3`, each function's identical panic blocks become one
-//!   ([`merge_noreturn_tails`]), so that its bounds checks fold into one branch;
 //! - per-function `target-cpu`/`target-features` are dropped so one module serves
 //!   every architecture, chosen later by `llc -mcpu`.
 //!
@@ -488,8 +486,6 @@ pub fn needs_libdevice(ir: &str) -> bool {
         .any(|l| l.starts_with("declare ") && l.contains(" @__nv_"))
 }
 
-mod tails;
-pub use tails::merge_noreturn_tails;
 mod constant;
 pub use constant::move_constant_statics;
 

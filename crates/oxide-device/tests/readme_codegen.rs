@@ -26,11 +26,6 @@ fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
             "{arch}:\n{saxpy}"
         );
         assert!(!saxpy.contains(".align 1 "), "{arch}");
-        // `x[i]` and `y[i]` share one panic path after the link step, so their checks
-        // fold into one test (`i < min(len x, len y)`) in front of the loads: one call
-        // of the panic function, not one per check.
-        assert_eq!(saxpy.matches("call.uni").count(), 1, "{arch}:\n{saxpy}");
-        assert!(saxpy.contains("min.u64"), "{arch}:\n{saxpy}");
         let scale = entry(&ptx, "scale_f64");
         assert!(scale.contains("ld.global.nc.b64"), "{arch}:\n{scale}");
         assert_eq!(scale.matches(".ptr .align 8").count(), 2, "{arch}");

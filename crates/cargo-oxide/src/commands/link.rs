@@ -264,43 +264,19 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
     } else {
         "-passes=nvvm-reflect,internalize,globaldce"
     };
-    let mut optimized = tmp.join("optimized.bc");
-    let o3_text = tmp.join("optimized.ll");
-    let mut o3_args: Vec<&std::ffi::OsStr> = vec![
-        TRIPLE_FLAG.as_ref(),
-        pipeline.as_ref(),
-        entries.as_ref(),
-        module.as_os_str(),
-    ];
-    if config.optimize {
-        o3_args.extend(["-S".as_ref(), "-o".as_ref(), o3_text.as_os_str()]);
-    } else {
-        o3_args.extend(["-o".as_ref(), optimized.as_os_str()]);
-    }
-    run_tool(&config.opt, &o3_args, "optimising the kernels")?;
-    if config.optimize {
-        // One panic path per function, so that bounds checks fold into one branch
-        // (ir::merge_noreturn_tails); simplifycfg does the folding.
-        let (text, changed) = ir::merge_noreturn_tails(&std::fs::read_to_string(&o3_text)?);
-        if changed {
-            let merged = tmp.join("merged.ll");
-            std::fs::write(&merged, text)?;
-            run_tool(
-                &config.opt,
-                &[
-                    TRIPLE_FLAG.as_ref(),
-                    "-passes=simplifycfg".as_ref(),
-                    merged.as_os_str(),
-                    "-o".as_ref(),
-                    optimized.as_os_str(),
-                ],
-                "merging the kernels' panic paths",
-            )?;
-        } else {
-            // llc reads textual IR as well as bitcode.
-            optimized = o3_text;
-        }
-    }
+    let optimized = tmp.join("optimized.bc");
+    run_tool(
+        &config.opt,
+        &[
+            TRIPLE_FLAG.as_ref(),
+            pipeline.as_ref(),
+            entries.as_ref(),
+            module.as_os_str(),
+            "-o".as_ref(),
+            optimized.as_os_str(),
+        ],
+        "optimising the kernels",
+    )?;
 
     write_atomic(&config.out_module, &std::fs::read(&optimized)?)?;
     write_atomic(
