@@ -282,7 +282,15 @@ fn cargo_device_build(
     }
     cmd.arg("--")
         .arg("-C")
-        .arg(format!("linker={}", self_exe.display()));
+        .arg(format!("linker={}", self_exe.display()))
+        // Cargo's fingerprint sees these arguments but not the linker's contents: naming
+        // this cargo-oxide's identity here re-links an unchanged crate after cargo-oxide
+        // itself changed (else its link step's output, the PTX, would be stale).
+        .arg("--check-cfg=cfg(oxide_link_step, values(any()))")
+        .arg(format!(
+            "--cfg=oxide_link_step=\"{}\"",
+            linker_identity(&self_exe)
+        ));
     if !project.declares_no_std() {
         // nvptx has no `std`: a crate written for cuda-oxide (no `#![no_std]`) builds
         // against `core` alone, as there. Only the kernel crate gets it (after `--`).
@@ -528,4 +536,18 @@ mod tests {
             "\"--sysroot=/a \\\"b\\\"\\\\c\""
         );
     }
+}
+
+/// This cargo-oxide binary's identity for cargo's fingerprint: its size and mtime,
+/// which change whenever it is rebuilt or reinstalled (cheap: no read of the file).
+fn linker_identity(exe: &Path) -> String {
+    let Ok(meta) = std::fs::metadata(exe) else {
+        return "unknown".into();
+    };
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{}", meta.len(), mtime)
 }
