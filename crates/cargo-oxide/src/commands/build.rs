@@ -515,6 +515,20 @@ fn parse_dep_info(text: &str) -> BTreeSet<PathBuf> {
     out
 }
 
+/// This cargo-oxide binary's identity for cargo's fingerprint: its size and mtime,
+/// which change whenever it is rebuilt or reinstalled (cheap: no read of the file).
+fn linker_identity(exe: &Path) -> String {
+    let Ok(meta) = std::fs::metadata(exe) else {
+        return "unknown".into();
+    };
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{}", meta.len(), mtime)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,18 +550,4 @@ mod tests {
             "\"--sysroot=/a \\\"b\\\"\\\\c\""
         );
     }
-}
-
-/// This cargo-oxide binary's identity for cargo's fingerprint: its size and mtime,
-/// which change whenever it is rebuilt or reinstalled (cheap: no read of the file).
-fn linker_identity(exe: &Path) -> String {
-    let Ok(meta) = std::fs::metadata(exe) else {
-        return "unknown".into();
-    };
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    format!("{}-{}", meta.len(), mtime)
 }
