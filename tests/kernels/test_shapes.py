@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err, tol
+from helpers.probes import requires_gpu
 
 import pyoxide
 from pyoxide.errors import ShapeError
@@ -247,3 +248,27 @@ def test_strides_of_single_element_dimensions_do_not_matter(
     kernels.softmax_rows(lib.view(lib.asarray(base), (1, 3), (7, 1), 2), o)
     e = np.exp(base[2:5].astype(np.float64) - base[2:5].max())
     assert rel_err(lib.to_numpy(o), (e / e.sum()).reshape(1, 3)) < tol(np.float32, compound=True)
+
+
+@pytest.mark.gpu
+@requires_gpu("reads JAX arrays on the GPU")
+def test_jax_arrays_go_in_as_they_are(kernels: pyoxide.Module, monkeypatch: Any) -> None:
+    """JAX arrays (immutable: inputs only) are read zero-copy as shaped arrays; the
+    outputs are CuPy arrays."""
+    import cupy
+
+    # JAX would otherwise take most of the GPU's memory at its first array.
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jnp = pytest.importorskip("jax.numpy")
+    a = RNG.standard_normal((70, 33)).astype(np.float32)
+    b = RNG.standard_normal((33, 45)).astype(np.float32)
+    c = cupy.full((70, 45), np.nan, np.float32)
+    kernels.matmul_tiled(jnp.asarray(a), jnp.asarray(b), c)
+    assert rel_err(cupy.asnumpy(c), a.astype(np.float64) @ b) < 1e-5
+    x = (RNG.standard_normal((64, 1000)) * 4).astype(np.float32)
+    o = cupy.full(x.shape, np.nan, np.float32)
+    kernels.softmax_rows(jnp.asarray(x), o)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    assert rel_err(cupy.asnumpy(o), e / e.sum(axis=1, keepdims=True)) < tol(
+        np.float32, compound=True
+    )
