@@ -21,7 +21,7 @@ def _shape(case: Case) -> Shape:
 
 
 def _bytes(case: Case) -> int:
-    return 2 * case.np_dtype.itemsize * int(np.prod(case.shape))
+    return 2 * int(case.np_dtype.itemsize) * int(np.prod(case.shape))
 
 
 def _cupy_copy(a: dict[str, Any]) -> Any:
