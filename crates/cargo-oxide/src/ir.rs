@@ -175,44 +175,74 @@ pub fn move_shared_statics(ir: &str) -> Result<(String, usize)> {
             lines.push(line.to_string());
             continue;
         };
-        // `@n = <linkage and flags> global|constant <type> <init>, section "…", align A[, !dbg …]`
+        let def = StaticDef::read(line, "shared", name)?;
+        // Shared memory has no initial value on the GPU: whatever the static said, it
+        // starts undefined, as its `MaybeUninit` type already told the author.
+        lines.push(format!(
+            "@{name} = internal addrspace(3) global {} undef, align {}{}",
+            def.ty, def.align, def.dbg
+        ));
+        shared.push(name.to_string());
+    }
+    let text = cast_uses(&lines, &shared, 3);
+    Ok((text, shared.len()))
+}
+
+/// A static's definition read apart:
+/// `@n = <linkage and flags> global|constant <type> <init>, section "…", align A[, !dbg …]`.
+struct StaticDef<'l> {
+    ty: &'l str,
+    /// What follows the type: the initial value and the attributes.
+    after_ty: &'l str,
+    align: &'l str,
+    /// `, !dbg …` or empty.
+    dbg: &'l str,
+}
+
+impl<'l> StaticDef<'l> {
+    /// `what` names the kind of static in the error ("shared", "constant").
+    fn read(line: &'l str, what: &str, name: &str) -> Result<StaticDef<'l>> {
         let Some(kw) = line.find(" global ").or_else(|| line.find(" constant ")) else {
-            bail!("cannot read the shared static's definition: {line}");
+            bail!("cannot read the {what} static's definition: {line}");
         };
-        let after_kw = &line[kw..];
-        let after_kw = after_kw
+        let rest = line[kw..]
             .trim_start_matches(" global ")
             .trim_start_matches(" constant ");
-        let ty = type_prefix(after_kw).ok_or_else(|| {
-            anyhow::anyhow!("cannot read the type of shared static @{name}: {line}")
-        })?;
+        let Some(ty) = type_prefix(rest) else {
+            bail!("cannot read the type of {what} static @{name}: {line}");
+        };
         let align = line
             .split(", align ")
             .nth(1)
             .map(|a| a.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("1"))
             .unwrap_or("1");
         let dbg = line.find(", !dbg").map(|i| &line[i..]).unwrap_or("");
-        // Shared memory has no initial value on the GPU: whatever the static said, it
-        // starts undefined, as its `MaybeUninit` type already told the author.
-        lines.push(format!(
-            "@{name} = internal addrspace(3) global {ty} undef, align {align}{dbg}"
-        ));
-        shared.push(name.to_string());
+        Ok(StaticDef {
+            ty,
+            after_ty: &rest[ty.len()..],
+            align,
+            dbg,
+        })
     }
-    let mut text = String::with_capacity(ir.len() + 64);
-    for line in &lines {
-        let is_definition = defined_global(line).is_some_and(|n| shared.iter().any(|s| s == n));
+}
+
+/// The module's lines with every use (not the definition) of the `moved` statics seen
+/// through an `addrspacecast` from `addrspace` to the generic address space.
+fn cast_uses(lines: &[String], moved: &[String], addrspace: u32) -> String {
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum::<usize>() + 64);
+    for line in lines {
+        let is_definition = defined_global(line).is_some_and(|n| moved.iter().any(|s| s == n));
         let mut line = line.clone();
         if !is_definition {
-            for name in &shared {
-                let cast = format!("addrspacecast (ptr addrspace(3) @{name} to ptr)");
+            for name in moved {
+                let cast = format!("addrspacecast (ptr addrspace({addrspace}) @{name} to ptr)");
                 line = replace_uses(&line, name, &cast);
             }
         }
         text.push_str(&line);
         text.push('\n');
     }
-    Ok((text, shared.len()))
+    text
 }
 
 /// The leading LLVM type of `s` (`[256 x float]`, `{ i32, [4 x i8] }`, `<{ … }>`, `i32`).

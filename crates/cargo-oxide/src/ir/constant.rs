@@ -10,7 +10,7 @@
 use anyhow::{Result, bail};
 use oxide_abi::names::CONSTANT_SECTION;
 
-use super::{defined_global, in_section, replace_uses, type_prefix};
+use super::{StaticDef, cast_uses, defined_global, in_section};
 
 /// Move constant statics to address space 4; returns the text and their names.
 pub fn move_constant_statics(ir: &str) -> Result<(String, Vec<String>)> {
@@ -21,44 +21,18 @@ pub fn move_constant_statics(ir: &str) -> Result<(String, Vec<String>)> {
             lines.push(line.to_string());
             continue;
         };
-        // `@n = <linkage and flags> global|constant <type> <init>, section "…", align A[, !dbg …]`
-        let Some(kw) = line.find(" global ").or_else(|| line.find(" constant ")) else {
-            bail!("cannot read the constant static's definition: {line}");
-        };
-        let rest = line[kw..]
-            .trim_start_matches(" global ")
-            .trim_start_matches(" constant ");
-        let Some(ty) = type_prefix(rest) else {
-            bail!("cannot read the type of constant static @{name}: {line}");
-        };
-        let Some(init_end) = rest.find(", section ") else {
+        let def = StaticDef::read(line, "constant", name)?;
+        let Some(init_end) = def.after_ty.find(", section ") else {
             bail!("constant static @{name} has no section: {line}");
         };
-        let init = rest[ty.len()..init_end].trim();
-        let align = line
-            .split(", align ")
-            .nth(1)
-            .map(|a| a.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("1"))
-            .unwrap_or("1");
-        let dbg = line.find(", !dbg").map(|i| &line[i..]).unwrap_or("");
+        let init = def.after_ty[..init_end].trim();
         lines.push(format!(
-            "@{name} = addrspace(4) externally_initialized global {ty} {init}, align {align}{dbg}"
+            "@{name} = addrspace(4) externally_initialized global {} {init}, align {}{}",
+            def.ty, def.align, def.dbg
         ));
         moved.push(name.to_string());
     }
-    let mut text = String::with_capacity(ir.len() + 64);
-    for line in &lines {
-        let is_definition = defined_global(line).is_some_and(|n| moved.iter().any(|s| s == n));
-        let mut line = line.clone();
-        if !is_definition {
-            for name in &moved {
-                let cast = format!("addrspacecast (ptr addrspace(4) @{name} to ptr)");
-                line = replace_uses(&line, name, &cast);
-            }
-        }
-        text.push_str(&line);
-        text.push('\n');
-    }
+    let text = cast_uses(&lines, &moved, 4);
     Ok((text, moved))
 }
 
