@@ -101,13 +101,7 @@ impl ConstantDescriptor {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<ConstantDescriptor, DecodeError> {
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-        let version = value.get("version").and_then(|v| v.as_u64());
-        if version != Some(u64::from(crate::DESCRIPTOR_VERSION)) {
-            return Err(DecodeError::Version { found: version });
-        }
-        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+        decode_versioned(bytes)
     }
 }
 
@@ -217,13 +211,7 @@ pub struct SourceLocation {
 impl KernelDescriptor {
     /// Decode one descriptor global's bytes.
     pub fn decode(bytes: &[u8]) -> Result<KernelDescriptor, DecodeError> {
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-        let version = value.get("version").and_then(|v| v.as_u64());
-        if version != Some(u64::from(crate::DESCRIPTOR_VERSION)) {
-            return Err(DecodeError::Version { found: version });
-        }
-        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+        decode_versioned(bytes)
     }
 
     /// Encode, as the macro does (the descriptor's module path, file and line are
@@ -255,6 +243,18 @@ impl std::fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
+
+/// One descriptor section entry (a kernel's or a constant's) decoded, after checking
+/// that it was encoded at [`crate::DESCRIPTOR_VERSION`].
+fn decode_versioned<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let version = value.get("version").and_then(|v| v.as_u64());
+    if version != Some(u64::from(crate::DESCRIPTOR_VERSION)) {
+        return Err(DecodeError::Version { found: version });
+    }
+    serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+}
 
 #[cfg(test)]
 mod tests {
