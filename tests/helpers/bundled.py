@@ -13,6 +13,7 @@ import os
 import shutil
 import site
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,11 +103,17 @@ def emu_kernels_manifest() -> Path:
     exe = workspace_cargo_oxide()
     if exe is None:
         return PREBUILT if PREBUILT.is_file() else PACKAGED
-    out = subprocess.run(
-        [exe, "oxide", "build", "--manifest-path", str(KERNELS_CRATE), "--arch", ",".join(ARCHS),
-         "--json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    return cargo_oxide_build(exe, KERNELS_CRATE, ARCHS)
+
+
+def cargo_oxide_build(
+    exe: str, manifest_path: Path, archs: Sequence[str], out_dir: Path | None = None
+) -> Path:
+    """`cargo oxide build --json` of one crate (its emulator included); the manifest."""
+    cmd = [exe, "oxide", "build", "--manifest-path", str(manifest_path), "--arch", ",".join(archs)]
+    if out_dir is not None:
+        cmd += ["--out-dir", str(out_dir)]
+    out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
     return Path(json.loads(out.stdout)["manifest"])
@@ -123,16 +130,10 @@ def fixture_manifest(crate: Path, out_dir: Path) -> Path:
     exe = workspace_cargo_oxide()
     if exe is None:
         return out_dir / f"{crate.name}.manifest.json"
-    out = subprocess.run(
-        [exe, "oxide", "build", "--manifest-path", str(crate / "Cargo.toml"),
-         "--arch", ",".join(ARCHS), "--out-dir", str(out_dir), "--json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if out.returncode != 0:
-        raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
+    manifest = cargo_oxide_build(exe, crate / "Cargo.toml", ARCHS, out_dir)
     if (crate / "specs").is_dir():  # beside the manifest, where verify looks on any machine
         shutil.copytree(crate / "specs", out_dir / "specs", dirs_exist_ok=True)
-    return Path(json.loads(out.stdout)["manifest"])
+    return manifest
 
 
 @functools.cache
@@ -162,11 +163,4 @@ def sm90a_kernels_manifest() -> Path:
     exe = workspace_cargo_oxide()
     if exe is None:
         return SM90A_PACKAGED
-    out = subprocess.run(
-        [exe, "oxide", "build", "--manifest-path", str(SM90A_CRATE), "--arch", "sm_90a",
-         "--json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if out.returncode != 0:
-        raise RuntimeError(f"cargo oxide build failed ({out.returncode}):\n{out.stderr}")
-    return Path(json.loads(out.stdout)["manifest"])
+    return cargo_oxide_build(exe, SM90A_CRATE, ("sm_90a",))
