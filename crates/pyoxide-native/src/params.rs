@@ -380,6 +380,20 @@ fn shaped(
         shape[d] = n;
         elements = elements.checked_mul(n)?;
     }
+    Some((device_span(names, a, itemsize, device, elements)?, shape))
+}
+
+/// The device pointer of a CuPy array's `elements` elements of `itemsize` bytes, when
+/// the array lives on `device`, its pointer is aligned to `itemsize` and its bytes end
+/// below 2**63 (else None: the general path explains).
+fn device_span(
+    names: &Names,
+    a: &Bound<'_, PyAny>,
+    itemsize: u64,
+    device: i64,
+    elements: u64,
+) -> Option<u64> {
+    let py = a.py();
     let data = a.getattr(names.data.bind(py)).ok()?;
     if data
         .getattr(names.device_id.bind(py))
@@ -399,7 +413,7 @@ fn shaped(
         return None;
     }
     ptr.checked_add(bytes)?;
-    Some((ptr, shape))
+    Some(ptr)
 }
 
 /// A scalar parameter's kind, from oxide-abi's table (size, class, range).
@@ -454,27 +468,8 @@ fn array(
     {
         return None;
     }
-    let data = a.getattr(names.data.bind(py)).ok()?;
-    if data
-        .getattr(names.device_id.bind(py))
-        .ok()?
-        .extract::<i64>()
-        .ok()?
-        != device
-    {
-        return None;
-    }
-    let ptr = u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?;
     let len = u64_of(&a.getattr(names.size.bind(py)).ok()?)?;
-    if itemsize == 0 || !ptr.is_multiple_of(itemsize) {
-        return None;
-    }
-    let bytes = len.checked_mul(itemsize)?;
-    if bytes > (1 << 63) - 1 {
-        return None;
-    }
-    ptr.checked_add(bytes)?;
-    Some((ptr, len))
+    Some((device_span(names, a, itemsize, device, len)?, len))
 }
 
 /// An int's value as a u64 (None: not an int, or out of range), as `extract::<u64>`.
