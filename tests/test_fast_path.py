@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import fake_cupy
-from helpers.fake_launch import FakeDriver, FakeNdarray, install_native
+from helpers.fake_launch import FakeDriver, FakeNdarray, general_bytes, install_native
 from helpers.fixtures import REPO_DIR, write_manifest
 
 import pyoxide
@@ -41,16 +41,6 @@ def native(monkeypatch: pytest.MonkeyPatch) -> tuple[fake_cupy.FakeCuda, FakeDri
 @pytest.fixture
 def mod(tmp_path: Path) -> pyoxide.Module:
     return pyoxide.load(write_manifest(tmp_path))
-
-
-def general_bytes(words: tuple[Any, ...]) -> bytes:
-    """The PTX parameter buffer of the general path's ABI words (NumPy scalars), each at
-    its natural alignment."""
-    buf = bytearray()
-    for w in words:
-        b = np.asarray(w).tobytes()
-        buf += bytes(-len(buf) % len(b)) + b
-    return bytes(buf)
 
 
 X = FakeNdarray(1000)

@@ -9,24 +9,14 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from helpers import fake_cupy
-from helpers.fake_launch import FakeDriver, FakeNdarray, install_native
+from helpers.fake_launch import FakeDriver, FakeNdarray, general_bytes, install_native
 from helpers.fixtures import KERNELS, kernel, manifest_dict, param, write_manifest
 
 import pyoxide
 import pyoxide._native as pyoxide_native
 from pyoxide.errors import ArgumentValueError, ShapeError
-
-
-def general_bytes(words: tuple[Any, ...]) -> bytes:
-    """The general path's ABI words as a PTX parameter buffer (natural alignment)."""
-    buf = bytearray()
-    for w in words:
-        b = np.asarray(w).tobytes()
-        buf += bytes(-len(buf) % len(b)) + b
-    return bytes(buf)
 
 
 def shaped(name: str, kind: str, layout: str, dims: list[str]) -> dict[str, Any]:

@@ -90,3 +90,13 @@ def install_native(monkeypatch: Any, fake: FakeCuda) -> tuple[Any, FakeDriver]:
     driver = FakeDriver(fake)
     monkeypatch.setattr(cupy_native, "entry_points", driver.entry_points)
     return cp, driver
+
+
+def general_bytes(words: tuple[Any, ...]) -> bytes:
+    """The PTX parameter buffer of the general path's ABI words (NumPy scalars), each at
+    its natural alignment."""
+    buf = bytearray()
+    for w in words:
+        b = np.asarray(w).tobytes()
+        buf += bytes(-len(buf) % len(b)) + b
+    return bytes(buf)
