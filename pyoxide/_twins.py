@@ -35,8 +35,8 @@ Module = Any
 
 #: kernels_rs launcher -> its kernels_sm90a twin (same arguments, plus the maps).
 TWINS = {"gemm_bf16": "gemm_bf16_sm90", "gemm_bf16_bf16": "gemm_bf16_bf16_sm90"}
-#: Bytes of each twin's output element (f32, bf16 bits): c's TMA map moves them.
-OUT_BYTES = {"gemm_bf16_sm90": 4, "gemm_bf16_bf16_sm90": 2}
+#: Bytes of each kernel's output element (f32, bf16 bits): c's TMA map moves them.
+OUT_BYTES = {"gemm_bf16": 4, "gemm_bf16_bf16": 2}
 #: The plain kernels' tile and block (kernels_rs's GEMM_TILE, gemm_bf16's launch).
 PLAIN_TILE, PLAIN_BLOCK = 128, 256
 #: kernels_sm90a's launch: its tile (SM90_BM × SM90_BN), block (SM90_THREADS) and
@@ -161,7 +161,7 @@ class TwinPicker:
         pa, pb, pc = _gpu_pointer(a), _gpu_pointer(b), _gpu_pointer(c)
         if pa is None or pb is None or pc is None or pa % 16 or pb % 16 or pc % 16:
             return None
-        if _itemsize(c) != OUT_BYTES[self._twin]:
+        if _itemsize(c) != OUT_BYTES[self._plain.name]:
             return None  # the plain kernel names the dtype it wants
         from . import backends
 
@@ -184,7 +184,7 @@ class TwinPicker:
 
     def _maps(self, a: Any, device: int, pa: int, pb: int, pc: int, m: int, n: int, k: int) -> Any:
         torch = _is_torch(a)
-        out_bytes = OUT_BYTES[self._twin]
+        out_bytes = OUT_BYTES[self._plain.name]
         key = (torch, device, pa, pb, pc, out_bytes, m, n, k)
         kept = self._loader.maps
         maps = kept.get(key)
