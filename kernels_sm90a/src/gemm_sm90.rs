@@ -329,7 +329,7 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                     22, 23, 24, 25, 26, 27, 28, 29, 30, 31
                 ] {
-                    if j % round_j == 0 {
+                    if j.is_multiple_of(round_j) {
                         // The last round's copy has read the buffer (this or the
                         // previous tile's): it may be written again.
                         if wg_tid == 0 {
