@@ -192,7 +192,12 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
 }
 
 #[inline(always)]
-pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(src: *const u8, tensor_map: *const u8, x: i32, y: i32) {
+pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
+    src: *const u8,
+    tensor_map: *const u8,
+    x: i32,
+    y: i32,
+) {
     // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_s2g`).
     unsafe {
         asm!("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
@@ -204,15 +209,18 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(src: *const u8, tensor_map: *co
 #[inline(always)]
 pub(crate) fn cp_async_bulk_commit_group() {
     // SAFETY: closes this thread's group of bulk copies; no operands.
-    unsafe { asm!("cp.async.bulk.commit_group;", options(nostack, preserves_flags)) }
+    unsafe {
+        asm!(
+            "cp.async.bulk.commit_group;",
+            options(nostack, preserves_flags)
+        )
+    }
 }
 
 #[inline(always)]
 pub(crate) fn cp_async_bulk_wait_group<const N: u32>() {
     // SAFETY: a wait on this thread's own bulk groups.
-    unsafe {
-        asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack, preserves_flags))
-    }
+    unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack, preserves_flags)) }
 }
 
 #[inline(always)]
