@@ -42,9 +42,8 @@ const SG_BK: usize = 16;
 /// Row length of the transposed A tile in shared memory: 4 floats of padding put
 /// the two threads that store the same row at k and k + 4 in different banks.
 const SG_LDA: usize = SG_BM + 4;
-const SG_MAX_BK: usize = 16;
-const SG_A_BUF: usize = SG_MAX_BK * SG_LDA;
-const SG_B_BUF: usize = SG_MAX_BK * SG_BN;
+const SG_A_BUF: usize = SG_BK * SG_LDA;
+const SG_B_BUF: usize = SG_BK * SG_BN;
 
 fn aligned16<T>(p: *const T) -> bool {
     (p as usize).is_multiple_of(16)
@@ -59,60 +58,28 @@ fn aligned16<T>(p: *const T) -> bool {
 /// k loop steps 16 at a time through two shared-memory buffers: the next step's
 /// global loads are in flight while the current step computes, the operands of
 /// k-row `kk + 1` are read from shared memory while row `kk` computes, and one
-/// barrier per step separates the two buffers. About 170 registers: one block
-/// (8 warps) per SM.
+/// barrier per step separates the two buffers. 183 registers: one block (8 warps)
+/// per SM.
 #[kernel]
 #[launch_bounds(256)]
 #[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 pub fn sgemm(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    sgemm_tile::<SG_BK, false>(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
-}
-
-/// Experiment (removed before merge): [`sgemm`]'s body with 8-deep tiles.
-#[kernel]
-#[launch_bounds(256)]
-#[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
-#[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn sgemm_bk8(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
-    let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    sgemm_tile::<8, false>(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
-}
-
-/// Experiment (removed before merge): [`sgemm`] with each warp on 4×8 threads.
-#[kernel]
-#[launch_bounds(256)]
-#[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
-#[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn sgemm_w48(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
-    let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    sgemm_tile::<SG_BK, true>(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
-}
-
-/// Experiment (removed before merge): 8-deep tiles, each warp on 4×8 threads.
-#[kernel]
-#[launch_bounds(256)]
-#[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
-#[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn sgemm_bk8_w48(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
-    let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    sgemm_tile::<8, true>(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
+    sgemm_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
 }
 
 // The body lives apart from the kernel so that a variant with other launch bounds
 // is one more three-line kernel. Measured on the H200 (docs/performance.md): capping
-// registers at 128 for two blocks per SM (`launch_bounds(256, 2)`) spills and runs
-// 12 % slower than one block with ~160 registers.
+// the earlier 8-deep body at 128 registers for two blocks per SM
+// (`launch_bounds(256, 2)`) spilled and ran 12 % slower than one block.
+//
+// The read-ahead of the next k-row is written out rather than left to ptxas: with
+// the operands read at the top of each row, whether ptxas hoists those reads over
+// the previous row's FMAs turned on small changes elsewhere in the PTX (the same
+// source ran at 0.76x cuBLAS from one link step and 0.67x from the next).
 #[inline(always)]
-fn sgemm_tile<const BK: usize, const W48: bool>(
-    a: &[f32],
-    b: &[f32],
-    mut c: DisjointSlice<f32>,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
+fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
     #[unsafe(link_section = ".oxide.shared")]
     static A_S: SharedArray<f32, { 2 * SG_A_BUF }> = SharedArray::UNINIT;
     #[unsafe(link_section = ".oxide.shared")]
@@ -126,7 +93,7 @@ fn sgemm_tile<const BK: usize, const W48: bool>(
     );
     let a_vec = k.is_multiple_of(4) && aligned16(a.as_ptr());
     let b_vec = n.is_multiple_of(4) && aligned16(b.as_ptr());
-    // This thread's part of each tile load, BK / 8 vectors of each matrix: of A, row
+    // This thread's part of each tile load, two vectors of each matrix: of A, row
     // `tid / 2`, k columns `4 * (tid % 2 + 2j)..+4` (a warp reads 16 rows × 32 bytes);
     // of B, k row `tid / 32 + 8j`, columns `4 * (tid % 32)..+4` (a warp reads 512
     // contiguous bytes).
@@ -173,10 +140,8 @@ fn sgemm_tile<const BK: usize, const W48: bool>(
     let load = |k0: usize| -> [[f32; 4]; 4] {
         let mut v = [[0.0f32; 4]; 4];
         unroll!(for j in [0, 1] {
-            if j < BK / 8 {
-                v[j] = load_a(k0, j);
-                v[2 + j] = load_b(k0, j);
-            }
+            v[j] = load_a(k0, j);
+            v[2 + j] = load_b(k0, j);
         });
         v
     };
@@ -188,21 +153,14 @@ fn sgemm_tile<const BK: usize, const W48: bool>(
             let a_s = A_S.as_mut_ptr().add(buf * SG_A_BUF);
             let b_s = B_S.as_mut_ptr().add(buf * SG_B_BUF);
             unroll!(for j in [0, 1] {
-                if j < BK / 8 {
-                    unroll!(for e in [0, 1, 2, 3] {
-                        a_s.add((a_col(j) + e) * SG_LDA + a_row).write(v[j][e]);
-                    });
-                    (b_s.add(b_row(j) * SG_BN + b_col) as *mut Vec4).write(Vec4(v[2 + j]));
-                }
+                unroll!(for e in [0, 1, 2, 3] {
+                    a_s.add((a_col(j) + e) * SG_LDA + a_row).write(v[j][e]);
+                });
+                (b_s.add(b_row(j) * SG_BN + b_col) as *mut Vec4).write(Vec4(v[2 + j]));
             });
         }
     };
-    let (tx, ty) = if W48 {
-        let (w, l) = (tid / 32, tid % 32);
-        ((w % 2) * 8 + l % 8, (w / 2) * 4 + l / 8)
-    } else {
-        (tid % 16, tid / 16)
-    };
+    let (tx, ty) = (tid % 16, tid / 16);
     // The operands of k-row `kk` of buffer `buf`: [A rows 4ty.., A rows 64+4ty..,
     // B columns 4tx.., B columns 64+4tx..].
     let frag = |buf: usize, kk: usize| -> [[f32; 4]; 4] {
@@ -220,7 +178,7 @@ fn sgemm_tile<const BK: usize, const W48: bool>(
         }
     };
     let mut acc = [[0.0f32; 8]; 8];
-    let tiles = k.div_ceil(BK);
+    let tiles = k.div_ceil(SG_BK);
     store(0, load(0));
     thread::sync_threads();
     let mut cur = frag(0, 0);
@@ -228,17 +186,17 @@ fn sgemm_tile<const BK: usize, const W48: bool>(
         let buf = t % 2;
         let next = t + 1 < tiles;
         let staged = if next {
-            load((t + 1) * BK)
+            load((t + 1) * SG_BK)
         } else {
             [[0.0; 4]; 4]
         };
-        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            if kk < BK {
+        unroll!(
+            for kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 // Read row kk + 1 before computing row kk. At the last row the staged
                 // loads go to the other buffer, which every thread finished reading
-                // before the previous step's barrier, and after this step's barrier
-                // its first row is read (on the last step: read and not used).
-                let nxt = if kk + 1 < BK {
+                // before the previous step's barrier, and after this step's barrier its
+                // first row is read (on the last step: read and not used).
+                let nxt = if kk + 1 < SG_BK {
                     frag(buf, kk + 1)
                 } else {
                     if next {
@@ -255,7 +213,7 @@ fn sgemm_tile<const BK: usize, const W48: bool>(
                 });
                 cur = nxt;
             }
-        });
+        );
     }
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
