@@ -66,7 +66,6 @@ def build(
     except ImportError:
         return None
 
-
     params: list[tuple[str, Any, int, bool, tuple[int, ...] | None]] = []
     shared: dict[str, int] = {}  # dimension name -> id, for the shape contract
     for p in spec.params:
