@@ -283,6 +283,13 @@ def check_array(param: ParamSpec, v: ArrayView) -> None:
         )  # fmt: skip
 
 
+def abi_pointer(v: ArrayView) -> int:
+    """The launch ABI's pointer for an array: its data pointer, or for an empty array the
+    element size, so that the kernel never sees null (oxide-abi's ``ParamKind``; CuPy
+    and PyTorch give empty arrays a null pointer)."""
+    return v.ptr if math.prod(v.shape) else v.itemsize
+
+
 def not_an_array(param: ParamSpec, value: Any) -> NoReturn:
     dt = rust_dtype_name(param.type)
     rank = param.array.rank if param.array is not None else 1
@@ -402,7 +409,7 @@ class ArgumentPlan:
             except Refused as r:
                 raise self.refuse(p.name, r) from None
             arrays.append((p, v))
-            packed.append(_u64(v.ptr))
+            packed.append(_u64(abi_pointer(v)))
             if p.array is not None:  # pointer, extents, strides in elements
                 s = strides[p.name] = check_shaped(self.spec.entry, p, v)
                 packed.extend(_u64(n) for n in v.shape)

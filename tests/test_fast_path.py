@@ -159,6 +159,23 @@ def test_the_fast_path_packs_at_natural_alignment(native, mod) -> None:
     ]
 
 
+def test_empty_arrays_reach_the_kernel_as_non_null_pointers(native, mod) -> None:
+    """oxide-abi's ParamKind: an empty array, whose data pointer CuPy and PyTorch leave
+    at 0, is passed as its element size (non-null, aligned), on both paths: the device
+    rebuilds `&[T]` from the pointer as is."""
+    fake, driver = native
+    x, y, out = (FakeNdarray(0, ptr=0) for _ in range(3))
+    mod.vecadd[1, 32](x, y, out)  # the general path (then builds the fast launcher)
+    assert [int(w) for w in fake.launches[-1]["args"]] == [4, 0, 4, 0, 4, 0]
+    mod.vecadd[1, 32](x, y, out)  # the compiled fast path
+    (launch,) = driver.launches
+    assert np.frombuffer(launch["buffer"], np.uint64).tolist() == [4, 0, 4, 0, 4, 0]
+    mod.mix[1, 32](*MIX, FakeNdarray(0, "float64", ptr=0))  # general path
+    assert [int(w) for w in fake.launches[-1]["args"][-2:]] == [8, 0]  # f64: 8-aligned
+    mod.mix[1, 32](*MIX, FakeNdarray(0, "float64", ptr=0))
+    assert np.frombuffer(driver.launches[-1]["buffer"][-16:], np.uint64).tolist() == [8, 0]
+
+
 def test_configured_launch_uses_the_checked_configuration(native, mod) -> None:
     _, driver = native
     a, b, c = FakeNdarray(100), FakeNdarray(100), FakeNdarray(100)

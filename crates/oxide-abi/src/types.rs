@@ -146,6 +146,12 @@ impl ScalarType {
 }
 
 /// How a parameter is declared in Rust, which fixes how it is passed.
+///
+/// Every array kind's pointer (slices, shaped arrays, atomic slices) is non-null and
+/// aligned to the element, also for an empty array: a launcher passes the element size
+/// in bytes as the address of an array with no elements (whose own data pointer may be
+/// null, CuPy's and PyTorch's are). The device rebuilds `&[T]` from it as is, with no
+/// test of the length (`oxide_device::__private`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -204,8 +204,8 @@ impl<'a, T, const R: usize> Array<'a, T, R, C> {
     /// All elements in row-major order, as one slice (C layout only).
     #[inline(always)]
     pub fn as_slice(&self) -> &'a [T] {
-        // SAFETY: C-contiguous, len() elements from ptr (dangling but aligned if empty:
-        // the entry point makes it so).
+        // SAFETY: C-contiguous, len() elements from ptr (non-null and aligned if empty:
+        // the launch ABI makes it so).
         unsafe { core::slice::from_raw_parts(self.ptr, self.len()) }
     }
 }

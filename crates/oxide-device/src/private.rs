@@ -4,33 +4,32 @@
 use crate::DisjointSlice;
 use crate::atomic::{AtomicSlice, AtomicValue};
 
-/// `ptr`, or for `len == 0` (where the launcher may pass null) the next aligned,
-/// non-null address after it: a null pointer is not a valid slice pointer even for
-/// length 0.
-///
-/// An offset from `ptr` (`getelementptr`), not a choice between `ptr` and a constant:
-/// LLVM then still sees the kernel parameter as the pointer's origin, and so loads
-/// through a `noalias readonly` parameter on the read-only path (`ld.global.nc`).
+/// The launch ABI's pointer for an array argument is non-null and aligned to the
+/// element even when the array is empty (`oxide_abi::types::ParamKind`: launchers pass
+/// the element size as the address of an empty array), which is what
+/// `core::slice::from_raw_parts` asks of a length-0 slice. So the entry rebuilds
+/// slices with no per-argument fix-up: a select on the length here cost the README
+/// saxpy about 2 % (docs/performance.md), and LLVM still sees the kernel parameter
+/// itself as the pointer's origin (`ld.global.nc` on `noalias readonly` parameters).
 #[inline(always)]
-fn valid_for_len<T>(ptr: *mut T, len: usize) -> *mut T {
-    let align = core::mem::align_of::<T>();
-    let fix = if len == 0 {
-        align - (ptr as usize) % align
-    } else {
-        0
-    };
-    ptr.wrapping_byte_add(fix)
+fn abi_pointer<T>(ptr: *mut T) -> *mut T {
+    debug_assert!(
+        !ptr.is_null() && ptr.is_aligned(),
+        "the launcher passed a null or misaligned array pointer"
+    );
+    ptr
 }
 
 /// Rebuild a `&[T]` kernel argument from the launch ABI's (pointer, length).
 ///
 /// # Safety
-/// When `len > 0`, `ptr` must be valid for reads of `len` elements for `'a`, and the
+/// `ptr` must be non-null and aligned (also for `len == 0`, as the launch ABI
+/// guarantees); when `len > 0` valid for reads of `len` elements for `'a`, and the
 /// memory must not be written during the launch.
 #[inline(always)]
 pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-    let ptr = valid_for_len(ptr.cast_mut(), len);
-    // SAFETY: upheld by the caller; a dangling, aligned pointer is valid for length 0.
+    let ptr = abi_pointer(ptr.cast_mut());
+    // SAFETY: upheld by the caller.
     unsafe { core::slice::from_raw_parts(ptr, len) }
 }
 
@@ -41,8 +40,8 @@ pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
 /// answers for races between threads.
 #[inline(always)]
 pub unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> &'a mut [T] {
-    let ptr = valid_for_len(ptr, len);
-    // SAFETY: upheld by the caller; a dangling, aligned pointer is valid for length 0.
+    let ptr = abi_pointer(ptr);
+    // SAFETY: upheld by the caller.
     unsafe { core::slice::from_raw_parts_mut(ptr, len) }
 }
 
@@ -55,7 +54,7 @@ pub unsafe fn disjoint<'a, T, S: crate::thread::IndexSpace>(
     ptr: *mut T,
     len: usize,
 ) -> DisjointSlice<'a, T, S> {
-    let ptr = valid_for_len(ptr, len);
+    let ptr = abi_pointer(ptr);
     // SAFETY: upheld by the caller.
     unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len) }
 }
@@ -66,7 +65,7 @@ pub unsafe fn disjoint<'a, T, S: crate::thread::IndexSpace>(
 /// As [`AtomicSlice::from_raw_parts`].
 #[inline(always)]
 pub unsafe fn atomic_slice<'a, T: AtomicValue>(ptr: *mut T, len: usize) -> AtomicSlice<'a, T> {
-    let ptr = valid_for_len(ptr, len);
+    let ptr = abi_pointer(ptr);
     // SAFETY: upheld by the caller.
     unsafe { AtomicSlice::from_raw_parts(ptr, len) }
 }
@@ -151,7 +150,7 @@ pub unsafe fn array<'a, T, const R: usize, L: crate::array::Layout>(
     shape: [usize; R],
     strides: [usize; R],
 ) -> crate::array::Array<'a, T, R, L> {
-    let ptr = valid_for_len(ptr.cast_mut(), shape.iter().product());
+    let ptr = abi_pointer(ptr.cast_mut());
     // SAFETY: upheld by the caller.
     unsafe { crate::array::Array::from_raw_parts(ptr, shape, strides) }
 }
@@ -166,7 +165,7 @@ pub unsafe fn disjoint_array<'a, T, const R: usize, L: crate::array::Layout>(
     shape: [usize; R],
     strides: [usize; R],
 ) -> crate::array::DisjointArray<'a, T, R, L> {
-    let ptr = valid_for_len(ptr, shape.iter().product());
+    let ptr = abi_pointer(ptr);
     // SAFETY: upheld by the caller.
     unsafe { crate::array::DisjointArray::from_raw_parts(ptr, shape, strides) }
 }
@@ -176,19 +175,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn empty_arrays_may_be_null() {
-        // SAFETY: length 0.
-        let s: &[f64] = unsafe { slice(core::ptr::null(), 0) };
+    fn empty_arrays_take_the_abi_pointer() {
+        // What a launcher passes for an empty array: the element size as the address.
+        // SAFETY: length 0, non-null and aligned.
+        let s: &[f64] = unsafe { slice(core::ptr::without_provenance(8), 0) };
         assert!(s.is_empty());
-        // SAFETY: length 0.
-        let m: &mut [u16] = unsafe { slice_mut(core::ptr::null_mut(), 0) };
+        // SAFETY: as above.
+        let m: &mut [u16] = unsafe { slice_mut(core::ptr::without_provenance_mut(2), 0) };
         assert!(m.is_empty());
-        // SAFETY: length 0.
-        let d: DisjointSlice<'_, i8> = unsafe { disjoint(core::ptr::null_mut(), 0) };
+        // SAFETY: as above.
+        let d: DisjointSlice<'_, i8> = unsafe { disjoint(core::ptr::without_provenance_mut(1), 0) };
         assert!(d.is_empty());
-        // SAFETY: length 0; an odd address is made aligned.
-        let o: &[u32] = unsafe { slice(core::ptr::without_provenance(6), 0) };
-        assert_eq!(o.as_ptr() as usize, 8);
     }
 
     #[test]

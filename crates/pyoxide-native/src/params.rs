@@ -383,9 +383,10 @@ fn shaped(
     Some((device_span(names, a, itemsize, device, elements)?, shape))
 }
 
-/// The device pointer of a CuPy array's `elements` elements of `itemsize` bytes, when
-/// the array lives on `device`, its pointer is aligned to `itemsize` and its bytes end
-/// below 2**63 (else None: the general path explains).
+/// The launch ABI's pointer for a CuPy array's `elements` elements of `itemsize` bytes
+/// (its device pointer; for an empty array `itemsize`, never null: oxide-abi's
+/// `ParamKind`), when the array lives on `device`, its pointer is aligned to `itemsize`
+/// and its bytes end below 2**63 (else None: the general path explains).
 fn device_span(
     names: &Names,
     a: &Bound<'_, PyAny>,
@@ -413,7 +414,7 @@ fn device_span(
         return None;
     }
     ptr.checked_add(bytes)?;
-    Some(ptr)
+    Some(if elements == 0 { itemsize } else { ptr })
 }
 
 /// A scalar parameter's kind, from oxide-abi's table (size, class, range).
