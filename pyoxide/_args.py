@@ -285,8 +285,8 @@ def check_array(param: ParamSpec, v: ArrayView) -> None:
 
 def abi_pointer(v: ArrayView) -> int:
     """The launch ABI's pointer for an array: its data pointer, or for an empty array the
-    element size, so that the kernel never sees null (oxide-abi's ``ParamKind``; CuPy
-    and PyTorch give empty arrays a null pointer)."""
+    element size, so that the kernel never sees null (CuPy and PyTorch give empty arrays
+    a null pointer). The fact's home: oxide-abi's ``types::empty_array_address``."""
     return v.ptr if math.prod(v.shape) else v.itemsize
 
 

@@ -160,9 +160,9 @@ def test_the_fast_path_packs_at_natural_alignment(native, mod) -> None:
 
 
 def test_empty_arrays_reach_the_kernel_as_non_null_pointers(native, mod) -> None:
-    """oxide-abi's ParamKind: an empty array, whose data pointer CuPy and PyTorch leave
-    at 0, is passed as its element size (non-null, aligned), on both paths: the device
-    rebuilds `&[T]` from the pointer as is."""
+    """oxide-abi's `empty_array_address`: an empty array, whose data pointer CuPy and
+    PyTorch leave at 0, is passed as its element size (non-null, aligned), on both
+    paths: the device rebuilds `&[T]` from the pointer as is."""
     fake, driver = native
     x, y, out = (FakeNdarray(0, ptr=0) for _ in range(3))
     mod.vecadd[1, 32](x, y, out)  # the general path (then builds the fast launcher)

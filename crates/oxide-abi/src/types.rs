@@ -145,13 +145,17 @@ impl ScalarType {
     }
 }
 
+/// The address a launcher passes for an array parameter with no elements: the element
+/// size in bytes. Every array kind's pointer (slices, shaped arrays, atomic slices) is
+/// non-null and aligned to the element, also for an empty array, whose own data pointer
+/// may be null (CuPy's and PyTorch's are); the device rebuilds `&[T]` from it as is,
+/// with no test of the length (`oxide_device::__private`). The general path's copy is
+/// `pyoxide/_args.py`'s `abi_pointer`.
+pub const fn empty_array_address(itemsize: u64) -> u64 {
+    itemsize
+}
+
 /// How a parameter is declared in Rust, which fixes how it is passed.
-///
-/// Every array kind's pointer (slices, shaped arrays, atomic slices) is non-null and
-/// aligned to the element, also for an empty array: a launcher passes the element size
-/// in bytes as the address of an array with no elements (whose own data pointer may be
-/// null, CuPy's and PyTorch's are). The device rebuilds `&[T]` from it as is, with no
-/// test of the length (`oxide_device::__private`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -5,8 +5,8 @@ use crate::DisjointSlice;
 use crate::atomic::{AtomicSlice, AtomicValue};
 
 /// The launch ABI's pointer for an array argument is non-null and aligned to the
-/// element even when the array is empty (`oxide_abi::types::ParamKind`: launchers pass
-/// the element size as the address of an empty array), which is what
+/// element even when the array is empty (launchers pass the element size as the
+/// address of an empty array: `oxide_abi::types::empty_array_address`), which is what
 /// `core::slice::from_raw_parts` asks of a length-0 slice. So the entry rebuilds
 /// slices with no per-argument fix-up: a select on the length here cost the README
 /// saxpy about 2 % (docs/performance.md), and LLVM still sees the kernel parameter

@@ -385,7 +385,7 @@ fn shaped(
 
 /// The launch ABI's pointer for a CuPy array's `elements` elements of `itemsize` bytes
 /// (its device pointer; for an empty array `itemsize`, never null: oxide-abi's
-/// `ParamKind`), when the array lives on `device`, its pointer is aligned to `itemsize`
+/// `empty_array_address`), when the array lives on `device`, its pointer is aligned to `itemsize`
 /// and its bytes end below 2**63 (else None: the general path explains).
 fn device_span(
     names: &Names,
@@ -414,7 +414,11 @@ fn device_span(
         return None;
     }
     ptr.checked_add(bytes)?;
-    Some(if elements == 0 { itemsize } else { ptr })
+    Some(if elements == 0 {
+        oxide_abi::types::empty_array_address(itemsize)
+    } else {
+        ptr
+    })
 }
 
 /// A scalar parameter's kind, from oxide-abi's table (size, class, range).
