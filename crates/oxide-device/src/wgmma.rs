@@ -80,6 +80,17 @@ pub fn wgmma_wait_group<const N: u32>() {
     arch::wgmma_wait_group::<N>()
 }
 
+/// [`wgmma_wait_group`] for code that reads the 128 accumulators of
+/// [`wgmma_m64n256k16_f32_bf16`] after it: the wait is marked as reading and writing
+/// `acc`, so the compiler cannot move a use of the results above it. With the plain
+/// wait, LLVM may start packing results (say, two f32 into a u64 for the epilogue)
+/// before the wait, and ptxas then serialises every `wgmma` in the kernel
+/// ("Potential Performance Loss", C7514). Same rules as [`wgmma_wait_group`].
+#[inline(always)]
+pub fn wgmma_wait_group_acc<const N: u32>(acc: &mut [f32; 128]) {
+    arch::wgmma_wait_group_acc128::<N>(acc)
+}
+
 /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16`: `acc = A·B (+ acc when
 /// `accumulate`)` for a 64×64 tile, A (64×16) and B (16×64) read from shared memory
 /// through descriptors. `TRANS_A`/`TRANS_B` (0 or 1) are the instruction's

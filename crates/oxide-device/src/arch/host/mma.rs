@@ -295,6 +295,10 @@ pub(crate) fn wgmma_wait_group<const N: u32>() {
     not_emulated("wgmma.wait_group")
 }
 
+pub(crate) fn wgmma_wait_group_acc128<const N: u32>(_acc: &mut [f32; 128]) {
+    not_emulated("wgmma.wait_group")
+}
+
 pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
     _acc: &mut [f32; 32],
     _desc_a: u64,
