@@ -60,7 +60,7 @@ use oxide_device::tma::{
 };
 use oxide_device::wgmma::{
     Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
-    wgmma_m64n256k16_f32_bf16, wgmma_wait_group, wgmma_wait_group_acc,
+    wgmma_m64n256k16_f32_bf16, wgmma_wait_group,
 };
 
 /// Rows of `c` per tile (two consumer warpgroups of 64).
@@ -86,6 +86,8 @@ const A_BYTES: usize = SM90_BM as usize * BK * 2;
 const B_BOX_BYTES: usize = 64 * BK * 2;
 const B_BYTES: usize = SM90_BN as usize * BK * 2;
 const STAGE_BYTES: usize = A_BYTES + B_BYTES;
+/// Tile-rows that walk the columns together (L2 reuse of B).
+const GROUP_M: usize = 8;
 /// Each consumer warpgroup's epilogue buffer: 64 rows of 128 bytes per box, two boxes.
 const EPI_BOX_BYTES: usize = 64 * 128;
 const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
@@ -121,7 +123,7 @@ pub fn gemm_bf16_sm90(
     n: u32,
     k: u32,
 ) {
-    gemm_sm90_body::<_, _, true, 8, true>(a, b, maps, c, m, n, k, |x, y| {
+    gemm_sm90_body(a, b, maps, c, m, n, k, |x, y| {
         u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
     })
 }
@@ -139,61 +141,7 @@ pub fn gemm_bf16_bf16_sm90(
     n: u32,
     k: u32,
 ) {
-    gemm_sm90_body::<_, _, true, 8, true>(a, b, maps, c, m, n, k, |x, y| {
-        u32::from(bf16_bits(x)) | u32::from(bf16_bits(y)) << 16
-    })
-}
-
-/// VARIANT (timing only; removed before merge).
-#[kernel]
-#[launch_bounds(384, 1)]
-pub fn gemm_bf16_sm90_v0(a: &[u16], b: &[u16], maps: &[u8], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
-    gemm_sm90_body::<_, _, false, 8, false>(a, b, maps, c, m, n, k, |x, y| {
-        u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
-    })
-}
-
-/// VARIANT (timing only; removed before merge).
-#[kernel]
-#[launch_bounds(384, 1)]
-pub fn gemm_bf16_bf16_sm90_v0(a: &[u16], b: &[u16], maps: &[u8], c: DisjointSlice<u16>, m: u32, n: u32, k: u32) {
-    gemm_sm90_body::<_, _, false, 8, false>(a, b, maps, c, m, n, k, |x, y| {
-        u32::from(bf16_bits(x)) | u32::from(bf16_bits(y)) << 16
-    })
-}
-
-/// VARIANT (timing only; removed before merge).
-#[kernel]
-#[launch_bounds(384, 1)]
-pub fn gemm_bf16_sm90_g16(a: &[u16], b: &[u16], maps: &[u8], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
-    gemm_sm90_body::<_, _, true, 16, true>(a, b, maps, c, m, n, k, |x, y| {
-        u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
-    })
-}
-
-/// VARIANT (timing only; removed before merge).
-#[kernel]
-#[launch_bounds(384, 1)]
-pub fn gemm_bf16_bf16_sm90_g16(a: &[u16], b: &[u16], maps: &[u8], c: DisjointSlice<u16>, m: u32, n: u32, k: u32) {
-    gemm_sm90_body::<_, _, true, 16, true>(a, b, maps, c, m, n, k, |x, y| {
-        u32::from(bf16_bits(x)) | u32::from(bf16_bits(y)) << 16
-    })
-}
-
-/// VARIANT (timing only; removed before merge).
-#[kernel]
-#[launch_bounds(384, 1)]
-pub fn gemm_bf16_sm90_f1(a: &[u16], b: &[u16], maps: &[u8], c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
-    gemm_sm90_body::<_, _, false, 8, true>(a, b, maps, c, m, n, k, |x, y| {
-        u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
-    })
-}
-
-/// VARIANT (timing only; removed before merge).
-#[kernel]
-#[launch_bounds(384, 1)]
-pub fn gemm_bf16_bf16_sm90_f1(a: &[u16], b: &[u16], maps: &[u8], c: DisjointSlice<u16>, m: u32, n: u32, k: u32) {
-    gemm_sm90_body::<_, _, false, 8, true>(a, b, maps, c, m, n, k, |x, y| {
+    gemm_sm90_body(a, b, maps, c, m, n, k, |x, y| {
         u32::from(bf16_bits(x)) | u32::from(bf16_bits(y)) << 16
     })
 }
@@ -206,7 +154,7 @@ fn bf16_bits(v: f32) -> u16 {
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn gemm_sm90_body<T: Copy, W: Copy, const PIPE: bool, const GROUP_M: usize, const FIX: bool>(
+fn gemm_sm90_body<T: Copy, W: Copy>(
     a: &[u16],
     b: &[u16],
     maps: &[u8],
@@ -367,62 +315,16 @@ fn gemm_sm90_body<T: Copy, W: Copy, const PIPE: bool, const GROUP_M: usize, cons
                         phase ^= 1;
                     }
                 }
-                // The wait names `acc`, so that packing results for the epilogue is
-                // not scheduled above it (which makes ptxas serialise every wgmma).
-                if FIX {
-                    wgmma_wait_group_acc::<0>(&mut acc);
-                } else {
-                    wgmma_wait_group::<0>();
-                }
+                wgmma_wait_group::<0>();
                 if let (Some(p), 0) = (held, lane) {
                     let _ = mbarrier_arrive(empty(p));
-                }
-                let y = tm * SM90_BM as usize + half * 64;
-                if PIPE {
-                    // Box by box through the two 8 KiB halves of this warpgroup's
-                    // buffer (64 rows × 128 bytes each, 128-byte-swizzled as the C map
-                    // says): box i is written while TMA still reads box i - 1 out of
-                    // the other half; thread 0 waits for that read just before the
-                    // barrier that lets box i be stored and box i + 1 overwrite it.
-                    let jb = box_cols / 8;
-                    unroll!(for j in [
-                        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                        21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
-                    ] {
-                        let bx = j / jb;
-                        let cb = (8 * (j % jb) + 2 * (lane % 4)) * esz;
-                        let buf = epi.add((bx % 2) * EPI_BOX_BYTES);
-                        unroll!(for h in [0, 1] {
-                            let r = 16 * w + lane / 4 + 8 * h;
-                            let at = r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16;
-                            let v = pair(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                            (buf.add(at) as *mut W).write(v);
-                        });
-                        if j % jb == jb - 1 {
-                            fence_proxy_async_shared_cta();
-                            if wg_tid == 0 {
-                                cp_async_bulk_wait_group_read::<0>();
-                            }
-                            named_barrier_sync(1 + half as u32, 128);
-                            if wg_tid == 0 {
-                                let x = tn * SM90_BN as usize + bx * box_cols;
-                                // Boxes wholly outside c are not stored; TMA clips the
-                                // rest to m × n.
-                                if x < n && y < m {
-                                    cp_async_bulk_tensor_2d_s2g(buf, map_c, x as i32, y as i32);
-                                }
-                                cp_async_bulk_commit_group();
-                            }
-                        }
-                    });
-                    t += step;
-                    continue;
                 }
                 // Through this warpgroup's 16 KiB of shared memory, a round of
                 // columns at a time, in the 128-byte-swizzled boxes the C map
                 // describes (conflict-free writes: the 8 rows of a warp's store land
                 // in 8 different 16-byte chunks); one thread then has TMA copy the
                 // round out and the next tile's mainloop starts while it does.
+                let y = tm * SM90_BM as usize + half * 64;
                 unroll!(for j in [
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                     22, 23, 24, 25, 26, 27, 28, 29, 30, 31

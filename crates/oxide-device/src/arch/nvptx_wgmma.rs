@@ -177,6 +177,51 @@ pub(crate) fn wgmma_wait_group_acc128<const N: u32>(acc: &mut [f32; 128]) {
     }
 }
 
+/// As `wgmma_wait_group_acc128`, for the 32 accumulators of an m64n64 product.
+#[inline(always)]
+pub(crate) fn wgmma_wait_group_acc32<const N: u32>(acc: &mut [f32; 32]) {
+    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
+    unsafe {
+        asm!(
+            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}", " */"),
+            inout(reg32) acc[0],
+            inout(reg32) acc[1],
+            inout(reg32) acc[2],
+            inout(reg32) acc[3],
+            inout(reg32) acc[4],
+            inout(reg32) acc[5],
+            inout(reg32) acc[6],
+            inout(reg32) acc[7],
+            inout(reg32) acc[8],
+            inout(reg32) acc[9],
+            inout(reg32) acc[10],
+            inout(reg32) acc[11],
+            inout(reg32) acc[12],
+            inout(reg32) acc[13],
+            inout(reg32) acc[14],
+            inout(reg32) acc[15],
+            inout(reg32) acc[16],
+            inout(reg32) acc[17],
+            inout(reg32) acc[18],
+            inout(reg32) acc[19],
+            inout(reg32) acc[20],
+            inout(reg32) acc[21],
+            inout(reg32) acc[22],
+            inout(reg32) acc[23],
+            inout(reg32) acc[24],
+            inout(reg32) acc[25],
+            inout(reg32) acc[26],
+            inout(reg32) acc[27],
+            inout(reg32) acc[28],
+            inout(reg32) acc[29],
+            inout(reg32) acc[30],
+            inout(reg32) acc[31],
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 #[inline(always)]
 pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
     acc: &mut [f32; 32],
@@ -377,9 +422,12 @@ pub(crate) fn cp_async_bulk_wait_group_read<const N: u32>() {
 
 #[inline(always)]
 pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
-    // SAFETY: upheld by the caller (`barrier::named_barrier_sync`).
+    // SAFETY: upheld by the caller (`barrier::named_barrier_sync`). Not `bar.sync`
+    // (= `barrier.sync.aligned`, which needs every thread of a warp at the same
+    // instruction): `asm!` is not convergent for LLVM, which may copy the barrier into
+    // both arms of an `if` around it, and did (thread 0's arm and the others').
     unsafe {
-        asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+        asm!("barrier.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
              options(nostack, preserves_flags));
     }
 }
