@@ -26,6 +26,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import _abi
+
 if TYPE_CHECKING:
     from ._launch import Kernel
 
@@ -35,8 +37,6 @@ Module = Any
 
 #: kernels_rs launcher -> its kernels_sm90a twin (same arguments, plus the maps).
 TWINS = {"gemm_bf16": "gemm_bf16_sm90", "gemm_bf16_bf16": "gemm_bf16_bf16_sm90"}
-#: Bytes of each kernel's output element (f32, bf16 bits): c's TMA map moves them.
-OUT_BYTES = {"gemm_bf16": 4, "gemm_bf16_bf16": 2}
 #: The plain kernels' tile and block (kernels_rs's GEMM_TILE, gemm_bf16's launch).
 PLAIN_TILE, PLAIN_BLOCK = 128, 256
 #: kernels_sm90a's launch: its tile (SM90_BM × SM90_BN), block (SM90_THREADS) and
@@ -158,11 +158,15 @@ class TwinPicker:
         run."""
         if n % 8 or k % 8:
             return None  # TMA's row strides are multiples of 16 bytes
-        pa, pb, pc = _gpu_pointer(a), _gpu_pointer(b), _gpu_pointer(c)
-        if pa is None or pb is None or pc is None or pa % 16 or pb % 16 or pc % 16:
-            return None
-        if _itemsize(c) != OUT_BYTES[self._plain.name]:
+        from ._arrays import RUST_TYPESTR, view
+
+        views = [view(x) for x in (a, b, c)]  # GPU arrays: _dims saw them
+        wanted = [RUST_TYPESTR[p.type] for p in self._plain.spec.params]
+        if any(v is None or v.typestr != t for v, t in zip(views, wanted, strict=True)):
             return None  # the plain kernel names the dtype it wants
+        pa, pb, pc = (v.ptr for v in views)  # type: ignore[union-attr]
+        if pa % 16 or pb % 16 or pc % 16:
+            return None
         from . import backends
 
         backend = backends.get("cupy")
@@ -184,7 +188,7 @@ class TwinPicker:
 
     def _maps(self, a: Any, device: int, pa: int, pb: int, pc: int, m: int, n: int, k: int) -> Any:
         torch = _is_torch(a)
-        out_bytes = OUT_BYTES[self._plain.name]
+        out_bytes = _abi.SCALARS[self._plain.spec.params[2].type].size  # f32 or bf16
         key = (torch, device, pa, pb, pc, out_bytes, m, n, k)
         kept = self._loader.maps
         maps = kept.get(key)
@@ -233,23 +237,3 @@ def _dims(a: Any, b: Any, c: Any) -> tuple[int, int, int] | None:
 
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch")
-
-
-def _gpu_pointer(x: Any) -> int | None:
-    """The device address of a GPU array (CuPy, PyTorch, any CAI array), else None."""
-    try:
-        cai = x.__cuda_array_interface__
-    except (AttributeError, RuntimeError, TypeError, ValueError):
-        return None
-    try:
-        return int(cai["data"][0])
-    except (KeyError, TypeError, IndexError, ValueError):
-        return None
-
-
-def _itemsize(x: Any) -> int | None:
-    """Bytes per element of a CUDA-array-interface array (its typestr, e.g. '<f4')."""
-    try:
-        return int(x.__cuda_array_interface__["typestr"][2:])
-    except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
-        return None

@@ -28,8 +28,8 @@ SIGNATURES = {
         ]
         for name, elem, out in (
             ("sgemm", "f32", "f32"),
-            ("gemm_bf16", "u16", "f32"),
-            ("gemm_bf16_bf16", "u16", "u16"),
+            ("gemm_bf16", "bf16", "f32"),
+            ("gemm_bf16_bf16", "bf16", "bf16"),
         )
     },
     "softmax_rows": [

@@ -268,8 +268,8 @@ fn b_swz(row: usize, col: usize) -> usize {
 }
 
 /// `c = a · b` with bf16 inputs and f32 accumulation and output, on the tensor cores
-/// (`mma.sync.m16n8k16`, sm_80+). `a` and `b` hold bf16 bit patterns (an array of
-/// bfloat16 viewed as uint16: `x.view(uint16)`), `c` is f32. A plain call launches block
+/// (`mma.sync.m16n8k16`, sm_80+). `a` and `b` are bfloat16 (`torch.bfloat16`,
+/// `ml_dtypes.bfloat16`), `c` is f32. A plain call launches block
 /// (256, 1, 1), grid (⌈n/128⌉, ⌈m/128⌉, 1); static shared memory 48 KiB.
 ///
 /// Eight warps (2 × 4) each own a 64×32 piece of the block's 128×128 tile: 4 × 4
@@ -282,21 +282,28 @@ fn b_swz(row: usize, col: usize) -> usize {
 #[launch_bounds(256)]
 #[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn gemm_bf16(a: Array2<u16>, b: Array2<u16>, c: DisjointArray2<f32>) {
+pub fn gemm_bf16(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<f32>) {
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    gemm_bf16_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k, |v| v)
+    let (a, b) = (
+        bf16::slice_as_bits(a.as_slice()),
+        bf16::slice_as_bits(b.as_slice()),
+    );
+    gemm_bf16_tile(a, b, c.into_flat(), m, n, k, |v| v)
 }
 
-/// [`gemm_bf16`] with a bf16 result: `c` holds bf16 bit patterns, each f32 sum rounded
-/// to nearest (ties to even) once, at the end. Same launch.
+/// [`gemm_bf16`] with a bf16 result, each f32 sum rounded to nearest (ties to even)
+/// once, at the end. Same launch.
 #[kernel]
 #[launch_bounds(256)]
 #[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn gemm_bf16_bf16(a: Array2<u16>, b: Array2<u16>, c: DisjointArray2<u16>) {
+pub fn gemm_bf16_bf16(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<bf16>) {
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    let round = |v: f32| bf16::from_f32(v).to_bits();
-    gemm_bf16_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k, round)
+    let (a, b) = (
+        bf16::slice_as_bits(a.as_slice()),
+        bf16::slice_as_bits(b.as_slice()),
+    );
+    gemm_bf16_tile(a, b, c.into_flat(), m, n, k, bf16::from_f32)
 }
 
 #[inline(always)]

@@ -106,7 +106,7 @@ macro_rules! unroll {
 
 /// [`gemm_bf16_sm90`]'s launch: grid (min(tiles, SMs), 1, 1) with tiles =
 /// ⌈m/128⌉·⌈n/256⌉, block (384, 1, 1), [`SM90_SHARED_BYTES`] of dynamic shared memory.
-/// `a` and `b` hold bf16 bit patterns (uint16); `maps` holds the three 128-byte
+/// `a` and `b` are bfloat16 (TMA moves them as 16-bit words); `maps` holds the three 128-byte
 /// `CUtensorMap`s of `a` (dims k, m; box 64×128), `b` (dims n, k; box 64×64), both of
 /// 16-bit elements, and `c` (dims n, m; box 64 rows of 128 bytes: 32 f32 or 64 bf16),
 /// all with the 128-byte swizzle, 64-byte aligned in device memory (pyoxide's CuPy
@@ -115,8 +115,8 @@ macro_rules! unroll {
 #[kernel]
 #[launch_bounds(384, 1)]
 pub fn gemm_bf16_sm90(
-    a: &[u16],
-    b: &[u16],
+    a: &[bf16],
+    b: &[bf16],
     maps: &[u8],
     c: DisjointSlice<f32>,
     m: u32,
@@ -128,15 +128,15 @@ pub fn gemm_bf16_sm90(
     })
 }
 
-/// [`gemm_bf16_sm90`] with a bf16 result (bit patterns, each f32 sum rounded to
-/// nearest even once). Same launch.
+/// [`gemm_bf16_sm90`] with a bf16 result (each f32 sum rounded to nearest even
+/// once). Same launch.
 #[kernel]
 #[launch_bounds(384, 1)]
 pub fn gemm_bf16_bf16_sm90(
-    a: &[u16],
-    b: &[u16],
+    a: &[bf16],
+    b: &[bf16],
     maps: &[u8],
-    c: DisjointSlice<u16>,
+    c: DisjointSlice<bf16>,
     m: u32,
     n: u32,
     k: u32,
@@ -155,8 +155,8 @@ fn bf16_bits(v: f32) -> u16 {
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn gemm_sm90_body<T: Copy, W: Copy>(
-    a: &[u16],
-    b: &[u16],
+    a: &[bf16],
+    b: &[bf16],
     maps: &[u8],
     c: DisjointSlice<T>,
     m: u32,
