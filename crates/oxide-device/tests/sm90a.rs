@@ -55,7 +55,10 @@ fn sm90a_kernels_pass_ptxas_and_plain_targets_are_refused() {
     let store = entry(&ptx, "tma_store_tile");
     // The named barrier is the unaligned form, which LLVM may copy into both arms of
     // a branch on the thread index without splitting a warp across two `.aligned` ones.
-    assert!(!store.contains("bar.sync"), "an aligned `bar.sync` in:\n{store}");
+    assert!(
+        !store.contains("bar.sync"),
+        "an aligned `bar.sync` in:\n{store}"
+    );
     for insn in [
         "barrier.sync",
         "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
