@@ -145,8 +145,8 @@ fn device_library_kernels() {
     );
     for (name, elem, out) in [
         ("sgemm", F32, F32),
-        ("gemm_bf16", U16, F32),
-        ("gemm_bf16_bf16", U16, U16),
+        ("gemm_bf16", Bf16, F32),
+        ("gemm_bf16_bf16", Bf16, Bf16),
     ] {
         let d = descriptor(name);
         assert_eq!(
