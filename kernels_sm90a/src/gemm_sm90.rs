@@ -60,7 +60,7 @@ use oxide_device::tma::{
 };
 use oxide_device::wgmma::{
     Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
-    wgmma_m64n256k16_f32_bf16, wgmma_wait_group,
+    wgmma_m64n256k16_f32_bf16, wgmma_wait_group, wgmma_wait_group_acc,
 };
 
 /// Rows of `c` per tile (two consumer warpgroups of 64).
@@ -315,7 +315,9 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                         phase ^= 1;
                     }
                 }
-                wgmma_wait_group::<0>();
+                // The wait names `acc`, so that packing results for the epilogue is not
+                // scheduled above it (which makes ptxas serialise every wgmma: C7514).
+                wgmma_wait_group_acc::<0>(&mut acc);
                 if let (Some(p), 0) = (held, lane) {
                     let _ = mbarrier_arrive(empty(p));
                 }

@@ -143,11 +143,17 @@ pub fn fence_proxy_async_shared_cta() {
     arch::fence_proxy_async_shared()
 }
 
-/// `bar.sync id, threads`: a named barrier (ids 1–15; 0 is
+/// `barrier.sync id, threads`: a named barrier (ids 1–15; 0 is
 /// [`sync_threads`](crate::thread::sync_threads)'s) that waits for `threads` threads
 /// (a multiple of 32) of the block, so one warpgroup (128 threads) can synchronise
 /// without the rest of the block, e.g. before one of its threads issues a TMA store of
 /// what all of them wrote to shared memory. Not emulated.
+///
+/// It is PTX's unaligned `barrier.sync`, not `bar.sync` (= `barrier.sync.aligned`,
+/// which requires every thread of a warp to execute the same instruction): LLVM does
+/// not treat `asm!` as convergent and may copy the barrier into both arms of a branch
+/// on the thread index (it did, for `if t == 0 { wait } barrier; if t == 0 { store }`),
+/// which splits warp 0 between two aligned barriers and hangs the block.
 ///
 /// # Safety
 /// Every warp that uses `id` passes the same `threads`, whole warps arrive, and exactly

@@ -13,8 +13,8 @@
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
 //! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
-//! | [`wgmma`] | sm_90a: `wgmma_m64n64k16_f32_bf16`, `wgmma_m64n256k16_f32_bf16` with fence/commit/wait, `smem_descriptor`, `shared_address`, `setmaxnreg_inc`/`_dec`; not emulated (refused by name) |
-//! | [`barrier`] | `mbarrier` ([`Barrier`](barrier::Barrier), `mbarrier_init`, `mbarrier_arrive`, `mbarrier_arrive_expect_tx`, `mbarrier_try_wait_parity`, `mbarrier_wait`…), `fence_proxy_async_shared_cta`, `named_barrier_sync` (`bar.sync id, n`); not emulated |
+//! | [`wgmma`] | sm_90a: `wgmma_m64n64k16_f32_bf16`, `wgmma_m64n256k16_f32_bf16` with fence/commit/wait (`wgmma_wait_group_acc` names the accumulators), `smem_descriptor`, `shared_address`, `setmaxnreg_inc`/`_dec`; not emulated (refused by name) |
+//! | [`barrier`] | `mbarrier` ([`Barrier`](barrier::Barrier), `mbarrier_init`, `mbarrier_arrive`, `mbarrier_arrive_expect_tx`, `mbarrier_try_wait_parity`, `mbarrier_wait`…), `fence_proxy_async_shared_cta`, `named_barrier_sync` (`barrier.sync id, n`); not emulated |
 //! | [`tma`] | sm_90: [`TmaDescriptor`](tma::TmaDescriptor), `cp_async_bulk_tensor_2d_g2s` (loads), `cp_async_bulk_tensor_2d_s2g` (stores) with `cp_async_bulk_commit_group` / `_wait_group` / `_wait_group_read`; not emulated |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
 //! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |

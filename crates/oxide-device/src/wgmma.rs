@@ -80,6 +80,44 @@ pub fn wgmma_wait_group<const N: u32>() {
     arch::wgmma_wait_group::<N>()
 }
 
+/// [`wgmma_wait_group`] for code that reads the accumulators after it (the 32 of
+/// [`wgmma_m64n64k16_f32_bf16`] or the 128 of [`wgmma_m64n256k16_f32_bf16`]): the wait
+/// is marked as reading and writing `acc`, so the compiler cannot move a use of the
+/// results above it. With the plain wait, LLVM may start on the results (say, packing
+/// two f32 into a u64 for an epilogue) before the wait, and ptxas then serialises
+/// every `wgmma` of the kernel ("Potential Performance Loss", its info C7514). Same
+/// rules as [`wgmma_wait_group`].
+#[inline(always)]
+pub fn wgmma_wait_group_acc<const N: u32>(acc: &mut impl Accumulators) {
+    acc.wait_group::<N>()
+}
+
+/// The accumulator arrays of this module's `wgmma`s (see [`wgmma_wait_group_acc`]).
+pub trait Accumulators: sealed::Sealed {
+    /// `wgmma.wait_group.sync.aligned N`, naming these registers.
+    fn wait_group<const N: u32>(&mut self);
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for [f32; 32] {}
+    impl Sealed for [f32; 128] {}
+}
+
+impl Accumulators for [f32; 32] {
+    #[inline(always)]
+    fn wait_group<const N: u32>(&mut self) {
+        arch::wgmma_wait_group_acc32::<N>(self)
+    }
+}
+
+impl Accumulators for [f32; 128] {
+    #[inline(always)]
+    fn wait_group<const N: u32>(&mut self) {
+        arch::wgmma_wait_group_acc128::<N>(self)
+    }
+}
+
 /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16`: `acc = A·B (+ acc when
 /// `accumulate`)` for a 64×64 tile, A (64×16) and B (16×64) read from shared memory
 /// through descriptors. `TRANS_A`/`TRANS_B` (0 or 1) are the instruction's

@@ -364,6 +364,21 @@ fn the_emulator_refuses_wgmma_naming_it() {
 }
 
 #[kernel]
+pub unsafe fn warpgroup_wait_naming_acc(out: &mut [f32]) {
+    let mut acc = [0.0f32; 128];
+    oxide_device::wgmma::wgmma_wait_group_acc::<0>(&mut acc);
+    out[0] = acc[0];
+}
+
+#[test]
+fn the_emulator_refuses_the_wait_naming_accumulators() {
+    let out = vec![0.0f32; 1];
+    let (status, m) = run(__oxide_host_warpgroup_wait_naming_acc, 128, &slice(&out));
+    assert_eq!(status, STATUS_TRAP);
+    assert!(m.contains("wgmma.wait_group is not emulated"), "{m}");
+}
+
+#[kernel]
 pub unsafe fn bulk_store_group(out: &mut [f32]) {
     oxide_device::tma::cp_async_bulk_commit_group();
     out[0] = 1.0;

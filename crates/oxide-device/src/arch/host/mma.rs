@@ -295,6 +295,14 @@ pub(crate) fn wgmma_wait_group<const N: u32>() {
     not_emulated("wgmma.wait_group")
 }
 
+pub(crate) fn wgmma_wait_group_acc128<const N: u32>(_acc: &mut [f32; 128]) {
+    not_emulated("wgmma.wait_group")
+}
+
+pub(crate) fn wgmma_wait_group_acc32<const N: u32>(_acc: &mut [f32; 32]) {
+    not_emulated("wgmma.wait_group")
+}
+
 pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
     _acc: &mut [f32; 32],
     _desc_a: u64,
@@ -385,7 +393,7 @@ pub(crate) fn cp_async_bulk_wait_group_read<const N: u32>() {
 }
 
 pub(crate) unsafe fn named_barrier_sync(_id: u32, _threads: u32) {
-    not_emulated("bar.sync with a named barrier")
+    not_emulated("barrier.sync with a named barrier")
 }
 
 pub(crate) fn fence_proxy_async_shared() {
