@@ -75,6 +75,7 @@ extern crate self as oxide_device;
 
 mod arch;
 pub mod array;
+pub mod async_copy;
 pub mod atomic;
 pub mod barrier;
 pub mod constant;
@@ -83,6 +84,7 @@ pub mod cooperative_groups;
 pub mod debug;
 pub mod disjoint;
 pub mod dotprod;
+pub mod f16x2;
 pub mod half;
 pub mod ldst;
 pub mod math;

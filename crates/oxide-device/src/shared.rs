@@ -323,6 +323,20 @@ pub fn total_smem_size() -> u32 {
     arch::total_shared_bytes() as u32
 }
 
+/// The offset of a generic pointer into shared memory within the `.shared` window
+/// (`cvta.to.shared.u64`), as hardware descriptors (`wgmma`, `tcgen05`) take it;
+/// cuda-oxide's `shared::cvta_generic_to_shared_offset`. A Rust pointer's own value
+/// stays the generic address. The emulator refuses it by name (it has no `.shared`
+/// window).
+///
+/// # Safety
+/// `ptr` points into shared memory (a `SharedArray`, the dynamic region); for another
+/// pointer the offset is unspecified.
+#[inline(always)]
+pub unsafe fn cvta_generic_to_shared_offset(ptr: *const u8) -> u64 {
+    arch::cvta_to_shared(ptr)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

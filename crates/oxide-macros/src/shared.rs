@@ -1,8 +1,9 @@
-//! Shared-memory statics: every `static` of type `SharedArray<…>` in a kernel's body
-//! gets `#[unsafe(link_section = ".oxide.shared")]`, which the link step turns into a
-//! `.shared` variable. cuda-oxide's codegen recognises the type itself; this keeps
-//! their spelling (`static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`)
-//! working unchanged.
+//! Shared-memory statics: every `static` of type `SharedArray<…>` or `Barrier` (an
+//! `mbarrier`, which lives in shared memory) in a kernel's body gets
+//! `#[unsafe(link_section = ".oxide.shared")]`, which the link step turns into a
+//! `.shared` variable. cuda-oxide's codegen recognises the types itself; this keeps
+//! their spelling (`static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`,
+//! `static mut BAR: Barrier = Barrier::UNINIT;`) working unchanged.
 
 use oxide_abi::names::SHARED_SECTION;
 use syn::visit_mut::VisitMut;
@@ -34,7 +35,7 @@ fn is_shared_array(ty: &Type) -> bool {
             .path
             .segments
             .last()
-            .is_some_and(|s| s.ident == "SharedArray"),
+            .is_some_and(|s| s.ident == "SharedArray" || s.ident == "Barrier"),
         Type::Group(g) => is_shared_array(&g.elem),
         Type::Paren(p) => is_shared_array(&p.elem),
         _ => false,
@@ -56,11 +57,12 @@ mod tests {
                 }
                 #[unsafe(link_section = ".elsewhere")]
                 static D: SharedArray<u8, 1> = SharedArray::UNINIT;
+                static mut E: Barrier = Barrier::UNINIT;
             }
         };
         place_shared_statics(&mut f);
         let text = quote::quote!(#f).to_string();
-        assert_eq!(text.matches(".oxide.shared").count(), 2, "{text}");
+        assert_eq!(text.matches(".oxide.shared").count(), 3, "{text}");
         assert!(text.contains(".elsewhere"));
     }
 }

@@ -10,6 +10,8 @@ mod block;
 mod convert;
 pub(crate) use convert::*;
 pub(crate) mod engine;
+mod f16x2;
+pub(crate) use f16x2::*;
 mod fault;
 mod mma;
 pub(crate) use mma::*;
@@ -203,6 +205,16 @@ redux! {
     redux_max_u32: u32, u32::max; redux_min_i32: i32, i32::min;
     redux_max_i32: i32, i32::max; redux_and_u32: u32, |a, b| a & b;
     redux_or_u32: u32, |a, b| a | b; redux_xor_u32: u32, |a, b| a ^ b;
+}
+
+/// The emulator's shared memory is host allocations, with no `.shared` window whose
+/// offsets a kernel could see: refused by name.
+pub(crate) fn cvta_to_shared(_p: *const u8) -> u64 {
+    std::panic!(
+        "cvta.to.shared is not emulated: the CPU emulator keeps shared memory in host \
+         allocations and has no .shared window to give an offset into. Run this kernel on \
+         a GPU, or keep the generic pointer"
+    )
 }
 
 // ---- shared statics: one copy per block in the emulator --------------------------

@@ -202,6 +202,19 @@ pub(crate) fn dynamic_shared_base() -> *mut u8 {
     (&raw mut __oxide_dynamic_shared).cast()
 }
 
+/// `cvta.to.shared.u64`: the shared-window offset of a generic pointer into shared
+/// memory.
+#[inline(always)]
+pub(crate) fn cvta_to_shared(p: *const u8) -> u64 {
+    let a: u64;
+    // SAFETY: an address conversion.
+    unsafe {
+        asm!("cvta.to.shared.u64 {a}, {p};", a = out(reg64) a, p = in(reg64) p,
+             options(pure, nomem, nostack, preserves_flags));
+    }
+    a
+}
+
 /// Bytes of shared memory a block of this launch has, static and dynamic:
 /// `%total_smem_size`.
 #[inline(always)]
