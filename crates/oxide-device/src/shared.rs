@@ -243,29 +243,31 @@ macro_rules! shared_array {
 ///
 /// There is one such region per block: every `DynamicSharedArray` of a kernel views the
 /// same bytes; carve it up with [`offset`](Self::offset). It is 16-byte aligned;
-/// `ALIGN` (cuda-oxide's `DynamicSharedArray<T, ALIGN>`) may be a power of two up to 16.
+/// `ALIGN` (cuda-oxide's `DynamicSharedArray<T, ALIGN>`) may be a power of two up to
+/// 256, and on the GPU the region is then aligned to the largest `ALIGN` the kernel
+/// names (as in cuda-oxide). The emulator's region stays 16-byte aligned (its end
+/// meets a guard page that catches overruns to the byte).
 pub struct DynamicSharedArray<T, const ALIGN: usize = 16> {
     _t: PhantomData<T>,
 }
 
 impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
     const ALIGN_OK: () = assert!(
-        ALIGN.is_power_of_two() && ALIGN <= 16,
-        "DynamicSharedArray's ALIGN must be a power of two no larger than 16"
+        ALIGN.is_power_of_two() && ALIGN <= 256,
+        "DynamicSharedArray's ALIGN must be a power of two no larger than 256"
     );
 
     /// Pointer to the first element of the region.
     #[inline(always)]
     pub fn get() -> *mut T {
-        let () = Self::ALIGN_OK;
-        arch::dynamic_shared_base().cast()
+        Self::get_raw().cast()
     }
 
     /// The region's first byte (cuda-oxide's `get_raw`: carve it up by bytes).
     #[inline(always)]
     pub fn get_raw() -> *mut u8 {
         let () = Self::ALIGN_OK;
-        arch::dynamic_shared_base()
+        arch::dynamic_shared_base_aligned(ALIGN)
     }
 
     /// Pointer `bytes` bytes into the region (for a second array after a first).
@@ -274,8 +276,7 @@ impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
     /// should keep `T`'s alignment.
     #[inline(always)]
     pub fn offset(bytes: usize) -> *mut T {
-        let () = Self::ALIGN_OK;
-        arch::dynamic_shared_base().wrapping_add(bytes).cast()
+        Self::get_raw().wrapping_add(bytes).cast()
     }
 
     /// Bytes of dynamic shared memory this launch gave the block (`shared_mem=` in

@@ -282,6 +282,14 @@ pub(crate) fn dynamic_shared_base() -> *mut u8 {
     DYNAMIC_SHARED.with(|b| b.as_ptr() as *mut u8)
 }
 
+/// The emulator's region is 16-byte aligned whatever `ALIGN` a kernel asks: its end
+/// sits against a guard page, which catches overruns to the byte, and every view of
+/// the region must start at the same address.
+#[inline]
+pub(crate) fn dynamic_shared_base_aligned(_align: usize) -> *mut u8 {
+    dynamic_shared_base()
+}
+
 pub(crate) fn trap() -> ! {
     std::panic!("GPU trap: the kernel aborted (a panic, failed bounds check or gpu_assert!)")
 }
