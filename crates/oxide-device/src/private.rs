@@ -22,6 +22,23 @@ fn valid_for_len<T>(ptr: *mut T, len: usize) -> *mut T {
     ptr.wrapping_byte_add(fix)
 }
 
+/// The place a kernel's raw address of its shared static `S` (`&raw mut S`,
+/// `addr_of_mut!(S)`, rewritten by `#[kernel]`) stands for: `p` itself on the GPU; in
+/// the emulator the running block's copy of the static, where `SharedArray`'s methods
+/// also go.
+#[inline(always)]
+pub fn shared_place<T>(p: *mut T) -> *mut T {
+    #[cfg(target_arch = "nvptx64")]
+    return p;
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::arch::shared_static(
+        p.cast(),
+        core::mem::size_of::<T>(),
+        core::mem::align_of::<T>(),
+    )
+    .cast();
+}
+
 /// Rebuild a `&[T]` kernel argument from the launch ABI's (pointer, length).
 ///
 /// # Safety
