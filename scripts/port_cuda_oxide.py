@@ -8,7 +8,8 @@ of host crates (`cuda_core`, `cuda_host`, `cuda_async`, and `std` but for the mo
 (they name a host crate, `std`, `Vec` or `println!`, or implement a host crate's trait
 such as `DeviceCopy`), and the helpers only such items use (a function, or a `use` of
 another crate like `half`, named by host code alone). Everything else, kernels
-included, is left as written.
+included, is left as written; the example's crates.io dependencies that the port still
+names (`libm`) stay in its Cargo.toml.
 
     python scripts/port_cuda_oxide.py --mirror DIR --out DIR [--build] [NAME ...]
 
@@ -212,7 +213,9 @@ def drop_host_only_helpers(kept: list[str], dropped: list[str]) -> list[str]:
         gone = "\n".join(strip_comments_and_strings(t) for t in dropped)
         for i, code in enumerate(codes):
             names = defined_names(code)
-            pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
+            pattern = (
+                re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
+            )
             if (
                 pattern
                 and pattern.search(gone)
@@ -287,12 +290,28 @@ def example_source(mirror: Path, name: str) -> str:
         return git_show(mirror, f"{EXAMPLES}/{name}/src/main.rs")
 
 
-def write_crate(out: Path, name: str, source: str, device_crate: Path, edition: str) -> Path:
+def registry_deps(toml: str, source: str) -> list[str]:
+    """The example's `[dependencies]` lines for crates.io crates (`libm = "0.2"`) that
+    its port still names: a port keeps its crate's own dependencies, only cuda-oxide's
+    crates (path dependencies) give way to oxide-device."""
+    section = re.search(r"^\[dependencies\]\n(.*?)(?=^\[|\Z)", toml, re.M | re.S)
+    lines = []
+    for line in (section.group(1) if section else "").splitlines():
+        m = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", line)
+        if m and "path" not in line and re.search(rf"\b{m.group(1).replace('-', '_')}::", source):
+            lines.append(line.strip())
+    return lines
+
+
+def write_crate(
+    out: Path, name: str, source: str, device_crate: Path, edition: str, deps: list[str]
+) -> Path:
     crate = out / name
     (crate / "src").mkdir(parents=True, exist_ok=True)
+    extra = "".join(f"{d}\n" for d in deps)
     (crate / "Cargo.toml").write_text(
         f'[package]\nname = "{name.replace("-", "_")}"\nversion = "0.1.0"\n'
-        f'edition = "{edition}"\npublish = false\n\n[dependencies]\n'
+        f'edition = "{edition}"\npublish = false\n\n[dependencies]\n{extra}'
         f'oxide-device = {{ path = "{device_crate}" }}\n\n[workspace]\n'
     )
     (crate / "src" / "lib.rs").write_text(source)
@@ -352,7 +371,8 @@ def main() -> int:
         toml = git_show(args.mirror, f"{EXAMPLES}/{name}/Cargo.toml")
         edition = m.group(1) if (m := re.search(r'edition\s*=\s*"(\d+)"', toml)) else "2021"
         source = port_source(example_source(args.mirror, name))
-        crate = write_crate(args.out, name, source, device_crate, edition)
+        deps = registry_deps(toml, source)
+        crate = write_crate(args.out, name, source, device_crate, edition, deps)
         if args.build:
             ok, why = build(crate, args.cargo, not args.no_emu)
             (built if ok else failed).append((name, why))

@@ -53,7 +53,14 @@ def fma(a: int, b: int, c: int, ftz: bool = False, sat: bool = False, relu: bool
 
 
 def test_f16x2_arith_rounds_as_the_gpu(ports: pyoxide.Module, lib: ArrayLib) -> None:
-    a, b, c, neg_one, sub, one = 0x4400_4000, 0x4500_4200, 0x4980_4700, 0xBC00_BC00, 0x2_0001, 0x3C00_3C00
+    a, b, c, neg_one, sub, one = (
+        0x4400_4000,
+        0x4500_4200,
+        0x4980_4700,
+        0xBC00_BC00,
+        0x2_0001,
+        0x3C00_3C00,
+    )
     x, y = halves(a), halves(b)
     want = [
         pack(x + y),
@@ -149,7 +156,9 @@ def test_shared_offset_is_the_shared_window_offset(ports: pyoxide.Module, lib: A
 def test_dynamic_shared_memory_views(ports: pyoxide.Module, lib: ArrayLib) -> None:
     blocks, block = 3, 256
     a, b, c = (RNG.standard_normal(blocks * block).astype(np.float32) for _ in range(3))
-    nb = (np.arange(blocks * block) // block) * block + (np.arange(blocks * block) % block + 1) % block
+    nb = (np.arange(blocks * block) // block) * block + (
+        np.arange(blocks * block) % block + 1
+    ) % block
     A, B, C = (lib.asarray(v) for v in (a, b, c))
     cases = [
         ("dynamic_smem_basic", (A,), 1024, a[nb]),

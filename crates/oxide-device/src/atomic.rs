@@ -446,7 +446,11 @@ pub unsafe fn atom_add_bf16x2(addr: *mut u32, val: u32) -> u32 {
     use crate::half::bf16;
     fn add(a: u16, b: u16) -> u32 {
         let sum = bf16::from_bits(a).to_f32() + bf16::from_bits(b).to_f32();
-        if sum.is_nan() { 0x7fff } else { bf16::from_f32(sum).to_bits() as u32 }
+        if sum.is_nan() {
+            0x7fff
+        } else {
+            bf16::from_f32(sum).to_bits() as u32
+        }
     }
     // SAFETY: upheld by the caller.
     let word = unsafe { DeviceAtomic::<u32>::from_ptr(addr) };

@@ -29,9 +29,9 @@ mod nvptx;
 #[cfg(target_arch = "nvptx64")]
 mod nvptx_f16x2;
 #[cfg(target_arch = "nvptx64")]
-pub(crate) use nvptx_f16x2::*;
-#[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx::*;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_f16x2::*;
 #[cfg(target_arch = "nvptx64")]
 mod nvptx_mma;
 #[cfg(target_arch = "nvptx64")]

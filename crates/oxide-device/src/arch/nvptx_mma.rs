@@ -170,7 +170,9 @@ pub(crate) fn cp_async_wait_group<const N: u32>() {
 
 /// `cp.async.mbarrier.arrive{.noinc}{.shared}.b64 [bar]` (sm_80, PTX 7.0).
 #[inline(always)]
-pub(crate) unsafe fn cp_async_mbarrier_arrive<const NOINC: bool, const SHARED: bool>(bar: *mut u64) {
+pub(crate) unsafe fn cp_async_mbarrier_arrive<const NOINC: bool, const SHARED: bool>(
+    bar: *mut u64,
+) {
     // SAFETY: upheld by the caller (`async_copy::cp_async_mbarrier_arrive`).
     unsafe {
         match (NOINC, SHARED) {

@@ -72,15 +72,26 @@ fn min_max(a: u16, b: u16, max: bool) -> u16 {
         _ => {
             let (x, y) = (value(a), value(b));
             // -0 counts as smaller than +0.
-            let a_first = if x == y { (a & SIGN != 0) != max } else { (x < y) != max };
+            let a_first = if x == y {
+                (a & SIGN != 0) != max
+            } else {
+                (x < y) != max
+            };
             if a_first { a } else { b }
         }
     }
 }
 
 fn lane(op: F16x2Op, a: u16, b: u16, c: u16) -> u16 {
-    let ftz = matches!(op, F16x2Op::FmaFtz | F16x2Op::FmaFtzSat | F16x2Op::FmaFtzRelu);
-    let (a, b, c) = if ftz { (flush(a), flush(b), flush(c)) } else { (a, b, c) };
+    let ftz = matches!(
+        op,
+        F16x2Op::FmaFtz | F16x2Op::FmaFtzSat | F16x2Op::FmaFtzRelu
+    );
+    let (a, b, c) = if ftz {
+        (flush(a), flush(b), flush(c))
+    } else {
+        (a, b, c)
+    };
     let exact = match op {
         F16x2Op::Abs => return a & !SIGN,
         F16x2Op::Neg => return a ^ SIGN,
