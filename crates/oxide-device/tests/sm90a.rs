@@ -42,7 +42,7 @@ fn sm90a_kernels_pass_ptxas_and_plain_targets_are_refused() {
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
         "wgmma.commit_group.sync.aligned",
         "wgmma.wait_group.sync.aligned",
-        "mbarrier.init.shared::cta.b64",
+        "mbarrier.init.shared.b64",
         "mbarrier.arrive.expect_tx.shared::cta.b64",
         "mbarrier.try_wait.parity.shared::cta.b64",
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
