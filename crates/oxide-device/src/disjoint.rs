@@ -5,7 +5,9 @@
 //! The mapping from threads to elements is part of the slice's type, as in cuda-oxide:
 //! `DisjointSlice<T>` (= `DisjointSlice<T, Index1D>`) takes `index_1d()` witnesses,
 //! `DisjointSlice<T, Index2D<N>>` only `index_2d::<N>()`'s, `DisjointSlice<T,
-//! WarpIndex>` only `warp_index()`'s, so a kernel cannot mix two mappings on one slice.
+//! WarpIndex>` only `warp_index()`'s, `DisjointSlice<T, Runtime2DIndex>` (rows of a width
+//! the host binds) only `index_2d_runtime(&slice)`'s, so a kernel cannot mix two
+//! mappings on one slice.
 //! Within `Index1D` the guarantee holds per method: threads that all use `get_mut`
 //! (or all `get_chunk_mut::<N>` with one `N`, or all `block_row_mut()`) never share an
 //! element; use one of them per slice.
