@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 3
+MANIFEST_SCHEMA_VERSION = 4
 DESCRIPTOR_VERSION = 1
 VERIFY_REPORT_VERSION = 1
 
@@ -20,24 +20,27 @@ class Scalar(NamedTuple):
     name: str
     size: int  # bytes at the launch ABI
     kind: str  # NumPy's kind letter: i signed, u unsigned, f float, b bool
+    typestr: str  # an array's normalized typestr (bf16: pyoxide's <E2)
     lo: int | None  # an integer type's range; None for floats and bool
     hi: int | None
 
 
 SCALARS: dict[str, Scalar] = {
-    "i8": Scalar("i8", 1, "i", -128, 127),
-    "i16": Scalar("i16", 2, "i", -32768, 32767),
-    "i32": Scalar("i32", 4, "i", -2147483648, 2147483647),
-    "i64": Scalar("i64", 8, "i", -9223372036854775808, 9223372036854775807),
-    "u8": Scalar("u8", 1, "u", 0, 255),
-    "u16": Scalar("u16", 2, "u", 0, 65535),
-    "u32": Scalar("u32", 4, "u", 0, 4294967295),
-    "u64": Scalar("u64", 8, "u", 0, 18446744073709551615),
-    "f32": Scalar("f32", 4, "f", None, None),
-    "f64": Scalar("f64", 8, "f", None, None),
-    "bool": Scalar("bool", 1, "b", None, None),
-    "usize": Scalar("usize", 8, "u", 0, 18446744073709551615),
-    "isize": Scalar("isize", 8, "i", -9223372036854775808, 9223372036854775807),
+    "i8": Scalar("i8", 1, "i", "|i1", -128, 127),
+    "i16": Scalar("i16", 2, "i", "<i2", -32768, 32767),
+    "i32": Scalar("i32", 4, "i", "<i4", -2147483648, 2147483647),
+    "i64": Scalar("i64", 8, "i", "<i8", -9223372036854775808, 9223372036854775807),
+    "u8": Scalar("u8", 1, "u", "|u1", 0, 255),
+    "u16": Scalar("u16", 2, "u", "<u2", 0, 65535),
+    "u32": Scalar("u32", 4, "u", "<u4", 0, 4294967295),
+    "u64": Scalar("u64", 8, "u", "<u8", 0, 18446744073709551615),
+    "f32": Scalar("f32", 4, "f", "<f4", None, None),
+    "f64": Scalar("f64", 8, "f", "<f8", None, None),
+    "f16": Scalar("f16", 2, "f", "<f2", None, None),
+    "bf16": Scalar("bf16", 2, "f", "<E2", None, None),
+    "bool": Scalar("bool", 1, "b", "|b1", None, None),
+    "usize": Scalar("usize", 8, "u", "<u8", 0, 18446744073709551615),
+    "isize": Scalar("isize", 8, "i", "<i8", -9223372036854775808, 9223372036854775807),
 }
 
 

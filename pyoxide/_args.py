@@ -33,7 +33,8 @@ from typing import Any, NoReturn
 
 from . import _abi, _records
 from ._arrays import RUST_TYPESTR as _TYPESTR
-from ._arrays import ArrayProtocolError, ArrayView, rust_dtype_name, view
+from ._arrays import ArrayProtocolError, ArrayView, dtype_spelling, rust_dtype_name, view
+from ._half import HALF_OVERFLOW, half_bits, half_value
 from ._manifest import KernelSpec, ParamSpec
 from ._shapes import check_contract, check_shaped, has_contract, span_bytes
 from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError
@@ -96,6 +97,8 @@ def _scalar_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
             )  # fmt: skip
 
         return convert_bool
+    if t in ("f16", "bf16"):
+        return _half_converter(np, param)
     if t in ("f32", "f64"):
         return _float_converter(np, param, np_type)
     return _int_converter(np, param, np_type)
@@ -185,17 +188,58 @@ def _float_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any],
     return convert_float
 
 
+def _half_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
+    """An ``f16``/``bf16`` by value: a float rounded to nearest (or an int the type holds
+    exactly), passed as its 16 bits (the entry point's ABI parameter is a ``u16``)."""
+    t = param.type
+    expected = f"a float ({t})"
+    limit = HALF_OVERFLOW[t]
+
+    def convert_half(v: Any) -> Any:
+        if isinstance(v, (bool, np.bool_)):
+            raise Refused(
+                ArgumentTypeError, expected, describe_value(v),
+                "pass float(flag) if you mean 0.0 or 1.0",
+            )  # fmt: skip
+        if isinstance(v, (float, np.floating)):
+            f = float(v)
+        elif isinstance(v, (int, np.integer)):
+            i = int(v)
+            exact = abs(i) < limit and half_value(t, half_bits(t, float(i))) == i
+            if not exact:
+                raise Refused(
+                    ArgumentValueError, expected + ", exactly representable", f"int {i}",
+                    f"pass float({i}) to accept rounding to the nearest {t}",
+                )  # fmt: skip
+            f = float(i)
+        else:
+            fix = "pass a Python float"
+            if hasattr(v, "item"):
+                fix += " (value.item() for a 0-d array)"
+            raise Refused(ArgumentTypeError, expected, describe_value(v), fix)
+        if abs(f) >= limit and not math.isinf(f):
+            raise Refused(
+                ArgumentValueError, f"a float within {t}'s range (|x| < {limit:.6g})", repr(f),
+                "pass a smaller value, or use a kernel that takes f32",
+            )  # fmt: skip
+        return np.uint16(half_bits(t, f))
+
+    return convert_half
+
+
 # --- array checks ----------------------------------------------------------------------
 
 
 def check_array(param: ParamSpec, v: ArrayView) -> None:
     want = f"|V{param.record.size}" if param.record else _TYPESTR[param.type]
     if v.typestr != want:
+        torch = v.source == "torch.Tensor" or type(v.obj).__module__.startswith("torch")
+        how = f".to({dtype_spelling(param.type, 'torch')})" if torch else (
+            f".astype({dtype_spelling(param.type)})"
+        )  # fmt: skip
         raise Refused(
             ArgumentTypeError, f"a {rust_dtype_name(param.type)} array ({param.rust_type})",
-            v.describe(),
-            f"convert it with .astype(numpy.{rust_dtype_name(param.type)}) "
-            "(pyoxide never casts silently)",
+            v.describe(), f"convert it with {how} (pyoxide never casts silently)",
         )  # fmt: skip
     if _abi.PARAM_KINDS[param.kind].is_slice and len(v.shape) != 1:
         raise Refused(
@@ -247,7 +291,7 @@ def not_an_array(param: ParamSpec, value: Any) -> NoReturn:
         f"a {rank}-D {dt} array ({param.rust_type}): CuPy, NumPy, or anything with "
         "__cuda_array_interface__ or __dlpack__",
         describe_value(value),
-        f"pass an array, e.g. cupy.asarray(value, dtype=cupy.{dt})",
+        f"pass an array, e.g. cupy.asarray(value, dtype={dtype_spelling(param.type, 'cupy')})",
     )
 
 

@@ -28,9 +28,10 @@ HOST = "host"
 _LE = "<" if sys.byteorder == "little" else ">"
 
 #: The NumPy typestr each Rust element type must have (little-endian, like the GPU).
-RUST_TYPESTR: dict[str, str] = {
-    t.name: ("|" if t.size == 1 else "<") + t.kind + str(t.size) for t in _abi.SCALARS.values()
-}
+RUST_TYPESTR: dict[str, str] = {t.name: t.typestr for t in _abi.SCALARS.values()}
+#: bfloat16 has no typestr of its own (ml_dtypes' arrays report opaque bytes, ``<V2``);
+#: a view of an array whose dtype is named ``bfloat16`` gets this spelling instead.
+BF16_TYPESTR = RUST_TYPESTR["bf16"]
 
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 _DL_NAMES = {
@@ -92,13 +93,35 @@ def dtype_name(typestr: str) -> str:
     order, kind, size = typestr[0], typestr[1], typestr[2:]
     if not size.isdigit():
         return typestr
-    names = {"f": "float", "i": "int", "u": "uint", "c": "complex", "b": "bool"}
+    names = {"f": "float", "i": "int", "u": "uint", "c": "complex", "b": "bool", "E": "bfloat"}
     name = "bool" if kind == "b" else names.get(kind, f"'{kind}'") + str(8 * int(size))
     return name + (" (big-endian)" if order == ">" and size != "1" else "")
 
 
 def rust_dtype_name(rust_type: str) -> str:
     return dtype_name(RUST_TYPESTR[rust_type])
+
+
+def dtype_spelling(rust_type: str, module: str = "numpy") -> str:
+    """How a user names the element type's dtype in ``module`` (for fixes in messages):
+    ``numpy.float32``; bfloat16, which NumPy and CuPy lack, as ``ml_dtypes.bfloat16``."""
+    if rust_type == "bf16":
+        return "torch.bfloat16" if module == "torch" else "ml_dtypes.bfloat16"
+    return f"{module}.{rust_dtype_name(rust_type)}"
+
+
+def numpy_dtype(rust_type: str) -> Any:
+    """The NumPy dtype of the element type; for bf16 ml_dtypes' (which CuPy uses too),
+    or None when ml_dtypes is not installed."""
+    import numpy
+
+    if rust_type == "bf16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            return None
+        return numpy.dtype(ml_dtypes.bfloat16)
+    return numpy.dtype(RUST_TYPESTR[rust_type])
 
 
 _NORMALIZED: dict[str, str] = {}
@@ -166,11 +189,15 @@ def view(obj: Any) -> ArrayView | None:
         raise ArrayProtocolError(
             "a NumPy masked array", "pass x.filled(value) or x.data: a kernel reads every element"
         )
+    if type(obj).__module__.startswith("torch") and _is_torch_bfloat16(obj):
+        return _from_torch_bfloat16(obj)
     try:
         cai = obj.__cuda_array_interface__
     except AttributeError:
         cai = None
     except Exception as e:  # e.g. torch: "Can't get __cuda_array_interface__ on Variable…"
+        if type(obj).__module__.startswith("cupy") and _dtype_name(obj) == "bfloat16":
+            return _from_cupy_bfloat16(obj)  # a CuPy that exports no bfloat16 interface
         raise ArrayProtocolError(
             f"{_type_name(obj)} whose __cuda_array_interface__ failed ({e})",
             "pass a plain device array (for PyTorch: tensor.detach())",
@@ -225,6 +252,8 @@ def _from_interface(obj: Any, iface: Any, kind: str, protocol: str) -> ArrayView
             "a masked array", "fill the masked elements and pass a plain array"
         )
     typestr = _normalized(typestr)
+    if typestr == "<V2" and _dtype_name(obj) == "bfloat16":
+        typestr = BF16_TYPESTR  # ml_dtypes' bfloat16 (NumPy, CuPy, JAX through DLPack)
     stream = iface.get("stream") if kind == GPU else None
     return ArrayView(
         obj=obj,
@@ -294,4 +323,58 @@ def _from_dlpack(obj: Any) -> ArrayView:
     raise ArrayProtocolError(
         f"a {_type_name(obj)} on a {where} device",
         "move it to a CUDA device or to host memory first",
+    )
+
+
+def _dtype_name(obj: Any) -> str | None:
+    return getattr(getattr(obj, "dtype", None), "name", None)
+
+
+def _from_cupy_bfloat16(obj: Any) -> ArrayView:
+    return ArrayView(
+        obj=obj,
+        kind=GPU,
+        ptr=int(obj.data.ptr),
+        shape=tuple(obj.shape),
+        strides=tuple(obj.strides),
+        typestr=BF16_TYPESTR,
+        readonly=False,
+        device=int(obj.device.id),
+        protocol="cupy.ndarray attributes",
+        itemsize=2,
+        source="CuPy array",
+    )
+
+
+def _is_torch_bfloat16(obj: Any) -> bool:
+    return str(getattr(obj, "dtype", "")) == "torch.bfloat16"
+
+
+def _from_torch_bfloat16(obj: Any) -> ArrayView:
+    """A bfloat16 tensor, described from its own attributes: PyTorch exports no
+    __cuda_array_interface__ for bfloat16, and its DLPack export needs ml_dtypes on the
+    importing side."""
+    if obj.requires_grad:
+        raise ArrayProtocolError(
+            "a torch.Tensor that requires grad",
+            "pass a plain device array (for PyTorch: tensor.detach())",
+        )
+    on_gpu = obj.device.type == "cuda"
+    if not on_gpu and obj.device.type != "cpu":
+        raise ArrayProtocolError(
+            f"a torch.Tensor on a {obj.device.type} device",
+            "move it to a CUDA device or to host memory first",
+        )
+    return ArrayView(
+        obj=obj,
+        kind=GPU if on_gpu else HOST,
+        ptr=int(obj.data_ptr()),
+        shape=tuple(obj.shape),
+        strides=tuple(2 * s for s in obj.stride()),
+        typestr=BF16_TYPESTR,
+        readonly=False,
+        device=obj.device.index if on_gpu else None,
+        protocol="torch.Tensor attributes",
+        itemsize=2,
+        source="torch.Tensor",
     )

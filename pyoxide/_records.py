@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from ._arrays import RUST_TYPESTR, ArrayView
+from ._arrays import RUST_TYPESTR, ArrayView, dtype_spelling, numpy_dtype
 
 _BYTES_LIKE = (bytes, bytearray, memoryview, ctypes.Structure, ctypes.Union, ctypes.Array)
 
@@ -106,12 +106,12 @@ def value_converter(
             a = np.asarray(v)
             if a.dtype.kind == "V":
                 raw = a.tobytes()
-            elif lanes is None or a.dtype == np.dtype(RUST_TYPESTR[param.type]):
+            elif lanes is None or a.dtype == numpy_dtype(param.type):
                 # The record's scalar exactly; or any numbers for a type known only by
                 # its bytes (the caller lays them out).
                 raw = np.ascontiguousarray(a).tobytes()
             else:
-                want = f"numpy.{np.dtype(RUST_TYPESTR[param.type]).name} " if lanes else ""
+                want = f"{dtype_spelling(param.type)} " if lanes else ""
                 refused(ArgumentTypeError, expected, f"an array of {a.dtype}",
                         f"pass a {want}array or a structured scalar (no silent casts)")  # fmt: skip
         elif lanes is not None and isinstance(v, (list, tuple)):

@@ -13,15 +13,16 @@ import keyword
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import _abi
 from ._fs import atomic_write
 from ._manifest import KernelSpec, Manifest, ParamSpec
 
-_SCALAR_ANNOTATION = {"bool": "Bool", "f32": "Float", "f64": "Float"}
+_KIND_ANNOTATION = {"b": "Bool", "f": "Float"}  # by NumPy kind letter; the rest: Int
 
 
 def _annotation(param: ParamSpec) -> str:
     if not param.is_array:
-        return _SCALAR_ANNOTATION.get(param.type, "Int")
+        return _KIND_ANNOTATION.get(_abi.SCALARS[param.type].kind, "Int")
     if param.takes_address:
         return "Array | int"
     if param.array is not None:  # the dimensions, for editors: Annotated[Array, "[m, k]"]

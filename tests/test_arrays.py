@@ -4,17 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 from helpers.fakes import cuda
 
 import pyoxide
 from pyoxide import _knobs
-from pyoxide._arrays import GPU, HOST, RUST_TYPESTR, dtype_name, normalize_typestr, view
+from pyoxide._arrays import (
+    GPU,
+    HOST,
+    RUST_TYPESTR,
+    dtype_name,
+    normalize_typestr,
+    numpy_dtype,
+    view,
+)
 
 
 def test_rust_types_map_to_numpy_dtypes() -> None:
     for rust, typestr in RUST_TYPESTR.items():
+        if rust == "bf16":  # no NumPy typestr: ml_dtypes' arrays say "<V2" (opaque)
+            bf16 = np.zeros(1, ml_dtypes.bfloat16)
+            assert view(bf16) is not None and view(bf16).typestr == typestr == "<E2"
+            assert numpy_dtype(rust) == bf16.dtype and dtype_name(typestr) == "bfloat16"
+            continue
         expected = {"bool": np.bool_, "usize": np.uint64, "isize": np.int64}.get(rust)
         dtype = (
             np.dtype(expected)

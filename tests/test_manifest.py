@@ -146,7 +146,7 @@ REJECTED = {
     "schema-negative": _set("schema", -1),
     "schema-string": _set("schema", "1"),
     "bad-kind": _set("kernels.0.params.0.kind", "tensor"),
-    "bad-type": _set("kernels.0.params.0.type", "f16"),
+    "bad-type": _set("kernels.0.params.0.type", "f128"),
     "mutable-not-bool": _set("kernels.0.params.0.mutable", "no"),
     "params-not-list": _set("kernels.0.params", {}),
     "line-negative": _set("kernels.0.source.line", -3),

@@ -50,6 +50,8 @@ class ArrayLib:
             return cupy.asarray(host)
         import torch
 
+        if host.dtype.name == "bfloat16":  # ml_dtypes': PyTorch takes its bits
+            return torch.from_numpy(host.view(np.uint16).copy()).cuda().view(torch.bfloat16)
         return torch.from_numpy(host.copy()).cuda()
 
     def poisoned(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
@@ -89,6 +91,10 @@ class ArrayLib:
         import torch
 
         torch.cuda.synchronize()
+        if arr.dtype == torch.bfloat16:
+            import ml_dtypes
+
+            return arr.cpu().view(torch.uint16).numpy().view(ml_dtypes.bfloat16)
         return arr.cpu().numpy()
 
 
@@ -103,6 +109,7 @@ class _CudaView:
             typestr = np.dtype(str(base.dtype).removeprefix("torch.")).str
         else:
             ptr, item, typestr = base.data.ptr, base.itemsize, base.dtype.str
+            self.dtype = base.dtype  # names bfloat16, whose typestr is opaque ("<V2")
         self.base = base
         self.__cuda_array_interface__ = {
             "shape": tuple(shape), "typestr": typestr, "version": 3,

@@ -164,3 +164,10 @@ def sm90a_kernels_manifest() -> Path:
     if exe is None:
         return SM90A_PACKAGED
     return cargo_oxide_build(exe, SM90A_CRATE, ("sm_90a",))
+
+
+@functools.cache
+def half_kernels_manifest() -> Path:
+    """Kernels over f16 and bf16 (tests/fixtures/half_kernels, target/oxide/half_kernels)."""
+    crate = REPO / "tests" / "fixtures" / "half_kernels"
+    return fixture_manifest(crate, REPO / "target" / "oxide" / "half_kernels")

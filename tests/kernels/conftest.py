@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.arraylibs import CHOICES, array_lib
-from helpers.bundled import cuda_oxide_ports_manifest, emu_kernels_manifest
+from helpers.bundled import cuda_oxide_ports_manifest, emu_kernels_manifest, half_kernels_manifest
 
 import pyoxide
 
@@ -25,6 +25,12 @@ def ports() -> pyoxide.Module:
     """NVIDIA cuda-oxide's examples, renamed and without host code
     (crates/oxide-device/tests/fixtures/cuda_oxide_ports), built like kernels_rs."""
     return pyoxide.load(cuda_oxide_ports_manifest())
+
+
+@pytest.fixture(scope="session")
+def half() -> pyoxide.Module:
+    """Kernels over f16 and bf16 (tests/fixtures/half_kernels), built like kernels_rs."""
+    return pyoxide.load(half_kernels_manifest())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

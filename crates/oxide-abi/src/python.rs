@@ -38,6 +38,7 @@ pub fn module_source() -> String {
          name: str\n    \
          size: int  # bytes at the launch ABI\n    \
          kind: str  # NumPy's kind letter: i signed, u unsigned, f float, b bool\n    \
+         typestr: str  # an array's normalized typestr (bf16: pyoxide's <E2)\n    \
          lo: int | None  # an integer type's range; None for floats and bool\n    \
          hi: int | None\n\n\n",
     );
@@ -49,9 +50,10 @@ pub fn module_source() -> String {
         };
         let _ = writeln!(
             w,
-            "    \"{n}\": Scalar(\"{n}\", {}, \"{}\", {lo}, {hi}),",
+            "    \"{n}\": Scalar(\"{n}\", {}, \"{}\", \"{}\", {lo}, {hi}),",
             t.size(),
             t.class(),
+            t.typestr(),
             n = t.rust_name()
         );
     }

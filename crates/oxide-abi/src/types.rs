@@ -17,6 +17,11 @@ pub enum ScalarType {
     U64,
     F32,
     F64,
+    /// IEEE binary16 (`oxide_device::f16`): NumPy's, CuPy's and PyTorch's `float16`.
+    F16,
+    /// bfloat16 (`oxide_device::bf16`): PyTorch's `bfloat16`, `ml_dtypes.bfloat16`
+    /// (JAX's, and CuPy's when ml_dtypes is installed).
+    Bf16,
     /// Passed as one byte (0 or 1): PTX has no boolean parameter type.
     Bool,
     /// 64-bit on the only device target (nvptx64) and on the emulator's hosts.
@@ -25,7 +30,7 @@ pub enum ScalarType {
 }
 
 impl ScalarType {
-    pub const ALL: [ScalarType; 13] = [
+    pub const ALL: [ScalarType; 15] = [
         ScalarType::I8,
         ScalarType::I16,
         ScalarType::I32,
@@ -36,6 +41,8 @@ impl ScalarType {
         ScalarType::U64,
         ScalarType::F32,
         ScalarType::F64,
+        ScalarType::F16,
+        ScalarType::Bf16,
         ScalarType::Bool,
         ScalarType::Usize,
         ScalarType::Isize,
@@ -54,6 +61,8 @@ impl ScalarType {
             ScalarType::U64 => "u64",
             ScalarType::F32 => "f32",
             ScalarType::F64 => "f64",
+            ScalarType::F16 => "f16",
+            ScalarType::Bf16 => "bf16",
             ScalarType::Bool => "bool",
             ScalarType::Usize => "usize",
             ScalarType::Isize => "isize",
@@ -74,8 +83,31 @@ impl ScalarType {
             | ScalarType::U32
             | ScalarType::U64
             | ScalarType::Usize => 'u',
-            ScalarType::F32 | ScalarType::F64 => 'f',
+            ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::Bf16 => 'f',
             ScalarType::Bool => 'b',
+        }
+    }
+
+    /// The NumPy array-interface `typestr` an array of this element type has, as
+    /// pyoxide normalizes it (little-endian, like the GPU; `|` for one byte). bfloat16
+    /// has no typestr of its own (ml_dtypes' arrays say `<V2`, opaque bytes): pyoxide
+    /// spells it `<E2`, after the type's NumPy character code, and gives that spelling
+    /// to an array whose dtype is named `bfloat16`.
+    pub const fn typestr(self) -> &'static str {
+        match self {
+            ScalarType::I8 => "|i1",
+            ScalarType::I16 => "<i2",
+            ScalarType::I32 => "<i4",
+            ScalarType::I64 | ScalarType::Isize => "<i8",
+            ScalarType::U8 => "|u1",
+            ScalarType::U16 => "<u2",
+            ScalarType::U32 => "<u4",
+            ScalarType::U64 | ScalarType::Usize => "<u8",
+            ScalarType::F32 => "<f4",
+            ScalarType::F64 => "<f8",
+            ScalarType::F16 => "<f2",
+            ScalarType::Bf16 => "<E2",
+            ScalarType::Bool => "|b1",
         }
     }
 
@@ -95,14 +127,14 @@ impl ScalarType {
 
     /// An integer type (not a float, not `bool`).
     pub const fn is_integer(self) -> bool {
-        !matches!(self, ScalarType::F32 | ScalarType::F64 | ScalarType::Bool)
+        !matches!(self.class(), 'f' | 'b')
     }
 
     /// Size in bytes at the launch ABI.
     pub const fn size(self) -> usize {
         match self {
             ScalarType::I8 | ScalarType::U8 | ScalarType::Bool => 1,
-            ScalarType::I16 | ScalarType::U16 => 2,
+            ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::Bf16 => 2,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
             ScalarType::I64
             | ScalarType::U64
@@ -267,7 +299,19 @@ mod tests {
         for t in ScalarType::ALL {
             assert_eq!(ScalarType::from_rust_name(t.rust_name()), Some(t));
         }
-        assert_eq!(ScalarType::from_rust_name("f16"), None);
+        assert_eq!(ScalarType::from_rust_name("f128"), None);
+    }
+
+    #[test]
+    fn typestrs_agree_with_kind_and_size() {
+        for t in ScalarType::ALL {
+            let s = t.typestr();
+            assert_eq!(s[2..].parse::<usize>(), Ok(t.size()), "{s}");
+            assert_eq!(&s[..1], if t.size() == 1 { "|" } else { "<" }, "{s}");
+            if t != ScalarType::Bf16 {
+                assert_eq!(s.chars().nth(1), Some(t.class()), "{s}");
+            }
+        }
     }
 
     #[test]

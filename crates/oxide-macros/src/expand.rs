@@ -218,6 +218,8 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
                     ScalarType::Bool => quote!(#arg != 0),
                     ScalarType::Usize => quote!(#arg as usize),
                     ScalarType::Isize => quote!(#arg as isize),
+                    ScalarType::F16 => quote!(::oxide_device::f16::from_bits(#arg)),
+                    ScalarType::Bf16 => quote!(::oxide_device::bf16::from_bits(#arg)),
                     _ => quote!(#arg),
                 };
                 rebuild.push(quote!(let #arg: #t = #value;));
@@ -281,10 +283,12 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
 }
 
 /// How a scalar crosses the launch ABI: `bool` as a byte (PTX has no boolean
-/// parameter), `usize`/`isize` as their 64-bit selves, everything else as itself.
+/// parameter), `usize`/`isize` as their 64-bit selves, `f16`/`bf16` as their bits (a
+/// `.b16`, as CUDA C++ passes `__half`), everything else as itself.
 fn abi_scalar(ty: ScalarType) -> ScalarType {
     match ty {
         ScalarType::Bool => ScalarType::U8,
+        ScalarType::F16 | ScalarType::Bf16 => ScalarType::U16,
         ScalarType::Usize => ScalarType::U64,
         ScalarType::Isize => ScalarType::I64,
         other => other,

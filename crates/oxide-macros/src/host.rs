@@ -157,6 +157,8 @@ fn scalar_from_word(ty: ScalarType, w: TokenStream) -> TokenStream {
         ScalarType::Bool => quote!(#w != 0),
         ScalarType::F32 => quote!(f32::from_bits(#w as u32)),
         ScalarType::F64 => quote!(f64::from_bits(#w)),
+        ScalarType::F16 => quote!(::oxide_device::f16::from_bits(#w as u16)),
+        ScalarType::Bf16 => quote!(::oxide_device::bf16::from_bits(#w as u16)),
         other => {
             let t = Ident::new(other.rust_name(), Span::call_site());
             quote!(#w as #t)

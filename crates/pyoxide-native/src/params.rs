@@ -421,6 +421,12 @@ fn scalar_kind(ty: &str) -> PyResult<Kind> {
     let Some(t) = ScalarType::from_rust_name(ty) else {
         return Err(PyValueError::new_err(format!("unknown scalar type {ty:?}")));
     };
+    if matches!(t, ScalarType::F16 | ScalarType::Bf16) {
+        // Rounding a Python float to a half is the general path's (pyoxide/_half.py).
+        return Err(PyValueError::new_err(format!(
+            "{ty} scalars take the general path"
+        )));
+    }
     let bytes = t.size();
     Ok(match (t, t.int_range()) {
         (ScalarType::F32, _) => Kind::F32,

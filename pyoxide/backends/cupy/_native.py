@@ -18,7 +18,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NoReturn
 
-from ..._arrays import RUST_TYPESTR
+from ..._arrays import numpy_dtype
 from ..._manifest import KernelSpec
 from ..._policy import plain_rule, tile_rule
 
@@ -66,13 +66,13 @@ def build(
     except ImportError:
         return None
 
-    import numpy as np
-
     params: list[tuple[str, Any, int, bool, tuple[int, ...] | None]] = []
     shared: dict[str, int] = {}  # dimension name -> id, for the shape contract
     for p in spec.params:
         if p.is_array:
-            dtype = np.dtype(RUST_TYPESTR[p.type])  # the general path's table
+            dtype = numpy_dtype(p.type)  # the general path's table
+            if dtype is None:
+                return None  # bfloat16 without ml_dtypes: CuPy has no such arrays
             dims = None
             if p.array is not None:  # -1 any, n >= 0 fixed, -2 - id a shared name
                 dims = tuple(

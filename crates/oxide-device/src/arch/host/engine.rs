@@ -2,8 +2,10 @@
 //! one worker OS thread per core, each pulling block indices from a shared counter.
 //!
 //! On a failure (a trap, a divergent barrier, a fault) no block starts after it; blocks
-//! that other workers are running finish. The first failure recorded is the one
-//! reported. Faults and Ctrl-C are caught as `fault` describes.
+//! that other workers are running finish. Of the failures recorded, the one of the
+//! lowest-numbered block is reported: every block before it had started (blocks are
+//! taken in order) and so ran to the end, which makes the report the one a one-core
+//! run gives, whichever worker failed first. Faults and Ctrl-C are caught as `fault` describes.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::boxed::Box;
@@ -141,7 +143,7 @@ pub unsafe fn launch(
         .min(usize::try_from(blocks).unwrap_or(usize::MAX));
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    let failure: Mutex<Option<([u32; 3], BlockFailure)>> = Mutex::new(None);
+    let failure: Mutex<Option<(u64, [u32; 3], BlockFailure)>> = Mutex::new(None);
     let work = || {
         let mut runner = Runner::new(cfg.shared_bytes as usize, interrupts);
         while !stop.load(Ordering::Relaxed) {
@@ -153,7 +155,9 @@ pub unsafe fn launch(
             if let Err(f) = runner.run(kernel, block, cfg.block, cfg.grid) {
                 stop.store(true, Ordering::Relaxed);
                 let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
-                slot.get_or_insert((block, f));
+                if slot.as_ref().is_none_or(|(first, _, _)| i < *first) {
+                    *slot = Some((i, block, f));
+                }
             }
         }
     };
@@ -174,7 +178,7 @@ pub unsafe fn launch(
     let failure = failure.into_inner().unwrap_or_else(|p| p.into_inner());
     match failure {
         None => STATUS_OK,
-        Some((block, f)) => unsafe { fail(error, f.status, block, f.thread, &f.message) },
+        Some((_, block, f)) => unsafe { fail(error, f.status, block, f.thread, &f.message) },
     }
 }
 
