@@ -522,16 +522,14 @@ mod tests {
         // A 2-D launch: index_1d's number repeats across rows, so it may not write.
         assert!(!index_1d().is_valid());
         let mut cells = [0u32; 80 * 32];
-        let mut grid = crate::DisjointSlice::<u32, Runtime2DIndex>::from_mut_with_row_width(
-            &mut cells, 32,
-        );
+        let mut grid =
+            crate::DisjointSlice::<u32, Runtime2DIndex>::from_mut_with_row_width(&mut cells, 32);
         let idx = index_2d_runtime(&grid).expect("column 19 < 32");
         assert_eq!((idx.row(), idx.col()), (66, 19));
         *grid.get_mut(idx).expect("in bounds") = 7;
         assert_eq!(cells[66 * 32 + 19], 7);
-        let narrow = crate::DisjointSlice::<u32, Runtime2DIndex>::from_mut_with_row_width(
-            &mut cells, 10,
-        );
+        let narrow =
+            crate::DisjointSlice::<u32, Runtime2DIndex>::from_mut_with_row_width(&mut cells, 10);
         assert!(index_2d_runtime(&narrow).is_none());
         assert_eq!(block_thread_index(), 3 + 16 * 2);
         assert_eq!((block_size(), grid_stride()), (256, 32));
