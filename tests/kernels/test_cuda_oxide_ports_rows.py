@@ -29,7 +29,9 @@ def test_every_thread_reads_the_bound_row_width(
         np.testing.assert_array_equal(lib.to_numpy(out), np.full((rows, width), width), name)
 
 
-def test_witnesses_resolve_against_the_slice_they_open(ports: pyoxide.Module, lib: ArrayLib) -> None:
+def test_witnesses_resolve_against_the_slice_they_open(
+    ports: pyoxide.Module, lib: ArrayLib
+) -> None:
     # Witnesses from a 5-wide and a 100-wide slice, picked per thread, both land on
     # b's own (row, col): no thread writes another's cell.
     rows = 6
