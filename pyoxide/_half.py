@@ -1,5 +1,5 @@
-"""16-bit floats by value: rounding a Python float to ``f16``/``bf16`` bits, as the
-device library's conversions (``oxide_device::half``) round, and back."""
+"""16-bit floats by value: rounding a Python float (a double) to ``f16``/``bf16``
+bits, to nearest with ties to even, and back."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ HALF_OVERFLOW = {"f16": 65520.0, "bf16": 2.0**128 - 2.0**119}
 
 
 def half_bits(t: str, f: float) -> int:
-    """The bits of ``f`` rounded to the nearest ``f16``/``bf16``, ties to even, as the
-    device's conversions round (NumPy's float16 does f16; bf16 is done here exactly,
-    from the double, as rounding through f32 first could round twice)."""
+    """The bits of ``f`` rounded to the nearest ``f16``/``bf16``, ties to even (NumPy's
+    float16 does f16; bf16 is done here exactly, from the double, as rounding through
+    f32 first could round twice)."""
     import numpy as np  # numpy loads on the first launch, not at import
 
     if t == "f16":

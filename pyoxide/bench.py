@@ -41,7 +41,7 @@ def parse_sizes(values: Sequence[str]) -> list[Shape]:
 
 
 def _peak_key(case: Case) -> str:
-    return {"u16": "bf16", "f64": "f64"}.get(case.dtype, "f32")
+    return {"bf16": "bf16", "f64": "f64"}.get(case.dtype, "f32")
 
 
 def bench_spec(

@@ -36,6 +36,7 @@ __all__ = [
     "Case",
     "Out",
     "Spec",
+    "np_dtype",
     "poison_value",
     "rel_err",
     "shapes_2d",
@@ -46,10 +47,12 @@ __all__ = [
 Shape = tuple[int, ...]
 Args = dict[str, Any]
 
-#: Element type names (the manifest's) and their NumPy dtypes.
+#: Element type names (the manifest's) and their NumPy dtypes; "bf16" is ml_dtypes'
+#: bfloat16, looked up when a case needs it (see `np_dtype`).
 DTYPES: dict[str, Any] = {
     "f32": np.float32,
     "f64": np.float64,
+    "f16": np.float16,
     "u32": np.uint32,
     "i32": np.int32,
     "u16": np.uint16,
@@ -57,6 +60,20 @@ DTYPES: dict[str, Any] = {
     "i64": np.int64,
     "u64": np.uint64,
 }
+
+
+def np_dtype(name: str) -> Any:
+    """The NumPy dtype of a manifest element type name (bf16: ml_dtypes' bfloat16)."""
+    if name == "bf16":
+        from ._arrays import numpy_dtype
+
+        dt = numpy_dtype(name)
+        if dt is None:
+            raise ImportError(
+                "bfloat16 cases need ml_dtypes (NumPy has no bfloat16): pip install ml_dtypes"
+            )
+        return dt
+    return np.dtype(DTYPES[name])
 
 
 @dataclass(frozen=True)
@@ -76,7 +93,7 @@ class Case:
 
     @property
     def np_dtype(self) -> Any:
-        return np.dtype(DTYPES[self.dtype])
+        return np_dtype(self.dtype)
 
     def describe(self) -> str:
         dims = "×".join(str(d) for d in self.shape)
@@ -95,7 +112,7 @@ class Out:
     init: str = "poison"
 
     def make(self, case: Case) -> np.ndarray:
-        dt = np.dtype(DTYPES[self.dtype]) if self.dtype else case.np_dtype
+        dt = np_dtype(self.dtype) if self.dtype else case.np_dtype
         shape = self.shape(case)
         if self.init == "zeros":
             return np.zeros(shape, dt)
@@ -184,7 +201,7 @@ def poison_value(dtype: Any) -> float | int:
     """NaN for floats, 0xDEADBEEF (cut to the width) for integers: an element the kernel
     never wrote shows up as NaN or as that pattern."""
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if dt.kind == "f" or dt.name == "bfloat16":  # ml_dtypes' kind is "V"
         return np.nan
     return 0xDEADBEEF & ((1 << (8 * dt.itemsize)) - 1) if dt.kind == "u" else -0x21524111
 
@@ -208,5 +225,6 @@ def tol(dtype: Any, *, compound: bool = False) -> float:
     """The one tolerance policy of pyoxide's kernels, for `rel_err` against float64:
     about 8 units of roundoff of `dtype` for elementwise work and sums; ten times that
     for compound work (matrix products, softmax, transcendental activations)."""
-    eps = float(np.finfo(np.dtype(dtype)).eps)
+    dt = np.dtype(dtype)
+    eps = 2.0**-7 if dt.name == "bfloat16" else float(np.finfo(dt).eps)
     return 8 * eps * (10 if compound else 1)

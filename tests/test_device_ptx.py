@@ -28,8 +28,8 @@ SIGNATURES = {
         ]
         for name, elem, out in (
             ("sgemm", "f32", "f32"),
-            ("gemm_bf16", "u16", "f32"),
-            ("gemm_bf16_bf16", "u16", "u16"),
+            ("gemm_bf16", "bf16", "f32"),
+            ("gemm_bf16_bf16", "bf16", "bf16"),
         )
     },
     "softmax_rows": [
@@ -111,7 +111,7 @@ SHARED = {
     "histogram": 1024 * 4,
     "reduce_sum_f32": 32 * 4,
     "matmul_tiled": 2 * 16 * 16 * 4,
-    "sgemm": 2 * 2 * 8 * 128 * 4,
+    "sgemm": 2 * 16 * (132 + 128) * 4,
     "gemm_bf16": 3 * 2 * 128 * 32 * 2,
     "softmax_rows": 2 * 32 * 4,
 }

@@ -4,6 +4,7 @@ tests/kernels/test_gemm_sm90.py)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from helpers.bundled import sm90a_kernels_manifest
@@ -18,11 +19,11 @@ def test_the_emulator_refuses_the_wgmma_twin() -> None:
     says which, and what to do."""
     sm90 = pyoxide.load(sm90a_kernels_manifest())
     m, n, k = 8, 8, 8
-    a = np.zeros(m * k, np.uint16)
-    b = np.zeros(k * n, np.uint16)
-    raw = np.zeros(256 + 64, np.uint8)
+    a = np.zeros(m * k, ml_dtypes.bfloat16)
+    b = np.zeros(k * n, ml_dtypes.bfloat16)
+    raw = np.zeros(384 + 64, np.uint8)
     at = -raw.ctypes.data % 64
-    maps = raw[at : at + 256]  # TMA maps are 64-byte aligned; the kernel checks
+    maps = raw[at : at + 384]  # TMA maps are 64-byte aligned; the kernel checks
     c = np.zeros(m * n, np.float32)
     with pytest.raises(PyoxideError) as e:
         sm90.gemm_bf16_sm90[1, SM90_THREADS, SM90_SHARED_BYTES](a, b, maps, c, m, n, k)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Shape, Spec, shapes_2d
+from pyoxide.spec import Case, Out, Shape, Spec, np_dtype, shapes_2d
 
 F64 = np.float64
 
@@ -42,19 +42,10 @@ def _product(a: dict[str, Any], case: Case, convert: Any = None) -> np.ndarray:
     return product
 
 
-def to_bf16_bits(x: np.ndarray) -> np.ndarray:
-    """`x` (float32) rounded to bfloat16 (nearest, ties to even), as uint16 bit patterns."""
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def from_bf16_bits(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
 def _bf16_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     a = _f32_inputs(case, rng)
-    return {**a, "a": to_bf16_bits(a["a"]), "b": to_bf16_bits(a["b"])}
+    bf16 = np_dtype("bf16")  # ml_dtypes' bfloat16: rounded to nearest even from f32
+    return {**a, "a": a["a"].astype(bf16), "b": a["b"].astype(bf16)}
 
 
 def _c_out(dtype: str = "f32") -> Out:
@@ -77,9 +68,7 @@ def _torch_mm(dtype: str) -> Any:
     def factory(a: dict[str, Any]) -> Any:
         import torch
 
-        x, y = torch.from_dlpack(a["a"]), torch.from_dlpack(a["b"])
-        if dtype == "bf16":
-            x, y = x.view(torch.bfloat16), y.view(torch.bfloat16)
+        x, y = (torch.from_dlpack(a[n]) for n in "ab")  # bf16 arrays arrive as bfloat16
         return lambda: torch.mm(x, y)
 
     return factory
@@ -123,11 +112,11 @@ SGEMM = Spec(
 
 GEMM_BF16 = Spec(
     kernel="gemm_bf16",
-    dtypes=("u16",),
+    dtypes=("bf16",),
     inputs=_bf16_inputs,
     outputs={"c": _c_out()},
     shapes=_mnk_small,
-    reference=lambda a, case: {"c": _product(a, case, from_bf16_bits)},
+    reference=lambda a, case: {"c": _product(a, case)},
     tolerance=lambda case: 1e-5,
     bytes=_bytes(2),
     flops=_gemm_flops,
@@ -137,13 +126,12 @@ GEMM_BF16 = Spec(
 
 GEMM_BF16_BF16 = Spec(
     kernel="gemm_bf16_bf16",
-    dtypes=("u16",),
+    dtypes=("bf16",),
     inputs=_bf16_inputs,
-    outputs={"c": _c_out("u16")},
+    outputs={"c": _c_out("bf16")},
     shapes=_mnk_small,
-    # c holds bf16 bits: compared as numbers, within bf16's rounding (2^-9 relative).
-    observe=lambda got, case: {"c": from_bf16_bits(got["c"])},
-    reference=lambda a, case: {"c": _product(a, case, from_bf16_bits)},
+    # c is bf16: compared within bf16's rounding (2^-9 relative).
+    reference=lambda a, case: {"c": _product(a, case)},
     tolerance=lambda case: 2.0**-8,
     bytes=_bytes(2, 2),
     flops=_gemm_flops,

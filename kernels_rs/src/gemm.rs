@@ -37,7 +37,13 @@ pub const GEMM_TILE: u32 = 128;
 
 const SG_BM: usize = 128;
 const SG_BN: usize = 128;
-const SG_BK: usize = 8;
+/// k-depth of one shared-memory tile: 16 halves the barriers of 8.
+const SG_BK: usize = 16;
+/// Row length of the transposed A tile in shared memory: 4 floats of padding put
+/// the two threads that store the same row at k and k + 4 in different banks.
+const SG_LDA: usize = SG_BM + 4;
+const SG_A_BUF: usize = SG_BK * SG_LDA;
+const SG_B_BUF: usize = SG_BK * SG_BN;
 
 fn aligned16<T>(p: *const T) -> bool {
     (p as usize).is_multiple_of(16)
@@ -49,9 +55,11 @@ fn aligned16<T>(p: *const T) -> bool {
 /// Each thread accumulates an 8×8 piece of the block's 128×128 tile in registers
 /// (rows `4ty..4ty+4` and `64+4ty..`, columns likewise, so its shared-memory reads
 /// are 16-byte vectors that the warp's lanes broadcast without bank conflicts). The
-/// k loop steps 8 at a time through two shared-memory buffers: the next step's
-/// global loads are in flight while the current step computes, and one barrier per
-/// step separates the two. About 160 registers: one block (8 warps) per SM.
+/// k loop steps 16 at a time through two shared-memory buffers: the next step's
+/// global loads are in flight while the current step computes, the operands of
+/// k-row `kk + 1` are read from shared memory while row `kk` computes, and one
+/// barrier per step separates the two buffers. 183 registers: one block (8 warps)
+/// per SM.
 #[kernel]
 #[launch_bounds(256)]
 #[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
@@ -63,14 +71,19 @@ pub fn sgemm(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
 
 // The body lives apart from the kernel so that a variant with other launch bounds
 // is one more three-line kernel. Measured on the H200 (docs/performance.md): capping
-// registers at 128 for two blocks per SM (`launch_bounds(256, 2)`) spills and runs
-// 12 % slower than one block with ~160 registers.
+// the earlier 8-deep body at 128 registers for two blocks per SM
+// (`launch_bounds(256, 2)`) spilled and ran 12 % slower than one block.
+//
+// The read-ahead of the next k-row is written out rather than left to ptxas: with
+// the operands read at the top of each row, whether ptxas hoists those reads over
+// the previous row's FMAs turned on small changes elsewhere in the PTX (the same
+// source ran at 0.76x cuBLAS from one link step and 0.67x from the next).
 #[inline(always)]
 fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
     #[unsafe(link_section = ".oxide.shared")]
-    static A_S: SharedArray<f32, { 2 * SG_BK * SG_BM }> = SharedArray::UNINIT;
+    static A_S: SharedArray<f32, { 2 * SG_A_BUF }> = SharedArray::UNINIT;
     #[unsafe(link_section = ".oxide.shared")]
-    static B_S: SharedArray<f32, { 2 * SG_BK * SG_BN }> = SharedArray::UNINIT;
+    static B_S: SharedArray<f32, { 2 * SG_B_BUF }> = SharedArray::UNINIT;
     let (m, n, k) = (m as usize, n as usize, k as usize);
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
     let tid = thread::threadIdx_x() as usize;
@@ -80,12 +93,15 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
     );
     let a_vec = k.is_multiple_of(4) && aligned16(a.as_ptr());
     let b_vec = n.is_multiple_of(4) && aligned16(b.as_ptr());
-    // This thread's part of each tile load: one row of A (4 consecutive k), one row
-    // of B (4 consecutive n).
-    let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
-    let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
-    let load_a = |k0: usize| -> [f32; 4] {
-        let (r, col) = (m0 + a_row, k0 + a_col);
+    // This thread's part of each tile load, two vectors of each matrix: of A, row
+    // `tid / 2`, k columns `4 * (tid % 2 + 2j)..+4` (a warp reads 16 rows × 32 bytes);
+    // of B, k row `tid / 32 + 8j`, columns `4 * (tid % 32)..+4` (a warp reads 512
+    // contiguous bytes).
+    let a_row = tid / 2;
+    let a_col = |j: usize| (tid % 2 + 2 * j) * 4;
+    let (b_row, b_col) = (|j: usize| tid / 32 + 8 * j, (tid % 32) * 4);
+    let load_a = |k0: usize, j: usize| -> [f32; 4] {
+        let (r, col) = (m0 + a_row, k0 + a_col(j));
         if a_vec {
             if r < m && col < k {
                 // SAFETY: in bounds (k % 4 == 0, so col + 4 <= k), 16-byte aligned.
@@ -93,17 +109,17 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
             }
             return [0.0; 4];
         }
-        let at = |j: usize| {
-            if r < m && col + j < k {
-                a[r * k + col + j]
+        let at = |e: usize| {
+            if r < m && col + e < k {
+                a[r * k + col + e]
             } else {
                 0.0
             }
         };
         [at(0), at(1), at(2), at(3)]
     };
-    let load_b = |k0: usize| -> [f32; 4] {
-        let (r, col) = (k0 + b_row, n0 + b_col);
+    let load_b = |k0: usize, j: usize| -> [f32; 4] {
+        let (r, col) = (k0 + b_row(j), n0 + b_col);
         if b_vec {
             if r < k && col < n {
                 // SAFETY: in bounds (n % 4 == 0), 16-byte aligned.
@@ -111,65 +127,93 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
             }
             return [0.0; 4];
         }
-        let at = |j: usize| {
-            if r < k && col + j < n {
-                b[r * n + col + j]
+        let at = |e: usize| {
+            if r < k && col + e < n {
+                b[r * n + col + e]
             } else {
                 0.0
             }
         };
         [at(0), at(1), at(2), at(3)]
     };
+    // One tile's loads into registers: [A j=0, A j=1, B j=0, B j=1].
+    let load = |k0: usize| -> [[f32; 4]; 4] {
+        let mut v = [[0.0f32; 4]; 4];
+        unroll!(for j in [0, 1] {
+            v[j] = load_a(k0, j);
+            v[2 + j] = load_b(k0, j);
+        });
+        v
+    };
     // A is stored transposed (k-major) so a thread's 4 rows are one vector.
-    let store = |buf: usize, av: [f32; 4], bv: [f32; 4]| {
+    let store = |buf: usize, v: [[f32; 4]; 4]| {
         // SAFETY: each thread writes its own slots of buffer `buf`, which no thread
         // reads until the barrier that follows.
         unsafe {
-            let a_s = A_S.as_mut_ptr().add(buf * SG_BK * SG_BM);
-            unroll!(for j in [0, 1, 2, 3] {
-                a_s.add((a_col + j) * SG_BM + a_row).write(av[j]);
+            let a_s = A_S.as_mut_ptr().add(buf * SG_A_BUF);
+            let b_s = B_S.as_mut_ptr().add(buf * SG_B_BUF);
+            unroll!(for j in [0, 1] {
+                unroll!(for e in [0, 1, 2, 3] {
+                    a_s.add((a_col(j) + e) * SG_LDA + a_row).write(v[j][e]);
+                });
+                (b_s.add(b_row(j) * SG_BN + b_col) as *mut Vec4).write(Vec4(v[2 + j]));
             });
-            let b_s = B_S
-                .as_mut_ptr()
-                .add(buf * SG_BK * SG_BN + b_row * SG_BN + b_col);
-            (b_s as *mut Vec4).write(Vec4(bv));
         }
     };
     let (tx, ty) = (tid % 16, tid / 16);
+    // The operands of k-row `kk` of buffer `buf`: [A rows 4ty.., A rows 64+4ty..,
+    // B columns 4tx.., B columns 64+4tx..].
+    let frag = |buf: usize, kk: usize| -> [[f32; 4]; 4] {
+        // SAFETY: buffer `buf` was written before the last barrier; 16-byte aligned
+        // vectors (offsets are multiples of 4 floats).
+        unsafe {
+            let a_s = A_S.as_ptr().add(buf * SG_A_BUF + kk * SG_LDA) as *const Vec4;
+            let b_s = B_S.as_ptr().add(buf * SG_B_BUF + kk * SG_BN) as *const Vec4;
+            [
+                a_s.add(ty).read().0,
+                a_s.add(16 + ty).read().0,
+                b_s.add(tx).read().0,
+                b_s.add(16 + tx).read().0,
+            ]
+        }
+    };
     let mut acc = [[0.0f32; 8]; 8];
     let tiles = k.div_ceil(SG_BK);
-    store(0, load_a(0), load_b(0));
+    store(0, load(0));
     thread::sync_threads();
+    let mut cur = frag(0, 0);
     for t in 0..tiles {
         let buf = t % 2;
         let next = t + 1 < tiles;
-        let (na, nb) = if next {
-            (load_a((t + 1) * SG_BK), load_b((t + 1) * SG_BK))
+        let staged = if next {
+            load((t + 1) * SG_BK)
         } else {
-            ([0.0; 4], [0.0; 4])
+            [[0.0; 4]; 4]
         };
-        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-            // SAFETY: buffer `buf` was written before the last barrier; 16-byte
-            // aligned vectors (offsets are multiples of 4 floats).
-            let (ar, br) = unsafe {
-                let a_s = A_S.as_ptr().add(buf * SG_BK * SG_BM + kk * SG_BM) as *const Vec4;
-                let b_s = B_S.as_ptr().add(buf * SG_BK * SG_BN + kk * SG_BN) as *const Vec4;
-                (
-                    [a_s.add(ty).read().0, a_s.add(16 + ty).read().0],
-                    [b_s.add(tx).read().0, b_s.add(16 + tx).read().0],
-                )
-            };
-            unroll!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                let av = ar[i / 4][i % 4];
-                unroll!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    acc[i][j] = av.mul_add(br[j / 4][j % 4], acc[i][j]);
+        unroll!(
+            for kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                // Read row kk + 1 before computing row kk. At the last row the staged
+                // loads go to the other buffer, which every thread finished reading
+                // before the previous step's barrier, and after this step's barrier its
+                // first row is read (on the last step: read and not used).
+                let nxt = if kk + 1 < SG_BK {
+                    frag(buf, kk + 1)
+                } else {
+                    if next {
+                        store(1 - buf, staged);
+                    }
+                    thread::sync_threads();
+                    frag(1 - buf, 0)
+                };
+                unroll!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    let av = cur[i / 4][i % 4];
+                    unroll!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        acc[i][j] = av.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
+                    });
                 });
-            });
-        });
-        if next {
-            store(1 - buf, na, nb);
-        }
-        thread::sync_threads();
+                cur = nxt;
+            }
+        );
     }
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
@@ -224,8 +268,8 @@ fn b_swz(row: usize, col: usize) -> usize {
 }
 
 /// `c = a · b` with bf16 inputs and f32 accumulation and output, on the tensor cores
-/// (`mma.sync.m16n8k16`, sm_80+). `a` and `b` hold bf16 bit patterns (an array of
-/// bfloat16 viewed as uint16: `x.view(uint16)`), `c` is f32. A plain call launches block
+/// (`mma.sync.m16n8k16`, sm_80+). `a` and `b` are bfloat16 (`torch.bfloat16`,
+/// `ml_dtypes.bfloat16`), `c` is f32. A plain call launches block
 /// (256, 1, 1), grid (⌈n/128⌉, ⌈m/128⌉, 1); static shared memory 48 KiB.
 ///
 /// Eight warps (2 × 4) each own a 64×32 piece of the block's 128×128 tile: 4 × 4
@@ -238,21 +282,28 @@ fn b_swz(row: usize, col: usize) -> usize {
 #[launch_bounds(256)]
 #[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn gemm_bf16(a: Array2<u16>, b: Array2<u16>, c: DisjointArray2<f32>) {
+pub fn gemm_bf16(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<f32>) {
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    gemm_bf16_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k, |v| v)
+    let (a, b) = (
+        bf16::slice_as_bits(a.as_slice()),
+        bf16::slice_as_bits(b.as_slice()),
+    );
+    gemm_bf16_tile(a, b, c.into_flat(), m, n, k, |v| v)
 }
 
-/// [`gemm_bf16`] with a bf16 result: `c` holds bf16 bit patterns, each f32 sum rounded
-/// to nearest (ties to even) once, at the end. Same launch.
+/// [`gemm_bf16`] with a bf16 result, each f32 sum rounded to nearest (ties to even)
+/// once, at the end. Same launch.
 #[kernel]
 #[launch_bounds(256)]
 #[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn gemm_bf16_bf16(a: Array2<u16>, b: Array2<u16>, c: DisjointArray2<u16>) {
+pub fn gemm_bf16_bf16(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<bf16>) {
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    let round = |v: f32| bf16::from_f32(v).to_bits();
-    gemm_bf16_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k, round)
+    let (a, b) = (
+        bf16::slice_as_bits(a.as_slice()),
+        bf16::slice_as_bits(b.as_slice()),
+    );
+    gemm_bf16_tile(a, b, c.into_flat(), m, n, k, bf16::from_f32)
 }
 
 #[inline(always)]

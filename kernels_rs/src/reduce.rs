@@ -9,16 +9,18 @@ use oxide_device::prelude::*;
 /// each block's first thread adds the block's total to a device-wide accumulator and
 /// takes a ticket; the block that takes the last ticket reads the total into `out[0]`
 /// and leaves the accumulator and the counter at zero for the next launch. A plain call
-/// launches 64 blocks of 256 per multiprocessor (fewer for small `x`): on an H200 the
-/// best of a sweep from 1 to 64 blocks per multiprocessor and 256 to 1024 threads per
-/// block (docs/performance.md). Block size: a multiple of 32.
+/// launches 8 blocks of 256 per multiprocessor (one wave that fills the device; fewer
+/// blocks for small `x`): on an H200 this reads 2^28 floats within 0.5 % of the best
+/// of a sweep from 2 to 128 blocks per multiprocessor and 256 to 1024 threads per
+/// block, and above cupy.sum and torch.sum (docs/performance.md). Block size: a
+/// multiple of 32.
 ///
 /// The accumulator is one per loaded module and device: launches of this kernel that
 /// run at the same time (on two streams, or from two host threads on the emulator)
 /// would mix their sums. Launches on one stream never overlap.
 #[kernel]
 #[launch_bounds(1024)]
-#[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 64))]
+#[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 8))]
 pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
     static TOTAL: atomic::DeviceAtomicF32 = atomic::DeviceAtomicF32::new(0.0);
     static BLOCKS_DONE: atomic::DeviceAtomicU32 = atomic::DeviceAtomicU32::new(0);
@@ -39,31 +41,41 @@ pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
     }
 }
 
+/// Vectors each thread loads before it adds any of them (64 bytes in flight per thread).
+const STEP: usize = 4;
+
 /// This thread's share of `Σ x` in a 1-D grid-stride loop: the 16-byte-aligned middle of
-/// `x` as vectors of four, four vectors per step (independent loads keep 64 bytes in
-/// flight per thread), and the unaligned ends one element at a time.
+/// `x` as vectors of four, and the unaligned ends one element at a time.
+///
+/// The main loop runs over whole steps of `STEP` vectors per thread (the number of whole
+/// steps is computed once), so its loads need no bounds check: with a check between two
+/// loads ptxas issues the second only after the first has returned (one or two loads in
+/// flight, SASS of the earlier version), without one it issues all four back to back.
+/// The part of the middle after the last whole step (fewer than `STEP` vectors per
+/// thread) is a checked grid-stride loop.
 #[inline(always)]
 fn thread_sum(x: &[f32]) -> f32 {
     let (head, body, tail) = x.as_vectors::<4>();
-    let add = |acc: [f32; 4], v: Vector<f32, 4>| {
-        let v = v.lanes();
-        [acc[0] + v[0], acc[1] + v[1], acc[2] + v[2], acc[3] + v[3]]
-    };
-    let mut acc = [0.0f32; 4];
+    let add =
+        |acc: [f32; 4], v: [f32; 4]| [acc[0] + v[0], acc[1] + v[1], acc[2] + v[2], acc[3] + v[3]];
     let stride = thread::grid_stride();
+    let step = STEP * stride;
+    let mut acc = [0.0f32; 4];
     let mut c = thread::index_1d().get();
-    while c + 3 * stride < body.len() {
-        let (v0, v1, v2, v3) = (
-            body[c],
-            body[c + stride],
-            body[c + 2 * stride],
-            body[c + 3 * stride],
-        );
-        acc = add(add(add(add(acc, v0), v1), v2), v3);
-        c += 4 * stride;
+    for _ in 0..body.len() / step {
+        let mut v = [[0.0f32; 4]; STEP];
+        for (k, v) in v.iter_mut().enumerate() {
+            // SAFETY: c = s * step + t for this thread's t < stride and the whole step
+            // s < body.len() / step, so c + k * stride < (s + 1) * step <= body.len().
+            *v = unsafe { body.get_unchecked(c + k * stride) }.lanes();
+        }
+        for v in v {
+            acc = add(acc, v);
+        }
+        c += step;
     }
     while c < body.len() {
-        acc = add(acc, body[c]);
+        acc = add(acc, body[c].lanes());
         c += stride;
     }
     let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);

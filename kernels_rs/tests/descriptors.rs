@@ -266,7 +266,7 @@ fn launch_policies() {
         policy("reduce_sum_f32"),
         LaunchPolicy::GridStride {
             block: 256,
-            blocks_per_sm: 64,
+            blocks_per_sm: 8,
             ..
         }
     ));

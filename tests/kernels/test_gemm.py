@@ -11,6 +11,7 @@ instructions run on the CPU); the GPU runs the issue's shapes."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from helpers.arraylibs import ArrayLib, rel_err
 
@@ -19,7 +20,9 @@ import pyoxide
 RNG = np.random.default_rng()
 TILE = 128
 
-EMU_SHAPES = [(1, 1, 1), (33, 17, 8), (130, 129, 40), (64, 136, 33)]
+# (72, 136, 24): 16-byte vector loads (k, n multiples of 4) with sgemm's last 16-deep
+# k tile half full, so its zero fill is what the sums see.
+EMU_SHAPES = [(1, 1, 1), (33, 17, 8), (130, 129, 40), (64, 136, 33), (72, 136, 24)]
 GPU_SHAPES = [(1, 1, 1), (1000, 1000, 1000), (4095, 4097, 129), (300, 200, 8), (256, 384, 512)]
 
 
@@ -27,14 +30,18 @@ def shapes(lib: ArrayLib) -> list[tuple[int, int, int]]:
     return GPU_SHAPES if lib.on_gpu else EMU_SHAPES
 
 
-def to_bf16_bits(x: np.ndarray) -> np.ndarray:
-    """`x` (float32) rounded to bfloat16 (nearest, ties to even), as uint16 bit patterns."""
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def from_bf16_bits(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+def bf16_normal(shape: tuple[int, int]) -> np.ndarray:
+    """Standard normal draws rounded to bfloat16 (nearest, ties to even)."""
+    return RNG.standard_normal(shape, dtype=np.float32).astype(BF16)
+
+
+def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The float64 product of the (bf16) inputs, exactly as stored."""
+    result: np.ndarray = a.astype(np.float64) @ b.astype(np.float64)
+    return result
 
 
 def grid(m: int, n: int) -> tuple[int, int]:
@@ -53,11 +60,11 @@ def test_sgemm(kernels: pyoxide.Module, lib: ArrayLib) -> None:
 
 def test_gemm_bf16(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     for m, n, k in shapes(lib):
-        a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
-        b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+        a = bf16_normal((m, k))
+        b = bf16_normal((k, n))
         c = lib.poisoned((m, n), np.float32)
         kernels.gemm_bf16[grid(m, n), 256](lib.asarray(a), lib.asarray(b), c)
-        want = from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)
+        want = product(a, b)
         err = rel_err(lib.to_numpy(c), want)
         assert err < 1e-5, f"gemm_bf16 {m}x{n}x{k}: relative error {err:.2e}"
 
@@ -66,11 +73,11 @@ def test_gemm_bf16_vector_path_with_k_tails(kernels: pyoxide.Module, lib: ArrayL
     """k and n multiples of 8 take the cp.async path; k = 40 leaves a partial last
     32-wide tile that the zero-fill must cover, m = 200 a partial row tile."""
     m, n, k = 200, 136, 40
-    a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
-    b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+    a = bf16_normal((m, k))
+    b = bf16_normal((k, n))
     c = lib.poisoned((m, n), np.float32)
     kernels.gemm_bf16(lib.asarray(a), lib.asarray(b), c)
-    want = from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)
+    want = product(a, b)
     assert rel_err(lib.to_numpy(c), want) < 1e-5
 
 
@@ -80,21 +87,20 @@ def test_gemm_bf16_with_bf16_output(kernels: pyoxide.Module, lib: ArrayLib) -> N
     bit for bit, and `gemm_bf16` is held to the float64 product. (An elementwise bound
     against the float64 product alone cannot work near zero: the tensor cores' f32 sums
     of k terms of size ~1 are off by ~1e-4 absolute there, many bf16 ulps of a tiny
-    result.) A poisoned (0xBEEF) element left unwritten fails the bitwise check unless the
-    result happens to round to that very pattern."""
+    result.) A poisoned (NaN) element left unwritten fails the bitwise check."""
     for m, n, k in shapes(lib):
-        a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
-        b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+        a = bf16_normal((m, k))
+        b = bf16_normal((k, n))
         a_dev, b_dev = lib.asarray(a), lib.asarray(b)
-        c16 = lib.poisoned((m, n), np.uint16)
+        c16 = lib.poisoned((m, n), BF16)
         c32 = lib.poisoned((m, n), np.float32)
         kernels.gemm_bf16_bf16(a_dev, b_dev, c16)
         kernels.gemm_bf16[grid(m, n), 256](a_dev, b_dev, c32)
         f32 = lib.to_numpy(c32).ravel()
-        want = (from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)).ravel()
+        want = product(a, b).ravel()
         assert rel_err(f32, want) < 1e-5, f"gemm_bf16 {m}x{n}x{k}"
-        got = lib.to_numpy(c16).ravel()
-        mismatched = np.flatnonzero(got != to_bf16_bits(f32))
+        got = lib.to_numpy(c16).ravel().view(np.uint16)
+        mismatched = np.flatnonzero(got != f32.astype(BF16).view(np.uint16))
         assert mismatched.size == 0, (
             f"gemm_bf16_bf16 {m}x{n}x{k}: {mismatched.size} element(s) differ from the f32 "
             f"result rounded to bf16, first at {mismatched[0]}"

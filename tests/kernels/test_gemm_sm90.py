@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err
 from helpers.bundled import sm90a_kernels_manifest
-from test_gemm import RNG, from_bf16_bits, to_bf16_bits
+from test_gemm import BF16, bf16_normal, product
 
 import pyoxide
 from pyoxide._twins import TwinPicker, add_twins
@@ -48,20 +48,45 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
     picker = twinned[name]
     assert isinstance(picker, TwinPicker)
     for m, n, k in GPU_SHAPES if lib.on_gpu else EMU_SHAPES:
-        a = to_bf16_bits(RNG.standard_normal((m, k), dtype=np.float32))
-        b = to_bf16_bits(RNG.standard_normal((k, n), dtype=np.float32))
+        a = bf16_normal((m, k))
+        b = bf16_normal((k, n))
         a_dev, b_dev = lib.asarray(a), lib.asarray(b)
-        out = np.float32 if name == "gemm_bf16" else np.uint16
+        out = np.float32 if name == "gemm_bf16" else BF16
         c = lib.poisoned((m, n), out)
         tma = n % 8 == 0 and k % 8 == 0
         want_entry = f"{name}_sm90" if tma and _on_sm90(lib) else name
         assert picker.picks(a_dev, b_dev, c) == want_entry, (m, n, k)
         picker(a_dev, b_dev, c)
-        got = lib.to_numpy(c).ravel()
-        got = got if out is np.float32 else from_bf16_bits(got)
-        want = (from_bf16_bits(a).astype(np.float64) @ from_bf16_bits(b)).ravel()
+        got = lib.to_numpy(c).ravel().astype(np.float32)
+        want = product(a, b).ravel()
         # A bf16 result carries its own rounding (2^-9 relative) on top of the f32 sum's.
         tol = 1e-5 if out is np.float32 else 4e-3
         err = rel_err(got, want)
         assert err < tol, f"{want_entry} {m}x{n}x{k}: relative error {err:.2e}"
         assert not np.isnan(got).any(), f"{want_entry} {m}x{n}x{k}: unwritten (NaN) output"
+
+
+@pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
+def test_repeated_calls_reuse_the_checked_route(
+    twinned: pyoxide.Module, lib: ArrayLib, name: str
+) -> None:
+    """A second call with the same CuPy arrays goes to the twin's compiled launcher (the
+    remembered route) and still writes every element; new arrays of another shape take
+    the checked path again."""
+    picker = twinned[name]
+    out = np.float32 if name == "gemm_bf16" else BF16
+    tol = 1e-5 if out is np.float32 else 4e-3
+    for m, n, k in [(264, 520, 136), (264, 520, 136), (200, 16, 64)]:
+        a = bf16_normal((m, k))
+        b = bf16_normal((k, n))
+        a_dev, b_dev = lib.asarray(a), lib.asarray(b)
+        c = lib.poisoned((m, n), out)
+        want = product(a, b).ravel()
+        for _ in range(3):
+            c[...] = lib.poisoned((m, n), out)
+            picker(a_dev, b_dev, c)
+            got = lib.to_numpy(c).ravel().astype(np.float32)
+            assert not np.isnan(got).any(), f"{m}x{n}x{k}: unwritten (NaN) output"
+            assert rel_err(got, want) < tol, (m, n, k)
+    if lib.name == "cupy" and _on_sm90(lib):
+        assert picker._calls, "the repeated CuPy call did not take the remembered route"

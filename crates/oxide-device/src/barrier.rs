@@ -145,3 +145,18 @@ pub unsafe fn mbarrier_wait(bar: *const Barrier, token: u64) {
 pub fn fence_proxy_async_shared_cta() {
     arch::fence_proxy_async_shared()
 }
+
+/// `bar.sync id, threads`: a named barrier (ids 1–15; 0 is
+/// [`sync_threads`](crate::thread::sync_threads)'s) that waits for `threads` threads
+/// (a multiple of 32) of the block, so one warpgroup (128 threads) can synchronise
+/// without the rest of the block, e.g. before one of its threads issues a TMA store of
+/// what all of them wrote to shared memory. Not emulated.
+///
+/// # Safety
+/// Every warp that uses `id` passes the same `threads`, whole warps arrive, and exactly
+/// `threads` threads reach each use; no other barrier use of `id` overlaps it.
+#[inline(always)]
+pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::named_barrier_sync(id, threads) }
+}

@@ -181,6 +181,16 @@ impl bf16 {
 
 macro_rules! half_traits {
     ($($t:ident),*) => {$(
+        impl $t {
+            /// The bit patterns of a slice of these, in place: what code that moves raw
+            /// 16-bit words (`ldmatrix`, `cp.async`, TMA) reads.
+            #[inline(always)]
+            pub fn slice_as_bits(s: &[$t]) -> &[u16] {
+                // SAFETY: the type is `repr(transparent)` over `u16`: the same size,
+                // alignment and valid bit patterns.
+                unsafe { core::slice::from_raw_parts(s.as_ptr().cast(), s.len()) }
+            }
+        }
         impl From<$t> for f32 {
             #[inline(always)]
             fn from(h: $t) -> f32 {

@@ -47,3 +47,52 @@ pub unsafe fn cp_async_bulk_tensor_2d_g2s(
         arch::cp_async_bulk_tensor_2d_g2s(dst, tensor_map.cast(), coord0, coord1, barrier.cast())
     }
 }
+
+/// `cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group`: copy the box at
+/// element coordinates (`coord0`, `coord1`) of the array `tensor_map` describes from
+/// shared memory at `src` out to global memory, laid out in shared memory as the map's
+/// swizzle says. Parts of the box outside the array's extents are not written. The
+/// copy joins this thread's current bulk group: close it with
+/// [`cp_async_bulk_commit_group`], and before `src` is written again wait for it with
+/// [`cp_async_bulk_wait_group_read`] (the engine has read the box) or
+/// [`cp_async_bulk_wait_group`] (the writes are done).
+///
+/// # Safety
+/// `tensor_map` as for [`cp_async_bulk_tensor_2d_g2s`]; `src` is shared memory aligned
+/// as the swizzle requires and holds the box, written by this block's threads, who made
+/// their writes visible to the asynchronous proxy
+/// ([`fence_proxy_async_shared_cta`](crate::barrier::fence_proxy_async_shared_cta))
+/// and synchronised with this thread first; nothing writes `src` until the read is
+/// waited for; the block does not exit before [`cp_async_bulk_wait_group`].
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_2d_s2g(
+    src: *const u8,
+    tensor_map: *const TmaDescriptor,
+    coord0: i32,
+    coord1: i32,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::cp_async_bulk_tensor_2d_s2g(src, tensor_map.cast(), coord0, coord1) }
+}
+
+/// `cp.async.bulk.commit_group`: close this thread's group of bulk copies
+/// ([`cp_async_bulk_tensor_2d_s2g`]) so that the waits below can name it.
+#[inline(always)]
+pub fn cp_async_bulk_commit_group() {
+    arch::cp_async_bulk_commit_group()
+}
+
+/// `cp.async.bulk.wait_group N`: wait until at most `N` of this thread's committed bulk
+/// groups are pending, their global writes done.
+#[inline(always)]
+pub fn cp_async_bulk_wait_group<const N: u32>() {
+    arch::cp_async_bulk_wait_group::<N>()
+}
+
+/// `cp.async.bulk.wait_group.read N`: wait until at most `N` of this thread's committed
+/// bulk groups still read their shared-memory sources (their global writes may still
+/// be under way): the point after which the sources may be written again.
+#[inline(always)]
+pub fn cp_async_bulk_wait_group_read<const N: u32>() {
+    arch::cp_async_bulk_wait_group_read::<N>()
+}

@@ -362,3 +362,20 @@ fn the_emulator_refuses_wgmma_naming_it() {
         "{m}"
     );
 }
+
+#[kernel]
+pub unsafe fn bulk_store_group(out: &mut [f32]) {
+    oxide_device::tma::cp_async_bulk_commit_group();
+    out[0] = 1.0;
+}
+
+#[test]
+fn the_emulator_refuses_tma_stores_naming_them() {
+    let out = vec![0.0f32; 1];
+    let (status, m) = run(__oxide_host_bulk_store_group, 32, &slice(&out));
+    assert_eq!(status, STATUS_TRAP);
+    assert!(
+        m.contains("cp.async.bulk.commit_group is not emulated"),
+        "{m}"
+    );
+}

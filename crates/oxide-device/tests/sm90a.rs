@@ -1,6 +1,6 @@
-//! sm_90 instructions: the sm90a fixture (wgmma, mbarrier, TMA, stmatrix) passes ptxas
-//! for `sm_90a`, and a build for plain `sm_90` is refused naming the kernel and the
-//! instruction.
+//! sm_90 instructions: the sm90a fixture (wgmma, mbarrier, TMA loads and stores, named
+//! barriers, stmatrix) passes ptxas for `sm_90a`, and a build for plain `sm_90` is
+//! refused naming the kernel and the instruction.
 
 // This test builds with its own arch list, not the helpers' sm_80,sm_90 builds.
 #[allow(dead_code)]
@@ -51,6 +51,16 @@ fn sm90a_kernels_pass_ptxas_and_plain_targets_are_refused() {
         assert!(wg.contains(insn), "{insn} missing");
     }
     assert!(entry(&ptx, "stmatrix_tile").contains("stmatrix.sync.aligned.m8n8.x1.shared.b16"));
+    let store = entry(&ptx, "tma_store_tile");
+    for insn in [
+        "bar.sync",
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+        "cp.async.bulk.commit_group",
+        "cp.async.bulk.wait_group.read 0",
+        "cp.async.bulk.wait_group 0",
+    ] {
+        assert!(store.contains(insn), "{insn} missing");
+    }
     // What a user sees: `cargo oxide inspect` prints the kernel's sm_90a PTX.
     let shown = Command::new(cargo_oxide())
         .args([

@@ -17,7 +17,8 @@ from ...errors import LaunchError
 MAP_BYTES = 128
 # cuda.h's enum values (CUtensorMapDataType, …Interleave, …Swizzle, …L2promotion,
 # …FloatOOBfill).
-_UINT16 = 1  # bf16 bits are moved as 16-bit words; out-of-bounds elements read as 0
+# bf16 bits move as 16-bit words, f32 as 32-bit ones; out-of-bounds elements read as 0
+_UINT_OF_SIZE = {2: 1, 4: 2}  # element bytes -> CU_TENSOR_MAP_DATA_TYPE_UINT16 / _UINT32
 _INTERLEAVE_NONE = 0
 SWIZZLE_128B = 3
 _L2_PROMOTION_256B = 3
@@ -44,29 +45,37 @@ def _encode_tiled(kernel: str) -> Any:
     return fn
 
 
-def encode_2d_u16(
-    kernel: str, ptr: int, cols: int, rows: int, box_cols: int, box_rows: int, swizzle: int
+def encode_2d(
+    kernel: str,
+    ptr: int,
+    cols: int,
+    rows: int,
+    box_cols: int,
+    box_rows: int,
+    swizzle: int,
+    elem_bytes: int = 2,
 ) -> bytes:
-    """The tensor map of a row-major ``rows``×``cols`` array of 16-bit elements at device
-    address ``ptr`` (16-byte aligned; ``cols`` a multiple of 8), copied in boxes of
-    ``box_rows``×``box_cols``. Coordinates are (column, row); elements outside the
-    array read as zero. Errors name ``kernel``, the launch the map is for."""
+    """The tensor map of a row-major ``rows``×``cols`` array of ``elem_bytes``-byte
+    elements (2 or 4) at device address ``ptr`` (16-byte aligned; rows a multiple of 16
+    bytes), copied in boxes of ``box_rows``×``box_cols``. Coordinates are (column, row);
+    elements outside the array read as zero, and stores there are dropped. Errors name
+    ``kernel``, the launch the map is for."""
     dims = (ctypes.c_uint64 * 2)(cols, rows)
-    strides = (ctypes.c_uint64 * 1)(cols * 2)
+    strides = (ctypes.c_uint64 * 1)(cols * elem_bytes)
     box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
     steps = (ctypes.c_uint32 * 2)(1, 1)
     # CUtensorMap is declared 64-byte aligned: encode into an aligned spot of a buffer.
     raw = ctypes.create_string_buffer(MAP_BYTES + 64)
     at = -ctypes.addressof(raw) % 64
     status = _encode_tiled(kernel)(
-        ctypes.addressof(raw) + at, _UINT16, 2, ptr, dims, strides, box, steps,
+        ctypes.addressof(raw) + at, _UINT_OF_SIZE[elem_bytes], 2, ptr, dims, strides, box, steps,
         _INTERLEAVE_NONE, swizzle, _L2_PROMOTION_256B, _OOB_FILL_ZEROS,
     )  # fmt: skip
     if status != 0:
         raise LaunchError(
             kernel,
-            f"cuTensorMapEncodeTiled refused a {rows}x{cols} uint16 array at {ptr:#x} with "
-            f"{box_rows}x{box_cols} boxes (CUresult {status}). Fix: pass 16-byte-aligned "
-            "arrays whose row length is a multiple of 8 elements.",
+            f"cuTensorMapEncodeTiled refused a {rows}x{cols} array of {elem_bytes}-byte "
+            f"elements at {ptr:#x} with {box_rows}x{box_cols} boxes (CUresult {status}). "
+            "Fix: pass 16-byte-aligned arrays whose rows are a multiple of 16 bytes.",
         )
     return raw.raw[at : at + MAP_BYTES]

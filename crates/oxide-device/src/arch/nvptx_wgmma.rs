@@ -195,6 +195,55 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
 }
 
 #[inline(always)]
+pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
+    src: *const u8,
+    tensor_map: *const u8,
+    x: i32,
+    y: i32,
+) {
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_s2g`).
+    unsafe {
+        asm!("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+             m = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y,
+             s = in(reg32) shared_addr(src), options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) fn cp_async_bulk_commit_group() {
+    // SAFETY: closes this thread's group of bulk copies; no operands.
+    unsafe {
+        asm!(
+            "cp.async.bulk.commit_group;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+#[inline(always)]
+pub(crate) fn cp_async_bulk_wait_group<const N: u32>() {
+    // SAFETY: a wait on this thread's own bulk groups.
+    unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack, preserves_flags)) }
+}
+
+#[inline(always)]
+pub(crate) fn cp_async_bulk_wait_group_read<const N: u32>() {
+    // SAFETY: as `cp_async_bulk_wait_group`.
+    unsafe {
+        asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack, preserves_flags))
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: upheld by the caller (`barrier::named_barrier_sync`).
+    unsafe {
+        asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+             options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
 pub(crate) fn fence_proxy_async_shared() {
     // SAFETY: a fence.
     unsafe {

@@ -374,6 +374,31 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
     not_emulated("cp.async.bulk.tensor (TMA)")
 }
 
+pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
+    _src: *const u8,
+    _tensor_map: *const u8,
+    _x: i32,
+    _y: i32,
+) {
+    not_emulated("cp.async.bulk.tensor store (TMA)")
+}
+
+pub(crate) fn cp_async_bulk_commit_group() {
+    not_emulated("cp.async.bulk.commit_group")
+}
+
+pub(crate) fn cp_async_bulk_wait_group<const N: u32>() {
+    not_emulated("cp.async.bulk.wait_group")
+}
+
+pub(crate) fn cp_async_bulk_wait_group_read<const N: u32>() {
+    not_emulated("cp.async.bulk.wait_group.read")
+}
+
+pub(crate) unsafe fn named_barrier_sync(_id: u32, _threads: u32) {
+    not_emulated("bar.sync with a named barrier")
+}
+
 pub(crate) fn fence_proxy_async_shared() {
     not_emulated("fence.proxy.async")
 }
