@@ -6,7 +6,10 @@ A port changes an example only by (1) renaming the crate `cuda_device` to
 of host crates (`cuda_core`, `cuda_host`, `cuda_async`, and `std` but for the modules
 `core` has too, `std::ops` and the like), and top-level items that only the host uses
 (they name a host crate, `std`, `Vec` or `println!`, or implement a host crate's trait
-such as `DeviceCopy`). Everything else, kernels included, is left as written.
+such as `DeviceCopy`), and the helpers only such items use (a function, or a `use` of
+another crate like `half`, named by host code alone). Everything else, kernels
+included, is left as written; the example's crates.io dependencies that the port still
+names (`libm`) stay in its Cargo.toml.
 
     python scripts/port_cuda_oxide.py --mirror DIR --out DIR [--build] [NAME ...]
 
@@ -183,10 +186,54 @@ HOST_CUDA_MODULE = re.compile(
 )
 
 
+# What a top-level helper defines: `fn name`, or the names a `use` of another crate
+# (not the device crate, `core`, `std`, `crate`, `self`, `super`) brings in.
+HELPER_FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:unsafe\s+)?fn\s+(\w+)")
+OTHER_CRATE_USE = re.compile(
+    r"^\s*use\s+(?!(?:cuda_device|oxide_device|core|std|alloc|crate|self|super)\b)\w+::(.*);",
+    re.S,
+)
+
+
+def defined_names(code: str) -> set[str]:
+    if re.search(r"#\[\s*(kernel|device|cuda_module)", code):
+        return set()
+    if m := HELPER_FN.match(code.strip()):
+        return {m.group(1)}
+    if m := OTHER_CRATE_USE.match(code.strip()):
+        return set(re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*::)", m.group(1))) - {"self", "as"}
+    return set()
+
+
+def drop_host_only_helpers(kept: list[str], dropped: list[str]) -> list[str]:
+    """Also drop the helpers only host code uses: a function, or a `use` of another
+    crate, whose names appear in dropped (host) items and in no kept one but itself."""
+    while True:
+        codes = [strip_comments_and_strings(t) for t in kept]
+        gone = "\n".join(strip_comments_and_strings(t) for t in dropped)
+        for i, code in enumerate(codes):
+            names = defined_names(code)
+            pattern = (
+                re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
+            )
+            if (
+                pattern
+                and pattern.search(gone)
+                and not any(pattern.search(c) for j, c in enumerate(codes) if j != i)
+            ):
+                dropped.append(kept.pop(i))
+                break
+        else:
+            return kept
+
+
 def port_source(src: str) -> str:
     """cuda-oxide example source -> pyoxide crate source (rename + host code removed)."""
     names = frozenset(host_imports(src))
-    kept = [src[a:b] for a, b in top_level_items(src) if not is_host_item(src[a:b], names)]
+    items = [src[a:b] for a, b in top_level_items(src)]
+    kept = [t for t in items if not is_host_item(t, names)]
+    dropped = [t for t in items if is_host_item(t, names)]
+    kept = drop_host_only_helpers(kept, dropped)
     out = "".join(kept).rstrip() + "\n"
     out = HOST_CUDA_MODULE.sub("use oxide_device::cuda_module;", out)
     return re.sub(r"\bcuda_device\b", "oxide_device", out)
@@ -243,12 +290,28 @@ def example_source(mirror: Path, name: str) -> str:
         return git_show(mirror, f"{EXAMPLES}/{name}/src/main.rs")
 
 
-def write_crate(out: Path, name: str, source: str, device_crate: Path, edition: str) -> Path:
+def registry_deps(toml: str, source: str) -> list[str]:
+    """The example's `[dependencies]` lines for crates.io crates (`libm = "0.2"`) that
+    its port still names: a port keeps its crate's own dependencies, only cuda-oxide's
+    crates (path dependencies) give way to oxide-device."""
+    section = re.search(r"^\[dependencies\]\n(.*?)(?=^\[|\Z)", toml, re.M | re.S)
+    lines = []
+    for line in (section.group(1) if section else "").splitlines():
+        m = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", line)
+        if m and "path" not in line and re.search(rf"\b{m.group(1).replace('-', '_')}::", source):
+            lines.append(line.strip())
+    return lines
+
+
+def write_crate(
+    out: Path, name: str, source: str, device_crate: Path, edition: str, deps: list[str]
+) -> Path:
     crate = out / name
     (crate / "src").mkdir(parents=True, exist_ok=True)
+    extra = "".join(f"{d}\n" for d in deps)
     (crate / "Cargo.toml").write_text(
         f'[package]\nname = "{name.replace("-", "_")}"\nversion = "0.1.0"\n'
-        f'edition = "{edition}"\npublish = false\n\n[dependencies]\n'
+        f'edition = "{edition}"\npublish = false\n\n[dependencies]\n{extra}'
         f'oxide-device = {{ path = "{device_crate}" }}\n\n[workspace]\n'
     )
     (crate / "src" / "lib.rs").write_text(source)
@@ -308,7 +371,8 @@ def main() -> int:
         toml = git_show(args.mirror, f"{EXAMPLES}/{name}/Cargo.toml")
         edition = m.group(1) if (m := re.search(r'edition\s*=\s*"(\d+)"', toml)) else "2021"
         source = port_source(example_source(args.mirror, name))
-        crate = write_crate(args.out, name, source, device_crate, edition)
+        deps = registry_deps(toml, source)
+        crate = write_crate(args.out, name, source, device_crate, edition, deps)
         if args.build:
             ok, why = build(crate, args.cargo, not args.no_emu)
             (built if ok else failed).append((name, why))

@@ -162,13 +162,35 @@ pub fn take_descriptors(ir: &str) -> Result<(Vec<Vec<u8>>, String)> {
 pub fn move_shared_statics(ir: &str) -> Result<(String, usize)> {
     let mut shared: Vec<String> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
+    // `DynamicSharedArray<T, ALIGN>` with ALIGN above the default names the region
+    // `{DYNAMIC_SHARED_SYMBOL}_a{ALIGN}`. Every name becomes the one symbol, declared
+    // with the largest alignment asked (one symbol: LLVM takes two globals for two
+    // objects, and would reorder accesses to the same bytes through them).
+    let aligned: Vec<(&str, usize)> = ir
+        .lines()
+        .filter_map(defined_global)
+        .filter_map(|n| {
+            let align = n.strip_prefix(DYNAMIC_SHARED_SYMBOL)?.strip_prefix("_a")?;
+            Some((n, align.parse().ok()?))
+        })
+        .collect();
+    let align = aligned
+        .iter()
+        .map(|&(_, a)| a)
+        .fold(DYNAMIC_SHARED_ALIGN, usize::max);
+    let ir: String = aligned.iter().fold(ir.to_string(), |text, (name, _)| {
+        replace_uses(&text, name, &format!("@{DYNAMIC_SHARED_SYMBOL}"))
+    });
     for line in ir.lines() {
         if defined_global(line) == Some(DYNAMIC_SHARED_SYMBOL) {
             // Declared, never defined: its size is the launch's dynamic shared bytes.
-            lines.push(format!(
-                "@{DYNAMIC_SHARED_SYMBOL} = external addrspace(3) global [0 x i8], align {DYNAMIC_SHARED_ALIGN}"
-            ));
-            shared.push(DYNAMIC_SHARED_SYMBOL.to_string());
+            // (Renamed declarations of the aligned names repeat it: keep the first.)
+            if !shared.iter().any(|s| s == DYNAMIC_SHARED_SYMBOL) {
+                lines.push(format!(
+                    "@{DYNAMIC_SHARED_SYMBOL} = external addrspace(3) global [0 x i8], align {align}"
+                ));
+                shared.push(DYNAMIC_SHARED_SYMBOL.to_string());
+            }
             continue;
         }
         let Some(name) = defined_global(line).filter(|_| in_section(line, SHARED_SECTION)) else {

@@ -26,7 +26,9 @@ pub const CONSTANT_SECTION: &str = ".oxide.constant";
 pub const DYNAMIC_SHARED_SYMBOL: &str = "__oxide_dynamic_shared";
 
 /// Alignment of the dynamic shared-memory array (enough for any scalar and for
-/// 16-byte vector loads).
+/// 16-byte vector loads) unless the kernel asks more: `DynamicSharedArray<T, ALIGN>`
+/// with ALIGN up to 256 names `{DYNAMIC_SHARED_SYMBOL}_a{ALIGN}`, which the link step
+/// makes the same array with the largest alignment asked.
 pub const DYNAMIC_SHARED_ALIGN: usize = 16;
 
 /// Environment variable through which `cargo oxide build` hands the link step its

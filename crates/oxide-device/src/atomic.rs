@@ -415,6 +415,55 @@ impl<T: AtomicInt, S: MemoryScope> ScopedAtomic<T, S> {
     }
 }
 
+/// `atom.add.noftz.f16x2` (sm_70): add the two halves of `val` to the two halves of
+/// the word at `addr` (low to low, high to high; each rounded to nearest even, subnormals
+/// kept), atomically at device scope; returns the old word. cuda-oxide's
+/// `atomic::atom_add_f16x2`. The emulator adds exactly as `add.rn.f16x2` does.
+///
+/// # Safety
+/// `addr` points to a 4-byte-aligned word in global memory that, while this runs, other
+/// threads touch only through these packed atomics.
+#[must_use]
+#[inline(always)]
+pub unsafe fn atom_add_f16x2(addr: *mut u32, val: u32) -> u32 {
+    // SAFETY: upheld by the caller.
+    unsafe { crate::arch::atom_add_f16x2(addr, val) }
+}
+
+/// The packed `bf16x2` form of [`atom_add_f16x2`] (cuda-oxide's
+/// `atomic::atom_add_bf16x2`). PTX has `atom.add.noftz.bf16x2` from sm_90 only and the
+/// module's one PTX text serves sm_80 too, so it is a compare-and-swap loop on the word
+/// on every architecture: each half is added in `f32` and rounded to nearest even
+/// (`f32` has more than twice bf16's 8 bits, so that is the correctly rounded sum), the
+/// result the instruction gives, the same on the emulator. The word then changes as a
+/// whole, which is atomic for each half too.
+///
+/// # Safety
+/// As [`atom_add_f16x2`].
+#[must_use]
+#[inline(always)]
+pub unsafe fn atom_add_bf16x2(addr: *mut u32, val: u32) -> u32 {
+    use crate::half::bf16;
+    fn add(a: u16, b: u16) -> u32 {
+        let sum = bf16::from_bits(a).to_f32() + bf16::from_bits(b).to_f32();
+        if sum.is_nan() {
+            0x7fff
+        } else {
+            bf16::from_f32(sum).to_bits() as u32
+        }
+    }
+    // SAFETY: upheld by the caller.
+    let word = unsafe { DeviceAtomic::<u32>::from_ptr(addr) };
+    let mut old = word.load(Ordering::Relaxed);
+    loop {
+        let new = add(old as u16, val as u16) | add((old >> 16) as u16, (val >> 16) as u16) << 16;
+        match word.compare_exchange(old, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(previous) => return previous,
+            Err(current) => old = current,
+        }
+    }
+}
+
 /// A kernel parameter (`bins: AtomicSlice<u32>`) that every thread may update at any
 /// index, atomically at device scope: it dereferences to `[DeviceAtomic…]`, so
 /// `bins[i].fetch_add(1, Ordering::Relaxed)`. ABI: pointer, length (as `&[T]`).

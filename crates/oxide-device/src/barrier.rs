@@ -40,7 +40,7 @@ impl Barrier {
     pub const UNINIT: Barrier = Barrier { _state: 0 };
 }
 
-/// `mbarrier.init.shared::cta.b64`: expect `expected_count` arrivals (1..=2^20 - 1) per
+/// `mbarrier.init.shared.b64`: expect `expected_count` arrivals (1..=2^20 - 1) per
 /// phase.
 ///
 /// # Safety
@@ -52,7 +52,7 @@ pub unsafe fn mbarrier_init(bar: *mut Barrier, expected_count: u32) {
     unsafe { arch::mbarrier_init(bar.cast(), expected_count) }
 }
 
-/// `mbarrier.inval.shared::cta.b64`: end the barrier's life, so that its 8 bytes can
+/// `mbarrier.inval.shared.b64`: end the barrier's life, so that its 8 bytes can
 /// be reused as ordinary shared memory.
 ///
 /// # Safety
@@ -63,7 +63,7 @@ pub unsafe fn mbarrier_inval(bar: *mut Barrier) {
     unsafe { arch::mbarrier_inval(bar.cast()) }
 }
 
-/// `mbarrier.arrive.shared::cta.b64`: count this thread's arrival in the current
+/// `mbarrier.arrive.shared.b64`: count this thread's arrival in the current
 /// phase; returns the phase's token for [`mbarrier_wait`].
 ///
 /// # Safety
@@ -89,7 +89,7 @@ pub unsafe fn mbarrier_arrive_expect_tx(bar: *const Barrier, tx_count: u32, byte
     unsafe { arch::mbarrier_arrive_expect_tx(bar.cast_mut().cast(), bytes) }
 }
 
-/// `mbarrier.test_wait.shared::cta.b64`: whether the phase of `token` has completed
+/// `mbarrier.test_wait.shared.b64`: whether the phase of `token` has completed
 /// (without waiting).
 ///
 /// # Safety
@@ -125,14 +125,17 @@ pub unsafe fn mbarrier_try_wait_parity(bar: *const Barrier, parity: u32) -> bool
     unsafe { arch::mbarrier_try_wait_parity(bar.cast_mut().cast(), parity) }
 }
 
-/// Wait until the phase of `token` has completed.
+/// Wait until the phase of `token` has completed: a loop on [`mbarrier_test_wait`], as
+/// cuda-oxide's `mbarrier_wait` is. `test_wait` exists from sm_80 (`try_wait`, which
+/// may suspend the thread, only from sm_90), and the module's one PTX text serves every
+/// architecture it is built for, so the wait takes the form they all have.
 ///
 /// # Safety
 /// As [`mbarrier_test_wait`].
 #[inline(always)]
 pub unsafe fn mbarrier_wait(bar: *const Barrier, token: u64) {
     // SAFETY: upheld by the caller.
-    while !unsafe { mbarrier_try_wait(bar, token) } {}
+    while !unsafe { mbarrier_test_wait(bar, token) } {}
 }
 
 /// `fence.proxy.async.shared::cta`: make this thread's ordinary shared-memory writes

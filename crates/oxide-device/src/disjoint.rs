@@ -5,7 +5,9 @@
 //! The mapping from threads to elements is part of the slice's type, as in cuda-oxide:
 //! `DisjointSlice<T>` (= `DisjointSlice<T, Index1D>`) takes `index_1d()` witnesses,
 //! `DisjointSlice<T, Index2D<N>>` only `index_2d::<N>()`'s, `DisjointSlice<T,
-//! WarpIndex>` only `warp_index()`'s, so a kernel cannot mix two mappings on one slice.
+//! WarpIndex>` only `warp_index()`'s, `DisjointSlice<T, Runtime2DIndex>` (rows of a width
+//! the host binds) only `index_2d_runtime(&slice)`'s, so a kernel cannot mix two
+//! mappings on one slice.
 //! Within `Index1D` the guarantee holds per method: threads that all use `get_mut`
 //! (or all `get_chunk_mut::<N>` with one `N`, or all `block_row_mut()`) never share an
 //! element; use one of them per slice.
@@ -24,6 +26,7 @@ use crate::thread::{Index1D, IndexFormula, IndexSpace, ThreadIndex};
 pub struct DisjointSlice<'a, T, S: IndexSpace = Index1D> {
     ptr: *mut T,
     len: usize,
+    space: S::Data,
     _borrow: PhantomData<(&'a mut [T], S)>,
 }
 
@@ -33,7 +36,7 @@ impl<'a, T> DisjointSlice<'a, T, Index1D> {
     #[inline(always)]
     pub unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
         // SAFETY: upheld by the caller.
-        unsafe { Self::from_raw_parts_with_space(ptr, len) }
+        unsafe { Self::from_raw_parts_with_space(ptr, len, ()) }
     }
 
     /// Borrow an ordinary slice as a `DisjointSlice`: safe, since the borrow is
@@ -44,26 +47,51 @@ impl<'a, T> DisjointSlice<'a, T, Index1D> {
     }
 }
 
+impl<'a, T, S: IndexSpace<Data = ()>> DisjointSlice<'a, T, S> {
+    /// [`from_mut`](DisjointSlice::from_mut) for a slice of any index space whose
+    /// geometry is in its type (`DisjointSlice::<f32, Index2D<64>>::from_mut_with_space(&mut out)`).
+    #[inline(always)]
+    pub fn from_mut_with_space(slice: &'a mut [T]) -> Self {
+        // SAFETY: an exclusive borrow of `slice.len()` elements for 'a.
+        unsafe { Self::from_raw_parts_with_space(slice.as_mut_ptr(), slice.len(), ()) }
+    }
+}
+
+impl<'a, T> DisjointSlice<'a, T, crate::thread::Runtime2DIndex> {
+    /// Borrow an ordinary slice as a grid of rows of `row_width` elements (host tests).
+    #[inline(always)]
+    pub fn from_mut_with_row_width(slice: &'a mut [T], row_width: u32) -> Self {
+        // SAFETY: an exclusive borrow of `slice.len()` elements for 'a; one width.
+        unsafe { Self::from_raw_parts_with_space(slice.as_mut_ptr(), slice.len(), row_width) }
+    }
+
+    /// The row width the host bound to this slice, in elements; the same in every
+    /// thread of the launch.
+    #[inline(always)]
+    pub fn row_width(&self) -> u32 {
+        self.space
+    }
+}
+
 impl<'a, T, S: IndexSpace> DisjointSlice<'a, T, S> {
+    /// A slice of `len` elements at `ptr` in the index space `S`, with the data that
+    /// space needs (`()`, or a [`Runtime2DIndex`](crate::thread::Runtime2DIndex)
+    /// slice's row width), cuda-oxide's form.
+    ///
     /// # Safety
     /// `ptr` must be valid for reads and writes of `len` elements of `T` for `'a`,
     /// and, for the whole launch, no memory it covers may be accessed other than
     /// through this slice's per-thread elements. `ptr` may dangle when `len` is 0.
+    /// `space` is the same for every thread of the launch (a row width computed per
+    /// thread would let two threads reach one element).
     #[inline(always)]
-    pub unsafe fn from_raw_parts_with_space(ptr: *mut T, len: usize) -> Self {
+    pub unsafe fn from_raw_parts_with_space(ptr: *mut T, len: usize, space: S::Data) -> Self {
         DisjointSlice {
             ptr,
             len,
+            space,
             _borrow: PhantomData,
         }
-    }
-
-    /// [`from_mut`](DisjointSlice::from_mut) for a slice of any index space
-    /// (`DisjointSlice::<f32, Index2D<64>>::from_mut_with_space(&mut out)`).
-    #[inline(always)]
-    pub fn from_mut_with_space(slice: &'a mut [T]) -> Self {
-        // SAFETY: an exclusive borrow of `slice.len()` elements for 'a.
-        unsafe { Self::from_raw_parts_with_space(slice.as_mut_ptr(), slice.len()) }
     }
 
     #[inline(always)]
@@ -81,7 +109,7 @@ impl<'a, T, S: IndexSpace> DisjointSlice<'a, T, S> {
     /// thread cannot use one index to reach two elements.
     #[inline(always)]
     pub fn get_mut(&mut self, idx: ThreadIndex<S>) -> Option<&mut T> {
-        let i = idx.writable()?;
+        let i = S::resolve(self.space, idx.writable()?)?;
         if i < self.len {
             // SAFETY: in bounds; only the thread that owns `idx` can reach element `i`.
             Some(unsafe { &mut *self.ptr.add(i) })
@@ -99,7 +127,7 @@ impl<'a, T, S: IndexSpace> DisjointSlice<'a, T, S> {
         S: IndexFormula,
     {
         let idx = S::this_thread()?;
-        let i = idx.writable()?;
+        let i = S::resolve(self.space, idx.writable()?)?;
         if i < self.len {
             // SAFETY: as in `get_mut`: the witness is this thread's alone.
             Some((unsafe { &mut *self.ptr.add(i) }, idx))

@@ -14,6 +14,8 @@
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
 //! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
 //! | [`wgmma`] | sm_90a: `wgmma_m64n64k16_f32_bf16`, `wgmma_m64n256k16_f32_bf16` with fence/commit/wait (`wgmma_wait_group_acc` names the accumulators), `smem_descriptor`, `shared_address`, `setmaxnreg_inc`/`_dec`; not emulated (refused by name) |
+//! | [`async_copy`] | cuda-oxide's `cp.async` names: `cp_async_ca_{4,8,16}`, `cp_async_cg_16`, `_zfill` forms, commit/wait, `cp_async_mbarrier_arrive*` |
+//! | [`f16x2`] | packed half arithmetic (`add_f16x2`, `fma_relu_f16x2`, …), bit-exact on the emulator |
 //! | [`barrier`] | `mbarrier` ([`Barrier`](barrier::Barrier), `mbarrier_init`, `mbarrier_arrive`, `mbarrier_arrive_expect_tx`, `mbarrier_try_wait_parity`, `mbarrier_wait`…), `fence_proxy_async_shared_cta`, `named_barrier_sync` (`barrier.sync id, n`); not emulated |
 //! | [`tma`] | sm_90: [`TmaDescriptor`](tma::TmaDescriptor), `cp_async_bulk_tensor_2d_g2s` (loads), `cp_async_bulk_tensor_2d_s2g` (stores) with `cp_async_bulk_commit_group` / `_wait_group` / `_wait_group_read`; not emulated |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
@@ -75,6 +77,7 @@ extern crate self as oxide_device;
 
 mod arch;
 pub mod array;
+pub mod async_copy;
 pub mod atomic;
 pub mod barrier;
 pub mod constant;
@@ -83,6 +86,7 @@ pub mod cooperative_groups;
 pub mod debug;
 pub mod disjoint;
 pub mod dotprod;
+pub mod f16x2;
 pub mod half;
 pub mod ldst;
 pub mod math;

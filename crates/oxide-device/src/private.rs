@@ -20,6 +20,23 @@ fn abi_pointer<T>(ptr: *mut T) -> *mut T {
     ptr
 }
 
+/// The place a kernel's raw address of its shared static `S` (`&raw mut S`,
+/// `addr_of_mut!(S)`, rewritten by `#[kernel]`) stands for: `p` itself on the GPU; in
+/// the emulator the running block's copy of the static, where `SharedArray`'s methods
+/// also go.
+#[inline(always)]
+pub fn shared_place<T>(p: *mut T) -> *mut T {
+    #[cfg(target_arch = "nvptx64")]
+    return p;
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::arch::shared_static(
+        p.cast(),
+        core::mem::size_of::<T>(),
+        core::mem::align_of::<T>(),
+    )
+    .cast();
+}
+
 /// Rebuild a `&[T]` kernel argument from the launch ABI's (pointer, length).
 ///
 /// # Safety
@@ -50,13 +67,32 @@ pub unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> &'a mut [T] {
 /// # Safety
 /// As [`DisjointSlice::from_raw_parts`].
 #[inline(always)]
-pub unsafe fn disjoint<'a, T, S: crate::thread::IndexSpace>(
+pub unsafe fn disjoint<'a, T, S: crate::thread::IndexSpace<Data = ()>>(
     ptr: *mut T,
     len: usize,
 ) -> DisjointSlice<'a, T, S> {
     let ptr = abi_pointer(ptr);
     // SAFETY: upheld by the caller.
-    unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len) }
+    unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len, ()) }
+}
+
+/// Rebuild a `DisjointSlice<T, Runtime2DIndex>` argument from a C-order 2-D array's
+/// words (pointer, extents, strides): the launcher checked the layout, so the row
+/// width is the second extent (one value for the whole launch).
+///
+/// # Safety
+/// As [`disjoint`], for `rows * cols` elements; `cols` fits 32 bits (the launcher's
+/// extent limit).
+#[inline(always)]
+pub unsafe fn runtime_2d_slice<'a, T>(
+    ptr: *mut T,
+    dims: [usize; 2],
+    _strides: [usize; 2],
+) -> DisjointSlice<'a, T, crate::thread::Runtime2DIndex> {
+    let len = dims[0] * dims[1];
+    let ptr = valid_for_len(ptr, len);
+    // SAFETY: upheld by the caller.
+    unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len, dims[1] as u32) }
 }
 
 /// Rebuild an `AtomicSlice<T>` argument.

@@ -243,29 +243,31 @@ macro_rules! shared_array {
 ///
 /// There is one such region per block: every `DynamicSharedArray` of a kernel views the
 /// same bytes; carve it up with [`offset`](Self::offset). It is 16-byte aligned;
-/// `ALIGN` (cuda-oxide's `DynamicSharedArray<T, ALIGN>`) may be a power of two up to 16.
+/// `ALIGN` (cuda-oxide's `DynamicSharedArray<T, ALIGN>`) may be a power of two up to
+/// 256, and on the GPU the region is then aligned to the largest `ALIGN` the kernel
+/// names (as in cuda-oxide). The emulator's region stays 16-byte aligned (its end
+/// meets a guard page that catches overruns to the byte).
 pub struct DynamicSharedArray<T, const ALIGN: usize = 16> {
     _t: PhantomData<T>,
 }
 
 impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
     const ALIGN_OK: () = assert!(
-        ALIGN.is_power_of_two() && ALIGN <= 16,
-        "DynamicSharedArray's ALIGN must be a power of two no larger than 16"
+        ALIGN.is_power_of_two() && ALIGN <= 256,
+        "DynamicSharedArray's ALIGN must be a power of two no larger than 256"
     );
 
     /// Pointer to the first element of the region.
     #[inline(always)]
     pub fn get() -> *mut T {
-        let () = Self::ALIGN_OK;
-        arch::dynamic_shared_base().cast()
+        Self::get_raw().cast()
     }
 
     /// The region's first byte (cuda-oxide's `get_raw`: carve it up by bytes).
     #[inline(always)]
     pub fn get_raw() -> *mut u8 {
         let () = Self::ALIGN_OK;
-        arch::dynamic_shared_base()
+        arch::dynamic_shared_base_aligned(ALIGN)
     }
 
     /// Pointer `bytes` bytes into the region (for a second array after a first).
@@ -274,8 +276,7 @@ impl<T, const ALIGN: usize> DynamicSharedArray<T, ALIGN> {
     /// should keep `T`'s alignment.
     #[inline(always)]
     pub fn offset(bytes: usize) -> *mut T {
-        let () = Self::ALIGN_OK;
-        arch::dynamic_shared_base().wrapping_add(bytes).cast()
+        Self::get_raw().wrapping_add(bytes).cast()
     }
 
     /// Bytes of dynamic shared memory this launch gave the block (`shared_mem=` in
@@ -321,6 +322,20 @@ pub fn dynamic_smem_size() -> u32 {
 #[inline(always)]
 pub fn total_smem_size() -> u32 {
     arch::total_shared_bytes() as u32
+}
+
+/// The offset of a generic pointer into shared memory within the `.shared` window
+/// (`cvta.to.shared.u64`), as hardware descriptors (`wgmma`, `tcgen05`) take it;
+/// cuda-oxide's `shared::cvta_generic_to_shared_offset`. A Rust pointer's own value
+/// stays the generic address. The emulator refuses it by name (it has no `.shared`
+/// window).
+///
+/// # Safety
+/// `ptr` points into shared memory (a `SharedArray`, the dynamic region); for another
+/// pointer the offset is unspecified.
+#[inline(always)]
+pub unsafe fn cvta_generic_to_shared_offset(ptr: *const u8) -> u64 {
+    arch::cvta_to_shared(ptr)
 }
 
 #[cfg(test)]

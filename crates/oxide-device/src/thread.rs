@@ -45,22 +45,27 @@ pub fn index_2d<const ROW_STRIDE: usize>() -> Option<ThreadIndex<Index2D<ROW_STR
     flat_2d(index_2d_row(), index_2d_col(), ROW_STRIDE).map(|i| ThreadIndex::new(i, true))
 }
 
-/// [`index_2d`] with the row stride known only at run time, as a witness for a plain
-/// (1-D) `DisjointSlice`. cuda-oxide's safe form takes the stride from a
-/// `DisjointSlice<T, Runtime2DIndex>` that the host binds to a row width; pyoxide's
-/// launch ABI has no such slice yet, so this one is `unsafe`.
+/// This thread's cell of `slice`'s grid, whose row width the host bound to the slice
+/// (a `DisjointSlice<T, Runtime2DIndex>` parameter is a 2-D C-order array from Python,
+/// its row width the array's second extent): cuda-oxide's `index_2d_runtime`.
 ///
-/// # Safety
-/// Every thread of the launch must pass the same `row_stride` (a kernel argument, not
-/// a value computed per thread), and the slice it opens must not also be written
-/// through [`index_1d`] witnesses: either would let two threads get the same index,
-/// and so two `&mut` to one element.
+/// The witness holds the thread's (row, col), not a flat index: the slice it opens
+/// resolves them against its own row width (`row * width + col`, with `col < width`),
+/// so a witness made from one slice and used on another of a different width still
+/// names one element per thread. `None` in a 3-D launch, when the width is 0, or when
+/// this thread's column is past the row (`col >= width`).
 #[inline(always)]
-pub unsafe fn index_2d_runtime(row_stride: usize) -> ThreadIndex {
-    // usize::MAX is out of bounds for any slice (no slice of non-ZST elements has
-    // usize::MAX elements), so overflowing or off-grid threads can never write.
-    let index = flat_2d(index_2d_row(), index_2d_col(), row_stride).unwrap_or(usize::MAX);
-    ThreadIndex::new(index, true)
+pub fn index_2d_runtime<T>(
+    slice: &crate::DisjointSlice<'_, T, Runtime2DIndex>,
+) -> Option<ThreadIndex<Runtime2DIndex>> {
+    if (arch::block_dim_z() | arch::grid_dim_z()) != 1 {
+        return None;
+    }
+    let (row, col) = (index_2d_row(), index_2d_col());
+    if col >= slice.row_width() as usize || row > u32::MAX as usize {
+        return None;
+    }
+    Some(ThreadIndex::new(row << 32 | col, true))
 }
 
 #[inline(always)]
@@ -223,9 +228,26 @@ pub struct Index2D<const ROW_STRIDE: usize>;
 #[derive(Debug, Clone, Copy)]
 pub struct WarpIndex;
 
-/// An index space: which witnesses open a `DisjointSlice<T, S>`. Sealed: every space
-/// here maps distinct threads to distinct indices, which is what the slice relies on.
-pub trait IndexSpace: sealed::Sealed {}
+/// The index space of a row-major 2-D array whose row width the host binds to the
+/// slice at launch ([`index_2d_runtime`]; cuda-oxide's `Runtime2DIndex`).
+#[derive(Debug, Clone, Copy)]
+pub enum Runtime2DIndex {}
+
+/// An index space: which witnesses open a `DisjointSlice<T, S>`, and how. Sealed: every
+/// space here maps distinct threads to distinct indices, which is what the slice
+/// relies on.
+pub trait IndexSpace: sealed::Sealed {
+    /// What a slice of this space carries besides its pointer and length (the row
+    /// width of a [`Runtime2DIndex`] slice; nothing for the others).
+    type Data: Copy + core::fmt::Debug;
+
+    /// The element a witness's number names in a slice carrying `data`, if any.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn resolve(_data: Self::Data, index: usize) -> Option<usize> {
+        Some(index)
+    }
+}
 
 /// Index spaces whose witness this thread can make itself, from its coordinates:
 /// what [`DisjointSlice::get_mut_indexed`](crate::DisjointSlice::get_mut_indexed)
@@ -240,11 +262,45 @@ mod sealed {
     impl Sealed for super::Index1D {}
     impl<const S: usize> Sealed for super::Index2D<S> {}
     impl Sealed for super::WarpIndex {}
+    impl Sealed for super::Runtime2DIndex {}
 }
 
-impl IndexSpace for Index1D {}
-impl<const S: usize> IndexSpace for Index2D<S> {}
-impl IndexSpace for WarpIndex {}
+impl IndexSpace for Index1D {
+    type Data = ();
+}
+impl<const S: usize> IndexSpace for Index2D<S> {
+    type Data = ();
+}
+impl IndexSpace for WarpIndex {
+    type Data = ();
+}
+impl IndexSpace for Runtime2DIndex {
+    /// The row width, in elements.
+    type Data = u32;
+
+    /// `row * width + col` for the witness's (row, col), `None` unless `col < width`:
+    /// one row width for the whole launch and `col < width` keep distinct threads on
+    /// distinct elements. (row and col are below 2^32, so this cannot wrap.)
+    #[inline(always)]
+    fn resolve(width: u32, index: usize) -> Option<usize> {
+        let (row, col) = (index >> 32, index & u32::MAX as usize);
+        (col < width as usize).then(|| row * width as usize + col)
+    }
+}
+
+impl ThreadIndex<Runtime2DIndex> {
+    /// The thread's global row ([`index_2d_row`]).
+    #[inline(always)]
+    pub fn row(&self) -> usize {
+        self.index >> 32
+    }
+
+    /// The thread's global column ([`index_2d_col`]).
+    #[inline(always)]
+    pub fn col(&self) -> usize {
+        self.index & u32::MAX as usize
+    }
+}
 
 impl IndexFormula for Index1D {
     #[inline(always)]
@@ -465,8 +521,16 @@ mod tests {
         assert!(index_2d::<10>().is_none());
         // A 2-D launch: index_1d's number repeats across rows, so it may not write.
         assert!(!index_1d().is_valid());
-        // SAFETY: a constant stride is uniform.
-        assert_eq!(unsafe { index_2d_runtime(32) }.get(), 66 * 32 + 19);
+        let mut cells = [0u32; 80 * 32];
+        let mut grid =
+            crate::DisjointSlice::<u32, Runtime2DIndex>::from_mut_with_row_width(&mut cells, 32);
+        let idx = index_2d_runtime(&grid).expect("column 19 < 32");
+        assert_eq!((idx.row(), idx.col()), (66, 19));
+        *grid.get_mut(idx).expect("in bounds") = 7;
+        assert_eq!(cells[66 * 32 + 19], 7);
+        let narrow =
+            crate::DisjointSlice::<u32, Runtime2DIndex>::from_mut_with_row_width(&mut cells, 10);
+        assert!(index_2d_runtime(&narrow).is_none());
         assert_eq!(block_thread_index(), 3 + 16 * 2);
         assert_eq!((block_size(), grid_stride()), (256, 32));
         set_thread_coords(previous);

@@ -43,7 +43,7 @@ fn sm90a_kernels_pass_ptxas_and_plain_targets_are_refused() {
         "wgmma.commit_group.sync.aligned",
         // wgmma_wait_group_acc: the wait, naming the 32 accumulators.
         "wgmma.wait_group.sync.aligned 0; /* %",
-        "mbarrier.init.shared::cta.b64",
+        "mbarrier.init.shared.b64",
         "mbarrier.arrive.expect_tx.shared::cta.b64",
         "mbarrier.try_wait.parity.shared::cta.b64",
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",

@@ -49,7 +49,7 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
     };
     for item in items.iter_mut() {
         match item {
-            syn::Item::Static(s) => crate::shared::Placer.visit_item_static_mut(s),
+            syn::Item::Static(s) => crate::shared::Placer::default().visit_item_static_mut(s),
             syn::Item::Fn(f) => mark_host_instanced(f),
             _ => {}
         }

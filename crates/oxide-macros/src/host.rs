@@ -140,6 +140,9 @@ pub fn array_ctor(
 ) -> TokenStream {
     let rank = a.rank;
     let layout = Ident::new(a.layout.rust_name(), Span::call_site());
+    if a.row_width_slice {
+        return quote!(::oxide_device::__private::runtime_2d_slice::<#t>);
+    }
     let f = if kind == ParamKind::Array {
         quote!(array)
     } else {

@@ -1,18 +1,27 @@
-//! Shared-memory statics: every `static` of type `SharedArray<…>` in a kernel's body
-//! gets `#[unsafe(link_section = ".oxide.shared")]`, which the link step turns into a
-//! `.shared` variable. cuda-oxide's codegen recognises the type itself; this keeps
-//! their spelling (`static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`)
-//! working unchanged.
+//! Shared-memory statics: every `static` of type `SharedArray<…>` or `Barrier` (an
+//! `mbarrier`, which lives in shared memory) in a kernel's body gets
+//! `#[unsafe(link_section = ".oxide.shared")]`, which the link step turns into a
+//! `.shared` variable. cuda-oxide's codegen recognises the types itself; this keeps
+//! their spelling (`static mut TILE: SharedArray<f32, 256> = SharedArray::UNINIT;`,
+//! `static mut BAR: Barrier = Barrier::UNINIT;`) working unchanged.
 
 use oxide_abi::names::SHARED_SECTION;
 use syn::visit_mut::VisitMut;
 use syn::{ItemFn, ItemStatic, Type, parse_quote};
 
 pub fn place_shared_statics(func: &mut ItemFn) {
-    Placer.visit_block_mut(&mut func.block);
+    let mut placer = Placer::default();
+    placer.visit_block_mut(&mut func.block);
+    if !placer.names.is_empty() {
+        BlockCopies(placer.names).visit_block_mut(&mut func.block);
+    }
 }
 
-pub(crate) struct Placer;
+/// Also collects the names of the shared statics it placed.
+#[derive(Default)]
+pub(crate) struct Placer {
+    names: Vec<syn::Ident>,
+}
 
 impl VisitMut for Placer {
     fn visit_item_static_mut(&mut self, item: &mut ItemStatic) {
@@ -23,8 +32,58 @@ impl VisitMut for Placer {
         if is_shared_array(&item.ty) && !already {
             item.attrs
                 .push(parse_quote!(#[unsafe(link_section = #SHARED_SECTION)]));
+            self.names.push(item.ident.clone());
         }
         syn::visit_mut::visit_item_static_mut(self, item);
+    }
+}
+
+/// `&raw mut S`, `&raw const S`, `addr_of_mut!(S)` and `addr_of!(S)` of a shared static
+/// `S` become `__private::shared_place(…)` of them: the same address on the GPU, the
+/// running block's copy of the static in the emulator (where each block has its own,
+/// and a raw address taken from the static itself would be every block's one).
+struct BlockCopies(Vec<syn::Ident>);
+
+impl BlockCopies {
+    fn is_shared(&self, e: &syn::Expr) -> bool {
+        matches!(e, syn::Expr::Path(p) if p.qself.is_none()
+            && p.path.get_ident().is_some_and(|i| self.0.contains(i)))
+    }
+}
+
+impl VisitMut for BlockCopies {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        let replacement: Option<syn::Expr> = match &*e {
+            syn::Expr::RawAddr(r) if self.is_shared(&r.expr) => {
+                let inner = &r.expr;
+                Some(match r.mutability {
+                    syn::PointerMutability::Mut(_) => {
+                        parse_quote!(::oxide_device::__private::shared_place(&raw mut #inner))
+                    }
+                    syn::PointerMutability::Const(_) => parse_quote!(
+                        ::oxide_device::__private::shared_place((&raw const #inner).cast_mut()).cast_const()
+                    ),
+                })
+            }
+            syn::Expr::Macro(m) => {
+                let last = m.mac.path.segments.last().map(|s| s.ident.to_string());
+                let arg: Option<syn::Expr> = m.mac.parse_body().ok();
+                match (last.as_deref(), arg) {
+                    (Some("addr_of_mut"), Some(a)) if self.is_shared(&a) => {
+                        Some(parse_quote!(::oxide_device::__private::shared_place(&raw mut #a)))
+                    }
+                    (Some("addr_of"), Some(a)) if self.is_shared(&a) => Some(parse_quote!(
+                        ::oxide_device::__private::shared_place((&raw const #a).cast_mut()).cast_const()
+                    )),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match replacement {
+            Some(r) => *e = r,
+            None => syn::visit_mut::visit_expr_mut(self, e),
+        }
     }
 }
 
@@ -34,7 +93,7 @@ fn is_shared_array(ty: &Type) -> bool {
             .path
             .segments
             .last()
-            .is_some_and(|s| s.ident == "SharedArray"),
+            .is_some_and(|s| s.ident == "SharedArray" || s.ident == "Barrier"),
         Type::Group(g) => is_shared_array(&g.elem),
         Type::Paren(p) => is_shared_array(&p.elem),
         _ => false,
@@ -56,11 +115,29 @@ mod tests {
                 }
                 #[unsafe(link_section = ".elsewhere")]
                 static D: SharedArray<u8, 1> = SharedArray::UNINIT;
+                static mut E: Barrier = Barrier::UNINIT;
             }
         };
         place_shared_statics(&mut f);
         let text = quote::quote!(#f).to_string();
-        assert_eq!(text.matches(".oxide.shared").count(), 2, "{text}");
+        assert_eq!(text.matches(".oxide.shared").count(), 3, "{text}");
         assert!(text.contains(".elsewhere"));
+    }
+
+    #[test]
+    fn raw_addresses_of_shared_statics_go_through_the_block_copy() {
+        let mut f: ItemFn = parse_quote! {
+            fn k() {
+                static mut A: SharedArray<u32, 4> = SharedArray::UNINIT;
+                static B: u32 = 0;
+                let p = core::ptr::addr_of_mut!(A) as *mut u32;
+                let q = &raw const A;
+                let r = &raw const B;
+            }
+        };
+        place_shared_statics(&mut f);
+        let text = quote::quote!(#f).to_string().replace(' ', "");
+        assert_eq!(text.matches("shared_place").count(), 2, "{text}");
+        assert!(text.contains("letr=&rawconstB"), "{text}");
     }
 }

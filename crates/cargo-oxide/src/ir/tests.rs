@@ -162,6 +162,35 @@ fn the_dynamic_shared_array_becomes_an_extern_shared_array() {
 }
 
 #[test]
+fn aligned_dynamic_shared_names_become_the_one_array_with_the_largest_alignment() {
+    let m = "@__oxide_dynamic_shared = external global [0 x i8], align 1\n\
+             @__oxide_dynamic_shared_a128 = external global [0 x i8], align 1\n\
+             @__oxide_dynamic_shared_a256 = external global [0 x i8], align 1\n\
+             define void @k() {\n  store i8 1, ptr @__oxide_dynamic_shared_a128, align 1\n  \
+             store i8 2, ptr @__oxide_dynamic_shared_a256, align 1\n  ret void\n}\n";
+    let (text, n) = move_shared_statics(m).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(
+        text.matches(" = external addrspace(3) global").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "@__oxide_dynamic_shared = external addrspace(3) global [0 x i8], align 256\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("_a128") && !text.contains("_a256"), "{text}");
+    assert_eq!(
+        text.matches("addrspacecast (ptr addrspace(3) @__oxide_dynamic_shared to ptr)")
+            .count(),
+        2,
+        "{text}"
+    );
+}
+
+#[test]
 fn slice_pointers_get_what_rust_types_prove() {
     use oxide_abi::descriptor::{ParamDescriptor, SourceLocation};
     let p = |name: &str, kind, ty| ParamDescriptor {

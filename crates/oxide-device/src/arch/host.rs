@@ -10,6 +10,8 @@ mod block;
 mod convert;
 pub(crate) use convert::*;
 pub(crate) mod engine;
+mod f16x2;
+pub(crate) use f16x2::*;
 mod fault;
 mod mma;
 pub(crate) use mma::*;
@@ -205,6 +207,16 @@ redux! {
     redux_or_u32: u32, |a, b| a | b; redux_xor_u32: u32, |a, b| a ^ b;
 }
 
+/// The emulator's shared memory is host allocations, with no `.shared` window whose
+/// offsets a kernel could see: refused by name.
+pub(crate) fn cvta_to_shared(_p: *const u8) -> u64 {
+    std::panic!(
+        "cvta.to.shared is not emulated: the CPU emulator keeps shared memory in host \
+         allocations and has no .shared window to give an offset into. Run this kernel on \
+         a GPU, or keep the generic pointer"
+    )
+}
+
 // ---- shared statics: one copy per block in the emulator --------------------------
 
 /// The running block's copy of a `SharedArray` static (outside the emulator, this OS
@@ -268,6 +280,14 @@ pub(crate) fn dynamic_shared_base() -> *mut u8 {
     }
     // The fallback lives as long as the OS thread, which outlives any kernel call on it.
     DYNAMIC_SHARED.with(|b| b.as_ptr() as *mut u8)
+}
+
+/// The emulator's region is 16-byte aligned whatever `ALIGN` a kernel asks: its end
+/// sits against a guard page, which catches overruns to the byte, and every view of
+/// the region must start at the same address.
+#[inline]
+pub(crate) fn dynamic_shared_base_aligned(_align: usize) -> *mut u8 {
+    dynamic_shared_base()
 }
 
 pub(crate) fn trap() -> ! {

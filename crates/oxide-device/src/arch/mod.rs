@@ -6,10 +6,32 @@
 /// `thread`, `warp` and `debug` can all use it without depending on each other.
 pub(crate) const WARP_SIZE: u32 = 32;
 
+/// The packed-half (`f16x2`) operations both backends implement.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum F16x2Op {
+    Abs,
+    Neg,
+    Add,
+    Sub,
+    Mul,
+    Min,
+    Max,
+    Fma,
+    FmaFtz,
+    FmaSat,
+    FmaFtzSat,
+    FmaRelu,
+    FmaFtzRelu,
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]
+mod nvptx_f16x2;
+#[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx::*;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_f16x2::*;
 #[cfg(target_arch = "nvptx64")]
 mod nvptx_mma;
 #[cfg(target_arch = "nvptx64")]

@@ -192,14 +192,45 @@ pub(crate) fn match_any_u64(mask: u32, v: u64) -> u32 {
 }
 
 // The launch-sized dynamic shared array. The link step turns this declaration into
-// `.extern .shared .align 16 .b8 __oxide_dynamic_shared[]`.
+// `.extern .shared .align 16 .b8 __oxide_dynamic_shared[]`, and the `_aN` names
+// (oxide_abi::names::DYNAMIC_SHARED_SYMBOL, a larger ALIGN) into that same array,
+// aligned to the largest N the kernel names.
 unsafe extern "C" {
     static mut __oxide_dynamic_shared: [u8; 0];
+    static mut __oxide_dynamic_shared_a32: [u8; 0];
+    static mut __oxide_dynamic_shared_a64: [u8; 0];
+    static mut __oxide_dynamic_shared_a128: [u8; 0];
+    static mut __oxide_dynamic_shared_a256: [u8; 0];
 }
 
 #[inline(always)]
 pub(crate) fn dynamic_shared_base() -> *mut u8 {
     (&raw mut __oxide_dynamic_shared).cast()
+}
+
+/// The dynamic array's base, aligned to `align` (a power of two up to 256).
+#[inline(always)]
+pub(crate) fn dynamic_shared_base_aligned(align: usize) -> *mut u8 {
+    match align {
+        32 => (&raw mut __oxide_dynamic_shared_a32).cast(),
+        64 => (&raw mut __oxide_dynamic_shared_a64).cast(),
+        128 => (&raw mut __oxide_dynamic_shared_a128).cast(),
+        256 => (&raw mut __oxide_dynamic_shared_a256).cast(),
+        _ => dynamic_shared_base(),
+    }
+}
+
+/// `cvta.to.shared.u64`: the shared-window offset of a generic pointer into shared
+/// memory.
+#[inline(always)]
+pub(crate) fn cvta_to_shared(p: *const u8) -> u64 {
+    let a: u64;
+    // SAFETY: an address conversion.
+    unsafe {
+        asm!("cvta.to.shared.u64 {a}, {p};", a = out(reg64) a, p = in(reg64) p,
+             options(pure, nomem, nostack, preserves_flags));
+    }
+    a
 }
 
 /// Bytes of shared memory a block of this launch has, static and dynamic:

@@ -167,3 +167,25 @@ pub(crate) fn cp_async_wait_group<const N: u32>() {
     // SAFETY: no preconditions; not `nomem`, so shared-memory reads stay after it.
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack, preserves_flags)) }
 }
+
+/// `cp.async.mbarrier.arrive{.noinc}{.shared}.b64 [bar]` (sm_80, PTX 7.0).
+#[inline(always)]
+pub(crate) unsafe fn cp_async_mbarrier_arrive<const NOINC: bool, const SHARED: bool>(
+    bar: *mut u64,
+) {
+    // SAFETY: upheld by the caller (`async_copy::cp_async_mbarrier_arrive`).
+    unsafe {
+        match (NOINC, SHARED) {
+            (false, false) => asm!("cp.async.mbarrier.arrive.b64 [{b}];", b = in(reg64) bar,
+                                   options(nostack, preserves_flags)),
+            (true, false) => asm!("cp.async.mbarrier.arrive.noinc.b64 [{b}];", b = in(reg64) bar,
+                                  options(nostack, preserves_flags)),
+            (false, true) => asm!(
+                "{{ .reg .u64 s; cvta.to.shared.u64 s, {b}; cp.async.mbarrier.arrive.shared.b64 [s]; }}",
+                b = in(reg64) bar, options(nostack, preserves_flags)),
+            (true, true) => asm!(
+                "{{ .reg .u64 s; cvta.to.shared.u64 s, {b}; cp.async.mbarrier.arrive.noinc.shared.b64 [s]; }}",
+                b = in(reg64) bar, options(nostack, preserves_flags)),
+        }
+    }
+}

@@ -288,11 +288,14 @@ pub(crate) fn shared_addr<T>(p: *const T) -> u32 {
     a as u32
 }
 
+// init, arrive, inval and test_wait are spelled `.shared.b64` (PTX 7.0, sm_80), not
+// `.shared::cta.b64` (PTX 7.8): the same state space, and the sm_80 build, whose PTX
+// says `.version 7.0`, takes them. expect_tx and try_wait exist from sm_90 only.
 #[inline(always)]
 pub(crate) unsafe fn mbarrier_init(bar: *mut u64, count: u32) {
     // SAFETY: `bar` is an 8-byte-aligned shared word (caller).
     unsafe {
-        asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) shared_addr(bar),
+        asm!("mbarrier.init.shared.b64 [{b}], {c};", b = in(reg32) shared_addr(bar),
              c = in(reg32) count, options(nostack, preserves_flags));
     }
 }
@@ -302,7 +305,7 @@ pub(crate) unsafe fn mbarrier_arrive(bar: *mut u64) -> u64 {
     let state: u64;
     // SAFETY: as `mbarrier_init`, initialised.
     unsafe {
-        asm!("mbarrier.arrive.shared::cta.b64 {s}, [{b}];", s = out(reg64) state,
+        asm!("mbarrier.arrive.shared.b64 {s}, [{b}];", s = out(reg64) state,
              b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
     }
     state
@@ -335,7 +338,7 @@ pub(crate) unsafe fn mbarrier_try_wait_parity(bar: *mut u64, parity: u32) -> boo
 pub(crate) unsafe fn mbarrier_inval(bar: *mut u64) {
     // SAFETY: as `mbarrier_init`.
     unsafe {
-        asm!("mbarrier.inval.shared::cta.b64 [{b}];", b = in(reg32) shared_addr(bar),
+        asm!("mbarrier.inval.shared.b64 [{b}];", b = in(reg32) shared_addr(bar),
              options(nostack, preserves_flags));
     }
 }
@@ -345,7 +348,7 @@ pub(crate) unsafe fn mbarrier_test_wait(bar: *mut u64, token: u64) -> bool {
     let done: u32;
     // SAFETY: as `mbarrier_arrive`.
     unsafe {
-        asm!("{{ .reg .pred p; mbarrier.test_wait.shared::cta.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
+        asm!("{{ .reg .pred p; mbarrier.test_wait.shared.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
              d = out(reg32) done, b = in(reg32) shared_addr(bar), t = in(reg64) token,
              options(nostack, preserves_flags));
     }

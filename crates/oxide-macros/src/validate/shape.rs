@@ -17,6 +17,9 @@ pub struct ArrayParam {
     pub layout: ArrayLayout,
     /// One per dimension: a shared name, a decimal extent, or `_`.
     pub dims: Vec<String>,
+    /// Written `DisjointSlice<T, Runtime2DIndex>` (cuda-oxide's slice with a row width
+    /// bound by the host): passed as a C-order 2-D output, rebuilt as that slice.
+    pub row_width_slice: bool,
 }
 
 /// `Some` when `ty` names a shaped array type: its kind, element and rank/layout.
@@ -27,6 +30,9 @@ pub(super) fn classify_array(
 ) -> Option<Result<(ParamKind, Elem, ArrayParam), syn::Error>> {
     let last = p.path.segments.last()?;
     let name = last.ident.to_string();
+    if name == "DisjointSlice" {
+        return runtime_2d_slice(&last.arguments, generics);
+    }
     let (kind, rest) = if let Some(r) = name.strip_prefix("DisjointArray") {
         (ParamKind::DisjointArray, r)
     } else if let Some(r) = name.strip_prefix("Array") {
@@ -40,6 +46,43 @@ pub(super) fn classify_array(
         _ => return None,
     };
     Some(array_args(kind, named_rank, &last.arguments, ty, generics))
+}
+
+/// `DisjointSlice<T, Runtime2DIndex>`: its row width is launch data, so it crosses the
+/// ABI as a C-order 2-D output array (pointer, rows, row width, strides), which the
+/// launcher already checks (a 2-D C-contiguous array; its second extent is the width).
+/// The space is known by its name, as cuda-oxide's macro knows it: an alias of it
+/// takes the plain slice's path, whose constructor requires a space without data, so
+/// it fails to compile rather than pass two words for three.
+fn runtime_2d_slice(
+    args: &PathArguments,
+    generics: &[(&Ident, bool)],
+) -> Option<Result<(ParamKind, Elem, ArrayParam), syn::Error>> {
+    let PathArguments::AngleBracketed(args) = args else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
+    });
+    let (elem, space) = (types.next()?, types.next()?);
+    let is_runtime_2d = matches!(super::strip(space), Type::Path(sp)
+        if sp.path.segments.last().is_some_and(|s| s.ident == "Runtime2DIndex"));
+    if !is_runtime_2d {
+        return None;
+    }
+    Some(element(elem, generics).map(|e| {
+        (
+            ParamKind::DisjointArray,
+            e,
+            ArrayParam {
+                rank: 2,
+                layout: ArrayLayout::C,
+                dims: vec!["_".into(); 2],
+                row_width_slice: true,
+            },
+        )
+    }))
 }
 
 fn array_args(
@@ -102,6 +145,7 @@ fn array_args(
             rank,
             layout,
             dims: vec!["_".into(); rank],
+            row_width_slice: false,
         },
     ))
 }

@@ -273,6 +273,17 @@ pub(crate) fn cp_async_wait_group<const N: u32>() {
     }
 }
 
+pub(crate) unsafe fn cp_async_mbarrier_arrive<const NOINC: bool, const SHARED: bool>(
+    _bar: *mut u64,
+) {
+    not_emulated(match (NOINC, SHARED) {
+        (false, false) => "cp.async.mbarrier.arrive",
+        (true, false) => "cp.async.mbarrier.arrive.noinc",
+        (false, true) => "cp.async.mbarrier.arrive.shared",
+        (true, true) => "cp.async.mbarrier.arrive.noinc.shared",
+    })
+}
+
 // ---- sm_90 warpgroup, mbarrier and bulk-copy instructions: refused -----------------------------
 
 fn not_emulated(instruction: &str) -> ! {
