@@ -90,7 +90,7 @@ pub unsafe fn runtime_2d_slice<'a, T>(
     _strides: [usize; 2],
 ) -> DisjointSlice<'a, T, crate::thread::Runtime2DIndex> {
     let len = dims[0] * dims[1];
-    let ptr = valid_for_len(ptr, len);
+    let ptr = abi_pointer(ptr);
     // SAFETY: upheld by the caller.
     unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len, dims[1] as u32) }
 }
