@@ -12,11 +12,17 @@ use crate::atomic::{AtomicSlice, AtomicValue};
 /// saxpy about 2 % (docs/performance.md), and LLVM still sees the kernel parameter
 /// itself as the pointer's origin (`ld.global.nc` on `noalias readonly` parameters).
 #[inline(always)]
-fn abi_pointer<T>(ptr: *mut T) -> *mut T {
+///
+/// # Safety
+/// `ptr` is non-null (the launch ABI's promise); LLVM is told so, which folds the
+/// null test of `Option<&mut T>` in `DisjointSlice::get_mut` and its kin.
+unsafe fn abi_pointer<T>(ptr: *mut T) -> *mut T {
     debug_assert!(
-        !ptr.is_null() && ptr.is_aligned(),
-        "the launcher passed a null or misaligned array pointer"
+        ptr.is_aligned(),
+        "the launcher passed a misaligned array pointer"
     );
+    // SAFETY: upheld by the caller (the launcher).
+    unsafe { core::hint::assert_unchecked(!ptr.is_null()) };
     ptr
 }
 
@@ -45,7 +51,8 @@ pub fn shared_place<T>(p: *mut T) -> *mut T {
 /// memory must not be written during the launch.
 #[inline(always)]
 pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-    let ptr = abi_pointer(ptr.cast_mut());
+    // SAFETY: the launch ABI's pointer is non-null.
+    let ptr = unsafe { abi_pointer(ptr.cast_mut()) };
     // SAFETY: upheld by the caller.
     unsafe { core::slice::from_raw_parts(ptr, len) }
 }
@@ -57,7 +64,8 @@ pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
 /// answers for races between threads.
 #[inline(always)]
 pub unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> &'a mut [T] {
-    let ptr = abi_pointer(ptr);
+    // SAFETY: the launch ABI's pointer is non-null.
+    let ptr = unsafe { abi_pointer(ptr) };
     // SAFETY: upheld by the caller.
     unsafe { core::slice::from_raw_parts_mut(ptr, len) }
 }
@@ -71,7 +79,8 @@ pub unsafe fn disjoint<'a, T, S: crate::thread::IndexSpace<Data = ()>>(
     ptr: *mut T,
     len: usize,
 ) -> DisjointSlice<'a, T, S> {
-    let ptr = abi_pointer(ptr);
+    // SAFETY: the launch ABI's pointer is non-null.
+    let ptr = unsafe { abi_pointer(ptr) };
     // SAFETY: upheld by the caller.
     unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len, ()) }
 }
@@ -90,7 +99,8 @@ pub unsafe fn runtime_2d_slice<'a, T>(
     _strides: [usize; 2],
 ) -> DisjointSlice<'a, T, crate::thread::Runtime2DIndex> {
     let len = dims[0] * dims[1];
-    let ptr = abi_pointer(ptr);
+    // SAFETY: the launch ABI's pointer is non-null.
+    let ptr = unsafe { abi_pointer(ptr) };
     // SAFETY: upheld by the caller.
     unsafe { DisjointSlice::from_raw_parts_with_space(ptr, len, dims[1] as u32) }
 }
@@ -101,7 +111,8 @@ pub unsafe fn runtime_2d_slice<'a, T>(
 /// As [`AtomicSlice::from_raw_parts`].
 #[inline(always)]
 pub unsafe fn atomic_slice<'a, T: AtomicValue>(ptr: *mut T, len: usize) -> AtomicSlice<'a, T> {
-    let ptr = abi_pointer(ptr);
+    // SAFETY: the launch ABI's pointer is non-null.
+    let ptr = unsafe { abi_pointer(ptr) };
     // SAFETY: upheld by the caller.
     unsafe { AtomicSlice::from_raw_parts(ptr, len) }
 }
@@ -186,7 +197,8 @@ pub unsafe fn array<'a, T, const R: usize, L: crate::array::Layout>(
     shape: [usize; R],
     strides: [usize; R],
 ) -> crate::array::Array<'a, T, R, L> {
-    let ptr = abi_pointer(ptr.cast_mut());
+    // SAFETY: the launch ABI's pointer is non-null.
+    let ptr = unsafe { abi_pointer(ptr.cast_mut()) };
     // SAFETY: upheld by the caller.
     unsafe { crate::array::Array::from_raw_parts(ptr, shape, strides) }
 }
@@ -201,7 +213,8 @@ pub unsafe fn disjoint_array<'a, T, const R: usize, L: crate::array::Layout>(
     shape: [usize; R],
     strides: [usize; R],
 ) -> crate::array::DisjointArray<'a, T, R, L> {
-    let ptr = abi_pointer(ptr);
+    // SAFETY: the launch ABI's pointer is non-null.
+    let ptr = unsafe { abi_pointer(ptr) };
     // SAFETY: upheld by the caller.
     unsafe { crate::array::DisjointArray::from_raw_parts(ptr, shape, strides) }
 }
