@@ -394,3 +394,22 @@ fn the_emulator_refuses_tma_stores_naming_them() {
         "{m}"
     );
 }
+
+#[kernel]
+pub unsafe fn block_barrier_init(out: &mut [f32]) {
+    static mut BAR: oxide_device::barrier::Barrier = oxide_device::barrier::Barrier::UNINIT;
+    unsafe { oxide_device::barrier::mbarrier_init(&raw mut BAR, 32) };
+    out[0] = 1.0;
+}
+
+#[test]
+fn the_emulator_refuses_mbarrier_pointing_at_sm_80() {
+    let out = vec![0.0f32; 1];
+    let (status, m) = run(__oxide_host_block_barrier_init, 32, &slice(&out));
+    assert_eq!(status, STATUS_TRAP);
+    assert!(m.contains("mbarrier.init is not emulated"), "{m}");
+    assert!(
+        m.contains("sm_80 or newer GPU") && m.contains("sync_threads"),
+        "{m}"
+    );
+}

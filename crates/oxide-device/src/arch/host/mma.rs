@@ -276,7 +276,7 @@ pub(crate) fn cp_async_wait_group<const N: u32>() {
 pub(crate) unsafe fn cp_async_mbarrier_arrive<const NOINC: bool, const SHARED: bool>(
     _bar: *mut u64,
 ) {
-    not_emulated(match (NOINC, SHARED) {
+    mbarrier_not_emulated(match (NOINC, SHARED) {
         (false, false) => "cp.async.mbarrier.arrive",
         (true, false) => "cp.async.mbarrier.arrive.noinc",
         (false, true) => "cp.async.mbarrier.arrive.shared",
@@ -291,6 +291,16 @@ fn not_emulated(instruction: &str) -> ! {
         "{instruction} is not emulated: the CPU emulator has no model of sm_90's \
          asynchronous warpgroup/tensor-memory engines, and will not guess. Run this kernel \
          on an sm_90 GPU, or use mma.sync (oxide_device::mma), which the emulator runs"
+    )
+}
+
+/// mbarrier's sm_80 forms and cp.async's arrivals on one: refused too (the emulator has
+/// no model of a barrier's phases and asynchronous arrivals), but an sm_80 GPU runs them.
+fn mbarrier_not_emulated(instruction: &str) -> ! {
+    std::panic!(
+        "{instruction} is not emulated: the CPU emulator has no model of mbarrier's phases \
+         and asynchronous arrivals, and will not guess. Run this kernel on an sm_80 or newer \
+         GPU, or synchronise the block with thread::sync_threads, which the emulator runs"
     )
 }
 
@@ -345,15 +355,15 @@ pub(crate) fn shared_addr<T>(_p: *const T) -> u32 {
 }
 
 pub(crate) unsafe fn mbarrier_init(_bar: *mut u64, _count: u32) {
-    not_emulated("mbarrier.init")
+    mbarrier_not_emulated("mbarrier.init")
 }
 
 pub(crate) unsafe fn mbarrier_inval(_bar: *mut u64) {
-    not_emulated("mbarrier.inval")
+    mbarrier_not_emulated("mbarrier.inval")
 }
 
 pub(crate) unsafe fn mbarrier_test_wait(_bar: *mut u64, _token: u64) -> bool {
-    not_emulated("mbarrier.test_wait")
+    mbarrier_not_emulated("mbarrier.test_wait")
 }
 
 pub(crate) unsafe fn mbarrier_try_wait(_bar: *mut u64, _token: u64) -> bool {
@@ -361,7 +371,7 @@ pub(crate) unsafe fn mbarrier_try_wait(_bar: *mut u64, _token: u64) -> bool {
 }
 
 pub(crate) unsafe fn mbarrier_arrive(_bar: *mut u64) -> u64 {
-    not_emulated("mbarrier.arrive")
+    mbarrier_not_emulated("mbarrier.arrive")
 }
 
 pub(crate) unsafe fn mbarrier_arrive_expect_tx(_bar: *mut u64, _bytes: u32) -> u64 {
