@@ -148,6 +148,41 @@ def _int_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], A
 
 
 def _float_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], Any]:
+    """An ``f32``/``f64`` by value, passed as that NumPy scalar."""
+
+    def exact(i: int) -> bool:
+        try:
+            return int(np_type(i)) == i
+        except OverflowError:
+            return False
+
+    limit = (_F32_OVERFLOW, "3.4e38", "f64") if param.type == "f32" else None
+    return _real_converter(np, param, exact, np_type, limit)
+
+
+def _half_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
+    """An ``f16``/``bf16`` by value: a float rounded to nearest (or an int the type holds
+    exactly), passed as its 16 bits (the entry point's ABI parameter is a ``u16``)."""
+    t = param.type
+    top = HALF_OVERFLOW[t]
+    return _real_converter(
+        np, param,
+        lambda i: abs(i) < top and half_value(t, half_bits(t, float(i))) == i,
+        lambda f: np.uint16(half_bits(t, f)),
+        (top, f"{top:.6g}", "f32"),
+    )  # fmt: skip
+
+
+def _real_converter(
+    np: Any,
+    param: ParamSpec,
+    exact: Callable[[int], bool],
+    pack: Callable[[float], Any],
+    limit: tuple[float, str, str] | None,
+) -> Callable[[Any], Any]:
+    """The rules of a float parameter: a float, or an int the type holds ``exact``-ly;
+    ``limit`` (where rounding reaches infinity, how to say it, the wider type to suggest)
+    refuses finite values that would overflow; ``pack`` makes the launch-ABI value."""
     t = param.type
     expected = f"a float ({t})"
 
@@ -163,68 +198,25 @@ def _float_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any],
             f = float(v)
         elif isinstance(v, (int, np.integer)):
             i = int(v)
-            try:
-                exact = int(np_type(i)) == i
-            except OverflowError:
-                exact = False
-            if not exact:
+            if not exact(i):
                 raise Refused(
                     ArgumentValueError, expected + ", exactly representable", f"int {i}",
                     f"pass float({i}) to accept rounding to the nearest {t}",
                 )  # fmt: skip
-            return np_type(i)
+            return pack(float(i))  # exact, so within range
         else:
             fix = "pass a Python float"
             if hasattr(v, "item"):
                 fix += " (value.item() for a 0-d array)"
             raise Refused(ArgumentTypeError, expected, describe_value(v), fix)
-        if t == "f32" and abs(f) >= _F32_OVERFLOW and not math.isinf(f):
+        if limit is not None and abs(f) >= limit[0] and not math.isinf(f):
             raise Refused(
-                ArgumentValueError, "a float within f32's range (|x| < 3.4e38)", repr(f),
-                "pass a smaller value, or use a kernel that takes f64",
+                ArgumentValueError, f"a float within {t}'s range (|x| < {limit[1]})", repr(f),
+                f"pass a smaller value, or use a kernel that takes {limit[2]}",
             )  # fmt: skip
-        return np_type(f)
+        return pack(f)
 
     return convert_float
-
-
-def _half_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
-    """An ``f16``/``bf16`` by value: a float rounded to nearest (or an int the type holds
-    exactly), passed as its 16 bits (the entry point's ABI parameter is a ``u16``)."""
-    t = param.type
-    expected = f"a float ({t})"
-    limit = HALF_OVERFLOW[t]
-
-    def convert_half(v: Any) -> Any:
-        if isinstance(v, (bool, np.bool_)):
-            raise Refused(
-                ArgumentTypeError, expected, describe_value(v),
-                "pass float(flag) if you mean 0.0 or 1.0",
-            )  # fmt: skip
-        if isinstance(v, (float, np.floating)):
-            f = float(v)
-        elif isinstance(v, (int, np.integer)):
-            i = int(v)
-            exact = abs(i) < limit and half_value(t, half_bits(t, float(i))) == i
-            if not exact:
-                raise Refused(
-                    ArgumentValueError, expected + ", exactly representable", f"int {i}",
-                    f"pass float({i}) to accept rounding to the nearest {t}",
-                )  # fmt: skip
-            f = float(i)
-        else:
-            fix = "pass a Python float"
-            if hasattr(v, "item"):
-                fix += " (value.item() for a 0-d array)"
-            raise Refused(ArgumentTypeError, expected, describe_value(v), fix)
-        if abs(f) >= limit and not math.isinf(f):
-            raise Refused(
-                ArgumentValueError, f"a float within {t}'s range (|x| < {limit:.6g})", repr(f),
-                "pass a smaller value, or use a kernel that takes f32",
-            )  # fmt: skip
-        return np.uint16(half_bits(t, f))
-
-    return convert_half
 
 
 # --- array checks ----------------------------------------------------------------------

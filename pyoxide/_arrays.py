@@ -331,19 +331,23 @@ def _dtype_name(obj: Any) -> str | None:
 
 
 def _from_cupy_bfloat16(obj: Any) -> ArrayView:
+    return _bfloat16_view(
+        obj, GPU, int(obj.data.ptr), tuple(obj.strides), int(obj.device.id), "CuPy array",
+        "cupy.ndarray attributes",
+    )  # fmt: skip
+
+
+def _bfloat16_view(
+    obj: Any, kind: str, ptr: int, strides: tuple[int, ...], device: int | None,
+    source: str, protocol: str,
+) -> ArrayView:  # fmt: skip
+    """A bfloat16 array described from its library's own attributes (no protocol says
+    bfloat16): ``strides`` in bytes."""
     return ArrayView(
-        obj=obj,
-        kind=GPU,
-        ptr=int(obj.data.ptr),
-        shape=tuple(obj.shape),
-        strides=tuple(obj.strides),
-        typestr=BF16_TYPESTR,
-        readonly=False,
-        device=int(obj.device.id),
-        protocol="cupy.ndarray attributes",
-        itemsize=2,
-        source="CuPy array",
-    )
+        obj=obj, kind=kind, ptr=ptr, shape=tuple(obj.shape), strides=strides,
+        typestr=BF16_TYPESTR, readonly=False, device=device, protocol=protocol, itemsize=2,
+        source=source,
+    )  # fmt: skip
 
 
 def _is_torch_bfloat16(obj: Any) -> bool:
@@ -365,16 +369,7 @@ def _from_torch_bfloat16(obj: Any) -> ArrayView:
             f"a torch.Tensor on a {obj.device.type} device",
             "move it to a CUDA device or to host memory first",
         )
-    return ArrayView(
-        obj=obj,
-        kind=GPU if on_gpu else HOST,
-        ptr=int(obj.data_ptr()),
-        shape=tuple(obj.shape),
-        strides=tuple(2 * s for s in obj.stride()),
-        typestr=BF16_TYPESTR,
-        readonly=False,
-        device=obj.device.index if on_gpu else None,
-        protocol="torch.Tensor attributes",
-        itemsize=2,
-        source="torch.Tensor",
-    )
+    return _bfloat16_view(
+        obj, GPU if on_gpu else HOST, int(obj.data_ptr()), tuple(2 * s for s in obj.stride()),
+        obj.device.index if on_gpu else None, "torch.Tensor", "torch.Tensor attributes",
+    )  # fmt: skip

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from . import _abi
 
 if TYPE_CHECKING:
+    from ._arrays import ArrayView
     from ._launch import Kernel
 
 # A crate's Module (pyoxide/_module.py, which imports this module: named here by role,
@@ -43,6 +44,8 @@ PLAIN_TILE, PLAIN_BLOCK = 128, 256
 #: dynamic shared memory (SM90_SHARED_BYTES; the kernel asserts it got that much).
 SM90_BM, SM90_BN, SM90_THREADS, SM90_SHARED_BYTES = 128, 256, 384, 230_464
 _MAPS_KEPT = 64
+#: What `_dims` found: m, n, k and the views of a, b and c.
+_Dims = tuple[int, int, int, tuple["ArrayView", "ArrayView", "ArrayView"]]
 #: Calls remembered for the fast route (each holds the maps of its arrays).
 _CALLS_KEPT = 64
 
@@ -95,7 +98,7 @@ class TwinPicker:
                 if fast(flat, checked):
                     return None
         dims = _dims(a, b, c)
-        if dims is not None and self._run_twin(a, b, c, *dims):
+        if dims is not None and self._run_twin(a, b, c, dims):
             return None
         return self._plain(a, b, c)  # the shapes checked, the grid from c
 
@@ -111,10 +114,11 @@ class TwinPicker:
     def picks(self, a: Any, b: Any, c: Any) -> str:
         """The entry a plain call with these arguments runs (this kernel or its twin)."""
         dims = _dims(a, b, c)
-        return self._twin if dims and self._twin_plan(a, b, c, *dims) else self._plain.name
+        return self._twin if dims and self._twin_plan(dims) else self._plain.name
 
-    def _run_twin(self, a: Any, b: Any, c: Any, m: int, n: int, k: int) -> bool:
-        plan = self._twin_plan(a, b, c, m, n, k)
+    def _run_twin(self, a: Any, b: Any, c: Any, dims: _Dims) -> bool:
+        m, n, k, _ = dims
+        plan = self._twin_plan(dims)
         if plan is None:
             return False
         twins, backend, device, pa, pb, pc = plan
@@ -153,18 +157,18 @@ class TwinPicker:
             c.data.ptr, c.shape, c.strides, c.dtype,
         )  # fmt: skip
 
-    def _twin_plan(self, a: Any, b: Any, c: Any, m: int, n: int, k: int) -> tuple[Any, ...] | None:
+    def _twin_plan(self, dims: _Dims) -> tuple[Any, ...] | None:
         """(twin module, backend, device, a's, b's and c's addresses) when the twin can
         run."""
+        _, n, k, views = dims
         if n % 8 or k % 8:
             return None  # TMA's row strides are multiples of 16 bytes
-        from ._arrays import RUST_TYPESTR, view
+        from ._arrays import RUST_TYPESTR
 
-        views = [view(x) for x in (a, b, c)]  # GPU arrays: _dims saw them
         wanted = [RUST_TYPESTR[p.type] for p in self._plain.spec.params]
-        if any(v is None or v.typestr != t for v, t in zip(views, wanted, strict=True)):
+        if any(v.typestr != t for v, t in zip(views, wanted, strict=True)):
             return None  # the plain kernel names the dtype it wants
-        pa, pb, pc = (v.ptr for v in views)  # type: ignore[union-attr]
+        pa, pb, pc = (v.ptr for v in views)
         if pa % 16 or pb % 16 or pc % 16:
             return None
         from . import backends
@@ -217,9 +221,10 @@ class TwinPicker:
         return maps
 
 
-def _dims(a: Any, b: Any, c: Any) -> tuple[int, int, int] | None:
-    """(m, n, k) when a (m, k), b (k, n) and c (m, n) are C-contiguous GPU matrices that
-    agree, else None (the plain kernel then runs the call, or explains what is wrong)."""
+def _dims(a: Any, b: Any, c: Any) -> _Dims | None:
+    """(m, n, k, the three arrays' views) when a (m, k), b (k, n) and c (m, n) are
+    C-contiguous GPU matrices that agree, else None (the plain kernel then runs the call,
+    or explains what is wrong)."""
     from ._arrays import GPU, ArrayProtocolError, view
 
     try:
@@ -232,7 +237,7 @@ def _dims(a: Any, b: Any, c: Any) -> tuple[int, int, int] | None:
     (m, k), (k2, n), (m2, n2) = va.shape, vb.shape, vc.shape  # type: ignore[union-attr]
     if (k, m, n) != (k2, m2, n2) or 0 in (m, n, k):
         return None
-    return m, n, k
+    return m, n, k, (va, vb, vc)  # type: ignore[return-value]
 
 
 def _is_torch(x: Any) -> bool:

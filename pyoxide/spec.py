@@ -47,33 +47,17 @@ __all__ = [
 Shape = tuple[int, ...]
 Args = dict[str, Any]
 
-#: Element type names (the manifest's) and their NumPy dtypes; "bf16" is ml_dtypes'
-#: bfloat16, looked up when a case needs it (see `np_dtype`).
-DTYPES: dict[str, Any] = {
-    "f32": np.float32,
-    "f64": np.float64,
-    "f16": np.float16,
-    "u32": np.uint32,
-    "i32": np.int32,
-    "u16": np.uint16,
-    "u8": np.uint8,
-    "i64": np.int64,
-    "u64": np.uint64,
-}
-
 
 def np_dtype(name: str) -> Any:
     """The NumPy dtype of a manifest element type name (bf16: ml_dtypes' bfloat16)."""
-    if name == "bf16":
-        from ._arrays import numpy_dtype
+    from ._arrays import numpy_dtype
 
-        dt = numpy_dtype(name)
-        if dt is None:
-            raise ImportError(
-                "bfloat16 cases need ml_dtypes (NumPy has no bfloat16): pip install ml_dtypes"
-            )
-        return dt
-    return np.dtype(DTYPES[name])
+    dt = numpy_dtype(name)
+    if dt is None:
+        raise ImportError(
+            "bfloat16 cases need ml_dtypes (NumPy has no bfloat16): pip install ml_dtypes"
+        )
+    return dt
 
 
 @dataclass(frozen=True)
