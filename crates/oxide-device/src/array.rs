@@ -55,6 +55,16 @@ fn c_strides<const R: usize>(shape: [usize; R]) -> [usize; R] {
     s
 }
 
+/// The strides an array of layout `L` keeps: the given ones, or C's for `shape`.
+#[inline(always)]
+fn layout_strides<const R: usize, L: Layout>(shape: [usize; R], strides: [usize; R]) -> [usize; R] {
+    if L::STRIDED {
+        strides
+    } else {
+        c_strides(shape)
+    }
+}
+
 /// The element offset of `idx`, or None when an index is past its extent.
 #[inline(always)]
 fn offset<const R: usize, L: Layout>(
@@ -78,6 +88,41 @@ fn offset<const R: usize, L: Layout>(
         d += 1;
     }
     Some(at)
+}
+
+/// The accessors of a shaped array ([`Array`], [`DisjointArray`]: both hold `shape` and
+/// `strides`).
+macro_rules! shape_accessors {
+    () => {
+        /// Extents, outermost first.
+        #[inline(always)]
+        pub fn shape(&self) -> [usize; R] {
+            self.shape
+        }
+
+        /// The extent of dimension `axis` (panics past the rank).
+        #[inline(always)]
+        pub fn dim(&self, axis: usize) -> usize {
+            self.shape[axis]
+        }
+
+        /// Strides in elements, outermost first.
+        #[inline(always)]
+        pub fn strides(&self) -> [usize; R] {
+            self.strides
+        }
+
+        /// Number of elements.
+        #[inline(always)]
+        pub fn len(&self) -> usize {
+            self.shape.iter().product()
+        }
+
+        #[inline(always)]
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    };
 }
 
 /// A read-only shaped array (see the module documentation).
@@ -115,11 +160,7 @@ impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
     /// array must be C-contiguous. `ptr` may dangle when an extent is 0.
     #[inline(always)]
     pub unsafe fn from_raw_parts(ptr: *const T, shape: [usize; R], strides: [usize; R]) -> Self {
-        let strides = if L::STRIDED {
-            strides
-        } else {
-            c_strides(shape)
-        };
+        let strides = layout_strides::<R, L>(shape, strides);
         Array {
             ptr,
             shape,
@@ -128,34 +169,7 @@ impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
         }
     }
 
-    /// Extents, outermost first.
-    #[inline(always)]
-    pub fn shape(&self) -> [usize; R] {
-        self.shape
-    }
-
-    /// The extent of dimension `axis` (panics past the rank).
-    #[inline(always)]
-    pub fn dim(&self, axis: usize) -> usize {
-        self.shape[axis]
-    }
-
-    /// Strides in elements, outermost first.
-    #[inline(always)]
-    pub fn strides(&self) -> [usize; R] {
-        self.strides
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.shape.iter().product()
-    }
-
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    shape_accessors!();
 
     /// The element at `idx`, or None when it is out of bounds.
     #[inline(always)]
@@ -395,11 +409,7 @@ impl<'a, T, const R: usize, L: Layout> DisjointArray<'a, T, R, L> {
     /// through this array's per-thread elements.
     #[inline(always)]
     pub unsafe fn from_raw_parts(ptr: *mut T, shape: [usize; R], strides: [usize; R]) -> Self {
-        let strides = if L::STRIDED {
-            strides
-        } else {
-            c_strides(shape)
-        };
+        let strides = layout_strides::<R, L>(shape, strides);
         DisjointArray {
             ptr,
             shape,
@@ -408,30 +418,7 @@ impl<'a, T, const R: usize, L: Layout> DisjointArray<'a, T, R, L> {
         }
     }
 
-    #[inline(always)]
-    pub fn shape(&self) -> [usize; R] {
-        self.shape
-    }
-
-    #[inline(always)]
-    pub fn dim(&self, axis: usize) -> usize {
-        self.shape[axis]
-    }
-
-    #[inline(always)]
-    pub fn strides(&self) -> [usize; R] {
-        self.strides
-    }
-
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.shape.iter().product()
-    }
-
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    shape_accessors!();
 
     /// This thread's element, or None when the witness is outside the array (a grid
     /// rounded up past an edge).

@@ -287,20 +287,28 @@ pub(crate) unsafe fn cp_async_mbarrier_arrive<const NOINC: bool, const SHARED: b
 // ---- sm_90 warpgroup, mbarrier and bulk-copy instructions: refused -----------------------------
 
 fn not_emulated(instruction: &str) -> ! {
-    std::panic!(
-        "{instruction} is not emulated: the CPU emulator has no model of sm_90's \
-         asynchronous warpgroup/tensor-memory engines, and will not guess. Run this kernel \
-         on an sm_90 GPU, or use mma.sync (oxide_device::mma), which the emulator runs"
+    refuse(
+        instruction,
+        "sm_90's asynchronous warpgroup/tensor-memory engines",
+        "on an sm_90 GPU, or use mma.sync (oxide_device::mma), which the emulator runs",
     )
 }
 
 /// mbarrier's sm_80 forms and cp.async's arrivals on one: refused too (the emulator has
 /// no model of a barrier's phases and asynchronous arrivals), but an sm_80 GPU runs them.
 fn mbarrier_not_emulated(instruction: &str) -> ! {
+    refuse(
+        instruction,
+        "mbarrier's phases and asynchronous arrivals",
+        "on an sm_80 or newer GPU, or synchronise the block with thread::sync_threads, \
+         which the emulator runs",
+    )
+}
+
+fn refuse(instruction: &str, no_model_of: &str, run: &str) -> ! {
     std::panic!(
-        "{instruction} is not emulated: the CPU emulator has no model of mbarrier's phases \
-         and asynchronous arrivals, and will not guess. Run this kernel on an sm_80 or newer \
-         GPU, or synchronise the block with thread::sync_threads, which the emulator runs"
+        "{instruction} is not emulated: the CPU emulator has no model of {no_model_of}, and \
+         will not guess. Run this kernel {run}"
     )
 }
 
