@@ -171,6 +171,8 @@ MIN_ARCH = 75
 DYNAMIC_SHARED_ALIGN = 16
 MAX_ARRAY_RANK = 3
 MAX_ARRAY_EXTENT = 2147483647
+MAX_CLUSTER_SIZE = 8
+MIN_CLUSTER_ARCH = 90
 
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")

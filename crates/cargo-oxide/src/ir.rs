@@ -297,8 +297,43 @@ fn defined_kernel<'k, V>(line: &str, kernels: &'k BTreeMap<String, V>) -> Option
         .find(|e| line.contains(&format!(" void @{e}(")))
 }
 
-/// Give each kernel entry the `ptx_kernel` calling convention and its launch bounds.
-pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, Option<LaunchBounds>>) -> Result<String> {
+/// What [`mark_kernels`] writes on one kernel entry besides `ptx_kernel`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EntryAttrs {
+    /// `"nvvm.maxntid"` / `"nvvm.minctasm"` (PTX `.maxntid`, `.minnctapersm`).
+    pub launch_bounds: Option<LaunchBounds>,
+    /// `"nvvm.cluster_dim"="x,y,z"`, which LLVM's NVPTX backend prints as
+    /// `.explicitcluster` and `.reqnctapercluster x, y, z` for sm_90 and newer (and drops,
+    /// silently, for older targets: `cargo oxide build` refuses those first).
+    pub cluster: Option<[u32; 3]>,
+}
+
+impl EntryAttrs {
+    pub fn of(d: &KernelDescriptor) -> EntryAttrs {
+        EntryAttrs {
+            launch_bounds: d.launch_bounds,
+            cluster: d.cluster,
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut attrs = String::new();
+        if let Some(bounds) = self.launch_bounds {
+            attrs.push_str(&format!(" \"nvvm.maxntid\"=\"{}\"", bounds.max_threads));
+            if let Some(min) = bounds.min_blocks {
+                attrs.push_str(&format!(" \"nvvm.minctasm\"=\"{min}\""));
+            }
+        }
+        if let Some([x, y, z]) = self.cluster {
+            attrs.push_str(&format!(" \"nvvm.cluster_dim\"=\"{x},{y},{z}\""));
+        }
+        attrs
+    }
+}
+
+/// Give each kernel entry the `ptx_kernel` calling convention, its launch bounds and
+/// its cluster shape.
+pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, EntryAttrs>) -> Result<String> {
     let mut found = BTreeSet::new();
     let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
     for line in ir.lines() {
@@ -314,11 +349,8 @@ pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, Option<LaunchBounds>>) 
             &format!(" ptx_kernel void @{entry}("),
             1,
         );
-        if let Some(Some(bounds)) = kernels.get(entry) {
-            let mut attrs = format!(" \"nvvm.maxntid\"=\"{}\"", bounds.max_threads);
-            if let Some(min) = bounds.min_blocks {
-                attrs.push_str(&format!(" \"nvvm.minctasm\"=\"{min}\""));
-            }
+        let attrs = kernels.get(entry).map(EntryAttrs::text).unwrap_or_default();
+        if !attrs.is_empty() {
             let Some(at) = fn_attrs_position(&line, entry) else {
                 bail!("cannot read the definition of kernel {entry}: {line}");
             };

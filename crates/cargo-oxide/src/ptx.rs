@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use oxide_abi::limits::MIN_ARCH;
+use oxide_abi::descriptor::KernelDescriptor;
+use oxide_abi::limits::{MIN_ARCH, MIN_CLUSTER_ARCH};
 use oxide_abi::manifest::KernelResources;
 
 use crate::toolchain::Ptxas;
@@ -161,6 +162,28 @@ pub fn check_arch_specific(ptx: &str, arch: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuse to build a kernel with `#[cluster_launch]` for a target without thread-block
+/// clusters (below sm_90): LLVM would drop its `.reqnctapercluster` without a word, and
+/// the kernel would run with one block per cluster.
+pub fn check_cluster_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
+    let Some(k) = kernels.iter().find(|k| k.cluster.is_some()) else {
+        return Ok(());
+    };
+    for arch in archs {
+        if parse_arch(arch)? < MIN_CLUSTER_ARCH {
+            let [x, y, z] = k.cluster.unwrap_or([1; 3]);
+            bail!(
+                "kernel `{}` has #[cluster_launch({x}, {y}, {z})], but this build is also for \
+                 {arch}, which has no thread-block clusters (they start at sm_{MIN_CLUSTER_ARCH}): \
+                 build for sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90), and keep \
+                 kernels for older GPUs in a crate of their own",
+                k.entry
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The text of one `.entry` in a PTX file, from its declaration to its closing brace.
 pub fn entry_text<'a>(ptx: &'a str, entry: &str) -> Option<&'a str> {
     let decl = format!(".entry {entry}(");
@@ -183,6 +206,30 @@ mod tests {
 \t{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%f1}, %rd1, %rd2, p, 1, 1; }
 }
 ";
+
+    #[test]
+    fn cluster_kernels_are_refused_below_sm_90() {
+        let mut k: KernelDescriptor = serde_json::from_str(
+            r#"{"version": 1, "name": "k", "entry": "k", "params": [],
+                "source": {"module": "m", "file": "f", "line": 1}}"#,
+        )
+        .unwrap();
+        let archs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // No cluster: any target.
+        check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
+        k.cluster = Some([2, 1, 1]);
+        let e = check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kernel `k` has #[cluster_launch(2, 1, 1)]")
+                && e.contains("sm_80")
+                && e.contains("--arch sm_90"),
+            "{e}"
+        );
+        check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_90a", "sm_100"]))
+            .unwrap();
+    }
 
     #[test]
     fn arch_specific_instructions_are_refused_for_plain_targets() {

@@ -33,6 +33,12 @@ pub struct KernelDescriptor {
     /// `#[launch_bounds(max_threads, min_blocks)]`, if given.
     #[serde(default)]
     pub launch_bounds: Option<LaunchBounds>,
+    /// `#[cluster_launch(x, y, z)]`: blocks per thread-block cluster along x, y and z
+    /// (sm_90+; PTX `.reqnctapercluster`). A launch's grid must be a multiple of it per
+    /// axis. Absent for kernels without the attribute (an older reader ignores the key;
+    /// the driver still enforces the PTX's cluster shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<[u32; 3]>,
     /// `#[launch(...)]`: how a call without `[grid, block]` sizes its launch, and which
     /// explicit grids are refused. None: one thread per element of the first
     /// `DisjointSlice`/`&mut [T]` output, blocks of 256 (or the launch bounds).
@@ -286,6 +292,7 @@ mod tests {
             ],
             is_unsafe: false,
             launch_bounds: None,
+            cluster: Some([2, 1, 1]),
             launch: Some(LaunchPolicy::Elementwise {
                 over: "y".into(),
                 per_thread: 4,

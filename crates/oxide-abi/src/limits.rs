@@ -23,3 +23,10 @@ pub const MIN_ARCH: u32 = 75;
 /// Local memory of one thread, in bytes (what ptxas accepts for a stack frame); the
 /// emulator's thread stacks have room for it.
 pub const MAX_LOCAL_BYTES_PER_THREAD: u64 = 512 * 1024;
+/// Blocks in one thread-block cluster that every sm_90+ device launches (the "portable"
+/// cluster size; `#[cluster_launch]` products above it are refused).
+pub const MAX_CLUSTER_SIZE: u32 = 8;
+/// The oldest architecture with thread-block clusters (`.reqnctapercluster`, `mapa`,
+/// `barrier.cluster`): Hopper. LLVM drops the cluster attribute for older targets
+/// without a word, so `cargo oxide build` refuses them for cluster kernels.
+pub const MIN_CLUSTER_ARCH: u32 = 90;

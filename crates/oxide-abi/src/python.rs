@@ -101,7 +101,9 @@ pub fn module_source() -> String {
          MIN_ARCH = {}\n\
          DYNAMIC_SHARED_ALIGN = {}\n\
          MAX_ARRAY_RANK = {}\n\
-         MAX_ARRAY_EXTENT = {}\n\n",
+         MAX_ARRAY_EXTENT = {}\n\
+         MAX_CLUSTER_SIZE = {}\n\
+         MIN_CLUSTER_ARCH = {}\n\n",
         limits::MAX_THREADS_PER_BLOCK,
         dim(limits::MAX_BLOCK_DIM),
         dim(limits::MAX_GRID_DIM),
@@ -112,6 +114,8 @@ pub fn module_source() -> String {
         names::DYNAMIC_SHARED_ALIGN,
         crate::shape::MAX_ARRAY_RANK,
         crate::shape::MAX_ARRAY_EXTENT,
+        limits::MAX_CLUSTER_SIZE,
+        limits::MIN_CLUSTER_ARCH,
     );
     w.push_str("# The keys of `cargo oxide build --json`'s report, all always present.\n");
     let keys: Vec<String> = report::BUILD_REPORT_KEYS

@@ -80,6 +80,7 @@ pub mod array;
 pub mod async_copy;
 pub mod atomic;
 pub mod barrier;
+pub mod cluster;
 pub mod constant;
 pub mod convert;
 pub mod cooperative_groups;
@@ -114,7 +115,7 @@ pub use constant::{ConstantMemory, ConstantMemoryValue};
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
 pub use oxide_macros::{
-    constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract,
+    cluster_launch, constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract,
     shapes, unroll,
 };
 pub use shared::{DynamicSharedArray, SharedArray};

@@ -15,6 +15,6 @@ pub use crate::thread::ThreadIndex;
 pub use crate::vector::{SliceVectors, Vector};
 pub use crate::{atomic, shared, thread, vector, warp};
 pub use crate::{
-    device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds, shapes,
-    shared_array,
+    cluster_launch, device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds,
+    shapes, shared_array,
 };

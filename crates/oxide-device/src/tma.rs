@@ -48,6 +48,46 @@ pub unsafe fn cp_async_bulk_tensor_2d_g2s(
     }
 }
 
+/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+/// .multicast::cluster`: one load of the box at (`coord0`, `coord1`) that lands in the
+/// shared memory of every block of the cluster whose rank's bit is set in `cta_mask`
+/// (bit `r` for [`block_rank`](crate::cluster::block_rank) `r`), at `dst`'s offset in
+/// each, and counts its bytes on the barrier at `barrier`'s offset in each of them. A
+/// kernel with `#[cluster_launch]` issues it from one thread of one block per tile,
+/// instead of each block loading the same tile (CUTLASS's "TMA multicast"); every
+/// destination block expects the bytes on its own barrier
+/// ([`mbarrier_arrive_expect_tx`](crate::barrier::mbarrier_arrive_expect_tx)).
+///
+/// # Safety
+/// As [`cp_async_bulk_tensor_2d_g2s`], for `dst` and `barrier` in every block named by
+/// `cta_mask` (bits only below [`cluster_size`](crate::cluster::cluster_size)); each
+/// of those blocks initialised its barrier before the copy could signal it (an
+/// `mbarrier_init`, then
+/// [`fence_acq_rel_cluster`](crate::cluster::fence_acq_rel_cluster) and
+/// [`cluster_sync`](crate::cluster::cluster_sync)) and does not exit before its
+/// barrier's phase completes.
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_2d_g2s_multicast(
+    dst: *mut u8,
+    tensor_map: *const TmaDescriptor,
+    coord0: i32,
+    coord1: i32,
+    barrier: *mut Barrier,
+    cta_mask: u16,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe {
+        arch::cp_async_bulk_tensor_2d_g2s_multicast(
+            dst,
+            tensor_map.cast(),
+            coord0,
+            coord1,
+            barrier.cast(),
+            cta_mask,
+        )
+    }
+}
+
 /// `cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group`: copy the box at
 /// element coordinates (`coord0`, `coord1`) of the array `tensor_map` describes from
 /// shared memory at `src` out to global memory, laid out in shared memory as the map's

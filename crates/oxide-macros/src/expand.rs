@@ -104,6 +104,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
             .collect(),
         is_unsafe: kernel.is_unsafe,
         launch_bounds: kernel.launch_bounds,
+        cluster: kernel.cluster,
         launch: launch_policy(kernel, inst),
         source: SourceLocation {
             module: String::new(),
@@ -358,6 +359,7 @@ mod tests {
                     max_threads: 128,
                     min_blocks: None
                 }),
+                cluster: None,
                 launch: None,
                 source: SourceLocation {
                     module: "my_crate::m".into(),

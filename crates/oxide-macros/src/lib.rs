@@ -62,6 +62,21 @@ pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// `#[cluster_launch(x, y, z)]` (or `(x)`, `(x, y)`; missing axes are 1) on a `#[kernel]`
+/// function (cuda-oxide's attribute): the kernel runs in thread-block clusters of
+/// `x · y · z` blocks (at most 8; sm_90+), whose blocks are scheduled together and can
+/// read each other's shared memory (`oxide_device::cluster`). PTX `.reqnctapercluster`;
+/// recorded in the descriptor, and a launch whose grid is not a multiple of it per axis
+/// is refused before it runs. `cargo oxide build` refuses such a kernel for targets
+/// below sm_90. `#[kernel]` reads it; this macro only runs when it is written above
+/// `#[kernel]`, and moves it below.
+#[proc_macro_attribute]
+pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(parse::CLUSTER_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// `#[launch(policy(param, ...))]` on a `#[kernel]` function: how a call without
 /// `[grid, block]` sizes its launch, and which explicit grids are refused. Recorded in
 /// the kernel's descriptor and applied by the Python launcher. Policies (`param` names a
@@ -176,6 +191,8 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
             let _ = parse::take_launch_bounds(&mut func.attrs);
             let _ = parse::take_attr::<parse::LaunchSyntax>(&mut func.attrs, parse::LAUNCH_ATTR);
             let _ = parse::take_attr::<parse::ShapesSyntax>(&mut func.attrs, parse::SHAPES_ATTR);
+            let _ =
+                parse::take_attr::<parse::ClusterSyntax>(&mut func.attrs, parse::CLUSTER_ATTR);
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),

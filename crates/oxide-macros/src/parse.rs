@@ -16,6 +16,8 @@ pub const LAUNCH_BOUNDS_ATTR: &str = "launch_bounds";
 pub const LAUNCH_ATTR: &str = "launch";
 /// The shape contract's attribute, read and removed by `#[kernel]` likewise.
 pub const SHAPES_ATTR: &str = "shapes";
+/// The thread-block cluster's attribute (cuda-oxide's spelling), likewise.
+pub const CLUSTER_ATTR: &str = "cluster_launch";
 
 /// Everything written at the kernel's definition, parsed but not yet checked.
 pub struct KernelInput {
@@ -25,6 +27,7 @@ pub struct KernelInput {
     pub launch_bounds: Option<LaunchBoundsSyntax>,
     pub launch: Option<LaunchSyntax>,
     pub shapes: Option<ShapesSyntax>,
+    pub cluster: Option<ClusterSyntax>,
     /// Under `#[cuda_module]`, a generic kernel without listed instances is
     /// instantiated by cuda-oxide's host launches: here it builds with none
     /// (`compat::HOST_INSTANCED`).
@@ -173,6 +176,36 @@ pub struct LaunchBoundsSyntax {
     pub min_blocks: Option<LitInt>,
 }
 
+/// `#[cluster_launch(x)]`, `#[cluster_launch(x, y)]` or `#[cluster_launch(x, y, z)]`.
+pub struct ClusterSyntax {
+    pub dims: Vec<LitInt>,
+    /// The whole argument list, for errors about the product.
+    pub span: Span,
+}
+
+impl Parse for ClusterSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let span = input.span();
+        let args = Punctuated::<LitInt, Token![,]>::parse_terminated(input).map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected #[cluster_launch(x)], #[cluster_launch(x, y)] or \
+                 #[cluster_launch(x, y, z)] with integer blocks per cluster, e.g. \
+                 #[cluster_launch(2, 1, 1)]",
+            )
+        })?;
+        let dims: Vec<LitInt> = args.into_iter().collect();
+        if dims.is_empty() || dims.len() > 3 {
+            return Err(syn::Error::new(
+                dims.get(3).map_or(span, |d| d.span()),
+                "expected #[cluster_launch(x)], #[cluster_launch(x, y)] or \
+                 #[cluster_launch(x, y, z)]: one to three blocks-per-cluster counts",
+            ));
+        }
+        Ok(ClusterSyntax { dims, span })
+    }
+}
+
 /// The `#[kernel(...)]` argument list.
 struct InstanceList(Vec<InstanceSyntax>);
 
@@ -261,6 +294,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
     let launch_bounds = take_launch_bounds(&mut func.attrs);
     let launch = take_attr::<LaunchSyntax>(&mut func.attrs, LAUNCH_ATTR);
     let shapes = take_attr::<ShapesSyntax>(&mut func.attrs, SHAPES_ATTR);
+    let cluster = take_attr::<ClusterSyntax>(&mut func.attrs, CLUSTER_ATTR);
     let (launch_bounds, launch) = match (launch_bounds, launch) {
         (Ok(lb), Ok(l)) => (lb, l),
         (Err(mut a), Err(b)) => {
@@ -269,12 +303,14 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         }
         (Err(e), _) | (_, Err(e)) => return Err(e),
     };
+    let cluster = cluster?;
     Ok(KernelInput {
         func,
         instances,
         launch_bounds,
         launch,
         shapes: shapes?,
+        cluster,
         host_instanced: false,
     })
 }

@@ -17,7 +17,7 @@ mod launch;
 mod shape;
 
 pub use launch::{Launch, LaunchKind, PerThread};
-use launch::{check_launch, check_launch_bounds};
+use launch::{check_cluster, check_launch, check_launch_bounds};
 pub use shape::ArrayParam;
 
 /// A kernel that passed every rule.
@@ -33,6 +33,8 @@ pub struct Kernel {
     pub launch_bounds: Option<LaunchBounds>,
     /// `#[launch(...)]`, checked; resolved per instance by `expand`.
     pub launch: Option<Launch>,
+    /// `#[cluster_launch(x, y, z)]`: blocks per cluster, checked.
+    pub cluster: Option<[u32; 3]>,
 }
 
 pub struct Param {
@@ -127,6 +129,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         launch_bounds,
         launch,
         shapes,
+        cluster,
         host_instanced,
     } = input;
     let sig = &func.sig;
@@ -163,6 +166,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
     };
     let launch_bounds = launch_bounds.and_then(|lb| check_launch_bounds(lb, &mut errors));
     let launch = launch.and_then(|l| check_launch(l, &params, launch_bounds, &mut errors));
+    let cluster = cluster.and_then(|c| check_cluster(c, &mut errors));
 
     match errors.0 {
         Some(e) => Err(e),
@@ -174,6 +178,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
             instances,
             launch_bounds,
             launch,
+            cluster,
         }),
     }
 }

@@ -158,6 +158,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         eprintln!("warning: {} defines no #[kernel] functions", project.name);
     }
 
+    ptx::check_cluster_archs(&descriptors, &archs)?;
     let artifacts = compile_archs(tc, &project, &config.out_module, &archs)?;
     for a in &artifacts {
         let verified = if a.ptxas.is_some() {

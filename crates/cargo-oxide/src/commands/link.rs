@@ -206,7 +206,7 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     let kernels: BTreeMap<String, _> = descriptors
         .iter()
-        .map(|d| (d.entry.clone(), d.launch_bounds))
+        .map(|d| (d.entry.clone(), ir::EntryAttrs::of(d)))
         .collect();
     let text = ir::strip_cpu_attributes(&text);
     let text = ir::mark_kernels(&text, &kernels)?;

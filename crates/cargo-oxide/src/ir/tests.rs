@@ -80,10 +80,13 @@ fn kernels_get_the_ptx_kernel_convention_and_bounds() {
     let mut kernels = BTreeMap::new();
     kernels.insert(
         "vecadd".to_string(),
-        Some(LaunchBounds {
-            max_threads: 128,
-            min_blocks: Some(2),
-        }),
+        EntryAttrs {
+            launch_bounds: Some(LaunchBounds {
+                max_threads: 128,
+                min_blocks: Some(2),
+            }),
+            cluster: None,
+        },
     );
     let text = mark_kernels(MODULE, &kernels).unwrap();
     assert!(text.contains(
@@ -95,7 +98,7 @@ fn kernels_get_the_ptx_kernel_convention_and_bounds() {
 #[test]
 fn a_described_kernel_missing_from_the_module_is_an_error() {
     let mut kernels = BTreeMap::new();
-    kernels.insert("nope".to_string(), None);
+    kernels.insert("nope".to_string(), EntryAttrs::default());
     let err = mark_kernels(MODULE, &kernels).unwrap_err().to_string();
     assert!(err.contains("nope"), "{err}");
 }
@@ -126,16 +129,53 @@ fn types_are_read_whole() {
 }
 
 #[test]
+fn a_cluster_shape_becomes_the_nvvm_cluster_dim_attribute() {
+    let line = "define void @k(ptr %0) unnamed_addr #1 !dbg !7 {\n";
+    let mut kernels = BTreeMap::new();
+    kernels.insert(
+        "k".to_string(),
+        EntryAttrs {
+            launch_bounds: Some(LaunchBounds {
+                max_threads: 128,
+                min_blocks: None,
+            }),
+            cluster: Some([2, 1, 1]),
+        },
+    );
+    let text = mark_kernels(line, &kernels).unwrap();
+    assert_eq!(
+        text,
+        "define ptx_kernel void @k(ptr %0) unnamed_addr \"nvvm.maxntid\"=\"128\" \"nvvm.cluster_dim\"=\"2,1,1\" #1 !dbg !7 {\n"
+    );
+    // Alone, too, and with a 3-D shape.
+    kernels.insert(
+        "k".to_string(),
+        EntryAttrs {
+            launch_bounds: None,
+            cluster: Some([2, 2, 2]),
+        },
+    );
+    let text = mark_kernels(line, &kernels).unwrap();
+    assert!(
+        text.contains("unnamed_addr \"nvvm.cluster_dim\"=\"2,2,2\" #1"),
+        "{text}"
+    );
+}
+
+#[test]
 fn bounds_go_before_debug_metadata() {
     let line =
         "define void @k(ptr noundef align 4 %0, { i32, i64 } %1) unnamed_addr #1 !dbg !184 {\n";
     let mut kernels = BTreeMap::new();
     kernels.insert(
         "k".to_string(),
-        Some(LaunchBounds {
-            max_threads: 64,
-            min_blocks: None,
-        }),
+        EntryAttrs {
+            launch_bounds: Some(LaunchBounds {
+                max_threads: 64,
+                min_blocks: None,
+            }),
+            cluster: None,
+        },
     );
     let text = mark_kernels(line, &kernels).unwrap();
     assert_eq!(
@@ -214,6 +254,7 @@ fn slice_pointers_get_what_rust_types_prove() {
         ],
         is_unsafe: true,
         launch_bounds: None,
+        cluster: None,
         launch: None,
         source: SourceLocation {
             module: "m".into(),

@@ -7,6 +7,8 @@
 use core::cell::Cell;
 
 mod block;
+mod cluster;
+pub(crate) use cluster::*;
 mod convert;
 pub(crate) use convert::*;
 pub(crate) mod engine;

@@ -41,6 +41,10 @@ mod nvptx_convert;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx_convert::*;
 #[cfg(target_arch = "nvptx64")]
+mod nvptx_cluster;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_cluster::*;
+#[cfg(target_arch = "nvptx64")]
 mod nvptx_wgmma;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx_wgmma::*;

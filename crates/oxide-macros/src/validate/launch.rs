@@ -6,7 +6,7 @@ use syn::Ident;
 use syn::ext::IdentExt;
 
 use super::{Elem, Errors, Param};
-use crate::parse::{LaunchBoundsSyntax, LaunchSyntax, LaunchValue};
+use crate::parse::{ClusterSyntax, LaunchBoundsSyntax, LaunchSyntax, LaunchValue};
 
 /// A checked `#[launch(...)]`.
 pub struct Launch {
@@ -125,6 +125,44 @@ pub(super) fn check_launch_bounds(
         max_threads: max_threads?,
         min_blocks,
     })
+}
+
+/// `#[cluster_launch(x, y, z)]`: each count at least 1, missing ones 1, and at most
+/// `MAX_CLUSTER_SIZE` blocks in all (the cluster size every sm_90+ device launches).
+pub(super) fn check_cluster(c: ClusterSyntax, errors: &mut Errors) -> Option<[u32; 3]> {
+    let mut dims = [1u32; 3];
+    let mut ok = true;
+    for (d, lit) in dims.iter_mut().zip(&c.dims) {
+        match lit.base10_parse::<u32>() {
+            Ok(v) if v >= 1 => *d = v,
+            _ => {
+                errors.push(
+                    lit.span(),
+                    format!(
+                        "cluster_launch: each dimension must be an integer from 1 to {}; \
+                         write 1 for an axis the cluster does not span",
+                        oxide_abi::limits::MAX_CLUSTER_SIZE
+                    ),
+                );
+                ok = false;
+            }
+        }
+    }
+    let limit = oxide_abi::limits::MAX_CLUSTER_SIZE;
+    let blocks = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+    if ok && blocks > u64::from(limit) {
+        errors.push(
+            c.span,
+            format!(
+                "cluster_launch: {} x {} x {} = {blocks} blocks per cluster, but a cluster \
+                 that every sm_90+ GPU launches has at most {limit}; use fewer blocks per \
+                 cluster (e.g. #[cluster_launch(2, 1, 1)])",
+                dims[0], dims[1], dims[2]
+            ),
+        );
+        ok = false;
+    }
+    ok.then_some(dims)
 }
 
 pub(super) fn check_launch(

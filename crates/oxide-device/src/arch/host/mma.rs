@@ -305,7 +305,7 @@ fn mbarrier_not_emulated(instruction: &str) -> ! {
     )
 }
 
-fn refuse(instruction: &str, no_model_of: &str, run: &str) -> ! {
+pub(super) fn refuse(instruction: &str, no_model_of: &str, run: &str) -> ! {
     std::panic!(
         "{instruction} is not emulated: the CPU emulator has no model of {no_model_of}, and \
          will not guess. Run this kernel {run}"

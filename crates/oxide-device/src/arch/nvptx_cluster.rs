@@ -1,0 +1,145 @@
+//! GPU backend of `cluster` (sm_90+): the cluster's special registers, its barrier,
+//! `mapa` and distributed shared memory, and the multicast TMA load, as inline PTX.
+//!
+//! Everything is spelled in PTX ISA 7.8, which LLVM 22 writes for plain `sm_90`: the
+//! barrier's explicit `.release`/`.acquire`/`.relaxed` qualifiers need PTX 8.0, so the
+//! unqualified forms (release on arrive, acquire on wait, by the ISA's definition) are
+//! used. The barrier and DSMEM blocks have no `nomem`, so each is a compiler barrier
+//! for memory, as the hardware barrier is one for the cluster's threads.
+
+use core::arch::asm;
+
+macro_rules! cluster_registers {
+    ($($name:ident => $reg:literal;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name() -> u32 {
+            let r: u32;
+            // SAFETY: reads a special register, constant for the kernel's lifetime.
+            unsafe {
+                asm!(concat!("mov.u32 {r}, ", $reg, ";"), r = out(reg32) r,
+                     options(pure, nomem, nostack, preserves_flags));
+            }
+            r
+        }
+    )*};
+}
+
+cluster_registers! {
+    cluster_ctarank => "%cluster_ctarank";
+    cluster_nctarank => "%cluster_nctarank";
+    cluster_ctaid_x => "%cluster_ctaid.x";
+    cluster_ctaid_y => "%cluster_ctaid.y";
+    cluster_ctaid_z => "%cluster_ctaid.z";
+    cluster_nctaid_x => "%cluster_nctaid.x";
+    cluster_nctaid_y => "%cluster_nctaid.y";
+    cluster_nctaid_z => "%cluster_nctaid.z";
+    clusterid_x => "%clusterid.x";
+    clusterid_y => "%clusterid.y";
+    clusterid_z => "%clusterid.z";
+    nclusterid_x => "%nclusterid.x";
+    nclusterid_y => "%nclusterid.y";
+    nclusterid_z => "%nclusterid.z";
+}
+
+#[inline(always)]
+pub(crate) fn is_explicit_cluster() -> bool {
+    let r: u32;
+    // SAFETY: reads a special register (a predicate), constant for the kernel.
+    unsafe {
+        asm!("{{ .reg .pred p; mov.pred p, %is_explicit_cluster; selp.u32 {r}, 1, 0, p; }}",
+             r = out(reg32) r, options(pure, nomem, nostack, preserves_flags));
+    }
+    r != 0
+}
+
+macro_rules! cluster_barriers {
+    ($($name:ident => $text:literal;)*) => {$(
+        #[inline(always)]
+        pub(crate) unsafe fn $name() {
+            // SAFETY: upheld by the caller (`cluster`'s docs): every thread of the
+            // cluster arrives once, then waits.
+            unsafe { asm!($text, options(nostack, preserves_flags)) }
+        }
+    )*};
+}
+
+cluster_barriers! {
+    barrier_cluster_arrive => "barrier.cluster.arrive;";
+    barrier_cluster_arrive_aligned => "barrier.cluster.arrive.aligned;";
+    barrier_cluster_wait => "barrier.cluster.wait;";
+    barrier_cluster_wait_aligned => "barrier.cluster.wait.aligned;";
+    fence_acq_rel_cluster => "fence.acq_rel.cluster;";
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mapa_generic(p: *const u8, rank: u32) -> *const u8 {
+    let out: *const u8;
+    // SAFETY: an address computation; the caller vouches for `p` and `rank`.
+    unsafe {
+        asm!("mapa.u64 {o}, {p}, {r};", o = out(reg64) out, p = in(reg64) p, r = in(reg32) rank,
+             options(pure, nomem, nostack, preserves_flags));
+    }
+    out
+}
+
+/// The `.shared::cluster` address of the `.shared::cta` address `p` in block `rank`.
+#[inline(always)]
+fn mapa_shared(p: *const u8, rank: u32) -> u32 {
+    let cta = shared_cta_addr(p);
+    let out: u32;
+    // SAFETY: an address computation.
+    unsafe {
+        asm!("mapa.shared::cluster.u32 {o}, {a}, {r};", o = out(reg32) out, a = in(reg32) cta,
+             r = in(reg32) rank, options(pure, nomem, nostack, preserves_flags));
+    }
+    out
+}
+
+#[inline(always)]
+fn shared_cta_addr(p: *const u8) -> u32 {
+    let a: u64;
+    // SAFETY: an address conversion.
+    unsafe {
+        asm!("cvta.to.shared.u64 {a}, {p};", a = out(reg64) a, p = in(reg64) p,
+             options(pure, nomem, nostack, preserves_flags));
+    }
+    a as u32
+}
+
+#[inline(always)]
+pub(crate) unsafe fn dsmem_read_u32(p: *const u32, rank: u32) -> u32 {
+    let v: u32;
+    // SAFETY: upheld by the caller (`cluster::dsmem_read_u32`).
+    unsafe {
+        asm!("ld.shared::cluster.u32 {v}, [{a}];", v = out(reg32) v,
+             a = in(reg32) mapa_shared(p.cast(), rank), options(nostack, preserves_flags));
+    }
+    v
+}
+
+#[inline(always)]
+pub(crate) unsafe fn dsmem_write_u32(p: *mut u32, rank: u32, v: u32) {
+    // SAFETY: upheld by the caller (`cluster::dsmem_write_u32`).
+    unsafe {
+        asm!("st.shared::cluster.u32 [{a}], {v};", a = in(reg32) mapa_shared(p.cast(), rank),
+             v = in(reg32) v, options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s_multicast(
+    dst: *mut u8,
+    tensor_map: *const u8,
+    x: i32,
+    y: i32,
+    bar: *mut u64,
+    cta_mask: u16,
+) {
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_g2s_multicast`).
+    unsafe {
+        asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}}}], [{b}], {k};",
+             d = in(reg32) shared_cta_addr(dst), m = in(reg64) tensor_map, x = in(reg32) x,
+             y = in(reg32) y, b = in(reg32) shared_cta_addr(bar.cast()), k = in(reg16) cta_mask,
+             options(nostack, preserves_flags));
+    }
+}
