@@ -116,18 +116,23 @@ pub fn is_explicit_cluster() -> bool {
     arch::is_explicit_cluster()
 }
 
-/// Wait until every thread of every block of the cluster has arrived here: an aligned
-/// arrive (release) then wait (acquire), so shared-memory writes made before it by any
+/// Wait until every thread of every block of the cluster has arrived here: an arrive
+/// (release) then a wait (acquire), so shared-memory writes made before it by any
 /// block of the cluster are visible after it to all of them. Like
 /// [`sync_threads`](crate::thread::sync_threads), every thread of the cluster must call
 /// it, the same number of times; otherwise the cluster hangs.
+///
+/// It uses the unaligned forms (`barrier.cluster.arrive; barrier.cluster.wait;`), which
+/// count each thread wherever it arrives: LLVM was seen copying the barrier into both
+/// arms of an `if threadIdx.x == 0` around it, which the `.aligned` forms forbid (all
+/// threads of a warp must execute the same instruction).
 #[inline(always)]
 pub fn cluster_sync() {
     // SAFETY: `barrier.cluster` has no memory operands; a thread that skips it makes
     // the cluster hang, not memory unsafe (as `bar.sync` for `sync_threads`).
     unsafe {
-        arch::barrier_cluster_arrive_aligned();
-        arch::barrier_cluster_wait_aligned();
+        arch::barrier_cluster_arrive();
+        arch::barrier_cluster_wait();
     }
 }
 
@@ -149,7 +154,9 @@ pub unsafe fn barrier_cluster_arrive() {
 ///
 /// # Safety
 /// As [`barrier_cluster_arrive`]; and every thread of the warp executes this same
-/// instruction (no divergence around it).
+/// instruction in the compiled code. Keep it out of code that branches on the thread
+/// index before or after it (LLVM may copy it into both arms: see [`cluster_sync`]), or
+/// use [`barrier_cluster_arrive`].
 #[inline(always)]
 pub unsafe fn barrier_cluster_arrive_aligned() {
     // SAFETY: upheld by the caller.
@@ -183,7 +190,7 @@ pub unsafe fn barrier_cluster_wait() {
 ///
 /// # Safety
 /// As [`barrier_cluster_wait`]; and every thread of the warp executes this same
-/// instruction.
+/// instruction in the compiled code (as for [`barrier_cluster_arrive_aligned`]).
 #[inline(always)]
 pub unsafe fn barrier_cluster_wait_aligned() {
     // SAFETY: upheld by the caller.

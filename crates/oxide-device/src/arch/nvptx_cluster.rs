@@ -4,8 +4,8 @@
 //! Everything is spelled in PTX ISA 7.8, which LLVM 22 writes for plain `sm_90`: the
 //! barrier's explicit `.release`/`.acquire`/`.relaxed` qualifiers need PTX 8.0, so the
 //! unqualified forms (release on arrive, acquire on wait, by the ISA's definition) are
-//! used. The barrier and DSMEM blocks have no `nomem`, so each is a compiler barrier
-//! for memory, as the hardware barrier is one for the cluster's threads.
+//! used. The fence and DSMEM blocks have no `nomem`, so each is a compiler barrier for
+//! memory.
 
 use core::arch::asm;
 
@@ -52,23 +52,43 @@ pub(crate) fn is_explicit_cluster() -> bool {
     r != 0
 }
 
+// The cluster barrier through LLVM's intrinsics, not `asm!`: they are `convergent`
+// (an `asm!` block is not, and LLVM duplicated one into both arms of an `if` on the
+// thread index, which the `.aligned` forms forbid) and not `nomem`, so no memory access
+// moves across them.
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.barrier.cluster.arrive"]
+    fn barrier_cluster_arrive_intrinsic();
+    #[link_name = "llvm.nvvm.barrier.cluster.arrive.aligned"]
+    fn barrier_cluster_arrive_aligned_intrinsic();
+    #[link_name = "llvm.nvvm.barrier.cluster.wait"]
+    fn barrier_cluster_wait_intrinsic();
+    #[link_name = "llvm.nvvm.barrier.cluster.wait.aligned"]
+    fn barrier_cluster_wait_aligned_intrinsic();
+}
+
 macro_rules! cluster_barriers {
-    ($($name:ident => $text:literal;)*) => {$(
+    ($($name:ident => $intrinsic:ident;)*) => {$(
         #[inline(always)]
         pub(crate) unsafe fn $name() {
             // SAFETY: upheld by the caller (`cluster`'s docs): every thread of the
             // cluster arrives once, then waits.
-            unsafe { asm!($text, options(nostack, preserves_flags)) }
+            unsafe { $intrinsic() }
         }
     )*};
 }
 
 cluster_barriers! {
-    barrier_cluster_arrive => "barrier.cluster.arrive;";
-    barrier_cluster_arrive_aligned => "barrier.cluster.arrive.aligned;";
-    barrier_cluster_wait => "barrier.cluster.wait;";
-    barrier_cluster_wait_aligned => "barrier.cluster.wait.aligned;";
-    fence_acq_rel_cluster => "fence.acq_rel.cluster;";
+    barrier_cluster_arrive => barrier_cluster_arrive_intrinsic;
+    barrier_cluster_arrive_aligned => barrier_cluster_arrive_aligned_intrinsic;
+    barrier_cluster_wait => barrier_cluster_wait_intrinsic;
+    barrier_cluster_wait_aligned => barrier_cluster_wait_aligned_intrinsic;
+}
+
+#[inline(always)]
+pub(crate) unsafe fn fence_acq_rel_cluster() {
+    // SAFETY: a fence; without `nomem`, a compiler barrier for memory too.
+    unsafe { asm!("fence.acq_rel.cluster;", options(nostack, preserves_flags)) }
 }
 
 #[inline(always)]
