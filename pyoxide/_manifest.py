@@ -88,6 +88,8 @@ class KernelSpec:
     is_unsafe: bool = False
     launch_bounds: LaunchBounds | None = None
     launch: LaunchPolicy | None = None
+    #: ``#[cluster_launch(x, y, z)]``: blocks per thread-block cluster along x, y, z.
+    cluster: tuple[int, int, int] | None = None
 
     @property
     def signature(self) -> str:
@@ -386,7 +388,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         value,
         w,
         ["version", "name", "entry", "params", "source"],
-        ["instance", "is_unsafe", "launch_bounds", "launch"],
+        ["instance", "is_unsafe", "launch_bounds", "launch", "cluster"],
         closed=False,
     )
     version = c.uint(k["version"], w + ".version")
@@ -429,6 +431,9 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
             max_threads,
             None if min_blocks is None else c.uint(min_blocks, w + ".launch_bounds.min_blocks"),
         )
+    cluster = None
+    if k.get("cluster") is not None:
+        cluster = _cluster(c, k["cluster"], w + ".cluster")
     launch = None
     if k.get("launch") is not None:
         launch = read_launch_policy(c, k["launch"], w + ".launch", params)
@@ -446,4 +451,15 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         is_unsafe=c.bool_(k.get("is_unsafe", False), w + ".is_unsafe"),
         launch_bounds=bounds,
         launch=launch,
+        cluster=cluster,
     )
+
+
+def _cluster(c: _Checker, value: Any, w: str) -> tuple[int, int, int]:
+    dims = c.list_(value, w)
+    if len(dims) != 3:
+        raise c.fail(w, f"must list 3 blocks-per-cluster counts (x, y, z), not {len(dims)}")
+    x, y, z = (c.uint(d, f"{w}[{i}]") for i, d in enumerate(dims))
+    if min(x, y, z) < 1 or x * y * z > _abi.MAX_CLUSTER_SIZE:
+        raise c.fail(w, f"must be at least 1 per axis and {_abi.MAX_CLUSTER_SIZE} blocks in all")
+    return x, y, z

@@ -7,6 +7,11 @@ its first ``DisjointSlice``/``&mut [T]`` output. :func:`configure` sizes a call 
 ``[grid, block]`` and refuses an explicit grid that contradicts the policy (a grid that
 means something: one block per element, per row, per segment). :func:`plain_rule` gives
 the fast launchers the same rule, precomputed, where it is a plain division.
+
+A kernel with ``#[cluster_launch(x, y, z)]`` runs in clusters of blocks, so every grid
+must be a multiple of the cluster along each axis: an explicit grid that is not is
+refused, and a sized one is rounded up (the extra blocks find no work, as the last
+block of any grid finds part of none), except where the grid has a meaning.
 """
 
 from __future__ import annotations
@@ -69,8 +74,8 @@ def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     ``ceil(len(param) / elements per block)`` blocks of ``block`` threads (elementwise
     policies), for the fast launchers; None when the grid depends on more than that."""
     policy = policy_of(spec)
-    if policy is None or policy.kind != "elementwise":
-        return None
+    if policy is None or policy.kind != "elementwise" or spec.cluster is not None:
+        return None  # a cluster kernel's grid is rounded up to its cluster: configure()
     block = default_block(spec)
     return policy.over, block, block * policy.per_thread
 
@@ -80,7 +85,7 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     per `tile` of a shaped array's extents (x over its last dimension), for the fast
     launchers."""
     policy = policy_of(spec)
-    if policy is None or policy.kind != "tiles":
+    if policy is None or policy.kind != "tiles" or spec.cluster is not None:
         return None
     return policy.over, policy.block3, policy.tile
 
@@ -99,6 +104,54 @@ def configure(
     scalars), `shapes` its shape; they may be empty when `grid` is given and not
     checked against the arguments. `multiprocessors()` is called only when the policy
     needs it."""
+    grid3, block3 = _configure(spec, lengths, args, grid, block, multiprocessors, shapes)
+    if spec.cluster is None:
+        return grid3, block3
+    return _fit_cluster(spec, grid3, given=grid is not None), block3
+
+
+def _fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
+    """`grid` for a kernel of `spec.cluster`: as it is when a multiple of the cluster
+    along each axis; a sized grid rounded up to one where its blocks may find no work;
+    else refused, saying which axis and the grid that would do."""
+    name, cluster = spec.entry, spec.cluster
+    assert cluster is not None
+    if all(g % c == 0 for g, c in zip(grid, cluster, strict=True)):
+        return grid
+    fitted = tuple(-(-g // c) * c for g, c in zip(grid, cluster, strict=True))
+    shape = "x".join(map(str, cluster))
+    attr = f"#[cluster_launch({', '.join(map(str, cluster))})]"
+    policy = policy_of(spec)
+    if given or (policy is not None and policy.kind in _GRID_HAS_MEANING):
+        got = f"grid {grid}" if given else f"{grid} blocks ({policy.kind if policy else ''})"
+        fix = (
+            f"pass grid={fitted} (each axis rounded up; the kernel must let the extra "
+            f"blocks do nothing), or leave the grid out"
+            if given
+            else "give it work whose block count is a multiple of the cluster, or launch it "
+            f"with an explicit grid={fitted} that the kernel guards"
+        )
+        raise ArgumentValueError(
+            name, "grid", f"a multiple of the kernel's {shape} cluster along each axis ({attr})",
+            got, fix,
+        )  # fmt: skip
+    if any(f > m for f, m in zip(fitted, _abi.MAX_GRID_DIM, strict=True)):
+        raise ArgumentValueError(
+            name, "grid", f"at most {_abi.MAX_GRID_DIM} blocks once rounded up to the "
+            f"{shape} cluster ({attr})", f"{grid} -> {fitted}", "split the work",
+        )  # fmt: skip
+    return fitted  # type: ignore[return-value]
+
+
+def _configure(
+    spec: KernelSpec,
+    lengths: Sequence[int | None],
+    args: Sequence[Any],
+    grid: Dim3 | None,
+    block: Dim3 | None,
+    multiprocessors: Callable[[], int],
+    shapes: Sequence[tuple[int, ...] | None],
+) -> tuple[Dim3, Dim3]:
     name = spec.entry
     policy = policy_of(spec)
     limit = max_threads(spec)

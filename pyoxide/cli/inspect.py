@@ -39,6 +39,9 @@ def _describe(spec: KernelSpec, manifest: Manifest, arch: str | None, show_ptx: 
     if spec.launch_bounds:
         lb = spec.launch_bounds
         click.echo(f"  launch bounds: max {lb.max_threads} threads, min blocks {lb.min_blocks}")
+    if spec.cluster:
+        x, y, z = spec.cluster
+        click.echo(f"  cluster: {x} x {y} x {z} blocks (grids are multiples of it per axis)")
     for a in manifest.artifacts:
         if arch is not None and a.arch != arch:
             continue

@@ -123,14 +123,14 @@ CUDA_OXIDE_PORTS = REPO / "crates" / "oxide-device" / "tests" / "fixtures" / "cu
 PORTS_OUT = REPO / "target" / "oxide" / "cuda_oxide_ports"
 
 
-def fixture_manifest(crate: Path, out_dir: Path) -> Path:
+def fixture_manifest(crate: Path, out_dir: Path, archs: Sequence[str] = ARCHS) -> Path:
     """A test crate built with its emulator into `out_dir` by this checkout's
     cargo-oxide; on a machine without cargo, what was built there before (carry
     `out_dir` to the GPU machine)."""
     exe = workspace_cargo_oxide()
     if exe is None:
         return out_dir / f"{crate.name}.manifest.json"
-    manifest = cargo_oxide_build(exe, crate / "Cargo.toml", ARCHS, out_dir)
+    manifest = cargo_oxide_build(exe, crate / "Cargo.toml", archs, out_dir)
     if (crate / "specs").is_dir():  # beside the manifest, where verify looks on any machine
         shutil.copytree(crate / "specs", out_dir / "specs", dirs_exist_ok=True)
     return manifest
@@ -164,6 +164,17 @@ def sm90a_kernels_manifest() -> Path:
     if exe is None:
         return SM90A_PACKAGED
     return cargo_oxide_build(exe, SM90A_CRATE, ("sm_90a",))
+
+
+CLUSTER_KERNELS = REPO / "tests" / "fixtures" / "cluster_kernels"
+
+
+@functools.cache
+def cluster_kernels_manifest() -> Path:
+    """Kernels in thread-block clusters (tests/fixtures/cluster_kernels), built for sm_90
+    (clusters start there) into the crate's untracked prebuilt/, which the GPU machine's
+    copy of the worktree carries (target/ stays behind)."""
+    return fixture_manifest(CLUSTER_KERNELS, CLUSTER_KERNELS / "prebuilt", ("sm_90",))
 
 
 @functools.cache

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 from helpers.arraylibs import CHOICES, array_lib
-from helpers.bundled import cuda_oxide_ports_manifest, emu_kernels_manifest, half_kernels_manifest
+from helpers.bundled import (
+    cluster_kernels_manifest,
+    cuda_oxide_ports_manifest,
+    emu_kernels_manifest,
+    half_kernels_manifest,
+)
 
 import pyoxide
 
@@ -31,6 +36,12 @@ def ports() -> pyoxide.Module:
 def half() -> pyoxide.Module:
     """Kernels over f16 and bf16 (tests/fixtures/half_kernels), built like kernels_rs."""
     return pyoxide.load(half_kernels_manifest())
+
+
+@pytest.fixture(scope="session")
+def clusters() -> pyoxide.Module:
+    """Kernels in thread-block clusters (tests/fixtures/cluster_kernels), built for sm_90."""
+    return pyoxide.load(cluster_kernels_manifest())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
