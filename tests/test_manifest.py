@@ -208,3 +208,25 @@ def test_missing_ptx_is_an_artifact_error(tmp_path: Path) -> None:
     with pytest.raises(pyoxide.ArtifactError, match="cannot read the sm_80 PTX"):
         m.artifacts[0].read()
     assert m.artifacts[1].read().startswith(b"//")
+
+
+def test_cluster_shapes_are_read_and_checked(
+    schema: dict[str, Any], good: dict[str, Any], tmp_path: Path
+) -> None:
+    """`cluster` (#[cluster_launch]): three counts; absent means no cluster."""
+    m = copy.deepcopy(good)
+    m["kernels"][0]["cluster"] = [2, 2, 1]
+    jsonschema.validate(m, schema)
+    k = parse_manifest(m, tmp_path / "m.json").kernels[0]
+    assert k.cluster == (2, 2, 1)
+    assert parse_manifest(good, tmp_path / "m.json").kernels[0].cluster is None
+    for bad in ([2, 1], "2,1,1", [-1, 1, 1]):  # the schema rejects these too
+        m["kernels"][0]["cluster"] = bad
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(m, schema)
+        with pytest.raises(pyoxide.ManifestError, match=r"kernels\[0\]\.cluster"):
+            parse_manifest(m, tmp_path / "m.json")
+    for bad in ([0, 1, 1], [4, 4, 1]):  # beyond the schema: what #[cluster_launch] refuses
+        m["kernels"][0]["cluster"] = bad
+        with pytest.raises(pyoxide.ManifestError, match="8 blocks in all"):
+            parse_manifest(m, tmp_path / "m.json")

@@ -179,8 +179,6 @@ pub struct LaunchBoundsSyntax {
 /// `#[cluster_launch(x)]`, `#[cluster_launch(x, y)]` or `#[cluster_launch(x, y, z)]`.
 pub struct ClusterSyntax {
     pub dims: Vec<LitInt>,
-    /// The whole argument list, for errors about the product.
-    pub span: Span,
 }
 
 impl Parse for ClusterSyntax {
@@ -202,7 +200,7 @@ impl Parse for ClusterSyntax {
                  #[cluster_launch(x, y, z)]: one to three blocks-per-cluster counts",
             ));
         }
-        Ok(ClusterSyntax { dims, span })
+        Ok(ClusterSyntax { dims })
     }
 }
 

@@ -151,8 +151,9 @@ pub(super) fn check_cluster(c: ClusterSyntax, errors: &mut Errors) -> Option<[u3
     let limit = oxide_abi::limits::MAX_CLUSTER_SIZE;
     let blocks = dims.iter().map(|&d| u64::from(d)).product::<u64>();
     if ok && blocks > u64::from(limit) {
-        errors.push(
-            c.span,
+        let lits = &c.dims;
+        errors.push_spanned(
+            &quote::quote!(#(#lits),*),
             format!(
                 "cluster_launch: {} x {} x {} = {blocks} blocks per cluster, but a cluster \
                  that every sm_90+ GPU launches has at most {limit}; use fewer blocks per \
