@@ -177,6 +177,16 @@ def cluster_kernels_manifest() -> Path:
     return fixture_manifest(CLUSTER_KERNELS, CLUSTER_KERNELS / "prebuilt", ("sm_90",))
 
 
+CLUSTER_TMA_KERNELS = REPO / "tests" / "fixtures" / "cluster_tma_kernels"
+
+
+@functools.cache
+def cluster_tma_kernels_manifest() -> Path:
+    """A TMA multicast kernel (tests/fixtures/cluster_tma_kernels), built for sm_90a (TMA
+    needs its PTX 8.0) into the crate's untracked prebuilt/, as cluster_kernels."""
+    return fixture_manifest(CLUSTER_TMA_KERNELS, CLUSTER_TMA_KERNELS / "prebuilt", ("sm_90a",))
+
+
 @functools.cache
 def half_kernels_manifest() -> Path:
     """Kernels over f16 and bf16 (tests/fixtures/half_kernels, target/oxide/half_kernels)."""

@@ -9,6 +9,7 @@ import pytest
 from helpers.arraylibs import CHOICES, array_lib
 from helpers.bundled import (
     cluster_kernels_manifest,
+    cluster_tma_kernels_manifest,
     cuda_oxide_ports_manifest,
     emu_kernels_manifest,
     half_kernels_manifest,
@@ -42,6 +43,12 @@ def half() -> pyoxide.Module:
 def clusters() -> pyoxide.Module:
     """Kernels in thread-block clusters (tests/fixtures/cluster_kernels), built for sm_90."""
     return pyoxide.load(cluster_kernels_manifest())
+
+
+@pytest.fixture(scope="session")
+def cluster_tma() -> pyoxide.Module:
+    """A TMA multicast kernel (tests/fixtures/cluster_tma_kernels), built for sm_90a."""
+    return pyoxide.load(cluster_tma_kernels_manifest())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
