@@ -15,6 +15,7 @@ from helpers.bundled import (
     find_ptxas,
     workspace_cargo_oxide,
 )
+
 from pyoxide.cli.inspect import entry_ptx
 
 SHAPES = {

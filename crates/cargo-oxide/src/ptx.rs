@@ -227,8 +227,11 @@ mod tests {
                 && e.contains("--arch sm_90"),
             "{e}"
         );
-        check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_90a", "sm_100"]))
-            .unwrap();
+        check_cluster_archs(
+            std::slice::from_ref(&k),
+            &archs(&["sm_90", "sm_90a", "sm_100"]),
+        )
+        .unwrap();
     }
 
     #[test]

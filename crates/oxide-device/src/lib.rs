@@ -115,8 +115,8 @@ pub use constant::{ConstantMemory, ConstantMemoryValue};
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
 pub use oxide_macros::{
-    cluster_launch, constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds, launch_contract,
-    shapes, unroll,
+    cluster_launch, constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds,
+    launch_contract, shapes, unroll,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

@@ -191,8 +191,7 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
             let _ = parse::take_launch_bounds(&mut func.attrs);
             let _ = parse::take_attr::<parse::LaunchSyntax>(&mut func.attrs, parse::LAUNCH_ATTR);
             let _ = parse::take_attr::<parse::ShapesSyntax>(&mut func.attrs, parse::SHAPES_ATTR);
-            let _ =
-                parse::take_attr::<parse::ClusterSyntax>(&mut func.attrs, parse::CLUSTER_ATTR);
+            let _ = parse::take_attr::<parse::ClusterSyntax>(&mut func.attrs, parse::CLUSTER_ATTR);
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),
