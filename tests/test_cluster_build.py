@@ -9,6 +9,7 @@ import json
 import subprocess
 
 import pytest
+from click.testing import CliRunner
 from helpers.bundled import (
     CLUSTER_KERNELS,
     cluster_kernels_manifest,
@@ -16,6 +17,7 @@ from helpers.bundled import (
     workspace_cargo_oxide,
 )
 
+from pyoxide.cli import cli
 from pyoxide.cli.inspect import entry_ptx
 
 SHAPES = {
@@ -73,3 +75,13 @@ def test_a_build_for_a_target_without_clusters_is_refused(tmp_path) -> None:
     assert "sm_80, which has no thread-block clusters" in err, err
     assert "--arch sm_90" in err, err
     assert not list(tmp_path.glob("*.ptx")), "nothing is written for a refused build"
+
+
+def test_inspect_shows_the_cluster() -> None:
+    manifest = str(cluster_kernels_manifest())
+    r = CliRunner().invoke(cli, ["inspect", "neighbours_2x2", manifest, "--ptx"])
+    assert r.exit_code == 0, r.output
+    assert "cluster: 2 x 2 x 1 blocks" in r.output, r.output
+    assert ".reqnctapercluster 2, 2, 1" in r.output, r.output
+    r = CliRunner().invoke(cli, ["inspect", "iota", manifest])
+    assert r.exit_code == 0 and "  cluster:" not in r.output, r.output
