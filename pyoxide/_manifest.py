@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _abi
 from ._constants import ConstantSpec, parse_constants
-from ._policy_spec import LaunchPolicy, read_launch_policy
+from ._policy_spec import LaunchPolicy, read_cluster, read_launch_policy
 from ._records import RecordLayout, parse_record
 from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec
 from .errors import ArtifactError, ManifestError
@@ -88,8 +88,7 @@ class KernelSpec:
     is_unsafe: bool = False
     launch_bounds: LaunchBounds | None = None
     launch: LaunchPolicy | None = None
-    #: ``#[cluster_launch(x, y, z)]``: blocks per thread-block cluster along x, y, z.
-    cluster: tuple[int, int, int] | None = None
+    cluster: tuple[int, int, int] | None = None  # #[cluster_launch(x, y, z)]
 
     @property
     def signature(self) -> str:
@@ -431,12 +430,6 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
             max_threads,
             None if min_blocks is None else c.uint(min_blocks, w + ".launch_bounds.min_blocks"),
         )
-    cluster = None
-    if k.get("cluster") is not None:
-        cluster = _cluster(c, k["cluster"], w + ".cluster")
-    launch = None
-    if k.get("launch") is not None:
-        launch = read_launch_policy(c, k["launch"], w + ".launch", params)
     src = c.obj(k["source"], w + ".source", ["module", "file", "line"], closed=False)
     return KernelSpec(
         name=name,
@@ -450,16 +443,8 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
         instance=tuple(instance),
         is_unsafe=c.bool_(k.get("is_unsafe", False), w + ".is_unsafe"),
         launch_bounds=bounds,
-        launch=launch,
-        cluster=cluster,
+        launch=None
+        if k.get("launch") is None
+        else read_launch_policy(c, k["launch"], w + ".launch", params),
+        cluster=None if k.get("cluster") is None else read_cluster(c, k["cluster"], w + ".cluster"),
     )
-
-
-def _cluster(c: _Checker, value: Any, w: str) -> tuple[int, int, int]:
-    dims = c.list_(value, w)
-    if len(dims) != 3:
-        raise c.fail(w, f"must list 3 blocks-per-cluster counts (x, y, z), not {len(dims)}")
-    x, y, z = (c.uint(d, f"{w}[{i}]") for i, d in enumerate(dims))
-    if min(x, y, z) < 1 or x * y * z > _abi.MAX_CLUSTER_SIZE:
-        raise c.fail(w, f"must be at least 1 per axis and {_abi.MAX_CLUSTER_SIZE} blocks in all")
-    return x, y, z

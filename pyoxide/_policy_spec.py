@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import _abi
+
 #: Launch policies (oxide-abi `LaunchPolicy`, `#[launch(...)]`) and their fields besides
 #: `kind` (checked against the manifest schema by tests/test_manifest.py).
 LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
@@ -90,3 +92,15 @@ def _read_tiles(c: Any, v: Any, w: str, params: Sequence[Any], over: int) -> Lau
     block3, tile = three
     return LaunchPolicy("tiles", over, block=block3[0] * block3[1] * block3[2],
                         block3=block3, tile=tile)  # fmt: skip
+
+
+def read_cluster(c: Any, value: Any, w: str) -> tuple[int, int, int]:
+    """A kernel's ``#[cluster_launch]`` shape (oxide-abi ``KernelDescriptor::cluster``):
+    blocks per cluster along x, y and z, as the macro allows them."""
+    dims = c.list_(value, w)
+    if len(dims) != 3:
+        raise c.fail(w, f"must list 3 blocks-per-cluster counts (x, y, z), not {len(dims)}")
+    x, y, z = (c.uint(d, f"{w}[{i}]") for i, d in enumerate(dims))
+    if min(x, y, z) < 1 or x * y * z > _abi.MAX_CLUSTER_SIZE:
+        raise c.fail(w, f"must be at least 1 per axis and {_abi.MAX_CLUSTER_SIZE} blocks in all")
+    return x, y, z
