@@ -6,10 +6,11 @@
 //! A tile's collectives are relative to the tile: `shfl(v, 0)` reads the tile's first
 //! lane, `ballot` returns the tile's bits from bit 0, and a shuffle whose source lies
 //! outside the tile returns the caller's own value. Not here: grid groups (a grid-wide
-//! sync needs a cooperative launch, which the Python launcher does not make),
-//! clusters and `coalesced_threads`.
+//! sync needs a cooperative launch, which the Python launcher does not make) and
+//! `coalesced_threads`. [`this_cluster`] is the thread-block cluster (sm_90,
+//! `#[cluster_launch]`), which the emulator refuses, as it does all of `crate::cluster`.
 
-use crate::{thread, warp};
+use crate::{cluster, thread, warp};
 
 /// A set of threads that can synchronise.
 pub trait ThreadGroup: Copy {
@@ -19,6 +20,49 @@ pub trait ThreadGroup: Copy {
     fn thread_rank(&self) -> u32;
     /// Wait until every thread of the group arrives.
     fn sync(&self);
+}
+
+/// The thread-block cluster this thread's block belongs to (cuda-oxide's `Cluster`):
+/// every thread of every block of it. Without `#[cluster_launch]` it is the block alone.
+#[derive(Clone, Copy)]
+pub struct Cluster {
+    _private: (),
+}
+
+/// This thread's cluster.
+#[inline(always)]
+pub fn this_cluster() -> Cluster {
+    Cluster { _private: () }
+}
+
+impl Cluster {
+    /// Blocks in the cluster.
+    #[inline(always)]
+    pub fn num_blocks(&self) -> u32 {
+        cluster::cluster_size()
+    }
+
+    /// This block's rank in the cluster, `0..num_blocks()`.
+    #[inline(always)]
+    pub fn block_rank(&self) -> u32 {
+        cluster::block_rank()
+    }
+}
+
+impl ThreadGroup for Cluster {
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        cluster::cluster_size() * thread::block_size()
+    }
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        cluster::block_rank() * thread::block_size() + thread::block_thread_index()
+    }
+    /// [`cluster::cluster_sync`].
+    #[inline(always)]
+    fn sync(&self) {
+        cluster::cluster_sync();
+    }
 }
 
 /// Warp-level collectives of a group that lives in one warp.
