@@ -17,6 +17,7 @@ from helpers.bundled import (
     workspace_cargo_oxide,
 )
 
+import pyoxide
 from pyoxide.cli import cli
 from pyoxide.cli.inspect import entry_ptx
 
@@ -85,3 +86,10 @@ def test_inspect_shows_the_cluster() -> None:
     assert ".reqnctapercluster 2, 2, 1" in r.output, r.output
     r = CliRunner().invoke(cli, ["inspect", "iota", manifest])
     assert r.exit_code == 0 and "  cluster:" not in r.output, r.output
+
+
+def test_loading_a_cluster_crate_for_sm_80_says_how_to_load_it() -> None:
+    with pytest.raises(pyoxide.BuildError) as e:
+        pyoxide.load(CLUSTER_KERNELS, arch=["sm_80", "sm_90"])
+    text = str(e.value)
+    assert "no thread-block clusters" in text and 'arch="sm_90"' in text, text

@@ -175,8 +175,9 @@ pub fn check_cluster_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Re
             bail!(
                 "kernel `{}` has #[cluster_launch({x}, {y}, {z})], but this build is also for \
                  {arch}, which has no thread-block clusters (they start at sm_{MIN_CLUSTER_ARCH}): \
-                 build for sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90), and keep \
-                 kernels for older GPUs in a crate of their own",
+                 build for sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90; from Python, \
+                 pyoxide.load(crate, arch=\"sm_90\") or PYOXIDE_ARCH=sm_90), and keep kernels \
+                 for older GPUs in a crate of their own",
                 k.entry
             );
         }
