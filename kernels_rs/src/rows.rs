@@ -67,9 +67,9 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     check_block();
     let rows = n.checked_div(cols).unwrap_or(0);
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
-    let s = Share::of_block(cols);
+    let s = Share::of_block(cols as u32);
     let vector = vector_ok(cols, &[src as usize, dst as usize]);
-    let cached = cols <= CACHE.cols(vector, s.threads);
+    let cached = cols <= CACHE.cols(vector, s.threads) as usize;
     let rows = Rows {
         src,
         dst,
@@ -132,27 +132,32 @@ unsafe fn softmax_cached<const VECTOR: bool>(
     // SAFETY: upheld by the caller.
     let n = CACHE.get(VECTOR);
     let mut c = unsafe { load_row::<VECTOR>(src, s, n) };
-    let mut local_max = f32::NEG_INFINITY;
-    each_chunk!(j => {
-        if j < n {
-            local_max = c[j].iter().fold(local_max, |m, &v| m.max(v));
-        }
-    });
-    let max = block_allreduce(local_max, maxes, f32::NEG_INFINITY, f32::max);
+    // Trees, not chains: the reductions sit between the row's loads and its stores.
+    let local_max = tree(
+        c.map(|v| lanes(v, f32::max)),
+        n,
+        f32::NEG_INFINITY,
+        f32::max,
+    );
+    let max = block_allreduce(local_max, s, maxes, f32::NEG_INFINITY, f32::max);
     // The columns anew (not the loads' offsets, kept live across the reduction).
     let m = fresh(s);
-    let mut local_sum = 0.0;
+    let mut sums_j = [0.0f32; CHUNKS];
     each_chunk!(j => {
         if j < n {
             for v in 0..VEC {
                 c[j][v] = exp(c[j][v] - max);
-                if m.has::<VECTOR>(j, v, n) {
-                    local_sum += c[j][v];
-                }
             }
+            sums_j[j] = if VECTOR {
+                if m.has::<true>(j, 0, n) { lanes(c[j], |a, b| a + b) } else { 0.0 }
+            } else {
+                let e = core::array::from_fn(|v| if m.has::<false>(j, v, n) { c[j][v] } else { 0.0 });
+                lanes(e, |a, b| a + b)
+            };
         }
     });
-    let inv = 1.0 / block_allreduce(local_sum, sums, 0.0, |a, b| a + b);
+    let local_sum = tree(sums_j, n, 0.0, |a, b| a + b);
+    let inv = 1.0 / block_allreduce(local_sum, s, sums, 0.0, |a, b| a + b);
     // SAFETY: upheld by the caller.
     unsafe { store_row::<VECTOR>(dst, fresh(s), n, &c, |e, _| e.map(|e| e * inv)) };
 }
@@ -187,13 +192,13 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
         sum = sum * scale + add;
         m = new_m;
     }
-    let max = block_allreduce(m, maxes, f32::NEG_INFINITY, f32::max);
+    let max = block_allreduce(m, s, maxes, f32::NEG_INFINITY, f32::max);
     let mine = if m == f32::NEG_INFINITY {
         0.0
     } else {
         sum * exp(m - max)
     };
-    let inv = 1.0 / block_allreduce(mine, sums, 0.0, |a, b| a + b);
+    let inv = 1.0 / block_allreduce(mine, s, sums, 0.0, |a, b| a + b);
     for base in walk.groups() {
         // SAFETY: upheld by the caller.
         for (col, here, v) in unsafe { walk.load(base, 0.0) } {
@@ -259,7 +264,7 @@ pub fn layernorm_rows(
     check_block();
     let rows = n.checked_div(cols).unwrap_or(0);
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
-    let s = Share::of_block(cols);
+    let s = Share::of_block(cols as u32);
     let affine = Affine {
         weight: weight.as_ptr(),
         bias: bias.as_ptr(),
@@ -273,7 +278,7 @@ pub fn layernorm_rows(
             affine.bias as usize,
         ],
     );
-    let cached = cols <= CACHE.cols(vector, s.threads);
+    let cached = cols <= CACHE.cols(vector, s.threads) as usize;
     let stats = (&SUMS, &SQUARES, cols as f32, eps);
     let rows = Rows {
         src,
@@ -379,26 +384,10 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
     let n = CACHE.get(VECTOR);
     let c = unsafe { load_row::<VECTOR>(src, s, n) };
     // The columns anew (not the loads' offsets, kept live across the reduction).
-    let m = fresh(s);
-    let mut local = 0.0f32;
-    each_chunk!(j => {
-        for v in 0..VEC {
-            if m.has::<VECTOR>(j, v, n) {
-                local += c[j][v];
-            }
-        }
-    });
-    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
-    let m = fresh(s);
-    let mut local_sq = 0.0f32;
-    each_chunk!(j => {
-        for v in 0..VEC {
-            if m.has::<VECTOR>(j, v, n) {
-                local_sq += (c[j][v] - mean) * (c[j][v] - mean);
-            }
-        }
-    });
-    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
+    let local = masked_sum::<VECTOR>(&c, s, n, |x| x);
+    let mean = block_allreduce(local, s, sums, 0.0, |a, b| a + b) / cols_f;
+    let local_sq = masked_sum::<VECTOR>(&c, s, n, |x| (x - mean) * (x - mean));
+    let var = block_allreduce(local_sq, s, squares, 0.0, |a, b| a + b) / cols_f;
     let rstd = (var + eps).rsqrt();
     // SAFETY: upheld by the caller; store_row passes columns of the row.
     unsafe {
@@ -410,6 +399,25 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
             }
         })
     };
+}
+
+/// `Σ f(x)` over this thread's cached elements that are columns of the row, as trees
+/// (see [`tree`]); the columns are computed anew (not the loads' offsets, which would
+/// stay live across the block reductions).
+#[inline(always)]
+fn masked_sum<const VECTOR: bool>(
+    c: &[[f32; VEC]; CHUNKS],
+    s: Share,
+    n: usize,
+    f: impl Fn(f32) -> f32,
+) -> f32 {
+    let m = fresh(s);
+    let mut per_chunk = [0.0f32; CHUNKS];
+    each_chunk!(j => {
+        let e = core::array::from_fn(|v| if m.has::<VECTOR>(j, v, n) { f(c[j][v]) } else { 0.0 });
+        per_chunk[j] = lanes(e, |a, b| a + b);
+    });
+    tree(per_chunk, n, 0.0, |a, b| a + b)
 }
 
 /// A row too long for the registers: the mean, the squared deviations from it, then
@@ -433,7 +441,7 @@ unsafe fn layernorm_streamed<const VECTOR: bool>(
             }
         }
     }
-    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
+    let mean = block_allreduce(local, s, sums, 0.0, |a, b| a + b) / cols_f;
     let mut local_sq = 0.0f32;
     for base in walk.groups() {
         // SAFETY: upheld by the caller.
@@ -446,7 +454,7 @@ unsafe fn layernorm_streamed<const VECTOR: bool>(
             }
         }
     }
-    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
+    let var = block_allreduce(local_sq, s, squares, 0.0, |a, b| a + b) / cols_f;
     let rstd = (var + eps).rsqrt();
     for base in walk.groups() {
         // SAFETY: upheld by the caller.
