@@ -69,7 +69,7 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
     let s = Share::of_block(cols as u32);
     let vector = vector_ok(cols, &[src as usize, dst as usize]);
-    let cached = cols <= CACHE.cols(vector, s.threads) as usize;
+    let chunks = cache_chunks(cols, vector, s.threads);
     let rows = Rows {
         src,
         dst,
@@ -80,11 +80,12 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     // SAFETY (each arm): the pointers cover `rows · cols` elements of `x` and of `out`,
     // and `out` is written nowhere else.
     unsafe {
-        match (cached, vector) {
-            (true, true) => softmax_path::<true, true>(rows, &MAXES, &SUMS),
-            (true, false) => softmax_path::<true, false>(rows, &MAXES, &SUMS),
-            (false, true) => softmax_path::<false, true>(rows, &MAXES, &SUMS),
-            (false, false) => softmax_path::<false, false>(rows, &MAXES, &SUMS),
+        match (chunks, vector) {
+            (8, true) => softmax_path::<8, true>(rows, &MAXES, &SUMS),
+            (16, true) => softmax_path::<16, true>(rows, &MAXES, &SUMS),
+            (0, true) => softmax_path::<0, true>(rows, &MAXES, &SUMS),
+            (4, false) => softmax_path::<4, false>(rows, &MAXES, &SUMS),
+            _ => softmax_path::<0, false>(rows, &MAXES, &SUMS),
         }
     }
 }
@@ -97,7 +98,7 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
 /// As [`Rows::each`]; only this block works on its rows (block_rows), and `dst` is
 /// written nowhere else during the launch.
 #[inline(never)]
-unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
+unsafe fn softmax_path<const N: usize, const VECTOR: bool>(
     rows: Rows,
     maxes: &SharedArray<f32, 32>,
     sums: &SharedArray<f32, 32>,
@@ -109,8 +110,8 @@ unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
             // Per row, so that the column offsets are recomputed (a few multiply-adds)
             // rather than held in registers for the whole loop.
             let s = fresh(s);
-            if CACHED_ROW {
-                softmax_cached::<VECTOR>(x, y, s, maxes, sums)
+            if N > 0 {
+                softmax_cached::<N, VECTOR>(x, y, s, maxes, sums)
             } else {
                 softmax_streamed::<VECTOR>(x, y, s, maxes, sums)
             }
@@ -120,7 +121,7 @@ unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
 
 /// One row read once into registers. # Safety: as `load_row` and `store_row`.
 #[inline(always)]
-unsafe fn softmax_cached<const VECTOR: bool>(
+unsafe fn softmax_cached<const N: usize, const VECTOR: bool>(
     src: *const f32,
     dst: *mut f32,
     s: Share,
@@ -130,7 +131,7 @@ unsafe fn softmax_cached<const VECTOR: bool>(
     // Columns past the row's end hold copies of its last element: they do not change
     // the max, and are left out of the sum.
     // SAFETY: upheld by the caller.
-    let n = CACHE.get(VECTOR);
+    let n = N;
     let mut c = unsafe { load_row::<VECTOR>(src, s, n) };
     // Trees, not chains: the reductions sit between the row's loads and its stores.
     let local_max = tree(
@@ -278,7 +279,7 @@ pub fn layernorm_rows(
             affine.bias as usize,
         ],
     );
-    let cached = cols <= CACHE.cols(vector, s.threads) as usize;
+    let chunks = cache_chunks(cols, vector, s.threads);
     let stats = (&SUMS, &SQUARES, cols as f32, eps);
     let rows = Rows {
         src,
@@ -289,11 +290,12 @@ pub fn layernorm_rows(
     };
     // SAFETY (each arm): as in softmax_rows; weight and bias have `cols` elements.
     unsafe {
-        match (cached, vector) {
-            (true, true) => layernorm_path::<true, true>(rows, affine, stats),
-            (true, false) => layernorm_path::<true, false>(rows, affine, stats),
-            (false, true) => layernorm_path::<false, true>(rows, affine, stats),
-            (false, false) => layernorm_path::<false, false>(rows, affine, stats),
+        match (chunks, vector) {
+            (8, true) => layernorm_path::<8, true>(rows, affine, stats),
+            (16, true) => layernorm_path::<16, true>(rows, affine, stats),
+            (0, true) => layernorm_path::<0, true>(rows, affine, stats),
+            (4, false) => layernorm_path::<4, false>(rows, affine, stats),
+            _ => layernorm_path::<0, false>(rows, affine, stats),
         }
     }
 }
@@ -303,7 +305,7 @@ pub fn layernorm_rows(
 /// # Safety
 /// As [`softmax_path`]; weight and bias have `cols` elements.
 #[inline(never)]
-unsafe fn layernorm_path<const CACHED_ROW: bool, const VECTOR: bool>(
+unsafe fn layernorm_path<const N: usize, const VECTOR: bool>(
     rows: Rows,
     affine: Affine,
     stats: Stats,
@@ -320,8 +322,8 @@ unsafe fn layernorm_path<const CACHED_ROW: bool, const VECTOR: bool>(
                 bias: opaque_ptr(affine.bias),
             };
             let s = fresh(s);
-            if CACHED_ROW {
-                layernorm_cached::<VECTOR>(x, y, s, affine, stats)
+            if N > 0 {
+                layernorm_cached::<N, VECTOR>(x, y, s, affine, stats)
             } else {
                 layernorm_streamed::<VECTOR>(x, y, s, affine, stats)
             }
@@ -373,7 +375,7 @@ type Stats<'a> = (&'a SharedArray<f32, 32>, &'a SharedArray<f32, 32>, f32, f32);
 
 /// One row read once into registers. # Safety: as `load_row`, `store_row`, `Affine::apply`.
 #[inline(always)]
-unsafe fn layernorm_cached<const VECTOR: bool>(
+unsafe fn layernorm_cached<const N: usize, const VECTOR: bool>(
     src: *const f32,
     dst: *mut f32,
     s: Share,
@@ -381,7 +383,7 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
     (sums, squares, cols_f, eps): Stats,
 ) {
     // SAFETY: upheld by the caller.
-    let n = CACHE.get(VECTOR);
+    let n = N;
     let c = unsafe { load_row::<VECTOR>(src, s, n) };
     // The columns anew (not the loads' offsets, kept live across the reduction).
     let local = masked_sum::<VECTOR>(&c, s, n, |x| x);

@@ -12,32 +12,21 @@ use oxide_device::prelude::*;
 /// `f32` lanes in a 128-bit access.
 pub(super) const VEC: usize = 4;
 /// The most 128-bit chunks a thread keeps in registers (the register cache's size).
-pub(super) const CHUNKS: usize = 8;
-/// Chunks of the cache in use, with vector and with scalar accesses: rows up to
-/// `4 · chunks · blockDim` are read from DRAM once. Scalar (unaligned) rows use half:
-/// their 32-bit accesses need more registers for addresses, and the whole cache spilled.
-pub(super) const CACHE: Chunks = Chunks {
-    vector: CHUNKS,
-    scalar: CHUNKS / 2,
-};
+pub(super) const CHUNKS: usize = 16;
 
-/// How many of the register cache's chunks are in use (see [`CACHE`]).
-#[derive(Clone, Copy)]
-pub(super) struct Chunks {
-    vector: usize,
-    scalar: usize,
-}
-
-impl Chunks {
-    #[inline(always)]
-    pub(super) const fn get(self, vector: bool) -> usize {
-        if vector { self.vector } else { self.scalar }
-    }
-
-    /// Columns a block of `threads` keeps in registers.
-    #[inline(always)]
-    pub(super) const fn cols(self, vector: bool, threads: u32) -> u32 {
-        threads * (VEC * self.get(vector)) as u32
+/// How many chunks of the register cache a launch's path uses: 8 for vector rows up to
+/// `32 · blockDim` columns, 16 up to `64 · blockDim`, 4 for scalar (unaligned) rows up
+/// to `16 · blockDim` (their 32-bit accesses need more registers for addresses), 0 when
+/// the row is longer (streamed). Each count is a path of its own, so that a short row
+/// does not load (and hold) the long rows' chunks.
+#[inline(always)]
+pub(super) fn cache_chunks(cols: usize, vector: bool, threads: u32) -> usize {
+    let per_thread = cols.div_ceil(threads as usize * VEC);
+    match (vector, per_thread) {
+        (true, ..=8) => 8,
+        (true, ..=16) => 16,
+        (false, ..=4) => 4,
+        _ => 0,
     }
 }
 
@@ -50,7 +39,7 @@ pub(super) const MAX_BLOCK: u32 = 512;
 /// register cache at run time, which moves it to local memory (DRAM).
 macro_rules! each_chunk {
     ($j:ident => $body:block) => {
-        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7)
+        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
     };
     (@ $j:ident $body:block $($n:literal)*) => {
         $({
@@ -60,7 +49,7 @@ macro_rules! each_chunk {
     };
 }
 pub(super) use each_chunk;
-const _: () = assert!(CHUNKS == 8, "each_chunk! lists the chunk indices");
+const _: () = assert!(CHUNKS == 16, "each_chunk! and tree list the chunk indices");
 
 /// A thread's share of a row: its registers' chunk `j`, lane `v`, and where that
 /// element sits in the row. Columns are 32-bit (the kernels take `cols` as a `u32`):
@@ -237,7 +226,7 @@ pub(super) unsafe fn store_row<const VECTOR: bool>(
 pub(super) fn tree(v: [f32; CHUNKS], n: usize, identity: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
     let at = |i: usize| if i < n { v[i] } else { identity };
     let q = |i: usize| op(op(at(i), at(i + 1)), op(at(i + 2), at(i + 3)));
-    op(q(0), q(4))
+    op(op(q(0), q(4)), op(q(8), q(12)))
 }
 
 /// `op` over a chunk's four lanes, as a tree.
