@@ -229,7 +229,7 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// torch, 256 threads streaming it 0.88×). Traps when the sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
-#[launch(block_per_row(out, block = 512))]
+#[launch(block_per_row(out, block = 256))]
 #[shapes(x[rows, cols], weight[cols], bias[cols], out[rows, cols])]
 pub fn layernorm_rows(
     x: Array2<f32>,
