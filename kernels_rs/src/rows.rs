@@ -2,18 +2,24 @@
 //! as its flat slice and `cols`), softmax and layer norm.
 //!
 //! How they reach the memory system's speed:
-//! - A row of up to `32 · blockDim` elements (`16 · blockDim` when unaligned) is read
+//! - A row of up to `64 · blockDim` elements (`16 · blockDim` when unaligned) is read
 //!   from DRAM once: each thread keeps its part in registers between the statistics
 //!   and the write, loaded with unconditional (clamped) loads that issue back to back.
 //!   Longer rows take a streaming path (softmax: one pass of running max and rescaled
 //!   sum, then the write pass; layer norm: mean, then squared deviations, then the
 //!   write pass; the later passes mostly hit L2).
-//! - Each of the four paths (cached or streamed, vector or scalar) is a function of its
-//!   own, chosen once per launch, and loop-invariant addresses are recomputed per row
-//!   (see [`access::fresh`]): no path spills, and the kernels take at most 93 (softmax) and 92
-//!   (layer norm) registers a thread on sm_90, from 128 in the first version. (Capped at
-//!   64 for two 512-thread blocks an SM, softmax spilled a little and measured slower on
-//!   an H200 at 4096 columns, 1.08× torch against 1.42×; see docs/performance.md.)
+//! - A row's phases (load, block reductions, write) leave DRAM idle in the middle, so
+//!   what keeps it busy is several rows in flight on each SM. A 16384-column row takes
+//!   256 threads of 64 cached elements each (a plain call's block), 119 (softmax) or
+//!   128 (layer norm) registers a thread: two rows an SM, each read once. (512 threads
+//!   of 32 elements in 64 registers would also fit two an SM, but spilled; 512 threads
+//!   at 81 registers fit one. On an H200 at 4096×16384: 256 × 64 at 0.81 of copy
+//!   against 0.74 and 0.66; see docs/performance.md.)
+//! - Each path (register cache of 8 or 16 chunks or streamed, vector or scalar) is a
+//!   function of its own, chosen once per launch, so a short row does not pay for the
+//!   long rows' registers; columns are 32-bit; loop-invariant values are recomputed per
+//!   row (see [`access::fresh`]); the per-thread sums and maxima are trees, not chains.
+//!   Only layer norm's 16-chunk path spills (28 bytes, at 128 registers).
 //! - When the row, the output and (layer norm) weight and bias are 16-byte aligned,
 //!   every access is a 128-bit vector; otherwise (a view such as `x[1:]`, or `cols` not
 //!   a multiple of 4) scalar and still coalesced. Inputs load through the read-only
@@ -37,14 +43,13 @@ use oxide_device::prelude::*;
 /// Row-wise softmax of the row-major matrix `x` (`x.len() / cols` rows of `cols`):
 /// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
 ///
-/// Launch: a plain call `softmax_rows(x, out, cols)` takes one block per row and
-/// `cols / 32` threads rounded up to a multiple of 32, clamped to 128..=256 (the
-/// `block_per_row` policy; what `scripts/bench_rows` calls "policy"). 256, not 512: on
-/// an H200 at 16384 columns, 256 threads reading the row twice (the second read mostly
-/// from L2) beat 512 threads holding it in registers (0.98× against 0.88× torch), one
-/// 93-register block of 512 an SM leaving too little in flight. An explicit block must
-/// be 32..=512 threads, a multiple of 32; an explicit grid must have one block per row.
-/// Rows up to `32 · blockDim` columns are read once; longer ones twice. Traps when
+/// Launch: a plain call `softmax_rows(x, out)` takes one block per row and `cols / 32`
+/// threads rounded up to a multiple of 32, clamped to 128..=256 (the `block_per_row`
+/// policy; what `scripts/bench_rows` calls "policy"). 256, not 512: at 16384 columns,
+/// 256 threads hold the row in registers (64 elements each) two blocks an SM, where 512
+/// threads fit one (on an H200, 1.09× against 0.89× torch.softmax). An explicit block
+/// must be 32..=512 threads, a multiple of 32; an explicit grid must have one block per
+/// row. Rows up to `64 · blockDim` columns are read once; longer ones twice. Traps when
 /// `x.len()` is not `rows · cols` or `out.len()` differs from `x.len()`.
 #[kernel]
 #[launch_bounds(512)]
@@ -90,9 +95,10 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     }
 }
 
-/// One of softmax's four paths, a function of its own (not inlined): every row of a
-/// launch takes the same path, and compiled apart, each path's registers are allocated
-/// on their own (all four inlined into the kernel spilled).
+/// One of softmax's paths (`N` cached chunks, or 0: streamed), a function of its own
+/// (not inlined): every row of a launch takes the same path, and compiled apart, each
+/// path's registers are allocated on their own (the paths inlined into the kernel
+/// spilled).
 ///
 /// # Safety
 /// As [`Rows::each`]; only this block works on its rows (block_rows), and `dst` is
@@ -224,9 +230,8 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// `cols` elements. The variance is a second pass over the centred values (in registers
 /// when the row fits), so no cancellation.
 ///
-/// Launch: as [`softmax_rows`], but a plain call's block is clamped to 128..=512 (at
-/// 16384 columns on an H200, 512 threads with the row in registers measured 1.09×
-/// torch, 256 threads streaming it 0.88×). Traps when the sizes disagree with `cols`.
+/// Launch: as [`softmax_rows`] (at 16384 columns on an H200, 256 threads measured
+/// 1.16× torch, 512 threads 1.07×). Traps when the sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
 #[launch(block_per_row(out, block = 256))]
@@ -300,7 +305,7 @@ pub fn layernorm_rows(
     }
 }
 
-/// One of layer norm's four paths; see [`softmax_path`].
+/// One of layer norm's paths; see [`softmax_path`].
 ///
 /// # Safety
 /// As [`softmax_path`]; weight and bias have `cols` elements.

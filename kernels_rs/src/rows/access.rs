@@ -30,7 +30,7 @@ pub(super) fn cache_chunks(cols: usize, vector: bool, threads: u32) -> usize {
     }
 }
 
-/// The largest block the row kernels take (their `launch_bounds`): 16 384 cached
+/// The largest block the row kernels take (their `launch_bounds`): 32 768 cached
 /// columns, and room for the cache in up to 128 registers a thread.
 pub(super) const MAX_BLOCK: u32 = 512;
 
@@ -220,8 +220,9 @@ pub(super) unsafe fn store_row<const VECTOR: bool>(
 }
 
 /// `op` over the first `n` of `v` (`n` a constant once inlined) as a balanced tree, so
-/// the chain of dependent operations is 3 deep, not 7 (with four lanes a chunk before
-/// it, 5 and 31). `identity` for `n == 0`.
+/// the chain of dependent operations is 4 deep, not 15 (6 with a chunk's four lanes
+/// before it, where a chain over a thread's 64 elements was 63 deep). `identity` for
+/// the chunks from `n` on.
 #[inline(always)]
 pub(super) fn tree(v: [f32; CHUNKS], n: usize, identity: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
     let at = |i: usize| if i < n { v[i] } else { identity };
