@@ -36,7 +36,8 @@ def layernorm64(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 
 
 def block_for(cols: int) -> int:
-    """The launch the kernels' docs suggest: cols / 32 in whole warps, 128..=512."""
+    """cols / 32 in whole warps, 128..=512: the 8-chunk register cache, up to the
+    kernels' largest block (their plain calls stop at 256: the test of long rows)."""
     per_thread_32 = -(-cols // 32)
     return min(512, max(128, -(-per_thread_32 // 32) * 32))
 
