@@ -53,6 +53,7 @@ use oxide_device::barrier::{
     Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_init, mbarrier_try_wait_parity, named_barrier_sync,
 };
+use oxide_device::convert::cvt_bf16x2_f32;
 use oxide_device::prelude::*;
 use oxide_device::tma::{
     TmaDescriptor, cp_async_bulk_commit_group, cp_async_bulk_tensor_2d_g2s,
@@ -129,7 +130,7 @@ pub fn gemm_bf16_sm90(
 }
 
 /// [`gemm_bf16_sm90`] with a bf16 result (each f32 sum rounded to nearest even
-/// once). Same launch.
+/// once; a NaN sum gives the canonical NaN `0x7fff`). Same launch.
 #[kernel]
 #[launch_bounds(384, 1)]
 pub fn gemm_bf16_bf16_sm90(
@@ -141,15 +142,9 @@ pub fn gemm_bf16_bf16_sm90(
     n: u32,
     k: u32,
 ) {
-    gemm_sm90_body(a, b, maps, c, m, n, k, |x, y| {
-        u32::from(bf16_bits(x)) | u32::from(bf16_bits(y)) << 16
-    })
-}
-
-/// One f32 as bf16 bits, rounded to nearest even.
-#[inline(always)]
-fn bf16_bits(v: f32) -> u16 {
-    bf16::from_f32(v).to_bits()
+    // One `cvt.rn.bf16x2.f32` a pair: `bf16::from_f32`'s integer rounding took about
+    // seven instructions a value and 2 % of the kernel's cycles (docs/performance.md).
+    gemm_sm90_body(a, b, maps, c, m, n, k, cvt_bf16x2_f32)
 }
 
 #[inline(always)]
