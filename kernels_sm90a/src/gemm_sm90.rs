@@ -29,7 +29,23 @@
 //! (`cp.async.bulk.wait_group.read 0`). The global writes thus run while the
 //! warpgroup goes on to its next round or tile: at 8192³ this took the kernel from
 //! 0.85–0.88× to 0.95–0.99× cuBLAS against stores straight from registers
-//! (docs/performance.md).
+//! (docs/performance.md). A bf16 result is packed two sums at a time by one
+//! `cvt.rn.bf16x2.f32` ([`cvt_bf16x2_f32`]); `bf16::from_f32`'s integer rounding (a
+//! NaN test, an add and a shift a value, about 1 900 SASS instructions a tile where
+//! the packing takes 64) cost the bf16-result kernel 3 % of its cycles (ncu, 8192³).
+//!
+//! # Where the time goes (ncu, H200, 8192³, clocks locked)
+//!
+//! The tensor pipe is busy 96 % (f32 result) and 98 % (bf16 result) of the cycles an
+//! SM is active, level with Triton's tutorial matmul (same 128×256×64 tile, 96 %). What
+//! is left is the last partial wave: 2 048 tiles over 132 SMs is 15.5 tiles a block,
+//! so 64 blocks idle through the last tile and 4–6 % of the elapsed cycles have an
+//! idle SM. Splitting the last wave's k-range between blocks (stream-K, with a
+//! workspace for the partial sums) would recover it; halving the tiles along m or n
+//! would not (4 096 halves over 132 SMs still take 32 rounds, 16 tiles' time).
+//! Timed back to back, a bf16 GEMM at this size also runs the card into its 700 W
+//! limit within a second, after which the clock, not the kernel, sets the pace
+//! (`scripts/bench_gemm` idles between rows for that reason).
 //!
 //! # Shared-memory layouts
 //!
