@@ -29,7 +29,24 @@
 //! (`cp.async.bulk.wait_group.read 0`). The global writes thus run while the
 //! warpgroup goes on to its next round or tile: at 8192³ this took the kernel from
 //! 0.85–0.88× to 0.95–0.99× cuBLAS against stores straight from registers
-//! (docs/performance.md).
+//! (docs/performance.md). A bf16 result is packed two sums at a time by one
+//! `cvt.rn.bf16x2.f32` ([`cvt_bf16x2_f32`]); `bf16::from_f32`'s integer rounding (a
+//! NaN test, an add and a shift a value: 1 072 SASS instructions a thread per tile in
+//! the epilogue, against 238 with the packing) cost the bf16-result kernel 3 % of its
+//! cycles (ncu, 8192³).
+//!
+//! # Where the time goes (ncu, H200, 8192³, clocks locked)
+//!
+//! The tensor pipe is busy 96 % (f32 result) and 98 % (bf16 result) of the cycles an
+//! SM is active, level with Triton's tutorial matmul (same 128×256×64 tile, 96 %). What
+//! is left is the last partial wave: 2 048 tiles over 132 SMs is 15.5 tiles a block,
+//! so 64 blocks idle through the last tile and 4–6 % of the elapsed cycles have an
+//! idle SM. Splitting the last wave's k-range between blocks (stream-K, with a
+//! workspace for the partial sums) would recover it; halving the tiles along m or n
+//! would not (4 096 halves over 132 SMs still take 32 rounds, 16 tiles' time).
+//! Timed back to back, a bf16 GEMM at this size also runs the card into its 700 W
+//! limit within a second, after which the clock, not the kernel, sets the pace
+//! (`scripts/bench_gemm` idles between rows for that reason).
 //!
 //! # Shared-memory layouts
 //!
@@ -53,6 +70,7 @@ use oxide_device::barrier::{
     Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_init, mbarrier_try_wait_parity, named_barrier_sync,
 };
+use oxide_device::convert::cvt_bf16x2_f32;
 use oxide_device::prelude::*;
 use oxide_device::tma::{
     TmaDescriptor, cp_async_bulk_commit_group, cp_async_bulk_tensor_2d_g2s,
@@ -129,7 +147,7 @@ pub fn gemm_bf16_sm90(
 }
 
 /// [`gemm_bf16_sm90`] with a bf16 result (each f32 sum rounded to nearest even
-/// once). Same launch.
+/// once; a NaN sum gives the canonical NaN `0x7fff`). Same launch.
 #[kernel]
 #[launch_bounds(384, 1)]
 pub fn gemm_bf16_bf16_sm90(
@@ -141,15 +159,9 @@ pub fn gemm_bf16_bf16_sm90(
     n: u32,
     k: u32,
 ) {
-    gemm_sm90_body(a, b, maps, c, m, n, k, |x, y| {
-        u32::from(bf16_bits(x)) | u32::from(bf16_bits(y)) << 16
-    })
-}
-
-/// One f32 as bf16 bits, rounded to nearest even.
-#[inline(always)]
-fn bf16_bits(v: f32) -> u16 {
-    bf16::from_f32(v).to_bits()
+    // One `cvt.rn.bf16x2.f32` a pair: `bf16::from_f32`'s integer rounding took about
+    // seven instructions a value and 2 % of the kernel's cycles (docs/performance.md).
+    gemm_sm90_body(a, b, maps, c, m, n, k, cvt_bf16x2_f32)
 }
 
 #[inline(always)]

@@ -90,3 +90,19 @@ def test_repeated_calls_reuse_the_checked_route(
             assert rel_err(got, want) < tol, (m, n, k)
     if lib.name == "cupy" and _on_sm90(lib):
         assert picker._calls, "the repeated CuPy call did not take the remembered route"
+
+
+def test_bf16_result_is_the_f32_result_rounded_once(twinned: pyoxide.Module, lib: ArrayLib):
+    """The bf16-result kernel rounds each f32 sum to nearest even once (the twin packs
+    pairs with one `cvt.rn.bf16x2.f32`): bit for bit the f32-result kernel's output
+    rounded by ml_dtypes, on the twin's shapes and tails."""
+    for m, n, k in GPU_SHAPES[:6] if lib.on_gpu else EMU_SHAPES:
+        a_dev, b_dev = lib.asarray(bf16_normal((m, k))), lib.asarray(bf16_normal((k, n)))
+        c32 = lib.poisoned((m, n), np.float32)
+        c16 = lib.poisoned((m, n), BF16)
+        twinned.gemm_bf16(a_dev, b_dev, c32)
+        twinned.gemm_bf16_bf16(a_dev, b_dev, c16)
+        want = lib.to_numpy(c32).astype(BF16).view(np.uint16)
+        got = lib.to_numpy(c16).view(np.uint16)
+        differ = int((got != want).sum())
+        assert differ == 0, f"{m}x{n}x{k}: {differ} bf16 results differ from round(f32 result)"

@@ -27,6 +27,13 @@ pub fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 {
     arch::cvt_rn_relu_f16x2_f32(lo, hi)
 }
 
+/// Two `f32` to a packed `bf16x2`, rounded to nearest even (one instruction for what
+/// [`bf16::from_f32`] does per value in integer arithmetic; a NaN becomes `0x7fff`).
+#[inline(always)]
+pub fn cvt_bf16x2_f32(lo: f32, hi: f32) -> u32 {
+    arch::cvt_rn_bf16x2_f32(lo, hi)
+}
+
 /// Two `f32` to a packed `bf16x2`, negatives to `+0`, rounded to nearest even.
 #[inline(always)]
 pub fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 {
@@ -93,6 +100,12 @@ mod tests {
             0x7fff_3f80
         );
         assert_eq!(cvt_rn_relu_bf16x2_f32(-1.0, 1.5), 0x3fc0_0000);
+        // bf16 ties: 1 + 2^-8 goes down to even (1.0), 1 + 3·2^-8 up to 1 + 2^-6;
+        // past the largest bf16 to infinity; NaN to the canonical 0x7fff.
+        let (tie_down, tie_up) = (1.0 + f32::powi(2.0, -8), 1.0 + 3.0 * f32::powi(2.0, -8));
+        assert_eq!(cvt_bf16x2_f32(tie_down, -tie_up), 0xbf82_3f80);
+        assert_eq!(cvt_bf16x2_f32(f32::MAX, f32::NAN), 0x7fff_7f80);
+        assert_eq!(cvt_bf16x2_f32(-0.0, 1.0e-40), 0x0001_8000);
         assert_eq!(cvt_f32x2_f16x2(0x4000_3c00), (1.0, 2.0));
         assert_eq!(cvt_f32x2_bf16x2(0x4000_3f80), (1.0, 2.0));
     }

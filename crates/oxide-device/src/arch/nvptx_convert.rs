@@ -28,6 +28,7 @@ packing! {
     cvt_rn_f16x2_f32: "cvt.rn.f16x2.f32";
     cvt_rz_f16x2_f32: "cvt.rz.f16x2.f32";
     cvt_rn_relu_f16x2_f32: "cvt.rn.relu.f16x2.f32";
+    cvt_rn_bf16x2_f32: "cvt.rn.bf16x2.f32";
     cvt_rn_relu_bf16x2_f32: "cvt.rn.relu.bf16x2.f32";
     cvt_rz_bf16x2_f32: "cvt.rz.bf16x2.f32";
 }

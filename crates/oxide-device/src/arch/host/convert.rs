@@ -50,6 +50,10 @@ pub(crate) fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 {
     pack(f16_bits(lo, false, true), f16_bits(hi, false, true))
 }
 
+pub(crate) fn cvt_rn_bf16x2_f32(lo: f32, hi: f32) -> u32 {
+    pack(bf16_bits(lo, false, false), bf16_bits(hi, false, false))
+}
+
 pub(crate) fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 {
     pack(bf16_bits(lo, false, true), bf16_bits(hi, false, true))
 }
