@@ -19,7 +19,7 @@ from . import _abi
 from ._constants import ConstantSpec, parse_constants
 from ._policy_spec import LaunchPolicy, read_launch_policy
 from ._records import RecordLayout, parse_record
-from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec
+from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -40,6 +40,8 @@ class ParamSpec:
     type: str
     mutable: bool
     array: ArraySpec | None = None  # shaped arrays only
+    #: Slices only: the length ``#[shapes(x[n])]`` gives, a shared name or a number.
+    length: str | int | None = None
     #: A non-scalar value or element type's layout (pyoxide/_records.py); None for scalars.
     record: RecordLayout | None = None
 
@@ -410,6 +412,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
                 type=c.choice(p["type"], pw + ".type", list(SCALAR_SIZES)),
                 mutable=c.bool_(p["mutable"], pw + ".mutable"),
                 array=read_array_spec(c, p.get("array"), pw + ".array", kind),
+                length=read_length(c, p.get("length"), pw + ".length", kind),
                 record=parse_record(c, p["record"], pw + ".record") if "record" in p else None,
             )
         )

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 from helpers.arraylibs import CHOICES, array_lib
-from helpers.bundled import cuda_oxide_ports_manifest, emu_kernels_manifest, half_kernels_manifest
+from helpers.bundled import (
+    cuda_oxide_ports_manifest,
+    emu_kernels_manifest,
+    half_kernels_manifest,
+    readme_manifest,
+)
 
 import pyoxide
 
@@ -31,6 +36,13 @@ def ports() -> pyoxide.Module:
 def half() -> pyoxide.Module:
     """Kernels over f16 and bf16 (tests/fixtures/half_kernels), built like kernels_rs."""
     return pyoxide.load(half_kernels_manifest())
+
+
+@pytest.fixture(scope="session")
+def readme() -> pyoxide.Module:
+    """The README's kernels (crates/oxide-device/tests/fixtures/readme), built like
+    kernels_rs (target/oxide/readme)."""
+    return pyoxide.load(readme_manifest())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
