@@ -367,6 +367,7 @@ mod tests {
             ty,
             mutable,
             array: None,
+            length: None,
             record: None,
         };
         use ParamKind::*;
@@ -486,6 +487,40 @@ mod tests {
         ] {
             assert!(code.contains(expected), "{expected} not in {code}");
         }
+    }
+
+    #[test]
+    fn contracts_reach_the_descriptor_and_the_entry() {
+        let k = kernel(
+            quote!(),
+            quote! {
+                #[shapes(x[n], y[n], out[n], w[4])]
+                #[launch(elementwise(out))]
+                pub fn k(a: f32, x: &[f32], y: &[f32], mut out: DisjointSlice<f32>, w: &[f32]) {}
+            },
+        );
+        let json = complete(&k, &k.instances[0], "m", "f", 1);
+        let d = KernelDescriptor::decode(json.as_bytes()).unwrap();
+        let lengths: Vec<_> = d.params.iter().map(|p| p.length.as_deref()).collect();
+        assert_eq!(lengths, [None, Some("n"), Some("n"), Some("n"), Some("4")]);
+        let code = device_entry(&k, &k.instances[0]).to_string();
+        for expected in [
+            "assume_one_d_launch ()",
+            "assume_equal (__oxide_arg2_len , __oxide_arg1_len)",
+            "assume_equal (__oxide_arg3_len , __oxide_arg1_len)",
+            "assume_equal (__oxide_arg4_len , 4)",
+        ] {
+            assert!(code.contains(expected), "{expected} not in {code}");
+        }
+        // No contract, no 1-D policy: nothing assumed.
+        let plain = kernel(
+            quote!(),
+            quote! {
+                #[launch(block_per_element(out))]
+                pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
+            },
+        );
+        assert!(!device_entry(&plain, &plain.instances[0]).to_string().contains("assume"));
     }
 
     #[test]
