@@ -10,6 +10,9 @@ same on every backend. Errors name the kernel, the parameter and the dimension.
 * Extents: each at most ``MAX_ARRAY_EXTENT`` (thread coordinates are 32-bit), a fixed
   extent of the contract exactly, and one extent per shared name (``k`` in ``a[m, k]``
   and ``b[k, n]``). Zero extents are fine: the launch does nothing.
+* Slice lengths (``#[shapes(x[n], y[n], out[n])]``, schema 5): a slice's element count
+  is one more extent of its name, or its fixed length exactly. The kernel's entry
+  assumes them (no bounds check on ``x[i]`` past ``out``'s), so they are never skipped.
 
 At the ABI an array is its pointer, its extents and its strides in elements.
 """
