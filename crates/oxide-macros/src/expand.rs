@@ -520,7 +520,11 @@ mod tests {
                 pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
             },
         );
-        assert!(!device_entry(&plain, &plain.instances[0]).to_string().contains("assume"));
+        assert!(
+            !device_entry(&plain, &plain.instances[0])
+                .to_string()
+                .contains("assume")
+        );
     }
 
     #[test]
