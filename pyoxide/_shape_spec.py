@@ -65,7 +65,7 @@ def read_length(c: Any, value: Any, w: str, kind: str) -> str | int | None:
     k = _abi.PARAM_KINDS[kind]
     if not k.is_slice or k.is_shaped:
         raise c.fail(w, f"a '{kind}' parameter has no length contract (slices only)")
-    d = c.str_(value, w)
+    d: str = c.str_(value, w)
     if d.isdecimal():
         return int(d)
     if not d.isidentifier():
