@@ -1,9 +1,8 @@
 """Stage 2 input: read and check ``<crate>.manifest.json``.
 
 The manifest is defined in Rust (``crates/oxide-abi``) and described by the
-checked-in JSON schema; this module mirrors that schema by hand (the runtime does
-not depend on ``jsonschema``) and a test keeps the two in step. Errors name the
-JSON path of the offending field.
+checked-in JSON schema; this module mirrors that schema by hand (the runtime does not
+depend on ``jsonschema``) and a test keeps the two in step. Errors name the JSON path.
 """
 
 from __future__ import annotations
@@ -40,8 +39,7 @@ class ParamSpec:
     type: str
     mutable: bool
     array: ArraySpec | None = None  # shaped arrays only
-    #: Slices only: the length ``#[shapes(x[n])]`` gives, a shared name or a number.
-    length: str | int | None = None
+    length: str | int | None = None  # slices only: #[shapes(x[n])]'s name or number
     #: A non-scalar value or element type's layout (pyoxide/_records.py); None for scalars.
     record: RecordLayout | None = None
 
