@@ -2,18 +2,24 @@
 //! as its flat slice and `cols`), softmax and layer norm.
 //!
 //! How they reach the memory system's speed:
-//! - A row of up to `32 · blockDim` elements (`16 · blockDim` when unaligned) is read
+//! - A row of up to `64 · blockDim` elements (`16 · blockDim` when unaligned) is read
 //!   from DRAM once: each thread keeps its part in registers between the statistics
 //!   and the write, loaded with unconditional (clamped) loads that issue back to back.
 //!   Longer rows take a streaming path (softmax: one pass of running max and rescaled
 //!   sum, then the write pass; layer norm: mean, then squared deviations, then the
 //!   write pass; the later passes mostly hit L2).
-//! - Each of the four paths (cached or streamed, vector or scalar) is a function of its
-//!   own, chosen once per launch, and loop-invariant addresses are recomputed per row
-//!   (see [`access::fresh`]): no path spills, and the kernels take at most 93 (softmax) and 92
-//!   (layer norm) registers a thread on sm_90, from 128 in the first version. (Capped at
-//!   64 for two 512-thread blocks an SM, softmax spilled a little and measured slower on
-//!   an H200 at 4096 columns, 1.08× torch against 1.42×; see docs/performance.md.)
+//! - A row's phases (load, block reductions, write) leave DRAM idle in the middle, so
+//!   what keeps it busy is several rows in flight on each SM. A 16384-column row takes
+//!   256 threads of 64 cached elements each (a plain call's block), 119 (softmax) or
+//!   128 (layer norm) registers a thread: two rows an SM, each read once. (512 threads
+//!   of 32 elements in 64 registers would also fit two an SM, but spilled; 512 threads
+//!   at 81 registers fit one. On an H200 at 4096×16384: 256 × 64 at 0.81 of copy
+//!   against 0.74 and 0.66; see docs/performance.md.)
+//! - Each path (register cache of 8 or 16 chunks or streamed, vector or scalar) is a
+//!   function of its own, chosen once per launch, so a short row does not pay for the
+//!   long rows' registers; columns are 32-bit; loop-invariant values are recomputed per
+//!   row (see [`access::fresh`]); the per-thread sums and maxima are trees, not chains.
+//!   Only layer norm's 16-chunk path spills (28 bytes, at 128 registers).
 //! - When the row, the output and (layer norm) weight and bias are 16-byte aligned,
 //!   every access is a 128-bit vector; otherwise (a view such as `x[1:]`, or `cols` not
 //!   a multiple of 4) scalar and still coalesced. Inputs load through the read-only
@@ -37,14 +43,13 @@ use oxide_device::prelude::*;
 /// Row-wise softmax of the row-major matrix `x` (`x.len() / cols` rows of `cols`):
 /// `out[r, c] = exp(x[r, c] - max_r) / Σ_c exp(x[r, c] - max_r)`.
 ///
-/// Launch: a plain call `softmax_rows(x, out, cols)` takes one block per row and
-/// `cols / 32` threads rounded up to a multiple of 32, clamped to 128..=256 (the
-/// `block_per_row` policy; what `scripts/bench_rows` calls "policy"). 256, not 512: on
-/// an H200 at 16384 columns, 256 threads reading the row twice (the second read mostly
-/// from L2) beat 512 threads holding it in registers (0.98× against 0.88× torch), one
-/// 93-register block of 512 an SM leaving too little in flight. An explicit block must
-/// be 32..=512 threads, a multiple of 32; an explicit grid must have one block per row.
-/// Rows up to `32 · blockDim` columns are read once; longer ones twice. Traps when
+/// Launch: a plain call `softmax_rows(x, out)` takes one block per row and `cols / 32`
+/// threads rounded up to a multiple of 32, clamped to 128..=256 (the `block_per_row`
+/// policy; what `scripts/bench_rows` calls "policy"). 256, not 512: at 16384 columns,
+/// 256 threads hold the row in registers (64 elements each) two blocks an SM, where 512
+/// threads fit one (on an H200, 1.09× against 0.89× torch.softmax). An explicit block
+/// must be 32..=512 threads, a multiple of 32; an explicit grid must have one block per
+/// row. Rows up to `64 · blockDim` columns are read once; longer ones twice. Traps when
 /// `x.len()` is not `rows · cols` or `out.len()` differs from `x.len()`.
 #[kernel]
 #[launch_bounds(512)]
@@ -67,9 +72,9 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     check_block();
     let rows = n.checked_div(cols).unwrap_or(0);
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
-    let s = Share::of_block(cols);
+    let s = Share::of_block(cols as u32);
     let vector = vector_ok(cols, &[src as usize, dst as usize]);
-    let cached = cols <= CACHE.cols(vector, s.threads);
+    let chunks = cache_chunks(cols, vector, s.threads);
     let rows = Rows {
         src,
         dst,
@@ -80,24 +85,26 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     // SAFETY (each arm): the pointers cover `rows · cols` elements of `x` and of `out`,
     // and `out` is written nowhere else.
     unsafe {
-        match (cached, vector) {
-            (true, true) => softmax_path::<true, true>(rows, &MAXES, &SUMS),
-            (true, false) => softmax_path::<true, false>(rows, &MAXES, &SUMS),
-            (false, true) => softmax_path::<false, true>(rows, &MAXES, &SUMS),
-            (false, false) => softmax_path::<false, false>(rows, &MAXES, &SUMS),
+        match (chunks, vector) {
+            (8, true) => softmax_path::<8, true>(rows, &MAXES, &SUMS),
+            (16, true) => softmax_path::<16, true>(rows, &MAXES, &SUMS),
+            (0, true) => softmax_path::<0, true>(rows, &MAXES, &SUMS),
+            (4, false) => softmax_path::<4, false>(rows, &MAXES, &SUMS),
+            _ => softmax_path::<0, false>(rows, &MAXES, &SUMS),
         }
     }
 }
 
-/// One of softmax's four paths, a function of its own (not inlined): every row of a
-/// launch takes the same path, and compiled apart, each path's registers are allocated
-/// on their own (all four inlined into the kernel spilled).
+/// One of softmax's paths (`N` cached chunks, or 0: streamed), a function of its own
+/// (not inlined): every row of a launch takes the same path, and compiled apart, each
+/// path's registers are allocated on their own (the paths inlined into the kernel
+/// spilled).
 ///
 /// # Safety
 /// As [`Rows::each`]; only this block works on its rows (block_rows), and `dst` is
 /// written nowhere else during the launch.
 #[inline(never)]
-unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
+unsafe fn softmax_path<const N: usize, const VECTOR: bool>(
     rows: Rows,
     maxes: &SharedArray<f32, 32>,
     sums: &SharedArray<f32, 32>,
@@ -109,8 +116,8 @@ unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
             // Per row, so that the column offsets are recomputed (a few multiply-adds)
             // rather than held in registers for the whole loop.
             let s = fresh(s);
-            if CACHED_ROW {
-                softmax_cached::<VECTOR>(x, y, s, maxes, sums)
+            if N > 0 {
+                softmax_cached::<N, VECTOR>(x, y, s, maxes, sums)
             } else {
                 softmax_streamed::<VECTOR>(x, y, s, maxes, sums)
             }
@@ -120,7 +127,7 @@ unsafe fn softmax_path<const CACHED_ROW: bool, const VECTOR: bool>(
 
 /// One row read once into registers. # Safety: as `load_row` and `store_row`.
 #[inline(always)]
-unsafe fn softmax_cached<const VECTOR: bool>(
+unsafe fn softmax_cached<const N: usize, const VECTOR: bool>(
     src: *const f32,
     dst: *mut f32,
     s: Share,
@@ -130,29 +137,34 @@ unsafe fn softmax_cached<const VECTOR: bool>(
     // Columns past the row's end hold copies of its last element: they do not change
     // the max, and are left out of the sum.
     // SAFETY: upheld by the caller.
-    let n = CACHE.get(VECTOR);
+    let n = N;
     let mut c = unsafe { load_row::<VECTOR>(src, s, n) };
-    let mut local_max = f32::NEG_INFINITY;
-    each_chunk!(j => {
-        if j < n {
-            local_max = c[j].iter().fold(local_max, |m, &v| m.max(v));
-        }
-    });
-    let max = block_allreduce(local_max, maxes, f32::NEG_INFINITY, f32::max);
+    // Trees, not chains: the reductions sit between the row's loads and its stores.
+    let local_max = tree(
+        c.map(|v| lanes(v, f32::max)),
+        n,
+        f32::NEG_INFINITY,
+        f32::max,
+    );
+    let max = block_allreduce(local_max, s, maxes, f32::NEG_INFINITY, f32::max);
     // The columns anew (not the loads' offsets, kept live across the reduction).
     let m = fresh(s);
-    let mut local_sum = 0.0;
+    let mut sums_j = [0.0f32; CHUNKS];
     each_chunk!(j => {
         if j < n {
             for v in 0..VEC {
                 c[j][v] = exp(c[j][v] - max);
-                if m.has::<VECTOR>(j, v, n) {
-                    local_sum += c[j][v];
-                }
             }
+            sums_j[j] = if VECTOR {
+                if m.has::<true>(j, 0, n) { lanes(c[j], |a, b| a + b) } else { 0.0 }
+            } else {
+                let e = core::array::from_fn(|v| if m.has::<false>(j, v, n) { c[j][v] } else { 0.0 });
+                lanes(e, |a, b| a + b)
+            };
         }
     });
-    let inv = 1.0 / block_allreduce(local_sum, sums, 0.0, |a, b| a + b);
+    let local_sum = tree(sums_j, n, 0.0, |a, b| a + b);
+    let inv = 1.0 / block_allreduce(local_sum, s, sums, 0.0, |a, b| a + b);
     // SAFETY: upheld by the caller.
     unsafe { store_row::<VECTOR>(dst, fresh(s), n, &c, |e, _| e.map(|e| e * inv)) };
 }
@@ -187,13 +199,13 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
         sum = sum * scale + add;
         m = new_m;
     }
-    let max = block_allreduce(m, maxes, f32::NEG_INFINITY, f32::max);
+    let max = block_allreduce(m, s, maxes, f32::NEG_INFINITY, f32::max);
     let mine = if m == f32::NEG_INFINITY {
         0.0
     } else {
         sum * exp(m - max)
     };
-    let inv = 1.0 / block_allreduce(mine, sums, 0.0, |a, b| a + b);
+    let inv = 1.0 / block_allreduce(mine, s, sums, 0.0, |a, b| a + b);
     for base in walk.groups() {
         // SAFETY: upheld by the caller.
         for (col, here, v) in unsafe { walk.load(base, 0.0) } {
@@ -218,12 +230,11 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 /// `cols` elements. The variance is a second pass over the centred values (in registers
 /// when the row fits), so no cancellation.
 ///
-/// Launch: as [`softmax_rows`], but a plain call's block is clamped to 128..=512 (at
-/// 16384 columns on an H200, 512 threads with the row in registers measured 1.09×
-/// torch, 256 threads streaming it 0.88×). Traps when the sizes disagree with `cols`.
+/// Launch: as [`softmax_rows`] (at 16384 columns on an H200, 256 threads measured
+/// 1.16× torch, 512 threads 1.07×). Traps when the sizes disagree with `cols`.
 #[kernel]
 #[launch_bounds(512)]
-#[launch(block_per_row(out, block = 512))]
+#[launch(block_per_row(out, block = 256))]
 #[shapes(x[rows, cols], weight[cols], bias[cols], out[rows, cols])]
 pub fn layernorm_rows(
     x: Array2<f32>,
@@ -259,7 +270,7 @@ pub fn layernorm_rows(
     check_block();
     let rows = n.checked_div(cols).unwrap_or(0);
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
-    let s = Share::of_block(cols);
+    let s = Share::of_block(cols as u32);
     let affine = Affine {
         weight: weight.as_ptr(),
         bias: bias.as_ptr(),
@@ -273,7 +284,7 @@ pub fn layernorm_rows(
             affine.bias as usize,
         ],
     );
-    let cached = cols <= CACHE.cols(vector, s.threads);
+    let chunks = cache_chunks(cols, vector, s.threads);
     let stats = (&SUMS, &SQUARES, cols as f32, eps);
     let rows = Rows {
         src,
@@ -284,21 +295,22 @@ pub fn layernorm_rows(
     };
     // SAFETY (each arm): as in softmax_rows; weight and bias have `cols` elements.
     unsafe {
-        match (cached, vector) {
-            (true, true) => layernorm_path::<true, true>(rows, affine, stats),
-            (true, false) => layernorm_path::<true, false>(rows, affine, stats),
-            (false, true) => layernorm_path::<false, true>(rows, affine, stats),
-            (false, false) => layernorm_path::<false, false>(rows, affine, stats),
+        match (chunks, vector) {
+            (8, true) => layernorm_path::<8, true>(rows, affine, stats),
+            (16, true) => layernorm_path::<16, true>(rows, affine, stats),
+            (0, true) => layernorm_path::<0, true>(rows, affine, stats),
+            (4, false) => layernorm_path::<4, false>(rows, affine, stats),
+            _ => layernorm_path::<0, false>(rows, affine, stats),
         }
     }
 }
 
-/// One of layer norm's four paths; see [`softmax_path`].
+/// One of layer norm's paths; see [`softmax_path`].
 ///
 /// # Safety
 /// As [`softmax_path`]; weight and bias have `cols` elements.
 #[inline(never)]
-unsafe fn layernorm_path<const CACHED_ROW: bool, const VECTOR: bool>(
+unsafe fn layernorm_path<const N: usize, const VECTOR: bool>(
     rows: Rows,
     affine: Affine,
     stats: Stats,
@@ -315,8 +327,8 @@ unsafe fn layernorm_path<const CACHED_ROW: bool, const VECTOR: bool>(
                 bias: opaque_ptr(affine.bias),
             };
             let s = fresh(s);
-            if CACHED_ROW {
-                layernorm_cached::<VECTOR>(x, y, s, affine, stats)
+            if N > 0 {
+                layernorm_cached::<N, VECTOR>(x, y, s, affine, stats)
             } else {
                 layernorm_streamed::<VECTOR>(x, y, s, affine, stats)
             }
@@ -368,7 +380,7 @@ type Stats<'a> = (&'a SharedArray<f32, 32>, &'a SharedArray<f32, 32>, f32, f32);
 
 /// One row read once into registers. # Safety: as `load_row`, `store_row`, `Affine::apply`.
 #[inline(always)]
-unsafe fn layernorm_cached<const VECTOR: bool>(
+unsafe fn layernorm_cached<const N: usize, const VECTOR: bool>(
     src: *const f32,
     dst: *mut f32,
     s: Share,
@@ -376,29 +388,13 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
     (sums, squares, cols_f, eps): Stats,
 ) {
     // SAFETY: upheld by the caller.
-    let n = CACHE.get(VECTOR);
+    let n = N;
     let c = unsafe { load_row::<VECTOR>(src, s, n) };
     // The columns anew (not the loads' offsets, kept live across the reduction).
-    let m = fresh(s);
-    let mut local = 0.0f32;
-    each_chunk!(j => {
-        for v in 0..VEC {
-            if m.has::<VECTOR>(j, v, n) {
-                local += c[j][v];
-            }
-        }
-    });
-    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
-    let m = fresh(s);
-    let mut local_sq = 0.0f32;
-    each_chunk!(j => {
-        for v in 0..VEC {
-            if m.has::<VECTOR>(j, v, n) {
-                local_sq += (c[j][v] - mean) * (c[j][v] - mean);
-            }
-        }
-    });
-    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
+    let local = masked_sum::<VECTOR>(&c, s, n, |x| x);
+    let mean = block_allreduce(local, s, sums, 0.0, |a, b| a + b) / cols_f;
+    let local_sq = masked_sum::<VECTOR>(&c, s, n, |x| (x - mean) * (x - mean));
+    let var = block_allreduce(local_sq, s, squares, 0.0, |a, b| a + b) / cols_f;
     let rstd = (var + eps).rsqrt();
     // SAFETY: upheld by the caller; store_row passes columns of the row.
     unsafe {
@@ -410,6 +406,25 @@ unsafe fn layernorm_cached<const VECTOR: bool>(
             }
         })
     };
+}
+
+/// `Σ f(x)` over this thread's cached elements that are columns of the row, as trees
+/// (see [`tree`]); the columns are computed anew (not the loads' offsets, which would
+/// stay live across the block reductions).
+#[inline(always)]
+fn masked_sum<const VECTOR: bool>(
+    c: &[[f32; VEC]; CHUNKS],
+    s: Share,
+    n: usize,
+    f: impl Fn(f32) -> f32,
+) -> f32 {
+    let m = fresh(s);
+    let mut per_chunk = [0.0f32; CHUNKS];
+    each_chunk!(j => {
+        let e = core::array::from_fn(|v| if m.has::<VECTOR>(j, v, n) { f(c[j][v]) } else { 0.0 });
+        per_chunk[j] = lanes(e, |a, b| a + b);
+    });
+    tree(per_chunk, n, 0.0, |a, b| a + b)
 }
 
 /// A row too long for the registers: the mean, the squared deviations from it, then
@@ -433,7 +448,7 @@ unsafe fn layernorm_streamed<const VECTOR: bool>(
             }
         }
     }
-    let mean = block_allreduce(local, sums, 0.0, |a, b| a + b) / cols_f;
+    let mean = block_allreduce(local, s, sums, 0.0, |a, b| a + b) / cols_f;
     let mut local_sq = 0.0f32;
     for base in walk.groups() {
         // SAFETY: upheld by the caller.
@@ -446,7 +461,7 @@ unsafe fn layernorm_streamed<const VECTOR: bool>(
             }
         }
     }
-    let var = block_allreduce(local_sq, squares, 0.0, |a, b| a + b) / cols_f;
+    let var = block_allreduce(local_sq, s, squares, 0.0, |a, b| a + b) / cols_f;
     let rstd = (var + eps).rsqrt();
     for base in walk.groups() {
         // SAFETY: upheld by the caller.

@@ -188,6 +188,21 @@ fn device_library_kernels() {
             param("eps", Scalar, F32),
         ]
     );
+    // Both row kernels: a plain call's block stops at 256 threads, where a row of
+    // 16384 columns takes the 64-element register cache, two blocks an SM (rows.rs).
+    for entry in ["softmax_rows", "layernorm_rows"] {
+        let d = descriptor(entry);
+        assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512), "{entry}");
+        assert_eq!(
+            d.launch,
+            Some(LaunchPolicy::BlockPerRow {
+                over: "out".into(),
+                cols: None,
+                block: 256
+            }),
+            "{entry}"
+        );
+    }
     for (entry, ty) in [
         ("transpose_f32", F32),
         ("transpose_f64", F64),

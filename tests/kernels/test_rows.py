@@ -17,8 +17,9 @@ RNG = np.random.default_rng()
 TOL = tol(np.float32, compound=True)
 
 # (rows, cols): one element; a warp's worth; not multiples of 4 or of the block; a row
-# of 4096 (vector path); rows longer than 32 x 512 registers (the streamed path).
-SHAPES = [(1, 1), (7, 31), (300, 257), (3, 4096), (5, 1000), (2, 70000)]
+# of 4096 (vector path); 2000 (with one warp: the 16-chunk register cache, 63 elements
+# a thread); rows longer than 64 x 512 registers (the streamed path).
+SHAPES = [(1, 1), (7, 31), (300, 257), (3, 4096), (5, 1000), (3, 2000), (2, 70000)]
 
 
 def softmax64(x: np.ndarray) -> np.ndarray:
@@ -35,7 +36,8 @@ def layernorm64(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 
 
 def block_for(cols: int) -> int:
-    """The launch the kernels' docs suggest: cols / 32 in whole warps, 128..=512."""
+    """cols / 32 in whole warps, 128..=512: the 8-chunk register cache, up to the
+    kernels' largest block (their plain calls stop at 256: the test of long rows)."""
     per_thread_32 = -(-cols // 32)
     return min(512, max(128, -(-per_thread_32 // 32) * 32))
 
@@ -83,6 +85,25 @@ def test_softmax_rows_plain_call_takes_one_block_per_row(
     with pytest.raises(pyoxide.errors.ArgumentValueError, match="one per row of 'out'"):
         kernels.softmax_rows[5, 64](lib.asarray(x), untouched)
     assert np.isnan(lib.to_numpy(untouched)).all()
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(2, 16384), (3, 12000), (2, 9000)])
+def test_row_kernels_plain_calls_on_long_rows(
+    kernels: pyoxide.Module, lib: ArrayLib, rows: int, cols: int
+) -> None:
+    """A plain call's 256 threads hold rows of 8193..16384 columns in registers (64
+    elements a thread, the last chunks partly or wholly past the row's end at 12000
+    and 9000 columns)."""
+    x = (RNG.standard_normal((rows, cols)) * 4).astype(np.float32)
+    out = lib.poisoned((rows, cols), np.float32)
+    kernels.softmax_rows(lib.asarray(x), out)
+    assert rel_err(lib.to_numpy(out), softmax64(x)) < TOL
+    xs = x + 100
+    w = RNG.standard_normal(cols).astype(np.float32)
+    b = RNG.standard_normal(cols).astype(np.float32)
+    out = lib.poisoned((rows, cols), np.float32)
+    kernels.layernorm_rows(lib.asarray(xs), lib.asarray(w), lib.asarray(b), out, 1e-5)
+    assert rel_err(lib.to_numpy(out), layernorm64(xs, w, b, 1e-5)) < TOL
 
 
 def test_softmax_rows_extreme_values(kernels: pyoxide.Module, lib: ArrayLib) -> None:

@@ -12,36 +12,25 @@ use oxide_device::prelude::*;
 /// `f32` lanes in a 128-bit access.
 pub(super) const VEC: usize = 4;
 /// The most 128-bit chunks a thread keeps in registers (the register cache's size).
-pub(super) const CHUNKS: usize = 8;
-/// Chunks of the cache in use, with vector and with scalar accesses: rows up to
-/// `4 · chunks · blockDim` are read from DRAM once. Scalar (unaligned) rows use half:
-/// their 32-bit accesses need more registers for addresses, and the whole cache spilled.
-pub(super) const CACHE: Chunks = Chunks {
-    vector: CHUNKS,
-    scalar: CHUNKS / 2,
-};
+pub(super) const CHUNKS: usize = 16;
 
-/// How many of the register cache's chunks are in use (see [`CACHE`]).
-#[derive(Clone, Copy)]
-pub(super) struct Chunks {
-    vector: usize,
-    scalar: usize,
-}
-
-impl Chunks {
-    #[inline(always)]
-    pub(super) const fn get(self, vector: bool) -> usize {
-        if vector { self.vector } else { self.scalar }
-    }
-
-    /// Columns a block of `threads` keeps in registers.
-    #[inline(always)]
-    pub(super) const fn cols(self, vector: bool, threads: usize) -> usize {
-        threads * VEC * self.get(vector)
+/// How many chunks of the register cache a launch's path uses: 8 for vector rows up to
+/// `32 · blockDim` columns, 16 up to `64 · blockDim`, 4 for scalar (unaligned) rows up
+/// to `16 · blockDim` (their 32-bit accesses need more registers for addresses), 0 when
+/// the row is longer (streamed). Each count is a path of its own, so that a short row
+/// does not load (and hold) the long rows' chunks.
+#[inline(always)]
+pub(super) fn cache_chunks(cols: usize, vector: bool, threads: u32) -> usize {
+    let per_thread = cols.div_ceil(threads as usize * VEC);
+    match (vector, per_thread) {
+        (true, ..=8) => 8,
+        (true, ..=16) => 16,
+        (false, ..=4) => 4,
+        _ => 0,
     }
 }
 
-/// The largest block the row kernels take (their `launch_bounds`): 16 384 cached
+/// The largest block the row kernels take (their `launch_bounds`): 32 768 cached
 /// columns, and room for the cache in up to 128 registers a thread.
 pub(super) const MAX_BLOCK: u32 = 512;
 
@@ -50,7 +39,7 @@ pub(super) const MAX_BLOCK: u32 = 512;
 /// register cache at run time, which moves it to local memory (DRAM).
 macro_rules! each_chunk {
     ($j:ident => $body:block) => {
-        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7)
+        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
     };
     (@ $j:ident $body:block $($n:literal)*) => {
         $({
@@ -60,22 +49,23 @@ macro_rules! each_chunk {
     };
 }
 pub(super) use each_chunk;
-const _: () = assert!(CHUNKS == 8, "each_chunk! lists the chunk indices");
+const _: () = assert!(CHUNKS == 16, "each_chunk! and tree list the chunk indices");
 
 /// A thread's share of a row: its registers' chunk `j`, lane `v`, and where that
-/// element sits in the row.
+/// element sits in the row. Columns are 32-bit (the kernels take `cols` as a `u32`):
+/// 64-bit column arithmetic took two registers for every offset and bound.
 #[derive(Clone, Copy)]
 pub(super) struct Share {
-    pub(super) t: usize,
-    pub(super) threads: usize,
-    pub(super) cols: usize,
+    pub(super) t: u32,
+    pub(super) threads: u32,
+    pub(super) cols: u32,
 }
 
 impl Share {
-    pub(super) fn of_block(cols: usize) -> Share {
+    pub(super) fn of_block(cols: u32) -> Share {
         Share {
-            t: thread::block_thread_index() as usize,
-            threads: thread::block_size() as usize,
+            t: thread::block_thread_index(),
+            threads: thread::block_size(),
             cols,
         }
     }
@@ -84,18 +74,21 @@ impl Share {
     /// `(j·threads + t)·4` (a warp reads 512 contiguous bytes per chunk). Scalar rows:
     /// `(j·4 + v)·threads + t` (a warp reads 128 contiguous bytes per element).
     #[inline(always)]
-    pub(super) fn col<const VECTOR: bool>(self, j: usize, v: usize) -> usize {
+    pub(super) fn col<const VECTOR: bool>(self, j: usize, v: usize) -> u32 {
+        let (j, v) = (j as u32, v as u32);
         if VECTOR {
-            (j * self.threads + self.t) * VEC + v
+            (j * self.threads + self.t) * VEC as u32 + v
         } else {
-            (j * VEC + v) * self.threads + self.t
+            (j * VEC as u32 + v) * self.threads + self.t
         }
     }
 
     /// This thread's chunk `j`, lane `v` holds a column of the row, with `n` chunks.
+    /// (A vector row's `cols` is a multiple of 4: its chunk is in the row or not as a
+    /// whole, one comparison per chunk.)
     #[inline(always)]
     pub(super) fn has<const VECTOR: bool>(self, j: usize, v: usize, n: usize) -> bool {
-        j < n && self.col::<VECTOR>(j, v) < self.cols
+        j < n && self.col::<VECTOR>(j, if VECTOR { 0 } else { v }) < self.cols
     }
 }
 
@@ -118,19 +111,19 @@ pub(super) unsafe fn load_row<const VECTOR: bool>(
     n: usize,
 ) -> [[f32; VEC]; CHUNKS] {
     let mut c = [[0.0; VEC]; CHUNKS];
-    let last = s.cols - if VECTOR { VEC } else { 1 };
+    let last = s.cols - if VECTOR { VEC as u32 } else { 1 };
     each_chunk!(j => {
         if j >= n {
             // Not part of this kernel's cache: never read.
         } else if VECTOR {
             let col = s.col::<true>(j, 0);
             // SAFETY: clamped to the row's last 4 columns (cols % 4 == 0), aligned.
-            c[j] = unsafe { ldst::load_nc_f32x4(src.add(col.min(last))) };
+            c[j] = unsafe { ldst::load_nc_f32x4(src.add(col.min(last) as usize)) };
         } else {
             for v in 0..VEC {
                 let col = s.col::<false>(j, v);
                 // SAFETY: clamped to the row's last column.
-                c[j][v] = unsafe { f32::load_nc(src.add(col.min(last))) };
+                c[j][v] = unsafe { f32::load_nc(src.add(col.min(last) as usize)) };
             }
         }
     });
@@ -144,10 +137,16 @@ pub(super) unsafe fn load_row<const VECTOR: bool>(
 #[inline(always)]
 pub(super) fn fresh(s: Share) -> Share {
     Share {
-        t: ldst::opaque_usize(s.t),
-        threads: ldst::opaque_usize(s.threads),
+        t: opaque_u32(s.t),
+        threads: opaque_u32(s.threads),
         cols: s.cols,
     }
+}
+
+/// `x`, opaque to the optimiser, as [`ldst::opaque_usize`].
+#[inline(always)]
+pub(super) fn opaque_u32(x: u32) -> u32 {
+    ldst::opaque_usize(x as usize) as u32
 }
 
 /// `start, start + step, …` below `end`, with a trip count LLVM cannot compute, so it
@@ -204,20 +203,37 @@ pub(super) unsafe fn store_row<const VECTOR: bool>(
     each_chunk!(j => {
         if VECTOR {
             if s.has::<true>(j, 0, n) {
-                let col = s.col::<true>(j, 0);
+                let col = s.col::<true>(j, 0) as usize;
                 // SAFETY: as `load_row`; this thread's columns.
                 unsafe { ldst::store_f32x4(dst.add(col), f(c[j], col)) };
             }
         } else {
             for v in 0..VEC {
                 if s.has::<false>(j, v, n) {
-                    let col = s.col::<false>(j, v);
+                    let col = s.col::<false>(j, v) as usize;
                     // SAFETY: this thread's column, in the row.
                     unsafe { dst.add(col).write(f([c[j][v]; VEC], col)[0]) };
                 }
             }
         }
     });
+}
+
+/// `op` over the first `n` of `v` (`n` a constant once inlined) as a balanced tree, so
+/// the chain of dependent operations is 4 deep, not 15 (6 with a chunk's four lanes
+/// before it, where a chain over a thread's 64 elements was 63 deep). `identity` for
+/// the chunks from `n` on.
+#[inline(always)]
+pub(super) fn tree(v: [f32; CHUNKS], n: usize, identity: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+    let at = |i: usize| if i < n { v[i] } else { identity };
+    let q = |i: usize| op(op(at(i), at(i + 1)), op(at(i + 2), at(i + 3)));
+    op(op(q(0), q(4)), op(q(8), q(12)))
+}
+
+/// `op` over a chunk's four lanes, as a tree.
+#[inline(always)]
+pub(super) fn lanes(v: [f32; VEC], op: impl Fn(f32, f32) -> f32) -> f32 {
+    op(op(v[0], v[1]), op(v[2], v[3]))
 }
 
 /// `e^x` as `2^(x · log2 e)`: one multiply and one `ex2.approx` (relative error about
@@ -233,24 +249,27 @@ pub(super) fn exp(x: f32) -> f32 {
 /// `op` over `value` of every thread of the block, returned to every thread, with one
 /// barrier: each warp leaves its total in `partials`, then every warp combines them.
 ///
-/// Every thread of the block must call it; the block size is a multiple of 32 and at
+/// Every thread of the block must call it, with its own [`Share`]; the block size is a multiple of 32 and at
 /// most 1024. A `partials` buffer may be used again only after another call with a
 /// different buffer (whose barrier guarantees that every warp has read this one).
 #[inline(always)]
 pub(super) fn block_allreduce(
     value: f32,
+    s: Share,
     partials: &SharedArray<f32, 32>,
     identity: f32,
     op: impl Fn(f32, f32) -> f32 + Copy,
 ) -> f32 {
-    let warps = thread::block_size().div_ceil(warp::WARP_SIZE) as usize;
-    // Opaque: the shared slots' addresses are computed here, per call, not held in
-    // registers across the caller's row loop (four 64-bit addresses per reduction pair;
-    // with them, softmax's register-cached path spilled under a 64-register cap).
+    // Lane and warp from the caller's thread index (warps are runs of 32 consecutive
+    // threads), made opaque per call: nothing of the reduction is kept in registers
+    // across the caller's row loop (reading %laneid once and holding it, and the shared
+    // slots' addresses, cost up to 8 registers the register cache needs).
+    let s = fresh(s);
     let (lane, w) = (
-        ldst::opaque_usize(warp::lane_id() as usize),
-        ldst::opaque_usize(warp::warp_id() as usize),
+        (s.t % warp::WARP_SIZE) as usize,
+        (s.t / warp::WARP_SIZE) as usize,
     );
+    let warps = s.threads.div_ceil(warp::WARP_SIZE) as usize;
     let total = warp::reduce(value, op);
     if lane == 0 {
         // SAFETY: one writer per slot; no warp still reads this buffer (the rule above).
@@ -339,13 +358,17 @@ impl<const VECTOR: bool> Walk<VECTOR> {
 
     #[inline(always)]
     pub(super) fn stride(self) -> usize {
-        self.s.threads * Self::WIDTH
+        self.s.threads as usize * Self::WIDTH
     }
 
     /// The first column of each of this thread's groups.
     #[inline(always)]
     pub(super) fn groups(self) -> Strided {
-        Strided::new(self.s.t * Self::WIDTH, self.s.cols, self.stride() * GROUP)
+        Strided::new(
+            self.s.t as usize * Self::WIDTH,
+            self.s.cols as usize,
+            self.stride() * GROUP,
+        )
     }
 
     /// The group at `base`: per chunk its first column, whether it is in the row, and
@@ -356,7 +379,8 @@ impl<const VECTOR: bool> Walk<VECTOR> {
     /// `VECTOR` it is 16-byte aligned and `cols` a multiple of 4.
     #[inline(always)]
     pub(super) unsafe fn load(self, base: usize, fill: f32) -> [(usize, bool, [f32; VEC]); GROUP] {
-        let last = self.s.cols - Self::WIDTH;
+        let cols = self.s.cols as usize;
+        let last = cols - Self::WIDTH;
         core::array::from_fn(|u| {
             let col = base + u * self.stride();
             let at = col.min(last);
@@ -368,7 +392,7 @@ impl<const VECTOR: bool> Walk<VECTOR> {
                     [f32::load_nc(self.src.add(at)), fill, fill, fill]
                 }
             };
-            (col, col < self.s.cols, v)
+            (col, col < cols, v)
         })
     }
 }
