@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 4
-DESCRIPTOR_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 5
+DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 1
 
 
@@ -173,6 +173,9 @@ MAX_ARRAY_RANK = 3
 MAX_ARRAY_EXTENT = 2147483647
 MAX_CLUSTER_SIZE = 8
 MIN_CLUSTER_ARCH = 90
+
+# Launch policies whose launches are 1-D only (src/descriptor.rs).
+ONE_D_POLICIES = frozenset({"elementwise", "grid_stride"})
 
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")

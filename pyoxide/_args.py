@@ -409,7 +409,7 @@ class ArgumentPlan:
             elif _abi.PARAM_KINDS[p.kind].is_slice:
                 packed.append(_u64(math.prod(v.shape)))
         if self.contract:
-            check_contract(self.spec.entry, [(p, v) for p, v in arrays if p.array is not None])
+            check_contract(self.spec.entry, arrays)
         if self.may_alias:
             check_aliasing(self.spec.entry, arrays, strides)
         return packed, arrays

@@ -1,9 +1,8 @@
 """Stage 2 input: read and check ``<crate>.manifest.json``.
 
 The manifest is defined in Rust (``crates/oxide-abi``) and described by the
-checked-in JSON schema; this module mirrors that schema by hand (the runtime does
-not depend on ``jsonschema``) and a test keeps the two in step. Errors name the
-JSON path of the offending field.
+checked-in JSON schema; this module mirrors that schema by hand (the runtime does not
+depend on ``jsonschema``) and a test keeps the two in step. Errors name the JSON path.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from . import _abi
 from ._constants import ConstantSpec, parse_constants
 from ._policy_spec import LaunchPolicy, read_cluster, read_launch_policy
 from ._records import RecordLayout, parse_record
-from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec
+from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -40,6 +39,7 @@ class ParamSpec:
     type: str
     mutable: bool
     array: ArraySpec | None = None  # shaped arrays only
+    length: str | int | None = None  # slices only: #[shapes(x[n])]'s name or number
     #: A non-scalar value or element type's layout (pyoxide/_records.py); None for scalars.
     record: RecordLayout | None = None
 
@@ -411,6 +411,7 @@ def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
                 type=c.choice(p["type"], pw + ".type", list(SCALAR_SIZES)),
                 mutable=c.bool_(p["mutable"], pw + ".mutable"),
                 array=read_array_spec(c, p.get("array"), pw + ".array", kind),
+                length=read_length(c, p.get("length"), pw + ".length", kind),
                 record=parse_record(c, p["record"], pw + ".record") if "record" in p else None,
             )
         )

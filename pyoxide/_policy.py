@@ -155,6 +155,9 @@ def _configure(
     name = spec.entry
     policy = policy_of(spec)
     limit = max_threads(spec)
+    if spec.launch is not None and spec.launch.kind in _abi.ONE_D_POLICIES:
+        _one_d(spec, "grid", grid)
+        _one_d(spec, "block", block)
     if block is None:
         if policy is not None and policy.kind == "segments":
             over = spec.params[policy.over].name
@@ -209,6 +212,22 @@ def _configure(
             "split the work, or pass an explicit grid",
         )  # fmt: skip
     return (blocks, 1, 1), block3
+
+
+def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
+    """A 1-D policy's launches are 1-D: the kernel's entry assumes so (blockDim.y and
+    the rest are 1, which lets ``thread::index_1d()`` skip its check), so any other
+    grid or block is refused here, before launch."""
+    if dims is None or dims[1:] == (1, 1):
+        return
+    name, kind = spec.entry, spec.launch.kind if spec.launch else ""
+    total = dims[0] * dims[1] * dims[2]
+    raise ArgumentValueError(
+        name, what, f"a 1-D {what} (y and z extents 1): the kernel's "
+        f"#[launch({kind}(..))] policy is 1-D", f"{what} {dims}",
+        f"pass {what}={total} (the same {'blocks' if what == 'grid' else 'threads'} "
+        "in one dimension)",
+    )  # fmt: skip
 
 
 def _row_block(

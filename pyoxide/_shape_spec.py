@@ -55,3 +55,19 @@ def read_array_spec(c: Any, value: Any, w: str, kind: str) -> ArraySpec | None:
     if not 1 <= len(dims) <= _abi.MAX_ARRAY_RANK:
         raise c.fail(w + ".dims", f"a rank from 1 to {_abi.MAX_ARRAY_RANK}")
     return ArraySpec(layout, tuple(dims))
+
+
+def read_length(c: Any, value: Any, w: str, kind: str) -> str | int | None:
+    """The `length` field of a slice parameter (schema 5; None when absent): a name
+    shared with other lengths and dimensions, or a decimal length."""
+    if value is None:
+        return None
+    k = _abi.PARAM_KINDS[kind]
+    if not k.is_slice or k.is_shaped:
+        raise c.fail(w, f"a '{kind}' parameter has no length contract (slices only)")
+    d: str = c.str_(value, w)
+    if d.isdecimal():
+        return int(d)
+    if not d.isidentifier():
+        raise c.fail(w, f"{d!r} is not a name or a length")
+    return d

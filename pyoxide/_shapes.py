@@ -10,6 +10,9 @@ same on every backend. Errors name the kernel, the parameter and the dimension.
 * Extents: each at most ``MAX_ARRAY_EXTENT`` (thread coordinates are 32-bit), a fixed
   extent of the contract exactly, and one extent per shared name (``k`` in ``a[m, k]``
   and ``b[k, n]``). Zero extents are fine: the launch does nothing.
+* Slice lengths (``#[shapes(x[n], y[n], out[n])]``, schema 5): a slice's element count
+  is one more extent of its name, or its fixed length exactly. The kernel's entry
+  assumes them (no bounds check on ``x[i]`` past ``out``'s), so they are never skipped.
 
 At the ABI an array is its pointer, its extents and its strides in elements.
 """
@@ -146,15 +149,29 @@ def _is_f_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return True
 
 
-def check_contract(kernel: str, shaped: Sequence[tuple[ParamSpec, ArrayView]]) -> None:
-    """One extent per shared dimension name, across the call's shaped arguments."""
+def _extents(p: ParamSpec, v: ArrayView) -> list[tuple[str | int | None, int]]:
+    """(contract dimension, extent) per axis of a shaped argument; a slice's length."""
+    if p.array is not None:
+        return list(zip(p.array.dims, v.shape, strict=True))
+    return [(p.length, math.prod(v.shape))]
+
+
+def check_contract(kernel: str, args: Sequence[tuple[ParamSpec, ArrayView]]) -> None:
+    """One extent per shared dimension name across the call's shaped arguments and
+    slices with a length (``x[n]``), and a slice's fixed length exactly (a shaped
+    array's fixed extents are :func:`check_shaped`'s)."""
     seen: dict[str, tuple[int, ParamSpec, ArrayView]] = {}
+    shaped = [(p, v) for p, v in args if p.array is not None or p.length is not None]
     for p, v in shaped:
-        assert p.array is not None
-        for axis, d in enumerate(p.array.dims):
+        for d, n in _extents(p, v):
+            if isinstance(d, int) and p.array is None and n != d:
+                raise ShapeError(
+                    kernel, p.name, str(d), f"{d} elements (the contract is "
+                    f"{contract_text(kernel_params(shaped))})", f"{n} (shape "
+                    f"{_shape_text(v.shape)})", f"pass an array of {d} elements",
+                )  # fmt: skip
             if not isinstance(d, str):
                 continue
-            n = v.shape[axis]
             first = seen.setdefault(d, (n, p, v))
             if first[0] != n:
                 n0, p0, v0 = first
@@ -173,14 +190,20 @@ def kernel_params(shaped: Sequence[tuple[ParamSpec, Any]]) -> list[ParamSpec]:
 
 
 def contract_text(params: Sequence[ParamSpec]) -> str:
-    """``a[m, k], b[k, n], c[m, n]``."""
-    return ", ".join(p.name + p.array.dim_text(p.name) for p in params if p.array is not None)
+    """``a[m, k], b[k, n], c[m, n]`` (a slice with a length: ``x[n]``)."""
+    return ", ".join(
+        p.name + (p.array.dim_text(p.name) if p.array is not None else f"[{p.length}]")
+        for p in params if p.array is not None or p.length is not None
+    )  # fmt: skip
 
 
 def has_contract(spec: KernelSpec) -> bool:
-    """Whether any dimension name is shared (so the call needs a cross-check)."""
+    """Whether a call needs a cross-check: a dimension name is shared, or a slice has a
+    fixed length."""
     names = [d for p in spec.params if p.array for d in p.array.dims if isinstance(d, str)]
-    return len(names) != len(set(names))
+    names += [p.length for p in spec.params if isinstance(p.length, str)]
+    fixed = any(isinstance(p.length, int) for p in spec.params)
+    return fixed or len(names) != len(set(names))
 
 
 # --- default grids from an output's shape ------------------------------------------

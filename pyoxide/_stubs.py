@@ -28,6 +28,8 @@ def _annotation(param: ParamSpec) -> str:
     if param.array is not None:  # the dimensions, for editors: Annotated[Array, "[m, k]"]
         strided = " strided" if param.array.layout == "strided" else ""
         return f'Annotated[Array, "{param.array.dim_text(param.name)}{strided}"]'
+    if param.length is not None:  # a slice's length: Annotated[Array, "[n]"]
+        return f'Annotated[Array, "[{param.length}]"]'
     return "Array"
 
 

@@ -13,6 +13,7 @@ from helpers.fixtures import SCHEMA_FILE, manifest_dict, write_manifest
 
 import pyoxide
 from pyoxide._manifest import (
+    DESCRIPTOR_VERSION,
     PARAM_KINDS,
     SCALAR_SIZES,
     SCHEMA_VERSION,
@@ -157,6 +158,7 @@ REJECTED = {
     "sources-not-list": _set("sources", "src/lib.rs"),
     "launch-bounds-no-max": _set("kernels.5.launch_bounds", {"min_blocks": 1}),
     "emulator-no-path": _set("emulator", {"sha256": "0"}),
+    "length-not-a-string": _set("kernels.0.params.1.length", 5),
 }
 
 
@@ -192,10 +194,16 @@ def test_semantic_checks_beyond_the_schema(good: dict[str, Any], tmp_path: Path)
     dup["kernels"].append(copy.deepcopy(dup["kernels"][0]))
     with pytest.raises(pyoxide.ManifestError, match="appears twice"):
         parse_manifest(dup, tmp_path / "m.json")
+    other = DESCRIPTOR_VERSION + 1
     v2 = copy.deepcopy(good)
-    v2["kernels"][0]["version"] = 2
-    with pytest.raises(pyoxide.ManifestError, match="descriptor version 2"):
+    v2["kernels"][0]["version"] = other
+    with pytest.raises(pyoxide.ManifestError, match=f"descriptor version {other}"):
         parse_manifest(v2, tmp_path / "m.json")
+    for k, i, length, error in [(1, 0, "n", "no length contract"), (0, 1, "n+1", "not a name")]:
+        bad = copy.deepcopy(good)
+        bad["kernels"][k]["params"][i]["length"] = length  # a scalar; a slice
+        with pytest.raises(pyoxide.ManifestError, match=error):
+            parse_manifest(bad, tmp_path / "m.json")
     arch = copy.deepcopy(good)
     arch["artifacts"][0]["arch"] = "compute_80"
     with pytest.raises(pyoxide.ManifestError, match="architecture like sm_90"):

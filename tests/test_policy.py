@@ -9,7 +9,7 @@ import pytest
 from helpers.bundled import kernels_manifest
 
 import pyoxide
-from pyoxide import _policy
+from pyoxide import _abi, _policy
 from pyoxide._manifest import KernelSpec, LaunchBounds, LaunchPolicy, ParamSpec, SourceLocation
 
 X = ParamSpec("x", "slice", "f32", False)
@@ -156,3 +156,21 @@ def test_tiles_policy_covers_each_tile_with_one_block() -> None:
     )  # fmt: skip
     assert _policy.tile_rule(s) == (0, (256, 1, 1), (128, 128, 1))
     assert not _policy.validates_grid(s)
+
+
+@pytest.mark.parametrize("kind", sorted(_abi.ONE_D_POLICIES))
+def test_one_d_policies_refuse_2d_and_3d_launches(kind: str) -> None:
+    """The entry of an elementwise or grid_stride kernel assumes a 1-D launch."""
+    s = spec((X, OUT), LaunchPolicy(kind, 1, per_thread=1, block=256, blocks_per_sm=4))
+    assert config(s, [], grid=(7, 1, 1), block=(64, 1, 1)) == ((7, 1, 1), (64, 1, 1))
+    bad = [((2, 2, 1), None, "grid"), ((2, 1, 3), None, "grid"),
+           ((4, 1, 1), (32, 2, 1), "block"), (None, (8, 1, 8), "block")]  # fmt: skip
+    for grid, block, what in bad:
+        with pytest.raises(pyoxide.ArgumentValueError, match="1-D") as e:
+            config(s, [None, 1000], grid=grid, block=block, sms=lambda: 132)
+        assert e.value.param == what and "pass" in str(e.value)
+    # Without a declared policy (the default elementwise one) nothing is assumed.
+    assert config(spec((X, OUT)), [], grid=(2, 2, 1), block=(16, 16, 1))[0] == (2, 2, 1)
+    # Nor for policies that are not 1-D.
+    rows = spec((X, OUT), LaunchPolicy("block_per_element", 1, block=64))
+    assert config(rows, [None, 4], grid=(2, 2, 1)) == ((2, 2, 1), (64, 1, 1))

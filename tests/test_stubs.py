@@ -128,6 +128,10 @@ def test_shaped_arrays_show_their_dimensions(tmp_path: Path) -> None:
             {**param("c", "disjoint_array", "f32", True),
              "array": {"layout": "c", "dims": ["m", "3"]}},
         ]),
+        kernel("sx", [
+            {**param("x", "slice", "f32"), "length": "n"},
+            {**param("out", "disjoint_slice", "f32"), "length": "n"},
+        ]),
     ]  # fmt: skip
     m = parse_manifest(manifest_dict(tmp_path, kernels=shaped), tmp_path / "m.json")
     text = pyoxide.render_stub(m)
@@ -136,6 +140,7 @@ def test_shaped_arrays_show_their_dimensions(tmp_path: Path) -> None:
         'c: Annotated[Array, "[m, 3]"], /'
     ) in text
     assert "fn mm(a: Array2<f32>, b: Array2<f32, Strided>, c: DisjointArray2<f32>)" in text
+    assert 'x: Annotated[Array, "[n]"], out: Annotated[Array, "[n]"], /' in text
     (tmp_path / "fixture_kernels.pyi").write_text(text)
     code = (
         "import numpy as np\nimport fixture_kernels as k\nx = np.ones((2, 2), np.float32)\n"

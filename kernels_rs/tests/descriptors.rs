@@ -68,6 +68,7 @@ fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
         ty,
         mutable,
         array: None,
+        length: None,
         record: None,
     }
 }

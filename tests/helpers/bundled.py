@@ -142,6 +142,14 @@ def cuda_oxide_ports_manifest() -> Path:
     return fixture_manifest(CUDA_OXIDE_PORTS, PORTS_OUT)
 
 
+@functools.cache
+def readme_manifest() -> Path:
+    """The README's kernels (crates/oxide-device/tests/fixtures/readme,
+    target/oxide/readme)."""
+    crate = REPO / "crates" / "oxide-device" / "tests" / "fixtures" / "readme"
+    return fixture_manifest(crate, REPO / "target" / "oxide" / "readme")
+
+
 WRONG_KERNELS = REPO / "tests" / "fixtures" / "wrong_kernels"
 
 

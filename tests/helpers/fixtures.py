@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pyoxide import _abi
+
 TESTS_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = TESTS_DIR.parent
 SCHEMA_FILE = REPO_DIR / "crates" / "oxide-abi" / "manifest.schema.json"
@@ -37,7 +39,7 @@ def kernel(
     line: int = 1,
 ) -> dict[str, Any]:
     return {
-        "version": 1,
+        "version": _abi.DESCRIPTOR_VERSION,
         "name": name,
         "entry": entry or name,
         "instance": [{"param": p, "value": v} for p, v in instance],
@@ -171,7 +173,7 @@ def manifest_dict(
     }
     toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
     return {
-        "schema": 4,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
+        "schema": 5,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
         "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
         "profile": profile,
         "toolchain": toolchain,

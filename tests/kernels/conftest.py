@@ -13,6 +13,7 @@ from helpers.bundled import (
     cuda_oxide_ports_manifest,
     emu_kernels_manifest,
     half_kernels_manifest,
+    readme_manifest,
 )
 
 import pyoxide
@@ -49,6 +50,13 @@ def clusters() -> pyoxide.Module:
 def cluster_tma() -> pyoxide.Module:
     """A TMA multicast kernel (tests/fixtures/cluster_tma_kernels), built for sm_90a."""
     return pyoxide.load(cluster_tma_kernels_manifest())
+
+
+@pytest.fixture(scope="session")
+def readme() -> pyoxide.Module:
+    """The README's kernels (crates/oxide-device/tests/fixtures/readme), built like
+    kernels_rs (target/oxide/readme)."""
+    return pyoxide.load(readme_manifest())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

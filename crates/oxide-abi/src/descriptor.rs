@@ -73,6 +73,13 @@ pub struct ParamDescriptor {
     /// (schema 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<crate::shape::ArrayShape>,
+    /// Slices (`&[T]`, `DisjointSlice<T>`, `&mut [T]`, `AtomicSlice<T>`) only: the
+    /// length `#[shapes(x[n], out[n])]` gives them, a name shared with other
+    /// parameters' lengths and dimensions (equal extents) or a decimal length (schema
+    /// 5). The launcher refuses a call that breaks it before launch, so the kernel's
+    /// entry assumes it (the bounds check of `x[i]` folds into `out`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<String>,
     /// When the value (kind `value`) or element type is not a scalar (a struct, enum,
     /// union, tuple, `[T; N]`, `DeviceAtomicU64`, …): its layout. `ty` is then the
     /// scalar it is made of where there is one (`f32` for `[f32; 7]`, `u64` for
@@ -192,7 +199,20 @@ pub enum LaunchPolicy {
     },
 }
 
+/// The policies whose launches are 1-D (`elementwise`, `grid_stride`): the launcher
+/// refuses a grid or block with a y or z extent other than 1, so the kernel's entry
+/// assumes a 1-D launch and `thread::index_1d()`'s check folds away.
+pub const ONE_D_POLICIES: [&str; 2] = ["elementwise", "grid_stride"];
+
 impl LaunchPolicy {
+    /// Whether launches of this policy are 1-D only (one of [`ONE_D_POLICIES`]).
+    pub fn is_one_d(&self) -> bool {
+        matches!(
+            self,
+            LaunchPolicy::Elementwise { .. } | LaunchPolicy::GridStride { .. }
+        )
+    }
+
     /// The parameter whose length sizes the launch.
     pub fn over(&self) -> &str {
         match self {
@@ -279,6 +299,7 @@ mod tests {
                     ty: ScalarType::F32,
                     mutable: false,
                     array: None,
+                    length: None,
                     record: None,
                 },
                 ParamDescriptor {
@@ -287,6 +308,7 @@ mod tests {
                     ty: ScalarType::F32,
                     mutable: true,
                     array: None,
+                    length: None,
                     record: None,
                 },
             ],
@@ -327,5 +349,49 @@ mod tests {
             KernelDescriptor::decode(b"{not json"),
             Err(DecodeError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn one_d_policies_are_named_by_their_kind() {
+        let over = || "x".to_string();
+        let all = [
+            LaunchPolicy::Elementwise {
+                over: over(),
+                per_thread: 1,
+                block: 256,
+            },
+            LaunchPolicy::GridStride {
+                over: over(),
+                per_thread: 1,
+                block: 256,
+                blocks_per_sm: 8,
+            },
+            LaunchPolicy::BlockPerElement {
+                over: over(),
+                block: 256,
+            },
+            LaunchPolicy::BlockPerRow {
+                over: over(),
+                cols: None,
+                block: 256,
+            },
+            LaunchPolicy::Segments { over: over() },
+            LaunchPolicy::Tiles {
+                over: over(),
+                block: [16, 16, 1],
+                tile: [16, 16, 1],
+            },
+        ];
+        for p in all {
+            let kind = serde_json::to_value(&p).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert_eq!(
+                p.is_one_d(),
+                ONE_D_POLICIES.contains(&kind.as_str()),
+                "{kind}"
+            );
+        }
     }
 }

@@ -31,8 +31,8 @@ pub use types::{ParamKind, ScalarType};
 
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.
-pub const MANIFEST_SCHEMA_VERSION: u32 = 4;
+pub const MANIFEST_SCHEMA_VERSION: u32 = 5;
 
 /// Version of the descriptor encoding embedded by `#[kernel]`. The link step refuses
 /// descriptors from a different version (the macro and cargo-oxide were built apart).
-pub const DESCRIPTOR_VERSION: u32 = 1;
+pub const DESCRIPTOR_VERSION: u32 = 2;

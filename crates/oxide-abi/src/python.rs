@@ -117,6 +117,16 @@ pub fn module_source() -> String {
         limits::MAX_CLUSTER_SIZE,
         limits::MIN_CLUSTER_ARCH,
     );
+    let one_d: Vec<String> = crate::descriptor::ONE_D_POLICIES
+        .iter()
+        .map(|k| format!("\"{k}\""))
+        .collect();
+    let _ = writeln!(
+        w,
+        "# Launch policies whose launches are 1-D only (src/descriptor.rs).\n\
+         ONE_D_POLICIES = frozenset({{{}}})\n",
+        one_d.join(", ")
+    );
     w.push_str("# The keys of `cargo oxide build --json`'s report, all always present.\n");
     let keys: Vec<String> = report::BUILD_REPORT_KEYS
         .iter()

@@ -43,6 +43,38 @@ pub fn shared_place<T>(p: *mut T) -> *mut T {
     .cast();
 }
 
+/// Tell the optimizer that this launch is 1-D (grid and block y and z extents 1), so
+/// that `thread::index_1d()`'s check of them folds away. The entry of a kernel whose
+/// `#[launch]` policy is 1-D (oxide-abi's `ONE_D_POLICIES`) calls it first.
+///
+/// # Safety
+/// The launch must be 1-D: pyoxide's launcher refuses any other grid or block for
+/// such a kernel before launching it.
+#[inline(always)]
+pub unsafe fn assume_one_d_launch() {
+    use crate::arch::{block_dim_y, block_dim_z, grid_dim_y, grid_dim_z};
+    // SAFETY: upheld by the caller. One assumption per register, so each later read
+    // of it (CSE'd with this one: they are `readnone`) folds to 1.
+    unsafe {
+        core::hint::assert_unchecked(block_dim_y() == 1);
+        core::hint::assert_unchecked(block_dim_z() == 1);
+        core::hint::assert_unchecked(grid_dim_y() == 1);
+        core::hint::assert_unchecked(grid_dim_z() == 1);
+    }
+}
+
+/// Tell the optimizer that two slice arguments have the lengths `#[shapes]` gives them
+/// (`a == b`, or a fixed length), so a bounds check on one covers the other.
+///
+/// # Safety
+/// `a == b`: pyoxide's launcher refuses a call that breaks the kernel's contract
+/// before launching it.
+#[inline(always)]
+pub unsafe fn assume_equal(a: usize, b: usize) {
+    // SAFETY: upheld by the caller.
+    unsafe { core::hint::assert_unchecked(a == b) }
+}
+
 /// Rebuild a `&[T]` kernel argument from the launch ABI's (pointer, length).
 ///
 /// # Safety

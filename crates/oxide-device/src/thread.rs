@@ -19,7 +19,10 @@ pub use crate::debug::{gridid, nsmid, smid};
 /// [`DisjointSlice::get_mut`](crate::DisjointSlice::get_mut) hand out `&mut T` safely.
 /// In a launch with a second or third dimension the formula repeats across y and z,
 /// so there (as in cuda-oxide) the witness is invalid: `get()` still gives the number
-/// for reading, but no slice accepts it for writing.
+/// for reading, but no slice accepts it for writing. That test reads four launch
+/// extents; in a kernel with a 1-D `#[launch]` policy (`elementwise`, `grid_stride`)
+/// it costs nothing, since the launcher refuses other launches and the entry assumes a
+/// 1-D one.
 #[inline(always)]
 pub fn index_1d() -> ThreadIndex {
     // In usize so that grids larger than 2^32 threads do not wrap.

@@ -26,6 +26,18 @@ fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
             "{arch}:\n{saxpy}"
         );
         assert!(!saxpy.contains(".align 1 "), "{arch}");
+        // Its contract (`#[shapes(x[n], y[n], out[n])]`, a 1-D `#[launch]` policy) is
+        // assumed at the entry: no bounds check is left to panic, and `index_1d()` reads
+        // none of the launch's other dimensions. `scale`, without one, still does both.
+        assert!(!saxpy.contains("call"), "{arch}: a panic path:\n{saxpy}");
+        for sreg in ["%ntid.y", "%ntid.z", "%nctaid.y", "%nctaid.z"] {
+            assert!(!saxpy.contains(sreg), "{arch}: {sreg}:\n{saxpy}");
+        }
+        let plain = entry(&ptx, "scale_f32");
+        assert!(
+            plain.contains("call") && plain.contains("%ntid.y"),
+            "{arch}:\n{plain}"
+        );
         let scale = entry(&ptx, "scale_f64");
         assert!(scale.contains("ld.global.nc.b64"), "{arch}:\n{scale}");
         assert_eq!(scale.matches(".ptr .align 8").count(), 2, "{arch}");
@@ -66,4 +78,22 @@ fn vector_loop(entry: &str) -> &str {
         .expect("the back branch");
     let end = entry[end..].find('\n').map_or(entry.len(), |i| end + i);
     &entry[start..end]
+}
+
+/// The fixture holds the README's first Rust block's kernels verbatim, so what the test
+/// above reads in the PTX is what the README shows.
+#[test]
+fn the_fixture_holds_the_readmes_kernels_verbatim() {
+    let readme = include_str!("../../../README.md");
+    let fixture = include_str!("fixtures/readme/src/lib.rs");
+    let block = readme
+        .split("```rust\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a Rust block in the README");
+    let kernels = &block[block.find("#[kernel]").expect("a kernel in it")..];
+    assert!(
+        fixture.contains(kernels.trim_end()),
+        "the README's kernels differ from fixtures/readme/src/lib.rs:\n{kernels}"
+    );
 }

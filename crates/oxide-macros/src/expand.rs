@@ -99,6 +99,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
                     layout: a.layout,
                     dims: a.dims.clone(),
                 }),
+                length: p.length.clone(),
                 record: crate::records::layout(p, inst),
             })
             .collect(),
@@ -270,6 +271,7 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
         }
         call_args.push(arg);
     }
+    let assumptions = entry_assumptions(kernel, inst);
     let call = call_kernel(kernel, inst, &call_args);
     quote! {
         #[cfg(target_arch = "nvptx64")]
@@ -277,10 +279,41 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
         #[allow(unsafe_code, improper_ctypes_definitions)]
         #[unsafe(export_name = #entry)]
         unsafe extern "C" fn #wrapper(#(#abi_params),*) {
+            #assumptions
             #(#rebuild)*
             #call;
         }
     }
+}
+
+/// What the launcher checked before launch, told to the optimizer at the entry: a 1-D
+/// launch for a 1-D policy, and the slice lengths of `#[shapes(x[n], out[n])]` (each
+/// slice of a name has the first one's length; a number is that length). Bounds
+/// checks on `x[i]` then fold into `out.get_mut(idx)`'s, and `index_1d()`'s into none.
+fn entry_assumptions(kernel: &Kernel, inst: &Instance) -> TokenStream {
+    let private = quote!(::oxide_device::__private);
+    let mut out = TokenStream::new();
+    if launch_policy(kernel, inst).is_some_and(|p| p.is_one_d()) {
+        out.extend(quote!(unsafe { #private::assume_one_d_launch() };));
+    }
+    let mut first: Vec<(&str, Ident)> = Vec::new();
+    for (i, p) in kernel.params.iter().enumerate() {
+        let Some(length) = p.length.as_deref() else {
+            continue;
+        };
+        let len = format_ident!("{}_arg{}_len", RESERVED_PREFIX, i);
+        let other = if let Ok(n) = length.parse::<u64>() {
+            let n = proc_macro2::Literal::u64_unsuffixed(n);
+            quote!(#n)
+        } else if let Some((_, f)) = first.iter().find(|(name, _)| *name == length) {
+            quote!(#f)
+        } else {
+            first.push((length, len));
+            continue;
+        };
+        out.extend(quote!(unsafe { #private::assume_equal(#len, #other) };));
+    }
+    out
 }
 
 /// How a scalar crosses the launch ABI: `bool` as a byte (PTX has no boolean
@@ -335,6 +368,7 @@ mod tests {
             ty,
             mutable,
             array: None,
+            length: None,
             record: None,
         };
         use ParamKind::*;
@@ -455,6 +489,44 @@ mod tests {
         ] {
             assert!(code.contains(expected), "{expected} not in {code}");
         }
+    }
+
+    #[test]
+    fn contracts_reach_the_descriptor_and_the_entry() {
+        let k = kernel(
+            quote!(),
+            quote! {
+                #[shapes(x[n], y[n], out[n], w[4])]
+                #[launch(elementwise(out))]
+                pub fn k(a: f32, x: &[f32], y: &[f32], mut out: DisjointSlice<f32>, w: &[f32]) {}
+            },
+        );
+        let json = complete(&k, &k.instances[0], "m", "f", 1);
+        let d = KernelDescriptor::decode(json.as_bytes()).unwrap();
+        let lengths: Vec<_> = d.params.iter().map(|p| p.length.as_deref()).collect();
+        assert_eq!(lengths, [None, Some("n"), Some("n"), Some("n"), Some("4")]);
+        let code = device_entry(&k, &k.instances[0]).to_string();
+        for expected in [
+            "assume_one_d_launch ()",
+            "assume_equal (__oxide_arg2_len , __oxide_arg1_len)",
+            "assume_equal (__oxide_arg3_len , __oxide_arg1_len)",
+            "assume_equal (__oxide_arg4_len , 4)",
+        ] {
+            assert!(code.contains(expected), "{expected} not in {code}");
+        }
+        // No contract, no 1-D policy: nothing assumed.
+        let plain = kernel(
+            quote!(),
+            quote! {
+                #[launch(block_per_element(out))]
+                pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
+            },
+        );
+        assert!(
+            !device_entry(&plain, &plain.instances[0])
+                .to_string()
+                .contains("assume")
+        );
     }
 
     #[test]

@@ -92,6 +92,10 @@ pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   (an integer parameter) columns;
 /// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
 ///   the block; the grid follows from it.
+///
+/// `elementwise` and `grid_stride` launches are 1-D: the launcher refuses a grid or
+/// block with a y or z extent other than 1, and the kernel's entry assumes a 1-D
+/// launch, so `thread::index_1d()` need not check it.
 #[proc_macro_attribute]
 pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(parse::LAUNCH_ATTR, attr.into(), item.into())
@@ -102,8 +106,11 @@ pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `#[shapes(a[m, k], b[k, n], c[m, n])]` on a `#[kernel]` function: the dimensions of
 /// its shaped array parameters (`Array2<T>`, `DisjointArray2<T>` …). A name shared by
 /// several dimensions must have one extent in a call; a number is a fixed extent; `_`
-/// any. Recorded in the descriptor and checked by the launcher before launch, with
-/// errors that name the kernel, the parameter and the dimension.
+/// any. A slice parameter (`&[T]`, `DisjointSlice<T>`, `&mut [T]`, `AtomicSlice<T>`)
+/// takes one length, a name or a number: `#[shapes(x[n], y[n], out[n])]`. Recorded in
+/// the descriptor and checked by the launcher before launch, with errors that name the
+/// kernel, the parameter and the dimension; the kernel's entry then assumes the slice
+/// lengths (`x.len() == out.len()`), so a bounds check on one slice covers the others.
 #[proc_macro_attribute]
 pub fn shapes(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(parse::SHAPES_ATTR, attr.into(), item.into())

@@ -45,6 +45,8 @@ pub struct Param {
     pub mutable: bool,
     /// Shaped arrays only: rank, layout and dimension names.
     pub array: Option<ArrayParam>,
+    /// Slices only: the length `#[shapes(x[n])]` gives (a name or a decimal number).
+    pub length: Option<String>,
 }
 
 /// The scalar type, or element type of a slice or pointer.
@@ -308,6 +310,7 @@ fn check_param(
         elem,
         mutable,
         array,
+        length: None,
     })
 }
 

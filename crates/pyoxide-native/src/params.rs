@@ -17,11 +17,13 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple, PyType};
 const F32_MAX: f64 = 3.402_823_466_385_288_6e38;
 
 pub enum Kind {
-    /// A slice: packed as (u64 pointer, u64 length).
+    /// A slice: packed as (u64 pointer, u64 length). `length` is its contract
+    /// (`#[shapes(x[n])]`), coded as a shaped array's dims are.
     Array {
         dtype: Py<PyAny>,
         itemsize: u64,
         mutable: bool,
+        length: i64,
     },
     /// A shaped array (`Array2<T>` …): packed as pointer, extents, strides in elements.
     /// The fast path takes C-contiguous CuPy arrays only (any layout accepts them);
@@ -88,8 +90,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// From `(type, dtype, itemsize, mutable[, dims])` per parameter; dtype is None for
-    /// scalars, dims (see [`Kind::Shaped`]) None or absent for anything but shaped arrays.
+    /// From `(type, dtype, itemsize, mutable[, dims[, length]])` per parameter; dtype is
+    /// None for scalars, dims (see [`Kind::Shaped`]) None or absent for anything but
+    /// shaped arrays, length a slice's contract coded likewise (absent: -1, any).
     pub fn new(description: &Bound<'_, PyAny>) -> PyResult<Layout> {
         let mut params = Vec::new();
         let mut offset = 0usize;
@@ -101,20 +104,22 @@ impl Layout {
         };
         for item in description.try_iter()? {
             let item = item?;
-            let (ty, dtype, itemsize, mutable, dims): ParamItem<'_> = match item.len()? {
+            let (ty, dtype, itemsize, mutable, dims, length): ParamItem<'_> = match item.len()? {
                 4 => {
                     let (t, d, i, m) = item.extract()?;
-                    (t, d, i, m, None)
+                    (t, d, i, m, None, -1)
+                }
+                5 => {
+                    let (t, d, i, m, dims) = item.extract()?;
+                    (t, d, i, m, dims, -1)
                 }
                 _ => item.extract()?,
             };
+            let named = |d: i64| d >= -1 - MAX_NAMES as i64;
             let kind = if dtype.is_none() {
                 scalar_kind(&ty)?
             } else if let Some(dims) = dims {
-                if dims.is_empty()
-                    || dims.len() > MAX_RANK
-                    || dims.iter().any(|&d| d < -2 - MAX_NAMES as i64)
-                {
+                if dims.is_empty() || dims.len() > MAX_RANK || !dims.iter().all(|&d| named(d)) {
                     return Err(PyValueError::new_err(
                         "unsupported shaped array description",
                     ));
@@ -125,11 +130,16 @@ impl Layout {
                     mutable,
                     dims,
                 }
+            } else if !named(length) {
+                return Err(PyValueError::new_err(
+                    "unsupported slice length description",
+                ));
             } else {
                 Kind::Array {
                     dtype: dtype.unbind(),
                     itemsize,
                     mutable,
+                    length,
                 }
             };
             let offset = match kind {
@@ -208,14 +218,17 @@ impl Layout {
                 })
                 .is_some(),
                 Kind::Array {
-                    dtype, itemsize, ..
+                    dtype,
+                    itemsize,
+                    length,
+                    ..
                 } => match array(names, ndarray, dtype, *itemsize, device, &a) {
-                    Some((ptr, len)) => {
+                    Some((ptr, len)) if bind(&mut named, *length, len) => {
                         put(buf, p.offset, &ptr.to_ne_bytes());
                         put(buf, p.offset + 8, &len.to_ne_bytes());
                         true
                     }
-                    None => false,
+                    _ => false,
                 },
                 Kind::F32 => float(&a)
                     .filter(|f| (-F32_MAX..=F32_MAX).contains(f))
@@ -319,7 +332,7 @@ impl Kind {
 }
 
 /// One parameter's description from Python (see [`Layout::new`]).
-type ParamItem<'py> = (String, Bound<'py, PyAny>, u64, bool, Option<Vec<i64>>);
+type ParamItem<'py> = (String, Bound<'py, PyAny>, u64, bool, Option<Vec<i64>>, i64);
 
 /// Highest rank (oxide-abi's `MAX_ARRAY_RANK`) and most shared dimension names the fast
 /// path handles (a kernel with more takes the general path).
@@ -361,26 +374,29 @@ fn shaped(
         if n > oxide_abi::shape::MAX_ARRAY_EXTENT {
             return None;
         }
-        match dims[d] {
-            -1 => {}
-            fixed if fixed >= 0 => {
-                if n != fixed as u64 {
-                    return None;
-                }
-            }
-            name => {
-                let slot = &mut named[(-2 - name) as usize];
-                if *slot == u64::MAX {
-                    *slot = n;
-                } else if *slot != n {
-                    return None;
-                }
-            }
+        if !bind(named, dims[d], n) {
+            return None;
         }
         shape[d] = n;
         elements = elements.checked_mul(n)?;
     }
     Some((device_span(names, a, itemsize, device, elements)?, shape))
+}
+
+/// Whether extent `n` fits the contract's dimension `d` (-1 any, `>= 0` that extent,
+/// `-2 - id` the shared name `id`, bound in `named` by its first extent).
+fn bind(named: &mut [u64; MAX_NAMES], d: i64, n: u64) -> bool {
+    match d {
+        -1 => true,
+        fixed if fixed >= 0 => n == fixed as u64,
+        name => {
+            let slot = &mut named[(-2 - name) as usize];
+            if *slot == u64::MAX {
+                *slot = n;
+            }
+            *slot == n
+        }
+    }
 }
 
 /// The launch ABI's pointer for a CuPy array's `elements` elements of `itemsize` bytes

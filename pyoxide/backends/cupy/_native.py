@@ -57,6 +57,8 @@ def build(
         return None
     if any(p.takes_address for p in spec.params):
         return None  # raw pointers (unsafe kernels): the general path only
+    if any(isinstance(p.length, int) and p.length >= 2**63 for p in spec.params):
+        return None  # a length no array has (the general path explains): not an i64
     if any(p.record is not None for p in spec.params):
         return None  # structs, enums, [T; N] (pyoxide/_records.py): the general path only
     try:
@@ -66,21 +68,24 @@ def build(
     except ImportError:
         return None
 
-    params: list[tuple[str, Any, int, bool, tuple[int, ...] | None]] = []
+    params: list[tuple[Any, ...]] = []
     shared: dict[str, int] = {}  # dimension name -> id, for the shape contract
+
+    def code(d: str | int | None) -> int:  # -1 any, n >= 0 fixed, -2 - id a shared name
+        return (
+            -1 if d is None else d if isinstance(d, int) else -2 - shared.setdefault(d, len(shared))
+        )
+
     for p in spec.params:
         if p.is_array:
             dtype = numpy_dtype(p.type)  # the general path's table
             if dtype is None:
                 return None  # bfloat16 without ml_dtypes: CuPy has no such arrays
-            dims = None
-            if p.array is not None:  # -1 any, n >= 0 fixed, -2 - id a shared name
-                dims = tuple(
-                    -1 if d is None else d if isinstance(d, int)
-                    else -2 - shared.setdefault(d, len(shared))
-                    for d in p.array.dims
-                )  # fmt: skip
-            params.append((p.type, dtype, dtype.itemsize, p.mutable, dims))
+            dims = None if p.array is None else tuple(code(d) for d in p.array.dims)
+            if p.length is not None:  # a slice's length contract (x[n])
+                params.append((p.type, dtype, dtype.itemsize, p.mutable, None, code(p.length)))
+            else:
+                params.append((p.type, dtype, dtype.itemsize, p.mutable, dims))
         else:
             params.append((p.type, None, 0, False, None))
     name = spec.entry

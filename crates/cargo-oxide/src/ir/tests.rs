@@ -239,10 +239,11 @@ fn slice_pointers_get_what_rust_types_prove() {
         ty,
         mutable: kind != ParamKind::Slice && kind != ParamKind::Scalar,
         array: None,
+        length: None,
         record: None,
     };
     let d = KernelDescriptor {
-        version: 1,
+        version: oxide_abi::DESCRIPTOR_VERSION,
         name: "k".into(),
         entry: "k".into(),
         instance: vec![],

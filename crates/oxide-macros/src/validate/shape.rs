@@ -172,13 +172,18 @@ pub(super) fn check_shapes(shapes: ShapesSyntax, params: &mut [Param], errors: &
             continue;
         };
         let Some(array) = p.array.as_mut() else {
-            errors.push(
-                entry.param.span(),
-                format!(
-                    "`{name}` is not a shaped array; #[shapes] names `Array2<T>`-like \
-                     parameters"
-                ),
-            );
+            if p.kind.is_slice() {
+                p.length = slice_length(&name, entry.param.span(), entry.dims, errors);
+            } else {
+                errors.push(
+                    entry.param.span(),
+                    format!(
+                        "`{name}` is neither a slice nor a shaped array; #[shapes] names \
+                         `&[T]`, `DisjointSlice<T>`, `&mut [T]`, `AtomicSlice<T>` and \
+                         `Array2<T>`-like parameters"
+                    ),
+                );
+            }
             continue;
         };
         if entry.dims.len() != array.rank {
@@ -197,21 +202,53 @@ pub(super) fn check_shapes(shapes: ShapesSyntax, params: &mut [Param], errors: &
             dims.push(match d {
                 ShapeDim::Name(i) => i.unraw().to_string(),
                 ShapeDim::Any => "_".into(),
-                ShapeDim::Fixed(lit) => match lit.base10_parse::<u64>() {
-                    Ok(v) if v <= oxide_abi::shape::MAX_ARRAY_EXTENT => v.to_string(),
-                    _ => {
-                        errors.push(
-                            lit.span(),
-                            format!(
-                                "a fixed extent is an integer from 0 to {}",
-                                oxide_abi::shape::MAX_ARRAY_EXTENT
-                            ),
-                        );
-                        continue;
+                ShapeDim::Fixed(lit) => {
+                    match fixed(&lit, oxide_abi::shape::MAX_ARRAY_EXTENT, "extent", errors) {
+                        Some(v) => v,
+                        None => continue,
                     }
-                },
+                }
             });
         }
         array.dims = dims;
+    }
+}
+
+/// A slice's one dimension in `#[shapes]`: its length, a name or a number (`_` says
+/// nothing, so it is refused rather than ignored).
+fn slice_length(
+    name: &str,
+    span: proc_macro2::Span,
+    dims: Vec<ShapeDim>,
+    errors: &mut Errors,
+) -> Option<String> {
+    let mut dims = dims.into_iter();
+    match (dims.next(), dims.next()) {
+        (Some(ShapeDim::Name(i)), None) => Some(i.unraw().to_string()),
+        (Some(ShapeDim::Fixed(lit)), None) => fixed(&lit, u64::MAX, "length", errors),
+        _ => {
+            errors.push(
+                span,
+                format!(
+                    "`{name}` is a slice: #[shapes] gives it one length, a name shared \
+                     with other lengths and dimensions or a number, as in `{name}[n]`"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A fixed extent or length as written, from 0 to `max`.
+fn fixed(lit: &syn::LitInt, max: u64, what: &str, errors: &mut Errors) -> Option<String> {
+    match lit.base10_parse::<u64>() {
+        Ok(v) if v <= max => Some(v.to_string()),
+        _ => {
+            errors.push(
+                lit.span(),
+                format!("a fixed {what} is an integer from 0 to {max}"),
+            );
+            None
+        }
     }
 }
