@@ -22,6 +22,14 @@ pub struct TmaDescriptor {
     _opaque: [u8; 128],
 }
 
+impl TmaDescriptor {
+    /// The map's 128 bytes, as the host encoded them (a kernel that takes the map by
+    /// value reads them where they lie, in its parameter space).
+    pub const fn as_bytes(&self) -> &[u8; 128] {
+        &self._opaque
+    }
+}
+
 /// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`:
 /// copy the box at element coordinates (`coord0` along the contiguous dimension,
 /// `coord1` along the other) of the array `tensor_map` describes into shared memory at
