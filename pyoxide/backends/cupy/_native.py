@@ -18,6 +18,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NoReturn
 
+from ..._abi import TENSOR_MAP_SIZE
 from ..._arrays import numpy_dtype
 from ..._manifest import KernelSpec
 from ..._policy import plain_rule, tile_rule
@@ -77,7 +78,11 @@ def build(
         )
 
     for p in spec.params:
-        if p.is_array:
+        if p.kind == "tensor_map":  # a TensorMap's 128 bytes, at a 64-aligned offset
+            from ...tma import TensorMap
+
+            params.append(("tensor_map", TensorMap, TENSOR_MAP_SIZE, False, None))
+        elif p.is_array:
             dtype = numpy_dtype(p.type)  # the general path's table
             if dtype is None:
                 return None  # bfloat16 without ml_dtypes: CuPy has no such arrays
