@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from pyoxide._abi import TENSOR_MAP_ALIGN, TENSOR_MAP_SIZE
+
 from . import fake_cupy
 from .fake_cupy import FakeCuda
 from .fakes import FakeCudaArray
@@ -94,9 +96,10 @@ def install_native(monkeypatch: Any, fake: FakeCuda) -> tuple[Any, FakeDriver]:
 
 def general_bytes(words: tuple[Any, ...]) -> bytes:
     """The PTX parameter buffer of the general path's ABI words (NumPy scalars), each at
-    its natural alignment."""
+    its natural alignment (a tensor map's 128 bytes: 64)."""
     buf = bytearray()
     for w in words:
         b = np.asarray(w).tobytes()
-        buf += bytes(-len(buf) % len(b)) + b
+        is_map = isinstance(w, np.void) and len(b) == TENSOR_MAP_SIZE
+        buf += bytes(-len(buf) % (TENSOR_MAP_ALIGN if is_map else len(b))) + b
     return bytes(buf)
