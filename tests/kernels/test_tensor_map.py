@@ -60,14 +60,12 @@ def test_box_by_value_loads_the_box(
     want = np.zeros((ROWS, COLS), np.float32)  # beyond the array: zeros
     part = host[row0 : row0 + ROWS, col0 : col0 + COLS]
     want[: part.shape[0], : part.shape[1]] = part
-    for _ in range(2):  # the general path, then (CuPy) the compiled fast path
+    for _ in range(2):  # a first launch, then one of a kernel already loaded
         out = lib.poisoned(BLOCK, np.float32)
         cluster_tma.box_by_value[1, BLOCK](m, row0, col0, out)
         got = lib.to_numpy(out).reshape(ROWS, COLS)
         assert (got != -1.0).any(), "the box never arrived (the barrier timed out)"
         np.testing.assert_array_equal(got, want)
-    if lib.name == "cupy":
-        assert type(cluster_tma.box_by_value._fast).__name__ == "Launcher"
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@
 
 use std::ffi::c_ulong;
 
-use oxide_abi::{ParamKind, ScalarType, TENSOR_MAP_ALIGN, TENSOR_MAP_SIZE};
+use oxide_abi::ScalarType;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple, PyType};
 
 const F32_MAX: f64 = 3.402_823_466_385_288_6e38;
 
@@ -46,12 +46,6 @@ pub enum Kind {
         bytes: usize,
         hi: u64,
     },
-    /// `map: TmaDescriptor` by value: an exact `pyoxide.tma.TensorMap` (`class`), whose
-    /// `raw` 128 bytes are copied in at a 64-aligned offset (the PTX parameter's
-    /// `.align 64`). Raw bytes and anything else take the general path.
-    TensorMap {
-        class: Py<PyAny>,
-    },
 }
 
 pub struct Param {
@@ -69,7 +63,6 @@ pub struct Names {
     ptr: Py<PyString>,
     size: Py<PyString>,
     shape: Py<PyString>,
-    raw: Py<PyString>,
 }
 
 impl Names {
@@ -84,7 +77,6 @@ impl Names {
             ptr: n("ptr"),
             size: n("size"),
             shape: n("shape"),
-            raw: n("raw"),
         }
     }
 }
@@ -104,9 +96,8 @@ impl Layout {
     pub fn new(description: &Bound<'_, PyAny>) -> PyResult<Layout> {
         let mut params = Vec::new();
         let mut offset = 0usize;
-        // Each value at the next multiple of its alignment.
-        let mut place = |size: usize, align: usize| {
-            offset = offset.next_multiple_of(align);
+        let mut place = |size: usize| {
+            offset = offset.next_multiple_of(size);
             let at = offset;
             offset += size;
             at
@@ -125,11 +116,7 @@ impl Layout {
                 _ => item.extract()?,
             };
             let named = |d: i64| d >= -1 - MAX_NAMES as i64;
-            let kind = if ty == ParamKind::TensorMap.name() {
-                Kind::TensorMap {
-                    class: dtype.unbind(),
-                }
-            } else if dtype.is_none() {
+            let kind = if dtype.is_none() {
                 scalar_kind(&ty)?
             } else if let Some(dims) = dims {
                 if dims.is_empty() || dims.len() > MAX_RANK || !dims.iter().all(|&d| named(d)) {
@@ -157,22 +144,21 @@ impl Layout {
             };
             let offset = match kind {
                 Kind::Array { .. } => {
-                    let at = place(8, 8);
-                    place(8, 8);
+                    let at = place(8);
+                    place(8);
                     at
                 }
                 Kind::Shaped { ref dims, .. } => {
-                    let at = place(8, 8);
+                    let at = place(8);
                     for _ in 0..2 * dims.len() {
-                        place(8, 8);
+                        place(8);
                     }
                     at
                 }
-                Kind::F32 => place(4, 4),
-                Kind::F64 => place(8, 8),
-                Kind::Bool => place(1, 1),
-                Kind::Signed { bytes, .. } | Kind::Unsigned { bytes, .. } => place(bytes, bytes),
-                Kind::TensorMap { .. } => place(TENSOR_MAP_SIZE, TENSOR_MAP_ALIGN),
+                Kind::F32 => place(4),
+                Kind::F64 => place(8),
+                Kind::Bool => place(1),
+                Kind::Signed { bytes, .. } | Kind::Unsigned { bytes, .. } => place(bytes),
             };
             params.push(Param { kind, offset });
         }
@@ -269,9 +255,6 @@ impl Layout {
                         _ => false,
                     }
                 }
-                Kind::TensorMap { class } => tensor_map(names, class, &a)
-                    .map(|raw| put(buf, p.offset, &raw))
-                    .is_some(),
                 Kind::Unsigned { bytes, hi } => match exact_int(&a).and_then(u64_of) {
                     Some(v) if v <= *hi => {
                         put_int(buf, p.offset, *bytes, v);
@@ -398,21 +381,6 @@ fn shaped(
         elements = elements.checked_mul(n)?;
     }
     Some((device_span(names, a, itemsize, device, elements)?, shape))
-}
-
-/// The 128 bytes of `a` when it is exactly a `pyoxide.tma.TensorMap` (`class`) holding
-/// that many.
-fn tensor_map(
-    names: &Names,
-    class: &Py<PyAny>,
-    a: &Bound<'_, PyAny>,
-) -> Option<[u8; TENSOR_MAP_SIZE]> {
-    let py = a.py();
-    if !a.get_type().is(class.bind(py)) {
-        return None;
-    }
-    let raw = a.getattr(names.raw.bind(py)).ok()?;
-    raw.cast_exact::<PyBytes>().ok()?.as_bytes().try_into().ok()
 }
 
 /// Whether extent `n` fits the contract's dimension `d` (-1 any, `>= 0` that extent,
