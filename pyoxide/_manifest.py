@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import _abi
 from ._constants import ConstantSpec, parse_constants
+from ._json_checker import JsonChecker
 from ._policy_spec import LaunchPolicy, read_cluster, read_launch_policy
 from ._records import RecordLayout, parse_record
 from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
@@ -193,66 +194,6 @@ class Manifest:
 # --- reading ---------------------------------------------------------------------
 
 
-class _Checker:
-    """Walks the JSON with a path, raising ManifestError on the first mismatch."""
-
-    def __init__(self, file: Path) -> None:
-        self.file = file
-
-    def fail(self, where: str, problem: str) -> ManifestError:
-        return ManifestError(
-            f"{self.file}: {where}: {problem}. Fix: rebuild it with the cargo-oxide that "
-            "matches this pyoxide (`pyoxide build`), or report the bug if it persists."
-        )
-
-    def obj(
-        self,
-        value: Any,
-        where: str,
-        required: Sequence[str],
-        optional: Sequence[str] = (),
-        closed: bool = True,
-    ) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {type(value).__name__}")
-        for key in required:
-            if key not in value:
-                raise self.fail(where, f"missing field '{key}'")
-        if closed:
-            extra = sorted(set(value) - set(required) - set(optional))
-            if extra:
-                raise self.fail(where, f"unknown field(s) {', '.join(extra)}")
-        return value
-
-    def str_(self, value: Any, where: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {json.dumps(value)}")
-        return value
-
-    def opt_str(self, value: Any, where: str) -> str | None:
-        return None if value is None else self.str_(value, where)
-
-    def uint(self, value: Any, where: str, bits: int = 32) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**bits:
-            raise self.fail(where, f"expected an unsigned {bits}-bit integer, got {value!r}")
-        return value
-
-    def bool_(self, value: Any, where: str) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(where, f"expected true or false, got {json.dumps(value)}")
-        return value
-
-    def list_(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected an array, got {type(value).__name__}")
-        return value
-
-    def choice(self, value: Any, where: str, choices: Sequence[str]) -> str:
-        if value not in choices:
-            raise self.fail(where, f"expected one of {', '.join(choices)}, got {value!r}")
-        return str(value)
-
-
 def read_manifest(path: str | Path) -> Manifest:
     """Read, check and resolve a manifest file (artifact paths become absolute)."""
     file = Path(path).resolve()
@@ -277,7 +218,7 @@ def read_manifest(path: str | Path) -> Manifest:
 
 
 def parse_manifest(value: Any, file: Path) -> Manifest:
-    c = _Checker(file)
+    c = JsonChecker(file)
     if not isinstance(value, dict) or "schema" not in value:
         raise ManifestError(
             f"{file} is not a pyoxide manifest (no 'schema' field). "
@@ -355,7 +296,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
     )
 
 
-def _artifact(c: _Checker, value: Any, w: str, base: Path) -> PtxArtifact:
+def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
     a = c.obj(value, w, ["arch", "path", "sha256", "ptx_version"], ["ptxas"])
     arch = c.str_(a["arch"], w + ".arch")
     if not arch.startswith("sm_"):
@@ -381,7 +322,7 @@ def _artifact(c: _Checker, value: Any, w: str, base: Path) -> PtxArtifact:
     )
 
 
-def _kernel(c: _Checker, value: Any, w: str) -> KernelSpec:
+def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
     # KernelDescriptor is open in the schema (no additionalProperties: false).
     k = c.obj(
         value,
