@@ -111,6 +111,12 @@ def test_tensor_map_refuses_what_the_driver_would(lib: ArrayLib) -> None:
             pyoxide.tma.tensor_map(array, box=box, swizzle=swizzle)
 
 
+def test_the_stub_types_the_map(cluster_tma: pyoxide.Module) -> None:
+    stub = pyoxide.render_stub(cluster_tma.manifest)
+    assert "from pyoxide.tma import TensorMap" in stub
+    assert "map: TensorMap | bytes, out: Array, /" in stub, stub
+
+
 def test_the_ptx_keeps_the_map_in_parameter_space() -> None:
     """`.param .align 64 .b8 …[128]`, its address by `cvta.param`, no local copy."""
     ptx = (cluster_tma_kernels_manifest().parent / "cluster_tma_kernels.sm_90a.ptx").read_text()
