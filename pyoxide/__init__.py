@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import tma
 from ._build import build
 from ._launch import GenericKernel, Kernel
 from ._manifest import Manifest, read_manifest
@@ -33,7 +32,6 @@ from .errors import (
     ScaffoldError,
     ToolchainError,
 )
-from .tma import TensorMap
 
 __version__ = "0.1.0"
 
@@ -57,14 +55,12 @@ __all__ = [
     "NoCompatibleArchError",
     "PyoxideError",
     "ScaffoldError",
-    "TensorMap",
     "ToolchainError",
     "build",
     "kernels",
     "load",
     "read_manifest",
     "render_stub",
-    "tma",
     "write_stub",
 ]
 

@@ -158,17 +158,6 @@ PARAM_KINDS: dict[str, Kind] = {
         "{t}",
         "its bytes (emulator: their address)",
     ),
-    "tensor_map": Kind(
-        "tensor_map",
-        1,
-        False,
-        False,
-        False,
-        False,
-        False,
-        "TmaDescriptor",
-        "its 128 bytes in parameter space, 64-aligned (emulator: their address)",
-    ),
 }
 
 # CUDA limits (src/limits.rs).
@@ -184,8 +173,6 @@ MAX_ARRAY_RANK = 3
 MAX_ARRAY_EXTENT = 2147483647
 MAX_CLUSTER_SIZE = 8
 MIN_CLUSTER_ARCH = 90
-TENSOR_MAP_SIZE = 128
-TENSOR_MAP_ALIGN = 64
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
 ONE_D_POLICIES = frozenset({"elementwise", "grid_stride"})

@@ -78,8 +78,6 @@ def describe_value(value: Any) -> str:
 
 
 def _converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
-    if param.kind == "tensor_map":  # `map: TmaDescriptor` by value (pyoxide/tma.py)
-        return _records.tensor_map_converter(np, _refuse)
     if param.record is not None:  # a struct, enum, tuple or [T; N] by value
         return _records.value_converter(np, param, _scalar_converter, _refuse)
     return _scalar_converter(np, param)

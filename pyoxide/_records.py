@@ -175,29 +175,3 @@ def record_view(param: Any, v: ArrayView, refused: Refuse) -> ArrayView:
         typestr=f"|V{layout.size}",
         itemsize=layout.size,
     )
-
-
-def tensor_map_converter(np: Any, refused: Refuse) -> Callable[[Any], Any]:
-    """The converter of a ``tensor_map`` parameter (``map: TmaDescriptor`` by value):
-    a :class:`pyoxide.tma.TensorMap` or 128 raw bytes -> a 128-byte structured scalar,
-    which crosses as a by-value record does (the PTX parameter's ``.align 64`` places it)."""
-    from . import tma
-    from .errors import ArgumentTypeError, ArgumentValueError
-
-    size = tma.TENSOR_MAP_SIZE
-    dtype = record_dtype(np, RecordLayout("TmaDescriptor", size, tma.TENSOR_MAP_ALIGN))
-    expected = (
-        f"a TMA tensor map: pyoxide.tma.tensor_map(array, box=(rows, cols)), or its {size} "
-        "bytes (bytes, a uint8 array)"
-    )
-    fix = "make one with pyoxide.tma.tensor_map(array, box=(rows, cols))"
-
-    def convert(v: Any) -> Any:
-        raw = tma.map_bytes(v)
-        if raw is None:
-            refused(ArgumentTypeError, expected, type(v).__name__, fix)
-        if len(raw) != size:
-            refused(ArgumentValueError, expected, f"{len(raw)} bytes", fix)
-        return np.frombuffer(raw, dtype=dtype)[0]
-
-    return convert

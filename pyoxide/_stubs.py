@@ -21,8 +21,6 @@ _KIND_ANNOTATION = {"b": "Bool", "f": "Float"}  # by NumPy kind letter; the rest
 
 
 def _annotation(param: ParamSpec) -> str:
-    if param.kind == "tensor_map":  # `map: TmaDescriptor` (pyoxide/tma.py)
-        return "TensorMap | bytes"
     if not param.is_array:
         return _KIND_ANNOTATION.get(_abi.SCALARS[param.type].kind, "Int")
     if param.takes_address:
@@ -93,8 +91,6 @@ def render_stub(manifest: Manifest) -> str:
         "from pyoxide.typing import Array, Bool, Dim, Float, Int",
         "",
     ]
-    if any(p.kind == "tensor_map" for spec in manifest.kernels for p in spec.params):
-        out.insert(-1, "from pyoxide.tma import TensorMap")
     attributes = []
     for name, instances in groups.items():
         if keyword.iskeyword(name) or keyword.issoftkeyword(name):

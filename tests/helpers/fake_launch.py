@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide._abi import TENSOR_MAP_ALIGN, TENSOR_MAP_SIZE
-
 from . import fake_cupy
 from .fake_cupy import FakeCuda
 from .fakes import FakeCudaArray
@@ -96,10 +94,9 @@ def install_native(monkeypatch: Any, fake: FakeCuda) -> tuple[Any, FakeDriver]:
 
 def general_bytes(words: tuple[Any, ...]) -> bytes:
     """The PTX parameter buffer of the general path's ABI words (NumPy scalars), each at
-    its natural alignment (a tensor map's 128 bytes: 64)."""
+    its natural alignment."""
     buf = bytearray()
     for w in words:
         b = np.asarray(w).tobytes()
-        is_map = isinstance(w, np.void) and len(b) == TENSOR_MAP_SIZE
-        buf += bytes(-len(buf) % (TENSOR_MAP_ALIGN if is_map else len(b))) + b
+        buf += bytes(-len(buf) % len(b)) + b
     return bytes(buf)

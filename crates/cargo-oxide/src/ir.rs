@@ -20,11 +20,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
+use oxide_abi::ParamKind;
 use oxide_abi::descriptor::{KernelDescriptor, LaunchBounds};
 use oxide_abi::names::{
     DESCRIPTOR_SECTION, DYNAMIC_SHARED_ALIGN, DYNAMIC_SHARED_SYMBOL, SHARED_SECTION,
 };
-use oxide_abi::{ParamKind, TENSOR_MAP_ALIGN, TENSOR_MAP_SIZE};
 
 /// Characters that may continue an unquoted LLVM identifier.
 fn is_ident_char(c: u8) -> bool {
@@ -414,15 +414,6 @@ pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
         };
         match p.kind {
             ParamKind::Scalar | ParamKind::Pointer | ParamKind::Value => out.push(Vec::new()),
-            // The entry takes `&TmaDescriptor` (see oxide-macros' `device_entry`):
-            // `byval` makes it the map's bytes in parameter space (`.param .align 64 .b8
-            // p[128]`), and `"nvvm.grid_constant"` lets NVPTX hand out their address
-            // (`cvta.param`) instead of copying them to local memory first.
-            ParamKind::TensorMap => out.push(vec![
-                format!("byval([{TENSOR_MAP_SIZE} x i8])"),
-                format!("align {TENSOR_MAP_ALIGN}"),
-                GRID_CONSTANT.into(),
-            ]),
             ParamKind::Slice => {
                 out.push(vec!["noalias".into(), "readonly".into(), align]);
                 out.push(Vec::new());
@@ -581,22 +572,6 @@ pub fn needs_libdevice(ir: &str) -> bool {
 
 mod constant;
 pub use constant::move_constant_statics;
-mod tensor_map;
-pub use tensor_map::forward_tensor_map_copies;
-
-/// The LLVM parameter indices of a kernel entry's tensor maps (kind `tensor_map`), from
-/// its [`param_facts`].
-pub fn tensor_map_params(facts: &[Vec<String>]) -> Vec<usize> {
-    facts
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.iter().any(|a| a == GRID_CONSTANT))
-        .map(|(k, _)| k)
-        .collect()
-}
-
-/// LLVM's NVPTX parameter attribute for CUDA's `__grid_constant__`.
-const GRID_CONSTANT: &str = "\"nvvm.grid_constant\"";
 
 #[cfg(test)]
 mod tests;

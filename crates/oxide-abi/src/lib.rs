@@ -27,7 +27,7 @@ pub mod report;
 pub mod verify;
 
 pub use shape::ArrayLayout;
-pub use types::{ParamKind, ScalarType, TENSOR_MAP_ALIGN, TENSOR_MAP_SIZE};
+pub use types::{ParamKind, ScalarType};
 
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.

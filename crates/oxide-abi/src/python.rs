@@ -103,9 +103,7 @@ pub fn module_source() -> String {
          MAX_ARRAY_RANK = {}\n\
          MAX_ARRAY_EXTENT = {}\n\
          MAX_CLUSTER_SIZE = {}\n\
-         MIN_CLUSTER_ARCH = {}\n\
-         TENSOR_MAP_SIZE = {}\n\
-         TENSOR_MAP_ALIGN = {}\n\n",
+         MIN_CLUSTER_ARCH = {}\n\n",
         limits::MAX_THREADS_PER_BLOCK,
         dim(limits::MAX_BLOCK_DIM),
         dim(limits::MAX_GRID_DIM),
@@ -118,8 +116,6 @@ pub fn module_source() -> String {
         crate::shape::MAX_ARRAY_EXTENT,
         limits::MAX_CLUSTER_SIZE,
         limits::MIN_CLUSTER_ARCH,
-        crate::TENSOR_MAP_SIZE,
-        crate::TENSOR_MAP_ALIGN,
     );
     let one_d: Vec<String> = crate::descriptor::ONE_D_POLICIES
         .iter()

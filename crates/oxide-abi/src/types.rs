@@ -187,22 +187,10 @@ pub enum ParamKind {
     /// bytes (`.param .align A .b8 p[S]`); on the emulator one word, the address of
     /// the bytes.
     Value,
-    /// `TmaDescriptor` by value: a TMA tensor map (`CUtensorMap`) the host encoded,
-    /// passed in the kernel's parameter space as CUDA C++'s `const __grid_constant__
-    /// CUtensorMap` is, so `&map` is its address there and the TMA copies read it
-    /// without an upload or a local copy. ABI: one PTX parameter of
-    /// [`TENSOR_MAP_SIZE`] bytes aligned to [`TENSOR_MAP_ALIGN`]
-    /// (`.param .align 64 .b8 p[128]`); on the emulator one word, the address of the bytes.
-    TensorMap,
 }
 
-/// Bytes of a TMA tensor map (`CUtensorMap`, `oxide_device::tma::TmaDescriptor`).
-pub const TENSOR_MAP_SIZE: usize = 128;
-/// Alignment of a TMA tensor map wherever it lies: parameter space, global memory.
-pub const TENSOR_MAP_ALIGN: usize = 64;
-
 impl ParamKind {
-    pub const ALL: [ParamKind; 10] = [
+    pub const ALL: [ParamKind; 9] = [
         ParamKind::Scalar,
         ParamKind::Slice,
         ParamKind::DisjointSlice,
@@ -212,7 +200,6 @@ impl ParamKind {
         ParamKind::Array,
         ParamKind::DisjointArray,
         ParamKind::Value,
-        ParamKind::TensorMap,
     ];
 
     /// The manifest spelling.
@@ -227,7 +214,6 @@ impl ParamKind {
             ParamKind::Array => "array",
             ParamKind::DisjointArray => "disjoint_array",
             ParamKind::Value => "value",
-            ParamKind::TensorMap => "tensor_map",
         }
     }
 
@@ -245,7 +231,6 @@ impl ParamKind {
             ParamKind::Array => "Array{r}<{t}{l}>",
             ParamKind::DisjointArray => "DisjointArray{r}<{t}{l}>",
             ParamKind::Value => "{t}",
-            ParamKind::TensorMap => "TmaDescriptor",
         }
     }
 
@@ -258,9 +243,6 @@ impl ParamKind {
                 "pointer, extents (u64 per dimension), strides in elements (u64 per dimension)"
             }
             ParamKind::Value => "its bytes (emulator: their address)",
-            ParamKind::TensorMap => {
-                "its 128 bytes in parameter space, 64-aligned (emulator: their address)"
-            }
             _ => "pointer, length (u64)",
         }
     }
@@ -303,7 +285,6 @@ impl ParamKind {
             ParamKind::Scalar
             | ParamKind::Pointer
             | ParamKind::Value
-            | ParamKind::TensorMap
             | ParamKind::Array
             | ParamKind::DisjointArray => 1,
             ParamKind::Slice
@@ -315,10 +296,7 @@ impl ParamKind {
 
     /// Whether the parameter refers to memory (an array argument on the Python side).
     pub const fn is_array(self) -> bool {
-        !matches!(
-            self,
-            ParamKind::Scalar | ParamKind::Value | ParamKind::TensorMap
-        )
+        !matches!(self, ParamKind::Scalar | ParamKind::Value)
     }
 }
 

@@ -4,12 +4,9 @@
 //!
 //! A tensor map (`CUtensorMap`, here [`TmaDescriptor`]) is made on the host by the
 //! driver's `cuTensorMapEncodeTiled`: the array's address, extents and row strides, the
-//! box one copy moves, and the shared-memory swizzle. A kernel takes it by value,
-//! `map: TmaDescriptor` (CUDA's `const __grid_constant__ CUtensorMap`: the launch puts
-//! it in parameter space and `&map` is its address there; Python makes it with
-//! `pyoxide.tma.tensor_map`), or from device memory, `*const TmaDescriptor`
-//! (pyoxide/backends/cupy/_tensormap.py encodes maps, pyoxide/_twins.py uploads them for
-//! the GEMM twin), and reads it only through these functions.
+//! box one copy moves, and the shared-memory swizzle. Kernels take it from device
+//! memory (pyoxide's CuPy backend encodes maps and copies them there:
+//! pyoxide/backends/cupy/_tensormap.py) and read it only through these functions.
 //! Parts of a box outside the array's extents are filled with zeros.
 //!
 //! The CPU emulator runs none of these: each stops the kernel with an error that names
@@ -23,14 +20,6 @@ use crate::barrier::Barrier;
 #[derive(Clone, Copy)]
 pub struct TmaDescriptor {
     _opaque: [u8; 128],
-}
-
-impl TmaDescriptor {
-    /// The map's 128 bytes, as the host encoded them (a kernel that takes the map by
-    /// value reads them where they lie, in its parameter space).
-    pub const fn as_bytes(&self) -> &[u8; 128] {
-        &self._opaque
-    }
 }
 
 /// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`:

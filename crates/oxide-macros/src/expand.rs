@@ -213,14 +213,6 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
         let private = quote!(::oxide_device::__private);
         match param.kind {
             ParamKind::Value => abi_params.push(quote!(#arg: #t)),
-            // A reference at the entry: rustc's nvptx64 ABI cannot pass a 64-aligned
-            // aggregate by value (it stops at 16-byte alignment), so the link step makes
-            // this pointer `byval` and `"nvvm.grid_constant"`: the map's bytes in
-            // parameter space, and this their address (`cvta.param`), not a copy.
-            ParamKind::TensorMap => {
-                abi_params.push(quote!(#arg: &::oxide_device::tma::TmaDescriptor));
-                rebuild.push(quote!(let #arg = *#arg;));
-            }
             ParamKind::Scalar => {
                 let abi = scalar_ident(abi_scalar(ty));
                 abi_params.push(quote!(#arg: #abi));

@@ -62,15 +62,6 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
                 };
                 quote!(unsafe { #build(#ptr, [#(#dims),*], [#(#strides),*]) })
             }
-            ParamKind::TensorMap => {
-                // The word is the address of the map's 128 bytes (any alignment).
-                word += 1;
-                quote!(unsafe {
-                    ::core::ptr::read_unaligned(
-                        __oxide_words[#w0] as usize as *const ::oxide_device::tma::TmaDescriptor,
-                    )
-                })
-            }
             ParamKind::Value => {
                 // The word is the address of the value's bytes (any alignment).
                 word += 1;

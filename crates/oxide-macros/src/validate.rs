@@ -282,17 +282,6 @@ fn check_param(
             }
         },
     };
-    // The map stays where the launch put it (parameter space, read-only): the link step
-    // gives the TMA copies its address there instead of a copy's.
-    if let (ParamKind::TensorMap, Pat::Ident(p)) = (kind, &*typed.pat)
-        && let Some(m) = &p.mutability
-    {
-        errors.push_spanned(
-            m,
-            "a tensor map parameter cannot be `mut`: it is read where the launch put it, \
-             in the kernel's parameter space; remove `mut`",
-        );
-    }
     if let (ParamKind::AtomicSlice, Elem::Scalar(t)) = (kind, &elem) {
         use ScalarType::*;
         if !matches!(t, U32 | I32 | U64 | I64 | F32 | F64) {
@@ -349,34 +338,6 @@ fn impl_trait(ty: &Type) -> syn::Error {
     )
 }
 
-/// `TmaDescriptor` (`oxide_device::tma::TmaDescriptor`, by any path): a TMA tensor map,
-/// the kind [`ParamKind::TensorMap`] when taken by value. Known by its name, as the
-/// other device types are; a different type of that name fails to compile at the
-/// entry, which passes `oxide_device`'s.
-fn is_tensor_map(ty: &Type) -> bool {
-    match strip(ty) {
-        Type::Path(p) if p.qself.is_none() => p
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "TmaDescriptor"),
-        _ => false,
-    }
-}
-
-/// `&TmaDescriptor` as a parameter: a reference would be a pointer to a map in device
-/// memory the host uploaded; by value the map lies in parameter space, and `&map` is
-/// its address there.
-fn tensor_map_by_reference(ty: &Type) -> syn::Error {
-    syn::Error::new_spanned(
-        ty,
-        "a tensor map parameter is taken by value: write `map: TmaDescriptor` (128 bytes \
-         in the kernel's parameter space, as CUDA's `const __grid_constant__ CUtensorMap`) \
-         and pass `&map` to the TMA copies; a map in device memory is `*const \
-         TmaDescriptor` in an `unsafe fn` kernel",
-    )
-}
-
 /// See through `(T)` and the invisible groups of `macro_rules!` expansions.
 fn strip(ty: &Type) -> &Type {
     match ty {
@@ -391,7 +352,6 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
     match strip(ty) {
         Type::ImplTrait(_) => Err(impl_trait(ty)),
         Type::Reference(r) => match strip(&r.elem) {
-            elem if is_tensor_map(elem) => Err(tensor_map_by_reference(ty)),
             Type::Slice(s) => {
                 let elem = element_or_record(&s.elem, generics)?;
                 Ok(match r.mutability {
@@ -412,12 +372,6 @@ fn classify(ty: &Type, generics: &[(&Ident, bool)]) -> Result<(ParamKind, Elem, 
                 "AtomicSlice" => Some(ParamKind::AtomicSlice),
                 _ => None,
             };
-            if is_tensor_map(ty) {
-                if !last.arguments.is_none() {
-                    return Err(unsupported(ty));
-                }
-                return Ok((ParamKind::TensorMap, Elem::Scalar(ScalarType::U8), false));
-            }
             if let Some(kind) = kind {
                 let PathArguments::AngleBracketed(args) = &last.arguments else {
                     return Err(unsupported(ty));

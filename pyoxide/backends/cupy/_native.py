@@ -61,13 +61,6 @@ def build(
         return None  # a length no array has (the general path explains): not an i64
     if any(p.record is not None for p in spec.params):
         return None  # structs, enums, [T; N] (pyoxide/_records.py): the general path only
-    if any(p.kind == "tensor_map" for p in spec.params):
-        # TmaDescriptor by value: the general path only. Packed at offset 64 of the
-        # extra-buffer (as the fake driver's tests/test_tensor_map_fast_path.py checked),
-        # the H200 ran the kernel with none of its parameters where it read them (an
-        # unwritten output, then an illegal instruction); CuPy's per-parameter pointers
-        # work. Not understood yet: see docs/tma.md.
-        return None
     try:
         # import_module (not `from .. import`) consults sys.modules first, so a test
         # can make the module unimportable.

@@ -18,8 +18,7 @@ MAP_BYTES = 128
 # cuda.h's enum values (CUtensorMapDataType, …Interleave, …Swizzle, …L2promotion,
 # …FloatOOBfill).
 # bf16 bits move as 16-bit words, f32 as 32-bit ones; out-of-bounds elements read as 0
-# element bytes -> CU_TENSOR_MAP_DATA_TYPE_UINT8 / _UINT16 / _UINT32 / _UINT64
-_UINT_OF_SIZE = {1: 0, 2: 1, 4: 2, 8: 4}
+_UINT_OF_SIZE = {2: 1, 4: 2}  # element bytes -> CU_TENSOR_MAP_DATA_TYPE_UINT16 / _UINT32
 _INTERLEAVE_NONE = 0
 SWIZZLE_128B = 3
 _L2_PROMOTION_256B = 3
@@ -57,7 +56,7 @@ def encode_2d(
     elem_bytes: int = 2,
 ) -> bytes:
     """The tensor map of a row-major ``rows``×``cols`` array of ``elem_bytes``-byte
-    elements (1, 2, 4 or 8) at device address ``ptr`` (16-byte aligned; rows a multiple of 16
+    elements (2 or 4) at device address ``ptr`` (16-byte aligned; rows a multiple of 16
     bytes), copied in boxes of ``box_rows``×``box_cols``. Coordinates are (column, row);
     elements outside the array read as zero, and stores there are dropped. Errors name
     ``kernel``, the launch the map is for."""

@@ -215,11 +215,6 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
         .map(|d| (d.entry.clone(), ir::param_facts(d)))
         .collect();
     let text = ir::annotate_params(&text, &facts)?;
-    let maps: BTreeMap<String, _> = facts
-        .iter()
-        .map(|(e, f)| (e.clone(), ir::tensor_map_params(f)))
-        .collect();
-    let text = ir::forward_tensor_map_copies(&text, &maps)?;
     let (text, _shared) = ir::move_shared_statics(&text)?;
     // Constants that no kernel reads were pruned above; those left stay visible.
     let (text, kept_constants) = ir::move_constant_statics(&text)?;
