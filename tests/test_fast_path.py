@@ -20,22 +20,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import fake_cupy
-from helpers.fake_launch import FakeDriver, FakeNdarray, general_bytes, install_native
+from helpers.fake_launch import FakeNdarray, fake_native, general_bytes
 from helpers.fixtures import REPO_DIR, write_manifest
 
 import pyoxide
 import pyoxide._native as pyoxide_native
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError, KernelTrapError, LaunchError
 
+native = pytest.fixture(fake_native, name="native")
+
 FAST, DECLINED = "fast", "declined"
-
-
-@pytest.fixture
-def native(monkeypatch: pytest.MonkeyPatch) -> tuple[fake_cupy.FakeCuda, FakeDriver]:
-    fake = fake_cupy.FakeCuda(device_count=2)
-    _, driver = install_native(monkeypatch, fake)
-    return fake, driver
 
 
 @pytest.fixture

@@ -5,18 +5,17 @@ compiled launcher declines it and the general path refuses it."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fake_cupy
-from helpers.fake_launch import FakeDriver, FakeNdarray, general_bytes, install_native
-from helpers.fixtures import KERNELS, kernel, manifest_dict, param, write_manifest
+from helpers.fake_launch import FakeNdarray, fake_native, general_bytes
+from helpers.fixtures import kernel, load_with_entry, param
 
-import pyoxide
 import pyoxide._native as pyoxide_native
 from pyoxide.errors import ArgumentValueError, ShapeError
+
+native = pytest.fixture(fake_native, name="native")
 
 
 def sliced(name: str, kind: str, length: str) -> dict[str, Any]:
@@ -33,20 +32,8 @@ SX = {
 
 
 @pytest.fixture
-def native(monkeypatch: pytest.MonkeyPatch) -> tuple[fake_cupy.FakeCuda, FakeDriver]:
-    fake = fake_cupy.FakeCuda(device_count=2)
-    _, driver = install_native(monkeypatch, fake)
-    return fake, driver
-
-
-@pytest.fixture
 def sx(tmp_path: Path) -> Any:
-    value = manifest_dict(tmp_path, kernels=[*KERNELS, SX])
-    for art in value["artifacts"]:  # the fake CUDA finds entries by name in the PTX
-        ptx = tmp_path / art["path"]
-        ptx.write_text(ptx.read_text() + "\n// .entry sx(\n")
-        art["sha256"] = hashlib.sha256(ptx.read_bytes()).hexdigest()
-    return pyoxide.load(write_manifest(tmp_path, value))["sx"]
+    return load_with_entry(tmp_path, SX)
 
 
 def arrays(nx: int = 1000, ny: int = 1000, nw: int = 4, nout: int = 1000) -> tuple[Any, ...]:

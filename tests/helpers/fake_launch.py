@@ -8,6 +8,7 @@ import ctypes
 from typing import Any
 
 import numpy as np
+import pytest
 
 from . import fake_cupy
 from .fake_cupy import FakeCuda
@@ -100,3 +101,12 @@ def general_bytes(words: tuple[Any, ...]) -> bytes:
         b = np.asarray(w).tobytes()
         buf += bytes(-len(buf) % len(b)) + b
     return bytes(buf)
+
+
+def fake_native(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCuda, FakeDriver]:
+    """The fake CUDA (two devices) installed with the native launcher switched on; (the
+    fake, its driver). Test modules make it their `native` fixture:
+    ``native = pytest.fixture(fake_native, name="native")``."""
+    fake = FakeCuda(device_count=2)
+    _, driver = install_native(monkeypatch, fake)
+    return fake, driver

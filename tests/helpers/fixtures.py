@@ -205,3 +205,18 @@ def make_crate(root: Path, name: str = CRATE) -> Path:
     (root / "Cargo.toml").write_text(f'[package]\nname = "{name}"\nversion = "0.1.0"\n')
     (root / "src" / "lib.rs").write_text("#![no_std]\n// kernels would be here\n")
     return root
+
+
+def load_with_entry(out_dir: Path, extra: dict[str, Any]) -> Any:
+    """The launcher of kernel `extra`, loaded beside the standard kernels from a manifest
+    written into `out_dir`. The fake CUDA finds entries by name in the PTX, so each PTX
+    gains a line naming `extra`'s entry (and the manifest that PTX's new hash)."""
+    import pyoxide
+
+    name = extra["entry"]
+    value = manifest_dict(out_dir, kernels=[*KERNELS, extra])
+    for art in value["artifacts"]:
+        ptx = out_dir / art["path"]
+        ptx.write_text(ptx.read_text() + f"\n// .entry {name}(\n")
+        art["sha256"] = hashlib.sha256(ptx.read_bytes()).hexdigest()
+    return pyoxide.load(write_manifest(out_dir, value))[name]

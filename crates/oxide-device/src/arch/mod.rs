@@ -24,6 +24,31 @@ pub(crate) enum F16x2Op {
     FmaFtzRelu,
 }
 
+/// The cluster's special registers (`function => "%register"`), listed once for both
+/// backends: each hands in the macro that makes its functions of them (a `mov.u32` on
+/// the GPU, a refusal naming the register on the emulator). Defined before the backend
+/// modules so that they see it.
+macro_rules! with_cluster_registers {
+    ($make:ident) => {
+        $make! {
+            cluster_ctarank => "%cluster_ctarank";
+            cluster_nctarank => "%cluster_nctarank";
+            cluster_ctaid_x => "%cluster_ctaid.x";
+            cluster_ctaid_y => "%cluster_ctaid.y";
+            cluster_ctaid_z => "%cluster_ctaid.z";
+            cluster_nctaid_x => "%cluster_nctaid.x";
+            cluster_nctaid_y => "%cluster_nctaid.y";
+            cluster_nctaid_z => "%cluster_nctaid.z";
+            clusterid_x => "%clusterid.x";
+            clusterid_y => "%clusterid.y";
+            clusterid_z => "%clusterid.z";
+            nclusterid_x => "%nclusterid.x";
+            nclusterid_y => "%nclusterid.y";
+            nclusterid_z => "%nclusterid.z";
+        }
+    };
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]

@@ -24,22 +24,7 @@ macro_rules! cluster_registers {
     )*};
 }
 
-cluster_registers! {
-    cluster_ctarank => "%cluster_ctarank";
-    cluster_nctarank => "%cluster_nctarank";
-    cluster_ctaid_x => "%cluster_ctaid.x";
-    cluster_ctaid_y => "%cluster_ctaid.y";
-    cluster_ctaid_z => "%cluster_ctaid.z";
-    cluster_nctaid_x => "%cluster_nctaid.x";
-    cluster_nctaid_y => "%cluster_nctaid.y";
-    cluster_nctaid_z => "%cluster_nctaid.z";
-    clusterid_x => "%clusterid.x";
-    clusterid_y => "%clusterid.y";
-    clusterid_z => "%clusterid.z";
-    nclusterid_x => "%nclusterid.x";
-    nclusterid_y => "%nclusterid.y";
-    nclusterid_z => "%nclusterid.z";
-}
+with_cluster_registers!(cluster_registers);
 
 #[inline(always)]
 pub(crate) fn is_explicit_cluster() -> bool {
