@@ -9,6 +9,8 @@
 
 use core::arch::asm;
 
+use super::shared_addr;
+
 macro_rules! cluster_registers {
     ($($name:ident => $reg:literal;)*) => {$(
         #[inline(always)]
@@ -90,7 +92,7 @@ pub(crate) unsafe fn mapa_generic(p: *const u8, rank: u32) -> *const u8 {
 /// The `.shared::cluster` address of the `.shared::cta` address `p` in block `rank`.
 #[inline(always)]
 fn mapa_shared(p: *const u8, rank: u32) -> u32 {
-    let cta = shared_cta_addr(p);
+    let cta = shared_addr(p);
     let out: u32;
     // SAFETY: an address computation.
     unsafe {
@@ -98,17 +100,6 @@ fn mapa_shared(p: *const u8, rank: u32) -> u32 {
              r = in(reg32) rank, options(pure, nomem, nostack, preserves_flags));
     }
     out
-}
-
-#[inline(always)]
-fn shared_cta_addr(p: *const u8) -> u32 {
-    let a: u64;
-    // SAFETY: an address conversion.
-    unsafe {
-        asm!("cvta.to.shared.u64 {a}, {p};", a = out(reg64) a, p = in(reg64) p,
-             options(pure, nomem, nostack, preserves_flags));
-    }
-    a as u32
 }
 
 #[inline(always)]
@@ -143,8 +134,8 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s_multicast(
     // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_g2s_multicast`).
     unsafe {
         asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}}}], [{b}], {k};",
-             d = in(reg32) shared_cta_addr(dst), m = in(reg64) tensor_map, x = in(reg32) x,
-             y = in(reg32) y, b = in(reg32) shared_cta_addr(bar.cast()), k = in(reg16) cta_mask,
+             d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map, x = in(reg32) x,
+             y = in(reg32) y, b = in(reg32) shared_addr(bar), k = in(reg16) cta_mask,
              options(nostack, preserves_flags));
     }
 }

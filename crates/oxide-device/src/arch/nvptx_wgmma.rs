@@ -33,185 +33,36 @@ pub(crate) fn wgmma_wait_group<const N: u32>() {
     }
 }
 
-/// `asm!` whose first 32 operands are `acc[0]`…`acc[31]` (`{0}`…`{31}` in the template),
-/// read and written in registers, followed by `$rest`: the one place those operands are
-/// spelled out.
-macro_rules! asm_acc32 {
-    ($acc:ident, $template:expr, $($rest:tt)*) => {
-        asm!(
-            $template,
-            inout(reg32) $acc[0],
-            inout(reg32) $acc[1],
-            inout(reg32) $acc[2],
-            inout(reg32) $acc[3],
-            inout(reg32) $acc[4],
-            inout(reg32) $acc[5],
-            inout(reg32) $acc[6],
-            inout(reg32) $acc[7],
-            inout(reg32) $acc[8],
-            inout(reg32) $acc[9],
-            inout(reg32) $acc[10],
-            inout(reg32) $acc[11],
-            inout(reg32) $acc[12],
-            inout(reg32) $acc[13],
-            inout(reg32) $acc[14],
-            inout(reg32) $acc[15],
-            inout(reg32) $acc[16],
-            inout(reg32) $acc[17],
-            inout(reg32) $acc[18],
-            inout(reg32) $acc[19],
-            inout(reg32) $acc[20],
-            inout(reg32) $acc[21],
-            inout(reg32) $acc[22],
-            inout(reg32) $acc[23],
-            inout(reg32) $acc[24],
-            inout(reg32) $acc[25],
-            inout(reg32) $acc[26],
-            inout(reg32) $acc[27],
-            inout(reg32) $acc[28],
-            inout(reg32) $acc[29],
-            inout(reg32) $acc[30],
-            inout(reg32) $acc[31],
-            $($rest)*
-        )
+/// `asm!` whose first operands are `acc[i]` for each listed `i` (`{0}`, `{1}`, … in the
+/// template, in list order), read and written in registers, followed by `$rest`: the
+/// one place the accumulator operands are spelled out.
+macro_rules! asm_acc {
+    ($acc:ident [$($i:literal)*], $template:expr, $($rest:tt)*) => {
+        asm!($template, $(inout(reg32) $acc[$i],)* $($rest)*)
     };
 }
 
-/// As [`asm_acc32`], with the 128 accumulators of an m64n256 product.
+/// [`asm_acc`] over the 32 accumulators of an m64n64 product.
+macro_rules! asm_acc32 {
+    ($acc:ident, $($rest:tt)*) => {
+        asm_acc!($acc [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+        ], $($rest)*)
+    };
+}
+
+/// [`asm_acc`] over the 128 accumulators of an m64n256 product.
 macro_rules! asm_acc128 {
-    ($acc:ident, $template:expr, $($rest:tt)*) => {
-        asm!(
-            $template,
-            inout(reg32) $acc[0],
-            inout(reg32) $acc[1],
-            inout(reg32) $acc[2],
-            inout(reg32) $acc[3],
-            inout(reg32) $acc[4],
-            inout(reg32) $acc[5],
-            inout(reg32) $acc[6],
-            inout(reg32) $acc[7],
-            inout(reg32) $acc[8],
-            inout(reg32) $acc[9],
-            inout(reg32) $acc[10],
-            inout(reg32) $acc[11],
-            inout(reg32) $acc[12],
-            inout(reg32) $acc[13],
-            inout(reg32) $acc[14],
-            inout(reg32) $acc[15],
-            inout(reg32) $acc[16],
-            inout(reg32) $acc[17],
-            inout(reg32) $acc[18],
-            inout(reg32) $acc[19],
-            inout(reg32) $acc[20],
-            inout(reg32) $acc[21],
-            inout(reg32) $acc[22],
-            inout(reg32) $acc[23],
-            inout(reg32) $acc[24],
-            inout(reg32) $acc[25],
-            inout(reg32) $acc[26],
-            inout(reg32) $acc[27],
-            inout(reg32) $acc[28],
-            inout(reg32) $acc[29],
-            inout(reg32) $acc[30],
-            inout(reg32) $acc[31],
-            inout(reg32) $acc[32],
-            inout(reg32) $acc[33],
-            inout(reg32) $acc[34],
-            inout(reg32) $acc[35],
-            inout(reg32) $acc[36],
-            inout(reg32) $acc[37],
-            inout(reg32) $acc[38],
-            inout(reg32) $acc[39],
-            inout(reg32) $acc[40],
-            inout(reg32) $acc[41],
-            inout(reg32) $acc[42],
-            inout(reg32) $acc[43],
-            inout(reg32) $acc[44],
-            inout(reg32) $acc[45],
-            inout(reg32) $acc[46],
-            inout(reg32) $acc[47],
-            inout(reg32) $acc[48],
-            inout(reg32) $acc[49],
-            inout(reg32) $acc[50],
-            inout(reg32) $acc[51],
-            inout(reg32) $acc[52],
-            inout(reg32) $acc[53],
-            inout(reg32) $acc[54],
-            inout(reg32) $acc[55],
-            inout(reg32) $acc[56],
-            inout(reg32) $acc[57],
-            inout(reg32) $acc[58],
-            inout(reg32) $acc[59],
-            inout(reg32) $acc[60],
-            inout(reg32) $acc[61],
-            inout(reg32) $acc[62],
-            inout(reg32) $acc[63],
-            inout(reg32) $acc[64],
-            inout(reg32) $acc[65],
-            inout(reg32) $acc[66],
-            inout(reg32) $acc[67],
-            inout(reg32) $acc[68],
-            inout(reg32) $acc[69],
-            inout(reg32) $acc[70],
-            inout(reg32) $acc[71],
-            inout(reg32) $acc[72],
-            inout(reg32) $acc[73],
-            inout(reg32) $acc[74],
-            inout(reg32) $acc[75],
-            inout(reg32) $acc[76],
-            inout(reg32) $acc[77],
-            inout(reg32) $acc[78],
-            inout(reg32) $acc[79],
-            inout(reg32) $acc[80],
-            inout(reg32) $acc[81],
-            inout(reg32) $acc[82],
-            inout(reg32) $acc[83],
-            inout(reg32) $acc[84],
-            inout(reg32) $acc[85],
-            inout(reg32) $acc[86],
-            inout(reg32) $acc[87],
-            inout(reg32) $acc[88],
-            inout(reg32) $acc[89],
-            inout(reg32) $acc[90],
-            inout(reg32) $acc[91],
-            inout(reg32) $acc[92],
-            inout(reg32) $acc[93],
-            inout(reg32) $acc[94],
-            inout(reg32) $acc[95],
-            inout(reg32) $acc[96],
-            inout(reg32) $acc[97],
-            inout(reg32) $acc[98],
-            inout(reg32) $acc[99],
-            inout(reg32) $acc[100],
-            inout(reg32) $acc[101],
-            inout(reg32) $acc[102],
-            inout(reg32) $acc[103],
-            inout(reg32) $acc[104],
-            inout(reg32) $acc[105],
-            inout(reg32) $acc[106],
-            inout(reg32) $acc[107],
-            inout(reg32) $acc[108],
-            inout(reg32) $acc[109],
-            inout(reg32) $acc[110],
-            inout(reg32) $acc[111],
-            inout(reg32) $acc[112],
-            inout(reg32) $acc[113],
-            inout(reg32) $acc[114],
-            inout(reg32) $acc[115],
-            inout(reg32) $acc[116],
-            inout(reg32) $acc[117],
-            inout(reg32) $acc[118],
-            inout(reg32) $acc[119],
-            inout(reg32) $acc[120],
-            inout(reg32) $acc[121],
-            inout(reg32) $acc[122],
-            inout(reg32) $acc[123],
-            inout(reg32) $acc[124],
-            inout(reg32) $acc[125],
-            inout(reg32) $acc[126],
-            inout(reg32) $acc[127],
-            $($rest)*
-        )
+    ($acc:ident, $($rest:tt)*) => {
+        asm_acc!($acc [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19
+            20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39
+            40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
+            60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79
+            80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99
+            100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119
+            120 121 122 123 124 125 126 127
+        ], $($rest)*)
     };
 }
 
@@ -269,16 +120,12 @@ pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32
     }
 }
 
-/// The shared-state-space address of a generic pointer into shared memory.
+/// The shared-state-space address of a generic pointer into shared memory, in the 32
+/// bits the instructions take ([`super::cvta_to_shared`], truncated: the window is
+/// smaller than 4 GiB).
 #[inline(always)]
 pub(crate) fn shared_addr<T>(p: *const T) -> u32 {
-    let a: u64;
-    // SAFETY: an address conversion.
-    unsafe {
-        asm!("cvta.to.shared.u64 {a}, {p};", a = out(reg64) a, p = in(reg64) p,
-             options(pure, nomem, nostack, preserves_flags));
-    }
-    a as u32
+    super::cvta_to_shared(p.cast()) as u32
 }
 
 // init, arrive, inval and test_wait are spelled `.shared.b64` (PTX 7.0, sm_80), not
