@@ -53,37 +53,38 @@ impl BlockCopies {
 
 impl VisitMut for BlockCopies {
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-        let replacement: Option<syn::Expr> = match &*e {
-            syn::Expr::RawAddr(r) if self.is_shared(&r.expr) => {
-                let inner = &r.expr;
-                Some(match r.mutability {
-                    syn::PointerMutability::Mut(_) => {
-                        parse_quote!(::oxide_device::__private::shared_place(&raw mut #inner))
-                    }
-                    syn::PointerMutability::Const(_) => parse_quote!(
-                        ::oxide_device::__private::shared_place((&raw const #inner).cast_mut()).cast_const()
-                    ),
-                })
-            }
+        let place: Option<(syn::Expr, bool)> = match &*e {
+            syn::Expr::RawAddr(r) => Some((
+                (*r.expr).clone(),
+                matches!(r.mutability, syn::PointerMutability::Mut(_)),
+            )),
             syn::Expr::Macro(m) => {
                 let last = m.mac.path.segments.last().map(|s| s.ident.to_string());
-                let arg: Option<syn::Expr> = m.mac.parse_body().ok();
-                match (last.as_deref(), arg) {
-                    (Some("addr_of_mut"), Some(a)) if self.is_shared(&a) => {
-                        Some(parse_quote!(::oxide_device::__private::shared_place(&raw mut #a)))
-                    }
-                    (Some("addr_of"), Some(a)) if self.is_shared(&a) => Some(parse_quote!(
-                        ::oxide_device::__private::shared_place((&raw const #a).cast_mut()).cast_const()
-                    )),
+                let mutable = match last.as_deref() {
+                    Some("addr_of_mut") => Some(true),
+                    Some("addr_of") => Some(false),
                     _ => None,
-                }
+                };
+                mutable.and_then(|mutable| Some((m.mac.parse_body().ok()?, mutable)))
             }
             _ => None,
         };
-        match replacement {
-            Some(r) => *e = r,
-            None => syn::visit_mut::visit_expr_mut(self, e),
+        match place {
+            Some((inner, mutable)) if self.is_shared(&inner) => *e = shared_place(&inner, mutable),
+            _ => syn::visit_mut::visit_expr_mut(self, e),
         }
+    }
+}
+
+/// `__private::shared_place` of `&raw mut inner` (or of `&raw const inner`, as a const
+/// pointer again).
+fn shared_place(inner: &syn::Expr, mutable: bool) -> syn::Expr {
+    if mutable {
+        parse_quote!(::oxide_device::__private::shared_place(&raw mut #inner))
+    } else {
+        parse_quote!(
+            ::oxide_device::__private::shared_place((&raw const #inner).cast_mut()).cast_const()
+        )
     }
 }
 
