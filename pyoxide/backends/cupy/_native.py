@@ -82,12 +82,10 @@ def build(
             if dtype is None:
                 return None  # bfloat16 without ml_dtypes: CuPy has no such arrays
             dims = None if p.array is None else tuple(code(d) for d in p.array.dims)
-            if p.length is not None:  # a slice's length contract (x[n])
-                params.append((p.type, dtype, dtype.itemsize, p.mutable, None, code(p.length)))
-            else:
-                params.append((p.type, dtype, dtype.itemsize, p.mutable, dims))
+            # A slice's length contract (x[n]) is coded as a dimension; -1: none.
+            params.append((p.type, dtype, dtype.itemsize, p.mutable, dims, code(p.length)))
         else:
-            params.append((p.type, None, 0, False, None))
+            params.append((p.type, None, 0, False, None, -1))
     name = spec.entry
 
     def failed(code: int, text: str, previous: str | None) -> NoReturn:
