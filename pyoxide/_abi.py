@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 5
+MANIFEST_SCHEMA_VERSION = 6
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 1
 

@@ -164,15 +164,18 @@ class Peers:
             )
         return {k: (lambda f=f: cp.asarray(f()).view(cp.uint32)) for k, f in ops.items()}
 
-    def cuda_saxpy(self, a: float, x: Any, y: Any, out: Any) -> Callable[[], Any]:
-        """The README's saxpy in CUDA C++, one element per thread, compiled by NVRTC."""
+    def cuda_saxpy(
+        self, a: float, x: Any, y: Any, out: Any, *, fmad: bool = True
+    ) -> Callable[[], Any]:
+        """The README's saxpy in CUDA C++, one element per thread, compiled by NVRTC (with
+        its default `--fmad=true`, or `--fmad=false`: the multiply and add rounded apart)."""
         cp = self.cp
         src = r"""extern "C" __global__ void saxpy(float a, const float* x, const float* y,
                                                   float* out, unsigned long long n) {
             unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
             if (i < n) out[i] = a * x[i] + y[i];
         }"""
-        k = cp.RawKernel(src, "saxpy")
+        k = cp.RawKernel(src, "saxpy", options=() if fmad else ("--fmad=false",))
         n = x.size
         grid, av, nv = (math.ceil(n / 256),), np.float32(a), np.uint64(n)
         return lambda: k(grid, (256,), (av, x, y, out, nv))

@@ -128,10 +128,13 @@ def build(
     profile: Profile = "release",
     out_dir: str | Path | None = None,
     emulator: bool = True,
+    fmad: bool = True,
     echo: Echo | None = None,
 ) -> BuildResult:
     """Build a kernel crate to PTX + manifest (and, with `emulator`, the CPU emulator
-    library). Raises BuildError / ToolchainError."""
+    library). `fmad=False` builds with ``--no-fmad``: no multiply and add contracted into
+    one fused multiply-add, so the GPU rounds as the emulator does. Raises BuildError /
+    ToolchainError."""
     toml = crate_manifest(crate)
     args = ["build", "--manifest-path", str(toml), "--json", f"--{profile}"]
     if arch:
@@ -140,6 +143,8 @@ def build(
         args += ["--out-dir", str(Path(out_dir).resolve())]
     if not emulator:
         args.append("--no-emu")
+    if not fmad:
+        args.append("--no-fmad")
     rc, out, err = run_tool(args, echo)
     cmd = ["cargo", "oxide", *args]
     if rc == EXIT_TOOLCHAIN_MISSING:

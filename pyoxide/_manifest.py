@@ -164,6 +164,9 @@ class Manifest:
     emulator: tuple[Path, str | None] | None
     kernels: tuple[KernelSpec, ...] = field(default=())
     constants: tuple[ConstantSpec, ...] = field(default=())  # `#[constant]` statics
+    # Whether the PTX fuses a multiply and an add into one rounding (`codegen.fmad`,
+    # schema 6; older builds did not). The emulator always rounds them apart.
+    fmad: bool = False
 
     @property
     def archs(self) -> list[str]:
@@ -237,8 +240,9 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         value,
         "$",
         ["schema", "crate", "profile", "toolchain", "sources", "artifacts", "kernels"],
-        ["emulator", "constants"],
+        ["emulator", "constants", "codegen"],
     )
+    codegen = c.obj(top.get("codegen", {"fmad": False}), "codegen", ["fmad"])
     crate = c.obj(top["crate"], "crate", ["name", "version", "manifest_path"])
     tc = c.obj(
         top["toolchain"],
@@ -293,6 +297,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         emulator=emulator,
         kernels=tuple(kernels),
         constants=parse_constants(c, top.get("constants", []), "constants"),
+        fmad=c.bool_(codegen["fmad"], "codegen.fmad"),
     )
 
 

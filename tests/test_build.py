@@ -49,7 +49,11 @@ def test_build_passes_the_options(
     assert "--json" in argv and "--debug" in argv
     assert argv[argv.index("--arch") + 1] == "sm_80,sm_90a"
     assert argv[argv.index("--out-dir") + 1] == str(out.resolve())
+    assert "--no-fmad" not in argv and "--no-emu" not in argv
     assert result.manifest.parent == out.resolve()
+    build(crate / "Cargo.toml", fmad=False, emulator=False)
+    argv = json.loads(log.read_text().splitlines()[-1])
+    assert "--no-fmad" in argv and "--no-emu" in argv
 
 
 @pytest.mark.parametrize(

@@ -159,6 +159,8 @@ REJECTED = {
     "launch-bounds-no-max": _set("kernels.5.launch_bounds", {"min_blocks": 1}),
     "emulator-no-path": _set("emulator", {"sha256": "0"}),
     "length-not-a-string": _set("kernels.0.params.1.length", 5),
+    "fmad-not-bool": _set("codegen.fmad", "yes"),
+    "codegen-unknown-field": _set("codegen.ftz", True),
 }
 
 
@@ -184,9 +186,11 @@ def test_reader_accepts_optional_fields_left_out(
     del good["emulator"]
     good["artifacts"][0]["ptxas"] = None
     good["toolchain"]["ptxas"] = None
+    assert parse_manifest(good, tmp_path / "m.json").fmad is True
+    del good["codegen"]  # a build before schema 6, which never contracted
     jsonschema.validate(good, schema)
     m = parse_manifest(good, tmp_path / "m.json")
-    assert m.emulator is None and m.artifacts[0].ptxas is None
+    assert m.emulator is None and m.artifacts[0].ptxas is None and m.fmad is False
 
 
 def test_semantic_checks_beyond_the_schema(good: dict[str, Any], tmp_path: Path) -> None:

@@ -59,6 +59,12 @@ def _archs(values: tuple[str, ...]) -> list[str] | None:
     help="Also build the CPU emulator library (default on).",
 )
 @click.option(
+    "--fmad/--no-fmad",
+    default=True,
+    help="Contract a multiply and an add into one fused multiply-add on the GPU, as nvcc "
+    "and cuda-oxide do (default on); --no-fmad rounds them apart, as the emulator does.",
+)
+@click.option(
     "--bundled",
     is_flag=True,
     help=f"Build the bundled {BUNDLED_CRATE} into pyoxide/_prebuilt (from a source checkout).",
@@ -72,6 +78,7 @@ def build_command(
     stubs: bool,
     stub_module: Path | None,
     emulator: bool,
+    fmad: bool,
     bundled: bool,
     quiet: bool,
 ) -> None:
@@ -98,6 +105,7 @@ def build_command(
                 profile="release" if release else "debug",
                 out_dir=out_dir,
                 emulator=emulator,
+                fmad=fmad,
                 echo=None if quiet else (lambda line: click.echo(line, err=True)),
             )
         except BuildError as e:
@@ -110,6 +118,7 @@ def build_command(
         click.echo(
             f"built {manifest.crate_name} {manifest.crate_version}: {len(manifest.kernels)} "
             f"kernel(s) ({names}) for {', '.join(manifest.archs) or 'no arch'}"
+            + ("" if manifest.fmad else ", multiply and add rounded apart (--no-fmad)")
         )
         click.echo(f"  manifest: {manifest.path}")
         if stubs:
@@ -126,10 +135,12 @@ def build_command(
             shutil.copytree(path / "specs", specs, ignore=shutil.ignore_patterns("__pycache__"))
             click.echo(f"  specs:    {specs}")
         if bundled:
-            _build_sm90a(release, out_dir, emulator, quiet)
+            _build_sm90a(release, out_dir, emulator, fmad, quiet)
 
 
-def _build_sm90a(release: bool, out_dir: Path | None, emulator: bool, quiet: bool) -> None:
+def _build_sm90a(
+    release: bool, out_dir: Path | None, emulator: bool, fmad: bool, quiet: bool
+) -> None:
     """The bundled sm_90a twins (pyoxide/_twins.py), beside kernels_rs's artifacts."""
     path = bundled_crate_dir(BUNDLED_SM90A_CRATE)
     if path is None:
@@ -140,6 +151,7 @@ def _build_sm90a(release: bool, out_dir: Path | None, emulator: bool, quiet: boo
         profile="release" if release else "debug",
         out_dir=out_dir,
         emulator=emulator,
+        fmad=fmad,
         echo=None if quiet else (lambda line: click.echo(line, err=True)),
     )
     manifest = read_manifest(result.manifest)

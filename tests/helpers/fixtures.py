@@ -173,7 +173,7 @@ def manifest_dict(
     }
     toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
     return {
-        "schema": 5,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
+        "schema": 6,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
         "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
         "profile": profile,
         "toolchain": toolchain,
@@ -181,6 +181,7 @@ def manifest_dict(
         "artifacts": artifacts,
         "emulator": None if emulator is None else _emulator_entry(out_dir, emulator),
         "kernels": copy.deepcopy(kernels if kernels is not None else KERNELS),
+        "codegen": {"fmad": True},
     }
 
 

@@ -119,6 +119,21 @@ pub struct BuildArgs {
     /// Build for the GPU only: no host library for the CPU emulator.
     #[arg(long)]
     pub no_emu: bool,
+    /// Keep every multiply and add apart (two roundings, as Rust and the CPU emulator
+    /// compute them) instead of contracting `a * b + c` into one fused multiply-add, as
+    /// nvcc (`--fmad=true`) and cuda-oxide do by default. Also set by OXIDE_NO_FMAD=1 or
+    /// cuda-oxide's CUDA_OXIDE_NO_FMA=1.
+    #[arg(long)]
+    pub no_fmad: bool,
+}
+
+impl BuildArgs {
+    /// Whether `llc` may contract a multiply and an add into one `fma.rn`.
+    pub fn fmad(&self) -> bool {
+        !(self.no_fmad
+            || crate::env::flag(crate::env::NO_FMAD)
+            || crate::env::flag(crate::env::CUDA_OXIDE_NO_FMA))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -199,5 +214,23 @@ mod tests {
             panic!("not a build")
         };
         assert_eq!(build.krate.cargo_feature_args(), ["--all-features"]);
+    }
+
+    #[test]
+    fn no_fmad_turns_contraction_off() {
+        let parse = |extra: &[&str]| {
+            let cli = Cli::try_parse_from([&["cargo-oxide", "build"][..], extra].concat());
+            let Command::Build(build) = cli.unwrap().command else {
+                panic!("not a build")
+            };
+            build
+        };
+        assert!(!parse(&["--no-fmad"]).fmad());
+        // The default contracts unless the environment says otherwise (OXIDE_NO_FMAD or
+        // CUDA_OXIDE_NO_FMA, read by `fmad()`).
+        let env_off = [crate::env::NO_FMAD, crate::env::CUDA_OXIDE_NO_FMA]
+            .iter()
+            .any(|v| crate::env::flag(v));
+        assert_eq!(parse(&[]).fmad(), !env_off);
     }
 }

@@ -20,6 +20,11 @@ pub const PYTHON: &str = "OXIDE_PYTHON";
 pub const CACHE_DIR: &str = "PYOXIDE_CACHE_DIR";
 /// Keep the link step's intermediate LLVM IR files (for debugging the link step).
 pub const KEEP_TEMPS: &str = "OXIDE_KEEP_TEMPS";
+/// Set (not `0`): build as with `--no-fmad`, every multiply and add rounded apart.
+pub const NO_FMAD: &str = "OXIDE_NO_FMAD";
+/// cuda-oxide's spelling of [`NO_FMAD`], honoured so that a ported project's CI keeps
+/// the rounding it chose.
+pub const CUDA_OXIDE_NO_FMA: &str = "CUDA_OXIDE_NO_FMA";
 
 pub fn var(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())

@@ -32,10 +32,25 @@ pub fn parse_arch(arch: &str) -> Result<u32> {
     }
 }
 
-/// Compile the module to PTX for one architecture.
-pub fn llc(llc: &Path, module: &Path, arch: &str, optimize: bool, out: &Path) -> Result<()> {
+/// Compile the module to PTX for one architecture. With `fmad`, the NVPTX backend
+/// fuses a multiply feeding an add or subtract into one `fma.rn` (nvcc's `--fmad=true`);
+/// without it, it writes `mul.rn` and `add.rn`, whose explicit rounding also stops
+/// ptxas from fusing them.
+pub fn llc(
+    llc: &Path,
+    module: &Path,
+    arch: &str,
+    optimize: bool,
+    fmad: bool,
+    out: &Path,
+) -> Result<()> {
     let output = Command::new(llc)
         .arg(if optimize { "-O3" } else { "-O0" })
+        .arg(if fmad {
+            "-fp-contract=fast"
+        } else {
+            "-fp-contract=off"
+        })
         .arg("-mtriple=nvptx64-nvidia-cuda")
         .arg(format!("-mcpu={arch}"))
         .arg(module)

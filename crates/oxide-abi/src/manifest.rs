@@ -39,6 +39,23 @@ pub struct Manifest {
     /// `#[constant]` statics the host sets before launching (schema 3).
     #[serde(default)]
     pub constants: Vec<ConstantDescriptor>,
+    /// How the PTX was generated from the crate (schema 6; absent in older manifests,
+    /// whose builds kept every multiply and add apart).
+    #[serde(default)]
+    pub codegen: Codegen,
+}
+
+/// Code-generation choices of a build that change what a kernel computes, not only how
+/// fast: a reader comparing GPU results with the emulator's needs them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Codegen {
+    /// Whether `llc` contracted a multiply followed by an add or subtract into one fused
+    /// multiply-add (`fma.rn`, rounded once), as nvcc's default `--fmad=true` and
+    /// cuda-oxide's default do. `cargo oxide build --no-fmad` turns it off; the CPU
+    /// emulator always rounds the two apart.
+    pub fmad: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
+//! | [`float`] | rounding spelled out: `mul_rn_f32`, `add_rn_f32` (never fused, whatever `--no-fmad` says), `fma_rn_f32`, and `f64` |
 //! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
 //! | [`wgmma`] | sm_90a: `wgmma_m64n64k16_f32_bf16`, `wgmma_m64n256k16_f32_bf16` with fence/commit/wait (`wgmma_wait_group_acc` names the accumulators), `smem_descriptor`, `shared_address`, `setmaxnreg_inc`/`_dec`; not emulated (refused by name) |
 //! | [`async_copy`] | cuda-oxide's `cp.async` names: `cp_async_ca_{4,8,16}`, `cp_async_cg_16`, `_zfill` forms, commit/wait, `cp_async_mbarrier_arrive*` |
@@ -88,6 +89,7 @@ pub mod debug;
 pub mod disjoint;
 pub mod dotprod;
 pub mod f16x2;
+pub mod float;
 pub mod half;
 pub mod ldst;
 pub mod math;

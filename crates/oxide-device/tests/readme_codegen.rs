@@ -5,7 +5,7 @@
 #[allow(dead_code)] // not every helper is used by every test file
 mod common;
 
-use common::{build_for_gpu, entry};
+use common::{build_for_gpu, build_for_gpu_with, entry};
 
 #[test]
 fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
@@ -64,6 +64,43 @@ fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
             1,
             "{arch}: one branch (the loop's):\n{body}"
         );
+    }
+}
+
+/// `a * x[i] + y[i]` is one `fma.rn` by default (nvcc's `--fmad=true`, cuda-oxide's
+/// default), and a `mul.rn` and an `add.rn` with `--no-fmad` (explicit roundings that
+/// ptxas does not fuse either); `oxide_device::float`'s spelled-out roundings stay as
+/// written in both builds. The manifest records which.
+#[test]
+fn multiply_add_contracts_unless_the_build_says_no_fmad() {
+    let target = tempfile::tempdir().unwrap();
+    for (flags, fmad) in [
+        (&["--no-emu"][..], true),
+        (&["--no-fmad", "--no-emu"][..], false),
+    ] {
+        let (ptxs, manifest) = build_for_gpu_with("readme", target.path(), flags);
+        let compact: String = manifest.split_whitespace().collect();
+        assert!(
+            compact.contains(&format!("\"codegen\":{{\"fmad\":{fmad}}}")),
+            "{flags:?}: {manifest}"
+        );
+        for (arch, ptx) in ptxs {
+            let count = |kernel: &str, op: &str| entry(&ptx, kernel).matches(op).count();
+            let saxpy = [
+                count("saxpy", "fma.rn.f32"),
+                count("saxpy", "mul.rn.f32"),
+                count("saxpy", "add.rn.f32"),
+            ];
+            assert_eq!(
+                saxpy,
+                if fmad { [1, 0, 0] } else { [0, 1, 1] },
+                "{arch} {flags:?}"
+            );
+            let twice = ["fma.rn.f32", "mul.rn.f32", "add.rn.f32"]
+                .map(|op| count("saxpy_rounded_twice", op));
+            assert_eq!(twice, [0, 1, 1], "{arch} {flags:?}");
+            assert_eq!(count("saxpy_rounded_once", "fma.rn.f32"), 1, "{arch}");
+        }
     }
 }
 

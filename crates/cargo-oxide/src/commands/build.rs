@@ -159,7 +159,8 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
     }
 
     ptx::check_cluster_archs(&descriptors, &archs)?;
-    let artifacts = compile_archs(tc, &project, &config.out_module, &archs)?;
+    let codegen = manifest::Codegen { fmad: args.fmad() };
+    let artifacts = compile_archs(tc, &project, &config.out_module, &archs, &codegen)?;
     for a in &artifacts {
         let verified = if a.ptxas.is_some() {
             "verified by ptxas"
@@ -169,10 +170,11 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         progress(
             "PTX",
             &format!(
-                "{} ({} kernels, PTX {}, {verified})",
+                "{} ({} kernels, PTX {}, {verified}{})",
                 project.out_dir.join(&a.path).display(),
                 descriptors.len(),
-                a.ptx_version
+                a.ptx_version,
+                if codegen.fmad { "" } else { ", --no-fmad" }
             ),
         );
     }
@@ -206,6 +208,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         emulator: emulator.as_ref().map(|(_, a)| a.clone()),
         kernels: descriptors,
         constants,
+        codegen,
     };
     let manifest_path = project.manifest_file();
     write_atomic(&manifest_path, manifest.to_json().as_bytes())?;
@@ -401,12 +404,14 @@ fn compile_archs(
     project: &Project,
     module: &Path,
     archs: &[String],
+    codegen: &manifest::Codegen,
 ) -> Result<Vec<PtxArtifact>> {
     let optimize = project.profile == Profile::Release;
+    let fmad = codegen.fmad;
     let results: Vec<Result<PtxArtifact>> = std::thread::scope(|s| {
         let handles: Vec<_> = archs
             .iter()
-            .map(|arch| s.spawn(move || compile_arch(tc, project, module, arch, optimize)))
+            .map(|arch| s.spawn(move || compile_arch(tc, project, module, arch, optimize, fmad)))
             .collect();
         handles
             .into_iter()
@@ -422,6 +427,7 @@ fn compile_arch(
     module: &Path,
     arch: &str,
     optimize: bool,
+    fmad: bool,
 ) -> Result<PtxArtifact> {
     let file_name = manifest::ptx_file_name(&project.crate_name, arch);
     let final_path = project.out_dir.join(&file_name);
@@ -429,7 +435,7 @@ fn compile_arch(
         .prefix(&format!(".{file_name}."))
         .suffix(".ptx")
         .tempfile_in(&project.out_dir)?;
-    ptx::llc(&tc.llvm.llc, module, arch, optimize, staging.path())?;
+    ptx::llc(&tc.llvm.llc, module, arch, optimize, fmad, staging.path())?;
     ptx::check_arch_specific(&std::fs::read_to_string(staging.path())?, arch)?;
     let resources = match &tc.ptxas {
         Some(ptxas) => Some(ptx::verify(ptxas, staging.path(), arch)?),

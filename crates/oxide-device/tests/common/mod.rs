@@ -29,9 +29,20 @@ pub fn cargo_oxide() -> PathBuf {
 /// `cargo oxide build` of fixture `name` for sm_80 and sm_90 into `target`; returns
 /// the `.ptx` texts by arch.
 pub fn build_for_gpu(name: &str, target: &Path) -> Vec<(&'static str, String)> {
+    build_for_gpu_with(name, target, &[]).0
+}
+
+/// [`build_for_gpu`] with more `cargo oxide build` arguments; also returns the manifest's
+/// text.
+pub fn build_for_gpu_with(
+    name: &str,
+    target: &Path,
+    extra: &[&str],
+) -> (Vec<(&'static str, String)>, String) {
     let out = Command::new(cargo_oxide())
         .args(["oxide", "build", "--arch", "sm_80,sm_90", "--manifest-path"])
         .arg(fixture(name).join("Cargo.toml"))
+        .args(extra)
         .env("CARGO_TARGET_DIR", target)
         .output()
         .expect("cargo-oxide runs (scripts/setup installs it)");
@@ -42,14 +53,15 @@ pub fn build_for_gpu(name: &str, target: &Path) -> Vec<(&'static str, String)> {
     );
     let release = target.join("oxide/release");
     let manifest = std::fs::read_to_string(release.join(format!("{name}.manifest.json"))).unwrap();
-    ["sm_80", "sm_90"]
+    let ptx = ["sm_80", "sm_90"]
         .into_iter()
         .map(|arch| {
             let file = format!("{name}.{arch}.ptx");
             assert!(manifest.contains(&file), "{file} not in the manifest");
             (arch, std::fs::read_to_string(release.join(file)).unwrap())
         })
-        .collect()
+        .collect();
+    (ptx, manifest)
 }
 
 /// Plain `cargo build` of fixture `name` for the host.
