@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _abi
+from ._json_checker import JsonChecker
 
 #: Launch policies (oxide-abi `LaunchPolicy`, `#[launch(...)]`) and their fields besides
 #: `kind` (checked against the manifest schema by tests/test_manifest.py).
@@ -40,7 +41,7 @@ class LaunchPolicy:
     tile: tuple[int, int, int] = (1, 1, 1)
 
 
-def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> LaunchPolicy:
+def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]) -> LaunchPolicy:
     """The manifest's `launch` of a kernel with `params`, checked (`c`: the manifest
     reader's checker, whose errors name the field)."""
     kind = c.choice(
@@ -74,19 +75,26 @@ def read_launch_policy(c: Any, value: Any, w: str, params: Sequence[Any]) -> Lau
         a = getattr(params[names.index(over)], "array", None)
         if a is None or a.rank != 2:
             raise c.fail(w, f"block_per_row without 'cols' needs a 2-D array; {over!r} is not")
-    return LaunchPolicy(kind, names.index(over), cols=cols, **ints)
+    return LaunchPolicy(
+        kind,
+        names.index(over),
+        per_thread=ints.get("per_thread", 1),
+        block=ints.get("block", 256),
+        blocks_per_sm=ints.get("blocks_per_sm", 1),
+        cols=cols,
+    )
 
 
-def _read_tiles(c: Any, v: Any, w: str, params: Sequence[Any], over: int) -> LaunchPolicy:
+def _read_tiles(c: JsonChecker, v: Any, w: str, params: Sequence[Any], over: int) -> LaunchPolicy:
     a = getattr(params[over], "array", None)
     if a is None or a.rank < 2:
         raise c.fail(w + ".over", f"parameter {params[over].name!r} is not a 2-D or 3-D array")
-    three = []
+    three: list[tuple[int, int, int]] = []
     for f in ("block", "tile"):
         xs = [c.uint(x, f"{w}.{f}[{i}]", 32) for i, x in enumerate(c.list_(v[f], f"{w}.{f}"))]
         if len(xs) != 3 or 0 in xs:
             raise c.fail(f"{w}.{f}", "three positive integers (x, y, z)")
-        three.append(tuple(xs))
+        three.append((xs[0], xs[1], xs[2]))
     if three[0][0] * three[0][1] * three[0][2] > 1024:
         raise c.fail(w + ".block", "at most 1024 threads")
     block3, tile = three
@@ -94,7 +102,7 @@ def _read_tiles(c: Any, v: Any, w: str, params: Sequence[Any], over: int) -> Lau
                         block3=block3, tile=tile)  # fmt: skip
 
 
-def read_cluster(c: Any, value: Any, w: str) -> tuple[int, int, int]:
+def read_cluster(c: JsonChecker, value: Any, w: str) -> tuple[int, int, int]:
     """A kernel's ``#[cluster_launch]`` shape (oxide-abi ``KernelDescriptor::cluster``):
     blocks per cluster along x, y and z, as the macro allows them."""
     dims = c.list_(value, w)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _abi
+from ._json_checker import JsonChecker
 
 #: Array layouts (oxide-abi ``ArrayLayout``) and the Rust type argument each is written as.
 LAYOUTS = {"c": "", "strided": ", Strided"}
@@ -30,7 +31,7 @@ class ArraySpec:
         return "[" + ", ".join("_" if d is None else str(d) for d in self.dims) + "]"
 
 
-def read_array_spec(c: Any, value: Any, w: str, kind: str) -> ArraySpec | None:
+def read_array_spec(c: JsonChecker, value: Any, w: str, kind: str) -> ArraySpec | None:
     """The `array` field of a parameter of `kind`, checked (None for other kinds)."""
     shaped = _abi.PARAM_KINDS[kind].is_shaped
     if value is None:
@@ -57,7 +58,7 @@ def read_array_spec(c: Any, value: Any, w: str, kind: str) -> ArraySpec | None:
     return ArraySpec(layout, tuple(dims))
 
 
-def read_length(c: Any, value: Any, w: str, kind: str) -> str | int | None:
+def read_length(c: JsonChecker, value: Any, w: str, kind: str) -> str | int | None:
     """The `length` field of a slice parameter (schema 5; None when absent): a name
     shared with other lengths and dimensions, or a decimal length."""
     if value is None:
