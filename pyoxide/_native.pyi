@@ -11,9 +11,7 @@ class Launcher:
         self,
         function: int,
         device: int,
-        params: Sequence[
-            tuple[str, Any, int, bool] | tuple[str, Any, int, bool, tuple[int, ...] | None]
-        ],
+        params: Sequence[tuple[str, Any, int, bool, tuple[int, ...] | None, int]],
         ndarray: type,
         current_stream: Callable[[], Any],
         default_block: int,

@@ -281,11 +281,11 @@ def test_the_launcher_refuses_bad_descriptions() -> None:
             entry_points,
         )
 
-    assert make([("i32", None, 0, False)]).buffer_size == 4
+    assert make([("i32", None, 0, False, None, -1)]).buffer_size == 4
     with pytest.raises(ValueError, match="unknown scalar type"):
-        make([("i128", None, 0, False)])
+        make([("i128", None, 0, False, None, -1)])
     with pytest.raises(ValueError, match="grid_param"):
-        make([("i32", None, 0, False)], grid_param=0)
+        make([("i32", None, 0, False, None, -1)], grid_param=0)
     with pytest.raises(ValueError, match="non-null"):
         make([], entry_points=(0, ctx, 0, 0))
 

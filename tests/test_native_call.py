@@ -345,7 +345,7 @@ def make_launcher(
     _keep.append(callbacks)
     stream = types.SimpleNamespace(ptr=stream_ptr)
     return pyoxide_native.Launcher(
-        1, 0, [("i32", None, 0, False)], FakeNdarray, lambda: stream, 256, None,
+        1, 0, [("i32", None, 0, False, None, -1)], FakeNdarray, lambda: stream, 256, None,
         backend if backend is not None else types.SimpleNamespace(_last_kernel=None), "k",
         on_error or (lambda *a: None),
         (*(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in callbacks), 0, 0),

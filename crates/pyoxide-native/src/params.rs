@@ -90,9 +90,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// From `(type, dtype, itemsize, mutable[, dims[, length]])` per parameter; dtype is
-    /// None for scalars, dims (see [`Kind::Shaped`]) None or absent for anything but
-    /// shaped arrays, length a slice's contract coded likewise (absent: -1, any).
+    /// From `(type, dtype, itemsize, mutable, dims, length)` per parameter; dtype is None
+    /// for scalars, dims (see [`Kind::Shaped`]) None for anything but shaped arrays,
+    /// length a slice's contract coded as a dimension (-1: any).
     pub fn new(description: &Bound<'_, PyAny>) -> PyResult<Layout> {
         let mut params = Vec::new();
         let mut offset = 0usize;
@@ -104,17 +104,7 @@ impl Layout {
         };
         for item in description.try_iter()? {
             let item = item?;
-            let (ty, dtype, itemsize, mutable, dims, length): ParamItem<'_> = match item.len()? {
-                4 => {
-                    let (t, d, i, m) = item.extract()?;
-                    (t, d, i, m, None, -1)
-                }
-                5 => {
-                    let (t, d, i, m, dims) = item.extract()?;
-                    (t, d, i, m, dims, -1)
-                }
-                _ => item.extract()?,
-            };
+            let (ty, dtype, itemsize, mutable, dims, length): ParamItem<'_> = item.extract()?;
             let named = |d: i64| d >= -1 - MAX_NAMES as i64;
             let kind = if dtype.is_none() {
                 scalar_kind(&ty)?
