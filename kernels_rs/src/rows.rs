@@ -147,23 +147,14 @@ unsafe fn softmax_cached<const N: usize, const VECTOR: bool>(
         f32::max,
     );
     let max = block_allreduce(local_max, s, maxes, f32::NEG_INFINITY, f32::max);
-    // The columns anew (not the loads' offsets, kept live across the reduction).
-    let m = fresh(s);
-    let mut sums_j = [0.0f32; CHUNKS];
     each_chunk!(j => {
         if j < n {
             for v in 0..VEC {
                 c[j][v] = exp(c[j][v] - max);
             }
-            sums_j[j] = if VECTOR {
-                if m.has::<true>(j, 0, n) { lanes(c[j], |a, b| a + b) } else { 0.0 }
-            } else {
-                let e = core::array::from_fn(|v| if m.has::<false>(j, v, n) { c[j][v] } else { 0.0 });
-                lanes(e, |a, b| a + b)
-            };
         }
     });
-    let local_sum = tree(sums_j, n, 0.0, |a, b| a + b);
+    let local_sum = masked_sum::<VECTOR>(&c, s, n, |e| e);
     let inv = 1.0 / block_allreduce(local_sum, s, sums, 0.0, |a, b| a + b);
     // SAFETY: upheld by the caller.
     unsafe { store_row::<VECTOR>(dst, fresh(s), n, &c, |e, _| e.map(|e| e * inv)) };
