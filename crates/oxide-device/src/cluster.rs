@@ -38,6 +38,8 @@
 
 use crate::arch;
 
+/// Each register under cuda-oxide's two spellings: the function, and its snake_case
+/// name for it.
 macro_rules! registers {
     ($($(#[$doc:meta])* $raw:ident, $alias:ident => $arch:ident;)*) => {$(
         $(#[$doc])*
@@ -46,11 +48,7 @@ macro_rules! registers {
             arch::$arch()
         }
 
-        $(#[$doc])*
-        #[inline(always)]
-        pub fn $alias() -> u32 {
-            arch::$arch()
-        }
+        pub use $raw as $alias;
     )*};
 }
 
