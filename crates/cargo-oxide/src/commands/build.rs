@@ -160,7 +160,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
 
     ptx::check_cluster_archs(&descriptors, &archs)?;
     let codegen = manifest::Codegen { fmad: args.fmad() };
-    let artifacts = compile_archs(tc, &project, &config.out_module, &archs, &codegen)?;
+    let artifacts = compile_archs(tc, &project, &config.out_module, &archs, codegen.fmad)?;
     for a in &artifacts {
         let verified = if a.ptxas.is_some() {
             "verified by ptxas"
@@ -404,10 +404,9 @@ fn compile_archs(
     project: &Project,
     module: &Path,
     archs: &[String],
-    codegen: &manifest::Codegen,
+    fmad: bool,
 ) -> Result<Vec<PtxArtifact>> {
     let optimize = project.profile == Profile::Release;
-    let fmad = codegen.fmad;
     let results: Vec<Result<PtxArtifact>> = std::thread::scope(|s| {
         let handles: Vec<_> = archs
             .iter()
