@@ -5,16 +5,40 @@
 #[allow(dead_code)] // not every helper is used by every test file
 mod common;
 
-use common::{build_for_gpu, build_for_gpu_with, entry};
+use std::sync::OnceLock;
+
+use common::{build_for_gpu_with, entry};
+
+/// The README crate's default GPU build, made once for both tests; its target folder
+/// stays for the `--no-fmad` build, which then reuses the device build and runs only
+/// `llc` again.
+struct Build {
+    target: tempfile::TempDir,
+    /// PTX by arch.
+    ptx: Vec<(&'static str, String)>,
+    manifest: String,
+}
+
+fn default_build() -> &'static Build {
+    static BUILD: OnceLock<Build> = OnceLock::new();
+    BUILD.get_or_init(|| {
+        let target = tempfile::tempdir().unwrap();
+        let (ptx, manifest) = build_for_gpu_with("readme", target.path(), &["--no-emu"]);
+        Build {
+            target,
+            ptx,
+            manifest,
+        }
+    })
+}
 
 #[test]
 fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
-    let target = tempfile::tempdir().unwrap();
-    for (arch, ptx) in build_for_gpu("readme", target.path()) {
+    for (arch, ptx) in &default_build().ptx {
         // The README's saxpy, one element per thread: `&[f32]` is read through the
         // non-coherent path, and every pointer parameter carries its element alignment
         // (`.align 1` before the link step said what Rust's types prove).
-        let saxpy = entry(&ptx, "saxpy");
+        let saxpy = entry(ptx, "saxpy");
         assert_eq!(
             saxpy.matches("ld.global.nc.b32").count(),
             2,
@@ -33,18 +57,18 @@ fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
         for sreg in ["%ntid.y", "%ntid.z", "%nctaid.y", "%nctaid.z"] {
             assert!(!saxpy.contains(sreg), "{arch}: {sreg}:\n{saxpy}");
         }
-        let plain = entry(&ptx, "scale_f32");
+        let plain = entry(ptx, "scale_f32");
         assert!(
             plain.contains("call") && plain.contains("%ntid.y"),
             "{arch}:\n{plain}"
         );
-        let scale = entry(&ptx, "scale_f64");
+        let scale = entry(ptx, "scale_f64");
         assert!(scale.contains("ld.global.nc.b64"), "{arch}:\n{scale}");
         assert_eq!(scale.matches(".ptr .align 8").count(), 2, "{arch}");
 
         // Through `map`: 128-bit loads on the read-only path and 128-bit stores, and
         // nothing spilled to local memory.
-        let map = entry(&ptx, "saxpy_map");
+        let map = entry(ptx, "saxpy_map");
         assert_eq!(
             map.matches("ld.global.nc.v4.b32").count(),
             2,
@@ -73,16 +97,19 @@ fn every_kernel_gets_read_only_loads_and_aligned_parameters() {
 /// written in both builds. The manifest records which.
 #[test]
 fn multiply_add_contracts_unless_the_build_says_no_fmad() {
-    let target = tempfile::tempdir().unwrap();
-    for (flags, fmad) in [
-        (&["--no-emu"][..], true),
-        (&["--no-fmad", "--no-emu"][..], false),
-    ] {
-        let (ptxs, manifest) = build_for_gpu_with("readme", target.path(), flags);
+    let default = default_build();
+    let no_fmad = ["--no-fmad", "--no-emu"];
+    let (ptx, manifest) = build_for_gpu_with("readme", default.target.path(), &no_fmad);
+    let builds = [
+        (default.ptx.clone(), default.manifest.clone(), true),
+        (ptx, manifest, false),
+    ];
+    for (ptxs, manifest, fmad) in builds {
+        let flags = if fmad { "default" } else { "--no-fmad" };
         let compact: String = manifest.split_whitespace().collect();
         assert!(
             compact.contains(&format!("\"codegen\":{{\"fmad\":{fmad}}}")),
-            "{flags:?}: {manifest}"
+            "{flags}: {manifest}"
         );
         for (arch, ptx) in ptxs {
             let count = |kernel: &str, op: &str| entry(&ptx, kernel).matches(op).count();
@@ -94,11 +121,11 @@ fn multiply_add_contracts_unless_the_build_says_no_fmad() {
             assert_eq!(
                 saxpy,
                 if fmad { [1, 0, 0] } else { [0, 1, 1] },
-                "{arch} {flags:?}"
+                "{arch} {flags}"
             );
             let twice = ["fma.rn.f32", "mul.rn.f32", "add.rn.f32"]
                 .map(|op| count("saxpy_rounded_twice", op));
-            assert_eq!(twice, [0, 1, 1], "{arch} {flags:?}");
+            assert_eq!(twice, [0, 1, 1], "{arch} {flags}");
             assert_eq!(count("saxpy_rounded_once", "fma.rn.f32"), 1, "{arch}");
         }
     }
