@@ -159,8 +159,7 @@ pub fn gemm_bf16_bf16_sm90(
     n: u32,
     k: u32,
 ) {
-    // One `cvt.rn.bf16x2.f32` a pair: `bf16::from_f32`'s integer rounding took about
-    // seven instructions a value and 2 % of the kernel's cycles (docs/performance.md).
+    // One `cvt.rn.bf16x2.f32` a pair, not `bf16::from_f32` a value (the module docs).
     gemm_sm90_body(a, b, maps, c, m, n, k, cvt_bf16x2_f32)
 }
 
