@@ -90,6 +90,18 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     return policy.over, policy.block3, policy.tile
 
 
+def persistent_rule(
+    spec: KernelSpec,
+) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int] | None:
+    """``(param, block, tile, blocks_per_sm)`` of a ``persistent_tiles`` policy: a plain
+    call launches ``min(tiles, blocks_per_sm × multiprocessors)`` blocks, for the fast
+    launchers."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind != "persistent_tiles" or spec.cluster is not None:
+        return None
+    return policy.over, policy.block3, policy.tile, policy.blocks_per_sm
+
+
 def configure(
     spec: KernelSpec,
     lengths: Sequence[int | None],
@@ -166,7 +178,7 @@ def _configure(
                 f"of '{over}', so the block size is part of the result", "no block",
                 f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
             )  # fmt: skip
-        if policy is not None and policy.kind == "tiles":
+        if policy is not None and policy.kind in ("tiles", "persistent_tiles"):
             block3 = policy.block3
         else:
             block3 = (_row_block(spec, policy, args, shapes)
@@ -196,6 +208,12 @@ def _configure(
         # thread per element) covers as many elements as the block has threads.
         tile = policy.tile if spec.launch is not None else block3
         return tile_grid(name, spec.params[policy.over], shape, tile), block3
+    if policy.kind == "persistent_tiles":
+        shape = shapes[policy.over]
+        assert shape is not None
+        g = tile_grid(name, spec.params[policy.over], shape, policy.tile)
+        tiles = g[0] * g[1] * g[2]
+        return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1), block3
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:
