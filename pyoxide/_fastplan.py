@@ -45,7 +45,9 @@ class FastParam:
 class GridRule:
     """How a plain call is sized: ``elements``, ``ceil(len(param) / per_block)`` blocks;
     ``tiles``, one block per ``tile`` of the shaped ``param`` (x over its last extent);
-    ``persistent``, ``min(tiles, blocks_per_sm × multiprocessors)`` blocks on x."""
+    ``persistent``, ``min(tiles, blocks_per_sm × multiprocessors)`` blocks on x;
+    ``rows``, one block per row of the 2-D ``param``, of ``min(block.x, max(least_block,
+    32 · ceil(cols / columns_per_warp)))`` threads."""
 
     kind: str
     param: int
@@ -53,6 +55,8 @@ class GridRule:
     tile: tuple[int, int, int] = (1, 1, 1)
     per_block: int = 1
     blocks_per_sm: int = 1
+    least_block: int = 1
+    columns_per_warp: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +146,10 @@ def _grid(spec: KernelSpec) -> GridRule | None:
         param, block3, tile = tiles
         b, t = tuple(block3), tuple(tile)
         return GridRule("tiles", param, (b[0], b[1], b[2]), (t[0], t[1], t[2]))
+    rows = _policy.row_rule(spec)
+    if rows is not None:
+        param, least, most, columns = rows
+        return GridRule("rows", param, (most, 1, 1), least_block=least, columns_per_warp=columns)
     persistent = _policy.persistent_rule(spec)
     if persistent is not None:
         param, block3, tile, per_sm = persistent

@@ -165,6 +165,12 @@ class Kernel(KernelBase):
             self._fast_plan = fast_plan(self.spec, self._derived)
         return self._fast_plan  # type: ignore[return-value]
 
+    def picks(self, *args: Any) -> str:
+        """The entry a plain call with these arguments runs: a variant's (one of
+        ``self.variants``, pyoxide/_variants.py) or this kernel's."""
+        variant = _variants.pick(self, args) if self.variants else None
+        return (variant or self).name
+
     def runs_on(self, backend: backends.Backend, device: int) -> bool:
         """Whether its code loads on ``device`` (a build for another architecture, such
         as ``sm_90a`` on anything but sm_90, does not)."""
@@ -245,15 +251,32 @@ class Kernel(KernelBase):
             shared_mem=shared_mem, stream=launch_stream, producer_streams=producer,
             device=device,
         )  # fmt: skip
-        if stream is None and (device, generation) not in self._fast_tried:
+        if stream is None:
             # The launch went where a compiled launcher's would (the current stream of
-            # the arrays' library): from now on one takes the calls it can.
-            self._fast_tried.add((device, generation))
-            self.prune()
-            fast = self.fast_plan
-            launcher = None if fast is None else backend.fast_launcher(fast, function, device)
-            if launcher is not None:
-                self.install(launcher)
+            # the arrays' library): from now on launchers take the calls they can, the
+            # variants' first (pyoxide/_variants.py).
+            self._build_launcher(backend, device, generation, function)
+            for variant in self.variants if backend.array_kind == GPU else ():
+                if variant.runs_on(backend, device):
+                    variant._build_launcher(backend, device, generation, None)
+
+    def _build_launcher(
+        self, backend: backends.Backend, device: int, generation: int, function: Any
+    ) -> None:
+        """Ask ``backend`` for a compiled launcher on ``device`` (once per knob
+        generation) and install it."""
+        if (device, generation) in self._fast_tried:
+            return
+        self._fast_tried.add((device, generation))
+        self.prune()
+        fast = self.fast_plan
+        if fast is None:
+            return
+        if function is None:
+            function = self._code(backend, device, self.name)
+        launcher = backend.fast_launcher(fast, function, device)
+        if launcher is not None:
+            self.install(launcher)
 
 
 def _launch_keywords(kernel: str, config: dict[str, Any]) -> tuple[Any, Any, Any, Any]:

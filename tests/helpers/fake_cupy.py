@@ -44,6 +44,7 @@ class FakeCuda:
     # to an address get_global_var gave out.
     global_writes: list[tuple[str, bytes]] = field(default_factory=list)
     syncs: int = 0
+    multiprocessors: int = 132
     # Export `cupy.cuda.stream.__pyx_capi__["get_current_stream_ptr"]`, as CuPy's Cython
     # module does: a capsule named "intptr_t (void)" around a C function.
     stream_capsule: bool = False
@@ -96,6 +97,7 @@ class FakeCuda:
             def __init__(self, id: int | None = None) -> None:
                 self.id = fake.current if id is None else id
                 self.compute_capability = fake.compute_capability
+                self.attributes = {"MultiProcessorCount": fake.multiprocessors}
 
             def __enter__(self) -> Device:
                 self._previous, fake.current = fake.current, self.id
@@ -215,10 +217,14 @@ def replaced_module(name: str, module: types.ModuleType) -> Iterator[None]:
 
 @contextlib.contextmanager
 def installed(
-    fake: FakeCuda, *, entry_points: tuple[int, int, int, int] | None = None
+    fake: FakeCuda,
+    *,
+    entry_points: tuple[int, int, int, int] | None = None,
+    backend_class: Any = None,
 ) -> Iterator[types.ModuleType]:
-    """Make ``import cupy`` return the fake, and a CuPy backend made on it serve the
-    GPU launches (``backends.override``) while the context lasts.
+    """Make ``import cupy`` return the fake, and a CuPy backend made on it (of
+    ``backend_class``, a CupyBackend by default) serve the GPU launches
+    (``backends.override``) while the context lasts.
 
     The backend's compiled launchers are off unless ``entry_points`` (stand-ins for the
     driver, helpers/fake_launch.py) are given: they would hand the fake's function
@@ -228,6 +234,7 @@ def installed(
 
     cp = fake.module()
     with replaced_module("cupy", cp):
-        backend = CupyBackend(compiled=entry_points is not None, entry_points=entry_points)
+        cls = backend_class or CupyBackend
+        backend = cls(compiled=entry_points is not None, entry_points=entry_points)
         with backends.override("cupy", backend):
             yield cp

@@ -93,12 +93,16 @@ class FakeDriver:
 
 
 @contextlib.contextmanager
-def native_installed(fake: FakeCuda) -> Iterator[tuple[Any, FakeDriver]]:
+def native_installed(
+    fake: FakeCuda, backend_class: Any = None
+) -> Iterator[tuple[Any, FakeDriver]]:
     """Install `fake` as ``cupy`` (with FakeNdarray as its ndarray) and a CuPy backend
     whose compiled launchers call a FakeDriver's entry points; (the fake module, the
     driver) while the context lasts."""
     driver = FakeDriver(fake)
-    with fake_cupy.installed(fake, entry_points=driver.entry_points) as cp:
+    with fake_cupy.installed(
+        fake, entry_points=driver.entry_points, backend_class=backend_class
+    ) as cp:
         cp.ndarray = FakeNdarray  # type: ignore[attr-defined]
         yield cp, driver
 

@@ -260,7 +260,7 @@ impl Launcher {
         }
         let grid = self.plan.grid.as_ref()?;
         let layout = &self.plan.layout;
-        let [bx, by, bz] = grid.block;
+        let [mut bx, by, bz] = grid.block;
         let blocks = |tile: &[u32; 3]| {
             let mut blocks = [1u64; 3];
             for (axis, n) in layout.shape_of(buf, grid.param).iter().rev().enumerate().take(3) {
@@ -286,6 +286,16 @@ impl Launcher {
                 let tiles: u64 = blocks(tile).iter().product();
                 let most = u64::from(*blocks_per_sm) * u64::from(self.multiprocessors);
                 [tiles.min(most), 1, 1]
+            }
+            GridKind::Rows {
+                least,
+                columns_per_warp,
+            } => {
+                let shape = layout.shape_of(buf, grid.param);
+                let warps = shape[1].max(1).div_ceil(*columns_per_warp);
+                let threads = 32u64.saturating_mul(warps).min(u64::from(bx));
+                bx = threads.max(u64::from(*least)) as u32;
+                [shape[0], 1, 1]
             }
         };
         if g[0] > MAX_GRID_X || g[1] > MAX_GRID_YZ || g[2] > MAX_GRID_YZ {

@@ -201,6 +201,14 @@ impl Layout {
         )
     }
 
+    /// The rank of shaped parameter `i` (None for other kinds).
+    pub fn shaped_rank(&self, i: usize) -> Option<usize> {
+        match self.params.get(i).map(|p| &p.kind) {
+            Some(Kind::Shaped { dims, .. }) => Some(dims.len()),
+            _ => None,
+        }
+    }
+
     pub fn is_shaped(&self, i: usize) -> bool {
         matches!(
             self.params.get(i).map(|p| &p.kind),

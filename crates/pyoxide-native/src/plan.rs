@@ -7,9 +7,10 @@
 //!   `length`, a slice's length code; `align`, `pitch` and `nonzero`, the extra rules of
 //!   an array a tensor map describes), then the derived parameters, which no caller
 //!   passes (see derived.rs);
-//! - `grid`: how a plain call is sized (`GridRule`: `kind` "elements", "tiles" or
-//!   "persistent", `param`, `block`, `tile`, `per_block`, `blocks_per_sm`), or None when
-//!   only configured calls may take the fast path;
+//! - `grid`: how a plain call is sized (`GridRule`: `kind` "elements", "tiles",
+//!   "persistent" or "rows", `param`, `block`, `tile`, `per_block`, `blocks_per_sm`,
+//!   `least_block`, `columns_per_warp`), or None when only configured calls may take the
+//!   fast path;
 //! - `shared_mem`: the dynamic shared memory of a plain call;
 //! - `derived`: the derived parameter's source, or None.
 //!
@@ -28,6 +29,9 @@ pub enum GridKind {
     Tiles { tile: [u32; 3] },
     /// `min(tiles, blocks_per_sm × multiprocessors)` blocks on x, each walking tiles.
     Persistent { tile: [u32; 3], blocks_per_sm: u32 },
+    /// One block per row of the 2-D `param`, of `min(block.x, max(least, 32 ·
+    /// ceil(cols / columns_per_warp)))` threads.
+    Rows { least: u32, columns_per_warp: u64 },
 }
 
 pub struct Grid {
@@ -113,9 +117,23 @@ fn read_grid(grid: &Bound<'_, PyAny>, layout: &Layout) -> PyResult<Grid> {
                 }
             }
         }
+        "rows" => {
+            let least: u32 = get("least_block")?.extract()?;
+            let columns_per_warp: u64 = get("columns_per_warp")?.extract()?;
+            let rank2 = layout.shaped_rank(param) == Some(2);
+            if least == 0 || least > block[0] || columns_per_warp == 0 || !rank2 {
+                return Err(PyValueError::new_err(
+                    "a rows rule needs a 2-D shaped parameter and 0 < least block <= block",
+                ));
+            }
+            GridKind::Rows {
+                least,
+                columns_per_warp,
+            }
+        }
         other => {
             return Err(PyValueError::new_err(format!(
-                "unknown grid rule {other:?} (elements, tiles or persistent)"
+                "unknown grid rule {other:?} (elements, tiles, persistent or rows)"
             )));
         }
     };

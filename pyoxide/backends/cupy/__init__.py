@@ -284,6 +284,10 @@ class CupyBackend:
         persistent = plan.grid is not None and plan.grid.kind == "persistent"
         sms = self.multiprocessors(device) if persistent else 0  # sizes persistent grids
         with self._cp.cuda.Device(device):  # it keeps the context current now: device's
+            if plan.shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:  # a plain call's, opted in
+                d = self._cp.cuda.driver
+                attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                d.funcSetAttribute(function.ptr, attr, plan.shared_mem)
             return _native.launcher(self._runtime, plan, function, device, sms)
 
     def tensor_maps(
