@@ -86,20 +86,6 @@ def torch_stream(device: int) -> int:
     """PyTorch's current stream on ``device`` (the capture stream inside
     ``torch.cuda.graph``, ``s`` under ``torch.cuda.stream(s)``), as a raw handle: read as
     Triton and Inductor read it, ``torch._C._cuda_getCurrentRawStream(device)``, a C
-    function (``torch.cuda.current_stream()`` makes a Python object per call)."""
+    function (``torch.cuda.current_stream()`` makes a Python object per call); the
+    compiled launchers call the same function (pyoxide/backends/cupy/_native.py)."""
     return int(sys.modules["torch"]._C._cuda_getCurrentRawStream(device))
-
-
-def torch_binding(torch: Any) -> tuple[dict[str, Any], Any]:
-    """What the compiled launchers need to read PyTorch tensors: the ``torch.dtype`` of
-    each Rust element type PyTorch has, and the function giving a device's current
-    stream (see :func:`torch_stream`)."""
-    from . import _abi
-    from ._arrays import dtype_spelling
-
-    dtypes = {}
-    for t in _abi.SCALARS:
-        dtype = getattr(torch, dtype_spelling(t, "torch").split(".", 1)[1], None)
-        if dtype is not None:
-            dtypes[t] = dtype
-    return dtypes, torch._C._cuda_getCurrentRawStream

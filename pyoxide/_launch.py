@@ -47,7 +47,7 @@ from ._fastplan import FastPlan, fast_plan
 from ._manifest import KernelSpec
 from ._native import ConfiguredBase, DerivedValues, KernelBase, set_knob_generation
 from ._policy import validates_grid
-from .errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError
+from .errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError, PyoxideError
 
 #: Loads a kernel's code: (backend, device, entry) -> the backend's function handle.
 CodeLoader = Callable[[backends.Backend, int, str], Any]
@@ -140,7 +140,7 @@ class Kernel(KernelBase):
         self.name = spec.entry
         self._code = code
         self._plan: ArgumentPlan | None = None
-        self._fast_plan: FastPlan | None | bool = False  # False: not read yet
+        self._fast_plan: FastPlan | bool | None = False  # False: not read yet
         # A variant's tensor maps, shared with its launchers (pyoxide/_variants.py).
         self._derived = DerivedValues(_MAPS_KEPT) if spec.maps_param else None
         # (device, knob generation) a compiled launcher was asked for.
@@ -168,8 +168,26 @@ class Kernel(KernelBase):
     def picks(self, *args: Any) -> str:
         """The entry a plain call with these arguments runs: a variant's (one of
         ``self.variants``, pyoxide/_variants.py) or this kernel's."""
-        variant = _variants.pick(self, args) if self.variants else None
-        return (variant or self).name
+        return (self.variant_for(args) or self).name
+
+    def variant_for(self, args: Sequence[Any]) -> Kernel | None:
+        """The first variant that takes this plain call: its argument rules accept the
+        arguments (the rules of its tensor maps too), they are on a GPU, and its code
+        runs there. None: this kernel runs it (or explains what is wrong with it)."""
+        for variant in self.variants:
+            try:
+                plan = variant.plan
+                _, arrays = plan.pack(args, plan.views(args))
+                _variants.check_mapped(variant.spec, arrays)
+                backend = backends.select(variant.name, arrays)
+                if backend.array_kind != GPU:
+                    continue  # a variant is a faster kernel for some GPUs
+                device, _ = device_of(variant.name, backend, arrays, None)
+            except PyoxideError:
+                continue
+            if variant.runs_on(backend, device):
+                return variant  # type: ignore[no-any-return]
+        return None
 
     def runs_on(self, backend: backends.Backend, device: int) -> bool:
         """Whether its code loads on ``device`` (a build for another architecture, such
@@ -191,12 +209,8 @@ class Kernel(KernelBase):
         else this kernel."""
         if kwargs:
             _no_keywords(self.spec, kwargs)
-        if self.variants:
-            variant = _variants.pick(self, args)
-            if variant is not None:
-                variant.launch(*args)
-                return
-        self.launch(*args)
+        variant = self.variant_for(args) if self.variants else None
+        (variant or self).launch(*args)
 
     def launch(self, *args: Any, **config: Any) -> None:
         """Launch with an explicit configuration: ``grid``, ``block``, ``shared_mem``

@@ -355,8 +355,14 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         w,
         ["version", "name", "entry", "params", "source"],
         [
-            "instance", "is_unsafe", "launch_bounds", "launch", "cluster", "variant_of",
-            "shared_bytes", "tensor_maps",
+            "instance",
+            "is_unsafe",
+            "launch_bounds",
+            "launch",
+            "cluster",
+            "variant_of",
+            "shared_bytes",
+            "tensor_maps",
         ],
         closed=False,
     )
@@ -402,7 +408,8 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
             None if min_blocks is None else c.uint(min_blocks, w + ".launch_bounds.min_blocks"),
         )
     src = c.obj(k["source"], w + ".source", ["module", "file", "line"], closed=False)
-    maps_param, maps = None, ()
+    maps_param: str | None = None
+    maps: tuple[TensorMapSpec, ...] = ()
     if k.get("tensor_maps") is not None:
         maps_param, maps = read_tensor_maps(c, k["tensor_maps"], w + ".tensor_maps", params)
     shared = c.uint(k.get("shared_bytes", 0), w + ".shared_bytes", 32)

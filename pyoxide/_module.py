@@ -24,10 +24,12 @@ from ._manifest import Manifest, read_manifest
 from .errors import LoadError, PyoxideError, ToolchainError
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ._launch import GenericKernel, Kernel
     from .backends import Backend
 
-    Launcher = Kernel | GenericKernel
+    Launcher: TypeAlias = Kernel | GenericKernel
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_CRATE = "kernels_rs"
@@ -121,7 +123,7 @@ class Module:
         returns the names of the kernels that got one."""
         from ._launch import Kernel
 
-        wired = []
+        wired: list[str] = []
         for spec in variants.manifest.kernels:
             target = self._launchers.get(spec.variant_of) if spec.variant_of else None
             if isinstance(target, Kernel):

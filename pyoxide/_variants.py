@@ -3,14 +3,15 @@
 A kernel author declares one in Rust, ``#[variant_of(gemm_bf16)]``, on a kernel with the
 same parameters a caller passes; the manifest records it, and
 ``Module.add_variants(other)`` (pyoxide/_module.py) wires every such kernel of ``other``
-to the kernel it names. A plain call (``kernels.gemm_bf16(a, b, c)``) then runs the first variant that
-takes it: the variant's own argument rules accept the arguments (its dtypes, its shape
-contract, the rules of its tensor maps), they live on a GPU, and the variant's code runs
-on that GPU (an ``sm_90a`` build loads on sm_90 only). Anything else runs the kernel
-itself, which also explains what is wrong with a call. A configured call
+to the kernel it names. A plain call (``kernels.gemm_bf16(a, b, c)``) then runs the
+first variant that takes it: the variant's own argument rules accept the arguments (its
+dtypes, its shape contract, the rules of its tensor maps), they live on a GPU, and the
+variant's code runs on that GPU (an ``sm_90a`` build loads on sm_90 only). Anything else
+runs the kernel itself, which also explains what is wrong with a call. A configured call
 (``kernel[grid, block](...)``, ``.launch(..., grid=...)``) is always the kernel itself,
-whose launch it describes. The compiled launchers follow the same order (a variant's
-launchers first, crates/pyoxide-native/src/kernel.rs).
+whose launch it describes. ``Kernel.variant_for`` (pyoxide/_launch.py) makes that
+choice; the compiled launchers follow the same order (a variant's launchers first,
+crates/pyoxide-native/src/kernel.rs).
 
 A variant's launch comes from its own manifest entry: its launch policy (e.g.
 ``persistent_tiles``), its dynamic shared memory (``#[launch(..., shared = N)]``), and
@@ -27,36 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import _abi, backends
 from ._args import abi_pointer
-from ._arrays import GPU
-from ._devices import device_of
-from .errors import ArgumentValueError, PyoxideError
+from .errors import ArgumentValueError
 
 if TYPE_CHECKING:
     from ._arrays import ArrayView
-    from ._launch import Kernel
     from ._manifest import KernelSpec, ParamSpec
-
-
-def pick(kernel: Kernel, args: Sequence[Any]) -> Kernel | None:
-    """The first of ``kernel``'s variants that takes this plain call, or None."""
-    for variant in kernel.variants:
-        if _takes(variant, args):
-            return variant
-    return None
-
-
-def _takes(variant: Kernel, args: Sequence[Any]) -> bool:
-    try:
-        plan = variant.plan
-        _, arrays = plan.pack(args, plan.views(args))
-        check_mapped(variant.spec, arrays)
-        backend = backends.select(variant.name, arrays)
-        if backend.array_kind != GPU:
-            return False  # a variant is a faster kernel for some GPUs
-        device, _ = device_of(variant.name, backend, arrays, None)
-    except PyoxideError:
-        return False  # not a call it takes: the kernel itself runs it (or explains)
-    return variant.runs_on(backend, device)
 
 
 def check_mapped(spec: KernelSpec, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> None:

@@ -112,10 +112,18 @@ TABLE: list[tuple[str, str, Callable[[], tuple[Any, ...]], Any]] = [
         lambda: (2.0, Tensor(1000, requires_grad=True), TY, TOUT),
         ArgumentTypeError,
     ),
-    ("torch-strided", "saxpy", lambda: (2.0, TX, TY, Tensor(500, strides=(2,))),
-     ArgumentValueError),  # fmt: skip
-    ("torch-wrong-dtype", "saxpy", lambda: (2.0, TX, TY, Tensor(1000, "float64")),
-     ArgumentTypeError),  # fmt: skip
+    (
+        "torch-strided",
+        "saxpy",
+        lambda: (2.0, TX, TY, Tensor(500, strides=(2,))),
+        ArgumentValueError,
+    ),
+    (
+        "torch-wrong-dtype",
+        "saxpy",
+        lambda: (2.0, TX, TY, Tensor(1000, "float64")),
+        ArgumentTypeError,
+    ),
     ("torch-and-cupy", "saxpy", lambda: (2.0, TX, Y, TOUT), ArgumentTypeError),
     ("torch-aliasing", "saxpy", lambda: (2.0, TX, TY, TX), ArgumentValueError),
     ("mix", "mix", lambda: (-3, 7, True, -(2**40), 0.5, 2**32 - 1, 2**64 - 1, OUT64), FAST),
@@ -125,8 +133,7 @@ TABLE: list[tuple[str, str, Callable[[], tuple[Any, ...]], Any]] = [
     ("nan-f64", "mix", lambda: (*MIX[:4], math.nan, *MIX[5:], OUT64), DECLINED),
     ("int-for-f64", "mix", lambda: (*MIX[:4], 1, *MIX[5:], OUT64), DECLINED),
     ("int-for-bool", "mix", lambda: (-3, 7, 1, *MIX[3:], OUT64), ArgumentTypeError),
-    ("numpy-int-for-bool", "mix", lambda: (-3, 7, np.int8(1), *MIX[3:], OUT64),
-     ArgumentTypeError),  # fmt: skip
+    ("numpy-int-for-bool", "mix", lambda: (-3, 7, np.int8(1), *MIX[3:], OUT64), ArgumentTypeError),
     ("numpy-float-for-int", "mix", lambda: (np.float32(1), *MIX[1:], OUT64), ArgumentTypeError),
     ("beyond-i8", "mix", lambda: (128, *MIX[1:], OUT64), ArgumentValueError),
     ("numpy-beyond-i8", "mix", lambda: (np.int16(128), *MIX[1:], OUT64), ArgumentValueError),

@@ -351,4 +351,3 @@ def make_launcher(
         entry_points=(*(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in callbacks), 0, 0),
     )  # fmt: skip
     return pyoxide_native.Launcher(FastPlan("k", (FastParam("i32"),), None), runtime, 1, 0)
-

@@ -139,12 +139,7 @@ macro_rules! unroll {
 #[launch(persistent_tiles(c, block = (384, 1), tile = (256, 128), shared = 230_464))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_sm90(
-    a: Array2<bf16>,
-    b: Array2<bf16>,
-    c: DisjointArray2<f32>,
-    maps: &[u8],
-) {
+pub fn gemm_bf16_sm90(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<f32>, maps: &[u8]) {
     gemm_sm90_body(a, b, c, maps, |x, y| {
         u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
     })
@@ -159,12 +154,7 @@ pub fn gemm_bf16_sm90(
 #[launch(persistent_tiles(c, block = (384, 1), tile = (256, 128), shared = 230_464))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_bf16_sm90(
-    a: Array2<bf16>,
-    b: Array2<bf16>,
-    c: DisjointArray2<bf16>,
-    maps: &[u8],
-) {
+pub fn gemm_bf16_bf16_sm90(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<bf16>, maps: &[u8]) {
     // One `cvt.rn.bf16x2.f32` a pair, not `bf16::from_f32` a value (the module docs).
     gemm_sm90_body(a, b, c, maps, cvt_bf16x2_f32)
 }

@@ -93,9 +93,7 @@ class FakeDriver:
 
 
 @contextlib.contextmanager
-def native_installed(
-    fake: FakeCuda, backend_class: Any = None
-) -> Iterator[tuple[Any, FakeDriver]]:
+def native_installed(fake: FakeCuda, backend_class: Any = None) -> Iterator[tuple[Any, FakeDriver]]:
     """Install `fake` as ``cupy`` (with FakeNdarray as its ndarray) and a CuPy backend
     whose compiled launchers call a FakeDriver's entry points; (the fake module, the
     driver) while the context lasts."""

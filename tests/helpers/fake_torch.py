@@ -8,7 +8,6 @@ wraps. Installed with :func:`installed` (PyTorch is not a test dependency here).
 from __future__ import annotations
 
 import contextlib
-import sys
 import types
 from collections.abc import Iterator
 from typing import Any

@@ -201,14 +201,18 @@ impl Parse for TensorMapsSyntax {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let usage = "expected #[tensor_maps(param, array(rows = R), ...)], e.g. \
                      #[tensor_maps(maps, a(rows = 128), b(rows = 64))]";
-        let param: Ident = input.parse().map_err(|e| syn::Error::new(e.span(), usage))?;
+        let param: Ident = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), usage))?;
         let mut maps = Vec::new();
         while !input.is_empty() {
             input.parse::<Token![,]>()?;
             if input.is_empty() {
                 break;
             }
-            let array: Ident = input.parse().map_err(|e| syn::Error::new(e.span(), usage))?;
+            let array: Ident = input
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
             let content;
             parenthesized!(content in input);
             let mut options = Vec::new();

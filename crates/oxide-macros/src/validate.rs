@@ -177,8 +177,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
     let launch = launch.and_then(|l| check_launch(l, &params, launch_bounds, &mut errors));
     let cluster = cluster.and_then(|c| check_cluster(c, &mut errors));
     let variant_of = variant_of.and_then(|v| variant::check_variant(v, &name, &mut errors));
-    let tensor_maps =
-        tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &mut errors));
+    let tensor_maps = tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &mut errors));
 
     match errors.0 {
         Some(e) => Err(e),

@@ -110,7 +110,9 @@ impl Derived {
             .unbind();
         if param < layout.passed
             || param >= layout.params.len()
-            || sources.iter().any(|&s| !layout.is_array(s) || s >= layout.passed)
+            || sources
+                .iter()
+                .any(|&s| !layout.is_array(s) || s >= layout.passed)
         {
             return Err(PyValueError::new_err(
                 "a derived parameter comes after the passed ones and derives from arrays",

@@ -72,7 +72,10 @@ fn callable<'py>(py: Python<'py>, hook: &Mutex<Hook>) -> PyResult<Bound<'py, PyA
                 "the hooks of this kernel object are not set",
             ));
         };
-        (plain.clone_ref(py), hook.opaque.as_ref().map(|o| o.clone_ref(py)))
+        (
+            plain.clone_ref(py),
+            hook.opaque.as_ref().map(|o| o.clone_ref(py)),
+        )
     };
     let Some(torch) = loaded_torch(py) else {
         return Ok(plain.into_bound(py));
@@ -153,9 +156,11 @@ impl KernelBase {
                 return Ok(outcome);
             }
         }
-        let outcome = self.try_own(py, args, None)?;
-        if outcome != Outcome::Declined {
-            return Ok(outcome);
+        for launcher in &paths.launchers {
+            let outcome = launcher.get().launch(py, args, None)?;
+            if outcome != Outcome::Declined {
+                return Ok(outcome);
+            }
         }
         for kernel in &paths.instances {
             let outcome = kernel.get().try_own(py, args, None)?;
@@ -413,10 +418,10 @@ impl ConfiguredBase {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        if let Ok(state) = self.state.try_lock() {
-            if let Some(k) = &state.kernel {
-                visit.call(k)?;
-            }
+        if let Ok(state) = self.state.try_lock()
+            && let Some(k) = &state.kernel
+        {
+            visit.call(k)?;
         }
         if let Ok(hook) = self.general.try_lock() {
             hook.traverse(&visit)?;
@@ -442,7 +447,10 @@ impl ConfiguredBase {
         let me = slf.get();
         let (kernel, checked) = {
             let state = locked(&me.state);
-            (state.kernel.as_ref().map(|k| k.clone_ref(py)), state.checked)
+            (
+                state.kernel.as_ref().map(|k| k.clone_ref(py)),
+                state.checked,
+            )
         };
         if kwargs.is_none_or(|k| k.is_empty())
             && let (Some(kernel), Some(cfg)) = (&kernel, checked)

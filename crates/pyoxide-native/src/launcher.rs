@@ -263,7 +263,13 @@ impl Launcher {
         let [mut bx, by, bz] = grid.block;
         let blocks = |tile: &[u32; 3]| {
             let mut blocks = [1u64; 3];
-            for (axis, n) in layout.shape_of(buf, grid.param).iter().rev().enumerate().take(3) {
+            for (axis, n) in layout
+                .shape_of(buf, grid.param)
+                .iter()
+                .rev()
+                .enumerate()
+                .take(3)
+            {
                 blocks[axis] = n.div_ceil(u64::from(tile[axis]));
             }
             blocks

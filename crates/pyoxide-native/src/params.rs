@@ -44,10 +44,16 @@ pub struct Memory {
 pub enum Kind {
     /// A slice: packed as (u64 pointer, u64 length). `length` is its contract
     /// (`#[shapes(x[n])]`), coded as a shaped array's dims are.
-    Array { memory: Memory, length: i64 },
+    Array {
+        memory: Memory,
+        length: i64,
+    },
     /// A shaped array (`Array2<T>` …): packed as pointer, extents, strides in elements.
     /// The fast path takes C-contiguous arrays only (any layout accepts them).
-    Shaped { memory: Memory, dims: Vec<i64> },
+    Shaped {
+        memory: Memory,
+        dims: Vec<i64>,
+    },
     /// A slice no caller passes, from the derived values (derived.rs).
     Derived,
     F32,
@@ -148,7 +154,10 @@ impl Layout {
             let kind = if derived {
                 Kind::Derived
             } else {
-                if params.iter().any(|p: &Param| matches!(p.kind, Kind::Derived)) {
+                if params
+                    .iter()
+                    .any(|p: &Param| matches!(p.kind, Kind::Derived))
+                {
                     return Err(PyValueError::new_err(
                         "derived parameters come after the passed ones",
                     ));
@@ -473,15 +482,26 @@ fn array(
     let (ptr, device) = match lib.kind {
         LibKind::Cupy => {
             let strides = a.getattr(names.strides.bind(py)).ok()?;
-            if !c_contiguous(&shape[..rank], strides.cast::<PyTuple>().ok()?, memory.itemsize)? {
+            if !c_contiguous(
+                &shape[..rank],
+                strides.cast::<PyTuple>().ok()?,
+                memory.itemsize,
+            )? {
                 return None;
             }
             let data = a.getattr(names.data.bind(py)).ok()?;
-            let device: i64 = data.getattr(names.device_id.bind(py)).ok()?.extract().ok()?;
+            let device: i64 = data
+                .getattr(names.device_id.bind(py))
+                .ok()?
+                .extract()
+                .ok()?;
             (u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?, device)
         }
         LibKind::Torch => {
-            if a.getattr(names.requires_grad.bind(py)).ok()?.is_truthy().ok()?
+            if a.getattr(names.requires_grad.bind(py))
+                .ok()?
+                .is_truthy()
+                .ok()?
                 || !a
                     .call_method0(names.is_contiguous.bind(py))
                     .ok()?
@@ -490,8 +510,15 @@ fn array(
             {
                 return None; // the general path refuses a tensor that requires grad
             }
-            let device: i64 = a.call_method0(names.get_device.bind(py)).ok()?.extract().ok()?;
-            (u64_of(&a.call_method0(names.data_ptr.bind(py)).ok()?)?, device)
+            let device: i64 = a
+                .call_method0(names.get_device.bind(py))
+                .ok()?
+                .extract()
+                .ok()?;
+            (
+                u64_of(&a.call_method0(names.data_ptr.bind(py)).ok()?)?,
+                device,
+            )
         }
     };
     if device != cx.device {

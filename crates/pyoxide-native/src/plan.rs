@@ -88,7 +88,9 @@ fn read_grid(grid: &Bound<'_, PyAny>, layout: &Layout) -> PyResult<Grid> {
     let block = triple(get("block")?.extract()?);
     let positive = |xs: &[u32]| !xs.contains(&0);
     if !positive(&block) {
-        return Err(PyValueError::new_err("a grid rule's block must be positive"));
+        return Err(PyValueError::new_err(
+            "a grid rule's block must be positive",
+        ));
     }
     let kind = match kind.as_str() {
         "elements" => {

@@ -27,7 +27,6 @@ from ...errors import (
 if TYPE_CHECKING:
     from ..._fastplan import FastPlan
     from ..._manifest import Manifest, PtxArtifact
-    from .. import TensorMapRequest
 
 _ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
@@ -291,11 +290,11 @@ class CupyBackend:
             return _native.launcher(self._runtime, plan, function, device, sms)
 
     def tensor_maps(
-        self, kernel: str, device: int, stream: Any, maps: Sequence[TensorMapRequest]
+        self, kernel: str, device: int, stream: Any, maps: Sequence[Any]
     ) -> tuple[Any, int]:
-        """Encode ``maps`` (the driver's ``cuTensorMapEncodeTiled``) into a CuPy array on
-        ``device``, copied on ``stream`` (the launch's), so that it lands before the
-        kernel reads it."""
+        """Encode ``maps`` (``backends.TensorMapRequest``s) with the driver's
+        ``cuTensorMapEncodeTiled`` into a CuPy array on ``device``, copied on ``stream``
+        (the launch's), so that it lands before the kernel reads it."""
         from ._tensormap import encode_2d
 
         cp = self._cp

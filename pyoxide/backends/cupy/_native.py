@@ -23,10 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import _abi
-from ..._arrays import numpy_dtype
-from ..._devices import torch_binding
+from ..._arrays import dtype_spelling, numpy_dtype
 from ..._fastplan import FastPlan, fast_scalar_types
-from ..._native import LaunchRecord, Launcher, Runtime
+from ..._native import Launcher, LaunchRecord, Runtime
 
 # The C function behind CuPy's launches on the current stream: Cython exports a module's
 # cdef functions in its `__pyx_capi__` dict, each a capsule named by its C signature
@@ -84,6 +83,17 @@ def bind_array_type(cp: Any, cls: type) -> tuple[Any, ...] | None:
         dtypes, stream = torch_binding(torch)
         return "torch", cls, dtypes, stream, None
     return None
+
+
+def torch_binding(torch: Any) -> tuple[dict[str, Any], Any]:
+    """The ``torch.dtype`` of each Rust element type PyTorch has, and the function giving
+    a device's current stream, the one pyoxide/_devices.py's ``torch_stream`` calls."""
+    dtypes = {}
+    for t in _abi.SCALARS:
+        dtype = getattr(torch, dtype_spelling(t, "torch").split(".", 1)[1], None)
+        if dtype is not None:
+            dtypes[t] = dtype
+    return dtypes, torch._C._cuda_getCurrentRawStream
 
 
 def stream_capsule(cp: Any) -> Any | None:

@@ -12,9 +12,8 @@ import ctypes
 from functools import cache
 from typing import Any
 
-from ...errors import LaunchError
-
 from ..._abi import TENSOR_MAP_BYTES as MAP_BYTES
+from ...errors import LaunchError
 
 # cuda.h's enum values (CUtensorMapDataType, …Interleave, …Swizzle, …L2promotion,
 # …FloatOOBfill).

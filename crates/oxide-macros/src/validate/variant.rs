@@ -49,7 +49,10 @@ pub(super) fn check_tensor_maps(
         }
     }
     if t.maps.is_empty() {
-        errors.push(t.param.span(), "#[tensor_maps] lists at least one array: `a(rows = 128)`");
+        errors.push(
+            t.param.span(),
+            "#[tensor_maps] lists at least one array: `a(rows = 128)`",
+        );
         ok = false;
     }
     let mut maps = Vec::new();
@@ -66,31 +69,54 @@ pub(super) fn check_tensor_maps(
             ok = false;
         }
         let (mut rows, mut bytes, mut swizzle) = (None, 128u32, 128u32);
+        let mut rows_given = false;
         for (key, lit) in &m.options {
             let value = lit.base10_parse::<u32>().ok();
-            match (key.to_string().as_str(), value) {
-                ("rows", Some(v)) if (1..=TMA_MAX_BOX).contains(&v) => rows = Some(v),
-                ("bytes", Some(v)) if v >= TMA_ALIGN_BYTES && v.is_multiple_of(TMA_ALIGN_BYTES) => {
-                    bytes = v
+            let key_name = key.to_string();
+            let rule = match (key_name.as_str(), value) {
+                ("rows", Some(v)) if (1..=TMA_MAX_BOX).contains(&v) => {
+                    rows = Some(v);
+                    None
                 }
-                ("swizzle", Some(v)) if SWIZZLES.contains(&v) => swizzle = v,
-                (k @ ("rows" | "bytes" | "swizzle"), _) => {
+                ("bytes", Some(v)) if v >= TMA_ALIGN_BYTES && v.is_multiple_of(TMA_ALIGN_BYTES) => {
+                    bytes = v;
+                    None
+                }
+                ("swizzle", Some(v)) if SWIZZLES.contains(&v) => {
+                    swizzle = v;
+                    None
+                }
+                ("rows", _) => Some(format!(
+                    "`rows` is the box's row count, from 1 to {TMA_MAX_BOX}"
+                )),
+                ("bytes", _) => Some(format!(
+                    "`bytes` is a box row's width, a multiple of {TMA_ALIGN_BYTES} bytes"
+                )),
+                ("swizzle", _) => Some("`swizzle` is 0, 32, 64 or 128 (bytes)".to_string()),
+                (k, _) => {
                     errors.push(
-                        lit.span(),
+                        key.span(),
                         format!(
-                            "`{k}`: rows from 1 to {TMA_MAX_BOX}; bytes a multiple of {TMA_ALIGN_BYTES}; swizzle 0, 32, 64 or 128"
+                            "`{k}` is not an option of a tensor map; it takes: rows, bytes, swizzle"
                         ),
                     );
                     ok = false;
+                    continue;
                 }
-                (k, _) => {
-                    errors.push(key.span(), format!("`{k}` is not an option of a tensor map; it takes: rows, bytes, swizzle"));
-                    ok = false;
-                }
+            };
+            rows_given |= key_name == "rows";
+            if let Some(rule) = rule {
+                errors.push(lit.span(), rule);
+                ok = false;
             }
         }
         let Some(rows) = rows else {
-            errors.push(m.array.span(), format!("the map of `{}` needs `rows = R` (the box's rows)", m.array));
+            if !rows_given {
+                errors.push(
+                    m.array.span(),
+                    format!("the map of `{}` needs `rows = R` (the box's rows)", m.array),
+                );
+            }
             ok = false;
             continue;
         };
@@ -98,7 +124,9 @@ pub(super) fn check_tensor_maps(
         if bytes > widest {
             errors.push(
                 m.array.span(),
-                format!("a box row of {bytes} bytes is wider than the swizzle span ({widest} bytes)"),
+                format!(
+                    "a box row of {bytes} bytes is wider than the swizzle span ({widest} bytes)"
+                ),
             );
             ok = false;
         }
