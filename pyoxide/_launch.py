@@ -122,14 +122,10 @@ def _configured_general(configured: _Configured, args: tuple[Any, ...], kwargs: 
     configured._call_general(args, kwargs)
 
 
-def _configure(kernel: Kernel | GenericKernel, config: Any) -> tuple[_Configured, bool]:
-    """``kernel[config]``, and whether to keep it for the next ``kernel[config]``: when
-    the configuration is made of ints alone (a stream object is not kept alive)."""
-    configured = _Configured(kernel, config)
-    keep = all(
-        type(c) is int or (type(c) is tuple and all(type(x) is int for x in c)) for c in config
-    )
-    return configured, keep
+def _configure(kernel: Kernel | GenericKernel, config: Any) -> _Configured:
+    """``kernel[config]`` (kept for the next one by the compiled ``__getitem__`` when the
+    configuration is made of ints alone)."""
+    return _Configured(kernel, config)
 
 
 class Kernel(KernelBase):

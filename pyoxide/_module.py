@@ -76,6 +76,13 @@ class Module:
             if name not in launchers:  # an entry symbol wins over the generic name
                 launchers[name] = GenericKernel(name, instances)
         self._launchers = launchers
+        # `module.name` is a plain attribute read: a kernel whose name neither the class
+        # nor the instance uses lives in the instance dict (no __getattr__ call per
+        # access, nothing for torch.compile to trace); the rest (`kernels`, `name`, …)
+        # are reached through `module["name"]`.
+        for name, launcher in launchers.items():
+            if not hasattr(Module, name) and name not in self.__dict__:
+                self.__dict__[name] = launcher
         # cuda-oxide's `module.set_<name>(value)` per `#[constant]` (a kernel of that
         # name keeps it).
         for constant in manifest.constants:

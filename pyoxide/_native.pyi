@@ -69,7 +69,7 @@ class KernelBase:
     def set_hooks(
         self,
         general: Callable[[Any, tuple[Any, ...], dict[str, Any] | None], None],
-        configure: Callable[[Any, Any], tuple[Any, bool]],
+        configure: Callable[[Any, Any], Any],
         /,
     ) -> None: ...
     def install(self, launcher: Launcher, /) -> None: ...

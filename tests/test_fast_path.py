@@ -253,6 +253,11 @@ def test_a_configuration_is_checked_once(native, mod) -> None:
     assert mod.vecadd[4, 256, 0, stream] is not mod.vecadd[4, 256, 0, stream]
     with pytest.raises(ArgumentTypeError, match="kernel\\[grid, block\\]"):
         mod.vecadd[[4, 256]]  # unhashable: not kept, refused as before
+    # Equal keys of other types are not the kept configuration: each is checked itself.
+    for other in [(4.0, 256), (True, 256), (4, (256.0,))]:
+        with pytest.raises((ArgumentValueError, ArgumentTypeError)):
+            mod.vecadd[other](*[FakeNdarray(8) for _ in "abc"])
+    assert mod.vecadd[np.int64(4), 256] is not mod.vecadd[np.int64(4), 256]  # not kept
 
 
 def test_generic_kernels_pick_the_fast_instance_by_dtype(native, mod) -> None:

@@ -109,7 +109,7 @@ def test_errors_of_the_hooks_propagate(mod) -> None:
 
 def test_hooks_that_refer_back_are_collected(mod) -> None:
     kernel = pyoxide.Kernel(mod.vecadd.spec, mod.function)
-    kernel.set_hooks(lambda *a, k=kernel: None, lambda k, config: ((k, config), True))
+    kernel.set_hooks(lambda *a, k=kernel: None, lambda k, config: (k, config))
     assert kernel[1, 32] == (kernel, (1, 32))  # a kept configuration refers back too
     alive = weakref.ref(kernel)
     del kernel

@@ -7,8 +7,8 @@
 //! variants: faster kernels of other modules for some calls) and after them (a generic
 //! kernel's instances), and two hooks, passed in by its Python class: `general(kernel,
 //! args, kwargs)`, the general path, for any call no launcher takes, and
-//! `configure(kernel, config) -> (configured, keep)` for `kernel[config]`, whose result
-//! is kept per config when `keep`.
+//! `configure(kernel, config) -> configured` for `kernel[config]`, whose result is kept
+//! per config when the config is made of ints alone.
 //!
 //! Hooks run Python code. When PyTorch has been imported, they are called through
 //! `torch.compiler.disable` (made once per hook), so that a `torch.compile`d function
@@ -19,7 +19,7 @@
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::launcher::{Launcher, Outcome, parse_config};
@@ -187,7 +187,7 @@ impl KernelBase {
     }
 
     /// Set the general path, `general(kernel, args, kwargs)`, and `configure(kernel,
-    /// config) -> (configured, keep)`.
+    /// config) -> configured`.
     fn set_hooks(&self, general: Py<PyAny>, configure: Py<PyAny>) {
         let old = (
             locked(&self.general).set(general),
@@ -321,21 +321,23 @@ impl KernelBase {
         Ok(())
     }
 
-    /// `kernel[config]`: the configured call kept for `config`, else the configure hook.
+    /// `kernel[config]`: the configured call kept for `config`, else the configure hook's
+    /// (kept when the configuration is made of ints alone).
     fn __getitem__<'py>(
         slf: &Bound<'py, Self>,
         config: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let me = slf.get();
+        let keep = of_ints(config);
         let configs = locked(&me.configs).as_ref().map(|c| c.clone_ref(py));
-        if let Some(configs) = &configs
-            && let Ok(Some(kept)) = configs.bind(py).get_item(config)
+        if keep
+            && let Some(configs) = &configs
+            && let Some(kept) = configs.bind(py).get_item(config)?
         {
             return Ok(kept);
         }
-        let made = callable(py, &me.configure)?.call1((slf, config))?;
-        let (configured, keep): (Bound<'py, PyAny>, bool) = made.extract()?;
+        let configured = callable(py, &me.configure)?.call1((slf, config))?;
         if keep {
             let configs = match configs {
                 Some(c) if c.bind(py).len() < MAX_CONFIGS => c,
@@ -349,6 +351,18 @@ impl KernelBase {
         }
         Ok(configured)
     }
+}
+
+/// Whether `config` is a tuple of exact ints and tuples of exact ints: a key that equals
+/// only itself (`(1.0, 256) == (1, 256)` and `True == 1` would reach another's entry),
+/// and keeps no other object alive.
+fn of_ints(config: &Bound<'_, PyAny>) -> bool {
+    let ints = |t: &Bound<'_, PyTuple>| t.iter().all(|x| x.is_exact_instance_of::<PyInt>());
+    config.cast_exact::<PyTuple>().is_ok_and(|t| {
+        t.iter().all(|c| {
+            c.is_exact_instance_of::<PyInt>() || c.cast_exact::<PyTuple>().is_ok_and(&ints)
+        })
+    })
 }
 
 /// What a configured call needs besides the arguments, set by `_Configured.__init__`.
