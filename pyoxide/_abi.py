@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 7
+MANIFEST_SCHEMA_VERSION = 8
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 1
 
@@ -179,6 +179,19 @@ TENSOR_MAP_BYTES = 128
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
 ONE_D_POLICIES = frozenset({"elementwise", "grid_stride"})
+
+# Tuning (src/tune.rs).
+TUNE_REPORT_VERSION = 1
+TUNED_FILE_VERSION = 1
+MAX_TUNE_CANDIDATES = 64
+EMULATOR_DEVICE = "emulator"
+EMULATOR_ARCH = "emu"
+# Launch parameters #[tune] takes, and the launch policies that have each.
+TUNABLE_LAUNCH: dict[str, frozenset[str]] = {
+    "block": frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row"}),
+    "per_thread": frozenset({"elementwise", "grid_stride"}),
+    "blocks_per_sm": frozenset({"grid_stride", "persistent_tiles"}),
+}
 
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")

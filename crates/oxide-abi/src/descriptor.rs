@@ -59,6 +59,10 @@ pub struct KernelDescriptor {
     /// (no caller passes it). Absent for kernels without TMA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_maps: Option<TensorMaps>,
+    /// `#[tune(...)]` (schema 8): the kernel's tuned const generics and launch
+    /// parameters with their candidates (crate::tune). Absent for kernels without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<crate::tune::Tune>,
     /// Where the kernel is defined, for messages.
     pub source: SourceLocation,
 }
@@ -376,6 +380,16 @@ mod tests {
             variant_of: Some("saxpy_plain".into()),
             shared_bytes: Some(4096),
             tensor_maps: None,
+            tune: Some(crate::tune::Tune {
+                consts: vec![crate::tune::TuneConst {
+                    param: "N".into(),
+                    values: vec!["4".into(), "8".into()],
+                }],
+                launch: vec![crate::tune::TuneLaunch {
+                    param: "block".into(),
+                    values: vec![128, 256],
+                }],
+            }),
             source: SourceLocation {
                 module: "k".into(),
                 file: "src/lib.rs".into(),
