@@ -26,6 +26,7 @@ from ._policy_spec import (
 )
 from ._records import RecordLayout, parse_record
 from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
+from ._tune_spec import TunedChoice, TuneSpec, read_choices, read_tune
 from .errors import ArtifactError, ManifestError
 
 #: Newest manifest schema this reader understands.
@@ -104,6 +105,8 @@ class KernelSpec:
     #: `#[tensor_maps(...)]`: the derived parameter holding them, and the maps.
     maps_param: str | None = None
     tensor_maps: tuple[TensorMapSpec, ...] = ()
+    #: `#[tune(...)]` (pyoxide/_tune_spec.py): its tuned consts and launch parameters.
+    tune: TuneSpec | None = None
 
     @property
     def passed_params(self) -> tuple[ParamSpec, ...]:
@@ -188,6 +191,8 @@ class Manifest:
     # Whether the PTX fuses a multiply and an add into one rounding (`codegen.fmad`,
     # schema 6; older builds did not). The emulator always rounds them apart.
     fmad: bool = False
+    # Tuned choices `pyoxide build --tuned` put here (schema 8; pyoxide/_tune_spec.py).
+    tuned: tuple[TunedChoice, ...] = field(default=())
 
     @property
     def archs(self) -> list[str]:
@@ -261,7 +266,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         value,
         "$",
         ["schema", "crate", "profile", "toolchain", "sources", "artifacts", "kernels"],
-        ["emulator", "constants", "codegen"],
+        ["emulator", "constants", "codegen", "tuned"],
     )
     codegen = c.obj(top.get("codegen", {"fmad": False}), "codegen", ["fmad"])
     crate = c.obj(top["crate"], "crate", ["name", "version", "manifest_path"])
@@ -319,6 +324,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         kernels=tuple(kernels),
         constants=parse_constants(c, top.get("constants", []), "constants"),
         fmad=c.bool_(codegen["fmad"], "codegen.fmad"),
+        tuned=read_choices(c, top.get("tuned", []), "tuned"),
     )
 
 
@@ -363,6 +369,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
             "variant_of",
             "shared_bytes",
             "tensor_maps",
+            "tune",
         ],
         closed=False,
     )
@@ -436,4 +443,5 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         shared_bytes=shared,
         maps_param=maps_param,
         tensor_maps=maps,
+        tune=None if k.get("tune") is None else read_tune(c, k["tune"], w + ".tune"),
     )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import _constants, _knobs
 from ._build import Echo, Profile, find_cargo_oxide
 from ._manifest import Manifest, read_manifest
+from ._tune_space import family_key, is_hand_pick
 from .errors import LoadError, PyoxideError, ToolchainError
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Module:
     """The kernels of one built crate. ``module.saxpy(...)`` launches ``saxpy``;
     ``module["name"]`` works for names that clash with attributes or keywords."""
 
-    def __init__(self, manifest: Manifest) -> None:
+    def __init__(self, manifest: Manifest, *, tuned: bool = True) -> None:
         # The launch runtime (and its native module) loads with the first Module, not at
         # `import pyoxide`.
         try:
@@ -70,12 +71,24 @@ class Module:
         for spec in manifest.kernels:
             kernel = Kernel(spec, self.function)
             launchers[spec.entry] = kernel
-            if spec.instance:
+            # A tuned kernel's other candidates have their entries only: the name is
+            # the hand pick's (pyoxide/_tune_space.py).
+            if spec.instance and is_hand_pick(spec):
                 generic.setdefault(spec.name, []).append(kernel)
         for name, instances in generic.items():
-            if name not in launchers:  # an entry symbol wins over the generic name
-                launchers[name] = GenericKernel(name, instances)
+            if name in launchers:
+                continue  # an entry symbol wins over the generic name
+            only_tuned = len(instances) == 1 and family_key(instances[0].spec)[1] == ()
+            launchers[name] = instances[0] if only_tuned else GenericKernel(name, instances)
         self._launchers = launchers
+        #: The tuned choices plain calls run (pyoxide/_tuned.py): the manifest's and, for
+        #: a build tuned here, pyoxide tune's cache's; none with tuned=False.
+        self.tuned: list[Any] = []
+        if tuned:
+            from . import _tuned, _tune_store
+
+            choices = _tune_store.choices_for(manifest)
+            self.tuned = _tuned.install(launchers, manifest.kernels, self.function, choices)
         # `module.name` is a plain attribute read: a kernel whose name neither the class
         # nor the instance uses lives in the instance dict (no __getattr__ call per
         # access, nothing for torch.compile to trace); the rest (`kernels`, `name`, …)
@@ -134,7 +147,10 @@ class Module:
         for spec in variants.manifest.kernels:
             target = self._launchers.get(spec.variant_of) if spec.variant_of else None
             if isinstance(target, Kernel):
-                target.set_variants([*target.variants, variants[spec.entry]])
+                # Before the tuned choices, which were measured among the kernel's own.
+                tuned = [v for v in target.variants if v in self.tuned]
+                declared = [v for v in target.variants if v not in self.tuned]
+                target.set_variants([*declared, variants[spec.entry], *tuned])
                 wired.append(target.name)
         return wired
 
@@ -200,6 +216,7 @@ def load(
     rebuild: bool = False,
     echo: Echo | None = None,
     emulator: str | os.PathLike[str] | None = None,
+    tuned: bool = True,
 ) -> Module:
     """Load a kernel crate as a :class:`Module`.
 
@@ -211,12 +228,15 @@ def load(
     ``emulator``, with a manifest: the crate's CPU emulator library when it was built
     apart from the PTX (a ``pyoxide new`` wheel: maturin's host build of the crate is
     the emulator, the manifest comes from ``pyoxide build --no-emu``).
+
+    ``tuned=False``: plain calls run the hand-picked configurations, not the tuned
+    choices of the manifest and of ``pyoxide tune``'s cache (docs/guide/tuning.md).
     """
     if isinstance(path_or_manifest, Manifest):
-        return Module(_with_emulator(path_or_manifest, emulator))
+        return Module(_with_emulator(path_or_manifest, emulator), tuned=tuned)
     path = Path(path_or_manifest)
     if path.is_file() and path.name.endswith(".json"):
-        return Module(_with_emulator(read_manifest(path), emulator))
+        return Module(_with_emulator(read_manifest(path), emulator), tuned=tuned)
     if emulator is not None:
         raise LoadError(
             f"load({str(path)!r}, emulator=…): an emulator library goes with a manifest, "
@@ -231,7 +251,7 @@ def load(
         if echo is None and _knobs.verbose():
             echo = _stderr
         manifest = ensure_built(path, arch=archs, profile=profile, rebuild=rebuild, echo=echo)
-        return Module(read_manifest(manifest))
+        return Module(read_manifest(manifest), tuned=tuned)
     raise LoadError(
         f"{path} is neither a kernel crate (a folder with Cargo.toml) nor a manifest "
         "(<crate>.manifest.json). Fix: pass one of those."
@@ -275,7 +295,7 @@ def _has_cargo_oxide() -> bool:
     return True
 
 
-def _load_bundled(crate: str, arch: str | None) -> Module | None:
+def _load_bundled(crate: str, arch: str | None, tuned: bool = True) -> Module | None:
     """An installed pyoxide loads the artifacts that ship in pyoxide/_prebuilt. A source
     checkout with a Rust toolchain builds from source instead (cached: a no-op while
     nothing changed), since a _prebuilt there may be older than the source beside it;
@@ -285,19 +305,20 @@ def _load_bundled(crate: str, arch: str | None) -> Module | None:
     source = bundled_crate_dir(crate)
     if source is not None and (prebuilt is None or _has_cargo_oxide()):
         try:
-            return load(source, arch=arch)
+            return load(source, arch=arch, tuned=tuned)
         except ToolchainError:
             if prebuilt is None:
                 raise
             # cargo-oxide is there (a checkout's pyoxide/_bin copy) but not the Rust
             # toolchain it drives: a machine the artifacts were carried to.
-    return load(prebuilt) if prebuilt is not None else None
+    return load(prebuilt, tuned=tuned) if prebuilt is not None else None
 
 
-def load_bundled() -> Module:
+def load_bundled(*, tuned: bool = True) -> Module:
     """The bundled ``kernels_rs``, with the variants of ``kernels_sm90a`` (``gemm_bf16``'s
-    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py)."""
-    module = _load_bundled(BUNDLED_CRATE, None)
+    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py); ``tuned=False``:
+    without tuned choices (the hand-picked configurations)."""
+    module = _load_bundled(BUNDLED_CRATE, None, tuned)
     if module is None:
         raise LoadError(
             "the bundled kernels are missing: no prebuilt artifacts in pyoxide/_prebuilt and "

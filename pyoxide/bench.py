@@ -24,7 +24,7 @@ from ._verify_case import compare, param_names
 from .spec import Case, Shape, Spec
 from .verify import instance
 
-__all__ = ["Table", "bench_crate", "bench_spec", "render_report", "table"]
+__all__ = ["Table", "bench_crate", "bench_spec", "progress_bar", "render_report", "table"]
 
 BENCH_REPORT_VERSION = 1
 #: The copy that sets the bandwidth ceiling: 2^26 float32 (256 MiB), far past the L2.
@@ -122,7 +122,7 @@ def bench_spec(
     return row
 
 
-def _progress(total: int) -> Callable[[str], None]:
+def progress_bar(total: int) -> Callable[[str], None]:
     """A tqdm bar on stderr when tqdm is installed, else one line per step."""
     try:
         from tqdm import tqdm
@@ -168,7 +168,7 @@ def bench_crate(
     peaks = peak_flops(cp)
     peaks["f64"] = peaks["f32"] / 2  # sm_80/sm_90 data-centre parts: FP64 at half FP32
     ceilings = {"copy_gbs": copy_gbs, "copy_how": copy_how, "peak_flops": peaks}
-    step = _progress(len(plan)) if progress else (lambda label: None)
+    step = progress_bar(len(plan)) if progress else (lambda label: None)
     rows = []
     first: set[str] = set()
     for spec, shape in plan:

@@ -11,6 +11,7 @@ from .build import build_command
 from .doctor import doctor_command
 from .inspect import inspect_command
 from .new import new_command
+from .tune import tune_command
 from .verify import verify_command
 
 __all__ = ["cli", "main"]
@@ -30,6 +31,7 @@ cli.add_command(build_command)
 cli.add_command(doctor_command)
 cli.add_command(inspect_command)
 cli.add_command(new_command)
+cli.add_command(tune_command)
 cli.add_command(verify_command)
 
 

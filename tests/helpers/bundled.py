@@ -200,3 +200,13 @@ def half_kernels_manifest() -> Path:
     """Kernels over f16 and bf16 (tests/fixtures/half_kernels, target/oxide/half_kernels)."""
     crate = REPO / "tests" / "fixtures" / "half_kernels"
     return fixture_manifest(crate, REPO / "target" / "oxide" / "half_kernels")
+
+
+TUNED_KERNELS = REPO / "tests" / "fixtures" / "tuned_kernels"
+
+
+@functools.cache
+def tuned_kernels_manifest() -> Path:
+    """`#[tune]` kernels (tests/fixtures/tuned_kernels) with their specs, built into the
+    crate's untracked prebuilt/ (carry it to the GPU machine)."""
+    return fixture_manifest(TUNED_KERNELS, TUNED_KERNELS / "prebuilt")

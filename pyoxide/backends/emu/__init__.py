@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ... import _abi
 from ..._arrays import HOST
 from ...errors import (
     BackendUnavailableError,
@@ -84,6 +85,9 @@ class EmuBackend:
 
     def device_of_pointer(self, ptr: int) -> int | None:
         return 0
+
+    def device_identity(self, device: int) -> tuple[str, str]:
+        return _abi.EMULATOR_DEVICE, _abi.EMULATOR_ARCH
 
     def multiprocessors(self, device: int) -> int:
         # The emulator runs a launch's blocks on the machine's cores.
