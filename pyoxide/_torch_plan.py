@@ -14,7 +14,8 @@ Each kernel whose parameters PyTorch can express gets two forms, overloads of on
 
 Scalars become ``float`` (f16 … f64), ``SymInt`` (integers: a size traced by
 ``torch.compile(dynamic=True)`` stays symbolic) or ``bool``. Kernels with a parameter a
-schema cannot carry (a raw pointer, a struct by value) get no op.
+schema cannot carry (a raw pointer, a struct by value), or whose calls need an explicit
+``[grid, block]``, get no op.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from . import _abi
 from ._manifest import KernelSpec, Manifest, ParamSpec
+from ._policy import needs_configuration
 
 #: The prefix of each crate's operator namespace: ``torch.ops.pyoxide_<crate>``.
 NAMESPACE_PREFIX = "pyoxide_"
@@ -158,6 +160,8 @@ def plan_kernel(name: str, instances: Sequence[KernelSpec]) -> OpPlan | str:
             return why
     if not any(p.is_array and p.mutable for p in params):
         return "it has no output (no mutable array parameter)"
+    if needs_configuration(instances[0]):
+        return "a call needs an explicit launch configuration (kernel[grid, block])"
     inputs = tuple(
         i for i, p in enumerate(params)
         if not (p.is_array and p.mutable) or p.kind in _IN_OUT
