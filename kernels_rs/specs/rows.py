@@ -164,6 +164,14 @@ def _softmax_bw(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     return {"grad_x": y * (g - (y * g).sum(axis=1, keepdims=True))}
 
 
+def _softmax_bw_scale(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
+    """The size of the terms: y · (|grad_out| + Σ y · |grad_out|). Where a row is peaked
+    (one y near 1), grad_out − Σ y · grad_out cancels, and float32's sum of y · grad_out
+    errs by a fraction of the terms, not of the small difference."""
+    y, g = a["out"].astype(F64), np.abs(a["grad_out"].astype(F64))
+    return {"grad_x": y * (g + (y * g).sum(axis=1, keepdims=True))}
+
+
 def _torch_softmax_bw(a: dict[str, Any]) -> Any:
     import torch
 
@@ -177,6 +185,7 @@ SOFTMAX_BACKWARD = Spec(
     outputs={"grad_x": Out(_same)},
     shapes=_rows,
     reference=_softmax_bw,
+    scale=_softmax_bw_scale,
     tolerance=lambda case: tol(np.float32, compound=True),
     bytes=lambda case: 12 * _elems(case),
     flops=lambda case: 4 * _elems(case),
@@ -207,6 +216,16 @@ def _ln_bw(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     return {"grad_x": rstd[:, None] * (g - mean_g - xhat * mean_gx), "mean": mean, "rstd": rstd}
 
 
+def _ln_bw_scale(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
+    """The size of grad_x's three terms (which cancel): rstd · (|g| + mean |g| + |x̂| ·
+    mean |g · x̂|); mean and rstd are compared plainly."""
+    mean, rstd = _stats(a["x"])
+    xhat = np.abs((a["x"].astype(F64) - mean[:, None]) * rstd[:, None])
+    g = np.abs(a["grad_out"].astype(F64) * a["weight"])
+    terms = g + g.mean(axis=1, keepdims=True) + xhat * (g * xhat).mean(axis=1, keepdims=True)
+    return {"grad_x": rstd[:, None] * terms}
+
+
 def _torch_ln_bw(mask: list[bool]) -> Any:
     """torch's layer norm backward for the gradients in `mask` (input, weight, bias)."""
 
@@ -229,6 +248,7 @@ LAYERNORM_BACKWARD = Spec(
     outputs={"grad_x": Out(_same), "mean": Out(_rows_of), "rstd": Out(_rows_of)},
     shapes=_rows,
     reference=_ln_bw,
+    scale=_ln_bw_scale,
     tolerance=lambda case: tol(np.float32, compound=True),
     bytes=lambda case: 12 * _elems(case),
     flops=lambda case: 12 * _elems(case),
