@@ -70,8 +70,9 @@ def ops(module: Module) -> TorchOps:
 
 
 class TorchOps:
-    """``ops.<kernel>`` is the op ``torch.ops.pyoxide_<crate>.<kernel>``: call it with
-    the inputs for the out-of-place form, ``.out(...)`` with the kernel's own arguments.
+    """``ops.<kernel>`` (or ``ops["<kernel>"]``) is the op
+    ``torch.ops.pyoxide_<crate>.<kernel>``: call it with the inputs for the out-of-place
+    form, ``.out(...)`` with the kernel's own arguments.
     ``skipped`` says, by kernel, why one has no op or no out-of-place form."""
 
     def __init__(self, module: Module) -> None:
@@ -85,13 +86,23 @@ class TorchOps:
                 self.skipped[p.name] = f"no out-of-place form: {p.no_functional}"
         self._ns = _register(self.namespace, plans, module)
         self._pair_backward_kernels()
+        # Plain attributes (no __getattr__ per call), but for names this class uses:
+        # those stay reachable as ops["name"].
+        packets = getattr(torch.ops, self.namespace)
+        for name in self.plans:
+            if not hasattr(type(self), name):
+                self.__dict__[name] = getattr(packets, name)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name not in self.__dict__.get("plans", {}):
-            why = self.__dict__.get("skipped", {}).get(name)
-            raise AttributeError(
-                f"{self.namespace} has no op '{name}'" + (f": {why}" if why else "")
-            )
+        # Only names that are no op come here (the ops are instance attributes).
+        why = self.__dict__.get("skipped", {}).get(name)
+        raise AttributeError(
+            f"{self.__dict__.get('namespace')} has no op '{name}'" + (f": {why}" if why else "")
+        )
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.plans:
+            raise KeyError(f"{self.namespace} has no op '{name}': {self.skipped.get(name, '')}")
         return getattr(getattr(torch.ops, self.namespace), name)
 
     def __iter__(self) -> Iterator[str]:
