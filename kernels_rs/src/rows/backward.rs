@@ -11,7 +11,7 @@
 //! few passes over a row, the later ones mostly from L2. Scalar loads throughout: these
 //! are correct and coalesced, not tuned to the roofline as the forward kernels are.
 
-use super::access::{block_allreduce, block_rows, check_block, Share};
+use super::access::{Share, block_allreduce, block_rows, check_block};
 use oxide_device::ldst::ReadOnlyLoad;
 use oxide_device::prelude::*;
 
@@ -54,7 +54,9 @@ pub fn softmax_rows_backward(
         // One reduction a row: alternate the buffers (block_allreduce's rule).
         let dots = if i % 2 == 0 { &DOTS_EVEN } else { &DOTS_ODD };
         // SAFETY: c < cols, in the row.
-        let dot = row_sum(s, dots, |c| unsafe { f32::load_nc(y.add(c)) * f32::load_nc(dy.add(c)) });
+        let dot = row_sum(s, dots, |c| unsafe {
+            f32::load_nc(y.add(c)) * f32::load_nc(dy.add(c))
+        });
         let mut col = s.t as usize;
         while col < cols {
             // SAFETY: col < cols; this thread's column of a row only this block writes.
