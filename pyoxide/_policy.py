@@ -73,6 +73,13 @@ def validates_grid(spec: KernelSpec) -> bool:
     return policy is not None and policy.kind in _GRID_HAS_MEANING
 
 
+def needs_configuration(spec: KernelSpec) -> bool:
+    """Whether a plain call (no grid, no block) is refused by :func:`configure`: no policy
+    sizes the grid, or the block size is part of the result (``segments``)."""
+    policy = policy_of(spec)
+    return policy is None or policy.kind == "segments"
+
+
 def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     """``(param, block, elements per block)`` when a plain call launches
     ``ceil(len(param) / elements per block)`` blocks of ``block`` threads (elementwise
