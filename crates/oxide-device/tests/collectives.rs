@@ -58,7 +58,16 @@ pub fn block_stats(x: &[f32], ints: &[i64], mut out: DisjointSlice<[f32; 8]>) {
     let w = block::reduce(Welford::EMPTY.push(v), combine::welford);
     let counted = block::sum(1u32);
     if let Some(o) = thread::block_leader_index().and_then(|b| out.get_mut(b)) {
-        *o = [best, at as f32, sum, low as f32, high, again, w.variance(), counted as f32];
+        *o = [
+            best,
+            at as f32,
+            sum,
+            low as f32,
+            high,
+            again,
+            w.variance(),
+            counted as f32,
+        ];
     }
 }
 
@@ -71,7 +80,10 @@ fn block_collectives_combine_every_thread_for_any_warp_count() {
             .iter()
             .map(|&r| (r % 17) as f32 - 8.0)
             .collect();
-        let ints: Vec<i64> = data(n, 7).iter().map(|&r| i64::from(r) - (1 << 31)).collect();
+        let ints: Vec<i64> = data(n, 7)
+            .iter()
+            .map(|&r| i64::from(r) - (1 << 31))
+            .collect();
         let out = vec![[f32::NAN; 8]; grid as usize];
         let args = [slice(&x), slice(&ints), slice(&out)].concat();
         run(__oxide_host_block_stats, grid, block, &args);
@@ -82,12 +94,22 @@ fn block_collectives_combine_every_thread_for_any_warp_count() {
             let sum: f32 = part.iter().sum();
             let mean = sum / block as f32;
             let var = part.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / block as f32;
-            let low = ints[b * block as usize..][..block as usize].iter().min().unwrap();
+            let low = ints[b * block as usize..][..block as usize]
+                .iter()
+                .min()
+                .unwrap();
             let got = out[b];
             assert_eq!((got[0], got[1]), (max, first as f32), "block {block}");
-            assert_eq!((got[2], got[3], got[4]), (sum, *low as f32, max), "block {block}");
+            assert_eq!(
+                (got[2], got[3], got[4]),
+                (sum, *low as f32, max),
+                "block {block}"
+            );
             assert_eq!((got[5], got[7]), (2.0 * sum, block as f32), "block {block}");
-            assert!((got[6] - var).abs() <= 1e-3 * var.max(1.0), "block {block}: {got:?}");
+            assert!(
+                (got[6] - var).abs() <= 1e-3 * var.max(1.0),
+                "block {block}: {got:?}"
+            );
         }
     }
 }
@@ -107,8 +129,16 @@ pub fn centre_rows(x: Array2<f32>, w: &[f32], mut out: DisjointArray2<f32>) {
 
 #[test]
 fn rows_of_any_length_are_read_through_the_cache_and_written_once() {
-    for (rows, cols, block) in [(3usize, 1usize, 32u32), (4, 37, 32), (2, 300, 64), (2, 3000, 96)] {
-        let x: Vec<f32> = data(rows * cols, 3).iter().map(|&r| (r % 9) as f32).collect();
+    for (rows, cols, block) in [
+        (3usize, 1usize, 32u32),
+        (4, 37, 32),
+        (2, 300, 64),
+        (2, 3000, 96),
+    ] {
+        let x: Vec<f32> = data(rows * cols, 3)
+            .iter()
+            .map(|&r| (r % 9) as f32)
+            .collect();
         let w: Vec<f32> = (0..cols).map(|c| (c % 5) as f32 - 2.0).collect();
         let out = vec![f32::NAN; rows * cols];
         let shape = |p: &[f32]| [p.as_ptr() as u64, rows as u64, cols as u64, cols as u64, 1];
@@ -119,7 +149,11 @@ fn rows_of_any_length_are_read_through_the_cache_and_written_once() {
             let mean = row.iter().sum::<f32>() / cols as f32;
             for c in 0..cols {
                 let want = (row[c] - mean) * w[c] + c as f32;
-                assert_eq!(out[r * cols + c], want, "{rows}x{cols} block {block} ({r}, {c})");
+                assert_eq!(
+                    out[r * cols + c],
+                    want,
+                    "{rows}x{cols} block {block} ({r}, {c})"
+                );
             }
         }
     }
