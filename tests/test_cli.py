@@ -135,7 +135,7 @@ def test_inspect(runner: CliRunner, tmp_path: Path) -> None:
     assert r.exit_code == ExitCode.NOT_FOUND and "kernels: accumulate" in r.stderr
     r = runner.invoke(cli, ["inspect", "saxpy", str(manifest), "--arch", "sm_70"])
     assert r.exit_code == ExitCode.NOT_FOUND
-    manifest.write_text(json.dumps({"schema": MANIFEST_SCHEMA_VERSION + 1}))
+    manifest.write_text(f'{{"schema": {MANIFEST_SCHEMA_VERSION + 1}}}')
     r = runner.invoke(cli, ["inspect", "saxpy", str(manifest)])
     assert r.exit_code == ExitCode.LOAD_FAILED and "newer" in r.stderr
 
