@@ -104,6 +104,9 @@ class KernelSpec:
     #: `#[tensor_maps(...)]`: the derived parameter holding them, and the maps.
     maps_param: str | None = None
     tensor_maps: tuple[TensorMapSpec, ...] = ()
+    #: The full-warp collective its code runs (schema 8, from the link step): it takes
+    #: only blocks of whole warps.
+    whole_warps: str | None = None
 
     @property
     def passed_params(self) -> tuple[ParamSpec, ...]:
@@ -363,6 +366,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
             "variant_of",
             "shared_bytes",
             "tensor_maps",
+            "whole_warps",
         ],
         closed=False,
     )
@@ -436,4 +440,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         shared_bytes=shared,
         maps_param=maps_param,
         tensor_maps=maps,
+        whole_warps=None
+        if k.get("whole_warps") is None
+        else c.str_(k["whole_warps"], w + ".whole_warps"),
     )

@@ -93,6 +93,7 @@ pub fn module_source() -> String {
         w,
         "# CUDA limits (src/limits.rs).\n\
          MAX_THREADS_PER_BLOCK = {}\n\
+         WARP_SIZE = {}\n\
          MAX_BLOCK_DIM = {}\n\
          MAX_GRID_DIM = {}\n\
          DEFAULT_DYNAMIC_SHARED_BYTES = {}\n\
@@ -108,6 +109,7 @@ pub fn module_source() -> String {
          TMA_MAX_BOX = {}\n\
          TENSOR_MAP_BYTES = {}\n\n",
         limits::MAX_THREADS_PER_BLOCK,
+        limits::WARP_SIZE,
         dim(limits::MAX_BLOCK_DIM),
         dim(limits::MAX_GRID_DIM),
         limits::DEFAULT_DYNAMIC_SHARED_BYTES,
