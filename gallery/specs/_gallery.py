@@ -37,6 +37,10 @@ def elements(shape: Shape) -> int:
     return int(np.prod(shape))
 
 
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 # --- the CUDA C++ twins -------------------------------------------------------------------
 
 
@@ -66,12 +70,16 @@ def per_row(cols: int) -> tuple[int, int]:
     n4 = cols // 4
     vpt = next((v for v in (1, 2, 4, 8, 16) if n4 <= 512 * v), None)
     if vpt is None:
-        raise ValueError(f"rows of {cols} columns do not fit the twin's registers (16 × 512 float4)")
-    threads = max(32, -(-(-(-n4 // vpt)) // 32) * 32)
+        raise ValueError(
+            f"rows of {cols} columns do not fit the twin's registers (16 × 512 float4)"
+        )
+    threads = 32 * max(1, ceil_div(ceil_div(n4, vpt), 32))
     return vpt, threads
 
 
-def row_twin(stem: str, name: str, x: Any, make_args: Callable[[int], tuple[Any, ...]]) -> Callable[[], Any]:
+def row_twin(
+    stem: str, name: str, x: Any, make_args: Callable[[int], tuple[Any, ...]]
+) -> Callable[[], Any]:
     """A one-block-per-row twin over the (rows, cols) matrix `x`: the instance for the
     row length, launched with the arguments `make_args(cols)`."""
     rows, cols = x.shape
@@ -94,3 +102,15 @@ def torch_of(*arrays: Any) -> tuple[Any, ...]:
     import torch
 
     return tuple(torch.from_dlpack(a) for a in arrays)
+
+
+def peer_outputs(names: list[str], args: Args, result: Any) -> dict[str, Any]:
+    """A peer's outputs by name: the output arrays of `args` when the peer wrote them
+    (returned None, as the twins do), else what it returned (one array, or a tuple in
+    the order of `names`, as the PyTorch peers do)."""
+    if result is None:
+        return {n: args[n] for n in names}
+    results = result if isinstance(result, tuple) else (result,)
+    if len(results) != len(names):
+        raise ValueError(f"a peer returned {len(results)} arrays for outputs {names}")
+    return dict(zip(names, results, strict=True))

@@ -11,7 +11,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, Spec
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, torch_of, twin_kernel, vec4  # noqa: E402
+from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, torch_of, twin_kernel, vec4
 
 
 def _vocab(case: Case) -> int:

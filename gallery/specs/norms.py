@@ -11,7 +11,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, Spec, tol
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, f32, row_shapes, row_twin, torch_of  # noqa: E402
+from _gallery import BENCH_2D, TORCH, TWIN, elements, f32, row_shapes, row_twin, torch_of
 
 F64 = np.float64
 EPS = 1e-6

@@ -11,7 +11,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, Spec, tol
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_1D, TORCH, TWIN, torch_of, twin_kernel  # noqa: E402
+from _gallery import BENCH_1D, TORCH, TWIN, torch_of, twin_kernel
 
 F64 = np.float64
 

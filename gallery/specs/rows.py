@@ -12,7 +12,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, Spec, tol
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, row_twin, torch_of  # noqa: E402
+from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, row_twin, torch_of
 
 F64 = np.float64
 
@@ -126,7 +126,9 @@ LOG_SOFTMAX = Spec(
     outputs={"out": Out(lambda case: case.shape)},
     shapes=row_shapes,
     reference=lambda a, case: {"out": a["x"].astype(F64) - _logsumexp(a["x"].astype(F64))},
-    scale=lambda a, case: {"out": np.abs(a["x"].astype(F64)) + np.abs(_logsumexp(a["x"].astype(F64)))},
+    scale=lambda a, case: {
+        "out": np.abs(a["x"].astype(F64)) + np.abs(_logsumexp(a["x"].astype(F64)))
+    },
     tolerance=lambda case: tol(np.float32, compound=True),
     bytes=lambda case: 8 * elements(case.shape),
     flops=lambda case: 4 * elements(case.shape),
