@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 6
+MANIFEST_SCHEMA_VERSION = 7
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 1
 
@@ -162,6 +162,7 @@ PARAM_KINDS: dict[str, Kind] = {
 
 # CUDA limits (src/limits.rs).
 MAX_THREADS_PER_BLOCK = 1024
+WARP_SIZE = 32
 MAX_BLOCK_DIM = (1024, 1024, 64)
 MAX_GRID_DIM = (2147483647, 65535, 65535)
 DEFAULT_DYNAMIC_SHARED_BYTES = 49152
@@ -175,7 +176,7 @@ MAX_CLUSTER_SIZE = 8
 MIN_CLUSTER_ARCH = 90
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
-ONE_D_POLICIES = frozenset({"elementwise", "grid_stride"})
+ONE_D_POLICIES = frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row", "segments"})
 
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")

@@ -90,6 +90,8 @@ class KernelSpec:
     launch_bounds: LaunchBounds | None = None
     launch: LaunchPolicy | None = None
     cluster: tuple[int, int, int] | None = None  # #[cluster_launch(x, y, z)]
+    # The full-warp collective its code runs (schema 7): it needs whole warps.
+    whole_warps: str | None = None
 
     @property
     def signature(self) -> str:
@@ -333,7 +335,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         value,
         w,
         ["version", "name", "entry", "params", "source"],
-        ["instance", "is_unsafe", "launch_bounds", "launch", "cluster"],
+        ["instance", "is_unsafe", "launch_bounds", "launch", "cluster", "whole_warps"],
         closed=False,
     )
     version = c.uint(k["version"], w + ".version")
@@ -394,4 +396,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         if k.get("launch") is None
         else read_launch_policy(c, k["launch"], w + ".launch", params),
         cluster=None if k.get("cluster") is None else read_cluster(c, k["cluster"], w + ".cluster"),
+        whole_warps=None
+        if k.get("whole_warps") is None
+        else c.str_(k["whole_warps"], w + ".whole_warps"),
     )

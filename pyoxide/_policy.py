@@ -59,7 +59,15 @@ def max_threads(spec: KernelSpec) -> int:
 
 def default_block(spec: KernelSpec) -> int:
     policy = policy_of(spec)
-    return min(policy.block if policy else DEFAULT_BLOCK, max_threads(spec))
+    return _whole_warps(spec, min(policy.block if policy else DEFAULT_BLOCK, max_threads(spec)))
+
+
+def _whole_warps(spec: KernelSpec, threads: int) -> int:
+    """`threads`, rounded down to whole warps (at least one) for a kernel that needs
+    them (`spec.whole_warps`)."""
+    if spec.whole_warps is None or threads < _abi.WARP_SIZE:
+        return threads if spec.whole_warps is None else _abi.WARP_SIZE
+    return threads - threads % _abi.WARP_SIZE
 
 
 def validates_grid(spec: KernelSpec) -> bool:
@@ -181,6 +189,7 @@ def _configure(
                 "(the kernel's launch bounds or the CUDA limit)",
                 f"{block} = {threads} threads", f"pass block={limit} or fewer",
             )  # fmt: skip
+    _check_whole_warps(spec, block3)
     if grid is not None and (policy is None or policy.kind not in _GRID_HAS_MEANING):
         return grid, block3
     if policy is None:
@@ -214,17 +223,44 @@ def _configure(
     return (blocks, 1, 1), block3
 
 
+def _check_whole_warps(spec: KernelSpec, block: Dim3) -> None:
+    """A kernel whose code runs a warp collective over the full warp (recorded by
+    `cargo oxide build` as `whole_warps`) gets whole warps, or nothing: in a partial
+    last warp its shuffles would read lanes that do not exist (undefined in PTX; the
+    emulator traps)."""
+    threads = block[0] * block[1] * block[2]
+    warp = _abi.WARP_SIZE
+    if spec.whole_warps is None or threads % warp == 0:
+        return
+    down, up = threads - threads % warp, threads - threads % warp + warp
+    sizes = f"{down} or {up}" if down else f"{up}"
+    raise ArgumentValueError(
+        spec.entry, "block", f"a whole number of warps (a multiple of {warp} threads): the "
+        f"kernel's code runs {spec.whole_warps} over the full warp (warp::reduce, "
+        "block::reduce and their kin do), which a partial last warp cannot take part in",
+        f"block {block} = {threads} threads",
+        f"pass a block of {sizes} threads, or leave the block out; to keep this block, "
+        "reduce over the lanes that exist (warp::reduce_partial(v, warp::live_lanes_1d(), op))",
+    )  # fmt: skip
+
+
 def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
-    """A 1-D policy's launches are 1-D: the kernel's entry assumes so (blockDim.y and
-    the rest are 1, which lets ``thread::index_1d()`` skip its check), so any other
-    grid or block is refused here, before launch."""
+    """A 1-D policy's launches are 1-D (every policy but ``tiles``): the kernel's entry
+    assumes so (blockDim.y and the rest are 1, which lets ``thread::index_1d()`` skip its
+    check), and a block-per-element or per-row kernel that reads ``blockIdx_x()`` is
+    right only in a 1-D grid, so any other grid or block is refused here, before
+    launch."""
     if dims is None or dims[1:] == (1, 1):
         return
     name, kind = spec.entry, spec.launch.kind if spec.launch else ""
     total = dims[0] * dims[1] * dims[2]
+    why = (
+        " (block b handles element or row b, its blockIdx.x: a 2-D grid would repeat "
+        "blockIdx.x along y)" if what == "grid" and kind in _GRID_HAS_MEANING else ""
+    )
     raise ArgumentValueError(
         name, what, f"a 1-D {what} (y and z extents 1): the kernel's "
-        f"#[launch({kind}(..))] policy is 1-D", f"{what} {dims}",
+        f"#[launch({kind}(..))] policy is 1-D{why}", f"{what} {dims}",
         f"pass {what}={total} (the same {'blocks' if what == 'grid' else 'threads'} "
         "in one dimension)",
     )  # fmt: skip
@@ -234,18 +270,25 @@ def _row_block(
     spec: KernelSpec, policy: LaunchPolicy, args: Sequence[Any],
     shapes: Sequence[tuple[int, ...] | None],
 ) -> int:  # fmt: skip
-    """A row kernel's block when the call gives none: one warp per 32 columns, so each
-    thread keeps about 32 of the row's elements in registers, between 128 threads (short
-    rows still get a full block's bandwidth) and the policy's `block` (its maximum).
-    The row length is the `cols` argument, or a 2-D `over`'s second extent."""
+    """A row kernel's block when the call gives none: one warp per 4 KiB of row, so
+    each thread holds 128 bytes of it (8 vectors of 16 bytes, 32 `f32`: what
+    `block_share().cache::<8>()` keeps in registers), between 128 threads (short rows
+    still get a full block's bandwidth) and the policy's `block` (its maximum). The row
+    length is the `cols` argument, or a 2-D `over`'s second extent."""
     if policy.cols is None:
         shape = shapes[policy.over]
         assert shape is not None and len(shape) == 2
         cols = shape[1]
     else:
         cols = operator.index(args[policy.cols])
-    warps = -(-max(cols, 1) // (32 * 32))
-    return max(min(32 * warps, default_block(spec)), min(128, default_block(spec)))
+    p = spec.params[policy.over]
+    itemsize = p.record.size if p.record is not None else _abi.SCALARS[p.type].size
+    warps = -(-max(cols * itemsize, 1) // (_ROW_BYTES_PER_THREAD * _abi.WARP_SIZE))
+    return max(min(_abi.WARP_SIZE * warps, default_block(spec)), min(128, default_block(spec)))
+
+
+#: Bytes of a row each thread of a plain call's row block holds (8 vectors of 16 bytes).
+_ROW_BYTES_PER_THREAD = 128
 
 
 def _blocks(

@@ -150,6 +150,16 @@ def readme_manifest() -> Path:
     return fixture_manifest(crate, REPO / "target" / "oxide" / "readme")
 
 
+NATURAL = REPO / "crates" / "oxide-device" / "tests" / "fixtures" / "natural"
+
+
+@functools.cache
+def natural_manifest() -> Path:
+    """Issue 23's four kernels in the guide's style (crates/oxide-device/tests/fixtures/
+    natural, target/oxide/natural)."""
+    return fixture_manifest(NATURAL, REPO / "target" / "oxide" / "natural")
+
+
 WRONG_KERNELS = REPO / "tests" / "fixtures" / "wrong_kernels"
 
 

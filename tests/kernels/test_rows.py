@@ -195,14 +195,16 @@ def _refused(capfd: pytest.CaptureFixture[str], launch: object, *args: object, s
 
 
 def test_row_kernels_refuse_blocks_that_are_not_whole_warps(
-    kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
+    kernels: pyoxide.Module, lib: ArrayLib
 ) -> None:
-    """Shapes are the launcher's (tests/kernels/test_shapes.py); the block size is the
-    kernel's to check, and it traps with a message before touching memory."""
-    x = np.ones((3, 4), np.float32)
-    out = np.full((3, 4), poison_value(np.float32), np.float32)
-    _refused(capfd, kernels.softmax_rows[3, 48], x, out, says="multiple of 32; got 48")
-    assert np.isnan(out).all()
+    """The row kernels shuffle over the full warp (the manifest's `whole_warps`): a block
+    of 48 is refused by the launcher, before anything runs, on every backend."""
+    x = lib.asarray(np.ones((3, 4), np.float32))
+    out = lib.poisoned((3, 4), np.float32)
+    with pytest.raises(pyoxide.ArgumentValueError, match="whole number of warps") as e:
+        kernels.softmax_rows[3, 48](x, out)
+    assert e.value.param == "block" and "32 or 64 threads" in str(e.value)
+    assert np.isnan(lib.to_numpy(out)).all()
 
 
 def test_transpose_refuses_wrong_blocks(

@@ -44,6 +44,16 @@ pub struct KernelDescriptor {
     /// `DisjointSlice`/`&mut [T]` output, blocks of 256 (or the launch bounds).
     #[serde(default)]
     pub launch: Option<LaunchPolicy>,
+    /// Set by the link step, not the macro (schema 7): the first warp collective over
+    /// the full warp that the kernel's optimised code reaches through its calls
+    /// (`shfl.sync.bfly`, `redux.sync.add`, `vote.ballot.sync`, `mma.sync.aligned`, …;
+    /// `warp::reduce` and `block::reduce` are made of them). Such a kernel needs whole
+    /// warps: the launcher refuses a block whose thread count is not a multiple of 32
+    /// before launch (its last warp's shuffles would read lanes that do not exist).
+    /// Absent when the kernel has none, or was built without optimisation (its masks
+    /// are not constants there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_warps: Option<String>,
     /// Where the kernel is defined, for messages.
     pub source: SourceLocation,
 }
@@ -199,18 +209,23 @@ pub enum LaunchPolicy {
     },
 }
 
-/// The policies whose launches are 1-D (`elementwise`, `grid_stride`): the launcher
-/// refuses a grid or block with a y or z extent other than 1, so the kernel's entry
-/// assumes a 1-D launch and `thread::index_1d()`'s check folds away.
-pub const ONE_D_POLICIES: [&str; 2] = ["elementwise", "grid_stride"];
+/// The policies whose launches are 1-D: all but `tiles`. The launcher refuses a grid
+/// or block with a y or z extent other than 1, so the kernel's entry assumes a 1-D
+/// launch: `thread::index_1d()`'s check folds away, and the block whose row or element
+/// a `block_per_*` kernel handles is `blockIdx.x` however it reads it (a 2-D grid of
+/// the right block count would repeat `blockIdx.x` along y: wrong rows, no error).
+pub const ONE_D_POLICIES: [&str; 5] = [
+    "elementwise",
+    "grid_stride",
+    "block_per_element",
+    "block_per_row",
+    "segments",
+];
 
 impl LaunchPolicy {
     /// Whether launches of this policy are 1-D only (one of [`ONE_D_POLICIES`]).
     pub fn is_one_d(&self) -> bool {
-        matches!(
-            self,
-            LaunchPolicy::Elementwise { .. } | LaunchPolicy::GridStride { .. }
-        )
+        !matches!(self, LaunchPolicy::Tiles { .. })
     }
 
     /// The parameter whose length sizes the launch.
@@ -320,6 +335,7 @@ mod tests {
                 per_thread: 4,
                 block: 256,
             }),
+            whole_warps: Some("shfl.sync.bfly".into()),
             source: SourceLocation {
                 module: "k".into(),
                 file: "src/lib.rs".into(),

@@ -93,6 +93,7 @@ pub fn module_source() -> String {
         w,
         "# CUDA limits (src/limits.rs).\n\
          MAX_THREADS_PER_BLOCK = {}\n\
+         WARP_SIZE = {}\n\
          MAX_BLOCK_DIM = {}\n\
          MAX_GRID_DIM = {}\n\
          DEFAULT_DYNAMIC_SHARED_BYTES = {}\n\
@@ -105,6 +106,7 @@ pub fn module_source() -> String {
          MAX_CLUSTER_SIZE = {}\n\
          MIN_CLUSTER_ARCH = {}\n\n",
         limits::MAX_THREADS_PER_BLOCK,
+        limits::WARP_SIZE,
         dim(limits::MAX_BLOCK_DIM),
         dim(limits::MAX_GRID_DIM),
         limits::DEFAULT_DYNAMIC_SHARED_BYTES,

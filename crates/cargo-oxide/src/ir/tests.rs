@@ -257,6 +257,7 @@ fn slice_pointers_get_what_rust_types_prove() {
         launch_bounds: None,
         cluster: None,
         launch: None,
+        whole_warps: None,
         source: SourceLocation {
             module: "m".into(),
             file: "f".into(),
