@@ -3,18 +3,18 @@
 use oxide_device::prelude::*;
 
 /// GELU (the erf form, PyTorch's default) of `x` plus a bias broadcast over the rows:
-/// `out[r, c] = gelu(x[r, c] + bias[c])`.
+/// `out[r, c] = gelu(x[r, c] + bias[c])`. One block per row; the row and the bias are
+/// read as 128-bit vectors.
 #[kernel]
+#[launch_bounds(1024)]
 #[shapes(x[rows, cols], bias[cols], out[rows, cols])]
-#[launch(block_per_row(out))]
+#[launch(block_per_row(out, block = 1024))]
 pub fn bias_gelu(x: Array2<f32>, bias: &[f32], mut out: DisjointArray2<f32>) {
     let Some(mut row) = out.block_row_mut() else {
         return;
     };
-    let xs = x.row_slice(row.row());
-    for (c, o) in row.iter_mut() {
-        *o = gelu(xs[c] + bias[c]);
-    }
+    let r = row.row();
+    row.map((x.row_slice(r), bias), |(v, b)| gelu(v + b));
 }
 
 #[inline(always)]
@@ -22,7 +22,8 @@ fn gelu(v: f32) -> f32 {
     0.5 * v * (1.0 + (v * core::f32::consts::FRAC_1_SQRT_2).erf())
 }
 
-/// SwiGLU's gate: `out = silu(gate) · up = gate / (1 + exp(-gate)) · up`, elementwise.
+/// SwiGLU's gate: `out = silu(gate) · up = gate / (1 + exp(-gate)) · up`, elementwise,
+/// as 128-bit loads and stores.
 #[kernel]
 #[shapes(gate[n], up[n], out[n])]
 #[launch(elementwise(out, per_thread = vector))]

@@ -11,6 +11,7 @@ mod gather;
 mod norms;
 mod reductions;
 mod rows;
+mod scan;
 mod stencil;
 
 pub use activations::*;
@@ -19,4 +20,5 @@ pub use gather::*;
 pub use norms::*;
 pub use reductions::*;
 pub use rows::*;
+pub use scan::*;
 pub use stencil::*;
