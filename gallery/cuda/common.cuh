@@ -1,6 +1,9 @@
 // Shared by every twin (prepended to each file's source before NVRTC compiles it):
 // warp and block reductions over shuffles, as a CUDA programmer writes them.
 #define FULL_MASK 0xffffffffu
+#ifndef INFINITY  // NVRTC includes no math.h
+#define INFINITY __int_as_float(0x7f800000)
+#endif
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

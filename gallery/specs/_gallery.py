@@ -6,6 +6,7 @@ and the PyTorch peers. Each spec's ``peers`` holds both kinds, by the names belo
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,18 +45,29 @@ def ceil_div(a: int, b: int) -> int:
 # --- the CUDA C++ twins -------------------------------------------------------------------
 
 
+#: The row twins' instances: float4s a thread (see `per_row`).
+VECTORS_PER_THREAD = (1, 2, 4, 8, 16)
+_KERNEL = re.compile(
+    r"(template <int VPT>\s*)?__global__ void(?: __launch_bounds__\(\d+\))?\s+(\w+)\("
+)
+
+
 @functools.cache
-def cuda_module(stem: str, names: tuple[str, ...] = ()) -> Any:
+def cuda_module(stem: str) -> Any:
     """gallery/cuda/<stem>.cu after common.cuh, compiled once by NVRTC (its defaults, as
-    nvcc: -O3, --fmad=true) with the template instances `names`."""
+    nvcc's: -O3, --fmad=true) with every kernel of the file and, of a `template <int
+    VPT>` kernel, every instance in VECTORS_PER_THREAD."""
     import cupy
 
     source = (CUDA / "common.cuh").read_text() + "\n" + (CUDA / f"{stem}.cu").read_text()
+    names = []
+    for template, name in _KERNEL.findall(source):
+        names += [f"{name}<{v}>" for v in VECTORS_PER_THREAD] if template else [name]
     return cupy.RawModule(code=source, options=("--std=c++17",), name_expressions=names)
 
 
 def twin_kernel(stem: str, name: str) -> Any:
-    return cuda_module(stem, (name,) if "<" in name else ()).get_function(name)
+    return cuda_module(stem).get_function(name)
 
 
 def vec4(shape: Shape, what: str) -> None:
