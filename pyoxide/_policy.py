@@ -256,7 +256,9 @@ def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
     total = dims[0] * dims[1] * dims[2]
     why = (
         " (block b handles element or row b, its blockIdx.x: a 2-D grid would repeat "
-        "blockIdx.x along y)" if what == "grid" and kind in _GRID_HAS_MEANING else ""
+        "blockIdx.x along y)"
+        if what == "grid" and kind in _GRID_HAS_MEANING
+        else ""
     )
     raise ArgumentValueError(
         name, what, f"a 1-D {what} (y and z extents 1): the kernel's "

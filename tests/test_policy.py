@@ -78,7 +78,7 @@ def test_block_per_element_refuses_another_grid() -> None:
     assert config(s, [10**6, 132], grid=(132, 1, 1), block=(64, 1, 1)) == ((132, 1, 1), (64, 1, 1))
     # The right block count in two dimensions: block b's element is blockIdx.x, which a
     # 2-D grid repeats along y (wrong elements, no error), so it is refused.
-    with pytest.raises(pyoxide.ArgumentValueError, match="repeat blockIdx.x") as e:
+    with pytest.raises(pyoxide.ArgumentValueError, match=r"repeat blockIdx\.x") as e:
         config(s, [10**6, 132], grid=(12, 11, 1), block=(64, 1, 1))
     assert e.value.param == "grid" and "grid=132" in str(e.value)
     with pytest.raises(
@@ -194,14 +194,16 @@ def test_whole_warp_kernels_refuse_partial_warps() -> None:
         spec((X, OUT), LaunchPolicy("block_per_element", 1, block=256)),
         whole_warps="shfl.sync.bfly",
     )
-    for block in [(100, 1, 1), (48, 1, 1), (33, 1, 1), (10, 10, 1), (1, 1, 1)]:
+    plain = dataclasses.replace(spec((X, OUT)), whole_warps="redux.sync.add")  # 2-D blocks too
+    for s_, block in [(s, (100, 1, 1)), (s, (48, 1, 1)), (s, (33, 1, 1)), (plain, (10, 10, 1)),
+                      (s, (1, 1, 1))]:  # fmt: skip
         with pytest.raises(pyoxide.ArgumentValueError, match="whole number of warps") as e:
-            config(s, [None, 4], block=block)
+            config(s_, [None, 4], block=block)
         err = e.value
         assert (err.kernel, err.param) == ("k", "block")
-        assert "shfl.sync.bfly" in str(err) and "Fix: pass a block of" in str(err)
-    assert "96 or 128 threads" in str(pytest.raises(
-        pyoxide.ArgumentValueError, config, s, [None, 4], block=(100, 1, 1)).value)  # fmt: skip
+        assert s_.whole_warps in str(err) and "Fix: pass a block of" in str(err)
+    with pytest.raises(pyoxide.ArgumentValueError, match="96 or 128 threads"):
+        config(s, [None, 4], block=(100, 1, 1))
     assert config(s, [None, 4], block=(96, 1, 1)) == ((4, 1, 1), (96, 1, 1))
     # A plain call's block: the launch bounds' 100, rounded down to whole warps.
     bounded = dataclasses.replace(s, launch_bounds=LaunchBounds(100))

@@ -20,10 +20,10 @@
 
 use core::mem::{align_of, size_of};
 
-use crate::arch::WARP_SIZE;
+use crate::arch::{self, WARP_SIZE};
 use crate::shared::SharedArray;
-use crate::shuffle::{Numeric, Shuffle};
-use crate::{combine, thread, warp};
+use crate::shuffle::{FULL_MASK, Numeric, Shuffle, butterfly};
+use crate::{combine, thread};
 
 /// Bytes of one warp's partial in the shared buffer: the largest value [`reduce`] takes.
 pub const MAX_VALUE_BYTES: usize = 32;
@@ -51,7 +51,7 @@ pub fn reduce<T: Shuffle>(value: T, op: impl Fn(T, T) -> T + Copy) -> T {
         )
     };
     let warps = thread::block_size().div_ceil(WARP_SIZE);
-    let warp_total = warp::reduce(value, op);
+    let warp_total = butterfly(value, op);
     if warps <= 1 {
         return warp_total; // one warp (or a plain call): nothing to share
     }
@@ -62,17 +62,17 @@ pub fn reduce<T: Shuffle>(value: T, op: impl Fn(T, T) -> T + Copy) -> T {
 /// lane: a tree of `shfl.down` toward lane 0, then a broadcast from it.
 #[inline(always)]
 fn first_lanes<T: Shuffle>(value: T, n: u32, op: impl Fn(T, T) -> T) -> T {
-    let lane = warp::lane_id();
+    let lane = arch::lane_id();
     let mut v = value;
     let mut offset = n.next_power_of_two() / 2;
     while offset > 0 {
-        let other = v.shuffle_down(warp::FULL_MASK, offset);
+        let other = v.shuffle_down(FULL_MASK, offset);
         if lane + offset < n {
             v = op(v, other);
         }
         offset /= 2;
     }
-    v.shuffle(warp::FULL_MASK, 0)
+    v.shuffle(FULL_MASK, 0)
 }
 
 /// The sum over the block, in every thread (wrapping for integers).
@@ -121,7 +121,7 @@ fn reduce_numeric<T: Numeric>(value: T, warp_op: fn(T) -> T, op: fn(T, T) -> T) 
 /// combined over the block's `warps > 1` warps.
 #[inline(always)]
 fn share_totals<T: Shuffle>(warp_total: T, warps: u32, op: impl Fn(T, T) -> T) -> T {
-    let (lane, w) = (warp::lane_id(), warp::warp_id());
+    let (lane, w) = (arch::lane_id(), thread::block_thread_index() / WARP_SIZE);
     let slot = |i: u32| PARTIALS.as_mut_ptr().wrapping_add(i as usize).cast::<T>();
     thread::sync_threads();
     if lane == 0 {

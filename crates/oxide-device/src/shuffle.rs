@@ -11,6 +11,26 @@
 use crate::arch;
 use crate::half::{bf16, f16};
 
+/// Every lane of the warp (`warp::FULL_MASK`).
+pub(crate) const FULL_MASK: u32 = 0xffff_ffff;
+
+/// Combine `value` across the whole warp with `op`, every lane getting the result: a
+/// butterfly of `shfl.sync.bfly` (log2(32) = 5 steps; `warp::reduce`). On the host the
+/// emulator's warp may be narrower (a block's partial last warp, or the one lane of a
+/// plain call): steps past its width are skipped.
+#[inline(always)]
+pub(crate) fn butterfly<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
+    let mut v = value;
+    let mut offset = arch::WARP_SIZE / 2;
+    while offset > 0 {
+        if offset < arch::warp_lanes() {
+            v = op(v, v.shuffle_xor(FULL_MASK, offset));
+        }
+        offset /= 2;
+    }
+    v
+}
+
 /// A value that can cross lanes: 32-bit values in one shuffle, 64-bit in two, tuples
 /// and arrays one part at a time.
 pub trait Shuffle: Copy {
@@ -172,19 +192,19 @@ pub trait Numeric: Shuffle + PartialOrd {
     #[doc(hidden)]
     #[inline(always)]
     fn warp_sum(self) -> Self {
-        crate::warp::reduce(self, Self::sum_with)
+        butterfly(self, Self::sum_with)
     }
     /// The minimum over the whole warp (`redux.sync.min` for 32-bit integers).
     #[doc(hidden)]
     #[inline(always)]
     fn warp_min(self) -> Self {
-        crate::warp::reduce(self, Self::min_with)
+        butterfly(self, Self::min_with)
     }
     /// The maximum over the whole warp (`redux.sync.max` for 32-bit integers).
     #[doc(hidden)]
     #[inline(always)]
     fn warp_max(self) -> Self {
-        crate::warp::reduce(self, Self::max_with)
+        butterfly(self, Self::max_with)
     }
 }
 
@@ -246,19 +266,19 @@ macro_rules! numeric_int32 {
             }
             #[inline(always)]
             fn warp_min(self) -> Self {
-                arch::$min(crate::warp::FULL_MASK, self)
+                arch::$min(FULL_MASK, self)
             }
             #[inline(always)]
             fn warp_max(self) -> Self {
-                arch::$max(crate::warp::FULL_MASK, self)
+                arch::$max(FULL_MASK, self)
             }
         }
     )*};
 }
 
 numeric_int32! {
-    u32: |v| arch::redux_add_u32(crate::warp::FULL_MASK, v), redux_min_u32, redux_max_u32;
-    i32: |v: i32| arch::redux_add_u32(crate::warp::FULL_MASK, v as u32) as i32, redux_min_i32, redux_max_i32;
+    u32: |v| arch::redux_add_u32(FULL_MASK, v), redux_min_u32, redux_max_u32;
+    i32: |v: i32| arch::redux_add_u32(FULL_MASK, v as u32) as i32, redux_min_i32, redux_max_i32;
 }
 
 macro_rules! numeric_float {

@@ -274,13 +274,22 @@ impl<T: Copy> DisjointSlice<'_, T> {
     /// ```
     #[inline(always)]
     pub fn map<I: Inputs>(&mut self, inputs: I, f: impl Fn(I::Item) -> T) {
+        self.map_indexed(inputs, |_, x| f(x))
+    }
+
+    /// [`map`](Self::map) with each element's index: `self[i] = f(i, inputs[i])`, on the
+    /// same vector path (the index of a vector's lanes is one add each). For operands
+    /// indexed otherwise than `i`, such as a column's `bias[i % cols]` of a matrix, a
+    /// row's map (`block_row_mut()` and [`crate::row`]) keeps them on the vector path.
+    #[inline(always)]
+    pub fn map_indexed<I: Inputs>(&mut self, inputs: I, f: impl Fn(usize, I::Item) -> T) {
         // The element count of one 16-byte vector of `T`, as a constant per instance.
         match VECTOR_BYTES / size_of::<T>().max(1) {
-            16 => self.map_chunks::<16, I>(inputs, f),
-            8 => self.map_chunks::<8, I>(inputs, f),
-            4 => self.map_chunks::<4, I>(inputs, f),
-            2 => self.map_chunks::<2, I>(inputs, f),
-            _ => self.map_chunks::<1, I>(inputs, f),
+            16 => self.map_chunks_indexed::<16, I>(inputs, f),
+            8 => self.map_chunks_indexed::<8, I>(inputs, f),
+            4 => self.map_chunks_indexed::<4, I>(inputs, f),
+            2 => self.map_chunks_indexed::<2, I>(inputs, f),
+            _ => self.map_chunks_indexed::<1, I>(inputs, f),
         }
     }
 
@@ -288,6 +297,15 @@ impl<T: Copy> DisjointSlice<'_, T> {
     /// `N * size_of` bytes when that is 4, 8 or 16).
     #[inline(always)]
     pub fn map_chunks<const N: usize, I: Inputs>(&mut self, inputs: I, f: impl Fn(I::Item) -> T) {
+        self.map_chunks_indexed::<N, I>(inputs, |_, x| f(x))
+    }
+
+    #[inline(always)]
+    fn map_chunks_indexed<const N: usize, I: Inputs>(
+        &mut self,
+        inputs: I,
+        f: impl Fn(usize, I::Item) -> T,
+    ) {
         let len = self.len();
         assert!(
             inputs.min_len() >= len,
@@ -306,7 +324,7 @@ impl<T: Copy> DisjointSlice<'_, T> {
             while i < head {
                 // SAFETY: i < head <= len <= every input's length; grid-stride indices
                 // of distinct threads are distinct.
-                unsafe { out.add(i).write(f(inputs.item(i))) };
+                unsafe { out.add(i).write(f(i, inputs.item(i))) };
                 i += stride;
             }
             let mut c = first;
@@ -317,14 +335,14 @@ impl<T: Copy> DisjointSlice<'_, T> {
                 // to the one thread whose grid-stride sequence holds `c`.
                 unsafe {
                     let x = inputs.items::<N>(i);
-                    store::<T, N>(out.add(i), core::array::from_fn(|k| f(x[k])));
+                    store::<T, N>(out.add(i), core::array::from_fn(|k| f(i + k, x[k])));
                 }
                 c += stride;
             }
             let mut i = head + chunks * N + first;
             while i < len {
                 // SAFETY: as for the head.
-                unsafe { out.add(i).write(f(inputs.item(i))) };
+                unsafe { out.add(i).write(f(i, inputs.item(i))) };
                 i += stride;
             }
         } else {
@@ -332,7 +350,7 @@ impl<T: Copy> DisjointSlice<'_, T> {
             while i < len {
                 // SAFETY: i < len <= every input's length; grid-stride indices of
                 // distinct threads are distinct.
-                unsafe { out.add(i).write(f(inputs.item(i))) };
+                unsafe { out.add(i).write(f(i, inputs.item(i))) };
                 i += stride;
             }
         }
@@ -488,6 +506,19 @@ mod tests {
     fn a_short_input_panics() {
         let mut out = [0u8; 4];
         DisjointSlice::from_mut(&mut out).map(&[1u8, 2][..], |v| v);
+    }
+
+    #[test]
+    fn map_indexed_gives_each_element_its_index() {
+        let x: std::vec::Vec<u32> = (0..41).collect();
+        for start in 0..4 {
+            let mut out = std::vec![0u32; 45];
+            let o = &mut out[start..start + 37];
+            each_thread(2, 3, || {
+                DisjointSlice::from_mut(&mut *o).map_indexed(&x[1..38], |i, v| 1000 * i as u32 + v)
+            });
+            assert!(o.iter().enumerate().all(|(i, &v)| v == 1001 * i as u32 + 1));
+        }
     }
 
     #[test]

@@ -143,18 +143,12 @@ pub use self::{
 };
 
 /// Combine `value` across the whole warp with `op` (associative and commutative);
-/// every lane gets the result. A butterfly: log2(32) = 5 `shfl.sync.bfly` steps.
+/// every lane gets the result. A butterfly: log2(32) = 5 `shfl.sync.bfly` steps. Any
+/// [`Shuffle`] value: a tuple such as `(value, index)` reduces with
+/// [`combine::arg_max`](crate::combine::arg_max).
 #[inline(always)]
 pub fn reduce<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
-    let mut v = value;
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        if offset < lanes() {
-            v = op(v, v.shuffle_xor(FULL_MASK, offset));
-        }
-        offset /= 2;
-    }
-    v
+    crate::shuffle::butterfly(value, op)
 }
 
 /// Inclusive prefix combination across the warp: lane `i` gets
