@@ -1,5 +1,6 @@
 //! Elementwise activations, fused with what feeds them.
 
+use oxide_device::math;
 use oxide_device::prelude::*;
 
 /// GELU (the erf form, PyTorch's default) of `x` plus a bias broadcast over the rows:
@@ -19,7 +20,7 @@ pub fn bias_gelu(x: Array2<f32>, bias: &[f32], mut out: DisjointArray2<f32>) {
 
 #[inline(always)]
 fn gelu(v: f32) -> f32 {
-    0.5 * v * (1.0 + (v * core::f32::consts::FRAC_1_SQRT_2).erf())
+    0.5 * v * (1.0 + math::erf(v * core::f32::consts::FRAC_1_SQRT_2))
 }
 
 /// SwiGLU's gate: `out = silu(gate) · up = gate / (1 + exp(-gate)) · up`, elementwise,

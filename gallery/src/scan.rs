@@ -28,12 +28,17 @@ pub fn cumsum_rows(x: Array2<f32>, mut out: DisjointArray2<f32>) {
     let head = ((4 - (base / 4 + r * cols) % 4) % 4).min(cols);
     let vectors = (cols - head) / 4;
     let tail = cols - head - 4 * vectors;
-    let (t, threads) = (thread::block_thread_index() as usize, thread::block_size() as usize);
+    let (t, threads) = (
+        thread::block_thread_index() as usize,
+        thread::block_size() as usize,
+    );
     let (_, x_vectors, _) = xs.as_vectors::<4>();
     let x_in_phase = xs.as_ptr() as usize % 16 == (base + 4 * r * cols) % 16;
     let mut mine = row.iter_mut();
     let mut put = |col: usize, value: f32| {
-        let (c, o) = mine.next().expect("the row layout gives this thread this column");
+        let (c, o) = mine
+            .next()
+            .expect("the row layout gives this thread this column");
         assert!(c == col, "the row layout gives this thread this column");
         *o = value;
     };
@@ -57,7 +62,12 @@ pub fn cumsum_rows(x: Array2<f32>, mut out: DisjointArray2<f32>) {
                 [xs[col], xs[col + 1], xs[col + 2], xs[col + 3]]
             };
         }
-        let within = [v[0], v[0] + v[1], v[0] + v[1] + v[2], v[0] + v[1] + v[2] + v[3]];
+        let within = [
+            v[0],
+            v[0] + v[1],
+            v[0] + v[1] + v[2],
+            v[0] + v[1] + v[2] + v[3],
+        ];
         let (before, total) = block_scan(within[3], &WARP_TOTALS);
         if vector < vectors {
             for (k, w) in within.iter().enumerate() {
