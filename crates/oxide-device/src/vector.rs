@@ -158,6 +158,9 @@ pub trait Inputs: Copy {
     /// The first input's element size (sets the vector width of [`grid_fold`]).
     #[doc(hidden)]
     const LEAD_SIZE: usize;
+    /// How many slices it reads.
+    #[doc(hidden)]
+    const COUNT: usize;
     /// The first input's address.
     #[doc(hidden)]
     fn lead(&self) -> *const u8;
@@ -181,6 +184,7 @@ pub trait Inputs: Copy {
 impl<A: Copy> Inputs for &[A] {
     type Item = A;
     const LEAD_SIZE: usize = size_of::<A>();
+    const COUNT: usize = 1;
     #[inline(always)]
     fn lead(&self) -> *const u8 {
         self.as_ptr().cast()
@@ -210,6 +214,7 @@ macro_rules! tuple_inputs {
         impl<$($t: Copy),+> Inputs for ($(&[$t],)+) {
             type Item = ($($t,)+);
             const LEAD_SIZE: usize = size_of::<A>();
+            const COUNT: usize = 0 $(+ { let _ = $idx; 1 })+;
             #[inline(always)]
             fn lead(&self) -> *const u8 {
                 self.0.as_ptr().cast()
@@ -392,11 +397,28 @@ pub fn grid_fold_indexed<I: Inputs, A>(
     }
 }
 
-/// Vectors a thread of [`grid_fold`] loads before it uses any.
-const FOLD_GROUP: usize = 4;
+/// Bytes a thread of [`grid_fold`] loads before it uses any: four vectors of one input,
+/// two of each of two inputs. More would take registers (a grid-stride reduction wants
+/// the device full: 2048 threads an SM, at most 32 registers each) for no more bytes in
+/// flight than a full SM already has.
+const FOLD_BYTES: usize = 64;
 
 #[inline(always)]
 fn fold_chunks<const N: usize, I: Inputs, A>(
+    inputs: I,
+    init: A,
+    f: impl FnMut(A, usize, I::Item) -> A,
+) -> A {
+    // The group size must be a constant for the loads' array: one instance per size.
+    match FOLD_BYTES / (VECTOR_BYTES * I::COUNT) {
+        0 | 1 => fold_groups::<N, 1, I, A>(inputs, init, f),
+        2 | 3 => fold_groups::<N, 2, I, A>(inputs, init, f),
+        _ => fold_groups::<N, 4, I, A>(inputs, init, f),
+    }
+}
+
+#[inline(always)]
+fn fold_groups<const N: usize, const GROUP: usize, I: Inputs, A>(
     inputs: I,
     init: A,
     mut f: impl FnMut(A, usize, I::Item) -> A,
@@ -418,10 +440,10 @@ fn fold_chunks<const N: usize, I: Inputs, A>(
                 i += stride;
             }
             let mut c = first;
-            // Whole groups: `c + (FOLD_GROUP - 1)·stride < chunks`.
-            let groups_below = chunks.saturating_sub((FOLD_GROUP - 1) * stride);
+            // Whole groups: `c + (GROUP - 1)·stride < chunks`.
+            let groups_below = chunks.saturating_sub((GROUP - 1) * stride);
             while c < groups_below {
-                let xs: [[I::Item; N]; FOLD_GROUP] =
+                let xs: [[I::Item; N]; GROUP] =
                     core::array::from_fn(|k| inputs.items::<N>(head + (c + k * stride) * N));
                 for (k, x) in xs.iter().enumerate() {
                     let at = head + (c + k * stride) * N;
@@ -429,7 +451,7 @@ fn fold_chunks<const N: usize, I: Inputs, A>(
                         acc = f(acc, at + lane, item);
                     }
                 }
-                c += FOLD_GROUP * stride;
+                c += GROUP * stride;
             }
             while c < chunks {
                 let at = head + c * N;

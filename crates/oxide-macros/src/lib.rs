@@ -85,7 +85,8 @@ pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - `elementwise(out, per_thread = N | vector)`: each thread handles `N` contiguous
 ///   elements (`vector`: 16 bytes' worth of `out`'s type); `ceil(n / (N·B))` blocks;
 /// - `grid_stride(x, per_thread = N | vector, blocks_per_sm = K)`: a grid-stride loop
-///   that wants the device full: at most `K` blocks per multiprocessor;
+///   that wants the device busy: at most `K` blocks per multiprocessor (by default half
+///   a multiprocessor's 2048 threads: one wave for kernels of up to 64 registers);
 /// - `block_per_element(partial)`: one block per element; a grid of another size is
 ///   refused;
 /// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
@@ -93,9 +94,9 @@ pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
 ///   the block; the grid follows from it.
 ///
-/// `elementwise` and `grid_stride` launches are 1-D: the launcher refuses a grid or
-/// block with a y or z extent other than 1, and the kernel's entry assumes a 1-D
-/// launch, so `thread::index_1d()` need not check it.
+/// Launches of every policy but `tiles` are 1-D: the launcher refuses a grid or block
+/// with a y or z extent other than 1, and the kernel's entry assumes a 1-D launch, so
+/// `thread::index_1d()` need not check it and `thread::block_index()` is `blockIdx.x`.
 #[proc_macro_attribute]
 pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(parse::LAUNCH_ATTR, attr.into(), item.into())

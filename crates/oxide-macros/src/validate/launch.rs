@@ -39,8 +39,11 @@ pub enum PerThread {
     Vector,
 }
 
-/// Threads a multiprocessor holds at once on sm_80 and sm_90 (2048), over which
-/// `grid_stride`'s default `blocks_per_sm` fills it.
+/// Threads a multiprocessor holds at once on sm_80 and sm_90 (2048). `grid_stride`'s
+/// default `blocks_per_sm` fills half of them: a plain call's grid is then one wave for
+/// any kernel of up to 64 registers a thread (a full SM allows 32; a grid of one and a
+/// third waves leaves its last third running alone), and half an SM of threads with a
+/// few 16-byte loads each in flight already keeps the memory system busy.
 const THREADS_PER_SM: u32 = 2048;
 
 const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 6] = [
@@ -358,7 +361,7 @@ pub(super) fn check_launch(
         over: over?,
         per_thread,
         block,
-        blocks_per_sm: blocks_per_sm.unwrap_or((THREADS_PER_SM / block).max(1)),
+        blocks_per_sm: blocks_per_sm.unwrap_or((THREADS_PER_SM / 2 / block).max(1)),
         cols,
     })
 }
