@@ -176,7 +176,7 @@ MAX_CLUSTER_SIZE = 8
 MIN_CLUSTER_ARCH = 90
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
-ONE_D_POLICIES = frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row", "segments"})
+ONE_D_POLICIES = frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row", "segments", "columns"})
 
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")

@@ -317,6 +317,8 @@ def _blocks(
         return n, f"one per element of '{over}' ({n})"
     if kind == "segments":
         return -(-n // threads), f"one per {threads} elements of '{over}' ({n})"
+    if kind == "columns":  # any 1-D grid: the kernel strides over its strips
+        return -(-n // policy.per_block), ""
     assert kind == "block_per_row"
     if policy.cols is None:  # a 2-D shaped `over`: one block per row
         shape = shapes[policy.over]

@@ -18,6 +18,7 @@ LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
     "block_per_element": ("over", "block"),
     "block_per_row": ("over", "cols", "block"),
     "segments": ("over",),
+    "columns": ("over", "per_block", "block"),
     "tiles": ("over", "block", "tile"),
 }
 
@@ -34,6 +35,7 @@ class LaunchPolicy:
     over: int
     per_thread: int = 1
     block: int = 256
+    per_block: int = 1  # columns: the columns of `over` one block's strip covers
     blocks_per_sm: int = 1
     cols: int | None = None
     # tiles: the block (x, y, z) and the extents of `over` each block covers
@@ -65,7 +67,9 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
     ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
     if any(n == 0 for n in ints.values()) or ints.get("block", 1) > 1024:
-        raise c.fail(w, "per_thread, block and blocks_per_sm are at least 1, block at most 1024")
+        raise c.fail(
+            w, "per_thread, per_block, block and blocks_per_sm are at least 1, block at most 1024"
+        )
     cols = None
     if "cols" in v:
         cols = names.index(c.choice(v["cols"], w + ".cols", names))
@@ -82,6 +86,7 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
         block=ints.get("block", 256),
         blocks_per_sm=ints.get("blocks_per_sm", 1),
         cols=cols,
+        per_block=ints.get("per_block", 1),
     )
 
 

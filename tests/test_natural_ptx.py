@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from helpers.bundled import natural_manifest
 
-KERNELS = ("rms_norm", "bias_gelu", "argmax_rows", "dot")
+KERNELS = ("rms_norm", "bias_gelu", "argmax_rows", "dot", "column_sums")
 
 
 def _artifacts() -> list[dict]:
@@ -103,15 +103,18 @@ def _longest_unbroken_run(lines: list[str]) -> int:
 
 
 @pytest.mark.parametrize(
-    ("name", "run"), [("rms_norm", 8), ("bias_gelu", 8), ("argmax_rows", 4), ("dot", 8)]
+    ("name", "run"),
+    [("rms_norm", 8), ("bias_gelu", 8), ("argmax_rows", 4), ("dot", 4), ("column_sums", 4)],
 )
 def test_rows_and_vectors_load_128_bits_several_at_a_time(name: str, run: int) -> None:
-    """rms_norm's 8 cached vectors; bias_gelu's and dot's groups of 4 vectors of two
-    inputs; argmax's group of 4: all issued before the first is used or checked."""
+    """rms_norm's 8 cached vectors; bias_gelu's group of 4 vectors of two inputs; the
+    dot's 2 of each of its two; argmax's and the column sums' group of 4: all issued
+    before the first is used or checked."""
     for arch in _artifacts():
         lines = _entry(arch, name)
         assert _longest_unbroken_run(lines) >= run, f"{name} ({arch['arch']})"
-        assert any("st.global.v4" in line for line in lines) or name in ("argmax_rows", "dot")
+        stores = name not in ("argmax_rows", "dot")
+        assert any("st.global.v4" in line for line in lines) == stores, name
 
 
 @pytest.mark.parametrize("name", KERNELS)

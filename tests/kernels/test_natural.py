@@ -1,8 +1,9 @@
 """Issue 23's four kernels as a user writes them from docs/guide/kernels.md (row
-RMS-norm, GELU(x + bias[col]), per-row argmax, dot; crates/oxide-device/tests/fixtures/
-natural) on every array library (`lib`), against float64 NumPy: odd shapes, rows that
-fit the register cache and rows that do not, misaligned views; and the launch contracts
-that make their entries fast (whole warps, a 1-D grid)."""
+RMS-norm, GELU(x + bias[col]), per-row argmax, dot; and column sums;
+crates/oxide-device/tests/fixtures/natural) on every array library (`lib`), against
+float64 NumPy: odd shapes, rows that fit the register cache and rows that do not,
+misaligned views; and the launch contracts that make their entries fast (whole warps,
+a 1-D grid)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,16 @@ def test_dot(natural: pyoxide.Module, lib: ArrayLib, n: int) -> None:
     assert rel_err(lib.to_numpy(out), [x64 @ y64], [max(scale, 1.0)]) <= tol(np.float32)
 
 
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (300, 257), (64, 4096), (1000, 33)])
+def test_column_sums(natural: pyoxide.Module, lib: ArrayLib, rows: int, cols: int) -> None:
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    out = lib.poisoned(cols, np.float32)
+    natural.column_sums(lib.asarray(x), out)
+    x64 = x.astype(np.float64)
+    scale = np.abs(x64).sum(axis=0)
+    assert rel_err(lib.to_numpy(out), x64.sum(axis=0), scale) <= tol(np.float32)
+
+
 def test_misaligned_views(natural: pyoxide.Module, lib: ArrayLib) -> None:
     """Views one element into their buffers: rows and the broadcast vector at other
     offsets from a 16-byte boundary than the output's (read one element at a time)."""
@@ -96,6 +107,9 @@ def test_misaligned_views(natural: pyoxide.Module, lib: ArrayLib) -> None:
     natural.dot(xd[1:], yd[:-1], out1)
     want = base[1:].astype(np.float64) @ base[::-1][:-1].astype(np.float64)
     assert rel_err(lib.to_numpy(out1), [want], [np.abs(base).sum() ** 2]) <= tol(np.float32)
+    sums = lib.poisoned(cols, np.float32)
+    natural.column_sums(lib.asarray(base)[1:].reshape(rows, cols), sums)
+    assert rel_err(lib.to_numpy(sums), x.astype(np.float64).sum(axis=0), np.abs(x).sum(0)) <= TOL
 
 
 def test_block_reductions_refuse_partial_warps(natural: pyoxide.Module, lib: ArrayLib) -> None:

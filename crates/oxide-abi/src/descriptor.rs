@@ -198,6 +198,16 @@ pub enum LaunchPolicy {
     /// size is part of the result: a call must give the block; the grid is
     /// `ceil(n / block)` and an explicit grid of any other size is refused.
     Segments { over: String },
+    /// Column reductions (schema 7): each block reduces strips of [`COLUMN_STRIP_BYTES`]
+    /// of columns of a matrix into `over` (one element per column), its warps
+    /// splitting the rows. Plain call: `ceil(n / per_block)` blocks, `per_block` the
+    /// columns of one strip (128 bytes of `over`'s element); the kernel strides over
+    /// strips, so any explicit 1-D grid is accepted.
+    Columns {
+        over: String,
+        per_block: u32,
+        block: u32,
+    },
     /// Blocks of `block` threads, each covering a `tile` of the shaped array `over`'s
     /// extents (x over its last dimension, y over the one before, z over the first of
     /// three): plain call grid `ceil(extent / tile)` per axis (schema 3). The kernel
@@ -214,13 +224,19 @@ pub enum LaunchPolicy {
 /// launch: `thread::index_1d()`'s check folds away, and the block whose row or element
 /// a `block_per_*` kernel handles is `blockIdx.x` however it reads it (a 2-D grid of
 /// the right block count would repeat `blockIdx.x` along y: wrong rows, no error).
-pub const ONE_D_POLICIES: [&str; 5] = [
+pub const ONE_D_POLICIES: [&str; 6] = [
     "elementwise",
     "grid_stride",
     "block_per_element",
     "block_per_row",
     "segments",
+    "columns",
 ];
+
+/// Bytes of a row that one block of a `columns` policy reduces per strip: a cache line,
+/// eight 16-byte vectors (32 `f32` columns; `oxide_device`'s `DisjointSlice::
+/// reduce_columns`).
+pub const COLUMN_STRIP_BYTES: u32 = 128;
 
 impl LaunchPolicy {
     /// Whether launches of this policy are 1-D only (one of [`ONE_D_POLICIES`]).
@@ -236,6 +252,7 @@ impl LaunchPolicy {
             | LaunchPolicy::BlockPerElement { over, .. }
             | LaunchPolicy::BlockPerRow { over, .. }
             | LaunchPolicy::Segments { over }
+            | LaunchPolicy::Columns { over, .. }
             | LaunchPolicy::Tiles { over, .. } => over,
         }
     }
@@ -392,6 +409,11 @@ mod tests {
                 block: 256,
             },
             LaunchPolicy::Segments { over: over() },
+            LaunchPolicy::Columns {
+                over: over(),
+                per_block: 32,
+                block: 256,
+            },
             LaunchPolicy::Tiles {
                 over: over(),
                 block: [16, 16, 1],

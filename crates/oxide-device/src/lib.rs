@@ -8,6 +8,7 @@
 //! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()`/`warp_index()` witnesses and their index spaces, `sync_threads()`, fences |
 //! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`, `map`) |
 //! | [`vector`] | 128-bit vector access: `x.as_vectors::<N>()` on `&[T]`, `out.map(inputs, f)` |
+//! | [`columns`] | column (axis-0) reductions: `out.reduce_columns(x, identity, op, finish)` with `#[launch(columns(out))]` |
 //! | [`row`] | a block's rows: `x.block_share()` (`fold`, `cache::<S>()` into registers), `row.map(inputs, f)` on output rows, as 128-bit vectors |
 //! | [`shared`] | [`SharedArray`](shared::SharedArray) statics, [`DynamicSharedArray`](shared::DynamicSharedArray) |
 //! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp reductions (`reduce(v, op)` over any [`Shuffle`](warp::Shuffle) value, `sum`/`min`/`max`/`arg_max`), scans |
@@ -86,6 +87,7 @@ pub mod atomic;
 pub mod barrier;
 pub mod block;
 pub mod cluster;
+pub mod columns;
 pub mod combine;
 pub mod constant;
 pub mod convert;

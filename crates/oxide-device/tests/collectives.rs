@@ -158,3 +158,44 @@ fn rows_of_any_length_are_read_through_the_cache_and_written_once() {
         }
     }
 }
+
+/// Column sums, maxima of the same, written with a mean's finish.
+#[kernel]
+#[shapes(x[rows, cols], sums[cols])]
+#[launch(columns(sums))]
+pub fn column_stats(x: Array2<f32>, mut sums: DisjointSlice<f32>, mut maxes: DisjointSlice<f32>) {
+    let rows = x.rows() as f32;
+    sums.reduce_columns(x, 0.0, |a, b| a + b, |s| s / rows.max(1.0));
+    maxes.reduce_columns(x, f32::NEG_INFINITY, f32::max, |m| m);
+}
+
+#[test]
+fn columns_reduce_every_row_for_any_block_and_grid() {
+    let shapes = [(1usize, 1usize), (5, 7), (64, 100), (300, 33), (17, 256)];
+    for (rows, cols) in shapes {
+        for (grid, block) in [(1u32, 1u32), (2, 96), (5, 256), (1, 1024)] {
+            let x: Vec<f32> = data(rows * cols + 1, 11)
+                .iter()
+                .map(|&r| (r % 64) as f32)
+                .collect();
+            for offset in [0usize, 1] {
+                let m = &x[offset..offset + rows * cols];
+                let (sums, maxes) = (vec![f32::NAN; cols], vec![f32::NAN; cols]);
+                let shape = [m.as_ptr() as u64, rows as u64, cols as u64, cols as u64, 1];
+                let args = [&shape[..], &slice(&sums), &slice(&maxes)].concat();
+                run(__oxide_host_column_stats, grid, block, &args);
+                for c in 0..cols {
+                    let column = (0..rows).map(|r| m[r * cols + c]);
+                    let (sum, max) = (
+                        column.clone().sum::<f32>(),
+                        column.fold(f32::NEG_INFINITY, f32::max),
+                    );
+                    let what =
+                        format!("{rows}x{cols} +{offset} grid {grid} block {block} column {c}");
+                    assert_eq!(sums[c], sum / rows as f32, "{what}");
+                    assert_eq!(maxes[c], max, "{what}");
+                }
+            }
+        }
+    }
+}

@@ -157,6 +157,14 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
             block,
         },
         LaunchKind::Segments => LaunchPolicy::Segments { over },
+        LaunchKind::Columns => {
+            let size = kernel.elem_type(&kernel.params[l.over], inst).size() as u32;
+            LaunchPolicy::Columns {
+                over,
+                per_block: (oxide_abi::descriptor::COLUMN_STRIP_BYTES / size.max(1)).max(1),
+                block,
+            }
+        }
         LaunchKind::Tiles => {
             let (block, tile) = l.tiles.expect("validated");
             LaunchPolicy::Tiles { over, block, tile }

@@ -91,6 +91,9 @@ pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   refused;
 /// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
 ///   (an integer parameter) columns;
+/// - `columns(out)`: column reductions (`out.reduce_columns(x, …)`): one block per
+///   strip of 128 bytes of `out`'s columns, `ceil(n / (128 / size_of element))` blocks
+///   of 1024 threads (or the launch bounds) unless `block` says otherwise;
 /// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
 ///   the block; the grid follows from it.
 ///

@@ -120,3 +120,36 @@ fn trees_combine_every_element() {
     assert_eq!(tree::<i32, 0>([], 7, &|a, b| a + b), 7);
     assert_eq!(tree([9], 0, &|a: i32, b| a.max(b)), 9);
 }
+
+#[test]
+fn rows_of_other_element_types_keep_their_lanes() {
+    // f64 (2 lanes) cached, mapped into u8 (16 lanes) through a u16 broadcast: every
+    // input at its own width; the u8 output's layout decides who writes what.
+    let x: Vec<f64> = (0..70).map(|v| v as f64 * 0.5).collect();
+    let w: Vec<u16> = (0..70).map(|v| v as u16 % 3).collect();
+    for len in [0usize, 3, 17, 40, 69] {
+        for block in [1u32, 2, 5] {
+            let mut out = std::vec![0u8; 70];
+            let (xr, wr) = (&x[1..1 + len], &w[..len]);
+            let mut total = 0.0;
+            each_thread(1, block, || {
+                let cached = xr.block_share().cache::<3>();
+                total += cached.map_reduce(0.0, |v| v, |a, b| a + b);
+                // SAFETY: `out` is this test's; each thread writes its own columns.
+                unsafe {
+                    write_row(out.as_mut_ptr(), len, 1, (cached, wr), |_, (v, q)| {
+                        (v * 2.0) as u8 + q as u8
+                    })
+                };
+            });
+            for c in 0..len {
+                assert_eq!(
+                    out[c],
+                    (xr[c] * 2.0) as u8 + wr[c] as u8,
+                    "len {len} block {block}"
+                );
+            }
+            assert_eq!(total, xr.iter().sum::<f64>());
+        }
+    }
+}

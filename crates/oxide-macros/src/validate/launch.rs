@@ -29,6 +29,7 @@ pub enum LaunchKind {
     BlockPerElement,
     BlockPerRow,
     Segments,
+    Columns,
     Tiles,
 }
 
@@ -46,7 +47,7 @@ pub enum PerThread {
 /// few 16-byte loads each in flight already keeps the memory system busy.
 const THREADS_PER_SM: u32 = 2048;
 
-const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 6] = [
+const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 7] = [
     (
         "elementwise",
         LaunchKind::Elementwise,
@@ -60,6 +61,7 @@ const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 6] = [
     ("block_per_element", LaunchKind::BlockPerElement, &["block"]),
     ("block_per_row", LaunchKind::BlockPerRow, &["cols", "block"]),
     ("segments", LaunchKind::Segments, &[]),
+    ("columns", LaunchKind::Columns, &["block"]),
     ("tiles", LaunchKind::Tiles, &["block", "tile"]),
 ];
 
@@ -318,6 +320,11 @@ pub(super) fn check_launch(
             }
             _ => unreachable!("keys are checked above"),
         }
+    }
+    // A column reduction splits each strip's rows among the block's threads: the more,
+    // the more loads in flight on a tall matrix.
+    if kind == LaunchKind::Columns && !seen.iter().any(|k| k == "block") {
+        block = max_block;
     }
     // A 2-D shaped `over` knows its rows; a flat slice needs the row length named.
     let rows_known = over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank == 2));
