@@ -2,16 +2,12 @@
 
 use oxide_device::prelude::*;
 
-/// The sum of each column: `out[c] = Σ_r x[r, c]`, PyTorch's `sum(x, dim=0)`. One thread
-/// per column walks down it (neighbouring threads read neighbouring columns, so each
-/// row's read is coalesced).
+/// The sum of each column: `out[c] = Σ_r x[r, c]`, PyTorch's `sum(x, dim=0)`. The
+/// `columns` policy gives each block strips of columns to walk down, as 128-bit
+/// vectors (`DisjointSlice::reduce_columns`).
 #[kernel]
 #[shapes(x[rows, cols], out[cols])]
-#[launch(elementwise(out))]
+#[launch(columns(out))]
 pub fn col_sum(x: Array2<f32>, mut out: DisjointSlice<f32>) {
-    let idx = thread::index_1d();
-    let c = idx.get();
-    if let Some(o) = out.get_mut(idx) {
-        *o = (0..x.rows()).map(|r| x[[r, c]]).sum();
-    }
+    out.reduce_columns(x, 0.0, |a, b| a + b, |s| s);
 }
