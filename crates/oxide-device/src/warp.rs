@@ -1,15 +1,19 @@
-//! Warp-level operations: lane ids, shuffles, votes, matches, and warp- and block-wide
-//! reductions and scans built on them.
+//! Warp-level operations: lane ids, shuffles, votes, matches, and warp-wide reductions
+//! and scans built on them (block-wide ones are in [`crate::block`]).
 //!
 //! Every `*_sync` function takes the `mask` of lanes that execute it together (as
 //! CUDA's); every lane named in `mask` must reach the same call, or the values read
 //! are unspecified. [`FULL_MASK`] names the whole warp. The reductions and scans use
-//! the whole warp, so they need all 32 lanes present: a block size that is a multiple
-//! of 32.
+//! the whole warp, so every lane of it must exist: a block of whole warps. pyoxide
+//! enforces that: `cargo oxide build` records which kernels' code runs a collective
+//! over the full warp (the manifest's `whole_warps`) and the launcher refuses them any
+//! other block. [`reduce_partial`] takes the lanes that exist instead.
 //!
-//! On the host, until the CPU emulator runs warps of 32, a warp has one lane: shuffles
-//! return the caller's own value, a ballot holds one bit, and reductions return their
-//! input (which is the right answer for a warp of one).
+//! [`reduce`] combines any [`Shuffle`] value (tuples such as `(value, index)` too) with
+//! any associative, commutative function; [`sum`], [`min`], [`max`], [`arg_max`] and
+//! [`arg_min`] are it for every [`Numeric`] type. A kernel called as a plain Rust
+//! function is one lane of a one-lane warp: shuffles return the caller's own value and
+//! reductions their input.
 
 use crate::arch;
 use crate::thread;
