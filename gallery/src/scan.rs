@@ -50,38 +50,83 @@ pub fn cumsum_rows(x: Array2<f32>, mut out: DisjointArray2<f32>) {
         put(t, carry + before + v);
     }
     carry += total;
-    // Whole vectors, blockDim of them a step.
-    for step in 0..vectors.div_ceil(threads) {
-        let vector = step * threads + t;
-        let col = head + 4 * vector;
-        let mut v = [0.0f32; 4];
-        if vector < vectors {
-            v = if x_in_phase {
-                x_vectors[vector].lanes() // x's head is `head` long too
-            } else {
-                [xs[col], xs[col + 1], xs[col + 2], xs[col + 3]]
-            };
-        }
-        let within = [
-            v[0],
-            v[0] + v[1],
-            v[0] + v[1] + v[2],
-            v[0] + v[1] + v[2] + v[3],
-        ];
-        let (before, total) = block_scan(within[3], &WARP_TOTALS);
-        if vector < vectors {
-            for (k, w) in within.iter().enumerate() {
-                put(col + k, carry + before + w);
-            }
-        }
-        carry += total;
-    }
+    // Whole vectors, blockDim of them a step; as 128-bit loads when x's row has the
+    // output row's offset from a 16-byte boundary (x's head is then `head` long too).
+    let steps = Steps {
+        head,
+        vectors,
+        t,
+        threads,
+    };
+    carry = if x_in_phase {
+        steps.scan(|v| x_vectors[v].lanes(), &mut put, carry, &WARP_TOTALS)
+    } else {
+        let at = |v: usize| head + 4 * v;
+        let fetch = |v: usize| [xs[at(v)], xs[at(v) + 1], xs[at(v) + 2], xs[at(v) + 3]];
+        steps.scan(fetch, &mut put, carry, &WARP_TOTALS)
+    };
     // The tail: one element each for threads 0..tail.
     let col = head + 4 * vectors + t;
     let v = if t < tail { xs[col] } else { 0.0 };
     let (before, _) = block_scan(v, &WARP_TOTALS);
     if t < tail {
         put(col, carry + before + v);
+    }
+}
+
+/// The whole vectors of a row, `threads` of them a step (thread `t` has vector
+/// `t + k·threads` in step `k`).
+#[derive(Clone, Copy)]
+struct Steps {
+    head: usize,
+    vectors: usize,
+    t: usize,
+    threads: usize,
+}
+
+impl Steps {
+    /// Scans the vectors after `carry`, writing each element through `put`; returns the
+    /// carry past the last. Each vector is loaded two steps before its scan (the loads
+    /// wait on no barrier; past the row's end the last vector again, unused).
+    #[inline(always)]
+    fn scan(
+        &self,
+        fetch: impl Fn(usize) -> [f32; 4],
+        put: &mut impl FnMut(usize, f32),
+        mut carry: f32,
+        warp_totals: &SharedArray<f32, 32>,
+    ) -> f32 {
+        let Steps {
+            head,
+            vectors,
+            t,
+            threads,
+        } = *self;
+        let steps = vectors.div_ceil(threads);
+        if steps == 0 {
+            return carry;
+        }
+        let fetch_step = |step: usize| fetch((step * threads + t).min(vectors - 1));
+        let (mut next, mut after) = (fetch_step(0), fetch_step(1));
+        for step in 0..steps {
+            let vector = step * threads + t;
+            let v = if vector < vectors { next } else { [0.0; 4] };
+            (next, after) = (after, fetch_step(step + 2));
+            let within = [
+                v[0],
+                v[0] + v[1],
+                v[0] + v[1] + v[2],
+                v[0] + v[1] + v[2] + v[3],
+            ];
+            let (before, total) = block_scan(within[3], warp_totals);
+            if vector < vectors {
+                for (k, w) in within.iter().enumerate() {
+                    put(head + 4 * vector + k, carry + before + w);
+                }
+            }
+            carry += total;
+        }
+        carry
     }
 }
 
