@@ -31,6 +31,11 @@ from .errors import ArgumentValueError
 #: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
 DEFAULT_BLOCK = 256
 _MAX_GRID = _abi.MAX_GRID_DIM[0]
+#: A row kernel's plain block: one warp per this many bytes of row a thread (each
+#: thread's share of a row in 8 vectors of 16 bytes), from _ROW_LEAST_BLOCK threads up to
+#: the policy's block (see _row_block).
+_ROW_BYTES_PER_THREAD = 128
+_ROW_LEAST_BLOCK = 128
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
 _GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
 
@@ -77,6 +82,13 @@ def validates_grid(spec: KernelSpec) -> bool:
     return policy is not None and policy.kind in _GRID_HAS_MEANING
 
 
+def needs_configuration(spec: KernelSpec) -> bool:
+    """Whether a plain call (no grid, no block) is refused by :func:`configure`: no policy
+    sizes the grid, or the block size is part of the result (``segments``)."""
+    policy = policy_of(spec)
+    return policy is None or policy.kind == "segments"
+
+
 def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     """``(param, block, elements per block)`` when a plain call launches
     ``ceil(len(param) / elements per block)`` blocks of ``block`` threads (elementwise
@@ -95,7 +107,36 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     policy = policy_of(spec)
     if policy is None or policy.kind != "tiles" or spec.cluster is not None:
         return None
+    if not _is_whole_warps(spec, policy.block3):
+        return None  # configure() refuses it, with the message
     return policy.over, policy.block3, policy.tile
+
+
+def row_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
+    """``(param, least block, most block, columns per warp)`` when a plain call launches
+    one block per row of the 2-D array ``param`` (``block_per_row`` without ``cols``),
+    of ``min(most, max(least, 32 · ceil(cols / columns per warp)))`` threads, for the
+    fast launchers."""
+    policy = policy_of(spec)
+    if (policy is None or policy.kind != "block_per_row" or policy.cols is not None
+            or spec.cluster is not None):  # fmt: skip
+        return None
+    most = default_block(spec)
+    return policy.over, min(_ROW_LEAST_BLOCK, most), most, _columns_per_warp(spec, policy)
+
+
+def persistent_rule(
+    spec: KernelSpec,
+) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int] | None:
+    """``(param, block, tile, blocks_per_sm)`` of a ``persistent_tiles`` policy: a plain
+    call launches ``min(tiles, blocks_per_sm × multiprocessors)`` blocks, for the fast
+    launchers."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind != "persistent_tiles" or spec.cluster is not None:
+        return None
+    if not _is_whole_warps(spec, policy.block3):
+        return None  # configure() refuses it, with the message
+    return policy.over, policy.block3, policy.tile, policy.blocks_per_sm
 
 
 def configure(
@@ -174,7 +215,7 @@ def _configure(
                 f"of '{over}', so the block size is part of the result", "no block",
                 f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
             )  # fmt: skip
-        if policy is not None and policy.kind == "tiles":
+        if policy is not None and policy.kind in ("tiles", "persistent_tiles"):
             block3 = policy.block3
         else:
             block3 = (_row_block(spec, policy, args, shapes)
@@ -205,6 +246,12 @@ def _configure(
         # thread per element) covers as many elements as the block has threads.
         tile = policy.tile if spec.launch is not None else block3
         return tile_grid(name, spec.params[policy.over], shape, tile), block3
+    if policy.kind == "persistent_tiles":
+        shape = shapes[policy.over]
+        assert shape is not None
+        g = tile_grid(name, spec.params[policy.over], shape, policy.tile)
+        tiles = g[0] * g[1] * g[2]
+        return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1), block3
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:
@@ -223,15 +270,19 @@ def _configure(
     return (blocks, 1, 1), block3
 
 
+def _is_whole_warps(spec: KernelSpec, block: Sequence[int]) -> bool:
+    """Whether `block` is one `spec` may run with (see :func:`_check_whole_warps`)."""
+    return spec.whole_warps is None or math.prod(block) % _abi.WARP_SIZE == 0
+
+
 def _check_whole_warps(spec: KernelSpec, block: Dim3) -> None:
     """A kernel whose code runs a warp collective over the full warp (recorded by
     `cargo oxide build` as `whole_warps`) gets whole warps, or nothing: in a partial
     last warp its shuffles would read lanes that do not exist (undefined in PTX; the
     emulator traps)."""
-    threads = block[0] * block[1] * block[2]
-    warp = _abi.WARP_SIZE
-    if spec.whole_warps is None or threads % warp == 0:
+    if _is_whole_warps(spec, block):
         return
+    threads, warp = block[0] * block[1] * block[2], _abi.WARP_SIZE
     down, up = threads - threads % warp, threads - threads % warp + warp
     sizes = f"{down} or {up}" if down else f"{up}"
     raise ArgumentValueError(
@@ -283,14 +334,18 @@ def _row_block(
         cols = shape[1]
     else:
         cols = operator.index(args[policy.cols])
+    warps = -(-max(cols, 1) // _columns_per_warp(spec, policy))
+    most = default_block(spec)
+    return max(min(_abi.WARP_SIZE * warps, most), min(_ROW_LEAST_BLOCK, most))
+
+
+def _columns_per_warp(spec: KernelSpec, policy: LaunchPolicy) -> int:
+    """A row kernel's plain block has one warp per 4 KiB of row: each thread holds
+    _ROW_BYTES_PER_THREAD of it (8 vectors of 16 bytes, what `cache::<8>()` keeps in
+    registers), 1024 columns of `f32` a warp."""
     p = spec.params[policy.over]
     itemsize = p.record.size if p.record is not None else _abi.SCALARS[p.type].size
-    warps = -(-max(cols * itemsize, 1) // (_ROW_BYTES_PER_THREAD * _abi.WARP_SIZE))
-    return max(min(_abi.WARP_SIZE * warps, default_block(spec)), min(128, default_block(spec)))
-
-
-#: Bytes of a row each thread of a plain call's row block holds (8 vectors of 16 bytes).
-_ROW_BYTES_PER_THREAD = 128
+    return max(1, _ROW_BYTES_PER_THREAD * _abi.WARP_SIZE // itemsize)
 
 
 def _blocks(

@@ -491,11 +491,11 @@ pub fn live_lanes_1d() -> u32 {
 #[inline(always)]
 pub fn reduce_partial<T: Shuffle>(value: T, live_lanes: u32, op: impl Fn(T, T) -> T) -> T {
     let live = live_lanes.clamp(1, WARP_SIZE);
-    let mask = if live == WARP_SIZE {
-        FULL_MASK
-    } else {
-        (1u32 << live) - 1
-    };
+    // The live lanes' bits, computed without a branch on `live == 32`: with one, LLVM
+    // compiles a path whose shuffles carry the constant full mask, and the link step
+    // (which marks kernels that shuffle over the full warp as needing whole warps)
+    // could not tell it from `warp::reduce`'s.
+    let mask = FULL_MASK >> (WARP_SIZE - live);
     let lane = lane_id();
     let mut v = value;
     let mut offset = live.next_power_of_two() / 2;

@@ -107,6 +107,9 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
         launch_bounds: kernel.launch_bounds,
         cluster: kernel.cluster,
         launch: launch_policy(kernel, inst),
+        variant_of: kernel.variant_of.clone(),
+        shared_bytes: kernel.launch.as_ref().and_then(|l| l.shared),
+        tensor_maps: kernel.tensor_maps.clone(),
         whole_warps: None,
         source: SourceLocation {
             module: String::new(),
@@ -168,6 +171,15 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
         LaunchKind::Tiles => {
             let (block, tile) = l.tiles.expect("validated");
             LaunchPolicy::Tiles { over, block, tile }
+        }
+        LaunchKind::PersistentTiles => {
+            let (block, tile) = l.tiles.expect("validated");
+            LaunchPolicy::PersistentTiles {
+                over,
+                block,
+                tile,
+                blocks_per_sm: l.blocks_per_sm,
+            }
         }
     })
 }
@@ -421,6 +433,9 @@ mod tests {
                 }),
                 cluster: None,
                 launch: None,
+                variant_of: None,
+                shared_bytes: None,
+                tensor_maps: None,
                 whole_warps: None,
                 source: SourceLocation {
                     module: "my_crate::m".into(),

@@ -10,7 +10,9 @@
 //! `redux.sync.*` with the mask `-1`, and the warp-wide matrix instructions (`mma`,
 //! `ldmatrix`, `stmatrix`, `wgmma`, `setmaxnreg`) in inline PTX, which have no mask.
 //! A collective whose mask is computed (`warp::reduce_partial`, a tile's mask) is
-//! taken to name only lanes that exist.
+//! taken to name only lanes that exist. (A kernel that branches to the full mask only
+//! when every lane is live compiles to a constant mask on that branch and is marked:
+//! a refusal, never a wrong result; `reduce_partial` computes its mask without one.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
