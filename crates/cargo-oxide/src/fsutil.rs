@@ -30,6 +30,20 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(sha256_hex(&bytes))
 }
 
+/// A file's identity for a cache key, cheap (no read): its size and modification time,
+/// which change whenever it is rebuilt or reinstalled.
+pub fn file_identity(path: &Path) -> String {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return "unknown".into();
+    };
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{}", meta.len(), mtime)
+}
+
 /// Temp files and folders with the mode an ordinary `open`/`mkdir` gives (0o666 or
 /// 0o777 less the umask) rather than tempfile's private 0o600/0o700: they are renamed
 /// into artifacts and caches that other users of a shared checkout or cache read.

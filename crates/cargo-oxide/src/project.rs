@@ -122,7 +122,8 @@ impl Project {
     }
 }
 
-fn nearest_manifest() -> Result<PathBuf> {
+/// The nearest Cargo.toml at or above the current folder, as cargo finds it.
+pub fn nearest_manifest() -> Result<PathBuf> {
     let cwd = std::env::current_dir()?;
     cwd.ancestors()
         .map(|d| d.join("Cargo.toml"))

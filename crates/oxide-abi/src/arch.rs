@@ -77,8 +77,24 @@ pub fn parse(name: &str) -> Result<Arch, ArchError> {
 /// Names and how [`parse`] decides them; the Python copy of the rule must agree on each
 /// (pyoxide's tests check it).
 pub const EXAMPLES: [&str; 18] = [
-    "sm_75", "sm_80", "sm_90", "sm_90a", "sm_100f", "sm_120", "sm_70", "sm_9", "sm_", "sm_a",
-    "sm_90af", "sm_090", "SM_90", "compute_90", " sm_90", "sm_9 0", "sm_+90", "sm_99999",
+    "sm_75",
+    "sm_80",
+    "sm_90",
+    "sm_90a",
+    "sm_100f",
+    "sm_120",
+    "sm_70",
+    "sm_9",
+    "sm_",
+    "sm_a",
+    "sm_90af",
+    "sm_090",
+    "SM_90",
+    "compute_90",
+    " sm_90",
+    "sm_9 0",
+    "sm_+90",
+    "sm_99999",
 ];
 
 #[cfg(feature = "serde")]
@@ -109,7 +125,9 @@ mod tests {
         assert_eq!(parse("sm_90a"), ok(90, Suffix::Specific));
         assert_eq!(parse("sm_100f"), ok(100, Suffix::Family));
         assert_eq!(parse("sm_70"), Err(ArchError::TooOld(70)));
-        for bad in ["sm_90af", "sm_090", "SM_90", "sm_", "sm_a", " sm_90", "sm_+90", "sm_99999"] {
+        for bad in [
+            "sm_90af", "sm_090", "SM_90", "sm_", "sm_a", " sm_90", "sm_+90", "sm_99999",
+        ] {
             assert_eq!(parse(bad), Err(ArchError::Malformed), "{bad}");
         }
         for d in DEFAULT_ARCHS {

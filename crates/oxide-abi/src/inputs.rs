@@ -453,9 +453,13 @@ pub const BUILD_OPTIONS: [BuildOption; 12] = [
 
 /// The entry of `name`: the variable itself, or the family it belongs to.
 pub fn variable(name: &str) -> Option<&'static Variable> {
-    VARIABLES
-        .iter()
-        .find(|v| if v.prefix { name.starts_with(v.name) } else { v.name == name })
+    VARIABLES.iter().find(|v| {
+        if v.prefix {
+            name.starts_with(v.name)
+        } else {
+            v.name == name
+        }
+    })
 }
 
 #[cfg(test)]

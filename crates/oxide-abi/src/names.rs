@@ -1,4 +1,4 @@
-//! Reserved names: symbol prefixes, section names, environment variables.
+//! Reserved names: symbol prefixes, section names, the link step's environment variable.
 //!
 //! No other crate spells these strings; a test in cargo-oxide greps the sources to keep
 //! it that way (attribute positions, which need literals, are checked against these).
@@ -34,7 +34,7 @@ pub const DYNAMIC_SHARED_ALIGN: usize = 16;
 /// Environment variable through which `cargo oxide build` hands the link step its
 /// configuration (a path to a JSON [`crate::manifest::LinkConfig`]) when rustc runs
 /// cargo-oxide as the nvptx "linker".
-pub const LINK_CONFIG_ENV: &str = "OXIDE_LINK_CONFIG";
+pub const LINK_CONFIG_ENV: &str = crate::inputs::OXIDE_LINK_CONFIG.name;
 
 /// The GPU target triple pyoxide compiles for.
 pub const DEVICE_TARGET: &str = "nvptx64-nvidia-cuda";

@@ -138,7 +138,11 @@ pub fn module_source() -> String {
         .collect();
     let _ = writeln!(w, "BUILD_REPORT_KEYS = ({})", keys.join(", "));
     w.push_str("# The keys of `cargo oxide key`'s report, all always present.\n");
-    let _ = writeln!(w, "KEY_REPORT_KEYS = ({})\n", quoted(&report::KEY_REPORT_KEYS));
+    let _ = writeln!(
+        w,
+        "KEY_REPORT_KEYS = ({})\n",
+        quoted(&report::KEY_REPORT_KEYS)
+    );
     emulator_abi(w);
     architectures(w);
     variables(w);

@@ -293,7 +293,7 @@ fn cargo_device_build(
         .arg("--check-cfg=cfg(oxide_link_step, values(any()))")
         .arg(format!(
             "--cfg=oxide_link_step=\"{}\"",
-            linker_identity(&self_exe)
+            crate::fsutil::file_identity(&self_exe)
         ));
     if !project.declares_no_std() {
         // nvptx has no `std`: a crate written for cuda-oxide (no `#![no_std]`) builds
@@ -519,20 +519,6 @@ fn parse_dep_info(text: &str) -> BTreeSet<PathBuf> {
         }
     }
     out
-}
-
-/// This cargo-oxide binary's identity for cargo's fingerprint: its size and mtime,
-/// which change whenever it is rebuilt or reinstalled (cheap: no read of the file).
-fn linker_identity(exe: &Path) -> String {
-    let Ok(meta) = std::fs::metadata(exe) else {
-        return "unknown".into();
-    };
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    format!("{}-{}", meta.len(), mtime)
 }
 
 #[cfg(test)]
