@@ -182,7 +182,7 @@ ONE_D_POLICIES = frozenset({"elementwise", "grid_stride"})
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")
 # The keys of `cargo oxide key`'s report, all always present.
-KEY_REPORT_KEYS = ("key", "cache_dir", "inputs")
+KEY_REPORT_KEYS = ("key", "cache_dir", "cache_error", "inputs")
 
 
 # The emulator library's C ABI (src/emu.rs, src/names.rs).

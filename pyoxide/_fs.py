@@ -28,21 +28,28 @@ def umask() -> int:
     return old
 
 
+#: Bits never set on what pyoxide writes: others may read its caches and outputs, but
+#: only their owner may write them (a build in the cache ends up loaded in a process).
+NOT_WRITABLE_BY_OTHERS = 0o022
+
+
 def make_temp_dir(parent: Path, prefix: str) -> Path:
-    """``tempfile.mkdtemp`` with the mode ``mkdir`` would give (0o777 less the umask), not
-    0o700: the folder is renamed into a cache that other users may share."""
+    """``tempfile.mkdtemp`` with the mode ``mkdir`` would give (0o777 less the umask, and
+    never writable by others), not 0o700: the folder is renamed into a cache that other
+    users may read."""
     path = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
-    os.chmod(path, 0o777 & ~umask())
+    os.chmod(path, 0o777 & ~umask() & ~NOT_WRITABLE_BY_OTHERS)
     return path
 
 
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so readers see the old file or the new one, never half.
-    The file gets the mode ``open`` would give (0o666 less the umask), not mkstemp's 0o600."""
+    The file gets the mode ``open`` would give (0o666 less the umask, and never writable
+    by others), not mkstemp's 0o600."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~umask())
+        os.fchmod(fd, 0o666 & ~umask() & ~NOT_WRITABLE_BY_OTHERS)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -273,7 +273,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
     if top.get("emulator") is not None:
         e = c.obj(top["emulator"], "emulator", ["path", "sha256"])
         emulator = (
-            base / c.str_(e["path"], "emulator.path"),
+            _inside(c, base, c.str_(e["path"], "emulator.path"), "emulator.path"),
             c.str_(e["sha256"], "emulator.sha256"),
         )
     kernels = [
@@ -304,8 +304,10 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
 def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
     a = c.obj(value, w, ["arch", "path", "sha256", "ptx_version"], ["ptxas"])
     arch = c.str_(a["arch"], w + ".arch")
-    if not arch.startswith("sm_"):
-        raise c.fail(w + ".arch", f"expected an architecture like sm_90, got {arch!r}")
+    try:
+        _abi.parse_arch(arch)
+    except ValueError as e:
+        raise c.fail(w + ".arch", str(e)) from None
     resources = None
     if a.get("ptxas") is not None:
         raw = c.obj(a["ptxas"], w + ".ptxas", [], closed=False)
@@ -320,11 +322,27 @@ def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
             resources[entry] = KernelResources(**{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields})
     return PtxArtifact(
         arch=arch,
-        path=base / c.str_(a["path"], w + ".path"),
+        path=_inside(c, base, c.str_(a["path"], w + ".path"), w + ".path"),
         sha256=c.str_(a["sha256"], w + ".sha256"),
         ptx_version=c.str_(a["ptx_version"], w + ".ptx_version"),
         ptxas=resources,
     )
+
+
+def _inside(c: JsonChecker, base: Path, text: str, where: str) -> Path:
+    """The file an artifact path names, which must lie inside the manifest's folder ``base``
+    (after symbolic links): a manifest is data, and one that names /usr/lib/x.so or
+    ../x.ptx must not make pyoxide open a file it did not ship with (oxide-abi's
+    ``manifest::artifact_file`` is the same rule for cargo-oxide)."""
+    parts = text.split("/")
+    if text.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise c.fail(where, f"{text!r} is absolute or leaves its folder: artifacts must lie "
+                     "inside the manifest's folder")  # fmt: skip
+    path = base.joinpath(*parts)
+    if not path.resolve().is_relative_to(base.resolve()):
+        raise c.fail(where, f"{text!r} resolves to {path.resolve()}: artifacts must lie "
+                     "inside the manifest's folder")  # fmt: skip
+    return path
 
 
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:

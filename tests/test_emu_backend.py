@@ -5,7 +5,6 @@ its documented error, and the library's sha256 and presence checked at load."""
 from __future__ import annotations
 
 import json
-import re
 import struct
 import threading
 import time
@@ -13,14 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.emu import ECHO_TYPES, build_library, write_emu_manifest
+from helpers.emu import ECHO_TYPES, LIBRARY, build_library, write_emu_manifest
 from helpers.fakes import cuda
-from helpers.fixtures import REPO_DIR, write_manifest
+from helpers.fixtures import write_manifest
 from helpers.probes import requires_c_compiler
 
 import pyoxide
+from pyoxide import _abi
 from pyoxide.backends import emu
-from pyoxide.backends.emu import _ffi as _emu_ffi
 
 pytestmark = requires_c_compiler("compiles the C emulator fixture")
 
@@ -185,7 +184,7 @@ def test_wrong_word_count_is_reported_by_the_library(mod: pyoxide.Module) -> Non
     # library's own check come back as a bad launch.
     entry = mod.function(emu.EmuBackend(), 0, "vecadd")
     outcome = entry((1, 1, 1), (1, 1, 1), 0, [0, 0])
-    assert outcome.status == _emu_ffi.STATUS_BAD_LAUNCH
+    assert outcome.status == _abi.EmuStatus.BAD_LAUNCH
     assert outcome.message == "expected 6 argument words, got 2"
     assert isinstance(emu.launch_error("vecadd", outcome), pyoxide.LaunchError)
 
@@ -208,9 +207,8 @@ def test_a_changed_library_is_refused(tmp_path: Path, library: Path) -> None:
 
 
 def test_a_missing_library_is_refused(tmp_path: Path, library: Path) -> None:
-    own = build_library(tmp_path / "lib")
-    path = write_emu_manifest(tmp_path, library=own)
-    own.unlink()
+    path = write_emu_manifest(tmp_path)
+    (tmp_path / LIBRARY).unlink()
     with pytest.raises(pyoxide.ArtifactError, match="cannot read the emulator library"):
         pyoxide.load(path).vecadd(*(np.zeros(4, np.float32) for _ in range(3)))
 
@@ -278,23 +276,3 @@ def test_a_read_only_output_is_refused(mod: pyoxide.Module) -> None:
     out.flags.writeable = False
     with pytest.raises(pyoxide.ArgumentValueError, match="read-only"):
         mod.vecadd(np.ones(8, f32), np.ones(8, f32), out)
-
-
-# --- the ABI mirrors oxide-abi --------------------------------------------------------------
-
-
-def test_constants_match_oxide_abi() -> None:
-    names = (REPO_DIR / "crates" / "oxide-abi" / "src" / "names.rs").read_text()
-    assert f'HOST_ENTRY_PREFIX: &str = "{_emu_ffi.HOST_ENTRY_PREFIX}";' in names
-    assert f'DESCRIPTOR_SECTION: &str = "{_emu_ffi.DESCRIPTOR_SECTION}";' in names
-    abi = (REPO_DIR / "crates" / "oxide-abi" / "src" / "emu.rs").read_text()
-    assert f"OXIDE_ERROR_MESSAGE_BYTES: usize = {_emu_ffi.MESSAGE_BYTES};" in abi
-    statuses = dict(re.findall(r"pub const (STATUS_\w+): i32 = (\d+);", abi))
-    assert statuses == {
-        "STATUS_OK": str(_emu_ffi.STATUS_OK),
-        "STATUS_TRAP": str(_emu_ffi.STATUS_TRAP),
-        "STATUS_DIVERGENT_BARRIER": str(_emu_ffi.STATUS_DIVERGENT_BARRIER),
-        "STATUS_BAD_LAUNCH": str(_emu_ffi.STATUS_BAD_LAUNCH),
-        "STATUS_FAULT": str(_emu_ffi.STATUS_FAULT),
-        "STATUS_INTERRUPTED": str(_emu_ffi.STATUS_INTERRUPTED),
-    }

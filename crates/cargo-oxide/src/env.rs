@@ -99,6 +99,13 @@ pub fn cargo_home() -> Option<PathBuf> {
 /// `<home>/.cache/pyoxide`. Created when missing; refused when another user owns it or
 /// others may write to it, since the `core` and the builds in it end up in kernels.
 pub fn cache_dir() -> Result<PathBuf> {
+    let dir = cache_dir_unchecked()?;
+    private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// The cache folder by the rule of [`cache_dir`], neither created nor checked.
+pub fn cache_dir_unchecked() -> Result<PathBuf> {
     let dir = if let Some(p) = path(PYOXIDE_CACHE_DIR) {
         p
     } else if let Some(p) = path(XDG_CACHE_HOME) {
@@ -112,9 +119,7 @@ pub fn cache_dir() -> Result<PathBuf> {
             PYOXIDE_CACHE_DIR.name
         )
     };
-    let dir = std::path::absolute(&dir)?;
-    private_dir(&dir)?;
-    Ok(dir)
+    Ok(std::path::absolute(&dir)?)
 }
 
 /// Create `dir` (and its missing parents) readable by others but writable only by this

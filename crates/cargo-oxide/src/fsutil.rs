@@ -45,8 +45,10 @@ pub fn file_identity(path: &Path) -> String {
 }
 
 /// Temp files and folders with the mode an ordinary `open`/`mkdir` gives (0o666 or
-/// 0o777 less the umask) rather than tempfile's private 0o600/0o700: they are renamed
-/// into artifacts and caches that other users of a shared checkout or cache read.
+/// 0o777 less the umask), less write access for others, rather than tempfile's private
+/// 0o600/0o700: they are renamed into artifacts and caches that other users of a shared
+/// checkout or cache read, but that only their owner may change (a cached build ends up
+/// loaded in a process).
 pub fn umask_respecting<'a, 'b>(
     builder: &'b mut tempfile::Builder<'a, 'a>,
     mode: u32,
@@ -54,7 +56,7 @@ pub fn umask_respecting<'a, 'b>(
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(mode))
+        builder.permissions(std::fs::Permissions::from_mode(mode & !0o022))
     }
     #[cfg(not(unix))]
     {

@@ -30,14 +30,17 @@ pub struct KeyReport {
     /// the same options: the resolved toolchain, the options, the variables whose
     /// [`crate::inputs::Effect`] is not `None`, the cargo config files.
     pub key: String,
-    /// The cache folder (checked: the user's own, not writable by others).
+    /// The cache folder (created when missing).
     pub cache_dir: PathBuf,
+    /// Why the cache folder cannot be used (another user's, writable by others, not a
+    /// folder), or null. cargo-oxide's own builds refuse it too.
+    pub cache_error: Option<String>,
     /// The inputs, by name, as hashed (for people: what changed between two keys).
     pub inputs: std::collections::BTreeMap<String, String>,
 }
 
 /// The key report's keys, in order: every one is always present.
-pub const KEY_REPORT_KEYS: [&str; 3] = ["key", "cache_dir", "inputs"];
+pub const KEY_REPORT_KEYS: [&str; 4] = ["key", "cache_dir", "cache_error", "inputs"];
 
 impl KeyReport {
     pub fn to_json(&self) -> String {

@@ -14,11 +14,12 @@
 //! A missing toolchain piece does not fail the key (its message is hashed instead): the
 //! build that follows reports it.
 //!
-//! Finding the toolchain runs a dozen programs (a Python among them), so the answer is
-//! kept in the cache folder (`keys/`), by the command line and the value of every
-//! variable that reaches cargo-oxide, together with the identity (size, modification
-//! time) of every file and folder discovery looked at; it is reused while all of those
-//! are unchanged, as cargo reuses a build while its inputs' times are.
+//! Finding the toolchain runs a dozen programs (a Python among them), so what it found is
+//! kept in the cache folder (`keys/`), by the value of every variable discovery reads
+//! ([`DISCOVERY_VARIABLES`]), together with the identity (size, modification time) of
+//! every file and folder it looked at, and reused while all of those are unchanged, as
+//! cargo reuses a build while its inputs' times are. The rest of the key is cheap and
+//! computed every time.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,11 +28,24 @@ use anyhow::Result;
 use oxide_abi::report::KeyReport;
 
 use crate::cli::{BuildArgs, CrateArgs};
-use oxide_abi::inputs::Effect;
-
+use crate::env::Variable;
 use crate::fsutil::{file_identity, sha256_file, sha256_hex};
 use crate::toolchain::Discovery;
 use crate::{env, exit};
+
+/// The variables toolchain discovery reads (`toolchain.rs`; a test keeps the two in step).
+pub const DISCOVERY_VARIABLES: [Variable; 10] = [
+    env::RUSTC,
+    env::CARGO,
+    env::LLVM_BIN,
+    env::LIBDEVICE,
+    env::PTXAS,
+    env::PYTHON,
+    env::CUDA_HOME,
+    env::CUDA_PATH,
+    env::PATH,
+    oxide_abi::inputs::HOME,
+];
 
 pub fn run(args: &BuildArgs) -> i32 {
     for arch in &args.arch {
@@ -49,53 +63,53 @@ pub fn run(args: &BuildArgs) -> i32 {
 }
 
 fn report(args: &BuildArgs) -> Result<KeyReport> {
-    let cache_dir = exit::coded(env::cache_dir(), exit::USAGE)?;
-    let memo = memo_file(&cache_dir, args)?;
-    if let Some(report) = reuse(&memo) {
-        return Ok(report);
-    }
-    let mut inputs = BTreeMap::new();
-    let mut watched = toolchain_inputs(&mut inputs);
+    let cache_dir = exit::coded(env::cache_dir_unchecked(), exit::USAGE)?;
+    // A cache folder that cannot be used is reported as data (pyoxide turns it into its
+    // configuration error), and nothing is kept in it.
+    let cache_error = env::private_dir(&cache_dir).err().map(|e| format!("{e:#}"));
+    let mut inputs = match &cache_error {
+        None => discovered(&cache_dir)?,
+        Some(_) => toolchain_inputs().0,
+    };
     let crate_dir = option_inputs(args, &mut inputs)?;
     for (name, value) in env::keyed() {
         inputs.insert(format!("env {name}"), value);
     }
-    let configs = cargo_config_candidates(&crate_dir);
-    for config in configs.iter().filter(|f| f.is_file()) {
-        let digest = sha256_file(config).unwrap_or_else(|_| "unreadable".into());
-        inputs.insert(format!("cargo config {}", config.display()), digest);
+    for config in cargo_config_candidates(&crate_dir) {
+        if config.is_file() {
+            let digest = sha256_file(&config).unwrap_or_else(|_| "unreadable".into());
+            inputs.insert(format!("cargo config {}", config.display()), digest);
+        }
     }
-    watched.extend(configs);
     let key = sha256_hex(serde_json::to_string(&inputs)?.as_bytes());
-    let report = KeyReport {
+    Ok(KeyReport {
         key,
         cache_dir,
+        cache_error,
         inputs,
-    };
-    remember(&memo, &report, &watched);
-    Ok(report)
+    })
 }
 
-/// The memo of this command line and environment.
-fn memo_file(cache_dir: &Path, args: &BuildArgs) -> Result<PathBuf> {
-    let variables: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(name, value)| {
-            let name = name.to_string_lossy().into_owned();
-            let v = oxide_abi::inputs::variable(&name)?;
-            let counts = v.reader.reaches_cargo_oxide() && v.effect != Effect::None;
-            counts.then(|| (name, value.to_string_lossy().into_owned()))
+/// What discovery finds, from the memo when nothing it depends on changed.
+fn discovered(cache_dir: &Path) -> Result<BTreeMap<String, String>> {
+    let variables: Vec<(&str, String)> = DISCOVERY_VARIABLES
+        .iter()
+        .map(|v| {
+            let value = std::env::var_os(v.name).unwrap_or_default();
+            (v.name, value.to_string_lossy().into_owned())
         })
         .collect();
     let me = std::env::current_exe()?;
-    let cwd = std::env::current_dir()?;
-    let identity = format!(
-        "{args:?}\n{variables:?}\n{}\n{}",
-        cwd.display(),
-        identity_of(&me)
-    );
+    let identity = format!("{variables:?}\n{} {}", me.display(), identity_of(&me));
     let dir = cache_dir.join("keys");
     env::private_dir(&dir)?;
-    Ok(dir.join(format!("{}.json", &sha256_hex(identity.as_bytes())[..32])))
+    let memo = dir.join(format!("{}.json", &sha256_hex(identity.as_bytes())[..32]));
+    if let Some(inputs) = reuse(&memo) {
+        return Ok(inputs);
+    }
+    let (inputs, watched) = toolchain_inputs();
+    remember(&memo, &inputs, &watched);
+    Ok(inputs)
 }
 
 /// A path's identity for the memo: kind, size and modification time, or "absent".
@@ -109,29 +123,29 @@ fn identity_of(path: &Path) -> String {
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Memo {
-    report: KeyReport,
+    inputs: BTreeMap<String, String>,
     watched: BTreeMap<PathBuf, String>,
 }
 
-fn reuse(memo: &Path) -> Option<KeyReport> {
+fn reuse(memo: &Path) -> Option<BTreeMap<String, String>> {
     let memo: Memo = serde_json::from_str(&std::fs::read_to_string(memo).ok()?).ok()?;
     let unchanged = memo
         .watched
         .iter()
         .all(|(path, identity)| identity_of(path) == *identity);
-    unchanged.then_some(memo.report)
+    unchanged.then_some(memo.inputs)
 }
 
 /// Keep the answer for the next call (a failure to write only costs that call time).
-fn remember(memo: &Path, report: &KeyReport, watched: &[PathBuf]) {
-    let memo_value = Memo {
-        report: report.clone(),
+fn remember(memo: &Path, inputs: &BTreeMap<String, String>, watched: &[PathBuf]) {
+    let value = Memo {
+        inputs: inputs.clone(),
         watched: watched
             .iter()
             .map(|p| (p.clone(), identity_of(p)))
             .collect(),
     };
-    if let Ok(text) = serde_json::to_string(&memo_value) {
+    if let Ok(text) = serde_json::to_string(&value) {
         let _ = crate::fsutil::write_atomic(memo, text.as_bytes());
     }
 }
@@ -143,10 +157,11 @@ fn shown<T: serde::Serialize>(piece: &Result<T, String>) -> String {
     }
 }
 
-/// What `build` would compile with; returns what discovery looked at.
-fn toolchain_inputs(inputs: &mut BTreeMap<String, String>) -> Vec<PathBuf> {
+/// What `build` would compile with, and what discovery looked at.
+fn toolchain_inputs() -> (BTreeMap<String, String>, Vec<PathBuf>) {
+    let mut inputs = BTreeMap::new();
     let d = Discovery::run();
-    let watched = d.watched();
+    let mut watched = d.watched();
     inputs.insert("rustc".into(), shown(&d.rustc));
     let cargo = d
         .cargo
@@ -166,7 +181,8 @@ fn toolchain_inputs(inputs: &mut BTreeMap<String, String>) -> Vec<PathBuf> {
         "cargo-oxide".into(),
         format!("{} {me}", env!("CARGO_PKG_VERSION")),
     );
-    watched
+    watched.extend(std::env::current_exe());
+    (inputs, watched)
 }
 
 /// The options that change artifacts; returns the crate's folder. Destructured field by
@@ -227,4 +243,44 @@ fn cargo_config_candidates(crate_dir: &Path) -> Vec<PathBuf> {
     dirs.into_iter()
         .flat_map(|d| [d.join("config.toml"), d.join("config")])
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DISCOVERY_VARIABLES;
+
+    #[test]
+    fn the_memo_is_keyed_by_every_variable_discovery_reads() {
+        let src = include_str!("../toolchain.rs").to_owned() + include_str!("../env.rs");
+        let read = src
+            .split("env::")
+            .skip(1)
+            .filter_map(|rest| {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                    .collect();
+                (name.len() > 1).then_some(name)
+            })
+            .filter(|name| name != "PYOXIDE_CACHE_DIR" && name != "XDG_CACHE_HOME");
+        let aliases = |v: &str| match v {
+            "OXIDE_RUSTC" => "RUSTC".to_owned(),
+            "OXIDE_CARGO" => "CARGO".into(),
+            "OXIDE_LLVM_BIN" => "LLVM_BIN".into(),
+            "OXIDE_LIBDEVICE" => "LIBDEVICE".into(),
+            "OXIDE_PTXAS" => "PTXAS".into(),
+            "OXIDE_PYTHON" => "PYTHON".into(),
+            other => other.into(),
+        };
+        let listed: Vec<String> = DISCOVERY_VARIABLES
+            .iter()
+            .map(|v| aliases(v.name))
+            .collect();
+        for name in read {
+            assert!(
+                listed.contains(&name),
+                "toolchain.rs reads {name}, not in DISCOVERY_VARIABLES"
+            );
+        }
+    }
 }
