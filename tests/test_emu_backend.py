@@ -4,8 +4,12 @@ its documented error, and the library's sha256 and presence checked at load."""
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import json
+import shutil
 import struct
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -276,3 +280,52 @@ def test_a_read_only_output_is_refused(mod: pyoxide.Module) -> None:
     out.flags.writeable = False
     with pytest.raises(pyoxide.ArgumentValueError, match="read-only"):
         mod.vecadd(np.ones(8, f32), np.ones(8, f32), out)
+
+
+# --- what a manifest may make pyoxide open ------------------------------------------------
+
+_CONSTRUCTOR = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("ran", f); fclose(f); }
+}
+"""
+
+
+def _planted_library(folder: Path, marker: Path) -> Path:
+    """A shared library whose constructor writes ``marker``: what dlopen would run."""
+    from helpers.probes import c_compiler
+
+    folder.mkdir(parents=True, exist_ok=True)
+    source, lib = folder / "planted.c", folder / "planted.emu.so"
+    source.write_text(_CONSTRUCTOR % marker)
+    subprocess.run([c_compiler(), "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+    return lib
+
+
+@pytest.mark.parametrize("where", ["absolute", "parent", "inside"])
+def test_a_library_the_manifest_did_not_build_is_never_opened(
+    tmp_path: Path, where: str
+) -> None:
+    """Issue 27.8: an absolute or ../ emulator path was loaded at the first launch, and its
+    constructor ran before the descriptor check. Now paths must stay in the manifest's
+    folder, and the descriptors are read from the library's bytes before dlopen."""
+    marker = tmp_path / "constructor-ran"
+    outside = _planted_library(tmp_path / "elsewhere", marker)
+    crate_dir = tmp_path / "crate"
+    path = write_emu_manifest(crate_dir)
+    m = json.loads(path.read_text())
+    digest = hashlib.sha256(outside.read_bytes()).hexdigest()
+    if where == "inside":
+        shutil.copy2(outside, crate_dir / outside.name)
+    named = {"absolute": str(outside), "parent": "../elsewhere/" + outside.name}
+    m["emulator"] = {"path": named.get(where, outside.name), "sha256": digest}
+    path.write_text(json.dumps(m))
+    with pytest.raises(pyoxide.LoadError) as info:
+        pyoxide.load(path).vecadd(*(np.zeros(4, np.float32) for _ in range(3)))
+    assert not marker.exists()  # its constructor never ran
+    expected = "no kernel descriptors" if where == "inside" else "inside the manifest's folder"
+    assert expected in str(info.value)
+    ctypes.CDLL(str(outside))  # the library does run its constructor when opened
+    assert marker.read_text() == "ran"
