@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import _abi, _knobs
+from . import _abi, _knobs, _layout
 from .errors import BuildError, ToolchainError
 
 Profile = Literal["release", "debug"]
@@ -43,8 +43,8 @@ class BuildResult:
     emulator: Path | None = None  # the CPU emulator library, when built
 
 
-#: The cargo-oxide that a pyoxide wheel ships (crates/pyoxide-native/build.rs).
-PACKAGED_CARGO_OXIDE = Path(__file__).resolve().parent / "_bin" / "cargo-oxide"
+#: The cargo-oxide that a pyoxide wheel ships (its kit: pyoxide/_layout.py).
+PACKAGED_CARGO_OXIDE = _layout.CARGO_OXIDE
 
 
 def find_cargo_oxide() -> Path:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _constants, _knobs
+from . import _constants, _knobs, _layout
 from ._build import Echo, Profile, find_cargo_oxide
 from ._launch import GenericKernel, Kernel, kernel_class
 from ._manifest import Manifest, read_manifest
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 Launcher = Kernel | GenericKernel
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_CRATE = "kernels_rs"
 #: The bundled kernels that need the arch-specific sm_90a target, built apart (a plain
 #: target's build refuses them) and reached through kernels_rs's launchers
@@ -249,13 +248,13 @@ def _stderr(line: str) -> None:
 
 def bundled_manifest_path(crate: str = BUNDLED_CRATE) -> Path | None:
     """The prebuilt manifest of a bundled crate, when it ships with the package."""
-    p = _PACKAGE_DIR / "_prebuilt" / f"{crate}.manifest.json"
+    p = _layout.PREBUILT / f"{crate}.manifest.json"
     return p if p.is_file() else None
 
 
 def bundled_crate_dir(crate: str = BUNDLED_CRATE) -> Path | None:
     """A bundled kernel crate's source (a source checkout only)."""
-    p = _PACKAGE_DIR.parent / crate
+    p = _layout.PACKAGE.parent / crate
     return p if (p / "Cargo.toml").is_file() else None
 
 
@@ -292,7 +291,7 @@ def load_bundled() -> Module:
     module = _load_bundled(BUNDLED_CRATE, None)
     if module is None:
         raise LoadError(
-            "the bundled kernels are missing: no prebuilt artifacts in pyoxide/_prebuilt and "
+            f"the bundled kernels are missing: no prebuilt artifacts in {_layout.PREBUILT} and "
             "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
             "source checkout run `pyoxide build --bundled`."
         )

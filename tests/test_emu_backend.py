@@ -305,9 +305,7 @@ def _planted_library(folder: Path, marker: Path) -> Path:
 
 
 @pytest.mark.parametrize("where", ["absolute", "parent", "inside"])
-def test_a_library_the_manifest_did_not_build_is_never_opened(
-    tmp_path: Path, where: str
-) -> None:
+def test_a_library_the_manifest_did_not_build_is_never_opened(tmp_path: Path, where: str) -> None:
     """Issue 27.8: an absolute or ../ emulator path was loaded at the first launch, and its
     constructor ran before the descriptor check. Now paths must stay in the manifest's
     folder, and the descriptors are read from the library's bytes before dlopen."""
