@@ -27,9 +27,9 @@ from ._policy_spec import LaunchPolicy
 from ._shapes import tile_block, tile_grid
 from .errors import ArgumentValueError
 
-#: Threads per block of a plain call of a kernel without a policy of its own
-#: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
-DEFAULT_BLOCK = 256
+#: Threads per block of a plain call of a kernel without a policy of its own (what
+#: `#[launch]` records when it gives no block).
+DEFAULT_BLOCK = _abi.DEFAULT_BLOCK
 _MAX_GRID = _abi.MAX_GRID_DIM[0]
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
 _GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})

@@ -64,8 +64,9 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
     ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
-    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > 1024:
-        raise c.fail(w, "per_thread, block and blocks_per_sm are at least 1, block at most 1024")
+    most = _abi.MAX_THREADS_PER_BLOCK
+    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > most:
+        raise c.fail(w, f"per_thread, block and blocks_per_sm are at least 1, block at most {most}")
     cols = None
     if "cols" in v:
         cols = names.index(c.choice(v["cols"], w + ".cols", names))
@@ -95,8 +96,8 @@ def _read_tiles(c: JsonChecker, v: Any, w: str, params: Sequence[Any], over: int
         if len(xs) != 3 or 0 in xs:
             raise c.fail(f"{w}.{f}", "three positive integers (x, y, z)")
         three.append((xs[0], xs[1], xs[2]))
-    if three[0][0] * three[0][1] * three[0][2] > 1024:
-        raise c.fail(w + ".block", "at most 1024 threads")
+    if three[0][0] * three[0][1] * three[0][2] > _abi.MAX_THREADS_PER_BLOCK:
+        raise c.fail(w + ".block", f"at most {_abi.MAX_THREADS_PER_BLOCK} threads")
     block3, tile = three
     return LaunchPolicy("tiles", over, block=block3[0] * block3[1] * block3[2],
                         block3=block3, tile=tile)  # fmt: skip

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use oxide_abi::inputs;
 use oxide_abi::names::DEVICE_TARGET;
 
 use crate::env;
@@ -206,9 +207,9 @@ fn build_core(tc: &Toolchain, work: &Path) -> Result<Vec<PathBuf>> {
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTC_WRAPPER")
+        .env_remove(inputs::RUSTFLAGS.name)
+        .env_remove(inputs::CARGO_ENCODED_RUSTFLAGS.name)
+        .env_remove(inputs::RUSTC_WRAPPER.name)
         .output()
         .with_context(|| format!("running {}", tc.cargo.display()))?;
     if !out.status.success() {

@@ -63,6 +63,10 @@ pub fn host_entry_symbol(entry: &str) -> String {
     format!("{HOST_ENTRY_PREFIX}{entry}")
 }
 
+/// The flag `#[cuda_module]` adds to the `#[kernel]` of a generic kernel that lists no
+/// instances (the host's launches instantiate it, as in cuda-oxide).
+pub const HOST_INSTANCED_FLAG: &str = "__oxide_host_instanced";
+
 /// Prefix of the descriptor static's Rust identifier (also a generated item).
 pub const DESCRIPTOR_ITEM_PREFIX: &str = "__oxide_descriptor_";
 /// Prefix of the generated device wrapper's Rust identifier.

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use oxide_abi::descriptor::{ConstantDescriptor, KernelDescriptor};
+use oxide_abi::inputs;
 use oxide_abi::manifest::{self, CrateInfo, Manifest, PtxArtifact, SourceFile};
 use oxide_abi::names::{DEVICE_TARGET, LINK_CONFIG_ENV};
 use oxide_abi::report::BuildReport;
@@ -309,9 +310,9 @@ fn cargo_device_build(
         .env("RUSTC", &tc.rustc.path)
         .env(LINK_CONFIG_ENV, config_path)
         // Host RUSTFLAGS would override the target's sysroot flag and rarely suit nvptx.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env_remove(inputs::RUSTFLAGS.name)
+        .env_remove(inputs::CARGO_ENCODED_RUSTFLAGS.name)
+        .env_remove(format!("{}RUSTFLAGS", inputs::CARGO_BUILD_.name))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut child = cmd
