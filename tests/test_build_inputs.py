@@ -163,3 +163,38 @@ def test_a_cache_folder_others_could_plant_in_is_refused(
     with pytest.raises(Exception, match="refusing the cache folder") as info:
         lookup(toml)
     assert type(info.value).__name__ == "ConfigError" and "Fix:" in str(info.value)
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "build.md"
+
+
+def inputs_table() -> str:
+    """The guide's tables of every variable and option, as _abi.py has them."""
+    rows = [
+        "| variable | read by | effect on a build | what it does |",
+        "|---|---|---|---|",
+        *(
+            f"| `{v.name}{'*' if v.prefix else ''}` | {v.reader} | {v.effect} | {v.doc} |"
+            for v in _abi.VARIABLES
+        ),
+        "",
+        "| `cargo oxide build` option | effect on a build | what it does |",
+        "|---|---|---|",
+        *(f"| `{o.flag}` | {o.effect} | {o.doc} |" for o in _abi.BUILD_OPTIONS),
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def test_the_guides_table_is_the_generated_one() -> None:
+    text = GUIDE.read_text()
+    start = text.index("<!-- inputs:")
+    start = text.index("-->\n", start) + len("-->\n")
+    end = text.index("<!-- end of inputs -->")
+    if os.environ.get("OXIDE_BLESS"):
+        GUIDE.write_text(text[:start] + inputs_table() + text[end:])
+        text = GUIDE.read_text()
+        end = text.index("<!-- end of inputs -->")
+    assert text[start:end] == inputs_table(), (
+        "docs/guide/build.md's table is out of date with crates/oxide-abi/src/inputs.rs; "
+        "regenerate it with `OXIDE_BLESS=1 pytest tests/test_build_inputs.py -k guide`"
+    )
