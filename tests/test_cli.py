@@ -94,7 +94,7 @@ def test_build_usage_errors(runner: CliRunner, tool: Path, crate: Path, tmp_path
     r = runner.invoke(cli, ["build", str(tmp_path)])
     assert r.exit_code == ExitCode.USAGE and "not a Rust crate" in r.stderr
     r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_70"])  # ptxas refuses it
-    assert r.exit_code == ExitCode.USAGE and "sm_NN with NN >= 75" in r.stderr
+    assert r.exit_code == ExitCode.USAGE and "sm_NN with NN ≥ 75" in r.stderr
 
 
 def test_toolchain_missing(
