@@ -37,6 +37,7 @@ impl Project {
         };
         let metadata = cargo_metadata::MetadataCommand::new()
             .cargo_path(cargo)
+            .current_dir(manifest_path.parent().unwrap_or(Path::new(".")))
             .manifest_path(&manifest_path)
             .no_deps()
             .exec()
@@ -98,6 +99,13 @@ impl Project {
             let line = line.trim_start();
             line.starts_with("#![") && line.contains("no_std")
         })
+    }
+
+    /// The folder cargo runs in: the crate's, so that its `.cargo/config.toml` (a `pyoxide
+    /// new` project's source replacement, say) applies wherever the command was started,
+    /// as `cargo oxide key` assumes when it hashes the config files.
+    pub fn dir(&self) -> &Path {
+        self.manifest_path.parent().unwrap_or(Path::new("."))
     }
 
     /// Folder of the link step's files for this crate.

@@ -267,7 +267,8 @@ fn cargo_device_build(
     let sysroot_flag = toml_string(&format!("--sysroot={}", sysroot.display()));
     let color = std::io::stderr().is_terminal();
     let mut cmd = Command::new(&tc.cargo);
-    cmd.arg("rustc")
+    cmd.current_dir(project.dir())
+        .arg("rustc")
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
@@ -386,7 +387,8 @@ fn toml_string(s: &str) -> String {
 
 fn force_relink(tc: &Toolchain, project: &Project) -> Result<()> {
     let mut cmd = Command::new(&tc.cargo);
-    cmd.args(["clean", "--manifest-path"])
+    cmd.current_dir(project.dir())
+        .args(["clean", "--manifest-path"])
         .arg(&project.manifest_path)
         .args(["-p", &project.name, "--target", DEVICE_TARGET]);
     if project.profile == Profile::Release {
