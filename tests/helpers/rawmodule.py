@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from helpers.bundled import kernels_manifest, load_manifest
-
 from pyoxide._abi import parse_arch
 
 
