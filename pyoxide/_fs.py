@@ -1,4 +1,5 @@
-"""File helpers shared by the cache and the stub writer: hashes and atomic writes."""
+"""File helpers shared by the cache, the manifest reader and the stub writer: hashes,
+atomic writes, and the rule that keeps a manifest's artifacts in its folder."""
 
 from __future__ import annotations
 
@@ -57,3 +58,24 @@ def atomic_write(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def file_inside(base: Path, text: str) -> Path:
+    """The file a manifest's artifact path ``text`` names in the manifest's folder ``base``.
+    It must lie inside that folder, after symbolic links: a manifest is data, and one that
+    names /usr/lib/x.so or ../x.ptx must not make pyoxide open a file it did not ship with
+    (oxide-abi's ``manifest::artifact_file`` is the same rule for cargo-oxide). Raises
+    ValueError saying why not."""
+    parts = text.split("/")
+    if text.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(
+            f"{text!r} is absolute or leaves its folder: artifacts must lie inside the "
+            "manifest's folder"
+        )
+    path = base.joinpath(*parts)
+    if not path.resolve().is_relative_to(base.resolve()):
+        raise ValueError(
+            f"{text!r} resolves to {path.resolve()}: artifacts must lie inside the "
+            "manifest's folder"
+        )
+    return path

@@ -16,6 +16,7 @@ from typing import Any
 
 from . import _abi
 from ._constants import ConstantSpec, parse_constants
+from ._fs import file_inside
 from ._json_checker import JsonChecker
 from ._policy_spec import (
     LaunchPolicy,
@@ -351,19 +352,10 @@ def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
 
 
 def _inside(c: JsonChecker, base: Path, text: str, where: str) -> Path:
-    """The file an artifact path names, which must lie inside the manifest's folder ``base``
-    (after symbolic links): a manifest is data, and one that names /usr/lib/x.so or
-    ../x.ptx must not make pyoxide open a file it did not ship with (oxide-abi's
-    ``manifest::artifact_file`` is the same rule for cargo-oxide)."""
-    parts = text.split("/")
-    if text.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise c.fail(where, f"{text!r} is absolute or leaves its folder: artifacts must lie "
-                     "inside the manifest's folder")  # fmt: skip
-    path = base.joinpath(*parts)
-    if not path.resolve().is_relative_to(base.resolve()):
-        raise c.fail(where, f"{text!r} resolves to {path.resolve()}: artifacts must lie "
-                     "inside the manifest's folder")  # fmt: skip
-    return path
+    try:
+        return file_inside(base, text)
+    except ValueError as e:
+        raise c.fail(where, str(e)) from None
 
 
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
