@@ -27,9 +27,9 @@ from ._policy_spec import LaunchPolicy
 from ._shapes import tile_block, tile_grid
 from .errors import ArgumentValueError
 
-#: Threads per block of a plain call of a kernel without a policy of its own
-#: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
-DEFAULT_BLOCK = 256
+#: Threads per block of a plain call of a kernel without a policy of its own (what
+#: `#[launch]` records when it gives no block).
+DEFAULT_BLOCK = _abi.DEFAULT_BLOCK
 _MAX_GRID = _abi.MAX_GRID_DIM[0]
 #: A row kernel's plain block: one warp per this many bytes of row a thread (each
 #: thread's share of a row in 8 vectors of 16 bytes), from _ROW_LEAST_BLOCK threads up to

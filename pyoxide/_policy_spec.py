@@ -68,9 +68,10 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
     ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
-    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > 1024:
+    most = _abi.MAX_THREADS_PER_BLOCK
+    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > most:
         raise c.fail(
-            w, "per_thread, per_block, block and blocks_per_sm are at least 1, block at most 1024"
+            w, f"per_thread, per_block, block and blocks_per_sm are at least 1, block at most {most}"
         )
     cols = None
     if "cols" in v:
@@ -104,8 +105,8 @@ def _read_tiles(
         if len(xs) != 3 or 0 in xs:
             raise c.fail(f"{w}.{f}", "three positive integers (x, y, z)")
         three.append((xs[0], xs[1], xs[2]))
-    if three[0][0] * three[0][1] * three[0][2] > 1024:
-        raise c.fail(w + ".block", "at most 1024 threads")
+    if three[0][0] * three[0][1] * three[0][2] > _abi.MAX_THREADS_PER_BLOCK:
+        raise c.fail(w + ".block", f"at most {_abi.MAX_THREADS_PER_BLOCK} threads")
     block3, tile = three
     per_sm = 1
     if kind == "persistent_tiles":

@@ -49,10 +49,11 @@ def find_specs(crate: Path | None) -> Path | None:
             places = [crate.parent if crate.name == "Cargo.toml" else crate]
         found = [p / SPECS_DIR for p in places if (p / SPECS_DIR).is_dir()]
         return found[0] if found else None
-    from ._module import _PACKAGE_DIR, bundled_crate_dir
+    from ._layout import PREBUILT
+    from ._module import bundled_crate_dir
 
     src = bundled_crate_dir()
-    for folder in ([src / SPECS_DIR] if src else []) + [_PACKAGE_DIR / "_prebuilt" / SPECS_DIR]:
+    for folder in ([src / SPECS_DIR] if src else []) + [PREBUILT / SPECS_DIR]:
         if folder.is_dir():
             return folder
     return None

@@ -16,12 +16,14 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from pyoxide import _layout
+
 REPO = Path(__file__).resolve().parents[2]
 KERNELS_CRATE = REPO / "kernels_rs" / "Cargo.toml"
 ARCHS = ("sm_80", "sm_90")
 PREBUILT = REPO / "target" / "oxide" / "release" / "kernels_rs.manifest.json"
 # What `pyoxide build --bundled` writes (and a wheel ships).
-PACKAGED = REPO / "pyoxide" / "_prebuilt" / "kernels_rs.manifest.json"
+PACKAGED = _layout.PREBUILT / "kernels_rs.manifest.json"
 
 
 def cargo_oxide() -> str | None:
@@ -170,7 +172,7 @@ def wrong_kernels_manifest() -> Path:
 
 
 SM90A_CRATE = REPO / "kernels_sm90a" / "Cargo.toml"
-SM90A_PACKAGED = REPO / "pyoxide" / "_prebuilt" / "kernels_sm90a.manifest.json"
+SM90A_PACKAGED = _layout.PREBUILT / "kernels_sm90a.manifest.json"
 
 
 @functools.cache

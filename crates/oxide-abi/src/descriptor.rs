@@ -194,8 +194,7 @@ pub struct LaunchBounds {
 }
 
 /// Threads per block of a plain call when `#[launch]` gives no `block`, and for kernels
-/// without a policy (pyoxide/_policy.py's `DEFAULT_BLOCK`, checked against a built
-/// manifest by tests/test_policy.py).
+/// without a policy (generated into pyoxide/_abi.py).
 pub const DEFAULT_BLOCK: u32 = 256;
 
 /// A kernel's launch policy, declared with `#[launch(...)]` and applied by the Python

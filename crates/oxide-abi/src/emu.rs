@@ -65,3 +65,13 @@ pub const STATUS_FAULT: i32 = 4;
 /// The launch was interrupted (SIGINT, Ctrl-C) before it finished; its outputs are
 /// partly written.
 pub const STATUS_INTERRUPTED: i32 = 5;
+
+/// Every status, by name (Python's `EmuStatus` is generated from it).
+pub const STATUSES: [(&str, i32); 6] = [
+    ("OK", STATUS_OK),
+    ("TRAP", STATUS_TRAP),
+    ("DIVERGENT_BARRIER", STATUS_DIVERGENT_BARRIER),
+    ("BAD_LAUNCH", STATUS_BAD_LAUNCH),
+    ("FAULT", STATUS_FAULT),
+    ("INTERRUPTED", STATUS_INTERRUPTED),
+];

@@ -8,8 +8,10 @@
 //! these types; a test fails when the two disagree.
 #![cfg_attr(not(feature = "serde"), no_std)]
 
+pub mod arch;
 pub mod emu;
 pub mod exit;
+pub mod inputs;
 pub mod limits;
 pub mod names;
 pub mod shape;

@@ -54,7 +54,7 @@ pub fn gpu_printf(input: TokenStream) -> syn::Result<TokenStream> {
     let print = quote!(::oxide_device::print);
     let generics: Vec<Ident> = (0..args.len()).map(|i| format_ident!("A{}", i)).collect();
     let values: Vec<Ident> = (0..args.len())
-        .map(|i| format_ident!("__oxide_printf_arg{}", i))
+        .map(|i| format_ident!("{}_printf_arg{}", oxide_abi::names::RESERVED_PREFIX, i))
         .collect();
     let spec_pairs = specs.iter().zip(&generics).map(|(spec, g)| {
         let prefix = &spec.prefix;

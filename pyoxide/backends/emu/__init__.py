@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..._abi import DESCRIPTOR_SECTION, HOST_ENTRY_PREFIX, EmuStatus
 from ..._arrays import HOST
 from ...errors import (
     BackendUnavailableError,
@@ -94,8 +95,9 @@ class EmuBackend:
             raise EmulatorError(f"{manifest.crate_name}: {NO_EMULATOR}")
         data = manifest.read_emulator()  # present and unchanged since it was written
         path = manifest.emulator[0]
-        if data is not None:
-            check_descriptors(manifest, path, data)
+        # Before dlopen, which runs the library's constructors: only a library whose
+        # compiled-in descriptors are the manifest's kernels is opened.
+        check_descriptors(manifest, path, data or b"")
         try:
             library = ffi.Library(path)
         except ImportError as e:
@@ -132,7 +134,7 @@ class EmuBackend:
         if function is None:
             raise LoadError(
                 f"the emulator library {module.library.path} has no entry '{entry}' "
-                f"({ffi.HOST_ENTRY_PREFIX}{entry}); it does not match its manifest. "
+                f"({HOST_ENTRY_PREFIX}{entry}); it does not match its manifest. "
                 "Fix: rebuild with `pyoxide build`."
             )
         return function
@@ -158,11 +160,11 @@ class EmuBackend:
         it = iter(records)
         words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
         outcome = function(grid, block, shared_mem, words)
-        if outcome.status == ffi.STATUS_INTERRUPTED:
+        if outcome.status == EmuStatus.INTERRUPTED:
             # Ctrl-C: Python's own SIGINT handler has run too and normally raised
             # KeyboardInterrupt already; this covers a handler that did not raise.
             raise KeyboardInterrupt(f"kernel '{kernel}' interrupted in the emulator")
-        if outcome.status != ffi.STATUS_OK:
+        if outcome.status != EmuStatus.OK:
             raise launch_error(kernel, outcome)
 
     def fast_launcher(self, plan: Any, function: Any, device: int) -> None:
@@ -184,9 +186,9 @@ class EmuBackend:
 
 
 def _library_descriptors(data: bytes) -> dict[str, dict[str, Any]] | None:
-    """The kernel descriptors compiled into an emulator library, by entry (None when
-    the library has no readable descriptor section: a hand-written test library)."""
-    raw = _elf.section(data, ffi.DESCRIPTOR_SECTION)
+    """The kernel descriptors compiled into an emulator library, by entry, read from its
+    bytes (None when it has no readable descriptor section)."""
+    raw = _elf.section(data, DESCRIPTOR_SECTION)
     if raw is None:
         return None
     text, decoder, found, i = raw.decode("utf-8", "replace"), json.JSONDecoder(), {}, 0
@@ -204,10 +206,16 @@ def _library_descriptors(data: bytes) -> dict[str, dict[str, Any]] | None:
 def check_descriptors(manifest: Manifest, path: Path, data: bytes) -> None:
     """Refuse a manifest whose kernels (parameters, launch bounds) differ from those the
     emulator library was compiled with: the host entries read argument words by the
-    library's descriptors, so a hand-edited manifest would pass them the wrong ones."""
+    library's descriptors, so a hand-edited manifest would pass them the wrong ones; and
+    refuse a library without descriptors (not one cargo-oxide built: a manifest that names
+    a system library), all without loading it."""
     found = _library_descriptors(data)
     if found is None:
-        return
+        raise LoadError(
+            f"cannot open the emulator library {path}: it holds no kernel descriptors (no "
+            f"{DESCRIPTOR_SECTION} section), so it is not a library `cargo oxide build` made "
+            "and is not loaded. Fix: rebuild with `pyoxide build`."
+        )
     for k in manifest.kernels:
         d = found.get(k.entry)
         want = [[p.name, p.kind, p.type, p.mutable] for p in k.params]
@@ -236,14 +244,14 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
     block, thread = outcome.block, outcome.thread
     where = f"block {_dim(block)} thread {_dim(thread)}"
     message = outcome.message.strip() or "no message"
-    if outcome.status == ffi.STATUS_TRAP:
+    if outcome.status == EmuStatus.TRAP:
         return EmulatorError(
             f"kernel '{kernel}' trapped in {where}: {message}. Fix: the kernel panicked "
             "there (on a GPU this launch would fail with an illegal instruction); check the "
             "index or assertion it names, and the arguments and launch configuration.",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
-    if outcome.status == ffi.STATUS_DIVERGENT_BARRIER:
+    if outcome.status == EmuStatus.DIVERGENT_BARRIER:
         return EmulatorError(
             f"kernel '{kernel}': barrier not reached by every thread of block {_dim(block)} "
             f"(thread {_dim(thread)} left the block while others waited; on a GPU this "
@@ -252,7 +260,7 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
             "early return before one).",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
-    if outcome.status == ffi.STATUS_FAULT:
+    if outcome.status == EmuStatus.FAULT:
         return EmulatorError(
             f"kernel '{kernel}' faulted in {where}: {message}. Fix: on a GPU this launch "
             "would fail with an illegal address and lose the CUDA context; give the launch "
@@ -260,7 +268,7 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
             "arrays and recursion.",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
-    if outcome.status == ffi.STATUS_BAD_LAUNCH:
+    if outcome.status == EmuStatus.BAD_LAUNCH:
         return LaunchError(
             kernel,
             f"kernel '{kernel}': the emulator refused the launch: {message}. Fix: check the "

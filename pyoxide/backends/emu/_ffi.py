@@ -20,20 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: oxide-abi ``names::HOST_ENTRY_PREFIX`` (a test checks the two agree).
-HOST_ENTRY_PREFIX = "__oxide_host_"
-#: oxide-abi ``names::DESCRIPTOR_SECTION``: where each kernel's descriptor JSON lies, in
-#: the emulator library as in the device build.
-DESCRIPTOR_SECTION = ".oxide.kernels"
-#: oxide-abi ``emu::OXIDE_ERROR_MESSAGE_BYTES``.
-MESSAGE_BYTES = 1024
-
-STATUS_OK = 0
-STATUS_TRAP = 1
-STATUS_DIVERGENT_BARRIER = 2
-STATUS_BAD_LAUNCH = 3
-STATUS_FAULT = 4
-STATUS_INTERRUPTED = 5
+from ..._abi import HOST_ENTRY_PREFIX, EmuStatus
+from ..._abi import OXIDE_ERROR_MESSAGE_BYTES as MESSAGE_BYTES
 
 _TYPES = f"""
 typedef struct {{ uint32_t grid[3]; uint32_t block[3]; uint64_t shared_bytes; }} OxideLaunch;
@@ -109,7 +97,7 @@ class HostEntry:
         args = ffi.new("uint64_t[]", list(words) or [0])  # never a zero-sized allocation
         error = ffi.new("OxideError *")
         status = int(self._function(launch, args, len(words), error))
-        if status == STATUS_OK:
+        if status == EmuStatus.OK:
             return Outcome(status, (0, 0, 0), (0, 0, 0), "")
         raw = ffi.string(error.message, MESSAGE_BYTES)
         return Outcome(

@@ -229,7 +229,7 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
                 "the kernels call CUDA math functions (__nv_*) but libdevice.10.bc was not \
                  found; install it with `{}` or set {}",
                 crate::toolchain::PIP_LIBDEVICE,
-                crate::env::LIBDEVICE
+                crate::env::LIBDEVICE.name
             );
         };
         let with_math = tmp.join("with-libdevice.bc");

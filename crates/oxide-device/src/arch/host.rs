@@ -300,13 +300,7 @@ pub(crate) fn trap() -> ! {
 
 use core::sync::atomic::Ordering;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[doc(hidden)]
-pub enum Scope {
-    Block,
-    Device,
-    System,
-}
+use super::Scope;
 
 macro_rules! host_rmw {
     ($($name:ident: $ty:ty, $atomic:ident, $method:ident;)*) => {$(

@@ -283,14 +283,7 @@ pub(crate) unsafe fn vprintf(format: *const u8, args: *const u8) -> i32 {
 // One PTX instruction per (operation, type, scope, ordering). `SeqCst` is `fence.sc`
 // then the `acq_rel` form, as the PTX memory model's mapping of C++ seq_cst does.
 
-/// A memory scope: who must observe an atomic operation.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[doc(hidden)]
-pub enum Scope {
-    Block,
-    Device,
-    System,
-}
+use super::Scope;
 
 macro_rules! by_scope_and_order {
     ($scope:expr, $order:expr, |$sem:ident, $sc:ident| $body:expr) => {

@@ -228,7 +228,8 @@ pub(super) fn check_launch(
             None
         }
     };
-    let max_block = bounds.map_or(1024, |b| b.max_threads.min(1024));
+    let most = oxide_abi::limits::MAX_THREADS_PER_BLOCK;
+    let max_block = bounds.map_or(most, |b| b.max_threads.min(most));
     let (mut per_thread, mut block, mut blocks_per_sm, mut cols) = (
         PerThread::Elements(1),
         DEFAULT_BLOCK.min(max_block),
