@@ -18,6 +18,12 @@ PYOXIDE_SYNC           ``1``: synchronize after every launch, so a trap is repor
                        by the kernel that caused it (slow; for debugging)
 PYOXIDE_RUSTC          the rustc whose version is part of the cache key
                        (default: ``$RUSTC`` or ``rustc`` on PATH)
+PYOXIDE_EMU_STRICT     ``1``: the emulator runs in strict mode (uninitialised shared
+                       memory poisoned, a block's threads in shuffled orders, shuffles
+                       outside their mask trapped; slower); ``0`` (default) off.
+                       ``pyoxide verify`` turns it on; ``backends.emu.strict()`` too
+PYOXIDE_EMU_SEED       strict mode's seed (an integer >= 0, default 0): the same seed
+                       runs a block's threads in the same orders again
 CUDA_HOME, CUDA_PATH   where ``pyoxide verify --sanitize`` looks for compute-sanitizer
                        (``bin/``) when it is not on PATH
 =====================  ================================================================
@@ -94,6 +100,24 @@ def sync_launches() -> bool:
     if value == "1":
         return True
     raise ConfigError("PYOXIDE_SYNC", value, "0 or 1")
+
+
+def emu_strict() -> bool:
+    value = _get("PYOXIDE_EMU_STRICT")
+    if value is None or value == "0":
+        return False
+    if value == "1":
+        return True
+    raise ConfigError("PYOXIDE_EMU_STRICT", value, "0 or 1")
+
+
+def emu_seed() -> int:
+    value = _get("PYOXIDE_EMU_SEED")
+    if value is None:
+        return 0
+    if not (value.isascii() and value.isdigit()) or int(value) >= 2**64:
+        raise ConfigError("PYOXIDE_EMU_SEED", value, "an integer from 0 to 2**64 - 1")
+    return int(value)
 
 
 def ptxas() -> str | None:
