@@ -297,4 +297,7 @@ def test_constants_match_oxide_abi() -> None:
         "STATUS_BAD_LAUNCH": str(_emu_ffi.STATUS_BAD_LAUNCH),
         "STATUS_FAULT": str(_emu_ffi.STATUS_FAULT),
         "STATUS_INTERRUPTED": str(_emu_ffi.STATUS_INTERRUPTED),
+        "STATUS_UNDEFINED": str(_emu_ffi.STATUS_UNDEFINED),
     }
+    assert f'CONFIGURE_SYMBOL: &str = "{_emu_ffi.CONFIGURE_SYMBOL}";' in abi
+    assert f"CHECK_STRICT: u32 = {_emu_ffi.CHECK_STRICT};" in abi

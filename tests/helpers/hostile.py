@@ -6,14 +6,15 @@ signal)."""
 from __future__ import annotations
 
 import functools
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-from helpers.bundled import REPO, workspace_cargo_oxide
+from helpers.bundled import REPO, fixture_manifest
 
 HOSTILE = REPO / "tests" / "fixtures" / "hostile_kernels" / "Cargo.toml"
+#: Where it is built (carry it to the GPU machine, which has no Rust).
+HOSTILE_OUT = REPO / "target" / "oxide" / "hostile_kernels"
 
 #: A child's body: ``{call}`` in a try that prints ``RESULT ok`` or the (pickled and
 #: unpickled) EmulatorError's kernel, block, thread and message on one line.
@@ -30,15 +31,9 @@ except EmulatorError as e:
 
 @functools.cache
 def hostile_manifest() -> Path:
-    """The crate built by this checkout's cargo-oxide (PTX for sm_80 and the emulator)."""
-    exe = workspace_cargo_oxide()
-    assert exe is not None, "these tests build a crate: run scripts/setup"
-    out = subprocess.run(
-        [exe, "oxide", "build", "--manifest-path", str(HOSTILE), "--arch", "sm_80", "--json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    return Path(json.loads(out.stdout)["manifest"])
+    """The crate built by this checkout's cargo-oxide (PTX for sm_80, which a newer GPU
+    compiles too, and the emulator library) into HOSTILE_OUT."""
+    return fixture_manifest(HOSTILE.parent, HOSTILE_OUT, ("sm_80",))
 
 
 def child_code(manifest: Path, body: str) -> str:

@@ -80,7 +80,12 @@ fn launch_hello(blocks: u32) -> (i32, u32) {
 
 fn main() {
     // SAFETY: a handler that only counts, as Python's only records the signal.
-    unsafe { libc::signal(libc::SIGINT, count_sigint as *const () as libc::sighandler_t) };
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            count_sigint as *const () as libc::sighandler_t,
+        )
+    };
     // Stdout becomes a pipe; the real one is kept for the report.
     let mut fds = [0; 2];
     // SAFETY: plain descriptor calls on fds this process owns.

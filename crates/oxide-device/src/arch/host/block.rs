@@ -107,13 +107,11 @@ pub(crate) fn exchange(v: u64, mask: u32) -> Exchange {
         let t = c.current.get() as usize;
         let (w, lane) = (t / WARP as usize, t % WARP as usize);
         if mask & (1 << lane) == 0 {
-            undefined(
-                format!(
-                    "lane {lane} of warp {w} calls a warp operation with mask {mask:#010x}, \
+            undefined(format!(
+                "lane {lane} of warp {w} calls a warp operation with mask {mask:#010x}, \
                      which leaves it out (a lane must be in the mask it passes; \
                      warp::active_mask() or warp::FULL_MASK name the lanes that run)"
-                ),
-            )
+            ))
         }
         // SAFETY: one coroutine runs at a time on this worker; no reference into the
         // warp slots outlives these statements.
@@ -144,33 +142,27 @@ pub(crate) fn read_lane(x: &Exchange, mask: u32, src: u32) -> Option<u64> {
         let n = c.threads.get();
         let here = format!("lane {lane} of warp {w} shuffles from lane {src}");
         if first + src >= n {
-            undefined(
-                format!(
-                    "{here}, which does not exist: the block's {n} threads leave its last \
+            undefined(format!(
+                "{here}, which does not exist: the block's {n} threads leave its last \
                      warp {} lanes, and a GPU gives an undefined value for the others. \
                      Launch whole warps (a block size that is a multiple of 32), or \
                      shuffle within a mask of the lanes that exist",
-                    n - first
-                ),
-            )
+                n - first
+            ))
         }
         let strict = c.checks.get().strict;
         if strict && mask & (1 << src) == 0 {
-            undefined(
-                format!(
-                    "{here}, outside the operation's mask {mask:#010x}: a GPU gives an \
+            undefined(format!(
+                "{here}, outside the operation's mask {mask:#010x}: a GPU gives an \
                      undefined value. Put the lane in the mask, or read a lane in it"
-                ),
-            )
+            ))
         }
         if strict {
-            undefined(
-                format!(
-                    "{here}, which has returned: a GPU gives an undefined value. Keep \
+            undefined(format!(
+                "{here}, which has returned: a GPU gives an undefined value. Keep \
                      the lanes a shuffle reads running until it (no early return before \
                      it), or read a lane that runs"
-                ),
-            )
+            ))
         }
         None
     })

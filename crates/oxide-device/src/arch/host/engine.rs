@@ -183,7 +183,8 @@ pub unsafe fn launch(
         Some((_, block, mut f)) => {
             if checks.strict {
                 // The order the threads ran in, and so the failure, depend on the seed.
-                f.message.push_str(&format!(" [strict emulator, seed {}]", checks.seed));
+                f.message
+                    .push_str(&format!(" [strict emulator, seed {}]", checks.seed));
             }
             unsafe { fail(error, f.status, block, f.thread, &f.message) }
         }

@@ -214,17 +214,21 @@ std::thread_local! {
     static GROUPS: RefCell<Vec<Groups>> = const { RefCell::new(Vec::new()) };
 }
 
+/// `f` on this thread's groups. Uninterruptible: the table outlives the launch, and a
+/// thread stopped while it holds it (or the allocator) would leave it held.
 fn with_groups<R>(f: impl FnOnce(&mut Groups) -> R) -> R {
     let c = super::thread_coords();
     let t = (c.thread_idx[0]
         + c.block_dim[0] * (c.thread_idx[1] + c.block_dim[1] * c.thread_idx[2]))
         as usize;
-    GROUPS.with(|g| {
-        let mut g = g.borrow_mut();
-        if g.len() <= t {
-            g.resize_with(t + 1, Groups::default);
-        }
-        f(&mut g[t])
+    super::uninterruptible(|| {
+        GROUPS.with(|g| {
+            let mut g = g.borrow_mut();
+            if g.len() <= t {
+                g.resize_with(t + 1, Groups::default);
+            }
+            f(&mut g[t])
+        })
     })
 }
 
