@@ -68,6 +68,17 @@ def test_strict_mode_shows_a_missing_barrier_and_its_seed_reproduces_it(
         assert (neighbours(K) == RIGHT).all()
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_half_warp_shuffles_on_its_own(K: pyoxide.Module, strict: bool) -> None:
+    """Lanes 0..16 shuffle over mask 0xffff while lanes 16..32 wait at a barrier: valid
+    CUDA, which the emulator once refused as a hang."""
+    out = np.zeros(64, np.uint32)
+    with emu.strict(seed=3, enabled=strict):
+        K.half_warp[1, 64](out)
+    lane = np.arange(64) % 32
+    np.testing.assert_array_equal(out, np.where(lane < 16, lane + (lane ^ 8), lane))
+
+
 def test_a_shuffle_from_a_lane_the_block_lacks_names_it(K: pyoxide.Module) -> None:
     x = np.ones(100, np.float32)
     out = np.zeros(100, np.float32)
