@@ -30,7 +30,7 @@ enum Sink {
     Print,
     /// A failed `gpu_assert!`: the message of its error (on a GPU: printed, then
     /// `__assertfail`). The condition's text, the file and the line, as expressions.
-    Assert(Expr, Expr, Expr),
+    Assert([TokenStream; 3]),
 }
 
 impl Sink {
@@ -38,7 +38,7 @@ impl Sink {
         let print = quote!(::oxide_device::print);
         match self {
             Sink::Print => quote!(#print::printf(#format, #args)),
-            Sink::Assert(cond, file, line) => quote!(#print::assert_failed_message(
+            Sink::Assert([cond, file, line]) => quote!(#print::assert_failed_message(
                 ::core::concat!(#cond, "\0"),
                 ::core::concat!(#file, "\0"),
                 #line,
@@ -71,7 +71,8 @@ pub fn gpu_assert_failed(input: TokenStream) -> syn::Result<TokenStream> {
         ));
     };
     let (format, args) = first_literal(exprs, "gpu_assert!'s message")?;
-    expand(&format, args, &Sink::Assert(cond, file, line))
+    let place = [cond, file, line].map(|e| quote!(#e));
+    expand(&format, args, &Sink::Assert(place))
 }
 
 fn format_and_args(input: TokenStream, name: &str) -> syn::Result<(LitStr, Vec<Expr>)> {
