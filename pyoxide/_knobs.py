@@ -91,6 +91,24 @@ def sync_launches() -> bool:
     raise ConfigError("PYOXIDE_SYNC", value, "0 or 1")
 
 
+def emu_strict() -> bool:
+    value = _get(_abi.PYOXIDE_EMU_STRICT)
+    if value is None or value == "0":
+        return False
+    if value == "1":
+        return True
+    raise ConfigError("PYOXIDE_EMU_STRICT", value, "0 or 1")
+
+
+def emu_seed() -> int:
+    value = _get(_abi.PYOXIDE_EMU_SEED)
+    if value is None:
+        return 0
+    if not (value.isascii() and value.isdigit()) or int(value) >= 2**64:
+        raise ConfigError("PYOXIDE_EMU_SEED", value, "an integer from 0 to 2**64 - 1")
+    return int(value)
+
+
 def launch_knobs() -> tuple[str | None, str | None]:
     """The raw values of the variables that decide how a launch goes, beyond building:
     PYOXIDE_SYNC and PYOXIDE_BACKEND."""

@@ -296,6 +296,21 @@ pub const PYOXIDE_SYNC: Variable = var(
     "1: synchronize after every launch, so a trap is reported by the kernel that caused \
      it (slow; for debugging)",
 );
+pub const PYOXIDE_EMU_STRICT: Variable = var(
+    "PYOXIDE_EMU_STRICT",
+    Python,
+    Effect::None,
+    "1: the emulator runs in strict mode (uninitialised shared memory poisoned, a block's \
+     threads in shuffled orders, shuffles outside their mask trapped; slower); 0 (default) \
+     off. `pyoxide verify` and `backends.emu.strict()` turn it on too",
+);
+pub const PYOXIDE_EMU_SEED: Variable = var(
+    "PYOXIDE_EMU_SEED",
+    Python,
+    Effect::None,
+    "strict mode's seed (an integer from 0 to 2**64 - 1, default 0): the same seed runs a \
+     block's threads in the same orders again",
+);
 // ---- a kernel project's build script (oxide-build) ------------------------------------
 pub const PYOXIDE_PYTHON: Variable = var(
     "PYOXIDE_PYTHON",
@@ -312,7 +327,7 @@ pub const VIRTUAL_ENV: Variable = var(
 );
 
 /// Every variable, in the order the docs list them.
-pub const VARIABLES: [Variable; 33] = [
+pub const VARIABLES: [Variable; 35] = [
     PYOXIDE_CACHE_DIR,
     XDG_CACHE_HOME,
     HOME,
@@ -344,6 +359,8 @@ pub const VARIABLES: [Variable; 33] = [
     PYOXIDE_BACKEND,
     PYOXIDE_VERBOSE,
     PYOXIDE_SYNC,
+    PYOXIDE_EMU_STRICT,
+    PYOXIDE_EMU_SEED,
     PYOXIDE_PYTHON,
     VIRTUAL_ENV,
 ];

@@ -190,12 +190,14 @@ fn emulator_abi(w: &mut String) {
         "\n# The emulator library's C ABI (src/emu.rs, src/names.rs).\n\
          HOST_ENTRY_PREFIX = {}\n\
          DESCRIPTOR_SECTION = {}\n\
-         OXIDE_ERROR_MESSAGE_BYTES = {}\n\n\n\
+         OXIDE_ERROR_MESSAGE_BYTES = {}\n         EMU_CONFIGURE_SYMBOL = {}\n         EMU_CHECK_STRICT = {}\n\n\n\
          class EmuStatus(enum.IntEnum):\n    \
          \"\"\"What a host entry returns (src/emu.rs).\"\"\"\n\n",
         py_str(names::HOST_ENTRY_PREFIX),
         py_str(names::DESCRIPTOR_SECTION),
         emu::OXIDE_ERROR_MESSAGE_BYTES,
+        py_str(emu::CONFIGURE_SYMBOL),
+        emu::CHECK_STRICT,
     );
     for (name, code) in emu::STATUSES {
         let _ = writeln!(w, "    {name} = {code}");

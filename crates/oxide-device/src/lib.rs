@@ -125,9 +125,11 @@ pub use atomic::AtomicSlice;
 pub use constant::{ConstantMemory, ConstantMemoryValue};
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
+#[doc(hidden)]
+pub use oxide_macros::__gpu_assert_failed;
 pub use oxide_macros::{
-    cluster_launch, constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds,
-    launch_contract, shapes, tensor_maps, unroll, variant_of,
+    cluster_launch, constant, cuda_module, device, gpu_printf, gpu_printf_c, kernel, launch,
+    launch_bounds, launch_contract, shapes, tensor_maps, unroll, variant_of,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

@@ -229,13 +229,15 @@ pub const fn descriptor_bytes_with<const N: usize>(json: &str, numbers: &[usize]
 /// Hooks for the CPU emulator: which emulated GPU thread the current OS thread is.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu {
+    pub use crate::arch::host::checks::__oxide_emu_configure as configure;
     pub use crate::arch::host::engine::{fail, launch, words};
     pub use crate::arch::host::{
         ThreadCoords, set_dynamic_shared, set_thread_coords, thread_coords,
     };
     pub use oxide_abi::emu::{
-        OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_FAULT,
-        STATUS_INTERRUPTED, STATUS_OK, STATUS_TRAP,
+        CHECK_STRICT, OxideError, OxideLaunch, POISON_BYTE, STATUS_BAD_LAUNCH,
+        STATUS_DIVERGENT_BARRIER, STATUS_FAULT, STATUS_INTERRUPTED, STATUS_OK, STATUS_TRAP,
+        STATUS_UNDEFINED,
     };
 }
 

@@ -194,6 +194,28 @@ pub fn gpu_printf(input: TokenStream) -> TokenStream {
         .into()
 }
 
+/// `gpu_printf_c!("i=%d x=%f\n", i, x)`: device printf with a C format string, passed
+/// to `vprintf` as it is. Each conversion must match its argument's type (checked at
+/// compile time: on a GPU a mismatch prints garbage); `*` widths and precisions, `%n`,
+/// `%p` and wide forms are refused by name. Output appears on the host when the launch
+/// completes (CUDA's rule).
+#[proc_macro]
+pub fn gpu_printf_c(input: TokenStream) -> TokenStream {
+    printf::gpu_printf_c(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `gpu_assert!(cond, message…)`'s failure path (oxide-device's `gpu_assert!` calls
+/// it): `__gpu_assert_failed!(stringify!(cond), file!(), line!(), format, args…)`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __gpu_assert_failed(input: TokenStream) -> TokenStream {
+    printf::gpu_assert_failed(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// `#[device]`, cuda-oxide's mark for a function called from kernels (needed there so
 /// its codegen compiles it for the GPU). Here every function a kernel reaches is
 /// compiled for the GPU already, in this crate or another, so `#[device]` only checks

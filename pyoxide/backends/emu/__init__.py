@@ -12,7 +12,16 @@ documented errors:
   the kernel, block, thread and the panic message;
 * divergent barrier (on a GPU: a hang) → :class:`EmulatorError` naming the block and
   the first thread that left it;
-* bad launch → :class:`LaunchError`, as the driver's refusal would be on a GPU.
+* bad launch → :class:`LaunchError`, as the driver's refusal would be on a GPU;
+* undefined behaviour the emulator can name (a shuffle from a lane the block lacks or,
+  in strict mode, outside its mask) → :class:`EmulatorError` naming block, thread and
+  lane.
+
+Strict mode (:func:`strict`, or ``PYOXIDE_EMU_STRICT=1``; ``pyoxide verify`` uses it)
+makes bugs visible that a GPU shows only sometimes: shared memory that no thread wrote
+is poisoned (NaN, all ones), a block's threads run in orders shuffled by a seed (a
+missing barrier gives wrong results), and a shuffle outside its mask traps. The same
+seed gives the same run.
 
 Launches are synchronous: the call returns when the grid has run. ``stream`` (whose
 type the launcher checked) and ``producer_streams`` mean nothing on the host. The GIL is released
@@ -21,12 +30,15 @@ while a kernel runs.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ... import _knobs
 from ..._abi import DESCRIPTOR_SECTION, HOST_ENTRY_PREFIX, EmuStatus
 from ..._arrays import HOST
 from ...errors import (
@@ -48,6 +60,36 @@ NO_EMULATOR = (
     "arrays (cupy.asarray(x))."
 )
 _U64 = 2**64 - 1
+
+#: The checks of launches in this context, when :func:`strict` set them: (strict, seed).
+_STRICT: contextvars.ContextVar[tuple[bool, int] | None] = contextvars.ContextVar(
+    "pyoxide_emu_strict", default=None
+)
+
+
+@contextlib.contextmanager
+def strict(seed: int = 0, *, enabled: bool = True) -> Iterator[None]:
+    """Run the emulated launches of this block in strict mode with ``seed`` (or, with
+    ``enabled=False``, in the default mode), whatever ``PYOXIDE_EMU_STRICT`` says::
+
+        with pyoxide.backends.emu.strict(seed=7):
+            kernels.my_kernel(x, out)   # NumPy arrays: the emulator, strict
+
+    The setting follows the context (threads and asyncio tasks started inside see it).
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= _U64:
+        raise ValueError(f"strict(seed={seed!r}): the seed is an integer from 0 to 2**64 - 1")
+    token = _STRICT.set((enabled, seed))
+    try:
+        yield
+    finally:
+        _STRICT.reset(token)
+
+
+def launch_checks() -> tuple[bool, int]:
+    """(strict, seed) for an emulated launch made now: :func:`strict`'s, else the knobs'."""
+    chosen = _STRICT.get()
+    return chosen if chosen is not None else (_knobs.emu_strict(), _knobs.emu_seed())
 
 
 def widen(word: Any) -> int:
@@ -159,7 +201,17 @@ class EmuBackend:
         records = [np.array(a) for a in args if isinstance(a, np.void)]
         it = iter(records)
         words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
-        outcome = function(grid, block, shared_mem, words)
+        
+        is_strict, seed = launch_checks()
+        checks = (ffi.CHECK_STRICT, seed) if is_strict else None
+        if checks is not None and not function.has_checks:
+            raise EmulatorError(
+                f"kernel '{kernel}': strict mode was asked for, but this emulator library "
+                "was built before the emulator had it. Fix: rebuild with `pyoxide build`, or "
+                "unset PYOXIDE_EMU_STRICT.",
+                kernel=kernel,
+            )
+        outcome = function(grid, block, shared_mem, words, checks)
         if outcome.status == EmuStatus.INTERRUPTED:
             # Ctrl-C: Python's own SIGINT handler has run too and normally raised
             # KeyboardInterrupt already; this covers a handler that did not raise.
@@ -254,10 +306,18 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
     if outcome.status == EmuStatus.DIVERGENT_BARRIER:
         return EmulatorError(
             f"kernel '{kernel}': barrier not reached by every thread of block {_dim(block)} "
-            f"(thread {_dim(thread)} left the block while others waited; on a GPU this "
+            f"(thread {_dim(thread)} waits for threads that never come; on a GPU this "
             f"kernel would hang): {message}. Fix: make every thread of a block reach each "
-            "sync_threads() (no barrier inside a branch that depends on the thread, and no "
-            "early return before one).",
+            "sync_threads(), and every running lane of a warp operation's mask reach it "
+            "(no barrier or warp operation inside a branch that depends on the thread, and "
+            "no early return before one).",
+            kernel=kernel, block=block, thread=thread,
+        )  # fmt: skip
+    if outcome.status == EmuStatus.UNDEFINED:
+        return EmulatorError(
+            f"kernel '{kernel}' did what a GPU leaves undefined in {where}: {message}. "
+            "(On a GPU this launch would return wrong values silently; the emulator stops "
+            "it.)",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
     if outcome.status == EmuStatus.FAULT:

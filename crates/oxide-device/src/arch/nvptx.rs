@@ -270,6 +270,30 @@ pub(crate) fn trap() -> ! {
     unsafe { nvptx::trap() }
 }
 
+unsafe extern "C" {
+    /// CUDA's device-side assertion (what `assert()` calls in CUDA C++): the driver
+    /// prints the message, file, line, function, block and thread, and the launch
+    /// fails with `CUDA_ERROR_ASSERT`.
+    fn __assertfail(
+        message: *const u8,
+        file: *const u8,
+        line: u32,
+        function: *const u8,
+        char_size: usize,
+    );
+}
+
+/// A failed assertion: `__assertfail` (then `trap`, which it never returns to).
+///
+/// # Safety
+/// `message` and `file` are NUL-terminated.
+#[inline(always)]
+pub(crate) unsafe fn assert_fail(message: *const u8, file: *const u8, line: u32) -> ! {
+    // SAFETY: NUL-terminated strings (upheld by the caller and the literal).
+    unsafe { __assertfail(message, file, line, c"kernel".as_ptr().cast(), 1) };
+    trap()
+}
+
 /// `vprintf(format, args)`: CUDA's device printf; `args` packs the arguments with C's
 /// alignment (see `print.rs`).
 #[inline(always)]
