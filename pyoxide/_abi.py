@@ -193,6 +193,8 @@ KEY_REPORT_KEYS = ("key", "cache_dir", "cache_error", "inputs")
 HOST_ENTRY_PREFIX = "__oxide_host_"
 DESCRIPTOR_SECTION = ".oxide.kernels"
 OXIDE_ERROR_MESSAGE_BYTES = 1024
+EMU_CONFIGURE_SYMBOL = "__oxide_emu_configure"
+EMU_CHECK_STRICT = 1
 
 
 class EmuStatus(enum.IntEnum):
@@ -204,6 +206,7 @@ class EmuStatus(enum.IntEnum):
     BAD_LAUNCH = 3
     FAULT = 4
     INTERRUPTED = 5
+    UNDEFINED = 6
 
 
 class Arch(NamedTuple):
@@ -294,9 +297,11 @@ PYOXIDE_CARGO_OXIDE = Variable("PYOXIDE_CARGO_OXIDE", False, "python", "resolved
 PYOXIDE_BACKEND = Variable("PYOXIDE_BACKEND", False, "python", "none", "auto (default: GPU arrays run on cupy, NumPy arrays on the emulator), cupy or emu (one backend; other arrays are refused)")
 PYOXIDE_VERBOSE = Variable("PYOXIDE_VERBOSE", False, "python", "none", "0 (default) quiet builds, 1 streams build progress, 2 also prints cache decisions")
 PYOXIDE_SYNC = Variable("PYOXIDE_SYNC", False, "python", "none", "1: synchronize after every launch, so a trap is reported by the kernel that caused it (slow; for debugging)")
+PYOXIDE_EMU_STRICT = Variable("PYOXIDE_EMU_STRICT", False, "python", "none", "1: the emulator runs in strict mode (uninitialised shared memory poisoned, a block's threads in shuffled orders, shuffles outside their mask trapped; slower); 0 (default) off. `pyoxide verify` and `backends.emu.strict()` turn it on too")
+PYOXIDE_EMU_SEED = Variable("PYOXIDE_EMU_SEED", False, "python", "none", "strict mode's seed (an integer from 0 to 2**64 - 1, default 0): the same seed runs a block's threads in the same orders again")
 PYOXIDE_PYTHON = Variable("PYOXIDE_PYTHON", False, "build-script", "none", "the Python that runs `pyoxide build` in a kernel project's build script; default: the active virtualenv's, the `pyoxide` command's, python3")
 VIRTUAL_ENV = Variable("VIRTUAL_ENV", False, "build-script", "none", "the active virtualenv, whose Python a kernel project's build script tries first")
-VARIABLES = (PYOXIDE_CACHE_DIR, XDG_CACHE_HOME, HOME, PATH, OXIDE_RUSTC, OXIDE_CARGO, OXIDE_LLVM_BIN, OXIDE_LIBDEVICE, OXIDE_PTXAS, OXIDE_PYTHON, CUDA_HOME, CUDA_PATH, OXIDE_NO_FMAD, CUDA_OXIDE_NO_FMA, OXIDE_KEEP_TEMPS, OXIDE_LINK_CONFIG, CARGO_HOME, CARGO_NET_OFFLINE, RUSTFLAGS, CARGO_ENCODED_RUSTFLAGS, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER, CARGO_PROFILE, CARGO_BUILD, CARGO_TARGET, CARGO_UNSTABLE, PYOXIDE_ARCH, PYOXIDE_CARGO_OXIDE, PYOXIDE_BACKEND, PYOXIDE_VERBOSE, PYOXIDE_SYNC, PYOXIDE_PYTHON, VIRTUAL_ENV)
+VARIABLES = (PYOXIDE_CACHE_DIR, XDG_CACHE_HOME, HOME, PATH, OXIDE_RUSTC, OXIDE_CARGO, OXIDE_LLVM_BIN, OXIDE_LIBDEVICE, OXIDE_PTXAS, OXIDE_PYTHON, CUDA_HOME, CUDA_PATH, OXIDE_NO_FMAD, CUDA_OXIDE_NO_FMA, OXIDE_KEEP_TEMPS, OXIDE_LINK_CONFIG, CARGO_HOME, CARGO_NET_OFFLINE, RUSTFLAGS, CARGO_ENCODED_RUSTFLAGS, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER, CARGO_PROFILE, CARGO_BUILD, CARGO_TARGET, CARGO_UNSTABLE, PYOXIDE_ARCH, PYOXIDE_CARGO_OXIDE, PYOXIDE_BACKEND, PYOXIDE_VERBOSE, PYOXIDE_SYNC, PYOXIDE_EMU_STRICT, PYOXIDE_EMU_SEED, PYOXIDE_PYTHON, VIRTUAL_ENV)
 
 
 class BuildOption(NamedTuple):

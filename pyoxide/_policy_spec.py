@@ -71,7 +71,8 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
     most = _abi.MAX_THREADS_PER_BLOCK
     if any(n == 0 for n in ints.values()) or ints.get("block", 1) > most:
         raise c.fail(
-            w, f"per_thread, per_block, block and blocks_per_sm are at least 1, block at most {most}"
+            w,
+            f"per_thread, per_block, block and blocks_per_sm are at least 1, block at most {most}",
         )
     cols = None
     if "cols" in v:

@@ -190,7 +190,9 @@ fn emulator_abi(w: &mut String) {
         "\n# The emulator library's C ABI (src/emu.rs, src/names.rs).\n\
          HOST_ENTRY_PREFIX = {}\n\
          DESCRIPTOR_SECTION = {}\n\
-         OXIDE_ERROR_MESSAGE_BYTES = {}\n         EMU_CONFIGURE_SYMBOL = {}\n         EMU_CHECK_STRICT = {}\n\n\n\
+         OXIDE_ERROR_MESSAGE_BYTES = {}\n\
+         EMU_CONFIGURE_SYMBOL = {}\n\
+         EMU_CHECK_STRICT = {}\n\n\n\
          class EmuStatus(enum.IntEnum):\n    \
          \"\"\"What a host entry returns (src/emu.rs).\"\"\"\n\n",
         py_str(names::HOST_ENTRY_PREFIX),

@@ -201,7 +201,7 @@ class EmuBackend:
         records = [np.array(a) for a in args if isinstance(a, np.void)]
         it = iter(records)
         words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
-        
+
         is_strict, seed = launch_checks()
         checks = (ffi.CHECK_STRICT, seed) if is_strict else None
         if checks is not None and not function.has_checks:

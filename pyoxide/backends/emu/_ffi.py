@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..._abi import EMU_CHECK_STRICT as CHECK_STRICT
 from ..._abi import EMU_CONFIGURE_SYMBOL as CONFIGURE_SYMBOL
 from ..._abi import HOST_ENTRY_PREFIX, EmuStatus
 from ..._abi import OXIDE_ERROR_MESSAGE_BYTES as MESSAGE_BYTES
