@@ -61,11 +61,11 @@ class Arrays:
         size = _round_up((lo + flat.size + CANARY) * item, mmap.PAGESIZE)
         raw = _guarded(size) if self.cp is None else np.empty(size, np.uint8)
         raw[:] = CANARY_BYTE
-        region = raw.view(flat.dtype)
+        region: Any = raw.view(flat.dtype)
         region[lo : lo + flat.size] = flat
         if self.cp is not None:
             region = self.cp.asarray(region)
-        address = int(region.data.ptr) if self.cp is not None else region.ctypes.data
+        address = region.ctypes.data if self.cp is None else int(region.data.ptr)
         self._regions.append(_Region(name, region, lo, flat.size, address))
         return region[lo : lo + flat.size].reshape(host.shape)  # a view, shaped as given
 

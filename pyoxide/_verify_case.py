@@ -245,7 +245,7 @@ def compare(spec: Spec, case: Case, host: dict[str, Any], got: dict[str, np.ndar
         return failed("spec error", str(m))
 
 
-def _compare(spec: Spec, case: Case, host: dict[str, Any], got: dict[str, np.ndarray]) -> Outcome:
+def _compare(spec: Spec, case: Case, host: Mapping[str, Any], got: Mapping[str, Any]) -> Outcome:
     want = _mapping("reference", _call("reference", spec.reference, host, case))
     if spec.observe is not None:
         got = _mapping("observe", _call("observe", spec.observe, got, case))
@@ -308,8 +308,7 @@ def _reference_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarra
         ) from None
     if ref.size != int(np.prod(shape)):
         raise SpecMistake(
-            f"the spec's reference for `{name}` has shape {ref.shape}; the output has shape "
-            f"{shape}"
+            f"the spec's reference for `{name}` has shape {ref.shape}; the output has shape {shape}"
         )
     return ref.reshape(shape)
 

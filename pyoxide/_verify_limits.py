@@ -16,3 +16,8 @@ CASE_TIMEOUT = 60.0
 WORKER_START_TIMEOUT = 300.0
 #: Smaller shapes the shrinker tries at most for one failure.
 SHRINK_TRIES = 60
+#: Failures verify shrinks: each smaller candidate is a case like any other (a crash, a
+#: hang or a spec error would cost a new worker, the time limit or nothing per candidate).
+SHRINKABLE = frozenset(
+    {"wrong result", "unwritten element", "input modified", "out-of-bounds write", "raised"}
+)

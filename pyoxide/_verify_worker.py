@@ -15,6 +15,7 @@ case. The worker's stdout is its stderr: a kernel's printf cannot corrupt ``--js
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import socket
@@ -92,6 +93,7 @@ class Worker:
         return self._ask(message, timeout)
 
     def close(self) -> None:
+        """Stop the worker (killed: it may be stuck in a kernel) and release its pipes."""
         if self._proc is not None:
             if self._proc.poll() is None:
                 self._proc.kill()
@@ -100,6 +102,8 @@ class Worker:
             self._conn.close()
         if self._reader is not None:
             self._reader.join(timeout=2)
+        if self._proc is not None and self._proc.stderr is not None:
+            self._proc.stderr.close()
         self._proc = self._conn = self._reader = None
 
     def __enter__(self) -> Worker:
@@ -138,10 +142,8 @@ class Worker:
         for raw in self._proc.stderr:
             line = raw.decode(errors="replace")
             self._tail.append(line.rstrip("\n"))
-            try:
+            with contextlib.suppress(OSError, ValueError):  # our stderr closed: tail only
                 sys.stderr.write(line)
-            except (OSError, ValueError):  # our stderr closed: keep the tail only
-                pass
 
     def _ask(self, message: tuple[Any, ...], timeout: float) -> Any:
         assert self._conn is not None and self._proc is not None

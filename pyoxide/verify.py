@@ -22,13 +22,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ._abi import VERIFY_REPORT_VERSION
 from ._verify_case import Arrays, Failure, Outcome, failed, instance, make_cases, run_case
-from ._verify_limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINK_TRIES
+from ._verify_limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINK_TRIES, SHRINKABLE
 from ._verify_specs import SPECS_DIR, find_specs, load_specs
 from ._verify_worker import Died, Target, Worker, load_module
 from .spec import Case, Shape
@@ -89,7 +89,14 @@ class Run:
         without a case the verify run of the kernel."""
         if case is None:
             args = ["pyoxide", "verify", *([self.crate] if self.crate else []), "-k", kernel]
-            args += ["--backend", self.backend, "--cases", str(self.cases), "--seed", str(self.seed)]
+            args += [
+                "--backend",
+                self.backend,
+                "--cases",
+                str(self.cases),
+                "--seed",
+                str(self.seed),
+            ]
             return shlex.join(args + (["--specs", self.specs] if self.specs else []))
         # Python string literals in double quotes (JSON's are Python's), so that the
         # shell quoting around the whole is plain single quotes for ordinary paths.
@@ -115,11 +122,6 @@ def _signature(o: Outcome) -> tuple[str, str | None, str]:
     f = o.failure
     assert f is not None
     return f.what, f.output, f.message.split(":", 1)[0] if f.what == "raised" else ""
-
-
-#: Failures worth shrinking: each smaller candidate is a case like any other. (A crash or
-#: a hang would cost a worker or the time limit per candidate.)
-SHRINKABLE = {"wrong result", "unwritten element", "input modified", "out-of-bounds write", "raised"}
 
 
 def shrink(
@@ -191,7 +193,7 @@ def _failure(
 ) -> dict[str, Any]:
     assert failure is not None
     first_dict = None
-    if first is not None and first[0].shape != case.shape:
+    if first is not None and case is not None and first[0].shape != case.shape:
         c, f = first
         first_dict = {"what": f.what, "message": f.message, "case": _case_id(c), "seed": c.seed}
     return {
@@ -203,7 +205,15 @@ def _failure(
     }
 
 
-def select(specs: Sequence[SpecRef], pattern: str | None) -> list[SpecRef]:
+class _Named(Protocol):
+    @property
+    def kernel(self) -> str: ...
+
+
+Named = TypeVar("Named", bound=_Named)
+
+
+def select(specs: Sequence[Named], pattern: str | None) -> list[Named]:
     """Specs whose kernel name contains `pattern` (all without one)."""
     return [s for s in specs if pattern is None or pattern in s.kernel]
 
@@ -288,4 +298,3 @@ def reproduce(
     if outcome.failure is not None:
         raise AssertionError(f"{kernel} ({case.describe()}): {outcome.failure.message}")
     print(f"{kernel} ({case.describe()}): passed, relative error {outcome.error:.3g}")
-

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..verify import KernelResult
 
 from .._abi import ExitCode
-from .._verify_limits import CASE_TIMEOUT, DEFAULT_CASES
+from .._verify_limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINKABLE
 from ._exit import reporting_errors, usage_error
 
 
@@ -55,7 +55,7 @@ def _line(r: KernelResult) -> str:
         if f["case"] is None:
             lines.append(f"        before any case (seed {f['seed']})")
         else:
-            label = "smallest failing case" if f["first"] else "failing case"
+            label = "smallest failing case" if f["what"] in SHRINKABLE else "failing case"
             lines.append(f"        {label}: {_describe(f['case'], f['seed'])}")
         lines.append(f"        {f['message']}")
         if f["first"]:
@@ -87,7 +87,8 @@ def _line(r: KernelResult) -> str:
     help="Base seed of the cases' data (0 to 2^32-1).",
 )  # fmt: skip
 @click.option(
-    "--timeout", default=CASE_TIMEOUT, show_default=True, type=click.FloatRange(min=0, min_open=True),
+    "--timeout", default=CASE_TIMEOUT, show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
     help="Seconds one case may run; past it the kernel is taken for hung and fails.",
 )  # fmt: skip
 @click.option(
@@ -154,7 +155,9 @@ def verify_command(
             click.echo(_line(r))
 
     if not as_json:
-        click.echo(f"verify {module.manifest.crate_name}: specs {folder}, {cases} cases each, seed {seed}")
+        click.echo(
+            f"verify {module.manifest.crate_name}: specs {folder}, {cases} cases each, seed {seed}"
+        )
     report = verify_crate(
         module, folder, backends=backends, cases=cases, seed=seed, pattern=kernel,
         crate=str(crate) if crate else None, timeout=timeout, specs_given=specs_path is not None,
@@ -184,8 +187,12 @@ def verify_command(
         if report["unspecified"]:
             click.echo(f"no spec (not verified): {', '.join(report['unspecified'])}")
         if report["interrupted"]:
-            click.echo("interrupted (Ctrl-C): the kernels after the last one shown were not verified")
-        click.echo("all kernels passed" if report["ok"] else f"failed: {', '.join(bad) or 'see above'}")
+            click.echo(
+                "interrupted (Ctrl-C): the kernels after the last one shown were not verified"
+            )
+        click.echo(
+            "all kernels passed" if report["ok"] else f"failed: {', '.join(bad) or 'see above'}"
+        )
     raise SystemExit(int(code))
 
 
