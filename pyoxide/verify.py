@@ -29,7 +29,7 @@ import numpy as np
 from ._abi import VERIFY_REPORT_VERSION
 from ._verify_case import Arrays, Failure, Outcome, failed, instance, make_cases, run_case
 from ._verify_limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINK_TRIES, SHRINKABLE
-from ._verify_specs import SPECS_DIR, find_specs, load_specs
+from ._verify_specs import SPECS_DIR, find_specs, load_specs, read_specs
 from ._verify_worker import Died, Target, Worker, load_module
 from .spec import Case, Shape
 
@@ -244,7 +244,9 @@ def verify_crate(
     specified: set[str] = set()
     try:
         for backend in backends:
-            run = Run(crate, str(specs) if specs_given else None, backend, cases, seed, timeout)
+            where = str(Path(crate).resolve()) if crate else None  # pasted anywhere
+            given = str(specs.resolve()) if specs_given else None
+            run = Run(where, given, backend, cases, seed, timeout)
             with Worker(Target(built, str(specs), backend)) as worker:
                 started = worker.start()
                 if isinstance(started, Died):
@@ -288,9 +290,11 @@ def reproduce(
     folder = Path(specs) if specs else find_specs(Path(crate) if crate else None)
     if folder is None:
         raise FileNotFoundError(f"no {SPECS_DIR}/ folder for {crate or 'the bundled kernels'}")
-    spec = next((s for s in load_specs(folder) if s.kernel == kernel), None)
+    loaded, errors = read_specs(folder)  # other files' mistakes are not this case's
+    spec = next((s.spec for s in loaded if s.spec.kernel == kernel), None)
     if spec is None:
-        raise KeyError(f"no spec for {kernel!r} in {folder}")
+        unusable = "".join(f"; {e.file.name}: {e.message}" for e in errors)
+        raise KeyError(f"no spec for {kernel!r} in {folder}{unusable}")
     module = load_module(crate)
     launcher, entry = instance(module, spec, dtype)
     case = Case(tuple(shape), dtype, offset, seed)

@@ -171,7 +171,7 @@ def verify_command(
     code = ExitCode.OK if report["ok"] else ExitCode.VERIFY_FAILED
     if sanitize and not report["interrupted"]:
         report["sanitizer"] = _sanitize(
-            module, crate, kernel, cases, seed, as_json, sanitize_timeout
+            module, crate, kernel, cases, seed, as_json, sanitize_timeout, timeout, specs_path
         )
         if not report["sanitizer"]["available"]:
             code = ExitCode.TOOLCHAIN_MISSING
@@ -204,6 +204,8 @@ def _sanitize(
     seed: int,
     quiet: bool,
     timeout: float | None,
+    case_timeout: float,
+    specs: Path | None,
 ) -> dict[str, Any]:
     from .._sanitize import SANITIZE_CASES, find_sanitizer, missing_message, run_tools
 
@@ -213,6 +215,8 @@ def _sanitize(
         return {"available": False, "message": missing_message(), "tools": []}
     args = [*([str(crate)] if crate else []), "--backend", "cupy"]
     args += ["--cases", str(min(cases, SANITIZE_CASES)), "--seed", str(seed), "--json"]
+    # A sanitized launch runs tens of times slower: the per-case limit grows with it.
+    args += ["--timeout", str(case_timeout * 20)] + (["--specs", str(specs)] if specs else [])
     if kernel:
         args += ["-k", kernel]
     entries = [k.entry for k in module.manifest.kernels]
