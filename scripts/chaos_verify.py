@@ -420,9 +420,9 @@ def main(argv: list[str] | None = None, cases: list[Case] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(f"\n{'case':<48} {'item':>4}  verdict")
     for case, verdict, note in judged:
-        shown = (
-            f"{verdict} (pending: {case.owner})" if case.pending and verdict != "good" else verdict
-        )
+        shown = verdict
+        if case.pending:
+            shown += f" (pending: {case.owner})" if verdict != "good" else " (fixed: drop pending)"
         print(f"{case.name:<48} {case.item:>4}  {shown}" + (f"  {note}" if note else ""))
     counted = [(c, v) for c, v, _ in judged if not c.pending]
     totals = {v: sum(1 for _, w in counted if w == v) for v in ("good", "meh", "bad")}
