@@ -113,6 +113,11 @@ def rustc() -> str:
     return _get("PYOXIDE_RUSTC") or _get("RUSTC") or "rustc"
 
 
+def environment_with(extra: dict[str, str]) -> dict[str, str]:
+    """The environment for a child process: this one's, plus `extra` (verify's worker)."""
+    return {**os.environ, **extra}
+
+
 def path_env() -> str:
     """PATH, for finding tools (shutil.which is given it explicitly)."""
     return os.environ.get("PATH", os.defpath)

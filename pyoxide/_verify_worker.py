@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from . import _knobs
 from ._verify_limits import WORKER_START_TIMEOUT
 
 __all__ = ["Died", "Target", "Worker", "load_module"]
@@ -60,13 +61,11 @@ def load_module(crate: str | None) -> Any:
 
 
 def worker_environment(backend: str) -> dict[str, str]:
-    """The environment a worker runs in: the parent's, plus what verify switches on for
-    its backend. The emulator's strict mode (issue 27: poisoned uninitialised shared
-    memory, varied thread interleavings, shuffles outside their mask trapped), on by
-    default in verify, is switched on here and nowhere else."""
-    env = dict(os.environ)
-    env.pop("PYTHONSTARTUP", None)
-    return env
+    """What verify sets in a worker's environment, beyond the parent's, for `backend`.
+    The emulator's strict mode (issue 27: poisoned uninitialised shared memory, varied
+    thread interleavings, shuffles outside their mask trapped), on by default in verify,
+    is switched on here and nowhere else."""
+    return {}
 
 
 class Worker:
@@ -123,7 +122,8 @@ class Worker:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "pyoxide._verify_worker", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, env=worker_environment(self.target.backend),
+            stderr=subprocess.PIPE,
+            env=_knobs.environment_with(worker_environment(self.target.backend)),
             start_new_session=True,
         )  # fmt: skip
         theirs.close()

@@ -254,8 +254,8 @@ def verify_crate(
                     report["spec_errors"].append({"file": str(specs), "message": message})
                     continue
                 listing = worker.listing or {}
-                if not report["spec_errors"]:
-                    report["spec_errors"] = listing["errors"]
+                if backend == backends[0]:  # every backend's worker lists the same files
+                    report["spec_errors"] += listing["errors"]
                 refs = [SpecRef(tuple(k), kernel, f) for k, kernel, f in listing["specs"]]
                 specified |= {r.kernel for r in refs}
                 for ref in select(refs, pattern):
