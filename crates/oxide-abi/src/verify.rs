@@ -218,6 +218,15 @@ pub struct SanitizerTool {
     pub first_error: Option<String>,
 }
 
+/// The report's JSON schema (checked in as verify-report.schema.json).
+#[cfg(feature = "schema")]
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(VerifyReport);
+    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
+    s.push('\n');
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,13 +240,4 @@ mod tests {
             assert_eq!(back, kind);
         }
     }
-}
-
-/// The report's JSON schema (checked in as verify-report.schema.json).
-#[cfg(feature = "schema")]
-pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(VerifyReport);
-    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
-    s.push('\n');
-    s
 }
