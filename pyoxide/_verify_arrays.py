@@ -8,7 +8,9 @@ in the canary changes it and fails the case with the element written. On the emu
 region is mapped memory with GUARD_BYTES of inaccessible (PROT_NONE) pages on each side:
 a write past the canary faults at once, which the emulator reports as an invalid access
 at an address that :meth:`Arrays.fault_at` names, instead of landing in the heap (where
-it once aborted the process with "double free or corruption")."""
+it once aborted the process with "double free or corruption"). On a GPU those GUARD_BYTES
+are canary too (device memory has no such pages to spare): a write that far out is seen
+after the launch instead of landing unseen in CuPy's memory pool."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import numpy as np
 #: Elements of canary bytes at least on each side of every array.
 CANARY = 64
 CANARY_BYTE = 0xA5
-#: Inaccessible bytes on each side of an emulator array's region.
+#: Inaccessible bytes on each side of an emulator array's region (canary on a GPU).
 GUARD_BYTES = 1 << 16
 #: Where an array with offset 0 starts: CuPy's allocation alignment.
 ALIGN = 256
@@ -38,7 +40,7 @@ class _Region:
     region: Any  # the whole region: a NumPy or CuPy array of the array's dtype
     lo: int  # where the array starts in it (elements)
     length: int  # the array's elements
-    address: int  # the region's address
+    address: int  # the region's host address (0 on a GPU)
 
 
 class Arrays:
@@ -57,15 +59,16 @@ class Arrays:
     def put(self, name: str, host: np.ndarray, offset: int) -> Any:
         flat = np.ascontiguousarray(host).reshape(-1)
         item = flat.dtype.itemsize
-        lo = _round_up(CANARY * item, ALIGN) // item + offset  # in elements
-        size = _round_up((lo + flat.size + CANARY) * item, mmap.PAGESIZE)
+        pad = 0 if self.cp is None else GUARD_BYTES // item  # the GPU's guard: canary
+        lo = pad + _round_up(CANARY * item, ALIGN) // item + offset  # in elements
+        size = _round_up((lo + flat.size + CANARY + pad) * item, mmap.PAGESIZE)
         raw = _guarded(size) if self.cp is None else np.empty(size, np.uint8)
         raw[:] = CANARY_BYTE
         region: Any = raw.view(flat.dtype)
         region[lo : lo + flat.size] = flat
         if self.cp is not None:
             region = self.cp.asarray(region)
-        address = region.ctypes.data if self.cp is None else int(region.data.ptr)
+        address = region.ctypes.data if self.cp is None else 0  # faults: the emulator's
         self._regions.append(_Region(name, region, lo, flat.size, address))
         return region[lo : lo + flat.size].reshape(host.shape)  # a view, shaped as given
 
@@ -90,7 +93,7 @@ class Arrays:
         """The array whose guard pages hold `address` (an emulator fault), with the
         element index it is at."""
         for r in self._regions:
-            if self.cp is not None:
+            if not r.address:
                 continue
             item = r.region.dtype.itemsize
             start, end = r.address, r.address + r.region.nbytes

@@ -180,7 +180,8 @@ def test_ctrl_c_writes_the_report_of_what_was_reached(manifest: Path, tmp_path: 
 @requires_gpu("verify runs the hostile kernels on CuPy arrays")
 def test_a_gpu_fault_is_a_failure_and_the_kernels_after_it_are_verified(manifest: Path) -> None:
     """On a GPU, oob_wild's illegal address breaks the CUDA context for good: its case
-    fails, a fresh worker takes over, and every kernel after it gets its verdict."""
+    fails, a fresh worker takes over, and every kernel after it gets its verdict (the
+    hung kernel's worker is killed, the trap's replaced)."""
     _, report = verify(
         str(manifest), "--backend", "cupy", "--cases", "40", "--timeout", "20", timeout=900
     )
@@ -190,6 +191,9 @@ def test_a_gpu_fault_is_a_failure_and_the_kernels_after_it_are_verified(manifest
     assert wild["what"] in ("raised", "crashed") and wild["case"] is not None, wild
     print("oob_wild on the GPU:", wild["what"], wild["message"][:300])
     assert got["copy"]["ok"] and got["saxpy"]["ok"], (got["copy"], got["saxpy"])
+    # 2000 elements past: inside the canary verify keeps around a GPU array.
+    near = got["oob_near"]["failure"]
+    assert near["what"] == "out-of-bounds write" and "element 2001" in near["message"], near
     assert got["hang"]["failure"]["what"] == "timed out"
     assert got["traps"]["failure"]["what"] in ("raised", "crashed")
     for kernel in ("double", "negate", "pair", "square", "wrong_late", "whole_wrong"):
