@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 MANIFEST_SCHEMA_VERSION = 8
 DESCRIPTOR_VERSION = 2
-VERIFY_REPORT_VERSION = 1
+VERIFY_REPORT_VERSION = 2
 
 
 class Scalar(NamedTuple):
@@ -182,6 +182,19 @@ TENSOR_MAP_BYTES = 128
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
 ONE_D_POLICIES = frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row", "segments", "columns"})
+
+# How a verify case can fail: the report's `what` (src/verify.rs).
+VERIFY_FAILURES = (
+    "wrong result",
+    "unwritten element",
+    "input modified",
+    "out-of-bounds write",
+    "raised",
+    "crashed",
+    "timed out",
+    "spec error",
+    "interrupted",
+)
 
 # The keys of `cargo oxide build --json`'s report, all always present.
 BUILD_REPORT_KEYS = ("manifest", "crate", "artifacts", "emulator")

@@ -143,6 +143,11 @@ def home() -> Path:
     return Path(pwd.getpwuid(os.geteuid()).pw_dir)
 
 
+def environment_with(extra: dict[str, str]) -> dict[str, str]:
+    """The environment for a child process: this one's, plus `extra` (verify's worker)."""
+    return {**os.environ, **extra}
+
+
 def path_env() -> str:
     """PATH, for finding tools (shutil.which is given it explicitly)."""
     return os.environ.get(_abi.PATH.name, os.defpath)

@@ -212,3 +212,12 @@ def half_kernels_manifest() -> Path:
     """Kernels over f16 and bf16 (tests/fixtures/half_kernels, target/oxide/half_kernels)."""
     crate = REPO / "tests" / "fixtures" / "half_kernels"
     return fixture_manifest(crate, REPO / "target" / "oxide" / "half_kernels")
+
+
+HOSTILE_VERIFY = REPO / "tests" / "fixtures" / "hostile_verify"
+
+
+@functools.cache
+def hostile_verify_manifest() -> Path:
+    """Kernels and specs that attack `pyoxide verify` (target/oxide/hostile_verify)."""
+    return fixture_manifest(HOSTILE_VERIFY, REPO / "target" / "oxide" / "hostile_verify")

@@ -139,6 +139,13 @@ pub fn module_source() -> String {
          ONE_D_POLICIES = frozenset({{{}}})\n",
         one_d.join(", ")
     );
+    w.push_str(
+        "# How a verify case can fail: the report's `what` (src/verify.rs).\nVERIFY_FAILURES = (\n",
+    );
+    for kind in crate::verify::FailureKind::ALL {
+        let _ = writeln!(w, "    \"{}\",", kind.name());
+    }
+    w.push_str(")\n\n");
     w.push_str("# The keys of `cargo oxide build --json`'s report, all always present.\n");
     let keys: Vec<String> = report::BUILD_REPORT_KEYS
         .iter()
