@@ -79,6 +79,17 @@ pub fn exp10<T: GpuFloat>(x: T) -> T {
     x.exp10()
 }
 
+/// `2^x` on the special-function unit: PTX `ex2.approx.ftz.f32`, one `MUFU.EX2` (about
+/// 2 ulp; subnormal inputs and results flush to zero, `2^-inf` is `+0`). The exponential
+/// of softmax and attention kernels, which fold `log2(e)` into their scale
+/// (`ex2_approx_ftz(x * scale * LOG2_E - max)`); `x.exp2()` is libdevice's, which keeps
+/// subnormals at the cost of a few more instructions. On the host: `f32::exp2`, its
+/// subnormal results flushed to zero as the GPU's.
+#[inline(always)]
+pub fn ex2_approx_ftz(x: f32) -> f32 {
+    crate::arch::ex2_approx_ftz(x)
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::GpuFloat;

@@ -6,6 +6,8 @@
 
 use core::cell::Cell;
 
+mod approx;
+pub(crate) use approx::*;
 mod block;
 mod cluster;
 pub(crate) use cluster::*;
