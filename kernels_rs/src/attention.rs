@@ -161,6 +161,7 @@ impl Rows {
 #[kernel(bf16, f16)]
 #[launch_bounds(128)]
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn attention<T: AttentionElement>(
     q: &[T],
     k: &[T],
@@ -335,14 +336,6 @@ fn attention_block<T: AttentionElement, const D: usize>(
         cp_async_commit_group();
         cp_async_wait_group::<0>();
         thread::sync_threads();
-        // This warp's 16 rows of q as A fragments, 16 columns of d each.
-        let mut qf = [[0u32; 4]; MAX_D / 16];
-        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-            if kk < D / 16 {
-                let row = warp * 16 + lane % 16;
-                qf[kk] = ldmatrix_x4(q_s.add(swz::<D>(row, kk * 16 + (lane / 16) * 8)));
-            }
-        });
         let mut o = [[0.0f32; 4]; MAX_D / 8];
         // Running maximum (in log2 units, scale folded in) and this thread's part of the
         // running sum, for rows g and g + 8 of the warp's 16.
@@ -360,14 +353,18 @@ fn attention_block<T: AttentionElement, const D: usize>(
             let mut s = [[0.0f32; 4]; BN / 8];
             unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
                 if kk < D / 16 {
+                    // This warp's 16 rows of q, columns 16kk.., as an A fragment (read
+                    // from shared memory each step: 32 registers kept free for o).
+                    let row = warp * 16 + lane % 16;
+                    let qf = ldmatrix_x4(q_s.add(swz::<D>(row, kk * 16 + (lane / 16) * 8)));
                     unroll!(for np in [0, 1, 2, 3] {
                         // Matrices (keys +0..8, d +0..8), (+0..8, +8..16), (+8..16, +0..8),
                         // (+8..16, +8..16): B fragments of key tiles 2np and 2np + 1.
                         let mi = lane / 8;
                         let key = np * 16 + (mi / 2) * 8 + lane % 8;
                         let kb = ldmatrix_x4(k_s.add(swz::<D>(key, kk * 16 + (mi % 2) * 8)));
-                        s[2 * np] = T::mma(s[2 * np], qf[kk], [kb[0], kb[1]]);
-                        s[2 * np + 1] = T::mma(s[2 * np + 1], qf[kk], [kb[2], kb[3]]);
+                        s[2 * np] = T::mma(s[2 * np], qf, [kb[0], kb[1]]);
+                        s[2 * np + 1] = T::mma(s[2 * np + 1], qf, [kb[2], kb[3]]);
                     });
                 }
             });

@@ -19,6 +19,8 @@ pub(crate) use f16x2::*;
 mod fault;
 mod mma;
 pub(crate) use mma::*;
+mod sm90_more;
+pub(crate) use sm90_more::*;
 
 /// Coordinates of one emulated GPU thread, as CUDA's `threadIdx`, `blockIdx`,
 /// `blockDim` and `gridDim` (x, y, z).
