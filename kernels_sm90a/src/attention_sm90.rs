@@ -46,7 +46,7 @@ use oxide_device::barrier::{
     mbarrier_init, mbarrier_try_wait_parity, named_barrier_sync,
 };
 use oxide_device::convert::{cvt_bf16x2_f32, cvt_f16x2_f32};
-use oxide_device::math::ex2_approx_ftz;
+use oxide_device::math::{ex2_approx_ftz, rcp_approx_ftz};
 use oxide_device::prelude::*;
 use oxide_device::tma::{TmaDescriptor, cp_async_bulk_tensor_4d_g2s};
 use oxide_device::wgmma::{
@@ -303,7 +303,7 @@ impl Ring {
 #[inline(always)]
 fn attention_body<T: Sm90Element, const D: usize, const NO: usize>(
     a: &Args<'_>,
-    out: DisjointSlice<T>,
+    mut out: DisjointSlice<T>,
     lse: DisjointSlice<f32>,
 ) where
     [f32; NO]: OutputAcc<T>,
@@ -335,6 +335,17 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize>(
     };
     let n_blocks = n_end.div_ceil(BN);
     let boxes = D / 64;
+    // Every check of what the consumers write, here: a call (a panic, IEEE division's
+    // slow path) inside a `setmaxnreg` region keeps ptxas from giving it the registers
+    // it asked for, and the wgmmas are serialised (its info C7512).
+    let last_row = sq.min(m0 + ATTENTION_SM90_BM as usize) - 1;
+    let [o0, o1, o2] = a.out_strides.map(|s| s as usize);
+    assert!((out.as_mut_ptr() as usize).is_multiple_of(16) && (o0 % 8, o1 % 8, o2 % 8) == (0, 0, 0));
+    assert!(b * o0 + (q_start + last_row) * o1 + h * o2 + D <= out.len(), "a row lies past out");
+    if !lse.is_empty() {
+        let [l0, l1] = a.lse_strides.map(|s| s as usize);
+        assert!(b * l0 + h * l1 + q_start + last_row < lse.len(), "lse is too short");
+    }
 
     let tid = thread::threadIdx_x() as usize;
     let warpgroup = tid / 128;
@@ -684,7 +695,7 @@ unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
         l += warp::shuffle_xor_f32(l, 1);
         l += warp::shuffle_xor_f32(l, 2);
         if l > 0.0 {
-            inv[r] = 1.0 / l;
+            inv[r] = rcp_approx_ftz(l);
             row_lse[r] = (row_max[r] + l.log2()) * core::f32::consts::LN_2;
         }
     });
@@ -710,7 +721,6 @@ unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
     unsafe { named_barrier_sync(1 + tile.half as u32, 128) };
     let [o0, o1, o2] = a.out_strides.map(|s| s as usize);
     let op = out.as_mut_ptr() as *mut u16;
-    assert!((op as usize).is_multiple_of(16) && (o0 % 8, o1 % 8, o2 % 8) == (0, 0, 0));
     let base = tile.b * o0 + tile.q_start * o1 + tile.h * o2;
     let chunks = D / 8;
     for i in 0..64 * chunks / 128 {
@@ -719,7 +729,6 @@ unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
         let row = tile.m_wg + r;
         if row < tile.sq {
             let at = base + row * o1 + c * 8;
-            assert!(at + 8 <= out.len(), "a row lies past out");
             // SAFETY: each 16-byte chunk of out belongs to one thread of one block (its
             // row and chunk); in bounds; 16-byte aligned (asserted above).
             unsafe {
@@ -734,7 +743,6 @@ unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
             let row = tile.m_wg + 16 * w + g + 8 * r;
             if row < tile.sq {
                 let i = tile.b * l0 + tile.h * l1 + tile.q_start + row;
-                assert!(i < lse.len(), "lse is too short");
                 // SAFETY: one lane per row writes its element; in bounds.
                 unsafe { lse.as_mut_ptr().add(i).write(row_lse[r]) };
             }

@@ -90,6 +90,16 @@ pub fn ex2_approx_ftz(x: f32) -> f32 {
     crate::arch::ex2_approx_ftz(x)
 }
 
+/// `1/x` by the special-function unit: PTX `rcp.approx.ftz.f32` (about 1 ulp;
+/// subnormals flush to zero). IEEE division (`1.0 / x`) is a call to a slow-path
+/// routine on the GPU, which a kernel region that raised its registers with
+/// `setmaxnreg` must not contain (ptxas then serialises its `wgmma`s); this has none.
+/// On the host: `1.0 / x`, flushed alike.
+#[inline(always)]
+pub fn rcp_approx_ftz(x: f32) -> f32 {
+    crate::arch::rcp_approx_ftz(x)
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::GpuFloat;
