@@ -266,7 +266,8 @@ def _load_bundled(crate: str, arch: str | None) -> Module | None:
 
 def load_bundled() -> Module:
     """The bundled ``kernels_rs``, with its launchers that have an sm_90a twin
-    (``gemm_bf16``) wired to pick it where it runs (pyoxide/_twins.py)."""
+    (``gemm_bf16``) wired to pick it where it runs (pyoxide/_twins.py), and
+    ``attention`` served by its call (pyoxide/_attention.py), which does the same."""
     module = _load_bundled(BUNDLED_CRATE, None)
     if module is None:
         raise LoadError(
@@ -274,9 +275,12 @@ def load_bundled() -> Module:
             "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
             "source checkout run `pyoxide build --bundled`."
         )
+    from ._attention import add_attention
     from ._twins import add_twins
 
-    add_twins(module, lambda: _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH))
+    twins = functools.cache(lambda: _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH))
+    add_twins(module, twins)
+    add_attention(module, twins)
     return module
 
 
