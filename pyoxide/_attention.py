@@ -383,13 +383,13 @@ def _to_host(x: Any) -> Any:
 
 
 class _Lib:
-    """The array library of a call (NumPy, CuPy, PyTorch): flat views and small arrays
-    made in it, so that the launch sees one library (and PyTorch's stream for tensors)."""
+    """The array library of a call: flat views and small arrays made so that the launch
+    sees one library (PyTorch's stream for tensors; CuPy's for other GPU arrays)."""
 
     def __init__(self, like: Any) -> None:
         module = type(like).__module__
         self.name = "torch" if module.startswith("torch") else (
-            "cupy" if module.startswith("cupy") else "numpy"
+            "numpy" if module.startswith("numpy") else "other"
         )  # fmt: skip
 
     def flat(self, x: Any, span: int) -> Any:
@@ -397,13 +397,11 @@ class _Lib:
         kernel reads it through the strides)."""
         if self.name == "torch":
             return x.as_strided((span,), (1,))
-        if self.name == "cupy":
-            import cupy
+        if self.name == "numpy":
+            import numpy as np
 
-            return cupy.lib.stride_tricks.as_strided(x, (span,), (x.itemsize,))
-        import numpy as np
-
-        return np.lib.stride_tricks.as_strided(x, (span,), (x.itemsize,))
+            return np.lib.stride_tricks.as_strided(x, (span,), (x.itemsize,))
+        return _FlatGpu(x, view(x), span)  # CuPy and other __cuda_array_interface__ arrays
 
     def _empty(self, like: ArrayView, dtype: str) -> Any:
         if self.name == "torch":
@@ -412,11 +410,11 @@ class _Lib:
             return torch.empty(0, dtype=getattr(torch, dtype), device=like.obj.device)
         import numpy as np
 
-        if self.name == "cupy":
-            import cupy
+        if self.name == "numpy":
+            return np.empty(0, dtype)
+        import cupy
 
-            return cupy.empty(0, dtype)
-        return np.empty(0, dtype)
+        return cupy.empty(0, dtype)
 
     def empty_i32(self, like: ArrayView) -> Any:
         return self._empty(like, "int32")
@@ -433,3 +431,17 @@ class _Lib:
         import numpy as np
 
         return cupy.asarray(np.frombuffer(raw, np.uint8))
+
+
+class _FlatGpu:
+    """A 1-D GPU array over `span` elements from `v`'s first one (through
+    ``__cuda_array_interface__``), keeping `base` alive."""
+
+    def __init__(self, base: Any, v: ArrayView | None, span: int) -> None:
+        assert v is not None and v.kind == GPU
+        self.base = base
+        self.dtype = getattr(base, "dtype", None)  # names bfloat16 for ml_dtypes arrays
+        self.__cuda_array_interface__ = {
+            "shape": (span,), "typestr": v.typestr, "version": 3,
+            "data": (v.ptr, v.readonly), "strides": None, "stream": v.stream,
+        }  # fmt: skip
