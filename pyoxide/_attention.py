@@ -40,9 +40,18 @@ DTYPES = {"<E2": "bf16", "<f2": "f16"}
 HEAD_DIMS = (64, 128)
 #: The kernel parameters this module derives from the arrays (a spec passes None).
 DERIVED = (
-    "q_strides", "k_strides", "v_strides", "out_strides", "lse_strides",
-    "batch", "heads", "kv_heads", "head_dim", "seqlen_q", "seqlen_k",
-)  # fmt: skip
+    "q_strides",
+    "k_strides",
+    "v_strides",
+    "out_strides",
+    "lse_strides",
+    "batch",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "seqlen_q",
+    "seqlen_k",
+)
 LAYOUTS = ("bshd", "bhsd")
 _MAPS_KEPT = 64
 
@@ -86,9 +95,13 @@ class Attention:
     """The attention call (module docs); ``name`` is the launcher it serves."""
 
     def __init__(
-        self, name: str, raw: Any, plain: dict[str, Any],
-        load_twins: Callable[[], Module | None], maps: OrderedDict[tuple[Any, ...], Any],
-    ) -> None:  # fmt: skip
+        self,
+        name: str,
+        raw: Any,
+        plain: dict[str, Any],
+        load_twins: Callable[[], Module | None],
+        maps: OrderedDict[tuple[Any, ...], Any],
+    ) -> None:
         self.name = name
         self._raw = raw
         self._plain = plain
@@ -108,10 +121,21 @@ class Attention:
         return getattr(self._raw, name)
 
     def __call__(
-        self, q: Any, k: Any, v: Any, out: Any, causal: bool = False, *, scale: float | None = None,
-        lse: Any = None, cu_seqlens_q: Any = None, cu_seqlens_k: Any = None,
-        max_seqlen_q: int | None = None, max_seqlen_k: int | None = None, layout: str = "bshd",
-    ) -> None:  # fmt: skip
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        out: Any,
+        causal: bool = False,
+        *,
+        scale: float | None = None,
+        lse: Any = None,
+        cu_seqlens_q: Any = None,
+        cu_seqlens_k: Any = None,
+        max_seqlen_q: int | None = None,
+        max_seqlen_k: int | None = None,
+        layout: str = "bshd",
+    ) -> None:
         """``out = softmax(scale · q·kᵀ + mask) · v`` (docs/guide/attention.md).
 
         q (B, Sq, H, D), k and v (B, Sk, Hk, D), out like q (``layout="bhsd"``: heads
@@ -121,8 +145,20 @@ class Attention:
         Variable lengths: q (total_q, H, D) and k, v (total_k, Hk, D) packed, with int32
         ``cu_seqlens_q``/``_k`` of B + 1 offsets (lse then (H, total_q)); the longest
         sequences (``max_seqlen_q``/``_k``) are read from them when not given."""
-        call = self._plan(q, k, v, out, causal, scale, lse, cu_seqlens_q, cu_seqlens_k,
-                          max_seqlen_q, max_seqlen_k, layout)  # fmt: skip
+        call = self._plan(
+            q,
+            k,
+            v,
+            out,
+            causal,
+            scale,
+            lse,
+            cu_seqlens_q,
+            cu_seqlens_k,
+            max_seqlen_q,
+            max_seqlen_k,
+            layout,
+        )
         if call is None:
             return  # nothing to compute: an empty batch, or no query rows
         kernel, grid, block, shared, args = call
@@ -130,10 +166,20 @@ class Attention:
 
     def picks(self, q: Any, k: Any, v: Any, out: Any, **options: Any) -> str:
         """The kernel entry a call with these arguments runs."""
-        call = self._plan(q, k, v, out, options.pop("causal", False), options.pop("scale", None),
-                          options.pop("lse", None), options.pop("cu_seqlens_q", None),
-                          options.pop("cu_seqlens_k", None), options.pop("max_seqlen_q", None),
-                          options.pop("max_seqlen_k", None), options.pop("layout", "bshd"))  # fmt: skip
+        call = self._plan(
+            q,
+            k,
+            v,
+            out,
+            options.pop("causal", False),
+            options.pop("scale", None),
+            options.pop("lse", None),
+            options.pop("cu_seqlens_q", None),
+            options.pop("cu_seqlens_k", None),
+            options.pop("max_seqlen_q", None),
+            options.pop("max_seqlen_k", None),
+            options.pop("layout", "bshd"),
+        )
         return "" if call is None else str(call[0].name)
 
     # --- planning ------------------------------------------------------------------
@@ -148,68 +194,124 @@ class Attention:
         except ArrayProtocolError as e:
             raise self._refuse(name, "an array", e.got, e.fix, value=False) from None
         if v is None:
-            raise self._refuse(name, "an array (NumPy, CuPy or PyTorch)", type(x).__name__,
-                               f"pass {name} as an array", value=False)  # fmt: skip
+            raise self._refuse(
+                name,
+                "an array (NumPy, CuPy or PyTorch)",
+                type(x).__name__,
+                f"pass {name} as an array",
+                value=False,
+            )
         return v
 
     def _plan(
-        self, q: Any, k: Any, v: Any, out: Any, causal: Any, scale: Any, lse: Any,
-        cu_q: Any, cu_k: Any, max_q: Any, max_k: Any, layout: str,
-    ) -> tuple[Any, Any, int, int, list[Any]] | None:  # fmt: skip
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        out: Any,
+        causal: Any,
+        scale: Any,
+        lse: Any,
+        cu_q: Any,
+        cu_k: Any,
+        max_q: Any,
+        max_k: Any,
+        layout: str,
+    ) -> tuple[Any, Any, int, int, list[Any]] | None:
         if layout not in LAYOUTS:
-            raise self._refuse("layout", "'bshd' or 'bhsd'", repr(layout),
-                               "pass layout='bshd' (batch, seq, heads, d) or 'bhsd'")  # fmt: skip
+            raise self._refuse(
+                "layout",
+                "'bshd' or 'bhsd'",
+                repr(layout),
+                "pass layout='bshd' (batch, seq, heads, d) or 'bhsd'",
+            )
         if not isinstance(causal, bool):
-            raise self._refuse("causal", "a bool", repr(causal), "pass causal=True or False",
-                               value=False)  # fmt: skip
+            raise self._refuse(
+                "causal", "a bool", repr(causal), "pass causal=True or False", value=False
+            )
         varlen = cu_q is not None or cu_k is not None
         if varlen and (cu_q is None or cu_k is None):
-            raise self._refuse("cu_seqlens_k" if cu_k is None else "cu_seqlens_q",
-                               "both cu_seqlens_q and cu_seqlens_k, or neither", "only one",
-                               "pass the cumulative offsets of the queries and of the keys")  # fmt: skip
+            raise self._refuse(
+                "cu_seqlens_k" if cu_k is None else "cu_seqlens_q",
+                "both cu_seqlens_q and cu_seqlens_k, or neither",
+                "only one",
+                "pass the cumulative offsets of the queries and of the keys",
+            )
         views = {n: self._view(n, x) for n, x in (("q", q), ("k", k), ("v", v), ("out", out))}
         dtype = DTYPES.get(views["q"].typestr)
         if dtype is None:
-            raise self._refuse("q", "a bfloat16 or float16 array", views["q"].describe(),
-                               "convert q, k, v and out to bfloat16 (or float16)", value=False)  # fmt: skip
+            raise self._refuse(
+                "q",
+                "a bfloat16 or float16 array",
+                views["q"].describe(),
+                "convert q, k, v and out to bfloat16 (or float16)",
+                value=False,
+            )
         for n, x in views.items():
             if x.typestr != views["q"].typestr:
-                raise self._refuse(n, f"the dtype of q ({views['q'].dtype_name})", x.describe(),
-                                   f"convert {n} to q's dtype", value=False)  # fmt: skip
+                raise self._refuse(
+                    n,
+                    f"the dtype of q ({views['q'].dtype_name})",
+                    x.describe(),
+                    f"convert {n} to q's dtype",
+                    value=False,
+                )
         rank = 3 if varlen else 4
         t = {n: self._tensor(n, x, rank, layout) for n, x in views.items()}
         d = views["q"].shape[-1]
         if d not in HEAD_DIMS:
-            raise self._refuse("q", "head dimension 64 or 128", f"{d}",
-                               "pad the head dimension to 64 or 128")  # fmt: skip
+            raise self._refuse(
+                "q", "head dimension 64 or 128", f"{d}", "pad the head dimension to 64 or 128"
+            )
         for n in ("k", "v", "out"):
             if views[n].shape[-1] != d:
-                raise self._refuse(n, f"head dimension {d} (q's)", f"{views[n].shape[-1]}",
-                                   f"give {n} q's head dimension")  # fmt: skip
+                raise self._refuse(
+                    n,
+                    f"head dimension {d} (q's)",
+                    f"{views[n].shape[-1]}",
+                    f"give {n} q's head dimension",
+                )
         heads, kv_heads = t["q"].heads, t["k"].heads
         if t["out"].heads != heads or t["out"].rows != t["q"].rows:
-            raise self._refuse("out", f"q's shape {views['q'].shape}", f"{views['out'].shape}",
-                               "allocate out like q (torch.empty_like(q))")  # fmt: skip
+            raise self._refuse(
+                "out",
+                f"q's shape {views['q'].shape}",
+                f"{views['out'].shape}",
+                "allocate out like q (torch.empty_like(q))",
+            )
         if t["v"].heads != kv_heads or t["v"].rows != t["k"].rows:
-            raise self._refuse("v", f"k's shape {views['k'].shape}", f"{views['v'].shape}",
-                               "pass v with k's shape")  # fmt: skip
+            raise self._refuse(
+                "v", f"k's shape {views['k'].shape}", f"{views['v'].shape}", "pass v with k's shape"
+            )
         if kv_heads == 0 or heads % kv_heads:
-            raise self._refuse("k", f"a number of heads that divides q's {heads}",
-                               f"{kv_heads}", "use k and v heads that divide q's (GQA groups)")  # fmt: skip
+            raise self._refuse(
+                "k",
+                f"a number of heads that divides q's {heads}",
+                f"{kv_heads}",
+                "use k and v heads that divide q's (GQA groups)",
+            )
         if varlen:
             batch, cu_qv, cu_kv, seq_q, seq_k = self._varlen(cu_q, cu_k, max_q, max_k, t)
         else:
             batch, seq_q, seq_k = views["q"].shape[0], t["q"].rows, t["k"].rows
             for n in ("k", "v", "out"):
                 if views[n].shape[0] != batch:
-                    raise self._refuse(n, f"batch {batch} (q's)", f"{views[n].shape[0]}",
-                                       "pass arrays of one batch")  # fmt: skip
+                    raise self._refuse(
+                        n,
+                        f"batch {batch} (q's)",
+                        f"{views[n].shape[0]}",
+                        "pass arrays of one batch",
+                    )
             cu_qv = cu_kv = None
         if scale is None:
             scale = 1.0 / math.sqrt(d)
         if not (isinstance(scale, (int, float)) and scale > 0 and math.isfinite(scale)):
-            raise self._refuse("scale", "a positive float", repr(scale),
-                               "leave scale out (1/sqrt(d)) or pass a positive number")  # fmt: skip
+            raise self._refuse(
+                "scale",
+                "a positive float",
+                repr(scale),
+                "leave scale out (1/sqrt(d)) or pass a positive number",
+            )
         lse_strides = self._lse(lse, varlen, batch, heads, seq_q, views["q"])
         if batch == 0 or seq_q == 0 or heads == 0:
             return None
@@ -219,14 +321,23 @@ class Attention:
         scalars = {
             "cu_seqlens_q": cu_q if cu_q is not None else empty,
             "cu_seqlens_k": cu_k if cu_k is not None else empty,
-            "lse": lib.flat(lse, _span(self._view("lse", lse))) if lse is not None
+            "lse": lib.flat(lse, _span(self._view("lse", lse)))
+            if lse is not None
             else lib.empty_f32(views["q"]),
-            "q_strides": t["q"].strides, "k_strides": t["k"].strides,
-            "v_strides": t["v"].strides, "out_strides": t["out"].strides,
-            "lse_strides": lse_strides, "batch": batch, "heads": heads, "kv_heads": kv_heads,
-            "head_dim": d, "seqlen_q": seq_q, "seqlen_k": seq_k, "scale": float(scale),
+            "q_strides": t["q"].strides,
+            "k_strides": t["k"].strides,
+            "v_strides": t["v"].strides,
+            "out_strides": t["out"].strides,
+            "lse_strides": lse_strides,
+            "batch": batch,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "head_dim": d,
+            "seqlen_q": seq_q,
+            "seqlen_k": seq_k,
+            "scale": float(scale),
             "causal": causal,
-        }  # fmt: skip
+        }
         values = {**arrays, **scalars}
         twin = self._twin(dtype, views, t)
         if twin is not None:
@@ -236,9 +347,13 @@ class Attention:
         else:
             kernel = self._plain.get(dtype)
             if kernel is None:
-                raise self._refuse("q", f"a {'/'.join(self._plain)} array ({self.name})",
-                                   views["q"].describe(), "call kernels.attention, which takes both",
-                                   value=False)  # fmt: skip
+                raise self._refuse(
+                    "q",
+                    f"a {'/'.join(self._plain)} array ({self.name})",
+                    views["q"].describe(),
+                    "call kernels.attention, which takes both",
+                    value=False,
+                )
             block, shared = PLAIN_THREADS, 0
             grid = (-(-seq_q // PLAIN_BM), heads, batch)
         args = [values[p.name] for p in kernel.spec.params]
@@ -246,20 +361,34 @@ class Attention:
 
     def _tensor(self, name: str, v: ArrayView, rank: int, layout: str) -> _Tensor:
         if len(v.shape) != rank:
-            want = "(total, heads, d)" if rank == 3 else (
-                "(batch, seq, heads, d)" if layout == "bshd" else "(batch, heads, seq, d)"
-            )  # fmt: skip
-            raise self._refuse(name, f"a {rank}-D array {want}", f"{len(v.shape)}-D {v.describe()}",
-                               "pass cu_seqlens_q/_k for packed 3-D arrays, else 4-D arrays")  # fmt: skip
+            want = (
+                "(total, heads, d)"
+                if rank == 3
+                else ("(batch, seq, heads, d)" if layout == "bshd" else "(batch, heads, seq, d)")
+            )
+            raise self._refuse(
+                name,
+                f"a {rank}-D array {want}",
+                f"{len(v.shape)}-D {v.describe()}",
+                "pass cu_seqlens_q/_k for packed 3-D arrays, else 4-D arrays",
+            )
         item = v.itemsize
         strides = v.strides or _c_strides(v.shape, item)
         if any(s < 0 or s % item for s in strides):
-            raise self._refuse(name, "non-negative strides", f"strides {strides} (bytes)",
-                               f"pass {name}.contiguous() (or a positive-stride view)")  # fmt: skip
+            raise self._refuse(
+                name,
+                "non-negative strides",
+                f"strides {strides} (bytes)",
+                f"pass {name}.contiguous() (or a positive-stride view)",
+            )
         el = [s // item for s in strides]
         if v.shape[-1] > 1 and el[-1] != 1:
-            raise self._refuse(name, "a contiguous last (d) dimension", f"d stride {el[-1]}",
-                               f"pass {name}.contiguous()")  # fmt: skip
+            raise self._refuse(
+                name,
+                "a contiguous last (d) dimension",
+                f"d stride {el[-1]}",
+                f"pass {name}.contiguous()",
+            )
         if rank == 3:
             return _Tensor(name, v, (0, el[0], el[1]), v.shape[0], v.shape[1])
         if layout == "bshd":
@@ -268,35 +397,68 @@ class Attention:
 
     def _varlen(self, cu_q: Any, cu_k: Any, max_q: Any, max_k: Any, t: dict[str, _Tensor]) -> Any:
         offsets = []
-        for name, cu, rows in (("cu_seqlens_q", cu_q, t["q"].rows), ("cu_seqlens_k", cu_k, t["k"].rows)):
+        for name, cu, rows in (
+            ("cu_seqlens_q", cu_q, t["q"].rows),
+            ("cu_seqlens_k", cu_k, t["k"].rows),
+        ):
             cv = self._view(name, cu)
-            if cv.typestr != "<i4" or len(cv.shape) != 1 or not cv.is_c_contiguous() or cv.shape[0] < 1:
-                raise self._refuse(name, "a contiguous 1-D int32 array of batch + 1 offsets",
-                                   cv.describe(), f"pass {name} as int32 (torch.int32)")  # fmt: skip
+            if (
+                cv.typestr != "<i4"
+                or len(cv.shape) != 1
+                or not cv.is_c_contiguous()
+                or cv.shape[0] < 1
+            ):
+                raise self._refuse(
+                    name,
+                    "a contiguous 1-D int32 array of batch + 1 offsets",
+                    cv.describe(),
+                    f"pass {name} as int32 (torch.int32)",
+                )
             offsets.append((name, cu, cv, rows))
         if offsets[0][2].shape != offsets[1][2].shape:
-            raise self._refuse("cu_seqlens_k", f"{offsets[0][2].shape[0]} offsets (cu_seqlens_q's)",
-                               f"{offsets[1][2].shape[0]}", "pass one offset per sequence, plus one")  # fmt: skip
+            raise self._refuse(
+                "cu_seqlens_k",
+                f"{offsets[0][2].shape[0]} offsets (cu_seqlens_q's)",
+                f"{offsets[1][2].shape[0]}",
+                "pass one offset per sequence, plus one",
+            )
         longest = []
         for (name, cu, _, rows), given in zip(offsets, (max_q, max_k), strict=True):
             if given is None:
                 host = _to_host(cu)
-                if len(host) > 1 and (host[0] < 0 or (host[1:] < host[:-1]).any() or host[-1] > rows):
-                    raise self._refuse(name, f"offsets from 0 or more, non-decreasing, at most {rows}",
-                                       f"{host.tolist()[:8]}", "pass the cumulative sequence lengths")  # fmt: skip
+                if len(host) > 1 and (
+                    host[0] < 0 or (host[1:] < host[:-1]).any() or host[-1] > rows
+                ):
+                    raise self._refuse(
+                        name,
+                        f"offsets from 0 or more, non-decreasing, at most {rows}",
+                        f"{host.tolist()[:8]}",
+                        "pass the cumulative sequence lengths",
+                    )
                 given = int((host[1:] - host[:-1]).max()) if len(host) > 1 else 0
             longest.append(int(given))
         return offsets[0][2].shape[0] - 1, offsets[0][1], offsets[1][1], longest[0], longest[1]
 
-    def _lse(self, lse: Any, varlen: bool, batch: int, heads: int, seq_q: int, q: ArrayView) -> tuple[int, int]:
+    def _lse(
+        self, lse: Any, varlen: bool, batch: int, heads: int, seq_q: int, q: ArrayView
+    ) -> tuple[int, int]:
         if lse is None:
             return (0, 0)
         lv = self._view("lse", lse)
         rows = q.shape[0] if varlen else seq_q
         want = (heads, rows) if varlen else (batch, heads, rows)
-        if lv.typestr != "<f4" or tuple(lv.shape) != want or not lv.is_c_contiguous() or lv.kind != q.kind:
-            raise self._refuse("lse", f"a contiguous float32 array of shape {want}", lv.describe(),
-                               "allocate it with torch.empty(shape, dtype=torch.float32, device=q.device)")  # fmt: skip
+        if (
+            lv.typestr != "<f4"
+            or tuple(lv.shape) != want
+            or not lv.is_c_contiguous()
+            or lv.kind != q.kind
+        ):
+            raise self._refuse(
+                "lse",
+                f"a contiguous float32 array of shape {want}",
+                lv.describe(),
+                "allocate it with torch.empty(shape, dtype=torch.float32, device=q.device)",
+            )
         return (0, rows) if varlen else (heads * rows, rows)
 
     # --- the sm_90a twin -----------------------------------------------------------
@@ -328,12 +490,24 @@ class Attention:
             known = self._cc90[device] = str(cc) == "90"
         return known
 
-    def _tensor_maps(self, lib: _Lib, views: dict[str, ArrayView], t: dict[str, _Tensor],
-                     varlen: bool, cu_q: Any, cu_k: Any) -> Any:  # fmt: skip
+    def _tensor_maps(
+        self,
+        lib: _Lib,
+        views: dict[str, ArrayView],
+        t: dict[str, _Tensor],
+        varlen: bool,
+        cu_q: Any,
+        cu_k: Any,
+    ) -> Any:
         """q's, k's and v's 4-D TMA maps (d, rows, heads, batch), kept per arrays."""
         d = views["q"].shape[-1]
         batch = 1 if varlen else views["q"].shape[0]
-        key = (lib.name, d, batch, *((x.view.ptr, x.strides, x.rows, x.heads) for n, x in t.items() if n != "out"))
+        key = (
+            lib.name,
+            d,
+            batch,
+            *((x.view.ptr, x.strides, x.rows, x.heads) for n, x in t.items() if n != "out"),
+        )
         maps = self._maps.get(key)
         if maps is not None:
             self._maps.move_to_end(key)
@@ -346,9 +520,13 @@ class Attention:
             # A varlen batch is one entry (its batch stride 0 is no stride TMA takes).
             b_stride = x.strides[0] if not varlen else max(x.strides[1] * x.rows, 8)
             raw += encode_tiled(
-                self.name, x.view.ptr, (d, x.rows, x.heads, batch),
-                (2 * x.strides[1], 2 * x.strides[2], 2 * b_stride), (64, 128, 1, 1), SWIZZLE_128B,
-            )  # fmt: skip
+                self.name,
+                x.view.ptr,
+                (d, x.rows, x.heads, batch),
+                (2 * x.strides[1], 2 * x.strides[2], 2 * b_stride),
+                (64, 128, 1, 1),
+                SWIZZLE_128B,
+            )
         maps = lib.device_bytes(raw, views["q"])
         self._maps[key] = maps
         if len(self._maps) > _MAPS_KEPT:
@@ -388,9 +566,11 @@ class _Lib:
 
     def __init__(self, like: Any) -> None:
         module = type(like).__module__
-        self.name = "torch" if module.startswith("torch") else (
-            "numpy" if module.startswith("numpy") else "other"
-        )  # fmt: skip
+        self.name = (
+            "torch"
+            if module.startswith("torch")
+            else ("numpy" if module.startswith("numpy") else "other")
+        )
 
     def flat(self, x: Any, span: int) -> Any:
         """The 1-D array of the `span` elements from `x`'s first one (its memory as the
@@ -442,6 +622,10 @@ class _FlatGpu:
         self.base = base
         self.dtype = getattr(base, "dtype", None)  # names bfloat16 for ml_dtypes arrays
         self.__cuda_array_interface__ = {
-            "shape": (span,), "typestr": v.typestr, "version": 3,
-            "data": (v.ptr, v.readonly), "strides": None, "stream": v.stream,
-        }  # fmt: skip
+            "shape": (span,),
+            "typestr": v.typestr,
+            "version": 3,
+            "data": (v.ptr, v.readonly),
+            "strides": None,
+            "stream": v.stream,
+        }

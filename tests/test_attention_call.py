@@ -56,26 +56,27 @@ def bad_calls() -> list[tuple[str, str, Any]]:
     """(the parameter the error must name, what it must say, the call)."""
     q, k, v, o = arrays()
     q32 = q.astype(np.float32)
-    gqa = np.zeros((1, 8, 3, 64), BF16)
-    cu = np.array([0, 8], np.int32)
+    q4, gqa = np.zeros((1, 8, 4, 64), BF16), np.zeros((1, 8, 3, 64), BF16)
+    cu, far = np.array([0, 8], np.int32), np.array([0, 9], np.int32)
+    cu64 = cu.astype(np.int64)
+    packed = (q[0], k[0], v[0], o[0])
+    lse = np.zeros((1, 8, 2), np.float32)
     return [
         ("q", "bfloat16 or float16", lambda f: f(q32, k, v, o)),
         ("k", "dtype of q", lambda f: f(q, k.astype(np.float16), v, o)),
         ("q", "head dimension 64 or 128", lambda f: f(*arrays(d=32))),
         ("q", "4-D", lambda f: f(q[0], k, v, o)),
-        ("k", "divides", lambda f: f(np.zeros((1, 8, 4, 64), BF16), gqa, gqa, np.zeros((1, 8, 4, 64), BF16))),
+        ("k", "divides", lambda f: f(q4, gqa, gqa, q4.copy())),
         ("out", "shape", lambda f: f(q, k, v, o[:, :4])),
         ("v", "shape", lambda f: f(q, k, v[:, :4], o)),
         ("q", "contiguous last", lambda f: f(q.transpose(0, 1, 3, 2)[..., :2, :], k, v, o)),
         ("causal", "bool", lambda f: f(q, k, v, o, causal=1)),
         ("scale", "positive", lambda f: f(q, k, v, o, scale=-1.0)),
         ("layout", "'bshd' or 'bhsd'", lambda f: f(q, k, v, o, layout="sbhd")),
-        ("cu_seqlens_k", "both", lambda f: f(q[0], k[0], v[0], o[0], cu_seqlens_q=cu)),
-        ("cu_seqlens_q", "int32", lambda f: f(q[0], k[0], v[0], o[0], cu_seqlens_q=cu.astype(np.int64),
-                                              cu_seqlens_k=cu)),
-        ("cu_seqlens_q", "non-decreasing", lambda f: f(q[0], k[0], v[0], o[0], cu_seqlens_q=np.array([0, 9], np.int32),
-                                                       cu_seqlens_k=cu)),
-        ("lse", "float32 array of shape (1, 2, 8)", lambda f: f(q, k, v, o, lse=np.zeros((1, 8, 2), np.float32))),
+        ("cu_seqlens_k", "both", lambda f: f(*packed, cu_seqlens_q=cu)),
+        ("cu_seqlens_q", "int32", lambda f: f(*packed, cu_seqlens_q=cu64, cu_seqlens_k=cu)),
+        ("cu_seqlens_q", "non-decreasing", lambda f: f(*packed, cu_seqlens_q=far, cu_seqlens_k=cu)),
+        ("lse", "float32 array of shape (1, 2, 8)", lambda f: f(q, k, v, o, lse=lse)),
     ]  # fmt: skip
 
 

@@ -179,11 +179,11 @@ def _bytes(case: Case) -> int:
 
 def _torch_sdpa(a: dict[str, Any]) -> Any:
     import torch
-    import torch.nn.functional as F
 
     # (B, S, H, D) as SDPA's (B, H, S, D) views; GQA by enable_gqa.
     q, k, v = (torch.from_dlpack(a[n]).transpose(1, 2) for n in "qkv")
-    return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(a["causal"]),
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    return lambda: sdpa(q, k, v, is_causal=bool(a["causal"]),
                                                   enable_gqa=True)  # fmt: skip
 
 

@@ -52,7 +52,14 @@ def want(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, dtype: str =
         args = {"q": q, "k": k, "v": v, "scale": d**-0.5}
     else:
         shape = (len(cu[0]) - 1, 1, 1, hk, h // hk, d // 128, int(causal), 1, 0)
-        args = {"q": q, "k": k, "v": v, "scale": d**-0.5, "cu_seqlens_q": cu[0], "cu_seqlens_k": cu[1]}
+        args = {
+            "q": q,
+            "k": k,
+            "v": v,
+            "scale": d**-0.5,
+            "cu_seqlens_q": cu[0],
+            "cu_seqlens_k": cu[1],
+        }
     return SPEC.reference(args, Case(shape, dtype))
 
 
@@ -104,7 +111,11 @@ def test_gqa_causal_and_lse(attention: Attention, lib: ArrayLib, dtype: str) -> 
         shapes += [(2, 1024, 1024, 128), (1, 2000, 3000, 64), (1, 3001, 1500, 128)]
     for b, sq, sk, d in shapes:
         for causal in (False, True):
-            q, k, v = normal(rng, (b, sq, 8, d), dt), normal(rng, (b, sk, 2, d), dt), normal(rng, (b, sk, 2, d), dt)
+            q, k, v = (
+                normal(rng, (b, sq, 8, d), dt),
+                normal(rng, (b, sk, 2, d), dt),
+                normal(rng, (b, sk, 2, d), dt),
+            )
             ref = want(q, k, v, causal, dtype)
             out = lib.poisoned((b, sq, 8, d), dt)
             lse = lib.poisoned((b, 8, sq), np.float32)
@@ -126,7 +137,11 @@ def test_variable_lengths(attention: Attention, lib: ArrayLib) -> None:
     lk = [7, 3, 100, 64] if not lib.on_gpu else [7, 3, 1000, 2048, 129]
     cu_q, cu_k = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
     h, hk, d = 4, 2, 64
-    q, k, v = normal(rng, (cu_q[-1], h, d)), normal(rng, (cu_k[-1], hk, d)), normal(rng, (cu_k[-1], hk, d))
+    q, k, v = (
+        normal(rng, (cu_q[-1], h, d)),
+        normal(rng, (cu_k[-1], hk, d)),
+        normal(rng, (cu_k[-1], hk, d)),
+    )
     for causal in (False, True):
         ref = want(q, k, v, causal, cu=(cu_q, cu_k))
         out = lib.poisoned(q.shape, BF16)
@@ -147,5 +162,7 @@ def test_misaligned_views_take_the_plain_kernel(attention: Attention, lib: Array
     out = lib.poisoned(shape, BF16)
     assert attention.picks(q, k, v, out) == "attention_bf16"
     attention(q, k, v, out)
-    parts = [x[1 + i * b * s * h * d : 1 + (i + 1) * b * s * h * d].reshape(shape) for i in range(3)]
+    parts = [
+        x[1 + i * b * s * h * d : 1 + (i + 1) * b * s * h * d].reshape(shape) for i in range(3)
+    ]
     check(lib, out, want(*parts, causal=False)["out"], what="misaligned")
