@@ -132,18 +132,37 @@ impl Rows {
     /// packed rows `cu[b]..cu[b + 1]` when `cu` is given. Panics (a trap) when the last
     /// row of the last head would lie past `total` elements, or `cu` decreases.
     #[inline(always)]
-    fn of(strides: [u64; 3], cu: &[i32], b: usize, seqlen: u32, heads: usize, d: usize, total: usize) -> Rows {
+    fn of(
+        strides: [u64; 3],
+        cu: &[i32],
+        b: usize,
+        seqlen: u32,
+        heads: usize,
+        d: usize,
+        total: usize,
+    ) -> Rows {
         let [s0, s1, s2] = strides.map(|s| s as usize);
         let (start, len) = if cu.is_empty() {
             (0, seqlen as usize)
         } else {
             let (lo, hi) = (cu[b], cu[b + 1]);
-            assert!(0 <= lo && lo <= hi, "cu_seqlens must start at 0 or more and not decrease");
+            assert!(
+                0 <= lo && lo <= hi,
+                "cu_seqlens must start at 0 or more and not decrease"
+            );
             (lo as usize, (hi - lo) as usize)
         };
-        let rows = Rows { base: b * s0 + start * s1, row: s1, head: s2, len };
+        let rows = Rows {
+            base: b * s0 + start * s1,
+            row: s1,
+            head: s2,
+            len,
+        };
         if len > 0 {
-            assert!(rows.at(len - 1, heads - 1) + d <= total, "a row lies past its array");
+            assert!(
+                rows.at(len - 1, heads - 1) + d <= total,
+                "a row lies past its array"
+            );
         }
         rows
     }
@@ -240,7 +259,14 @@ fn swz<const D: usize>(row: usize, col: usize) -> usize {
 /// for and the block synchronised, nor is reading now; `rows` were checked against
 /// `src` ([`Rows::of`]); `vec` only when every row start is 16-byte aligned.
 #[inline(always)]
-unsafe fn load_tile<const D: usize>(dst: *mut u16, src: &[u16], rows: Rows, r0: usize, h: usize, vec: bool) {
+unsafe fn load_tile<const D: usize>(
+    dst: *mut u16,
+    src: &[u16],
+    rows: Rows,
+    r0: usize,
+    h: usize,
+    vec: bool,
+) {
     let tid = thread::threadIdx_x() as usize;
     let chunks = D / 8;
     if vec {
@@ -251,7 +277,11 @@ unsafe fn load_tile<const D: usize>(dst: *mut u16, src: &[u16], rows: Rows, r0: 
             // SAFETY: in bounds when `ok` (Rows::of checked the last row); src-size 0
             // reads nothing otherwise; 16-byte aligned when `vec`.
             unsafe {
-                let from = if ok { src.as_ptr().add(rows.at(r0 + r, h) + ch * 8) } else { src.as_ptr() };
+                let from = if ok {
+                    src.as_ptr().add(rows.at(r0 + r, h) + ch * 8)
+                } else {
+                    src.as_ptr()
+                };
                 cp_async_cg_zfill(
                     dst.add(swz::<D>(r, ch * 8)) as *mut [u32; 4],
                     from as *const [u32; 4],
@@ -263,7 +293,11 @@ unsafe fn load_tile<const D: usize>(dst: *mut u16, src: &[u16], rows: Rows, r0: 
         for j in 0..BM * D / ATTENTION_THREADS as usize {
             let e = tid + ATTENTION_THREADS as usize * j;
             let (r, c) = (e / D, e % D);
-            let x = if r0 + r < rows.len { src[rows.at(r0 + r, h) + c] } else { 0 };
+            let x = if r0 + r < rows.len {
+                src[rows.at(r0 + r, h) + c]
+            } else {
+                0
+            };
             // SAFETY: this thread's element of the tile (see the contract).
             unsafe { dst.add(swz::<D>(r, c)).write(x) };
         }
@@ -283,7 +317,10 @@ fn attention_block<T: AttentionElement, const D: usize>(
     #[unsafe(link_section = ".oxide.shared")]
     static V_S: SharedArray<u16, TILE> = SharedArray::UNINIT;
     let (heads, kv_heads) = (a.heads as usize, a.kv_heads as usize);
-    assert!(kv_heads > 0 && heads.is_multiple_of(kv_heads), "heads must be a multiple of kv_heads");
+    assert!(
+        kv_heads > 0 && heads.is_multiple_of(kv_heads),
+        "heads must be a multiple of kv_heads"
+    );
     assert!(a.scale > 0.0, "scale must be positive");
     let (b, h) = (thread::blockIdx_z() as usize, thread::blockIdx_y() as usize);
     if b >= a.batch as usize || h >= heads {
@@ -313,8 +350,7 @@ fn attention_block<T: AttentionElement, const D: usize>(
     };
     let n_blocks = n_end.div_ceil(BN);
     let aligned = |s: &[u16], r: Rows| {
-        (s.as_ptr() as usize).is_multiple_of(16)
-            && (r.base % 8, r.row % 8, r.head % 8) == (0, 0, 0)
+        (s.as_ptr() as usize).is_multiple_of(16) && (r.base % 8, r.row % 8, r.head % 8) == (0, 0, 0)
     };
     let vec = aligned(a.q, qr) && aligned(a.k, kr) && aligned(a.v, vr);
 
@@ -378,7 +414,11 @@ fn attention_block<T: AttentionElement, const D: usize>(
                     let col = n0 + nt * 8 + 2 * t + i % 2;
                     let masked = crosses
                         && (col >= sk || (a.causal && col as isize > rows[i / 2] as isize + diag));
-                    x[nt][i] = if masked { f32::NEG_INFINITY } else { s[nt][i] * scale_log2 };
+                    x[nt][i] = if masked {
+                        f32::NEG_INFINITY
+                    } else {
+                        s[nt][i] * scale_log2
+                    };
                     tile_max[i / 2] = tile_max[i / 2].max(x[nt][i]);
                 });
             });
@@ -390,7 +430,11 @@ fn attention_block<T: AttentionElement, const D: usize>(
                 m = m.max(warp::shuffle_xor_f32(m, 2));
                 let new_max = row_max[r].max(m);
                 // A row that has seen only masked keys keeps max -inf: subtract 0 then.
-                base[r] = if new_max == f32::NEG_INFINITY { 0.0 } else { new_max };
+                base[r] = if new_max == f32::NEG_INFINITY {
+                    0.0
+                } else {
+                    new_max
+                };
                 alpha[r] = ex2_approx_ftz(row_max[r] - base[r]);
                 row_max[r] = new_max;
             });
@@ -405,13 +449,15 @@ fn attention_block<T: AttentionElement, const D: usize>(
             unroll!(for r in [0, 1] {
                 row_sum[r] = row_sum[r] * alpha[r] + part[r];
             });
-            unroll!(for nt in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                if nt < D / 8 {
-                    unroll!(for i in [0, 1, 2, 3] {
-                        o[nt][i] *= alpha[i / 2];
-                    });
+            unroll!(
+                for nt in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if nt < D / 8 {
+                        unroll!(for i in [0, 1, 2, 3] {
+                            o[nt][i] *= alpha[i / 2];
+                        });
+                    }
                 }
-            });
+            );
             // p as A fragments: key tiles 2kk and 2kk + 1 make k-step kk.
             let mut pf = [[0u32; 4]; BN / 16];
             unroll!(for kk in [0, 1, 2, 3] {
@@ -457,28 +503,35 @@ fn attention_block<T: AttentionElement, const D: usize>(
             }
         });
         let op = out.as_mut_ptr() as *mut u16;
-        let pairs = (op as usize).is_multiple_of(4) && (or.base % 2, or.row % 2, or.head % 2) == (0, 0, 0);
+        let pairs =
+            (op as usize).is_multiple_of(4) && (or.base % 2, or.row % 2, or.head % 2) == (0, 0, 0);
         unroll!(for r in [0, 1] {
             let row = m0 + warp * 16 + g + 8 * r;
             if row < sq {
                 let at = or.at(row, h);
-                unroll!(for nt in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    if nt < D / 8 {
-                        let packed = T::pack(o[nt][2 * r] * inv[r], o[nt][2 * r + 1] * inv[r]);
-                        let e = at + nt * 8 + 2 * t;
-                        // SAFETY: each element of out belongs to one lane of one warp of one
-                        // block (its row and column); Rows::of checked the last row.
-                        if pairs {
-                            (op.add(e) as *mut u32).write(packed);
-                        } else {
-                            op.add(e).write(packed as u16);
-                            op.add(e + 1).write((packed >> 16) as u16);
+                unroll!(
+                    for nt in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                        if nt < D / 8 {
+                            let packed = T::pack(o[nt][2 * r] * inv[r], o[nt][2 * r + 1] * inv[r]);
+                            let e = at + nt * 8 + 2 * t;
+                            // SAFETY: each element of out belongs to one lane of one warp of one
+                            // block (its row and column); Rows::of checked the last row.
+                            if pairs {
+                                (op.add(e) as *mut u32).write(packed);
+                            } else {
+                                op.add(e).write(packed as u16);
+                                op.add(e + 1).write((packed >> 16) as u16);
+                            }
                         }
                     }
-                });
+                );
                 if t == 0 && !lse.is_empty() {
                     let [l0, l1] = a.lse_strides.map(|s| s as usize);
-                    let start = if a.cu_q.is_empty() { 0 } else { a.cu_q[b] as usize };
+                    let start = if a.cu_q.is_empty() {
+                        0
+                    } else {
+                        a.cu_q[b] as usize
+                    };
                     let i = b * l0 + h * l1 + start + row;
                     assert!(i < lse.len(), "lse is too short");
                     // SAFETY: one lane per row writes its element; in bounds.

@@ -4,6 +4,7 @@
 #![no_std]
 
 mod attention_sm90;
+mod attention_sm90_consumer;
 mod gemm_sm90;
 
 pub use attention_sm90::*;

@@ -4,7 +4,11 @@
 //! of these.
 
 fn flush(x: f32) -> f32 {
-    if x.is_subnormal() { 0.0f32.copysign(x) } else { x }
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
 }
 
 pub(crate) fn ex2_approx_ftz(x: f32) -> f32 {
