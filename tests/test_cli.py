@@ -32,13 +32,13 @@ def crate(tmp_path: Path) -> Path:
     return make_crate(tmp_path / "kcrate")
 
 
-def test_exit_codes_are_one_table_in_help_and_readme() -> None:
+def test_exit_codes_are_one_table_in_help_and_the_guide() -> None:
     assert [int(c) for c in ExitCode] == list(range(9))
     shown = " ".join((cli.epilog or "").split())
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    guide = (Path(__file__).parents[1] / "docs" / "guide" / "cli.md").read_text()
     for code, meaning in EXIT_MEANINGS.items():
         assert f"{code} {meaning}" in shown
-        assert f"| {code} | {meaning} |" in readme
+        assert f"| {code} | {meaning} |" in guide
 
 
 def test_build_writes_artifacts_and_stubs(runner: CliRunner, tool: Path, crate: Path) -> None:

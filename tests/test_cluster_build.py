@@ -27,6 +27,7 @@ SHAPES = {
     "neighbours_2x2": "2, 2, 1",
     "iota_pairs": "2, 1, 1",
     "iota": None,
+    "swap": "2, 1, 1",
 }
 
 

@@ -15,7 +15,7 @@ __all__ = ["ExitCode", "code_for", "help_text", "not_found", "reporting_errors",
 
 
 def help_text() -> str:
-    """The table, as ``--help`` and the README show it."""
+    """The table, as ``--help`` and docs/guide/cli.md show it."""
     return "Exit codes: " + ", ".join(f"{c} {m}" for c, m in EXIT_MEANINGS.items()) + "."
 
 

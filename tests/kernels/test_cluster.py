@@ -75,6 +75,21 @@ def test_blocks_read_their_neighbours_shared_memory(
     np.testing.assert_array_equal(lib.to_numpy(out), expected(grid, (cx, cy)))
 
 
+@pytest.mark.parametrize("pairs", [1, 5])
+def test_the_guides_swap_reads_the_partner_block(
+    clusters: pyoxide.Module, lib: ArrayLib, pairs: int
+) -> None:
+    """docs/guide/clusters.md's `swap`: thread i of block b writes 1000 + (b ^ 1)."""
+    out = lib.poisoned(2 * pairs * BLOCK, np.uint32)
+    if not lib.on_gpu:
+        with pytest.raises(EmulatorError, match="is not emulated"):
+            clusters.swap[2 * pairs, BLOCK](out)
+        return
+    clusters.swap[2 * pairs, BLOCK](out)
+    blocks = np.arange(2 * pairs, dtype=np.uint32).repeat(BLOCK)
+    np.testing.assert_array_equal(lib.to_numpy(out), 1000 + (blocks ^ 1))
+
+
 @pytest.mark.parametrize("n", [1, 256, 5 * 256, 3001])
 def test_a_plain_call_rounds_the_grid_up_to_the_cluster(
     clusters: pyoxide.Module, lib: ArrayLib, n: int

@@ -1,5 +1,5 @@
 //! Exit codes of `cargo oxide`: oxide-abi's table, shared with `pyoxide`, documented in
-//! `--help` and in the README.
+//! `--help` and in docs/guide/cli.md.
 
 use std::fmt;
 

@@ -1,5 +1,5 @@
 //! Exit codes of `cargo oxide` and of `pyoxide`: one table, so a script that runs either
-//! reads a code the same way. Both commands' `--help` and the README print it.
+//! reads a code the same way. Both commands' `--help` and docs/guide/cli.md print it.
 
 /// One exit code: its number, its name and what it means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
