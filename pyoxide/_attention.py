@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._arrays import GPU
 from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, refuse
@@ -60,6 +60,16 @@ def as_attention(kernel: Any) -> Attention:
         return kernel
     dtype = kernel.spec.params[0].type
     return Attention(kernel.name, kernel, {dtype: kernel}, _Twins(lambda: None))
+
+
+class Launch(NamedTuple):
+    """The launch a call makes: ``kernel[grid, block, shared_mem](*args)``."""
+
+    kernel: Any
+    grid: tuple[int, int, int]
+    block: int
+    shared_mem: int
+    args: list[Any]
 
 
 class _Twins:
@@ -116,16 +126,19 @@ class Attention:
                           max_seqlen_k, layout)  # fmt: skip
         launch = self._launch(q, k, v, out, options)
         if launch is not None:
-            kernel, grid, block, shared, args = launch
-            kernel[grid, block, shared](*args)
+            launch.kernel[launch.grid, launch.block, launch.shared_mem](*launch.args)
 
     def picks(self, q: Any, k: Any, v: Any, out: Any, **options: Any) -> str:
         """The kernel entry a call with these arguments runs ("" when it runs none)."""
-        launch = self._launch(q, k, v, out, Options(**options))
-        return "" if launch is None else str(launch[0].name)
+        launch = self.plan(q, k, v, out, **options)
+        return "" if launch is None else str(launch.kernel.name)
 
-    def _launch(self, q: Any, k: Any, v: Any, out: Any, options: Options) -> Any:
-        """(kernel, grid, block, shared memory, arguments), or None: nothing to compute."""
+    def plan(self, q: Any, k: Any, v: Any, out: Any, **options: Any) -> Launch | None:
+        """The launch a call with these arguments makes (None: it launches nothing), for
+        code that launches it itself (a CUDA graph, a benchmark of a variant)."""
+        return self._launch(q, k, v, out, Options(**options))
+
+    def _launch(self, q: Any, k: Any, v: Any, out: Any, options: Options) -> Launch | None:
         p = plan(self.name, q, k, v, out, options)
         if p.batch == 0 or p.seqlen_q == 0 or p.heads == 0:
             return None
@@ -154,7 +167,7 @@ class Attention:
                              "call kernels.attention, which takes both", kind=True)  # fmt: skip
             rows, block, shared = PLAIN_BM, PLAIN_THREADS, 0
         grid = (-(-p.seqlen_q // rows), p.heads, p.batch)
-        return kernel, grid, block, shared, [values[x.name] for x in kernel.spec.params]
+        return Launch(kernel, grid, block, shared, [values[x.name] for x in kernel.spec.params])
 
     # --- the sm_90a twin -----------------------------------------------------------
 
@@ -165,6 +178,8 @@ class Attention:
             return None  # (and a tensor map cannot describe an empty array)
         if any(x.view.ptr % 16 or any(s % 8 for s in x.strides) for x in t.values()):
             return None  # TMA: 16-byte aligned rows; the epilogue's 16-byte stores
+        if any(0 in x.strides[1:] for x in t.values()):
+            return None  # a broadcast (stride 0) row or head: no stride a map takes
         from . import backends
 
         device = backends.get("cupy").device_of_pointer(t["q"].view.ptr)

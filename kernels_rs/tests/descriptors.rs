@@ -31,6 +31,8 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_copy_3d_f32[..],
         &kernels_rs::__oxide_descriptor_copy_3d_f64[..],
         &kernels_rs::__oxide_descriptor_copy_3d_u32[..],
+        &kernels_rs::__oxide_descriptor_attention_bf16[..],
+        &kernels_rs::__oxide_descriptor_attention_f16[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -114,7 +116,9 @@ fn one_descriptor_per_entry() {
             "copy_2d_u32",
             "copy_3d_f32",
             "copy_3d_f64",
-            "copy_3d_u32"
+            "copy_3d_u32",
+            "attention_bf16",
+            "attention_f16"
         ]
     );
 }

@@ -121,9 +121,67 @@ pub fn attention_sm90<T: Sm90Element>(
         scale,
         causal,
     };
+    head_dim_body::<T, false>(&a, head_dim, out, lse)
+}
+
+/// [`attention_sm90`] with FlashAttention-3's ping-pong between the consumer
+/// warpgroups (attention_sm90_consumer.rs's `Turns`): the same arguments and launch.
+/// (Timed beside it by scripts/bench_attention; the faster one stays.)
+#[kernel(bf16, f16)]
+#[launch_bounds(384, 1)]
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn attention_sm90_pingpong<T: Sm90Element>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    maps: &[u8],
+    out: DisjointSlice<T>,
+    lse: DisjointSlice<f32>,
+    cu_seqlens_q: &[i32],
+    cu_seqlens_k: &[i32],
+    q_strides: [u64; 3],
+    k_strides: [u64; 3],
+    v_strides: [u64; 3],
+    out_strides: [u64; 3],
+    lse_strides: [u64; 2],
+    batch: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    seqlen_q: u32,
+    seqlen_k: u32,
+    scale: f32,
+    causal: bool,
+) {
+    let _ = (q, k, v, q_strides, k_strides, v_strides);
+    let a = Args {
+        maps,
+        cu_q: cu_seqlens_q,
+        cu_k: cu_seqlens_k,
+        out_strides,
+        lse_strides,
+        batch,
+        heads,
+        kv_heads,
+        seqlen_q,
+        seqlen_k,
+        scale,
+        causal,
+    };
+    head_dim_body::<T, true>(&a, head_dim, out, lse)
+}
+
+#[inline(always)]
+fn head_dim_body<T: Sm90Element, const PINGPONG: bool>(
+    a: &Args<'_>,
+    head_dim: u32,
+    out: DisjointSlice<T>,
+    lse: DisjointSlice<f32>,
+) {
     match head_dim {
-        64 => attention_body::<T, 64, 32>(&a, out, lse),
-        128 => attention_body::<T, 128, 64>(&a, out, lse),
+        64 => attention_body::<T, 64, 32, PINGPONG>(a, out, lse),
+        128 => attention_body::<T, 128, 64, PINGPONG>(a, out, lse),
         _ => panic!("head_dim must be 64 or 128"),
     }
 }
@@ -160,7 +218,7 @@ fn sequence(cu: &[i32], b: usize, seqlen: u32) -> (usize, usize) {
 }
 
 #[inline(always)]
-fn attention_body<T: Sm90Element, const D: usize, const NO: usize>(
+fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPONG: bool>(
     a: &Args<'_>,
     mut out: DisjointSlice<T>,
     lse: DisjointSlice<f32>,
@@ -309,6 +367,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize>(
             setmaxnreg_inc::<240>();
             let half = warpgroup - 1;
             let c = Consumer {
+                half,
                 q_desc: smem_descriptor(q_s.add(half * HALF_BOX_BYTES), 16, 1024, Swizzle::B128),
                 k_desc: smem_descriptor(k_stage(0), 16, 1024, Swizzle::B128),
                 v_desc: smem_descriptor(v_stage(0), BOX_BYTES as u32, 1024, Swizzle::B128),
@@ -319,7 +378,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize>(
                 scale_log2: a.scale * core::f32::consts::LOG2_E,
             };
             let (o_acc, row_max, row_sum) = if n_blocks > 0 {
-                consume::<T, NO>(&c, n_blocks, full_q, full_k, full_v, empty_k, empty_v)
+                consume::<T, NO, PINGPONG>(&c, n_blocks, full_q, full_k, full_v, empty_k, empty_v)
             } else {
                 ([0.0; NO], [f32::NEG_INFINITY; 2], [0.0; 2])
             };

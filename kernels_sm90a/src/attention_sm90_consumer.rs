@@ -4,7 +4,7 @@
 //! element types' `wgmma` forms).
 
 use oxide_device::barrier::{
-    Barrier, mbarrier_arrive, mbarrier_try_wait_parity, named_barrier_sync,
+    Barrier, mbarrier_arrive, mbarrier_try_wait_parity, named_barrier_arrive, named_barrier_sync,
 };
 use oxide_device::convert::{cvt_bf16x2_f32, cvt_f16x2_f32};
 use oxide_device::math::{ex2_approx_ftz, rcp_approx_ftz};
@@ -168,6 +168,7 @@ impl Ring {
 /// A consumer warpgroup's constants: its operands' base descriptors (q's rows of this
 /// warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts.
 pub(crate) struct Consumer {
+    pub(crate) half: usize,
     pub(crate) q_desc: u64,
     pub(crate) k_desc: u64,
     pub(crate) v_desc: u64,
@@ -321,6 +322,45 @@ fn pack_p<T: Sm90Element>(s_acc: &[f32; 64]) -> [[u32; 4]; BN / 16] {
     pf
 }
 
+/// FlashAttention-3's ping-pong between the two consumer warpgroups (when `on`): they
+/// take turns to issue their products, so that one's softmax runs while the tensor
+/// cores work for the other. Named barrier 3 is "warpgroup 0 may issue", 4 "warpgroup 1
+/// may issue"; each use is the 128 threads that wait there and the 128 of the other
+/// warpgroup that arrive. Warpgroup 0 goes first; warpgroup 1 skips its last arrival, so
+/// that every arrival meets a wait (n + 1 turns each for n tiles).
+struct Turns {
+    on: bool,
+    half: usize,
+}
+
+impl Turns {
+    #[inline(always)]
+    fn start(&self) {
+        if self.on && self.half == 1 {
+            // SAFETY: as `take`'s barrier 3, the arrival that warpgroup 0's first wait meets.
+            unsafe { named_barrier_arrive(3, 256) };
+        }
+    }
+
+    /// Wait for this warpgroup's turn.
+    #[inline(always)]
+    fn take(&self) {
+        if self.on {
+            // SAFETY: 128 threads wait, 128 of the other warpgroup arrive (type docs).
+            unsafe { named_barrier_sync(3 + self.half as u32, 256) };
+        }
+    }
+
+    /// Give the turn to the other warpgroup (after this one issued its products).
+    #[inline(always)]
+    fn pass(&self, last: bool) {
+        if self.on && !(last && self.half == 1) {
+            // SAFETY: as `take`.
+            unsafe { named_barrier_arrive(4 - self.half as u32, 256) };
+        }
+    }
+}
+
 /// A consumer warpgroup's main loop over `n_blocks` key tiles: o (unnormalised), and
 /// each of this thread's rows' maximum and partial sum.
 ///
@@ -329,7 +369,7 @@ fn pack_p<T: Sm90Element>(s_acc: &[f32; 64]) -> [[u32; 4]; BN / 16] {
 /// `attention_body` sets them up, the producer filling them in order.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize>(
+pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize, const PINGPONG: bool>(
     c: &Consumer,
     n_blocks: usize,
     full_q: *mut Barrier,
@@ -354,18 +394,25 @@ where
     let mut row_max = [f32::NEG_INFINITY; 2];
     let mut row_sum = [0.0f32; 2];
     let (mut kr, mut vr) = (Ring::START, Ring::START);
+    let turns = Turns {
+        on: PINGPONG,
+        half: c.half,
+    };
     // SAFETY: upheld by the caller; each stage is read only between its `full` wait
     // and its `empty` release, after the wgmma that read it retired.
     unsafe {
+        turns.start();
         wait(full_q, 0);
         // Tile 0: q·kᵀ alone, then its softmax (o is still zero: no rescale).
         wait(full_k(kr.stage), kr.phase);
+        turns.take();
         wgmma_fence();
         if d == 64 {
             c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
         } else {
             c.issue_qk::<T, 128>(&mut s_acc, kr.stage);
         }
+        turns.pass(false);
         wgmma_wait_group_acc::<0>(&mut s_acc);
         release(empty_k(kr.stage));
         kr = kr.next();
@@ -373,6 +420,7 @@ where
         let mut pf = pack_p::<T>(&s_acc);
         for j in 1..n_blocks {
             wait(full_k(kr.stage), kr.phase);
+            turns.take();
             wgmma_fence();
             if d == 64 {
                 c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
@@ -381,6 +429,7 @@ where
             }
             wait(full_v(vr.stage), vr.phase);
             c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
+            turns.pass(false);
             // q·kᵀ retired (the older group); p·v runs on under the softmax.
             wgmma_wait_group_acc::<1>(&mut s_acc);
             release(empty_k(kr.stage));
@@ -401,8 +450,10 @@ where
             pf = pack_p::<T>(&s_acc);
         }
         wait(full_v(vr.stage), vr.phase);
+        turns.take();
         wgmma_fence();
         c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
+        turns.pass(true);
         wgmma_wait_group_acc::<0>(&mut o_acc);
         release(empty_v(vr.stage));
     }
