@@ -7,10 +7,9 @@ native library: they load when a kernel first runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._build import build
-from ._launch import GenericKernel, Kernel
 from ._manifest import Manifest, read_manifest
 from ._module import Module, load
 from ._stubs import render_stub, write_stub
@@ -32,6 +31,9 @@ from .errors import (
     ScaffoldError,
     ToolchainError,
 )
+
+if TYPE_CHECKING:
+    from ._launch import GenericKernel, Kernel, reload_knobs
 
 __version__ = "0.1.0"
 
@@ -60,12 +62,24 @@ __all__ = [
     "kernels",
     "load",
     "read_manifest",
+    "reload_knobs",
     "render_stub",
     "write_stub",
 ]
 
 
+#: Names of the launch runtime, imported on first use: it loads the native module, which
+#: `import pyoxide` does not.
+_LAUNCH_NAMES = ("GenericKernel", "Kernel", "reload_knobs")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAUNCH_NAMES:
+        from . import _launch
+
+        value = getattr(_launch, name)
+        globals()[name] = value
+        return value
     # `kernels` is loaded (and, from a source checkout, built) on first access. Type
     # checkers see its kernels through pyoxide/kernels.pyi, which `pyoxide build
     # --bundled` generates (and which must not be shadowed by a declaration here).

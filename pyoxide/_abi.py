@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 6
+MANIFEST_SCHEMA_VERSION = 7
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 1
 
@@ -173,6 +173,9 @@ MAX_ARRAY_RANK = 3
 MAX_ARRAY_EXTENT = 2147483647
 MAX_CLUSTER_SIZE = 8
 MIN_CLUSTER_ARCH = 90
+TMA_ALIGN_BYTES = 16
+TMA_MAX_BOX = 256
+TENSOR_MAP_BYTES = 128
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
 ONE_D_POLICIES = frozenset({"elementwise", "grid_stride"})

@@ -14,6 +14,7 @@ is one these rules accept, packed into the same bytes (tests/test_fast_path.py).
 * Float scalars: ``float``, NumPy floats, and ``int`` when exactly representable.
   ``bool`` is refused. A finite value too large for ``f32`` is refused.
 * ``bool`` scalars: ``True``/``False`` or ``numpy.bool_`` only.
+* A 0-d NumPy array of numbers stands for its element, for any scalar parameter.
 * Pointers (``unsafe`` kernels): an array (dtype checked, any shape, contiguous),
   or an ``int`` address taken as is.
 
@@ -324,24 +325,26 @@ class ArgumentPlan:
     """What checking a call needs that depends only on the kernel, computed once."""
 
     __slots__ = (
-        "checks", "contract", "grid_param", "max_threads", "may_alias", "params", "spec",
+        "checks", "contract", "grid_param", "max_threads", "may_alias", "ndarray", "params",
+        "spec",
     )  # fmt: skip
 
     def __init__(self, spec: KernelSpec) -> None:
         import numpy as np  # numpy loads on the first launch, not at import
 
         self.spec = spec
-        self.params = spec.params
+        self.params = spec.passed_params  # a derived parameter is the launcher's to make
+        self.ndarray = np.ndarray
         bounds = spec.launch_bounds
         self.max_threads = bounds.max_threads if bounds else _abi.MAX_THREADS_PER_BLOCK
         self.grid_param = next(
-            (i for i, p in enumerate(spec.params) if _abi.PARAM_KINDS[p.kind].sizes_grid), None
+            (i for i, p in enumerate(self.params) if _abi.PARAM_KINDS[p.kind].sizes_grid), None
         )
-        slices = [p for p in spec.params if _abi.PARAM_KINDS[p.kind].is_slice or p.array]
+        slices = [p for p in self.params if _abi.PARAM_KINDS[p.kind].is_slice or p.array]
         self.may_alias = len(slices) > 1 and any(p.mutable for p in slices)
         self.contract = has_contract(spec)
         self.checks: tuple[Callable[[Any], Any] | None, ...] = tuple(
-            None if p.is_array else _converter(np, p) for p in spec.params
+            None if p.is_array else _converter(np, p) for p in self.params
         )
 
     def arity(self, args: Sequence[Any]) -> None:
@@ -390,6 +393,8 @@ class ArgumentPlan:
         for p, check, a, v in zip(self.params, self.checks, args, views, strict=True):
             try:
                 if check is not None:
+                    if type(a) is self.ndarray and a.ndim == 0 and a.dtype.kind in "biuf":
+                        a = a[()]  # a 0-d array of numbers: its element
                     packed.append(check(a))
                     continue
                 if v is None:

@@ -49,7 +49,7 @@ def add_attention(module: Module, load_twins: Callable[[], Module | None]) -> No
     plain = {t: module[f"attention_{t}"] for t in DTYPES.values()}
     twins = _Twins(load_twins)
     for name in ("attention", *(f"attention_{t}" for t in DTYPES.values())):
-        module._replace(name, Attention(name, module[name], plain, twins))
+        module.serve(name, Attention(name, module[name], plain, twins))
 
 
 def as_attention(kernel: Any) -> Attention:

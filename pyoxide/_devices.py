@@ -11,13 +11,11 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArgumentTypeError, ArgumentValueError
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._arrays import ArrayView
     from ._manifest import ParamSpec
     from .backends import Backend
@@ -86,5 +84,8 @@ def _torch_current() -> int:
 
 def torch_stream(device: int) -> int:
     """PyTorch's current stream on ``device`` (the capture stream inside
-    ``torch.cuda.graph``, ``s`` under ``torch.cuda.stream(s)``), as a raw handle."""
-    return int(sys.modules["torch"].cuda.current_stream(device).cuda_stream)
+    ``torch.cuda.graph``, ``s`` under ``torch.cuda.stream(s)``), as a raw handle: read as
+    Triton and Inductor read it, ``torch._C._cuda_getCurrentRawStream(device)``, a C
+    function (``torch.cuda.current_stream()`` makes a Python object per call); the
+    compiled launchers call the same function (pyoxide/backends/cupy/_native.py)."""
+    return int(sys.modules["torch"]._C._cuda_getCurrentRawStream(device))

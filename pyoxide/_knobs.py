@@ -103,10 +103,26 @@ def ptxas() -> str | None:
 
 
 def launch_knobs() -> tuple[str | None, str | None]:
-    """The raw values of the variables a compiled fast launcher depends on; it is
-    rebuilt when they change (and declines calls meanwhile: crates/pyoxide-native's
-    knobs.rs reads the same two)."""
+    """The raw values of the variables that decide how a launch goes, beyond building:
+    PYOXIDE_SYNC and PYOXIDE_BACKEND."""
     return os.environ.get("PYOXIDE_SYNC"), os.environ.get("PYOXIDE_BACKEND")
+
+
+_launch_seen: tuple[str | None, str | None] | None = None
+_launch_generation = 0
+
+
+def launch_generation() -> int:
+    """How many different values of :func:`launch_knobs` this process has seen (read now).
+    A compiled launcher is built for one generation and declines calls in any other, so
+    the general launch path, which reads the knobs itself, applies a change; pyoxide's
+    launch path asks before every launch it makes (crates/pyoxide-native/src/generation.rs)."""
+    global _launch_seen, _launch_generation
+    now = launch_knobs()
+    if now != _launch_seen:
+        _launch_seen = now
+        _launch_generation += 1
+    return _launch_generation
 
 
 def rustc() -> str:

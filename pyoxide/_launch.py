@@ -3,10 +3,18 @@
 A :class:`Kernel` checks a call (the argument rules of :mod:`._args`, the configuration
 rules of :mod:`._config`, both before any backend is chosen), picks the backend and the
 device and launches. :meth:`Kernel._run` is the one place that decides how a launch
-goes: which backend, which device and stream, and whether a compiled fast launcher
-(:mod:`pyoxide._native`) takes the next plain calls. The fast launcher is dropped when a
-knob it depends on (``PYOXIDE_SYNC``, ``PYOXIDE_BACKEND``) changes; it declines every
-call from then on, so the change takes effect at the next launch.
+goes: which backend, which device and stream, and which compiled launcher
+(``Backend.fast_launcher``, given the kernel's fast plan, :mod:`._fastplan`) takes the
+next calls on that device.
+
+The calls themselves (``kernel(*args)``, ``kernel[grid, block]``, ``kernel[grid,
+block](*args)``) run in compiled code: the classes here derive from
+``pyoxide._native.KernelBase`` and ``ConfiguredBase``, which try the kernel's launchers
+and call back into this module (the hooks set in ``__init__``) for anything they
+decline. A launcher is built for one knob generation (:func:`pyoxide._knobs.launch_generation`,
+published before every launch made here): after ``PYOXIDE_SYNC`` or ``PYOXIDE_BACKEND``
+changes in a running process, the change takes effect for every kernel at the next
+launch made here, and at once after :func:`reload_knobs`.
 
 Streams and devices follow the array library: CuPy arrays (and other
 ``__cuda_array_interface__`` arrays) run on CuPy's current device and stream; PyTorch
@@ -18,11 +26,10 @@ one call are refused unless ``stream=`` says which stream to use.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from . import _knobs, backends
+from . import _knobs, _variants, backends
 from ._abi import DEFAULT_DYNAMIC_SHARED_BYTES
 from ._args import ArgumentPlan, Refused, not_an_array
 from ._arrays import GPU, ArrayView, dtype_name
@@ -32,24 +39,30 @@ from ._config import (
     Dim,
     check_shared_mem,
     check_stream,
-    default_block,
     launch_config,
     unknown_keyword,
 )
 from ._devices import device_of, torch_stream
+from ._fastplan import FastPlan, fast_plan
 from ._manifest import KernelSpec
-from ._policy import plain_rule, validates_grid
-from .errors import ArgumentError, ArgumentTypeError
+from ._native import ConfiguredBase, DerivedValues, KernelBase, set_knob_generation
+from ._policy import validates_grid
+from .errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError, PyoxideError
 
 #: Loads a kernel's code: (backend, device, entry) -> the backend's function handle.
 CodeLoader = Callable[[backends.Backend, int, str], Any]
+#: Tensor maps kept per variant kernel (each set names its arrays' addresses).
+_MAPS_KEPT = 64
 
 
-class _Configured:
+def reload_knobs() -> None:
+    """Apply a change of ``PYOXIDE_SYNC`` or ``PYOXIDE_BACKEND`` made in this process to
+    every kernel now (otherwise: at the next launch that takes the general path)."""
+    set_knob_generation(_knobs.launch_generation())
+
+
+class _Configured(ConfiguredBase):
     """``kernel[grid, block]`` or ``kernel[grid, block, shared_mem, stream]``."""
-
-    # No __slots__: with the native module this class is combined with a compiled base
-    # (configured_class), whose instance layout a slotted class would conflict with.
 
     def __init__(self, kernel: Kernel | GenericKernel, config: Any) -> None:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -59,13 +72,16 @@ class _Configured:
             )  # fmt: skip
         self._kernel = kernel
         self._grid, self._block = config[0], config[1]
-        self._shared_mem = config[2] if len(config) > 2 else 0
+        # None: what the kernel declares it needs (#[launch(..., shared = N)]), else 0.
+        self._shared_mem = config[2] if len(config) > 2 else None
         self._stream = config[3] if len(config) > 3 else None
         # The fast path takes a configuration checked here, once; anything unusual (an
         # explicit stream, large shared memory, a bad value) stays on the general path,
         # which raises the documented errors at call time.
-        self._checked: tuple[int, ...] | None = None
+        checked: tuple[int, ...] | None = None
         smem = self._shared_mem
+        if smem is None and isinstance(kernel, Kernel):
+            smem = kernel.spec.shared_bytes
         if (
             isinstance(kernel, Kernel)
             and not validates_grid(kernel.spec)  # checked against each call's arrays
@@ -79,18 +95,11 @@ class _Configured:
             except ArgumentError:
                 pass
             else:
-                self._checked = (*grid3, *block3, smem)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        # The same logic runs in compiled code for the class from configured_class().
-        if self._checked is not None and not kwargs:
-            fast = self._kernel._fast  # type: ignore[union-attr]
-            if fast is not None and fast(args, self._checked):
-                return
-        self._call_general(args, kwargs)
+                checked = (*grid3, *block3, smem)
+        self.bind(kernel, checked, _configured_general)
 
     def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
-        """A configured call the fast launcher declined (or there is none yet)."""
+        """A configured call no launcher took."""
         if kwargs:
             k = self._kernel
             spec = k.spec if isinstance(k, Kernel) else next(iter(k.instances.values())).spec
@@ -101,7 +110,25 @@ class _Configured:
         )  # fmt: skip
 
 
-class Kernel:
+# The hooks of the compiled calls (pyoxide._native): module functions, so that a kernel
+# holds no reference to itself.
+
+
+def _general(kernel: Kernel | GenericKernel, args: tuple[Any, ...], kwargs: Any) -> None:
+    kernel._call_general(args, kwargs)
+
+
+def _configured_general(configured: _Configured, args: tuple[Any, ...], kwargs: Any) -> None:
+    configured._call_general(args, kwargs)
+
+
+def _configure(kernel: Kernel | GenericKernel, config: Any) -> _Configured:
+    """``kernel[config]`` (kept for the next one by the compiled ``__getitem__`` when the
+    configuration is made of ints alone)."""
+    return _Configured(kernel, config)
+
+
+class Kernel(KernelBase):
     """A launcher for one kernel (or one instance of a generic kernel)."""
 
     def __init__(self, spec: KernelSpec, code: CodeLoader) -> None:
@@ -109,11 +136,13 @@ class Kernel:
         self.name = spec.entry
         self._code = code
         self._plan: ArgumentPlan | None = None
-        # Built after the first successful plain launch on a backend that offers one,
-        # for the knob values of that moment (_fast_knobs).
-        self._fast: Callable[[Sequence[Any], Any], bool] | None = None
-        self._fast_tried = False
-        self._fast_knobs: tuple[str | None, ...] = ()
+        self._fast_plan: FastPlan | bool | None = False  # False: not read yet
+        # A variant's tensor maps, shared with its launchers (pyoxide/_variants.py).
+        self._derived = DerivedValues(_MAPS_KEPT) if spec.maps_param else None
+        # (device, knob generation) a compiled launcher was asked for.
+        self._fast_tried: set[tuple[int, int]] = set()
+        self._runs_on: dict[tuple[str, int], bool] = {}
+        self.set_hooks(_general, _configure)
         self.__doc__ = f"{spec.signature}\n\nDefined at {spec.source.file}:{spec.source.line}."
 
     def __repr__(self) -> str:
@@ -125,21 +154,59 @@ class Kernel:
             self._plan = ArgumentPlan(self.spec)
         return self._plan
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        # The same logic runs in compiled code for the class from kernel_class().
-        fast = self._fast
-        if fast is not None and not kwargs and fast(args, None):
-            return
-        self._call_general(args, kwargs)
+    @property
+    def fast_plan(self) -> FastPlan | None:
+        """The description its compiled launchers are built from (None: it has none)."""
+        if self._fast_plan is False:
+            self._fast_plan = fast_plan(self.spec, self._derived)
+        return self._fast_plan  # type: ignore[return-value]
+
+    def picks(self, *args: Any) -> str:
+        """The entry a plain call with these arguments runs: a variant's (one of
+        ``self.variants``, pyoxide/_variants.py) or this kernel's."""
+        return (self.variant_for(args) or self).name
+
+    def variant_for(self, args: Sequence[Any]) -> Kernel | None:
+        """The first variant that takes this plain call: its argument rules accept the
+        arguments (the rules of its tensor maps too), they are on a GPU, and its code
+        runs there. None: this kernel runs it (or explains what is wrong with it)."""
+        for variant in self.variants:
+            try:
+                plan = variant.plan
+                _, arrays = plan.pack(args, plan.views(args))
+                _variants.check_mapped(variant.spec, arrays)
+                backend = backends.select(variant.name, arrays)
+                if backend.array_kind != GPU:
+                    continue  # a variant is a faster kernel for some GPUs
+                device, _ = device_of(variant.name, backend, arrays, None)
+            except PyoxideError:
+                continue
+            if variant.runs_on(backend, device):
+                return variant  # type: ignore[no-any-return]
+        return None
+
+    def runs_on(self, backend: backends.Backend, device: int) -> bool:
+        """Whether its code loads on ``device`` (a build for another architecture, such
+        as ``sm_90a`` on anything but sm_90, does not)."""
+        key = (backend.name, device)
+        known = self._runs_on.get(key)
+        if known is None:
+            try:
+                self._code(backend, device, self.name)
+            except NoCompatibleArchError:
+                known = False
+            else:
+                known = True
+            self._runs_on[key] = known
+        return known
 
     def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
-        """A plain call the fast launcher declined (or there is none yet)."""
+        """A plain call no launcher took: a variant that takes it (pyoxide/_variants.py),
+        else this kernel."""
         if kwargs:
             _no_keywords(self.spec, kwargs)
-        self.launch(*args)
-
-    def __getitem__(self, config: Any) -> _Configured:
-        return _configured_class(self, config)
+        variant = self.variant_for(args) if self.variants else None
+        (variant or self).launch(*args)
 
     def launch(self, *args: Any, **config: Any) -> None:
         """Launch with an explicit configuration: ``grid``, ``block``, ``shared_mem``
@@ -159,11 +226,12 @@ class Kernel:
         stream: Any,
     ) -> None:
         name = self.spec.entry
-        knobs = _knobs.launch_knobs()
-        if self._fast_tried and knobs != self._fast_knobs:
-            self._fast, self._fast_tried = None, False  # built for other settings
+        generation = _knobs.launch_generation()
+        set_knob_generation(generation)
         # Everything that depends only on the arguments, before a backend is chosen.
         packed, arrays = plan.pack(args, views)
+        if shared_mem is None:
+            shared_mem = self.spec.shared_bytes  # a plain call gives what the kernel needs
         shared_mem = check_shared_mem(name, shared_mem)
         check_stream(name, stream)
 
@@ -179,21 +247,46 @@ class Kernel:
             device, torch_owned = device_of(name, backend, arrays, stream)
         if grid3[0] * grid3[1] * grid3[2] == 0:
             return  # an empty output: nothing to do
+        launch_stream = stream
         if torch_owned and stream is None:
-            stream = torch_stream(device)  # PyTorch's current stream on that device
+            launch_stream = torch_stream(device)  # PyTorch's current stream on that device
         function = self._code(backend, device, name)
+        if self._derived is not None:  # a variant's tensor maps, made by the backend
+            packed += _variants.tensor_maps(
+                self.spec, self._derived, backend, device, launch_stream, arrays
+            )
         producer = [v.stream for _, v in arrays if v.stream is not None]
         backend.launch(
             function, kernel=name, grid=grid3, block=block3, args=tuple(packed),
-            shared_mem=shared_mem, stream=stream, producer_streams=producer, device=device,
+            shared_mem=shared_mem, stream=launch_stream, producer_streams=producer,
+            device=device,
         )  # fmt: skip
-        if not self._fast_tried and stream is None:
-            self._fast_tried, self._fast_knobs = True, knobs
-            # A plain call's grid as the fast path computes it (a division), or None.
-            rule = plain_rule(self.spec)
-            self._fast = backend.fast_launcher(
-                self.spec, function, device, rule[0] if rule else None, default_block(plan)
-            )
+        if stream is None:
+            # The launch went where a compiled launcher's would (the current stream of
+            # the arrays' library): from now on launchers take the calls they can, the
+            # variants' first (pyoxide/_variants.py).
+            self._build_launcher(backend, device, generation, function)
+            for variant in self.variants if backend.array_kind == GPU else ():
+                if variant.runs_on(backend, device):
+                    variant._build_launcher(backend, device, generation, None)
+
+    def _build_launcher(
+        self, backend: backends.Backend, device: int, generation: int, function: Any
+    ) -> None:
+        """Ask ``backend`` for a compiled launcher on ``device`` (once per knob
+        generation) and install it."""
+        if (device, generation) in self._fast_tried:
+            return
+        self._fast_tried.add((device, generation))
+        self.prune()
+        fast = self.fast_plan
+        if fast is None:
+            return
+        if function is None:
+            function = self._code(backend, device, self.name)
+        launcher = backend.fast_launcher(fast, function, device)
+        if launcher is not None:
+            self.install(launcher)
 
 
 def _launch_keywords(kernel: str, config: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
@@ -201,60 +294,13 @@ def _launch_keywords(kernel: str, config: dict[str, Any]) -> tuple[Any, Any, Any
         if key not in LAUNCH_KEYWORDS:
             raise unknown_keyword(kernel, key, LAUNCH_KEYWORDS)
     return (
-        config.get("grid"), config.get("block"), config.get("shared_mem", 0),
-        config.get("stream"),
+        config.get("grid"), config.get("block"), config.get("shared_mem"), config.get("stream"),
     )  # fmt: skip
-
-
-_native_classes: tuple[type[Kernel], type[_Configured]] | None = None
-
-
-def kernel_class() -> type[Kernel]:
-    """The class a Module makes its kernels of: with pyoxide._native, a subclass of
-    Kernel whose ``__call__`` is compiled (pyoxide._native.KernelBase, which runs the fast
-    launcher and calls ``_call_general`` when it declines), so a hot-loop call enters
-    native code with no Python frame in between; else Kernel itself.
-
-    It imports the native module when a Module is made (not at ``import pyoxide``): a
-    kernel's class is fixed when it is created, before its first launch."""
-    classes = _native()
-    return classes[0] if classes is not None else Kernel
-
-
-def _configured_class(kernel: Kernel | GenericKernel, config: Any) -> _Configured:
-    """``kernel[config]``: of the compiled-call subclass when ``kernel`` is of one."""
-    classes = _native_classes
-    if classes is not None and isinstance(kernel, classes[0]):
-        return classes[1](kernel, config)
-    return _Configured(kernel, config)
-
-
-def _native() -> tuple[type[Kernel], type[_Configured]] | None:
-    global _native_classes
-    if _native_classes is None:
-        try:
-            # import_module (not `from . import`) consults sys.modules first, so a test
-            # can make the module unimportable.
-            native = importlib.import_module("pyoxide._native")
-        except ImportError:
-            return None  # not cached: the module may become importable later
-        # The native base comes first so that its __call__ fills the type's call slot;
-        # the Python class supplies everything else (__init__, launch, __repr__, ...).
-        _native_classes = (
-            _subclass("NativeKernel", native.KernelBase, Kernel),
-            _subclass("NativeConfigured", native.ConfiguredBase, _Configured),
-        )
-    return _native_classes
-
-
-def _subclass(name: str, native_base: type, cls: type[Any]) -> Any:
-    attrs = {"__module__": __name__, "__qualname__": name, "__doc__": cls.__doc__}
-    return type(name, (native_base, cls), attrs)
 
 
 def _no_keywords(spec: KernelSpec, kwargs: dict[str, Any], name: str | None = None) -> NoReturn:
     key = next(iter(kwargs))
-    order = ", ".join(p.name for p in spec.params)
+    order = ", ".join(p.name for p in spec.passed_params)
     raise ArgumentTypeError(
         name or spec.entry, key, "positional arguments (kernels follow the Rust signature)",
         f"keyword argument {key}=", f"pass the arguments in order: ({order}); launch "
@@ -262,7 +308,7 @@ def _no_keywords(spec: KernelSpec, kwargs: dict[str, Any], name: str | None = No
     )  # fmt: skip
 
 
-class GenericKernel:
+class GenericKernel(KernelBase):
     """A generic kernel: dispatches to the instance whose types match the arrays."""
 
     def __init__(self, name: str, instances: Sequence[Kernel]) -> None:
@@ -277,22 +323,16 @@ class GenericKernel:
         for k in instances:
             key = tuple(_TYPESTR[k.spec.params[i].type] for i in array_params)
             self._by_types.setdefault(key, []).append(k)
+        self.set_hooks(_general, _configure)
+        self.set_instances(list(instances))  # a plain call tries their launchers
 
     def __repr__(self) -> str:
         return f"<pyoxide.GenericKernel {self.name}: {', '.join(self.instances)}>"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        if not kwargs:
-            for k in self.instances.values():
-                fast = k._fast
-                if fast is not None and fast(args, None):
-                    return
+    def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
         if kwargs:
             _no_keywords(next(iter(self.instances.values())).spec, kwargs, self.name)
         self.launch(*args)
-
-    def __getitem__(self, config: Any) -> _Configured:
-        return _configured_class(self, config)
 
     def launch(self, *args: Any, **config: Any) -> None:
         grid, block, shared_mem, stream = _launch_keywords(self.name, config)

@@ -17,7 +17,13 @@ from typing import Any
 from . import _abi
 from ._constants import ConstantSpec, parse_constants
 from ._json_checker import JsonChecker
-from ._policy_spec import LaunchPolicy, read_cluster, read_launch_policy
+from ._policy_spec import (
+    LaunchPolicy,
+    TensorMapSpec,
+    read_cluster,
+    read_launch_policy,
+    read_tensor_maps,
+)
 from ._records import RecordLayout, parse_record
 from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
 from .errors import ArtifactError, ManifestError
@@ -90,6 +96,21 @@ class KernelSpec:
     launch_bounds: LaunchBounds | None = None
     launch: LaunchPolicy | None = None
     cluster: tuple[int, int, int] | None = None  # #[cluster_launch(x, y, z)]
+    #: `#[variant_of(name)]`: a faster kernel for some calls of the kernel `name` (of
+    #: another crate), which its plain calls run where this one takes them.
+    variant_of: str | None = None
+    #: Dynamic shared memory a plain launch gives (`#[launch(..., shared = N)]`).
+    shared_bytes: int = 0
+    #: `#[tensor_maps(...)]`: the derived parameter holding them, and the maps.
+    maps_param: str | None = None
+    tensor_maps: tuple[TensorMapSpec, ...] = ()
+
+    @property
+    def passed_params(self) -> tuple[ParamSpec, ...]:
+        """The parameters a caller passes: all but a derived tensor-map parameter."""
+        if self.maps_param is None:
+            return self.params
+        return tuple(p for p in self.params if p.name != self.maps_param)
 
     @property
     def signature(self) -> str:
@@ -333,7 +354,16 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         value,
         w,
         ["version", "name", "entry", "params", "source"],
-        ["instance", "is_unsafe", "launch_bounds", "launch", "cluster"],
+        [
+            "instance",
+            "is_unsafe",
+            "launch_bounds",
+            "launch",
+            "cluster",
+            "variant_of",
+            "shared_bytes",
+            "tensor_maps",
+        ],
         closed=False,
     )
     version = c.uint(k["version"], w + ".version")
@@ -378,6 +408,14 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
             None if min_blocks is None else c.uint(min_blocks, w + ".launch_bounds.min_blocks"),
         )
     src = c.obj(k["source"], w + ".source", ["module", "file", "line"], closed=False)
+    maps_param: str | None = None
+    maps: tuple[TensorMapSpec, ...] = ()
+    if k.get("tensor_maps") is not None:
+        maps_param, maps = read_tensor_maps(c, k["tensor_maps"], w + ".tensor_maps", params)
+    shared = c.uint(k.get("shared_bytes", 0), w + ".shared_bytes", 32)
+    if shared > _abi.MAX_DYNAMIC_SHARED_BYTES:
+        raise c.fail(w + ".shared_bytes", f"at most {_abi.MAX_DYNAMIC_SHARED_BYTES}")
+    variant_of = k.get("variant_of")
     return KernelSpec(
         name=name,
         entry=c.str_(k["entry"], w + ".entry"),
@@ -394,4 +432,8 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         if k.get("launch") is None
         else read_launch_policy(c, k["launch"], w + ".launch", params),
         cluster=None if k.get("cluster") is None else read_cluster(c, k["cluster"], w + ".cluster"),
+        variant_of=None if variant_of is None else c.str_(variant_of, w + ".variant_of"),
+        shared_bytes=shared,
+        maps_param=maps_param,
+        tensor_maps=maps,
     )

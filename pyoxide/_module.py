@@ -20,20 +20,22 @@ from typing import TYPE_CHECKING, Any
 
 from . import _constants, _knobs
 from ._build import Echo, Profile, find_cargo_oxide
-from ._launch import GenericKernel, Kernel, kernel_class
 from ._manifest import Manifest, read_manifest
 from .errors import LoadError, PyoxideError, ToolchainError
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from ._launch import GenericKernel, Kernel
     from .backends import Backend
 
-Launcher = Kernel | GenericKernel
+    Launcher: TypeAlias = Kernel | GenericKernel
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_CRATE = "kernels_rs"
 #: The bundled kernels that need the arch-specific sm_90a target, built apart (a plain
-#: target's build refuses them) and reached through kernels_rs's launchers
-#: (pyoxide/_twins.py).
+#: target's build refuses them): variants of kernels_rs's (`#[variant_of]`), which its
+#: launchers run where they can (pyoxide/_variants.py).
 BUNDLED_SM90A_CRATE = "kernels_sm90a"
 BUNDLED_SM90A_ARCH = "sm_90a"
 
@@ -43,6 +45,19 @@ class Module:
     ``module["name"]`` works for names that clash with attributes or keywords."""
 
     def __init__(self, manifest: Manifest) -> None:
+        # The launch runtime (and its native module) loads with the first Module, not at
+        # `import pyoxide`.
+        try:
+            from ._launch import GenericKernel, Kernel
+        except ImportError as e:
+            if "pyoxide._native" not in str(e):
+                raise
+            raise LoadError(
+                f"pyoxide's native launcher (pyoxide._native) cannot be imported ({e}). Fix: "
+                "reinstall pyoxide (pip install --force-reinstall pyoxide); in a source "
+                "checkout, run scripts/setup."
+            ) from None
+
         self.manifest = manifest
         self.name = manifest.crate_name
         self._loaded: dict[tuple[str, int], Any] = {}
@@ -52,9 +67,8 @@ class Module:
         self._functions: dict[tuple[str, int, str], Any] = {}
         launchers: dict[str, Launcher] = {}
         generic: dict[str, list[Kernel]] = {}
-        make_kernel = kernel_class()
         for spec in manifest.kernels:
-            kernel = make_kernel(spec, self.function)
+            kernel = Kernel(spec, self.function)
             launchers[spec.entry] = kernel
             if spec.instance:
                 generic.setdefault(spec.name, []).append(kernel)
@@ -62,6 +76,13 @@ class Module:
             if name not in launchers:  # an entry symbol wins over the generic name
                 launchers[name] = GenericKernel(name, instances)
         self._launchers = launchers
+        # `module.name` is a plain attribute read: a kernel whose name neither the class
+        # nor the instance uses lives in the instance dict (no __getattr__ call per
+        # access, nothing for torch.compile to trace); the rest (`kernels`, `name`, …)
+        # are reached through `module["name"]`.
+        for name, launcher in launchers.items():
+            if not hasattr(Module, name) and name not in self.__dict__:
+                self.__dict__[name] = launcher
         # cuda-oxide's `module.set_<name>(value)` per `#[constant]` (a kernel of that
         # name keeps it).
         for constant in manifest.constants:
@@ -103,10 +124,25 @@ class Module:
         have = ", ".join(sorted(self._launchers)) or "none"
         return f"crate {self.name} has no kernel '{name}' (kernels: {have}).{hint}"
 
-    def _replace(self, name: str, launcher: Any) -> None:
-        """Serve ``name`` with ``launcher`` (a kernel's arch-specific twin picker)."""
+    def add_variants(self, variants: Module) -> list[str]:
+        """Let each kernel of ``variants`` declared ``#[variant_of(name)]`` run the plain
+        calls of this module's kernel ``name`` that it takes (pyoxide/_variants.py);
+        returns the names of the kernels that got one."""
+        from ._launch import Kernel
+
+        wired: list[str] = []
+        for spec in variants.manifest.kernels:
+            target = self._launchers.get(spec.variant_of) if spec.variant_of else None
+            if isinstance(target, Kernel):
+                target.set_variants([*target.variants, variants[spec.entry]])
+                wired.append(target.name)
+        return wired
+
+    def serve(self, name: str, launcher: Any) -> None:
+        """Serve ``name`` with ``launcher``: a call that wraps the kernel (its launch
+        planned in Python, e.g. ``attention``'s, pyoxide/_attention.py)."""
         self._launchers[name] = launcher
-        self.__dict__.pop(name, None)
+        self.__dict__[name] = launcher
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._launchers))
@@ -265,9 +301,10 @@ def _load_bundled(crate: str, arch: str | None) -> Module | None:
 
 
 def load_bundled() -> Module:
-    """The bundled ``kernels_rs``, with its launchers that have an sm_90a twin
-    (``gemm_bf16``) wired to pick it where it runs (pyoxide/_twins.py), and
-    ``attention`` served by its call (pyoxide/_attention.py), which does the same."""
+    """The bundled ``kernels_rs``, with the variants of ``kernels_sm90a`` (``gemm_bf16``'s
+    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py), and
+    ``attention`` served by its call (pyoxide/_attention.py), which picks kernels_sm90a's
+    ``attention_sm90`` the same way."""
     module = _load_bundled(BUNDLED_CRATE, None)
     if module is None:
         raise LoadError(
@@ -275,12 +312,15 @@ def load_bundled() -> Module:
             "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
             "source checkout run `pyoxide build --bundled`."
         )
+    try:
+        variants = _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH)
+    except ToolchainError:
+        variants = None  # a checkout without the Rust toolchain nor a prebuilt sm_90a crate
+    if variants is not None:
+        module.add_variants(variants)
     from ._attention import add_attention
-    from ._twins import add_twins
 
-    twins = functools.cache(lambda: _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH))
-    add_twins(module, twins)
-    add_attention(module, twins)
+    add_attention(module, lambda: variants)
     return module
 
 

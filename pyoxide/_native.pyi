@@ -1,60 +1,103 @@
-"""The native launch fast path for CuPy arrays (see crates/pyoxide-native/src/lib.rs)."""
+"""The compiled launch path and kernel base classes (see crates/pyoxide-native/src/lib.rs)."""
 
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 class Launcher:
-    """A launcher for one kernel on one device; `launcher(args, cfg)` launches or
+    """One kernel's compiled launcher on one device; `launcher(args, cfg)` launches or
     returns False (declined: nothing launched)."""
 
     def __init__(
         self,
+        plan: Any,
+        runtime: Runtime,
         function: int,
         device: int,
-        params: Sequence[tuple[str, Any, int, bool, tuple[int, ...] | None, int]],
-        ndarray: type,
-        current_stream: Callable[[], Any],
-        default_block: int,
-        grid_param: int | None,
-        backend: Any,
-        kernel: str,
-        on_error: Callable[[int, str, str | None], NoReturn],
-        entry_points: tuple[int, int, int, int] | None = None,
-        current_stream_capsule: Any = None,
-        elements_per_block: int | None = None,
-        tiles: tuple[int, tuple[int, int, int], tuple[int, int, int]] | None = None,
+        multiprocessors: int = 0,
     ) -> None: ...
     def __call__(self, args: Sequence[Any], cfg: tuple[int, ...] | None, /) -> bool: ...
     @property
     def buffer_size(self) -> int: ...
     @property
+    def device(self) -> int: ...
+    @property
+    def stream_from_capsule(self) -> bool: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def current(self) -> bool: ...
+
+class Runtime:
+    """What the launchers of one backend share (see runtime.rs)."""
+
+    def __init__(
+        self,
+        *,
+        bind_array_type: Callable[[type], tuple[Any, ...] | None],
+        default_array_type: type,
+        scalar_types: Mapping[type, str],
+        host_ndarray: type | None,
+        record: LaunchRecord,
+        on_error: Callable[[str, str | None, str], BaseException],
+        entry_points: tuple[int, int, int, int] | None = None,
+    ) -> None: ...
+    @property
     def stream_from_capsule(self) -> bool: ...
 
+class LaunchRecord:
+    """The last kernel a backend launched."""
+
+    def __init__(self) -> None: ...
+    def swap(self, kernel: str, /) -> str | None: ...
+    @property
+    def last(self) -> str | None: ...
+
+class DerivedValues:
+    """Derived launch arguments (a variant's tensor maps), kept by key (see derived.rs)."""
+
+    def __init__(self, capacity: int) -> None: ...
+    def insert(self, key: Sequence[int], ptr: int, len: int, owner: Any, /) -> None: ...
+    def get(self, key: Sequence[int], /) -> tuple[int, int] | None: ...
+    def __len__(self) -> int: ...
+
 class KernelBase:
-    """The compiled `__call__` of a kernel (see crates/pyoxide-native/src/kernel.rs):
-    `_fast(args, None)`, else `self._call_general(args, kwargs)`."""
+    """The compiled calls of a kernel (see kernel.rs): its launchers, else its hooks."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+    def __getitem__(self, config: Any) -> Any: ...
+    def set_hooks(
+        self,
+        general: Callable[[Any, tuple[Any, ...], dict[str, Any] | None], None],
+        configure: Callable[[Any, Any], Any],
+        /,
+    ) -> None: ...
+    def install(self, launcher: Launcher, /) -> None: ...
+    def prune(self) -> None: ...
+    def set_variants(self, variants: Sequence[Any], /) -> None: ...
+    def set_instances(self, instances: Sequence[Any], /) -> None: ...
     @property
-    def _fast(self) -> Callable[[Sequence[Any], Any], bool] | None: ...
-    @_fast.setter
-    def _fast(self, value: Callable[[Sequence[Any], Any], bool] | None) -> None: ...
+    def launchers(self) -> tuple[Launcher, ...]: ...
+    @property
+    def variants(self) -> tuple[Any, ...]: ...
 
 class ConfiguredBase:
-    """The compiled `__call__` of `kernel[grid, block]` (see kernel.rs): the kernel's
-    fast launcher with `_checked`, else `self._call_general(args, kwargs)`."""
+    """The compiled call of `kernel[grid, block]` (see kernel.rs)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+    def bind(
+        self,
+        kernel: KernelBase,
+        checked: tuple[int, ...] | None,
+        general: Callable[[Any, tuple[Any, ...], dict[str, Any] | None], None],
+        /,
+    ) -> None: ...
     @property
-    def _kernel(self) -> Any: ...
-    @_kernel.setter
-    def _kernel(self, value: Any) -> None: ...
-    @property
-    def _checked(self) -> tuple[int, ...] | None: ...
-    @_checked.setter
-    def _checked(self, value: tuple[int, ...] | None) -> None: ...
+    def checked(self) -> tuple[int, ...] | None: ...
+
+def set_knob_generation(generation: int, /) -> None: ...
+def knob_generation() -> int: ...
 
 _build_stamp: str
 

@@ -31,6 +31,10 @@ from .errors import ArgumentValueError
 #: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
 DEFAULT_BLOCK = 256
 _MAX_GRID = _abi.MAX_GRID_DIM[0]
+#: A row kernel's plain block: one warp per this many columns, from _ROW_LEAST_BLOCK
+#: threads up to the policy's block (see _row_block).
+_COLUMNS_PER_WARP = 32 * 32
+_ROW_LEAST_BLOCK = 128
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
 _GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
 
@@ -88,6 +92,31 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     if policy is None or policy.kind != "tiles" or spec.cluster is not None:
         return None
     return policy.over, policy.block3, policy.tile
+
+
+def row_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
+    """``(param, least block, most block, columns per warp)`` when a plain call launches
+    one block per row of the 2-D array ``param`` (``block_per_row`` without ``cols``),
+    of ``min(most, max(least, 32 · ceil(cols / columns per warp)))`` threads, for the
+    fast launchers."""
+    policy = policy_of(spec)
+    if (policy is None or policy.kind != "block_per_row" or policy.cols is not None
+            or spec.cluster is not None):  # fmt: skip
+        return None
+    most = default_block(spec)
+    return policy.over, min(_ROW_LEAST_BLOCK, most), most, _COLUMNS_PER_WARP
+
+
+def persistent_rule(
+    spec: KernelSpec,
+) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int] | None:
+    """``(param, block, tile, blocks_per_sm)`` of a ``persistent_tiles`` policy: a plain
+    call launches ``min(tiles, blocks_per_sm × multiprocessors)`` blocks, for the fast
+    launchers."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind != "persistent_tiles" or spec.cluster is not None:
+        return None
+    return policy.over, policy.block3, policy.tile, policy.blocks_per_sm
 
 
 def configure(
@@ -166,7 +195,7 @@ def _configure(
                 f"of '{over}', so the block size is part of the result", "no block",
                 f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
             )  # fmt: skip
-        if policy is not None and policy.kind == "tiles":
+        if policy is not None and policy.kind in ("tiles", "persistent_tiles"):
             block3 = policy.block3
         else:
             block3 = (_row_block(spec, policy, args, shapes)
@@ -196,6 +225,12 @@ def _configure(
         # thread per element) covers as many elements as the block has threads.
         tile = policy.tile if spec.launch is not None else block3
         return tile_grid(name, spec.params[policy.over], shape, tile), block3
+    if policy.kind == "persistent_tiles":
+        shape = shapes[policy.over]
+        assert shape is not None
+        g = tile_grid(name, spec.params[policy.over], shape, policy.tile)
+        tiles = g[0] * g[1] * g[2]
+        return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1), block3
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:
@@ -244,8 +279,9 @@ def _row_block(
         cols = shape[1]
     else:
         cols = operator.index(args[policy.cols])
-    warps = -(-max(cols, 1) // (32 * 32))
-    return max(min(32 * warps, default_block(spec)), min(128, default_block(spec)))
+    warps = -(-max(cols, 1) // _COLUMNS_PER_WARP)
+    most = default_block(spec)
+    return max(min(32 * warps, most), min(_ROW_LEAST_BLOCK, most))
 
 
 def _blocks(

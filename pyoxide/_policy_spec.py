@@ -19,6 +19,7 @@ LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
     "block_per_row": ("over", "cols", "block"),
     "segments": ("over",),
     "tiles": ("over", "block", "tile"),
+    "persistent_tiles": ("over", "block", "tile", "blocks_per_sm"),
 }
 
 #: Fields a policy may leave out (schema 3: `block_per_row` over a 2-D shaped array).
@@ -36,7 +37,8 @@ class LaunchPolicy:
     block: int = 256
     blocks_per_sm: int = 1
     cols: int | None = None
-    # tiles: the block (x, y, z) and the extents of `over` each block covers
+    # tiles, persistent_tiles: the block (x, y, z) and the extents of `over` each block
+    # covers (persistent_tiles: each block walks tiles, at most blocks_per_sm per SM)
     block3: tuple[int, int, int] = (1, 1, 1)
     tile: tuple[int, int, int] = (1, 1, 1)
 
@@ -52,8 +54,8 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
     v = c.obj(value, w, ["kind", *(f for f in fields if f not in optional)], optional)
     names = [p.name for p in params]
     over = c.choice(v["over"], w + ".over", names)
-    if kind == "tiles":
-        return _read_tiles(c, v, w, params, names.index(over))
+    if kind in ("tiles", "persistent_tiles"):
+        return _read_tiles(c, v, w, params, names.index(over), kind)
     if params[names.index(over)].kind not in (
         "slice",
         "disjoint_slice",
@@ -85,7 +87,9 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
     )
 
 
-def _read_tiles(c: JsonChecker, v: Any, w: str, params: Sequence[Any], over: int) -> LaunchPolicy:
+def _read_tiles(
+    c: JsonChecker, v: Any, w: str, params: Sequence[Any], over: int, kind: str
+) -> LaunchPolicy:
     a = getattr(params[over], "array", None)
     if a is None or a.rank < 2:
         raise c.fail(w + ".over", f"parameter {params[over].name!r} is not a 2-D or 3-D array")
@@ -98,8 +102,13 @@ def _read_tiles(c: JsonChecker, v: Any, w: str, params: Sequence[Any], over: int
     if three[0][0] * three[0][1] * three[0][2] > 1024:
         raise c.fail(w + ".block", "at most 1024 threads")
     block3, tile = three
-    return LaunchPolicy("tiles", over, block=block3[0] * block3[1] * block3[2],
-                        block3=block3, tile=tile)  # fmt: skip
+    per_sm = 1
+    if kind == "persistent_tiles":
+        per_sm = c.uint(v["blocks_per_sm"], w + ".blocks_per_sm", 32)
+        if per_sm == 0:
+            raise c.fail(w + ".blocks_per_sm", "at least 1")
+    return LaunchPolicy(kind, over, block=block3[0] * block3[1] * block3[2],
+                        blocks_per_sm=per_sm, block3=block3, tile=tile)  # fmt: skip
 
 
 def read_cluster(c: JsonChecker, value: Any, w: str) -> tuple[int, int, int]:
@@ -112,3 +121,48 @@ def read_cluster(c: JsonChecker, value: Any, w: str) -> tuple[int, int, int]:
     if min(x, y, z) < 1 or x * y * z > _abi.MAX_CLUSTER_SIZE:
         raise c.fail(w, f"must be at least 1 per axis and {_abi.MAX_CLUSTER_SIZE} blocks in all")
     return x, y, z
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """One TMA tensor map a kernel reads or writes an array through (oxide-abi
+    ``TensorMap``, ``#[tensor_maps(maps, a(rows = 128), ...)]``): the 2-D array
+    parameter ``array``, copied in boxes of ``box_rows`` rows of ``box_bytes`` bytes,
+    swizzled in shared memory over ``swizzle_bytes`` (0: not swizzled)."""
+
+    array: str
+    box_rows: int
+    box_bytes: int
+    swizzle_bytes: int
+
+
+def read_tensor_maps(
+    c: JsonChecker, value: Any, w: str, params: Sequence[Any]
+) -> tuple[str, tuple[TensorMapSpec, ...]]:
+    """A kernel's ``tensor_maps``: its derived parameter (a ``&[u8]`` after every
+    parameter a caller passes) and the maps it holds, in order."""
+    v = c.obj(value, w, ["param", "maps"])
+    names = [p.name for p in params]
+    param = c.choice(v["param"], w + ".param", names)
+    p = params[names.index(param)]
+    if names.index(param) != len(names) - 1 or p.kind != "slice" or p.type != "u8":
+        raise c.fail(w + ".param", f"{param!r} is not a last parameter of type &[u8]")
+    maps = []
+    for i, m in enumerate(c.list_(v["maps"], w + ".maps")):
+        mw = f"{w}.maps[{i}]"
+        m = c.obj(m, mw, ["array", "box_rows", "box_bytes", "swizzle_bytes"])
+        array = c.choice(m["array"], mw + ".array", names)
+        a = getattr(params[names.index(array)], "array", None)
+        if a is None or a.rank != 2 or a.layout != "c":
+            raise c.fail(mw + ".array", f"parameter {array!r} is not a C-layout 2-D array")
+        ints = [c.uint(m[f], f"{mw}.{f}", 32) for f in ("box_rows", "box_bytes", "swizzle_bytes")]
+        rows, width, swizzle = ints
+        if not (1 <= rows <= _abi.TMA_MAX_BOX and 16 <= width <= _abi.TMA_MAX_BOX
+                and width % 16 == 0 and swizzle in (0, 32, 64, 128)
+                and (swizzle == 0 or width <= swizzle)):  # fmt: skip
+            raise c.fail(mw, "a box of 1-256 rows of 16-256 bytes (a multiple of 16), at most "
+                         "the swizzle span (0, 32, 64 or 128 bytes)")  # fmt: skip
+        maps.append(TensorMapSpec(array, rows, width, swizzle))
+    if not maps:
+        raise c.fail(w + ".maps", "at least one map")
+    return param, tuple(maps)

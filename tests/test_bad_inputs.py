@@ -133,7 +133,7 @@ CASES: list[tuple[str, Callable[[Any], None], type[ArgumentError], list[str]]] =
     ("a-complex", saxpy(a=1j), T, ["complex"]),
     ("a-f32-overflow", saxpy(a=1e39), V, ["f32's range"]),
     ("a-int-inexact", saxpy(a=2**24 + 1), V, ["exactly representable", "16777217"]),
-    ("a-0d-array", saxpy(a=np.array(2.0)), T, [".item()"]),
+    ("a-0d-complex-array", saxpy(a=np.array(2j)), T, [".item()"]),
     ("a-array", saxpy(a=f32()), T, ["'a'"]),
     # integer scalars (mix: a i8, b u16, c bool, d i64, e f64, f u32, g usize)
     ("i8-too-big", mix(a=128), V, ["mix()", "'a'", "[-128, 127]", "128"]),

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from helpers import fake_cargo_oxide
 from helpers.fixtures import make_crate, write_manifest
 
-from pyoxide._abi import EXIT_MEANINGS
+from pyoxide._abi import EXIT_MEANINGS, MANIFEST_SCHEMA_VERSION
 from pyoxide.cli import cli
 from pyoxide.cli._exit import ExitCode
 
@@ -135,7 +135,7 @@ def test_inspect(runner: CliRunner, tmp_path: Path) -> None:
     assert r.exit_code == ExitCode.NOT_FOUND and "kernels: accumulate" in r.stderr
     r = runner.invoke(cli, ["inspect", "saxpy", str(manifest), "--arch", "sm_70"])
     assert r.exit_code == ExitCode.NOT_FOUND
-    manifest.write_text('{"schema": 7}')
+    manifest.write_text(f'{{"schema": {MANIFEST_SCHEMA_VERSION + 1}}}')
     r = runner.invoke(cli, ["inspect", "saxpy", str(manifest)])
     assert r.exit_code == ExitCode.LOAD_FAILED and "newer" in r.stderr
 

@@ -5,6 +5,7 @@ test_gpu_launch.py on a machine with a GPU."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -70,10 +71,10 @@ def test_old_driver_falls_back_then_refuses() -> None:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> fake_cupy.FakeCuda:
+def fake() -> Iterator[fake_cupy.FakeCuda]:
     f = fake_cupy.FakeCuda()
-    fake_cupy.install(monkeypatch, f)
-    return f
+    with fake_cupy.installed(f):
+        yield f
 
 
 @pytest.fixture
@@ -240,15 +241,11 @@ def test_device_and_driver_checks_on_load(fake: fake_cupy.FakeCuda, tmp_path: Pa
         m2.iota(cuda(4, "<u4"))
 
 
-def test_cupy_missing_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch, mod: pyoxide.Module
-) -> None:
-    from pyoxide import backends
-
+def test_cupy_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(Through a launch, in a fresh process: tests/test_import.py.)"""
     monkeypatch.setitem(sys.modules, "cupy", None)
-    monkeypatch.setattr(backends, "_instances", {})
     with pytest.raises(pyoxide.BackendUnavailableError, match=r"pyoxide\[cuda12\]"):
-        mod.vecadd(cuda(8), cuda(8), cuda(8))
+        cupy_backend.CupyBackend()
 
 
 def test_backend_module_imports_without_cupy() -> None:

@@ -48,7 +48,7 @@ def test_calls_that_keep_the_contract_take_the_fast_path(native, sx) -> None:
     fake, driver = native
     args = arrays()
     sx(*args)
-    assert type(sx._fast) is pyoxide_native.Launcher
+    assert [type(launcher) for launcher in sx.launchers] == [pyoxide_native.Launcher]
     sx(*args)
     sx[4, 256](*args)
     ((slow,), (fast, configured)) = fake.launches, driver.launches

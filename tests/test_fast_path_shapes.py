@@ -44,7 +44,7 @@ def test_a_plain_call_sizes_a_2d_grid_from_the_output(native, mm) -> None:
     fake, driver = native
     args = arrays()
     mm(*args)
-    assert type(mm._fast) is pyoxide_native.Launcher
+    assert [type(launcher) for launcher in mm.launchers] == [pyoxide_native.Launcher]
     mm(*args)
     ((slow,), (fast,)) = fake.launches, driver.launches
     assert slow["grid"] == fast["grid"] == (2, 3, 1)
@@ -94,3 +94,31 @@ def test_views_the_fast_path_is_unsure_of_go_to_the_general_path(native, mm) -> 
     assert len(driver.launches) == 0 and len(fake.launches) == 2
     launch(a, b, c)
     assert len(driver.launches) == 1
+
+
+ROWS = {
+    **kernel("rows", [shaped("x", "array", "c", ["r", "n"]),
+                      shaped("out", "disjoint_array", "c", ["r", "n"])]),
+    "launch": {"kind": "block_per_row", "over": "out", "block": 512},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("r", "n"), [(64, 256), (1, 1), (3, 1024), (3, 1025), (2, 9000), (0, 8)])
+def test_a_row_kernel_is_sized_as_the_general_path_sizes_it(
+    native, tmp_path: Path, r: int, n: int
+) -> None:
+    """block_per_row over a 2-D output: one block per row, a warp per 1024 columns
+    between 128 and the policy's 512 threads (pyoxide/_policy.py's row_rule)."""
+    fake, driver = native
+    rows = load_with_entry(tmp_path, ROWS)
+    rows(FakeNdarray((4, 4)), FakeNdarray((4, 4)))  # builds the compiled launcher
+    args = (FakeNdarray((r, n)), FakeNdarray((r, n)))
+    rows(*args)
+    rows.launch(*args)  # the general path
+    if r == 0:
+        assert len(driver.launches) == 0 and len(fake.launches) == 1
+        return
+    (fast,) = driver.launches
+    slow = fake.launches[-1]
+    assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"])
+    assert fast["buffer"] == general_bytes(slow["args"])

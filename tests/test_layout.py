@@ -32,7 +32,9 @@ def _module_name(path: Path) -> str:
 def import_graph() -> dict[str, set[str]]:
     """module -> the pyoxide modules it imports (a `from . import x` of a submodule counts
     as importing that submodule; the implicit import of a parent package does not)."""
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    # A compiled module is a node too, through its stub (pyoxide/_native.pyi).
+    stubs = [p for p in PACKAGE.rglob("*.pyi") if not p.with_suffix(".py").exists()]
+    modules = {_module_name(p): p for p in [*PACKAGE.rglob("*.py"), *stubs]}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -88,6 +90,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     assert "pyoxide._args" in graph["pyoxide._launch"]
     assert "pyoxide._manifest" in graph["pyoxide.backends.cupy"]  # a TYPE_CHECKING import
     assert "pyoxide.backends.cupy._native" in graph["pyoxide.backends.cupy"]  # in a function
+    assert "pyoxide._native" in graph["pyoxide._launch"]  # a compiled module, by its stub
 
 
 RUST_PATH = re.compile(r"\b((?:crate|super|self)(?:::(?:super|\w+))*)(?:::\{([^}]*)\})?")
@@ -218,3 +221,39 @@ def test_skip_on_emu_skips_only_the_emulator() -> None:
     assert skips(array_lib("emu", "reads a texture")) == ["not on the emulator: reads a texture"]
     assert skips(array_lib("emu")) == []
     assert skips(array_lib("cupy", "reads a texture")) == []
+
+
+NATIVE_SRC = REPO_DIR / "crates" / "pyoxide-native" / "src"
+#: What the native module may not read: another object's private attributes (a name
+#: `_x` in a string literal), its `__dict__`, or the environment (pyoxide/_knobs.py is
+#: the one reader; the launchers get a knob generation).
+_PRIVATE_NAME = re.compile(r'"_[A-Za-z]\w*"')
+_REACH_INS = re.compile(r"__dict__|\benviron\b|\bgetenv\b")
+
+
+def native_reach_ins(text: str) -> list[str]:
+    """Private attribute names, `__dict__` and environment reads in Rust source `text`,
+    leaving out comments and the names the module defines for itself (`m.add("_x", …)`,
+    `#[pyo3(name = "_native")]`)."""
+    code = re.sub(r"//[^\n]*", "", text)
+    code = re.sub(r'\b(m\.add\(|name\s*=)\s*"_\w+"', r"\1", code)
+    return _PRIVATE_NAME.findall(code) + _REACH_INS.findall(code)
+
+
+def test_the_native_module_reaches_into_nothing() -> None:
+    """The launch contract is passed in (a plan, a runtime, hooks, a knob generation):
+    crates/pyoxide-native reads no private attribute, no `__dict__`, no environment."""
+    found = {
+        str(p.relative_to(REPO_DIR)): hits
+        for p in NATIVE_SRC.rglob("*.rs")
+        if (hits := native_reach_ins(p.read_text()))
+    }
+    assert found == {}
+
+
+def test_the_native_reach_in_rule_can_fail() -> None:
+    assert native_reach_ins('k.getattr(intern!(py, "_last_kernel"))') == ['"_last_kernel"']
+    assert native_reach_ins('let d = b.getattr("__dict__");') == ["__dict__"]
+    assert native_reach_ins('py.import("os")?.getattr("environ")') == ["environ"]
+    assert native_reach_ins('m.add("_build_stamp", 1)?; // "_note"') == []
+    assert native_reach_ins('#[pyo3(name = "_native")]') == []

@@ -1,28 +1,31 @@
 """The native call path around the launcher, on a fake ``cupy`` and ctypes stand-ins for
-the driver: a kernel's compiled ``__call__`` (pyoxide._native.KernelBase, no Python frame
-before the launcher), the current stream from CuPy's C function (a capsule in
-``cupy.cuda.stream.__pyx_capi__``) or from the Python call, and the ``_last_kernel``
-bookkeeping. tests/test_fast_path.py holds the launcher's checks and packing to the
-general path's."""
+the driver: a kernel's compiled ``__call__`` and ``__getitem__``
+(pyoxide._native.KernelBase: no Python frame before the launcher), the hooks it calls
+for anything its launchers decline (made opaque to ``torch.compile`` once PyTorch is
+imported), the current stream from CuPy's C function (a capsule in
+``cupy.cuda.stream.__pyx_capi__``) or from the Python call, and the launch record.
+tests/test_fast_path.py holds the launcher's checks and packing to the general path's."""
 
 from __future__ import annotations
 
-import ctypes
 import gc
+import subprocess
 import sys
+import textwrap
 import types
 import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fake_cupy
-from helpers.fake_launch import _CTX, _LAUNCH, FakeDriver, FakeNdarray, install_native
-from helpers.fixtures import write_manifest
+from helpers import fake_cupy, fake_torch
+from helpers.fake_launch import _CTX, _LAUNCH, FakeNdarray, native_installed
+from helpers.fixtures import TESTS_DIR, write_manifest
 
 import pyoxide
 import pyoxide._native as pyoxide_native
 from pyoxide import _launch
+from pyoxide._fastplan import FastParam, FastPlan
 from pyoxide.backends.cupy import _native as cupy_native
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError
 
@@ -33,9 +36,9 @@ def fake() -> fake_cupy.FakeCuda:
 
 
 @pytest.fixture
-def driver(monkeypatch: pytest.MonkeyPatch, fake: fake_cupy.FakeCuda) -> FakeDriver:
-    _, driver = install_native(monkeypatch, fake)
-    return driver
+def driver(fake: fake_cupy.FakeCuda) -> Any:
+    with native_installed(fake) as (_, driver):
+        yield driver
 
 
 @pytest.fixture
@@ -47,14 +50,20 @@ def arrays(n: int = 10, k: int = 3) -> list[FakeNdarray]:
     return [FakeNdarray(n) for _ in range(k)]
 
 
+def no_python(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("a Python frame ran on the fast path")
+
+
 # --- the compiled kernel call ----------------------------------------------------------
 
 
 def test_kernels_get_the_compiled_call(mod) -> None:
     k = mod.vecadd
-    assert isinstance(k, pyoxide.Kernel) and isinstance(k, pyoxide_native.KernelBase)
+    assert type(k) is pyoxide.Kernel and isinstance(k, pyoxide_native.KernelBase)
     assert type(k).__call__ is pyoxide_native.KernelBase.__call__
-    assert k._fast is None
+    assert type(k).__getitem__ is pyoxide_native.KernelBase.__getitem__
+    assert isinstance(mod.scale, pyoxide_native.KernelBase)  # a generic kernel too
+    assert k.launchers == ()
     assert repr(k).startswith("<pyoxide.Kernel fn vecadd(")
     assert "src/lib.rs" in (k.__doc__ or "")
 
@@ -62,12 +71,7 @@ def test_kernels_get_the_compiled_call(mod) -> None:
 def test_a_plain_call_reaches_the_launcher_without_python(driver, mod, monkeypatch) -> None:
     a, b, c = arrays()
     mod.vecadd(a, b, c)  # the general path, which installs the native launcher
-    assert type(mod.vecadd._fast) is pyoxide_native.Launcher
-
-    def no_python(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("a Python frame ran on the fast path")
-
-    monkeypatch.setattr(pyoxide.Kernel, "__call__", no_python)
+    assert len(mod.vecadd.launchers) == 1
     monkeypatch.setattr(pyoxide.Kernel, "_call_general", no_python)
     mod.vecadd(a, b, c)
     (launch,) = driver.launches
@@ -88,57 +92,47 @@ def test_declined_calls_take_the_general_path(driver, fake, mod) -> None:
     assert driver.launches == [] and len(fake.launches) == 1
 
 
-def test_the_fast_slot_takes_any_launcher(mod) -> None:
-    k = mod.vecadd
-    seen: list[tuple[Any, Any]] = []
-
-    def python_fast(args: Any, cfg: Any) -> bool:
-        seen.append((args, cfg))
-        return True
-
-    k._fast = python_fast
-    assert k._fast is python_fast
-    k(1, 2, 3)  # the Python fast launcher accepted it: nothing else runs
-    assert seen == [((1, 2, 3), None)]
-    k._fast = lambda args, cfg: 0  # falsy: declined
-    with pytest.raises(ArgumentTypeError):
-        k(1, 2, 3)
-    k._fast = None
-    assert k._fast is None
-    with pytest.raises(AttributeError):
-        del k._fast
+def test_only_a_compiled_launcher_is_installed(mod) -> None:
+    with pytest.raises(TypeError):
+        mod.vecadd.install(lambda args, cfg: True)
+    assert mod.vecadd.launchers == ()
 
 
-def test_errors_of_the_fast_launcher_propagate(mod) -> None:
-    def broken(args: Any, cfg: Any) -> bool:
-        raise KeyError("from the fast launcher")
+def test_errors_of_the_hooks_propagate(mod) -> None:
+    def broken(kernel: Any, args: Any, kwargs: Any) -> None:
+        raise KeyError("from the general path")
 
-    mod.vecadd._fast = broken
-    with pytest.raises(KeyError, match="from the fast launcher"):
+    mod.vecadd.set_hooks(broken, _launch._configure)
+    with pytest.raises(KeyError, match="from the general path"):
         mod.vecadd(*arrays())
 
 
-def test_a_fast_launcher_that_refers_back_is_collected(mod) -> None:
-    kernel = _launch.kernel_class()(mod.vecadd.spec, mod.function)
-    kernel._fast = lambda args, cfg, k=kernel: False  # a cycle through the native slot
+def test_hooks_that_refer_back_are_collected(mod) -> None:
+    kernel = pyoxide.Kernel(mod.vecadd.spec, mod.function)
+    kernel.set_hooks(lambda *a, k=kernel: None, lambda k, config: (k, config))
+    assert kernel[1, 32] == (kernel, (1, 32))  # a kept configuration refers back too
     alive = weakref.ref(kernel)
     del kernel
     gc.collect()
     assert alive() is None
 
 
-def test_without_the_module_kernels_are_plain_python(driver, fake, tmp_path, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "pyoxide._native", None)  # unimportable
-    monkeypatch.setattr(_launch, "_native_classes", None)
-    mod = pyoxide.load(write_manifest(tmp_path))
-    assert type(mod.vecadd) is pyoxide.Kernel
-    a, b, c = arrays()
-    mod.vecadd(a, b, c)
-    mod.vecadd(a, b, c)
-    assert mod.vecadd._fast is None  # no compiled launcher: every call is a general one
-    assert driver.launches == [] and len(fake.launches) == 2
-    with pytest.raises(ArgumentTypeError, match="keyword"):
-        mod.vecadd(a, b, c=c)
+def test_without_the_native_module_load_says_how_to_fix_it() -> None:
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, tempfile, pathlib
+            sys.modules["pyoxide._native"] = None  # unimportable
+            sys.path.insert(0, {str(TESTS_DIR)!r})
+            from helpers.fixtures import write_manifest
+            import pyoxide
+            try:
+                pyoxide.load(write_manifest(pathlib.Path(tempfile.mkdtemp())))
+            except pyoxide.LoadError as e:
+                print("OK", e)
+        """)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.stdout.startswith("OK") and "scripts/setup" in r.stdout, r.stdout + r.stderr
 
 
 def test_a_configured_call_reaches_the_launcher_without_python(driver, mod, monkeypatch) -> None:
@@ -147,14 +141,10 @@ def test_a_configured_call_reaches_the_launcher_without_python(driver, mod, monk
     configured = mod.vecadd[(3, 2), (64, 2), 1024]
     assert isinstance(configured, pyoxide_native.ConfiguredBase)
     assert type(configured).__call__ is pyoxide_native.ConfiguredBase.__call__
-    assert configured._kernel is mod.vecadd and configured._checked == (3, 2, 1, 64, 2, 1, 1024)
-
-    def no_python(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("a Python frame ran on the fast path")
-
-    monkeypatch.setattr(_launch._Configured, "__call__", no_python)
+    assert configured.checked == (3, 2, 1, 64, 2, 1, 1024)
     monkeypatch.setattr(_launch._Configured, "_call_general", no_python)
-    configured(a, b, c)
+    monkeypatch.setattr(_launch, "_configure", no_python)  # mod.vecadd[...] is kept
+    mod.vecadd[(3, 2), (64, 2), 1024](a, b, c)
     (launch,) = driver.launches
     assert launch["grid"] == (3, 2, 1) and launch["block"] == (64, 2, 1) and launch["smem"] == 1024
 
@@ -169,7 +159,7 @@ def test_configured_calls_the_fast_path_cannot_take_go_the_general_way(driver, f
         mod.vecadd[1, 128, 64 * 1024],  # shared memory above the default limit
         mod.scale[1, 128],  # generic: dispatched by the general path
     ]
-    assert [u._checked for u in unchecked] == [None, None, None]
+    assert [u.checked for u in unchecked] == [None, None, None]
     unchecked[0](a, b, c)
     unchecked[1](a, b, c)
     unchecked[2](2.0, FakeNdarray(10), FakeNdarray(10))
@@ -185,20 +175,12 @@ def test_configured_calls_the_fast_path_cannot_take_go_the_general_way(driver, f
     assert fake.launches[2]["shared_mem"] == 64 * 1024
 
 
-def test_a_configured_call_hands_a_python_launcher_its_configuration(mod) -> None:
-    seen: list[Any] = []
-    mod.vecadd._fast = lambda args, cfg: seen.append((args, cfg)) or True
-    mod.vecadd[2, 32](1, 2, 3)
-    assert seen == [((1, 2, 3), (2, 1, 1, 32, 1, 1, 0))]
+def test_a_configuration_is_checked_before_it_is_bound(mod) -> None:
     configured = mod.vecadd[2, 32]
     with pytest.raises(ValueError, match="7-tuple"):
-        configured._checked = (1, 2, 3)
+        configured.bind(mod.vecadd, (1, 2, 3), _launch._configured_general)
     with pytest.raises(ValueError, match="7-tuple"):
-        configured._checked = (1, 1, 1, 32, 1, 1, -1)
-    configured._checked = None
-    with pytest.raises(ArgumentTypeError):
-        configured(1, 2, 3)  # general path: not arrays
-    assert len(seen) == 1
+        configured.bind(mod.vecadd, (1, 1, 1, 32, 1, 1, -1), _launch._configured_general)
 
 
 def test_configured_and_generic_calls_use_the_native_launcher(driver, fake, mod) -> None:
@@ -212,46 +194,71 @@ def test_configured_and_generic_calls_use_the_native_launcher(driver, fake, mod)
     assert len(fake.launches) == 2
 
 
+# --- torch.compile ---------------------------------------------------------------------
+
+
+def test_hooks_are_opaque_to_torch_compile_once_torch_is_imported(driver, mod) -> None:
+    """A declined call runs the general path through `torch.compiler.disable` (made once
+    per hook), so Dynamo breaks the graph at the call instead of tracing pyoxide's
+    Python; without PyTorch the hooks are called as they are, and nothing imports it."""
+    a, b, c = arrays()
+    mod.vecadd(a, b, c)
+    mod.vecadd[1, 32](a, b, c)
+    assert "torch" not in sys.modules
+    with fake_torch.installed() as torch:
+        mod.vecadd.launch(a, b, c)  # .launch is a Python method: not a hook
+        assert torch.compiler.wrapped == []
+        with pytest.raises(ArgumentTypeError):
+            mod.vecadd(a, b, FakeNdarray(10, "float64"))
+        with pytest.raises(ArgumentTypeError):
+            mod.vecadd(a, b, FakeNdarray(10, "float64"))
+        mod.saxpy[1, 32]
+        mod.saxpy[1, 32](1.0, a, b, c)  # no launcher yet: the configured general path
+        assert torch.compiler.wrapped == [
+            _launch._general, _launch._configure, _launch._configured_general
+        ]  # fmt: skip
+
+
 # --- the current stream ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("capsule", [True, False])
-def test_launches_go_to_the_current_stream(capsule, fake, monkeypatch, mod) -> None:
+def test_launches_go_to_the_current_stream(capsule, fake, mod) -> None:
     fake.stream_capsule = capsule
-    cp, driver = install_native(monkeypatch, fake)
-    assert (cupy_native.stream_capsule(cp) is not None) == capsule
-    a, b, c = arrays()
-    mod.vecadd(a, b, c)
-    assert mod.vecadd._fast.stream_from_capsule == capsule
-    current = cp.cuda.get_current_stream()
-    for ptr in (0, 0x7000, 2):  # the legacy default, a created stream, per-thread default
-        current.ptr = ptr
+    with native_installed(fake) as (cp, driver):
+        assert (cupy_native.stream_capsule(cp) is not None) == capsule
+        a, b, c = arrays()
         mod.vecadd(a, b, c)
+        assert mod.vecadd.launchers[0].stream_from_capsule == capsule
+        current = cp.cuda.get_current_stream()
+        for ptr in (0, 0x7000, 2):  # the legacy default, a created stream, per-thread
+            current.ptr = ptr
+            mod.vecadd(a, b, c)
     assert [launch["stream"] for launch in driver.launches] == [0, 0x7000, 2]
 
 
-def test_a_capsule_of_another_signature_is_not_called(fake, monkeypatch) -> None:
+def test_a_capsule_of_another_signature_is_not_called(fake) -> None:
     fake.stream_capsule = True
-    cp, _ = install_native(monkeypatch, fake)
-    other = fake_cupy.capsule(cp.cuda.stream._keep_alive, ctypes_name(b"int (void)"))
-    cp.cuda.stream.__pyx_capi__["get_current_stream_ptr"] = other
-    assert cupy_native.stream_capsule(cp) is None
-    with pytest.raises(ValueError, match="intptr_t"):
-        make_launcher(current_stream_capsule=other)
-    cp.cuda.stream.__pyx_capi__ = {"get_current_stream_ptr": "not a capsule"}
-    assert cupy_native.stream_capsule(cp) is None
-    del cp.cuda.stream.__pyx_capi__
-    assert cupy_native.stream_capsule(cp) is None
+    with native_installed(fake) as (cp, _):
+        other = fake_cupy.capsule(cp.cuda.stream._keep_alive, ctypes_name(b"int (void)"))
+        cp.cuda.stream.__pyx_capi__["get_current_stream_ptr"] = other
+        assert cupy_native.stream_capsule(cp) is None
+        with pytest.raises(ValueError, match="intptr_t"):
+            make_launcher(capsule=other)
+        cp.cuda.stream.__pyx_capi__ = {"get_current_stream_ptr": "not a capsule"}
+        assert cupy_native.stream_capsule(cp) is None
+        del cp.cuda.stream.__pyx_capi__
+        assert cupy_native.stream_capsule(cp) is None
 
 
 def test_a_capsule_that_disagrees_with_python_is_not_used() -> None:
     capsule = pyoxide_native._test_stream_capsule()
     try:
         pyoxide_native._test_set_stream(0x5000)
-        assert make_launcher(stream_ptr=0x5000, current_stream_capsule=capsule).stream_from_capsule
-        assert not make_launcher(stream_ptr=0, current_stream_capsule=capsule).stream_from_capsule
+        assert make_launcher(stream_ptr=0x5000, capsule=capsule).stream_from_capsule
+        assert not make_launcher(stream_ptr=0, capsule=capsule).stream_from_capsule
         pyoxide_native._test_set_stream(None)  # raising when the launcher is built
-        assert not make_launcher(stream_ptr=0, current_stream_capsule=capsule).stream_from_capsule
+        assert not make_launcher(stream_ptr=0, capsule=capsule).stream_from_capsule
     finally:
         pyoxide_native._test_set_stream(0)
 
@@ -259,7 +266,7 @@ def test_a_capsule_that_disagrees_with_python_is_not_used() -> None:
 def test_a_stream_function_that_raises_launches_nothing() -> None:
     capsule = pyoxide_native._test_stream_capsule()
     launches: list[Any] = []
-    launcher = make_launcher(current_stream_capsule=capsule, launches=launches)
+    launcher = make_launcher(capsule=capsule, launches=launches)
     assert launcher.stream_from_capsule
     assert launcher((1,), (1, 1, 1, 32, 1, 1, 0)) is True
     try:
@@ -273,41 +280,30 @@ def test_a_stream_function_that_raises_launches_nothing() -> None:
     assert launches == [0, 2**64 - 1]
 
 
-# --- the last kernel ---------------------------------------------------------------------
+# --- the launch record and the error hook --------------------------------------------------
 
 
-class SlotBackend:
-    """A backend without an instance dict: the launcher falls back to setattr."""
+def test_a_failed_launch_raises_what_the_error_hook_makes() -> None:
+    record = pyoxide_native.LaunchRecord()
+    record.swap("before")
+    seen: list[Any] = []
 
-    __slots__ = ("_last_kernel",)
+    def on_error(kernel: str, previous: str | None, text: str) -> BaseException:
+        seen.append((kernel, previous, text))
+        return KeyError(f"{kernel} failed")
 
-    def __init__(self) -> None:
-        self._last_kernel: str | None = "before"
-
-
-class PropertyBackend:
-    """A backend whose `_last_kernel` is a property: its dict entry would bypass it."""
-
-    def __init__(self) -> None:
-        self.log: list[str | None] = []
-
-    @property
-    def _last_kernel(self) -> str | None:
-        return self.log[-1] if self.log else "before"
-
-    @_last_kernel.setter
-    def _last_kernel(self, value: str | None) -> None:
-        self.log.append(value)
-
-
-@pytest.mark.parametrize("backend", [types.SimpleNamespace, SlotBackend, PropertyBackend])
-def test_the_last_kernel_is_swapped_on_any_backend(backend) -> None:
-    b = backend() if backend is not types.SimpleNamespace else backend(_last_kernel="before")
-    previous: list[Any] = []
-    launcher = make_launcher(backend=b, result=1, on_error=lambda *a: previous.append(a[2]))
-    with pytest.raises(RuntimeError, match="launching 'k' failed"):
+    launcher = make_launcher(result=1, on_error=on_error, record=record)
+    with pytest.raises(KeyError, match="k failed"):
         launcher((1,), (1, 1, 1, 32, 1, 1, 0))
-    assert previous == ["before"] and b._last_kernel == "k"
+    assert seen == [("k", "before", "CUDA error 1")] and record.last == "k"
+
+
+def test_a_failing_error_hook_raises_its_own_error() -> None:
+    def on_error(*a: Any) -> BaseException:
+        raise ZeroDivisionError("hook")
+
+    with pytest.raises(ZeroDivisionError, match="hook"):
+        make_launcher(result=1, on_error=on_error)((1,), (1, 1, 1, 32, 1, 1, 0))
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -316,6 +312,8 @@ _keep: list[Any] = []  # ctypes objects the launchers built here point at
 
 
 def ctypes_name(name: bytes) -> Any:
+    import ctypes
+
     buf = ctypes.create_string_buffer(name)
     _keep.append(buf)
     return buf
@@ -324,13 +322,14 @@ def ctypes_name(name: bytes) -> Any:
 def make_launcher(
     *,
     stream_ptr: int = 0,
-    current_stream_capsule: Any = None,
-    backend: Any = None,
+    capsule: Any = None,
     result: int = 0,
     on_error: Any = None,
+    record: Any = None,
     launches: list[Any] | None = None,
 ) -> Any:
     """A Launcher for `fn k(x: i32)` on ctypes stand-ins for the driver."""
+    import ctypes
 
     def launch(*a: Any) -> int:
         if launches is not None:
@@ -344,10 +343,11 @@ def make_launcher(
     callbacks = (_LAUNCH(launch), _CTX(ctx))
     _keep.append(callbacks)
     stream = types.SimpleNamespace(ptr=stream_ptr)
-    return pyoxide_native.Launcher(
-        1, 0, [("i32", None, 0, False, None, -1)], FakeNdarray, lambda: stream, 256, None,
-        backend if backend is not None else types.SimpleNamespace(_last_kernel=None), "k",
-        on_error or (lambda *a: None),
-        (*(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in callbacks), 0, 0),
-        current_stream_capsule,
+    runtime = pyoxide_native.Runtime(
+        bind_array_type=lambda cls: ("cupy", cls, {}, lambda: stream, capsule),
+        default_array_type=FakeNdarray, scalar_types={}, host_ndarray=None,
+        record=record or pyoxide_native.LaunchRecord(),
+        on_error=on_error or (lambda *a: RuntimeError(a)),
+        entry_points=(*(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in callbacks), 0, 0),
     )  # fmt: skip
+    return pyoxide_native.Launcher(FastPlan("k", (FastParam("i32"),), None), runtime, 1, 0)

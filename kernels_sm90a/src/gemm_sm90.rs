@@ -1,8 +1,10 @@
 //! `c = a · b` for bf16 `a` (m×k) and `b` (k×n), row-major, f32 accumulation, on
 //! Hopper's warpgroup tensor cores (`wgmma.mma_async`) with operands brought in by
 //! the tensor-memory accelerator (TMA: `cp.async.bulk.tensor` completing on
-//! `mbarrier`s). The same product as kernels_rs's mma.sync `gemm_bf16`, which pyoxide
-//! runs where this one cannot (other devices, the emulator, shapes TMA refuses).
+//! `mbarrier`s). The same product as kernels_rs's mma.sync `gemm_bf16`: declared its
+//! variant (`#[variant_of]`), which pyoxide runs for a plain call of `gemm_bf16` where it
+//! takes the arguments (an sm_90 GPU, shapes and addresses TMA accepts) and `gemm_bf16`
+//! everywhere else (other devices, the emulator, other shapes).
 //!
 //! # Shape of the computation
 //!
@@ -90,14 +92,15 @@ pub const SM90_THREADS: u32 = 384;
 /// Stages of the shared-memory ring.
 pub const STAGES: usize = 4;
 /// Dynamic shared memory a launch must give: the stages, the epilogue's buffer, the
-/// barriers, and 1 KiB of slack to align the first stage to 1024 bytes.
-/// (A literal, so that pyoxide/_twins.py's copy can be checked against it by a test.)
+/// barriers, and 1 KiB of slack to align the first stage to 1024 bytes. The kernels'
+/// `#[launch(..., shared = 230_464)]` states it to the launcher (an attribute takes a
+/// literal; tests/test_variants.py checks the two agree).
 pub const SM90_SHARED_BYTES: u32 = 230_464;
 const _: () = assert!(
     SM90_SHARED_BYTES as usize == STAGES * STAGE_BYTES + 2 * EPI_WG_BYTES + 2 * STAGES * 8 + 1024
 );
 /// The three tensor maps (A's, B's, then C's), 128 bytes each, in the `maps` argument.
-pub const TENSOR_MAP_BYTES: usize = 128;
+pub const TENSOR_MAP_BYTES: usize = 128; // oxide-abi's TENSOR_MAP_BYTES
 
 const BK: usize = 64;
 const A_BYTES: usize = SM90_BM as usize * BK * 2;
@@ -122,65 +125,54 @@ macro_rules! unroll {
     };
 }
 
-/// [`gemm_bf16_sm90`]'s launch: grid (min(tiles, SMs), 1, 1) with tiles =
-/// ⌈m/128⌉·⌈n/256⌉, block (384, 1, 1), [`SM90_SHARED_BYTES`] of dynamic shared memory.
-/// `a` and `b` are bfloat16 (TMA moves them as 16-bit words); `maps` holds the three 128-byte
+/// `c = a · b` on Hopper (the module docs), a variant of kernels_rs's `gemm_bf16`. Its
+/// launch is its declaration's: grid (min(tiles, SMs), 1, 1) with tiles =
+/// ⌈m/128⌉·⌈n/256⌉ (`persistent_tiles`), block (384, 1, 1), [`SM90_SHARED_BYTES`] of
+/// dynamic shared memory. `maps` receives from the launcher the three 128-byte
 /// `CUtensorMap`s of `a` (dims k, m; box 64×128), `b` (dims n, k; box 64×64), both of
-/// 16-bit elements, and `c` (dims n, m; box 64 rows of 128 bytes: 32 f32 or 64 bf16),
-/// all with the 128-byte swizzle, 64-byte aligned in device memory (pyoxide's CuPy
-/// backend makes them with the driver's `cuTensorMapEncodeTiled`). Needs k and n
-/// multiples of 8 and a, b, c 16-byte aligned (TMA's rules).
+/// 16-bit elements, and `c` (dims n, m; box 64 rows of 128 bytes: 32 f32 or 64 bf16), all
+/// with the 128-byte swizzle, 64-byte aligned in device memory; their rules (k and n
+/// multiples of 8, a, b and c 16-byte aligned) are the launcher's to check.
 #[kernel]
 #[launch_bounds(384, 1)]
-pub fn gemm_bf16_sm90(
-    a: &[bf16],
-    b: &[bf16],
-    maps: &[u8],
-    c: DisjointSlice<f32>,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    gemm_sm90_body(a, b, maps, c, m, n, k, |x, y| {
+#[variant_of(gemm_bf16)]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (256, 128), shared = 230_464))]
+#[shapes(a[m, k], b[k, n], c[m, n])]
+#[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
+pub fn gemm_bf16_sm90(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<f32>, maps: &[u8]) {
+    gemm_sm90_body(a, b, c, maps, |x, y| {
         u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
     })
 }
 
-/// [`gemm_bf16_sm90`] with a bf16 result (each f32 sum rounded to nearest even
-/// once; a NaN sum gives the canonical NaN `0x7fff`). Same launch.
+/// [`gemm_bf16_sm90`] with a bf16 result (each f32 sum rounded to nearest even once; a
+/// NaN sum gives the canonical NaN `0x7fff`), a variant of kernels_rs's
+/// `gemm_bf16_bf16`. Same launch.
 #[kernel]
 #[launch_bounds(384, 1)]
-pub fn gemm_bf16_bf16_sm90(
-    a: &[bf16],
-    b: &[bf16],
-    maps: &[u8],
-    c: DisjointSlice<bf16>,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
+#[variant_of(gemm_bf16_bf16)]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (256, 128), shared = 230_464))]
+#[shapes(a[m, k], b[k, n], c[m, n])]
+#[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
+pub fn gemm_bf16_bf16_sm90(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<bf16>, maps: &[u8]) {
     // One `cvt.rn.bf16x2.f32` a pair, not `bf16::from_f32` a value (the module docs).
-    gemm_sm90_body(a, b, maps, c, m, n, k, cvt_bf16x2_f32)
+    gemm_sm90_body(a, b, c, maps, cvt_bf16x2_f32)
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn gemm_sm90_body<T: Copy, W: Copy>(
-    a: &[bf16],
-    b: &[bf16],
+    a: Array2<bf16>,
+    b: Array2<bf16>,
+    c: DisjointArray2<T>,
     maps: &[u8],
-    c: DisjointSlice<T>,
-    m: u32,
-    n: u32,
-    k: u32,
     pair: impl Fn(f32, f32) -> W,
 ) {
     // `pair` packs two neighbours of c into one aligned shared-memory store.
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
-    let (m, n, k) = (m as usize, n as usize, k as usize);
-    // The maps name a's, b's and c's memory; the lengths make the launcher's checks
-    // cover what TMA will read and write.
-    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    // a, b and c are read and written through the maps the launcher made of them (the
+    // shape contract holds: c is m×n); their extents give the loop bounds.
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    debug_assert!(c.rows() == m && c.cols() == n);
     assert!(maps.len() >= 3 * TENSOR_MAP_BYTES && (maps.as_ptr() as usize).is_multiple_of(64));
     assert!(DynamicSharedArray::<u8>::bytes() >= SM90_SHARED_BYTES as usize);
     let tid = thread::threadIdx_x() as usize;

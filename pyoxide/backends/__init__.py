@@ -13,8 +13,8 @@ one and refuses arrays of the other kind. Tests substitute a backend with
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .. import _knobs
 from .._arrays import GPU, HOST
@@ -22,9 +22,24 @@ from ..errors import ArgumentTypeError, BackendUnavailableError
 
 if TYPE_CHECKING:
     from .._arrays import ArrayView
-    from .._manifest import KernelSpec, Manifest, ParamSpec
+    from .._fastplan import FastPlan
+    from .._manifest import Manifest, ParamSpec
 
-__all__ = ["Backend", "get", "override", "select"]
+__all__ = ["Backend", "TensorMapRequest", "get", "override", "select"]
+
+
+class TensorMapRequest(NamedTuple):
+    """One TMA tensor map to encode: a row-major ``rows`` × ``cols`` array of
+    ``elem_bytes``-byte elements at device address ``ptr``, copied in boxes of
+    ``box_rows`` × ``box_cols`` elements, swizzled over ``swizzle_bytes`` (0: none)."""
+
+    ptr: int
+    rows: int
+    cols: int
+    elem_bytes: int
+    box_rows: int
+    box_cols: int
+    swizzle_bytes: int
 
 
 class Backend(Protocol):
@@ -75,18 +90,19 @@ class Backend(Protocol):
         ``args`` is the flat ABI list (NumPy scalars; slices as ptr, len)."""
         ...
 
-    def fast_launcher(
-        self,
-        spec: KernelSpec,
-        function: Any,
-        device: int,
-        grid_param: int | None,
-        default_block: int,
-    ) -> Callable[[Sequence[Any], Any], bool] | None:
-        """After a successful launch: a compiled launcher for repeat calls of the same
-        shape (it returns False for anything it does not handle), or None. A plain call
-        it takes gets the grid that ``_config.launch_config`` would give it: one thread
-        per element of parameter ``grid_param``, in blocks of ``default_block``."""
+    def fast_launcher(self, plan: FastPlan, function: Any, device: int) -> Any:
+        """After a launch of ``function`` on ``device`` without an explicit stream: a
+        compiled launcher (``pyoxide._native.Launcher``) built from the kernel's fast plan,
+        which takes the next calls it can (the same bytes, grid and block as the general
+        path) and declines the rest; or None, and every call takes ``launch``."""
+        ...
+
+    def tensor_maps(
+        self, kernel: str, device: int, stream: Any, maps: Sequence[TensorMapRequest]
+    ) -> tuple[Any, int]:
+        """Encode ``maps`` and place them in ``device``'s memory, in order, 128 bytes each
+        (``TENSOR_MAP_BYTES``), 64-byte aligned, ordered before launches on ``stream``:
+        (the object that owns that memory, its address)."""
         ...
 
 

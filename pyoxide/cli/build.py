@@ -141,7 +141,7 @@ def build_command(
 def _build_sm90a(
     release: bool, out_dir: Path | None, emulator: bool, fmad: bool, quiet: bool
 ) -> None:
-    """The bundled sm_90a twins (pyoxide/_twins.py), beside kernels_rs's artifacts."""
+    """The bundled sm_90a variants (`#[variant_of]`), beside kernels_rs's artifacts."""
     path = bundled_crate_dir(BUNDLED_SM90A_CRATE)
     if path is None:
         raise usage_error(f"--bundled needs a source checkout with {BUNDLED_SM90A_CRATE}/")

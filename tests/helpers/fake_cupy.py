@@ -8,10 +8,12 @@ selection, error mapping, streams) is tested on a machine without CUDA.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 import sys
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,7 @@ class FakeCuda:
     # to an address get_global_var gave out.
     global_writes: list[tuple[str, bytes]] = field(default_factory=list)
     syncs: int = 0
+    multiprocessors: int = 132
     # Export `cupy.cuda.stream.__pyx_capi__["get_current_stream_ptr"]`, as CuPy's Cython
     # module does: a capsule named "intptr_t (void)" around a C function.
     stream_capsule: bool = False
@@ -94,6 +97,7 @@ class FakeCuda:
             def __init__(self, id: int | None = None) -> None:
                 self.id = fake.current if id is None else id
                 self.compute_capability = fake.compute_capability
+                self.attributes = {"MultiProcessorCount": fake.multiprocessors}
 
             def __enter__(self) -> Device:
                 self._previous, fake.current = fake.current, self.id
@@ -196,17 +200,41 @@ def capsule(function: Any, name: Any = _STREAM_SIGNATURE) -> Any:
     return new(ctypes.cast(function, ctypes.c_void_p), ctypes.addressof(name), None)
 
 
-def install(monkeypatch: Any, fake: FakeCuda) -> types.ModuleType:
-    """Make ``import cupy`` return the fake, and forget any backend made before.
+@contextlib.contextmanager
+def replaced_module(name: str, module: types.ModuleType) -> Iterator[None]:
+    """``import name`` gives ``module`` while the context lasts (only that entry of
+    sys.modules changes: modules imported meanwhile stay imported)."""
+    saved = sys.modules.get(name)
+    sys.modules[name] = module
+    try:
+        yield
+    finally:
+        if saved is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = saved
 
-    The native launcher is switched off: it would hand the fake's function handles to
-    the real driver. tests/test_native_launcher.py switches it back on with fake entry
-    points."""
+
+@contextlib.contextmanager
+def installed(
+    fake: FakeCuda,
+    *,
+    entry_points: tuple[int, int, int, int] | None = None,
+    backend_class: Any = None,
+) -> Iterator[types.ModuleType]:
+    """Make ``import cupy`` return the fake, and a CuPy backend made on it (of
+    ``backend_class``, a CupyBackend by default) serve the GPU launches
+    (``backends.override``) while the context lasts.
+
+    The backend's compiled launchers are off unless ``entry_points`` (stand-ins for the
+    driver, helpers/fake_launch.py) are given: they would hand the fake's function
+    handles to the real driver."""
     from pyoxide import backends
-    from pyoxide.backends.cupy import _native as cupy_native
+    from pyoxide.backends.cupy import CupyBackend
 
     cp = fake.module()
-    monkeypatch.setitem(sys.modules, "cupy", cp)
-    monkeypatch.setattr(backends, "_instances", {})
-    monkeypatch.setattr(cupy_native, "entry_points", False)
-    return cp
+    with replaced_module("cupy", cp):
+        cls = backend_class or CupyBackend
+        backend = cls(compiled=entry_points is not None, entry_points=entry_points)
+        with backends.override("cupy", backend):
+            yield cp

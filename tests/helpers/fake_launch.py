@@ -4,28 +4,39 @@ stand-ins for the driver entry points the native launcher calls."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import pytest
 
 from . import fake_cupy
 from .fake_cupy import FakeCuda
 from .fakes import FakeCudaArray
 
 
-class FakeNdarray(FakeCudaArray):
-    """A `cupy.ndarray` look-alike: the attributes the fast paths read, plus the CUDA
-    array interface the general path reads."""
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
-    def __init__(self, n: int, dtype: str = "float32", device: int = 0, **kw: Any) -> None:
+
+class FakeNdarray(FakeCudaArray):
+    """A `cupy.ndarray` look-alike: the attributes the fast paths read (`dtype`, `shape`,
+    `strides` in bytes, `data.ptr`, `data.device_id`), plus the CUDA array interface the
+    general path reads."""
+
+    def __init__(self, n: Any, dtype: str = "float32", device: int = 0, **kw: Any) -> None:
         dt = np.dtype(dtype)
         super().__init__(n, dt.str, device=device, **kw)
         self.dtype = dt
         self.ndim = len(self.shape)
         self.size = int(np.prod(self.shape))
-        self._c_contiguous = kw.get("strides") is None
+        given = kw.get("strides")
+        self.strides = tuple(given) if given is not None else c_strides(self.shape, dt.itemsize)
         self.data = type("MemoryPointer", (), {"ptr": self.ptr, "device_id": device})()
 
 
@@ -81,16 +92,17 @@ class FakeDriver:
         )
 
 
-def install_native(monkeypatch: Any, fake: FakeCuda) -> tuple[Any, FakeDriver]:
-    """Install `fake` as ``cupy`` (with FakeNdarray as its ndarray) and switch the native
-    launcher on with a FakeDriver's entry points; returns the fake module and the driver."""
-    from pyoxide.backends.cupy import _native as cupy_native
-
-    cp = fake_cupy.install(monkeypatch, fake)
-    cp.ndarray = FakeNdarray  # type: ignore[attr-defined]
+@contextlib.contextmanager
+def native_installed(fake: FakeCuda, backend_class: Any = None) -> Iterator[tuple[Any, FakeDriver]]:
+    """Install `fake` as ``cupy`` (with FakeNdarray as its ndarray) and a CuPy backend
+    whose compiled launchers call a FakeDriver's entry points; (the fake module, the
+    driver) while the context lasts."""
     driver = FakeDriver(fake)
-    monkeypatch.setattr(cupy_native, "entry_points", driver.entry_points)
-    return cp, driver
+    with fake_cupy.installed(
+        fake, entry_points=driver.entry_points, backend_class=backend_class
+    ) as cp:
+        cp.ndarray = FakeNdarray  # type: ignore[attr-defined]
+        yield cp, driver
 
 
 def general_bytes(words: tuple[Any, ...]) -> bytes:
@@ -103,10 +115,10 @@ def general_bytes(words: tuple[Any, ...]) -> bytes:
     return bytes(buf)
 
 
-def fake_native(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCuda, FakeDriver]:
+def fake_native() -> Iterator[tuple[FakeCuda, FakeDriver]]:
     """The fake CUDA (two devices) installed with the native launcher switched on; (the
     fake, its driver). Test modules make it their `native` fixture:
     ``native = pytest.fixture(fake_native, name="native")``."""
     fake = FakeCuda(device_count=2)
-    _, driver = install_native(monkeypatch, fake)
-    return fake, driver
+    with native_installed(fake) as (_, driver):
+        yield fake, driver

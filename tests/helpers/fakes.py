@@ -95,6 +95,7 @@ class RecordingBackend:
     launches: list[Launch] = field(default_factory=list)
     loads: list[tuple[str, int]] = field(default_factory=list)
     pointer_queries: list[int] = field(default_factory=list)
+    maps: list[tuple[str, int, Any, list[Any]]] = field(default_factory=list)
 
     def current_device(self) -> int:
         return self.current
@@ -110,10 +111,13 @@ class RecordingBackend:
     def get_function(self, module: Any, entry: str) -> Any:
         return (module, entry)
 
-    def fast_launcher(
-        self, spec: Any, function: Any, device: int, grid_param: int | None, default_block: int
-    ) -> None:
+    def fast_launcher(self, plan: Any, function: Any, device: int) -> None:
         return None  # every recorded launch goes through `launch`
+
+    def tensor_maps(self, kernel: str, device: int, stream: Any, maps: Any) -> tuple[Any, int]:
+        """Records the maps asked for; their "memory" is a fresh fake address."""
+        self.maps.append((kernel, device, stream, list(maps)))
+        return ("maps", len(self.maps)), fresh_ptr()
 
     def launch(self, function: Any, **kw: Any) -> None:
         self.launches.append(Launch(function, **kw))

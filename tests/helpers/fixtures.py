@@ -173,7 +173,7 @@ def manifest_dict(
     }
     toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
     return {
-        "schema": 6,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
+        "schema": 7,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
         "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
         "profile": profile,
         "toolchain": toolchain,

@@ -1,6 +1,7 @@
 """`kernels.gemm_bf16(a, b, c)` without a launch configuration: on an sm_90 GPU, shapes
-TMA takes (n, k multiples of 8) run kernels_sm90a's wgmma + TMA twin, everything else
-kernels_rs's mma.sync kernel, sized from c's shape (pyoxide/_twins.py).
+TMA takes (n, k multiples of 8) run kernels_sm90a's wgmma + TMA variant
+(`#[variant_of(gemm_bf16)]`), everything else kernels_rs's mma.sync kernel, sized from
+c's shape (pyoxide/_variants.py).
 One test body on every array library, against the float64 product of the
 bf16-rounded inputs (tolerance as tests/kernels/test_gemm.py: f32 sums, 1e-5), with
 poisoned outputs.
@@ -15,7 +16,6 @@ from helpers.bundled import sm90a_kernels_manifest
 from test_gemm import BF16, bf16_normal, product
 
 import pyoxide
-from pyoxide._twins import TwinPicker, add_twins
 
 # TMA shapes first (the twin's tails: m, n and k cut tiles of 128, 256 and 64; n = 8 a
 # single partial box), then shapes only the plain kernel takes (n or k not a multiple
@@ -29,9 +29,11 @@ EMU_SHAPES = [(1, 1, 1), (33, 16, 8), (130, 136, 40)]
 
 @pytest.fixture(scope="module")
 def twinned(kernels: pyoxide.Module) -> pyoxide.Module:
-    """kernels_rs as `from pyoxide import kernels` serves it: gemm_bf16 picks its twin."""
+    """kernels_rs as `from pyoxide import kernels` serves it: gemm_bf16 with its variant."""
     module = pyoxide.load(kernels.manifest)
-    add_twins(module, lambda: pyoxide.load(sm90a_kernels_manifest()))
+    assert sorted(module.add_variants(pyoxide.load(sm90a_kernels_manifest()))) == [
+        "gemm_bf16", "gemm_bf16_bf16",
+    ]  # fmt: skip
     return module
 
 
@@ -46,7 +48,7 @@ def _on_sm90(lib: ArrayLib) -> bool:
 @pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
 def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib, name: str):
     picker = twinned[name]
-    assert isinstance(picker, TwinPicker)
+    assert [v.name for v in picker.variants] == [f"{name}_sm90"]
     for m, n, k in GPU_SHAPES if lib.on_gpu else EMU_SHAPES:
         a = bf16_normal((m, k))
         b = bf16_normal((k, n))
@@ -70,8 +72,8 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
 def test_repeated_calls_reuse_the_checked_route(
     twinned: pyoxide.Module, lib: ArrayLib, name: str
 ) -> None:
-    """A second call with the same CuPy arrays goes to the twin's compiled launcher (the
-    remembered route) and still writes every element; new arrays of another shape take
+    """A second call with the same arrays goes to the variant's compiled launcher (its
+    tensor maps kept) and still writes every element; new arrays of another shape take
     the checked path again."""
     picker = twinned[name]
     out = np.float32 if name == "gemm_bf16" else BF16
@@ -88,8 +90,9 @@ def test_repeated_calls_reuse_the_checked_route(
             got = lib.to_numpy(c).ravel().astype(np.float32)
             assert not np.isnan(got).any(), f"{m}x{n}x{k}: unwritten (NaN) output"
             assert rel_err(got, want) < tol, (m, n, k)
-    if lib.name == "cupy" and _on_sm90(lib):
-        assert picker._calls, "the repeated CuPy call did not take the remembered route"
+    if _on_sm90(lib):
+        (variant,) = picker.variants
+        assert variant.launchers, "no compiled launcher for the variant"
 
 
 def test_bf16_result_is_the_f32_result_rounded_once(twinned: pyoxide.Module, lib: ArrayLib):

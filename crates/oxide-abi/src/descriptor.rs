@@ -44,8 +44,50 @@ pub struct KernelDescriptor {
     /// `DisjointSlice`/`&mut [T]` output, blocks of 256 (or the launch bounds).
     #[serde(default)]
     pub launch: Option<LaunchPolicy>,
+    /// `#[variant_of(name)]` (schema 7): a faster kernel for some calls of the kernel
+    /// `name` of another crate (a `#[kernel]` with the same parameters a caller passes),
+    /// which a plain call of `name` runs instead when this one takes its arguments and
+    /// its code runs on the device. Absent for other kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_of: Option<String>,
+    /// `#[launch(..., shared = N)]` (schema 7): the bytes of dynamic shared memory a
+    /// launch without an explicit size gives the kernel. Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes: Option<u32>,
+    /// `#[tensor_maps(maps, a(rows = R), ...)]` (schema 7): TMA tensor maps of some of
+    /// the kernel's arrays, which the launcher makes and passes in the last parameter
+    /// (no caller passes it). Absent for kernels without TMA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_maps: Option<TensorMaps>,
     /// Where the kernel is defined, for messages.
     pub source: SourceLocation,
+}
+
+/// The tensor maps a kernel reads or writes arrays through (TMA), made by the launcher:
+/// `param` is the kernel's last parameter, a `&[u8]` that receives
+/// [`crate::limits::TENSOR_MAP_BYTES`] per map, in order, 64-byte aligned. Each mapped
+/// array is a C-layout 2-D array parameter whose address and row bytes are multiples of
+/// [`crate::limits::TMA_ALIGN_BYTES`] and whose extents are not zero; a call that
+/// breaks one is refused before launch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TensorMaps {
+    pub param: String,
+    pub maps: Vec<TensorMap>,
+}
+
+/// One 2-D tensor map: the array parameter `array` (outer dimension its rows), copied in
+/// boxes of `box_rows` rows of `box_bytes` bytes, swizzled over `swizzle_bytes` in shared
+/// memory (0, 32, 64 or 128; 0: not swizzled).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TensorMap {
+    pub array: String,
+    pub box_rows: u32,
+    pub box_bytes: u32,
+    pub swizzle_bytes: u32,
 }
 
 /// A generic parameter bound to a concrete type or const value in one instance.
@@ -197,6 +239,16 @@ pub enum LaunchPolicy {
         block: [u32; 3],
         tile: [u32; 3],
     },
+    /// Persistent blocks over `tile`s of the shaped array `over` (schema 7): a plain call
+    /// launches `min(tiles, blocks_per_sm · multiprocessors)` blocks of `block` threads
+    /// on x, and each walks tiles `blockIdx.x`, `+ gridDim.x`, … itself (the kernel
+    /// answers for the order). An explicit grid is taken as given.
+    PersistentTiles {
+        over: String,
+        block: [u32; 3],
+        tile: [u32; 3],
+        blocks_per_sm: u32,
+    },
 }
 
 /// The policies whose launches are 1-D (`elementwise`, `grid_stride`): the launcher
@@ -221,7 +273,8 @@ impl LaunchPolicy {
             | LaunchPolicy::BlockPerElement { over, .. }
             | LaunchPolicy::BlockPerRow { over, .. }
             | LaunchPolicy::Segments { over }
-            | LaunchPolicy::Tiles { over, .. } => over,
+            | LaunchPolicy::Tiles { over, .. }
+            | LaunchPolicy::PersistentTiles { over, .. } => over,
         }
     }
 }
@@ -320,6 +373,9 @@ mod tests {
                 per_thread: 4,
                 block: 256,
             }),
+            variant_of: Some("saxpy_plain".into()),
+            shared_bytes: Some(4096),
+            tensor_maps: None,
             source: SourceLocation {
                 module: "k".into(),
                 file: "src/lib.rs".into(),
@@ -380,6 +436,12 @@ mod tests {
                 over: over(),
                 block: [16, 16, 1],
                 tile: [16, 16, 1],
+            },
+            LaunchPolicy::PersistentTiles {
+                over: over(),
+                block: [384, 1, 1],
+                tile: [256, 128, 1],
+                blocks_per_sm: 1,
             },
         ];
         for p in all {

@@ -31,7 +31,7 @@ pub use types::{ParamKind, ScalarType};
 
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.
-pub const MANIFEST_SCHEMA_VERSION: u32 = 6;
+pub const MANIFEST_SCHEMA_VERSION: u32 = 7;
 
 /// Version of the descriptor encoding embedded by `#[kernel]`. The link step refuses
 /// descriptors from a different version (the macro and cargo-oxide were built apart).

@@ -30,3 +30,10 @@ pub const MAX_CLUSTER_SIZE: u32 = 8;
 /// `barrier.cluster`): Hopper. LLVM drops the cluster attribute for older targets
 /// without a word, so `cargo oxide build` refuses them for cluster kernels.
 pub const MIN_CLUSTER_ARCH: u32 = 90;
+/// TMA (`cp.async.bulk.tensor`): a tensor map's global address and the bytes between its
+/// rows must be multiples of this (`cuTensorMapEncodeTiled` refuses others).
+pub const TMA_ALIGN_BYTES: u32 = 16;
+/// The most rows (or elements along any box dimension) one TMA box spans.
+pub const TMA_MAX_BOX: u32 = 256;
+/// Bytes of one encoded tensor map (`CUtensorMap`), 64-byte aligned where it is read.
+pub const TENSOR_MAP_BYTES: u32 = 128;

@@ -103,7 +103,10 @@ pub fn module_source() -> String {
          MAX_ARRAY_RANK = {}\n\
          MAX_ARRAY_EXTENT = {}\n\
          MAX_CLUSTER_SIZE = {}\n\
-         MIN_CLUSTER_ARCH = {}\n\n",
+         MIN_CLUSTER_ARCH = {}\n\
+         TMA_ALIGN_BYTES = {}\n\
+         TMA_MAX_BOX = {}\n\
+         TENSOR_MAP_BYTES = {}\n\n",
         limits::MAX_THREADS_PER_BLOCK,
         dim(limits::MAX_BLOCK_DIM),
         dim(limits::MAX_GRID_DIM),
@@ -116,6 +119,9 @@ pub fn module_source() -> String {
         crate::shape::MAX_ARRAY_EXTENT,
         limits::MAX_CLUSTER_SIZE,
         limits::MIN_CLUSTER_ARCH,
+        limits::TMA_ALIGN_BYTES,
+        limits::TMA_MAX_BOX,
+        limits::TENSOR_MAP_BYTES,
     );
     let one_d: Vec<String> = crate::descriptor::ONE_D_POLICIES
         .iter()

@@ -118,7 +118,7 @@ pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
 pub use oxide_macros::{
     cluster_launch, constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds,
-    launch_contract, shapes, unroll,
+    launch_contract, shapes, tensor_maps, unroll, variant_of,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

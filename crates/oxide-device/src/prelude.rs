@@ -16,5 +16,5 @@ pub use crate::vector::{SliceVectors, Vector};
 pub use crate::{atomic, shared, thread, vector, warp};
 pub use crate::{
     cluster_launch, device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds,
-    shapes, shared_array,
+    shapes, shared_array, tensor_maps, variant_of,
 };

@@ -107,6 +107,9 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
         launch_bounds: kernel.launch_bounds,
         cluster: kernel.cluster,
         launch: launch_policy(kernel, inst),
+        variant_of: kernel.variant_of.clone(),
+        shared_bytes: kernel.launch.as_ref().and_then(|l| l.shared),
+        tensor_maps: kernel.tensor_maps.clone(),
         source: SourceLocation {
             module: String::new(),
             file: String::new(),
@@ -159,6 +162,15 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
         LaunchKind::Tiles => {
             let (block, tile) = l.tiles.expect("validated");
             LaunchPolicy::Tiles { over, block, tile }
+        }
+        LaunchKind::PersistentTiles => {
+            let (block, tile) = l.tiles.expect("validated");
+            LaunchPolicy::PersistentTiles {
+                over,
+                block,
+                tile,
+                blocks_per_sm: l.blocks_per_sm,
+            }
         }
     })
 }
@@ -395,6 +407,9 @@ mod tests {
                 }),
                 cluster: None,
                 launch: None,
+                variant_of: None,
+                shared_bytes: None,
+                tensor_maps: None,
                 source: SourceLocation {
                     module: "my_crate::m".into(),
                     file: "src/lib.rs".into(),

@@ -118,6 +118,33 @@ pub fn shapes(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// `#[variant_of(kernel)]` on a `#[kernel]` function: this kernel is a faster variant of
+/// the kernel `kernel` of another crate for the calls it takes (the same parameters a
+/// caller passes; its own shape contract, launch policy and architecture decide which
+/// calls). Recorded in the descriptor; pyoxide runs it for a plain call of `kernel` where
+/// it takes the arguments and its code runs on the device, and `kernel` everywhere else.
+#[proc_macro_attribute]
+pub fn variant_of(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(parse::VARIANT_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[tensor_maps(maps, a(rows = 128), b(rows = 64), ...)]` on a `#[kernel]` function:
+/// the kernel reads or writes the listed 2-D arrays through TMA tensor maps, which the
+/// launcher makes (the driver's `cuTensorMapEncodeTiled`) and passes in `maps`, the
+/// kernel's last parameter (`&[u8]`, 128 bytes a map, in order, 64-byte aligned), which
+/// no caller passes. Each map copies boxes of `rows` rows of `bytes` bytes (default 128)
+/// with the `swizzle`-byte swizzle (default 128; 0 for none). A mapped array must be a
+/// C-layout `Array2`/`DisjointArray2` whose address and rows are multiples of 16 bytes;
+/// the launcher refuses other calls before launch.
+#[proc_macro_attribute]
+pub fn tensor_maps(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(parse::TENSOR_MAPS_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// `#[constant] static NAME: ConstantMemory<T> = ConstantMemory::UNINIT;`: a value
 /// in constant memory that the host sets before launching (cuda-oxide's constant
 /// memory; Python: `module.set_<name>(value)`). See `oxide_device::constant`.
@@ -199,6 +226,11 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
             let _ = parse::take_attr::<parse::LaunchSyntax>(&mut func.attrs, parse::LAUNCH_ATTR);
             let _ = parse::take_attr::<parse::ShapesSyntax>(&mut func.attrs, parse::SHAPES_ATTR);
             let _ = parse::take_attr::<parse::ClusterSyntax>(&mut func.attrs, parse::CLUSTER_ATTR);
+            let _ = parse::take_attr::<parse::VariantSyntax>(&mut func.attrs, parse::VARIANT_ATTR);
+            let _ = parse::take_attr::<parse::TensorMapsSyntax>(
+                &mut func.attrs,
+                parse::TENSOR_MAPS_ATTR,
+            );
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),

@@ -18,6 +18,10 @@ pub const LAUNCH_ATTR: &str = "launch";
 pub const SHAPES_ATTR: &str = "shapes";
 /// The thread-block cluster's attribute (cuda-oxide's spelling), likewise.
 pub const CLUSTER_ATTR: &str = "cluster_launch";
+/// `#[variant_of(kernel)]`, likewise.
+pub const VARIANT_ATTR: &str = "variant_of";
+/// `#[tensor_maps(param, array(rows = R), ...)]`, likewise.
+pub const TENSOR_MAPS_ATTR: &str = "tensor_maps";
 
 /// Everything written at the kernel's definition, parsed but not yet checked.
 pub struct KernelInput {
@@ -28,6 +32,8 @@ pub struct KernelInput {
     pub launch: Option<LaunchSyntax>,
     pub shapes: Option<ShapesSyntax>,
     pub cluster: Option<ClusterSyntax>,
+    pub variant_of: Option<VariantSyntax>,
+    pub tensor_maps: Option<TensorMapsSyntax>,
     /// Under `#[cuda_module]`, a generic kernel without listed instances is
     /// instantiated by cuda-oxide's host launches: here it builds with none
     /// (`compat::HOST_INSTANCED`).
@@ -162,6 +168,68 @@ impl Parse for LaunchSyntax {
     }
 }
 
+/// `#[variant_of(kernel)]`: the kernel (of another crate) this one is a variant of.
+pub struct VariantSyntax {
+    pub kernel: Ident,
+}
+
+impl Parse for VariantSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let usage = "expected #[variant_of(kernel)], naming the kernel this one is a \
+                     faster variant of, e.g. #[variant_of(gemm_bf16)]";
+        let kernel = Ident::parse_any(input).map_err(|e| syn::Error::new(e.span(), usage))?;
+        if !input.is_empty() {
+            return Err(syn::Error::new(input.span(), usage));
+        }
+        Ok(VariantSyntax { kernel })
+    }
+}
+
+/// `#[tensor_maps(maps, a(rows = 128), b(rows = 64, bytes = 128, swizzle = 128))]`: the
+/// derived parameter, then one map per entry (an array parameter and its box).
+pub struct TensorMapsSyntax {
+    pub param: Ident,
+    pub maps: Vec<TensorMapSyntax>,
+}
+
+pub struct TensorMapSyntax {
+    pub array: Ident,
+    pub options: Vec<(Ident, LitInt)>,
+}
+
+impl Parse for TensorMapsSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let usage = "expected #[tensor_maps(param, array(rows = R), ...)], e.g. \
+                     #[tensor_maps(maps, a(rows = 128), b(rows = 64))]";
+        let param: Ident = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), usage))?;
+        let mut maps = Vec::new();
+        while !input.is_empty() {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() {
+                break;
+            }
+            let array: Ident = input
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
+            let content;
+            parenthesized!(content in input);
+            let mut options = Vec::new();
+            while !content.is_empty() {
+                let key: Ident = content.parse()?;
+                content.parse::<Token![=]>()?;
+                options.push((key, content.parse::<LitInt>()?));
+                if !content.is_empty() {
+                    content.parse::<Token![,]>()?;
+                }
+            }
+            maps.push(TensorMapSyntax { array, options });
+        }
+        Ok(TensorMapsSyntax { param, maps })
+    }
+}
+
 /// One entry of `#[kernel(f32, f64)]` or `#[kernel((f32, 4), (f64, 8))]`.
 pub struct InstanceSyntax {
     pub args: Vec<GenericArgument>,
@@ -293,6 +361,8 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
     let launch = take_attr::<LaunchSyntax>(&mut func.attrs, LAUNCH_ATTR);
     let shapes = take_attr::<ShapesSyntax>(&mut func.attrs, SHAPES_ATTR);
     let cluster = take_attr::<ClusterSyntax>(&mut func.attrs, CLUSTER_ATTR);
+    let variant_of = take_attr::<VariantSyntax>(&mut func.attrs, VARIANT_ATTR);
+    let tensor_maps = take_attr::<TensorMapsSyntax>(&mut func.attrs, TENSOR_MAPS_ATTR);
     let (launch_bounds, launch) = match (launch_bounds, launch) {
         (Ok(lb), Ok(l)) => (lb, l),
         (Err(mut a), Err(b)) => {
@@ -309,6 +379,8 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         launch,
         shapes: shapes?,
         cluster,
+        variant_of: variant_of?,
+        tensor_maps: tensor_maps?,
         host_instanced: false,
     })
 }

@@ -15,6 +15,7 @@ use crate::parse::{InstanceSyntax, KernelInput};
 
 mod launch;
 mod shape;
+mod variant;
 
 pub use launch::{Launch, LaunchKind, PerThread};
 use launch::{check_cluster, check_launch, check_launch_bounds};
@@ -35,6 +36,10 @@ pub struct Kernel {
     pub launch: Option<Launch>,
     /// `#[cluster_launch(x, y, z)]`: blocks per cluster, checked.
     pub cluster: Option<[u32; 3]>,
+    /// `#[variant_of(kernel)]`: the kernel this one is a variant of.
+    pub variant_of: Option<String>,
+    /// `#[tensor_maps(...)]`, checked.
+    pub tensor_maps: Option<oxide_abi::descriptor::TensorMaps>,
 }
 
 pub struct Param {
@@ -132,6 +137,8 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         launch,
         shapes,
         cluster,
+        variant_of,
+        tensor_maps,
         host_instanced,
     } = input;
     let sig = &func.sig;
@@ -169,6 +176,8 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
     let launch_bounds = launch_bounds.and_then(|lb| check_launch_bounds(lb, &mut errors));
     let launch = launch.and_then(|l| check_launch(l, &params, launch_bounds, &mut errors));
     let cluster = cluster.and_then(|c| check_cluster(c, &mut errors));
+    let variant_of = variant_of.and_then(|v| variant::check_variant(v, &name, &mut errors));
+    let tensor_maps = tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &mut errors));
 
     match errors.0 {
         Some(e) => Err(e),
@@ -181,6 +190,8 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
             launch_bounds,
             launch,
             cluster,
+            variant_of,
+            tensor_maps,
         }),
     }
 }

@@ -1,72 +1,174 @@
-//! [`KernelBase`] and [`ConfiguredBase`]: the calls `kernel(*args)` and
-//! `kernel[grid, block](*args)`, in compiled code.
+//! [`KernelBase`] and [`ConfiguredBase`]: the base classes of pyoxide's `Kernel`,
+//! `GenericKernel` and `_Configured` (pyoxide/_launch.py), whose calls `kernel(*args)`,
+//! `kernel[grid, block]` and `kernel[grid, block](*args)` run here, in compiled code.
 //!
-//! `kernel(*args)` with a Python `Kernel.__call__` costs a Python frame (an args tuple, an
-//! empty kwargs dict, an attribute read) before the launcher is even called. When this
-//! module imports, pyoxide makes its kernels of a subclass of this class and `Kernel`
-//! (pyoxide/_launch.py, `kernel_class`), so the interpreter calls
-//! [`KernelBase::__call__`] straight from the call site: it runs the installed fast launcher and, only when that declines (or there
-//! is none yet, or keywords were passed), calls the Python general path
-//! `self._call_general(args, kwargs)`. Semantics are those of the Python `Kernel.__call__`.
-//! `ConfiguredBase` does the same for `_Configured` (`kernel[grid, block]`), with the
-//! configuration its Python `__init__` checked once.
+//! A kernel holds its compiled launchers (one per device, installed by the general path
+//! after a launch there), the kernels it tries before them on a plain call (its
+//! variants: faster kernels of other modules for some calls) and after them (a generic
+//! kernel's instances), and two hooks, passed in by its Python class: `general(kernel,
+//! args, kwargs)`, the general path, for any call no launcher takes, and
+//! `configure(kernel, config) -> configured` for `kernel[config]`, whose result is kept
+//! per config when the config is made of ints alone.
+//!
+//! Hooks run Python code. When PyTorch has been imported, they are called through
+//! `torch.compiler.disable` (made once per hook), so that a `torch.compile`d function
+//! calling a kernel breaks its graph at the call instead of tracing pyoxide's launch
+//! path; nothing is imported for that, and without PyTorch the hooks are called as they
+//! are.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::launcher::{Launcher, parse_config};
+use crate::launcher::{Launcher, Outcome, parse_config};
 
-/// The fast launcher a kernel holds (`kernel._fast`).
-enum Fast {
-    None,
-    /// The native launcher, called without going through Python.
-    Native(Py<Launcher>),
-    /// Any other `fast(args, cfg) -> bool` (a stand-in in tests).
-    Python(Py<PyAny>),
+/// Configurations kept per kernel (more: the cache starts over).
+const MAX_CONFIGS: usize = 64;
+
+/// A kernel's launch paths, replaced as a whole (calls read a snapshot, lock-free after
+/// one clone of the Arc, so no lock is held while Python code runs).
+#[derive(Default)]
+struct Paths {
+    launchers: Vec<Py<Launcher>>,
+    variants: Vec<Py<KernelBase>>,
+    instances: Vec<Py<KernelBase>>,
 }
 
-impl Fast {
-    fn clone_ref(&self, py: Python<'_>) -> Fast {
-        match self {
-            Fast::None => Fast::None,
-            Fast::Native(l) => Fast::Native(l.clone_ref(py)),
-            Fast::Python(f) => Fast::Python(f.clone_ref(py)),
-        }
+/// A Python hook, and the same wrapped by `torch.compiler.disable` once needed.
+#[derive(Default)]
+struct Hook {
+    plain: Option<Py<PyAny>>,
+    opaque: Option<Py<PyAny>>,
+}
+
+impl Hook {
+    fn set(&mut self, plain: Py<PyAny>) -> Hook {
+        std::mem::replace(
+            self,
+            Hook {
+                plain: Some(plain),
+                opaque: None,
+            },
+        )
     }
 
-    /// Try the launch: `cfg` parsed for the native launcher, `cfg_obj` as given (None or
-    /// the checked tuple) for a Python one. False: declined, nothing launched.
-    fn launch(
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for h in [&self.plain, &self.opaque].into_iter().flatten() {
+            visit.call(h)?;
+        }
+        Ok(())
+    }
+}
+
+/// The hook to call: `hook`'s own function, or, when PyTorch has been imported, the
+/// same through `torch.compiler.disable` (made once, kept in `hook`).
+fn callable<'py>(py: Python<'py>, hook: &Mutex<Hook>) -> PyResult<Bound<'py, PyAny>> {
+    let (plain, opaque) = {
+        let hook = locked(hook);
+        let Some(plain) = &hook.plain else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "the hooks of this kernel object are not set",
+            ));
+        };
+        (
+            plain.clone_ref(py),
+            hook.opaque.as_ref().map(|o| o.clone_ref(py)),
+        )
+    };
+    let Some(torch) = loaded_torch(py) else {
+        return Ok(plain.into_bound(py));
+    };
+    if let Some(opaque) = opaque {
+        return Ok(opaque.into_bound(py));
+    }
+    let disable = torch
+        .getattr(pyo3::intern!(py, "compiler"))
+        .and_then(|c| c.getattr(pyo3::intern!(py, "disable")));
+    let Ok(disable) = disable else {
+        return Ok(plain.into_bound(py)); // a PyTorch without torch.compiler
+    };
+    let opaque = disable.call1((plain,))?;
+    locked(hook).opaque = Some(opaque.clone().unbind());
+    Ok(opaque)
+}
+
+/// PyTorch's module when it has been imported (never imported here).
+fn loaded_torch(py: Python<'_>) -> Option<Bound<'_, PyModule>> {
+    let modules = py
+        .import(pyo3::intern!(py, "sys"))
+        .ok()?
+        .getattr(pyo3::intern!(py, "modules"))
+        .ok()?;
+    let torch = modules.get_item(pyo3::intern!(py, "torch")).ok()?;
+    torch.cast_into::<PyModule>().ok()
+}
+
+#[pyclass(frozen, subclass, weakref, module = "pyoxide._native")]
+pub struct KernelBase {
+    paths: Mutex<Arc<Paths>>,
+    general: Mutex<Hook>,
+    configure: Mutex<Hook>,
+    configs: Mutex<Option<Py<PyDict>>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl KernelBase {
+    fn paths(&self) -> Arc<Paths> {
+        locked(&self.paths).clone()
+    }
+
+    fn replace_paths(&self, update: impl FnOnce(&Paths, Python<'_>) -> Paths, py: Python<'_>) {
+        let old = {
+            let mut paths = locked(&self.paths);
+            let new = Arc::new(update(&paths, py));
+            std::mem::replace(&mut *paths, new)
+        };
+        drop(old); // outside the lock: dropping a launcher may run Python code
+    }
+
+    /// Try this kernel's own launchers.
+    fn try_own(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
         cfg: Option<[u32; 7]>,
-        cfg_obj: Py<PyAny>,
-    ) -> PyResult<bool> {
-        match self {
-            Fast::None => Ok(false),
-            Fast::Native(l) => l.get().launch(py, args, cfg),
-            Fast::Python(f) => f.bind(py).call1((args, cfg_obj))?.is_truthy(),
+    ) -> PyResult<Outcome> {
+        for launcher in &self.paths().launchers {
+            let outcome = launcher.get().launch(py, args, cfg)?;
+            if outcome != Outcome::Declined {
+                return Ok(outcome);
+            }
         }
+        Ok(Outcome::Declined)
     }
-}
 
-#[pyclass(frozen, subclass, module = "pyoxide._native")]
-pub struct KernelBase {
-    /// Behind a lock because the class is frozen (shared between threads); held only to
-    /// copy or swap the reference, never across a call into Python or the driver.
-    fast: Mutex<Fast>,
-}
-
-impl KernelBase {
-    fn fast(&self, py: Python<'_>) -> Fast {
-        self.fast
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone_ref(py)
+    /// A plain call: the variants' launchers, the kernel's own, the instances'.
+    fn try_plain(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Outcome> {
+        let paths = self.paths();
+        for kernel in &paths.variants {
+            let outcome = kernel.get().try_own(py, args, None)?;
+            if outcome != Outcome::Declined {
+                return Ok(outcome);
+            }
+        }
+        for launcher in &paths.launchers {
+            let outcome = launcher.get().launch(py, args, None)?;
+            if outcome != Outcome::Declined {
+                return Ok(outcome);
+            }
+        }
+        for kernel in &paths.instances {
+            let outcome = kernel.get().try_own(py, args, None)?;
+            if outcome != Outcome::Declined {
+                return Ok(outcome);
+            }
+        }
+        Ok(Outcome::Declined)
     }
 }
 
@@ -77,61 +179,133 @@ impl KernelBase {
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> KernelBase {
         KernelBase {
-            fast: Mutex::new(Fast::None),
+            paths: Mutex::new(Arc::new(Paths::default())),
+            general: Mutex::new(Hook::default()),
+            configure: Mutex::new(Hook::default()),
+            configs: Mutex::new(None),
         }
     }
 
-    /// The fast launcher: None, a `pyoxide._native.Launcher`, or any
-    /// `fast(args, cfg) -> bool` callable.
-    #[getter(_fast)]
-    fn get_fast(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        match self.fast(py) {
-            Fast::None => None,
-            Fast::Native(l) => Some(l.into_any()),
-            Fast::Python(f) => Some(f),
-        }
-    }
-
-    #[setter(_fast)]
-    fn set_fast(&self, value: Bound<'_, PyAny>) {
-        let fast = if value.is_none() {
-            Fast::None
-        } else if let Ok(launcher) = value.cast_exact::<Launcher>() {
-            Fast::Native(launcher.clone().unbind())
-        } else {
-            Fast::Python(value.unbind())
-        };
-        let old = std::mem::replace(
-            &mut *self.fast.lock().unwrap_or_else(|e| e.into_inner()),
-            fast,
+    /// Set the general path, `general(kernel, args, kwargs)`, and `configure(kernel,
+    /// config) -> configured`.
+    fn set_hooks(&self, general: Py<PyAny>, configure: Py<PyAny>) {
+        let old = (
+            locked(&self.general).set(general),
+            locked(&self.configure).set(configure),
         );
-        drop(old); // outside the lock: dropping a launcher may run Python code
+        drop(old); // outside the locks
     }
 
-    /// The fast launcher is the one reference the GC cannot see through the instance
-    /// dict (a user's `kernel._fast = other.method` could close a cycle).
+    /// Install `launcher`, replacing one for its device, and drop those of another knob
+    /// generation.
+    fn install(&self, py: Python<'_>, launcher: Py<Launcher>) {
+        let device = launcher.get().device_id();
+        self.replace_paths(
+            |p, py| Paths {
+                launchers: p
+                    .launchers
+                    .iter()
+                    .filter(|l| l.get().is_current() && l.get().device_id() != device)
+                    .map(|l| l.clone_ref(py))
+                    .chain(std::iter::once(launcher))
+                    .collect(),
+                variants: p.variants.iter().map(|k| k.clone_ref(py)).collect(),
+                instances: p.instances.iter().map(|k| k.clone_ref(py)).collect(),
+            },
+            py,
+        );
+    }
+
+    /// Drop the launchers of another knob generation.
+    fn prune(&self, py: Python<'_>) {
+        if self.paths().launchers.iter().all(|l| l.get().is_current()) {
+            return;
+        }
+        self.replace_paths(
+            |p, py| Paths {
+                launchers: p
+                    .launchers
+                    .iter()
+                    .filter(|l| l.get().is_current())
+                    .map(|l| l.clone_ref(py))
+                    .collect(),
+                variants: p.variants.iter().map(|k| k.clone_ref(py)).collect(),
+                instances: p.instances.iter().map(|k| k.clone_ref(py)).collect(),
+            },
+            py,
+        );
+    }
+
+    /// The kernels a plain call tries before this one's launchers (its variants).
+    fn set_variants(&self, py: Python<'_>, variants: Vec<Py<KernelBase>>) {
+        self.replace_paths(
+            |p, py| Paths {
+                launchers: p.launchers.iter().map(|l| l.clone_ref(py)).collect(),
+                variants,
+                instances: p.instances.iter().map(|k| k.clone_ref(py)).collect(),
+            },
+            py,
+        );
+    }
+
+    /// The kernels a plain call tries after this one's launchers (a generic kernel's
+    /// instances).
+    fn set_instances(&self, py: Python<'_>, instances: Vec<Py<KernelBase>>) {
+        self.replace_paths(
+            |p, py| Paths {
+                launchers: p.launchers.iter().map(|l| l.clone_ref(py)).collect(),
+                variants: p.variants.iter().map(|k| k.clone_ref(py)).collect(),
+                instances,
+            },
+            py,
+        );
+    }
+
+    /// The compiled launchers this kernel's own calls go to (one per device).
+    #[getter]
+    fn launchers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.paths().launchers.iter().map(|l| l.clone_ref(py)))
+    }
+
+    /// The variants a plain call tries first.
+    #[getter]
+    fn variants<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.paths().variants.iter().map(|k| k.clone_ref(py)))
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        // try_lock: the lock is never held while Python runs, but a traversal must not
+        // try_lock: locks are never held while Python runs, but a traversal must not
         // block in any case.
-        if let Ok(fast) = self.fast.try_lock() {
-            match &*fast {
-                Fast::None => {}
-                Fast::Native(l) => visit.call(l)?,
-                Fast::Python(f) => visit.call(f)?,
+        if let Ok(paths) = self.paths.try_lock() {
+            for l in &paths.launchers {
+                visit.call(l)?;
             }
+            for k in paths.variants.iter().chain(&paths.instances) {
+                visit.call(k)?;
+            }
+        }
+        for hook in [&self.general, &self.configure] {
+            if let Ok(hook) = hook.try_lock() {
+                hook.traverse(&visit)?;
+            }
+        }
+        if let Ok(configs) = self.configs.try_lock()
+            && let Some(c) = &*configs
+        {
+            visit.call(c)?;
         }
         Ok(())
     }
 
     fn __clear__(&self) {
-        let old = std::mem::replace(
-            &mut *self.fast.lock().unwrap_or_else(|e| e.into_inner()),
-            Fast::None,
-        );
-        drop(old);
+        let paths = std::mem::take(&mut *locked(&self.paths));
+        let general = std::mem::take(&mut *locked(&self.general));
+        let configure = std::mem::take(&mut *locked(&self.configure));
+        let configs = locked(&self.configs).take();
+        drop((paths, general, configure, configs));
     }
 
-    /// `kernel(*args)`: the fast launcher, else `self._call_general(args, kwargs)`.
+    /// `kernel(*args)`: a launcher, else the general hook.
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__(
         slf: &Bound<'_, Self>,
@@ -139,34 +313,70 @@ impl KernelBase {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let py = slf.py();
-        if kwargs.is_none_or(|k| k.is_empty())
-            && slf.get().fast(py).launch(py, args, None, py.None())?
-        {
+        let me = slf.get();
+        if kwargs.is_none_or(|k| k.is_empty()) && me.try_plain(py, args)? == Outcome::Launched {
             return Ok(());
         }
-        slf.call_method1(pyo3::intern!(py, "_call_general"), (args, kwargs))?;
+        callable(py, &me.general)?.call1((slf, args, kwargs))?;
         Ok(())
+    }
+
+    /// `kernel[config]`: the configured call kept for `config`, else the configure hook's
+    /// (kept when the configuration is made of ints alone).
+    fn __getitem__<'py>(
+        slf: &Bound<'py, Self>,
+        config: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        let keep = of_ints(config);
+        let configs = locked(&me.configs).as_ref().map(|c| c.clone_ref(py));
+        if keep
+            && let Some(configs) = &configs
+            && let Some(kept) = configs.bind(py).get_item(config)?
+        {
+            return Ok(kept);
+        }
+        let configured = callable(py, &me.configure)?.call1((slf, config))?;
+        if keep {
+            let configs = match configs {
+                Some(c) if c.bind(py).len() < MAX_CONFIGS => c,
+                _ => {
+                    let fresh = PyDict::new(py).unbind();
+                    *locked(&me.configs) = Some(fresh.clone_ref(py));
+                    fresh
+                }
+            };
+            configs.bind(py).set_item(config, &configured)?;
+        }
+        Ok(configured)
     }
 }
 
+/// Whether `config` is a tuple of exact ints and tuples of exact ints: a key that equals
+/// only itself (`(1.0, 256) == (1, 256)` and `True == 1` would reach another's entry),
+/// and keeps no other object alive.
+fn of_ints(config: &Bound<'_, PyAny>) -> bool {
+    let ints = |t: &Bound<'_, PyTuple>| t.iter().all(|x| x.is_exact_instance_of::<PyInt>());
+    config.cast_exact::<PyTuple>().is_ok_and(|t| {
+        t.iter().all(|c| {
+            c.is_exact_instance_of::<PyInt>() || c.cast_exact::<PyTuple>().is_ok_and(&ints)
+        })
+    })
+}
+
 /// What a configured call needs besides the arguments, set by `_Configured.__init__`.
+#[derive(Default)]
 struct Configured {
-    /// `_kernel`: a kernel (a KernelBase, whose launcher is read directly) or a generic one.
-    kernel: Option<Py<PyAny>>,
-    /// `_checked`: the configuration the fast path may use, parsed and as given (for a
-    /// Python fast launcher); None: every call takes the general path.
-    checked: Option<([u32; 7], Py<PyTuple>)>,
+    kernel: Option<Py<KernelBase>>,
+    /// The configuration the fast path may use; None: every call takes the general path.
+    checked: Option<[u32; 7]>,
 }
 
 #[pyclass(frozen, subclass, module = "pyoxide._native")]
 pub struct ConfiguredBase {
     state: Mutex<Configured>,
-}
-
-impl ConfiguredBase {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Configured> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    general: Mutex<Hook>,
 }
 
 #[pymethods]
@@ -175,73 +385,72 @@ impl ConfiguredBase {
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> ConfiguredBase {
         ConfiguredBase {
-            state: Mutex::new(Configured {
-                kernel: None,
-                checked: None,
-            }),
+            state: Mutex::new(Configured::default()),
+            general: Mutex::new(Hook::default()),
         }
     }
 
-    #[getter(_kernel)]
-    fn get_kernel(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.lock().kernel.as_ref().map(|k| k.clone_ref(py))
-    }
-
-    #[setter(_kernel)]
-    fn set_kernel(&self, kernel: Bound<'_, PyAny>) {
-        let new = (!kernel.is_none()).then(|| kernel.unbind());
-        let old = std::mem::replace(&mut self.lock().kernel, new);
-        drop(old); // outside the lock
-    }
-
-    /// The checked configuration (gx, gy, gz, bx, by, bz, shared_mem), or None.
-    #[getter(_checked)]
-    fn get_checked(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
-        self.lock().checked.as_ref().map(|(_, t)| t.clone_ref(py))
-    }
-
-    #[setter(_checked)]
-    fn set_checked(&self, checked: Bound<'_, PyAny>) -> PyResult<()> {
-        let new = if checked.is_none() {
-            None
-        } else {
-            let parsed = parse_config(&checked).ok_or_else(|| {
+    /// Bind the configured call: its kernel, the configuration checked once
+    /// (gx, gy, gz, bx, by, bz, shared_mem) or None, and the general path,
+    /// `general(configured, args, kwargs)`.
+    fn bind(
+        &self,
+        kernel: Py<KernelBase>,
+        checked: Option<Bound<'_, PyAny>>,
+        general: Py<PyAny>,
+    ) -> PyResult<()> {
+        let checked = match checked {
+            None => None,
+            Some(c) if c.is_none() => None,
+            Some(c) => Some(parse_config(&c).ok_or_else(|| {
                 pyo3::exceptions::PyValueError::new_err(
-                    "_checked must be None or a 7-tuple of ints that fit u32",
+                    "checked must be None or a 7-tuple of ints that fit u32",
                 )
-            })?;
-            Some((parsed, checked.cast_into_exact::<PyTuple>()?.unbind()))
+            })?),
         };
-        let old = std::mem::replace(&mut self.lock().checked, new);
+        let old = (
+            std::mem::replace(
+                &mut *locked(&self.state),
+                Configured {
+                    kernel: Some(kernel),
+                    checked,
+                },
+            ),
+            locked(&self.general).set(general),
+        );
         drop(old);
         Ok(())
     }
 
+    /// The configuration the fast path uses, or None.
+    #[getter]
+    fn checked<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        locked(&self.state)
+            .checked
+            .map(|c| PyTuple::new(py, c))
+            .transpose()
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        if let Ok(state) = self.state.try_lock() {
-            if let Some(k) = &state.kernel {
-                visit.call(k)?;
-            }
-            if let Some((_, t)) = &state.checked {
-                visit.call(t)?;
-            }
+        if let Ok(state) = self.state.try_lock()
+            && let Some(k) = &state.kernel
+        {
+            visit.call(k)?;
+        }
+        if let Ok(hook) = self.general.try_lock() {
+            hook.traverse(&visit)?;
         }
         Ok(())
     }
 
     fn __clear__(&self) {
-        let old = std::mem::replace(
-            &mut *self.lock(),
-            Configured {
-                kernel: None,
-                checked: None,
-            },
-        );
-        drop(old);
+        let state = std::mem::take(&mut *locked(&self.state));
+        let general = std::mem::take(&mut *locked(&self.general));
+        drop((state, general));
     }
 
-    /// `kernel[grid, block](*args)`: the kernel's fast launcher with the checked
-    /// configuration, else `self._call_general(args, kwargs)`.
+    /// `kernel[grid, block](*args)`: the kernel's launchers with the checked
+    /// configuration, else the general hook.
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__(
         slf: &Bound<'_, Self>,
@@ -249,27 +458,21 @@ impl ConfiguredBase {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let py = slf.py();
-        if kwargs.is_none_or(|k| k.is_empty()) {
-            let (kernel, checked) = {
-                let state = slf.get().lock();
-                let checked = state.checked.as_ref().map(|(c, t)| (*c, t.clone_ref(py)));
-                (state.kernel.as_ref().map(|k| k.clone_ref(py)), checked)
-            };
-            if let (Some(kernel), Some((cfg, cfg_tuple))) = (kernel, checked) {
-                let kernel = kernel.bind(py);
-                let fast = match kernel.cast::<KernelBase>() {
-                    Ok(k) => k.get().fast(py),
-                    Err(_) => match kernel.getattr(pyo3::intern!(py, "_fast"))? {
-                        f if f.is_none() => Fast::None,
-                        f => Fast::Python(f.unbind()),
-                    },
-                };
-                if fast.launch(py, args, Some(cfg), cfg_tuple.into_any())? {
-                    return Ok(());
-                }
-            }
+        let me = slf.get();
+        let (kernel, checked) = {
+            let state = locked(&me.state);
+            (
+                state.kernel.as_ref().map(|k| k.clone_ref(py)),
+                state.checked,
+            )
+        };
+        if kwargs.is_none_or(|k| k.is_empty())
+            && let (Some(kernel), Some(cfg)) = (&kernel, checked)
+            && kernel.get().try_own(py, args, Some(cfg))? == Outcome::Launched
+        {
+            return Ok(());
         }
-        slf.call_method1(pyo3::intern!(py, "_call_general"), (args, kwargs))?;
+        callable(py, &me.general)?.call1((slf, args, kwargs))?;
         Ok(())
     }
 }

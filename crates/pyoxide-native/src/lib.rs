@@ -1,15 +1,32 @@
-//! `pyoxide._native`: the compiled launch fast path for CuPy arrays.
+//! `pyoxide._native`: the compiled launch fast path, and the base classes of pyoxide's
+//! kernels.
 //!
-//! A [`launcher::Launcher`] is built once per kernel and device by
-//! pyoxide/backends/cupy/_native.py; [`kernel::KernelBase`] and [`kernel::ConfiguredBase`]
-//! are the compiled `__call__` of pyoxide's kernel classes, which run it. Modules depend
-//! on each other one way: kernel → launcher → params, stream, driver, knobs.
+//! The contract with Python, all of it passed in, none of it read from private state:
+//! - a [`plan::Plan`], the one fast description of a kernel that pyoxide/_fastplan.py
+//!   builds from its manifest entry (parameters, grid rule, shared memory);
+//! - a [`runtime::Runtime`] per backend: the driver's entry points, the array libraries
+//!   it binds through a Python hook, the [`record::LaunchRecord`] of the last launch, and
+//!   the error hook that makes the exception for a failed launch;
+//! - the knob generation ([`generation`]), which pyoxide/_launch.py publishes from
+//!   pyoxide/_knobs.py: a launcher declines every call of another generation.
+//!
+//! [`launcher::Launcher`] is built once per kernel and device by the backend;
+//! [`kernel::KernelBase`] and [`kernel::ConfiguredBase`] are the compiled `__call__` of
+//! pyoxide's `Kernel` classes, which try their launchers and otherwise call the general
+//! path's hook. Modules depend on each other one way: kernel → launcher → params,
+//! runtime → libraries, stream, driver, record, generation.
 
+mod derived;
 mod driver;
+mod generation;
 mod kernel;
-mod knobs;
 mod launcher;
+mod libraries;
 mod params;
+mod plan;
+mod record;
+mod runtime;
+mod scalars;
 mod stream;
 
 use std::ffi::c_void;
@@ -18,8 +35,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 /// Addresses of a cuLaunchKernel and a cuCtxGetCurrent that do nothing (the context is
-/// always 0x1): `Launcher(..., entry_points=(*_noop_entry_points(), 0, 0))` measures the
-/// launcher's own cost.
+/// always 0x1): a Runtime made with `entry_points=(*_noop_entry_points(), 0, 0)` measures
+/// the launcher's own cost.
 #[pyfunction]
 fn _noop_entry_points() -> (usize, usize) {
     (
@@ -50,8 +67,13 @@ fn _test_set_stream(value: Option<i64>) {
 #[pyo3(name = "_native")]
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<launcher::Launcher>()?;
+    m.add_class::<runtime::Runtime>()?;
+    m.add_class::<record::LaunchRecord>()?;
+    m.add_class::<derived::DerivedValues>()?;
     m.add_class::<kernel::KernelBase>()?;
     m.add_class::<kernel::ConfiguredBase>()?;
+    m.add_function(wrap_pyfunction!(generation::set_knob_generation, m)?)?;
+    m.add_function(wrap_pyfunction!(generation::knob_generation, m)?)?;
     // scripts/setup compares this with the sources' hash to rebuild a stale install.
     m.add(
         "_build_stamp",

@@ -12,28 +12,50 @@ use oxide_abi::ScalarType;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
+
+use crate::libraries::{Kind as LibKind, Libraries, Library};
+use crate::scalars::{self, Class, Scalars};
 
 const F32_MAX: f64 = 3.402_823_466_385_288_6e38;
+/// Highest rank (oxide-abi's `MAX_ARRAY_RANK`) and most shared dimension names the fast
+/// path handles (a kernel with more takes the general path).
+const MAX_RANK: usize = oxide_abi::shape::MAX_ARRAY_RANK;
+pub const MAX_NAMES: usize = 8;
+
+/// The extra rules of an array that a tensor map describes (TMA's): its address a
+/// multiple of `align` bytes, its rows (last extent) a multiple of `pitch` bytes, no
+/// extent zero.
+#[derive(Clone, Copy)]
+pub struct Rule {
+    align: u64,
+    pitch: u64,
+    nonzero: bool,
+}
+
+pub struct Memory {
+    /// The element type's index in `ScalarType::ALL` (its dtype per library).
+    ty: usize,
+    pub itemsize: u64,
+    mutable: bool,
+    rule: Rule,
+}
 
 pub enum Kind {
     /// A slice: packed as (u64 pointer, u64 length). `length` is its contract
     /// (`#[shapes(x[n])]`), coded as a shaped array's dims are.
     Array {
-        dtype: Py<PyAny>,
-        itemsize: u64,
-        mutable: bool,
+        memory: Memory,
         length: i64,
     },
     /// A shaped array (`Array2<T>` …): packed as pointer, extents, strides in elements.
-    /// The fast path takes C-contiguous CuPy arrays only (any layout accepts them);
-    /// `dims` per axis: -1 any extent, `>= 0` that extent, `-2 - id` the shared name `id`.
+    /// The fast path takes C-contiguous arrays only (any layout accepts them).
     Shaped {
-        dtype: Py<PyAny>,
-        itemsize: u64,
-        mutable: bool,
+        memory: Memory,
         dims: Vec<i64>,
     },
+    /// A slice no caller passes, from the derived values (derived.rs).
+    Derived,
     F32,
     F64,
     Bool,
@@ -48,6 +70,15 @@ pub enum Kind {
     },
 }
 
+impl Kind {
+    fn memory(&self) -> Option<&Memory> {
+        match self {
+            Kind::Array { memory, .. } | Kind::Shaped { memory, .. } => Some(memory),
+            _ => None,
+        }
+    }
+}
+
 pub struct Param {
     pub kind: Kind,
     pub offset: usize,
@@ -56,13 +87,15 @@ pub struct Param {
 /// The attribute names the checks read, interned once.
 pub struct Names {
     dtype: Py<PyString>,
-    ndim: Py<PyString>,
-    c_contiguous: Py<PyString>,
+    shape: Py<PyString>,
+    strides: Py<PyString>,
     data: Py<PyString>,
     device_id: Py<PyString>,
     ptr: Py<PyString>,
-    size: Py<PyString>,
-    shape: Py<PyString>,
+    requires_grad: Py<PyString>,
+    is_contiguous: Py<PyString>,
+    get_device: Py<PyString>,
+    data_ptr: Py<PyString>,
 }
 
 impl Names {
@@ -70,30 +103,41 @@ impl Names {
         let n = |s: &str| PyString::intern(py, s).unbind();
         Names {
             dtype: n("dtype"),
-            ndim: n("ndim"),
-            c_contiguous: n("_c_contiguous"),
+            shape: n("shape"),
+            strides: n("strides"),
             data: n("data"),
             device_id: n("device_id"),
             ptr: n("ptr"),
-            size: n("size"),
-            shape: n("shape"),
+            requires_grad: n("requires_grad"),
+            is_contiguous: n("is_contiguous"),
+            get_device: n("get_device"),
+            data_ptr: n("data_ptr"),
         }
     }
 }
 
+/// What packing a call needs besides the arguments.
+pub struct Context<'a> {
+    pub names: &'a Names,
+    pub libraries: &'a Libraries,
+    pub scalars: &'a Scalars,
+    pub device: i64,
+}
+
 pub struct Layout {
     pub params: Vec<Param>,
+    /// Parameters a caller passes (the derived ones follow them).
+    pub passed: usize,
     /// Bytes in the parameter buffer.
     pub size: usize,
     /// Pairs of array parameters that may not overlap (one of them is mutable).
-    pub exclusive: Vec<(usize, usize)>,
+    exclusive: Vec<(usize, usize)>,
 }
 
 impl Layout {
-    /// From `(type, dtype, itemsize, mutable, dims, length)` per parameter; dtype is None
-    /// for scalars, dims (see [`Kind::Shaped`]) None for anything but shaped arrays,
-    /// length a slice's contract coded as a dimension (-1: any).
+    /// From the plan's `FastParam`s (plan.rs).
     pub fn new(description: &Bound<'_, PyAny>) -> PyResult<Layout> {
+        let py = description.py();
         let mut params = Vec::new();
         let mut offset = 0usize;
         let mut place = |size: usize| {
@@ -102,38 +146,27 @@ impl Layout {
             offset += size;
             at
         };
+        let mut passed = 0;
         for item in description.try_iter()? {
             let item = item?;
-            let (ty, dtype, itemsize, mutable, dims, length): ParamItem<'_> = item.extract()?;
-            let named = |d: i64| d >= -1 - MAX_NAMES as i64;
-            let kind = if dtype.is_none() {
-                scalar_kind(&ty)?
-            } else if let Some(dims) = dims {
-                if dims.is_empty() || dims.len() > MAX_RANK || !dims.iter().all(|&d| named(d)) {
+            let get = |name: &str| item.getattr(PyString::intern(py, name));
+            let derived: bool = get("derived")?.extract()?;
+            let kind = if derived {
+                Kind::Derived
+            } else {
+                if params
+                    .iter()
+                    .any(|p: &Param| matches!(p.kind, Kind::Derived))
+                {
                     return Err(PyValueError::new_err(
-                        "unsupported shaped array description",
+                        "derived parameters come after the passed ones",
                     ));
                 }
-                Kind::Shaped {
-                    dtype: dtype.unbind(),
-                    itemsize,
-                    mutable,
-                    dims,
-                }
-            } else if !named(length) {
-                return Err(PyValueError::new_err(
-                    "unsupported slice length description",
-                ));
-            } else {
-                Kind::Array {
-                    dtype: dtype.unbind(),
-                    itemsize,
-                    mutable,
-                    length,
-                }
+                passed += 1;
+                read_kind(&item)?
             };
             let offset = match kind {
-                Kind::Array { .. } => {
+                Kind::Array { .. } | Kind::Derived => {
                     let at = place(8);
                     place(8);
                     at
@@ -155,8 +188,8 @@ impl Layout {
         let mut exclusive = Vec::new();
         for (i, p) in params.iter().enumerate() {
             for (j, q) in params.iter().enumerate().skip(i + 1) {
-                if let (Some((_, m)), Some((_, n))) = (p.kind.memory(), q.kind.memory())
-                    && (m || n)
+                if let (Some(m), Some(n)) = (p.kind.memory(), q.kind.memory())
+                    && (m.mutable || n.mutable)
                 {
                     exclusive.push((i, j));
                 }
@@ -164,36 +197,63 @@ impl Layout {
         }
         Ok(Layout {
             params,
+            passed,
             size: offset,
             exclusive,
         })
     }
 
-    /// Check `args` and pack them into `buf` (zeroed, `self.size` bytes); false to decline.
-    pub fn pack(
+    pub fn is_array(&self, i: usize) -> bool {
+        matches!(
+            self.params.get(i).map(|p| &p.kind),
+            Some(Kind::Array { .. } | Kind::Shaped { .. })
+        )
+    }
+
+    /// The rank of shaped parameter `i` (None for other kinds).
+    pub fn shaped_rank(&self, i: usize) -> Option<usize> {
+        match self.params.get(i).map(|p| &p.kind) {
+            Some(Kind::Shaped { dims, .. }) => Some(dims.len()),
+            _ => None,
+        }
+    }
+
+    pub fn is_shaped(&self, i: usize) -> bool {
+        matches!(
+            self.params.get(i).map(|p| &p.kind),
+            Some(Kind::Shaped { .. })
+        )
+    }
+
+    /// Check `args` and pack them into `buf` (zeroed, `self.size` bytes), less the
+    /// derived parameters; None to decline. Else the library of the array arguments
+    /// (all of one), or None when there are none.
+    pub fn pack<'c>(
         &self,
-        names: &Names,
-        ndarray: &Bound<'_, PyType>,
-        device: i64,
+        cx: &'c Context<'_>,
         args: &Bound<'_, PyTuple>,
         buf: &mut [u8],
-    ) -> bool {
-        if args.len() != self.params.len() {
-            return false;
+    ) -> Option<Option<&'c Library>> {
+        if args.len() != self.passed {
+            return None;
         }
         // Extents bound to the shared dimension names so far (a shape contract).
         let mut named = [u64::MAX; MAX_NAMES];
+        let mut library: Option<&Library> = None;
         for (p, a) in self.params.iter().zip(args.iter_borrowed()) {
             let ok = match &p.kind {
-                Kind::Shaped {
-                    dtype,
-                    itemsize,
-                    dims,
-                    ..
-                } => shaped(
-                    names, ndarray, dtype, *itemsize, device, &a, dims, &mut named,
-                )
-                .map(|(ptr, shape)| {
+                Kind::Shaped { memory, dims } => {
+                    let lib = cx.libraries.of(&a)?;
+                    if library.is_some_and(|l| l.kind != lib.kind) {
+                        return None; // a mix of libraries: the general path says why
+                    }
+                    library = Some(lib);
+                    let (ptr, shape) = array(cx, lib, memory, &a, dims.len())?;
+                    for (d, &n) in dims.iter().zip(&shape[..dims.len()]) {
+                        if n > oxide_abi::shape::MAX_ARRAY_EXTENT || !bind(&mut named, *d, n) {
+                            return None;
+                        }
+                    }
                     let rank = dims.len();
                     put(buf, p.offset, &ptr.to_ne_bytes());
                     let mut stride = 1u64;
@@ -205,39 +265,40 @@ impl Layout {
                         put(buf, p.offset + 8 * (1 + rank + d), &s.to_ne_bytes());
                         stride *= n;
                     }
-                })
-                .is_some(),
-                Kind::Array {
-                    dtype,
-                    itemsize,
-                    length,
-                    ..
-                } => match array(names, ndarray, dtype, *itemsize, device, &a) {
-                    Some((ptr, len)) if bind(&mut named, *length, len) => {
-                        put(buf, p.offset, &ptr.to_ne_bytes());
-                        put(buf, p.offset + 8, &len.to_ne_bytes());
-                        true
+                    true
+                }
+                Kind::Array { memory, length } => {
+                    let lib = cx.libraries.of(&a)?;
+                    if library.is_some_and(|l| l.kind != lib.kind) {
+                        return None;
                     }
-                    _ => false,
-                },
-                Kind::F32 => float(&a)
+                    library = Some(lib);
+                    let (ptr, shape) = array(cx, lib, memory, &a, 1)?;
+                    if !bind(&mut named, *length, shape[0]) {
+                        return None;
+                    }
+                    put(buf, p.offset, &ptr.to_ne_bytes());
+                    put(buf, p.offset + 8, &shape[0].to_ne_bytes());
+                    true
+                }
+                Kind::Derived => unreachable!("derived parameters are not passed"),
+                Kind::F32 => float(cx, &a)
                     .filter(|f| (-F32_MAX..=F32_MAX).contains(f))
                     .map(|f| put(buf, p.offset, &(f as f32).to_ne_bytes()))
                     .is_some(),
-                Kind::F64 => float(&a)
+                Kind::F64 => float(cx, &a)
                     .filter(|f| !f.is_nan())
                     .map(|f| put(buf, p.offset, &f.to_ne_bytes()))
                     .is_some(),
-                Kind::Bool => {
-                    if a.is_exact_instance_of::<PyBool>() {
-                        buf[p.offset] = u8::from(a.is(&*PyBool::new(a.py(), true)));
+                Kind::Bool => match truth(cx, &a) {
+                    Some(v) => {
+                        buf[p.offset] = u8::from(v);
                         true
-                    } else {
-                        false
                     }
-                }
+                    None => false,
+                },
                 Kind::Signed { bytes, lo, hi } => {
-                    match exact_int(&a).and_then(|i| i.extract::<i64>().ok()) {
+                    match integer(cx, &a).and_then(|i| i.extract::<i64>().ok()) {
                         Some(v) if (*lo..=*hi).contains(&v) => {
                             put_int(buf, p.offset, *bytes, v as u64);
                             true
@@ -245,7 +306,7 @@ impl Layout {
                         _ => false,
                     }
                 }
-                Kind::Unsigned { bytes, hi } => match exact_int(&a).and_then(u64_of) {
+                Kind::Unsigned { bytes, hi } => match integer(cx, &a).and_then(|i| u64_of(&i)) {
                     Some(v) if v <= *hi => {
                         put_int(buf, p.offset, *bytes, v);
                         true
@@ -254,188 +315,107 @@ impl Layout {
                 },
             };
             if !ok {
-                return false;
+                return None;
             }
         }
-        // A mutable slice may not overlap another slice (Rust's exclusivity); the general
+        // A mutable array may not overlap another array (Rust's exclusivity); the general
         // path explains any overlap.
         for &(i, j) in &self.exclusive {
             let (x, y) = (&self.params[i], &self.params[j]);
-            let (px, nx) = (word(buf, x.offset), self.elements(buf, i));
-            let (py_, ny) = (word(buf, y.offset), self.elements(buf, j));
-            let (Some((sx, _)), Some((sy, _))) = (x.kind.memory(), y.kind.memory()) else {
+            let (Some(mx), Some(my)) = (x.kind.memory(), y.kind.memory()) else {
                 continue;
             };
-            let (sx, sy) = (&sx, &sy);
+            let (px, nx) = (word(buf, x.offset), self.elements(buf, i));
+            let (py_, ny) = (word(buf, y.offset), self.elements(buf, j));
             let overlap = nx != 0
                 && ny != 0
-                && u128::from(px) < u128::from(py_) + u128::from(ny) * u128::from(*sy)
-                && u128::from(py_) < u128::from(px) + u128::from(nx) * u128::from(*sx);
+                && u128::from(px) < u128::from(py_) + u128::from(ny) * u128::from(my.itemsize)
+                && u128::from(py_) < u128::from(px) + u128::from(nx) * u128::from(mx.itemsize);
             if overlap {
-                return false;
+                return None;
             }
         }
-        true
+        Some(library)
     }
 
-    /// The element count packed for parameter `i` (an array).
+    /// The element count packed for parameter `i` (a slice).
     pub fn length_of(&self, buf: &[u8], i: usize) -> u64 {
         word(buf, self.params[i].offset + 8)
     }
 
-    /// The extents packed for shaped parameter `i` (empty for other kinds).
+    /// The extents packed for parameter `i` (a shaped array; a slice's one length).
     pub fn shape_of(&self, buf: &[u8], i: usize) -> Vec<u64> {
         let p = &self.params[i];
         match &p.kind {
             Kind::Shaped { dims, .. } => (0..dims.len())
                 .map(|d| word(buf, p.offset + 8 * (1 + d)))
                 .collect(),
+            Kind::Array { .. } => vec![word(buf, p.offset + 8)],
             _ => Vec::new(),
         }
     }
 
+    /// The pointer packed for array parameter `i`.
+    pub fn pointer_of(&self, buf: &[u8], i: usize) -> u64 {
+        word(buf, self.params[i].offset)
+    }
+
     /// Elements of array parameter `i` as packed (a shaped array's are C-contiguous).
     fn elements(&self, buf: &[u8], i: usize) -> u64 {
-        let p = &self.params[i];
-        match &p.kind {
-            Kind::Shaped { dims, .. } => (0..dims.len())
-                .map(|d| word(buf, p.offset + 8 * (1 + d)))
-                .product(),
-            _ => word(buf, p.offset + 8),
-        }
+        self.shape_of(buf, i).iter().product()
     }
 }
 
-impl Kind {
-    /// (itemsize, mutable) of a parameter that refers to memory.
-    fn memory(&self) -> Option<(u64, bool)> {
-        match self {
-            Kind::Array {
-                itemsize, mutable, ..
+/// One parameter's kind, from its `FastParam`.
+fn read_kind(item: &Bound<'_, PyAny>) -> PyResult<Kind> {
+    let py = item.py();
+    let get = |name: &str| item.getattr(PyString::intern(py, name));
+    let ty: String = get("type")?.extract()?;
+    let Some(t) = ScalarType::from_rust_name(&ty) else {
+        return Err(PyValueError::new_err(format!("unknown scalar type {ty:?}")));
+    };
+    if !get("array")?.extract::<bool>()? {
+        return scalar_kind(t);
+    }
+    let named = |d: i64| d >= -1 - MAX_NAMES as i64;
+    let memory = Memory {
+        ty: ScalarType::ALL
+            .iter()
+            .position(|&x| x == t)
+            .expect("a type of the table"),
+        itemsize: t.size() as u64,
+        mutable: get("mutable")?.extract()?,
+        rule: Rule {
+            align: get("align")?.extract::<u64>()?.max(1),
+            pitch: get("pitch")?.extract::<u64>()?.max(1),
+            nonzero: get("nonzero")?.extract()?,
+        },
+    };
+    let dims: Option<Vec<i64>> = get("dims")?.extract()?;
+    let length: i64 = get("length")?.extract()?;
+    match dims {
+        Some(dims) => {
+            if dims.is_empty() || dims.len() > MAX_RANK || !dims.iter().all(|&d| named(d)) {
+                return Err(PyValueError::new_err(
+                    "unsupported shaped array description",
+                ));
             }
-            | Kind::Shaped {
-                itemsize, mutable, ..
-            } => Some((*itemsize, *mutable)),
-            _ => None,
+            Ok(Kind::Shaped { memory, dims })
         }
+        None if !named(length) => Err(PyValueError::new_err(
+            "unsupported slice length description",
+        )),
+        None => Ok(Kind::Array { memory, length }),
     }
-}
-
-/// One parameter's description from Python (see [`Layout::new`]).
-type ParamItem<'py> = (String, Bound<'py, PyAny>, u64, bool, Option<Vec<i64>>, i64);
-
-/// Highest rank (oxide-abi's `MAX_ARRAY_RANK`) and most shared dimension names the fast
-/// path handles (a kernel with more takes the general path).
-const MAX_RANK: usize = oxide_abi::shape::MAX_ARRAY_RANK;
-pub const MAX_NAMES: usize = 8;
-
-/// (pointer, extents) of a C-contiguous `cupy.ndarray` of `dtype` on `device` whose rank
-/// and extents fit `dims` (and the extents already bound in `named`, which it extends).
-#[allow(clippy::too_many_arguments)]
-fn shaped(
-    names: &Names,
-    ndarray: &Bound<'_, PyType>,
-    dtype: &Py<PyAny>,
-    itemsize: u64,
-    device: i64,
-    a: &Bound<'_, PyAny>,
-    dims: &[i64],
-    named: &mut [u64; MAX_NAMES],
-) -> Option<(u64, [u64; MAX_RANK])> {
-    let py = a.py();
-    if !a.is_exact_instance(ndarray) || !a.getattr(names.dtype.bind(py)).ok()?.is(dtype) {
-        return None;
-    }
-    let shape_obj = a.getattr(names.shape.bind(py)).ok()?;
-    let shape_tuple = shape_obj.cast_exact::<PyTuple>().ok()?;
-    if shape_tuple.len() != dims.len()
-        || !a
-            .getattr(names.c_contiguous.bind(py))
-            .ok()?
-            .is_truthy()
-            .ok()?
-    {
-        return None;
-    }
-    let mut shape = [0u64; MAX_RANK];
-    let mut elements = 1u64;
-    for (d, n) in shape_tuple.iter_borrowed().enumerate() {
-        let n = u64_of(&n)?;
-        if n > oxide_abi::shape::MAX_ARRAY_EXTENT {
-            return None;
-        }
-        if !bind(named, dims[d], n) {
-            return None;
-        }
-        shape[d] = n;
-        elements = elements.checked_mul(n)?;
-    }
-    Some((device_span(names, a, itemsize, device, elements)?, shape))
-}
-
-/// Whether extent `n` fits the contract's dimension `d` (-1 any, `>= 0` that extent,
-/// `-2 - id` the shared name `id`, bound in `named` by its first extent).
-fn bind(named: &mut [u64; MAX_NAMES], d: i64, n: u64) -> bool {
-    match d {
-        -1 => true,
-        fixed if fixed >= 0 => n == fixed as u64,
-        name => {
-            let slot = &mut named[(-2 - name) as usize];
-            if *slot == u64::MAX {
-                *slot = n;
-            }
-            *slot == n
-        }
-    }
-}
-
-/// The launch ABI's pointer for a CuPy array's `elements` elements of `itemsize` bytes
-/// (its device pointer; for an empty array `itemsize`, never null: oxide-abi's
-/// `empty_array_address`), when the array lives on `device`, its pointer is aligned to `itemsize`
-/// and its bytes end below 2**63 (else None: the general path explains).
-fn device_span(
-    names: &Names,
-    a: &Bound<'_, PyAny>,
-    itemsize: u64,
-    device: i64,
-    elements: u64,
-) -> Option<u64> {
-    let py = a.py();
-    let data = a.getattr(names.data.bind(py)).ok()?;
-    if data
-        .getattr(names.device_id.bind(py))
-        .ok()?
-        .extract::<i64>()
-        .ok()?
-        != device
-    {
-        return None;
-    }
-    let ptr = u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?;
-    if itemsize == 0 || !ptr.is_multiple_of(itemsize) {
-        return None;
-    }
-    let bytes = elements.checked_mul(itemsize)?;
-    if bytes > (1 << 63) - 1 {
-        return None;
-    }
-    ptr.checked_add(bytes)?;
-    Some(if elements == 0 {
-        oxide_abi::types::empty_array_address(itemsize)
-    } else {
-        ptr
-    })
 }
 
 /// A scalar parameter's kind, from oxide-abi's table (size, class, range).
-fn scalar_kind(ty: &str) -> PyResult<Kind> {
-    let Some(t) = ScalarType::from_rust_name(ty) else {
-        return Err(PyValueError::new_err(format!("unknown scalar type {ty:?}")));
-    };
+fn scalar_kind(t: ScalarType) -> PyResult<Kind> {
     if matches!(t, ScalarType::F16 | ScalarType::Bf16) {
         // Rounding a Python float to a half is the general path's (pyoxide/_half.py).
         return Err(PyValueError::new_err(format!(
-            "{ty} scalars take the general path"
+            "{} scalars take the general path",
+            t.rust_name()
         )));
     }
     let bytes = t.size();
@@ -456,37 +436,172 @@ fn scalar_kind(ty: &str) -> PyResult<Kind> {
     })
 }
 
-/// (pointer, length) of a plain 1-D C-contiguous `cupy.ndarray` of `dtype` on `device`,
-/// aligned to its `itemsize` and ending below 2**64 (anything else is the general path's
-/// to explain).
-fn array(
-    names: &Names,
-    ndarray: &Bound<'_, PyType>,
-    dtype: &Py<PyAny>,
-    itemsize: u64,
-    device: i64,
-    a: &Bound<'_, PyAny>,
-) -> Option<(u64, u64)> {
-    let py = a.py();
-    if !a.is_exact_instance(ndarray) {
-        return None;
+/// Whether extent `n` fits the contract's dimension `d` (-1 any, `>= 0` that extent,
+/// `-2 - id` the shared name `id`, bound in `named` by its first extent).
+fn bind(named: &mut [u64; MAX_NAMES], d: i64, n: u64) -> bool {
+    match d {
+        -1 => true,
+        fixed if fixed >= 0 => n == fixed as u64,
+        name => {
+            let slot = &mut named[(-2 - name) as usize];
+            if *slot == u64::MAX {
+                *slot = n;
+            }
+            *slot == n
+        }
     }
+}
+
+/// (the launch ABI's pointer, extents) of a C-contiguous array of `lib` of `memory`'s
+/// element type and `rank` dimensions on the launcher's device; None for anything the
+/// general path must look at.
+fn array(
+    cx: &Context<'_>,
+    lib: &Library,
+    memory: &Memory,
+    a: &Bound<'_, PyAny>,
+    rank: usize,
+) -> Option<(u64, [u64; MAX_RANK])> {
+    let py = a.py();
+    let names = cx.names;
+    let dtype = lib.dtype(memory.ty)?;
     if !a.getattr(names.dtype.bind(py)).ok()?.is(dtype) {
         return None;
     }
-    if a.getattr(names.ndim.bind(py)).ok()?.extract::<i64>().ok()? != 1 {
+    let shape_obj = a.getattr(names.shape.bind(py)).ok()?;
+    let shape_tuple = shape_obj.cast::<PyTuple>().ok()?; // torch.Size is a tuple
+    if shape_tuple.len() != rank {
         return None;
     }
-    if !a
-        .getattr(names.c_contiguous.bind(py))
-        .ok()?
-        .is_truthy()
-        .ok()?
-    {
+    let mut shape = [0u64; MAX_RANK];
+    let mut elements = 1u64;
+    for (d, n) in shape_tuple.iter_borrowed().enumerate() {
+        shape[d] = u64_of(&n)?;
+        elements = elements.checked_mul(shape[d])?;
+    }
+    let (ptr, device) = match lib.kind {
+        LibKind::Cupy => {
+            let strides = a.getattr(names.strides.bind(py)).ok()?;
+            if !c_contiguous(
+                &shape[..rank],
+                strides.cast::<PyTuple>().ok()?,
+                memory.itemsize,
+            )? {
+                return None;
+            }
+            let data = a.getattr(names.data.bind(py)).ok()?;
+            let device: i64 = data
+                .getattr(names.device_id.bind(py))
+                .ok()?
+                .extract()
+                .ok()?;
+            (u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?, device)
+        }
+        LibKind::Torch => {
+            if a.getattr(names.requires_grad.bind(py))
+                .ok()?
+                .is_truthy()
+                .ok()?
+                || !a
+                    .call_method0(names.is_contiguous.bind(py))
+                    .ok()?
+                    .is_truthy()
+                    .ok()?
+            {
+                return None; // the general path refuses a tensor that requires grad
+            }
+            let device: i64 = a
+                .call_method0(names.get_device.bind(py))
+                .ok()?
+                .extract()
+                .ok()?;
+            (
+                u64_of(&a.call_method0(names.data_ptr.bind(py)).ok()?)?,
+                device,
+            )
+        }
+    };
+    if device != cx.device {
         return None;
     }
-    let len = u64_of(&a.getattr(names.size.bind(py)).ok()?)?;
-    Some((device_span(names, a, itemsize, device, len)?, len))
+    Some((span(memory, ptr, &shape[..rank], elements)?, shape))
+}
+
+/// Whether `strides` (bytes) are a C-contiguous array's, extents of 1 (or 0) aside, as
+/// pyoxide/_arrays.py's `is_c_contiguous`; None when they are not a tuple of ints.
+fn c_contiguous(shape: &[u64], strides: &Bound<'_, PyTuple>, itemsize: u64) -> Option<bool> {
+    if strides.len() != shape.len() {
+        return Some(false);
+    }
+    let mut expected = itemsize;
+    for (&n, s) in shape.iter().rev().zip(strides.iter_borrowed().rev()) {
+        if n > 1 && u64_of(&s)? != expected {
+            return Some(false);
+        }
+        expected = expected.saturating_mul(n);
+    }
+    Some(true)
+}
+
+/// The launch ABI's pointer for an array of `elements` elements at `ptr` (for an empty
+/// array the element size, never null: oxide-abi's `empty_array_address`), when it is
+/// aligned, ends below 2**63 bytes and keeps the parameter's extra rules (else None).
+fn span(memory: &Memory, ptr: u64, shape: &[u64], elements: u64) -> Option<u64> {
+    let itemsize = memory.itemsize;
+    let rule = memory.rule;
+    if rule.nonzero && elements == 0 {
+        return None;
+    }
+    if elements != 0 && (!ptr.is_multiple_of(itemsize) || !ptr.is_multiple_of(rule.align)) {
+        return None;
+    }
+    if !(shape.last()? * itemsize).is_multiple_of(rule.pitch) {
+        return None;
+    }
+    let bytes = elements.checked_mul(itemsize)?;
+    if bytes > (1 << 63) - 1 {
+        return None;
+    }
+    ptr.checked_add(bytes)?;
+    Some(if elements == 0 {
+        oxide_abi::types::empty_array_address(itemsize)
+    } else {
+        ptr
+    })
+}
+
+/// A float argument's value: an exact `float`, or a NumPy float scalar (or 0-d array).
+fn float(cx: &Context<'_>, a: &Bound<'_, PyAny>) -> Option<f64> {
+    if let Ok(f) = a.cast_exact::<PyFloat>() {
+        return Some(f.value());
+    }
+    match cx.scalars.numpy(a)? {
+        (Class::Float, v) => scalars::as_f64(&v),
+        _ => None, // an integer for a float: the general path checks it is exact
+    }
+}
+
+/// An integer argument as a Python int: an exact `int` (not a bool), or a NumPy integer
+/// scalar (or 0-d array).
+fn integer<'py>(cx: &Context<'_>, a: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if a.is_exact_instance_of::<PyInt>() {
+        return Some(a.clone());
+    }
+    match cx.scalars.numpy(a)? {
+        (Class::Int, v) => scalars::as_int(&v),
+        _ => None,
+    }
+}
+
+/// A bool argument's value: `True`/`False`, or a NumPy bool (or 0-d bool array).
+fn truth(cx: &Context<'_>, a: &Bound<'_, PyAny>) -> Option<bool> {
+    if a.is_exact_instance_of::<PyBool>() {
+        return Some(a.is(&*PyBool::new(a.py(), true)));
+    }
+    match cx.scalars.numpy(a)? {
+        (Class::Bool, v) => v.is_truthy().ok(),
+        _ => None,
+    }
 }
 
 /// An int's value as a u64 (None: not an int, or out of range), as `extract::<u64>`.
@@ -509,17 +624,7 @@ fn u64_of(a: &Bound<'_, PyAny>) -> Option<u64> {
     a.extract::<u64>().ok()
 }
 
-/// An exact `float`'s value.
-fn float(a: &Bound<'_, PyAny>) -> Option<f64> {
-    a.cast_exact::<PyFloat>().ok().map(|f| f.value())
-}
-
-/// `a` when it is exactly an `int` (not a bool, not a NumPy integer).
-fn exact_int<'a, 'py>(a: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, PyAny>> {
-    a.is_exact_instance_of::<PyInt>().then_some(a)
-}
-
-fn put(buf: &mut [u8], offset: usize, bytes: &[u8]) {
+pub fn put(buf: &mut [u8], offset: usize, bytes: &[u8]) {
     buf[offset..offset + bytes.len()].copy_from_slice(bytes);
 }
 

@@ -7,6 +7,7 @@ are tested on their own.
 
 from __future__ import annotations
 
+import ctypes
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,8 @@ from ...errors import (
 )
 
 if TYPE_CHECKING:
-    from ..._manifest import KernelSpec, Manifest, PtxArtifact
+    from ..._fastplan import FastPlan
+    from ..._manifest import Manifest, PtxArtifact
 
 _ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
@@ -91,10 +93,17 @@ def select_ptx(
 
 
 class CupyBackend:
+    """``compiled``: whether plain calls get compiled launchers (pyoxide._native);
+    ``entry_points``: the driver functions they call, as addresses (cuLaunchKernel,
+    cuCtxGetCurrent, cuGetErrorName, cuGetErrorString; the last two may be 0), or None
+    for libcuda's (tests and benchmarks pass stand-ins, through ``backends.override``)."""
+
     name = "cupy"
     array_kind = GPU
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, compiled: bool = True, entry_points: tuple[int, int, int, int] | None = None
+    ) -> None:
         try:
             import cupy
         except ImportError as e:
@@ -102,8 +111,14 @@ class CupyBackend:
                 f"GPU arrays need CuPy, which cannot be imported ({e}). "
                 "Fix: pip install 'pyoxide[cuda]' (CUDA 13 drivers) or 'pyoxide[cuda12]'."
             ) from None
+        from ..._native import LaunchRecord
+
         self._cp = cupy
-        self._last_kernel: str | None = None
+        #: The last kernel launched on either path (named in trap messages).
+        self.record = LaunchRecord()
+        self._compiled = compiled
+        self._entry_points = entry_points
+        self._runtime: Any = None  # the compiled launchers' (pyoxide._native.Runtime)
         self._multiprocessors: dict[int, int] = {}
 
     # --- devices -----------------------------------------------------------------
@@ -231,7 +246,7 @@ class CupyBackend:
                 )  # fmt: skip
             return
         s = None if stream is None else self._stream(kernel, stream)
-        previous, self._last_kernel = self._last_kernel, kernel
+        previous = self.record.swap(kernel)
         try:
             if producer_streams:
                 current = s if s is not None else cp.cuda.get_current_stream()
@@ -250,25 +265,57 @@ class CupyBackend:
             if _knobs.sync_launches():
                 (s if s is not None else cp.cuda.get_current_stream()).synchronize()
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
-            raise self._error(kernel, previous, e) from None
+            raise self.launch_error(kernel, previous, e) from None
 
-    def fast_launcher(
-        self,
-        spec: KernelSpec,
-        function: Any,
-        device: int,
-        grid_param: int | None,
-        default_block: int,
-    ) -> Any:
-        """The compiled launcher for plain CuPy-array calls (pyoxide._native), or None
-        (then every call takes the general path)."""
-        if _knobs.sync_launches():
+    def fast_launcher(self, plan: FastPlan, function: Any, device: int) -> Any:
+        """The compiled launcher for calls with CuPy arrays or PyTorch tensors
+        (pyoxide._native), or None (then every call takes the general path)."""
+        if not self._compiled or _knobs.sync_launches():
             return None  # debugging mode: every launch goes through `launch` and syncs
         from . import _native
 
-        return _native.build(self, spec, function, device, grid_param, default_block)
+        if self._runtime is None:
+            self._runtime = _native.runtime(self._cp, self.record, self.launch_error,
+                                            self._entry_points)  # fmt: skip
+            if self._runtime is None:
+                self._compiled = False  # no driver library: the general path does the job
+                return None
+        persistent = plan.grid is not None and plan.grid.kind == "persistent"
+        sms = self.multiprocessors(device) if persistent else 0  # sizes persistent grids
+        with self._cp.cuda.Device(device):  # it keeps the context current now: device's
+            if plan.shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:  # a plain call's, opted in
+                d = self._cp.cuda.driver
+                attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                d.funcSetAttribute(function.ptr, attr, plan.shared_mem)
+            return _native.launcher(self._runtime, plan, function, device, sms)
 
-    def _error(self, kernel: str, previous: str | None, e: Exception | str) -> LaunchError:
+    def tensor_maps(
+        self, kernel: str, device: int, stream: Any, maps: Sequence[Any]
+    ) -> tuple[Any, int]:
+        """Encode ``maps`` (``backends.TensorMapRequest``s) with the driver's
+        ``cuTensorMapEncodeTiled`` into a CuPy array on ``device``, copied on ``stream``
+        (the launch's), so that it lands before the kernel reads it."""
+        from ._tensormap import encode_2d
+
+        cp = self._cp
+        raw = b"".join(
+            encode_2d(kernel, m.ptr, m.cols, m.rows, m.box_cols, m.box_rows,
+                      m.swizzle_bytes, m.elem_bytes)
+            for m in maps
+        )  # fmt: skip
+        with cp.cuda.Device(device):
+            owner = cp.empty(len(raw), dtype=cp.uint8)  # CuPy aligns allocations to 256
+            handle = cp.cuda.get_current_stream().ptr if stream is None else (
+                self._stream(kernel, stream).ptr
+            )  # fmt: skip
+            host = ctypes.create_string_buffer(raw, len(raw))
+            runtime = cp.cuda.runtime
+            # From pageable memory the driver stages `host` before returning.
+            runtime.memcpyAsync(owner.data.ptr, ctypes.addressof(host), len(raw),
+                                runtime.memcpyHostToDevice, handle)  # fmt: skip
+        return owner, int(owner.data.ptr)
+
+    def launch_error(self, kernel: str, previous: str | None, e: Exception | str) -> LaunchError:
         """The error for a failed launch: `e` is CuPy's exception, or the driver's text
         ("CUDA_ERROR_X: description") from the native launcher."""
         text = str(e)

@@ -1,13 +1,16 @@
-"""The compiled launch fast path for CuPy arrays (``pyoxide._native``).
+"""The CuPy backend's compiled launchers (``pyoxide._native``): their runtime, and the
+bindings of the array libraries they read.
 
-``pyoxide._native.Launcher`` (crates/pyoxide-native) takes the plain calls the argument
-rules of :mod:`pyoxide._args` accept (exact CuPy arrays, Python scalars), packs the
-parameter buffer the general path would and makes one ``cuLaunchKernel`` with
-``CU_LAUNCH_PARAM_BUFFER_POINTER``; it returns ``False`` for anything it is not sure
-about. It is built once per kernel and device; when the CUDA driver library cannot be
-loaded, :func:`build` returns None and every call takes the general path.
+A ``pyoxide._native.Launcher`` is built per kernel and device from the kernel's fast plan
+(pyoxide/_fastplan.py) and this backend's ``Runtime``: the driver's entry points, the
+backend's launch record and error hook, the NumPy scalar types, and
+:func:`bind_array_type`, which the runtime asks about each array type it meets: CuPy's
+``ndarray`` (read through its attributes, launched on CuPy's current stream) and, once
+the caller has imported PyTorch, ``torch.Tensor`` (launched on PyTorch's current stream
+on the tensor's device, read as Triton and Inductor read it). Nothing here imports
+PyTorch.
 
-The module is imported here, on the first fast-path build, never at ``import pyoxide``.
+The module is imported on the first fast-path build, never at ``import pyoxide``.
 """
 
 from __future__ import annotations
@@ -15,20 +18,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, NoReturn
+import sys
+from collections.abc import Callable
+from typing import Any
 
-from ..._arrays import numpy_dtype
-from ..._manifest import KernelSpec
-from ..._policy import plain_rule, tile_rule
-
-FastLauncher = Callable[[Sequence[Any], Any], bool]
-
-# Where the launcher finds the driver. None: cuLaunchKernel, cuCtxGetCurrent,
-# cuGetErrorName and cuGetErrorString from libcuda.so.1. A tuple: their addresses (0 for
-# the last two), so tests on a fake CuPy can stand in for the driver. False: no native
-# launcher at all (the fake CuPy sets this, so its function handles never reach a driver).
-entry_points: tuple[int, int, int, int] | Literal[False] | None = None
+from ... import _abi
+from ..._arrays import dtype_spelling, numpy_dtype
+from ..._fastplan import FastPlan, fast_scalar_types
+from ..._native import Launcher, LaunchRecord, Runtime
 
 # The C function behind CuPy's launches on the current stream: Cython exports a module's
 # cdef functions in its `__pyx_capi__` dict, each a capsule named by its C signature
@@ -39,71 +36,64 @@ _STREAM_FUNCTION = "get_current_stream_ptr"
 _STREAM_SIGNATURE = b"intptr_t (void)"
 
 
-def build(
-    backend: Any,
-    spec: KernelSpec,
-    function: Any,
-    device: int,
-    grid_param: int | None,
-    default_block: int,
-) -> FastLauncher | None:
-    """A native launcher for `spec` on `device`, or None when unavailable or when the
-    kernel's shape of call is not one the fast path handles (raw pointers)."""
-    if entry_points is False:
-        return None
-    cp = backend._cp
-    ndarray = getattr(cp, "ndarray", None)
-    if ndarray is None or not hasattr(function, "ptr"):
-        return None
-    if any(p.takes_address for p in spec.params):
-        return None  # raw pointers (unsafe kernels): the general path only
-    if any(isinstance(p.length, int) and p.length >= 2**63 for p in spec.params):
-        return None  # a length no array has (the general path explains): not an i64
-    if any(p.record is not None for p in spec.params):
-        return None  # structs, enums, [T; N] (pyoxide/_records.py): the general path only
-    try:
-        # import_module (not `from .. import`) consults sys.modules first, so a test
-        # can make the module unimportable.
-        _native = importlib.import_module("pyoxide._native")
-    except ImportError:
-        return None
+def runtime(
+    cp: Any,
+    record: LaunchRecord,
+    on_error: Callable[[str, str | None, str], BaseException],
+    entry_points: tuple[int, int, int, int] | None,
+) -> Runtime | None:
+    """The runtime of the backend's launchers, or None when the CUDA driver library
+    cannot be loaded (every call then takes the general path)."""
+    import numpy
 
-    params: list[tuple[Any, ...]] = []
-    shared: dict[str, int] = {}  # dimension name -> id, for the shape contract
-
-    def code(d: str | int | None) -> int:  # -1 any, n >= 0 fixed, -2 - id a shared name
-        return (
-            -1 if d is None else d if isinstance(d, int) else -2 - shared.setdefault(d, len(shared))
-        )
-
-    for p in spec.params:
-        if p.is_array:
-            dtype = numpy_dtype(p.type)  # the general path's table
-            if dtype is None:
-                return None  # bfloat16 without ml_dtypes: CuPy has no such arrays
-            dims = None if p.array is None else tuple(code(d) for d in p.array.dims)
-            # A slice's length contract (x[n]) is coded as a dimension; -1: none.
-            params.append((p.type, dtype, dtype.itemsize, p.mutable, dims, code(p.length)))
-        else:
-            params.append((p.type, None, 0, False, None, -1))
-    name = spec.entry
-
-    def failed(code: int, text: str, previous: str | None) -> NoReturn:
-        raise backend._error(name, previous, text) from None
+    def bind(cls: type) -> tuple[Any, ...] | None:
+        return bind_array_type(cp, cls)
 
     try:
-        # A plain call launches ceil(n / per_block) blocks (the launch policy's rule).
-        rule = plain_rule(spec)
-        launcher: FastLauncher = _native.Launcher(
-            int(function.ptr), device, params, ndarray, cp.cuda.get_current_stream,
-            default_block, grid_param, backend, name, failed, entry_points,
-            stream_capsule(cp), rule[2] if rule else None, tile_rule(spec),
+        return Runtime(
+            bind_array_type=bind, default_array_type=cp.ndarray,
+            scalar_types=fast_scalar_types(), host_ndarray=numpy.ndarray, record=record,
+            on_error=on_error, entry_points=entry_points,
         )  # fmt: skip
-    except (OSError, RuntimeError, TypeError, ValueError):
-        # No driver library, no current context, or a description this build of the
-        # module does not take: the general path does the job.
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
-    return launcher
+
+
+def launcher(
+    runtime: Runtime, plan: FastPlan, function: Any, device: int, multiprocessors: int
+) -> Launcher | None:
+    """A launcher for the kernel of ``plan`` on ``device``, or None when it cannot be
+    built (no current context, a plan this build of the module does not take)."""
+    try:
+        return Launcher(plan, runtime, int(function.ptr), device, multiprocessors)
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
+
+
+def bind_array_type(cp: Any, cls: type) -> tuple[Any, ...] | None:
+    """How the compiled launchers read arrays of exactly ``cls``: (kind, cls, {Rust
+    element type: dtype}, current stream, stream capsule), or None for a type they do not
+    read (the general path takes such calls)."""
+    if cls is cp.ndarray:
+        dtypes = {t: numpy_dtype(t) for t in _abi.SCALARS}
+        dtypes = {t: d for t, d in dtypes.items() if d is not None}
+        return "cupy", cls, dtypes, cp.cuda.get_current_stream, stream_capsule(cp)
+    torch = sys.modules.get("torch")
+    if torch is not None and cls is getattr(torch, "Tensor", None):
+        dtypes, stream = torch_binding(torch)
+        return "torch", cls, dtypes, stream, None
+    return None
+
+
+def torch_binding(torch: Any) -> tuple[dict[str, Any], Any]:
+    """The ``torch.dtype`` of each Rust element type PyTorch has, and the function giving
+    a device's current stream, the one pyoxide/_devices.py's ``torch_stream`` calls."""
+    dtypes = {}
+    for t in _abi.SCALARS:
+        dtype = getattr(torch, dtype_spelling(t, "torch").split(".", 1)[1], None)
+        if dtype is not None:
+            dtypes[t] = dtype
+    return dtypes, torch._C._cuda_getCurrentRawStream
 
 
 def stream_capsule(cp: Any) -> Any | None:

@@ -12,15 +12,16 @@ import ctypes
 from functools import cache
 from typing import Any
 
+from ..._abi import TENSOR_MAP_BYTES as MAP_BYTES
 from ...errors import LaunchError
 
-MAP_BYTES = 128
 # cuda.h's enum values (CUtensorMapDataType, …Interleave, …Swizzle, …L2promotion,
 # …FloatOOBfill).
-# bf16 bits move as 16-bit words, f32 as 32-bit ones; out-of-bounds elements read as 0
-_UINT_OF_SIZE = {2: 1, 4: 2}  # element bytes -> CU_TENSOR_MAP_DATA_TYPE_UINT16 / _UINT32
+# Elements move as unsigned words of their size (bf16 as 16-bit, f32 as 32-bit: the bits
+# are copied, not converted); out-of-bounds elements read as 0.
+_UINT_OF_SIZE = {1: 0, 2: 1, 4: 2, 8: 4}  # element bytes -> CU_TENSOR_MAP_DATA_TYPE_UINT*
 _INTERLEAVE_NONE = 0
-SWIZZLE_128B = 3
+_SWIZZLE_OF_BYTES = {0: 0, 32: 1, 64: 2, 128: 3}  # span -> CU_TENSOR_MAP_SWIZZLE_*
 _L2_PROMOTION_256B = 3
 _OOB_FILL_ZEROS = 0
 
@@ -52,14 +53,15 @@ def encode_2d(
     rows: int,
     box_cols: int,
     box_rows: int,
-    swizzle: int,
-    elem_bytes: int = 2,
+    swizzle_bytes: int,
+    elem_bytes: int,
 ) -> bytes:
     """The tensor map of a row-major ``rows``×``cols`` array of ``elem_bytes``-byte
-    elements (2 or 4) at device address ``ptr`` (16-byte aligned; rows a multiple of 16
-    bytes), copied in boxes of ``box_rows``×``box_cols``. Coordinates are (column, row);
-    elements outside the array read as zero, and stores there are dropped. Errors name
-    ``kernel``, the launch the map is for."""
+    elements (1, 2, 4 or 8) at device address ``ptr`` (16-byte aligned; rows a multiple
+    of 16 bytes), copied in boxes of ``box_rows``×``box_cols``, swizzled over
+    ``swizzle_bytes`` (0, 32, 64 or 128). Coordinates are (column, row); elements outside
+    the array read as zero, and stores there are dropped. Errors name ``kernel``, the
+    launch the map is for."""
     dims = (ctypes.c_uint64 * 2)(cols, rows)
     strides = (ctypes.c_uint64 * 1)(cols * elem_bytes)
     box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
@@ -69,7 +71,7 @@ def encode_2d(
     at = -ctypes.addressof(raw) % 64
     status = _encode_tiled(kernel)(
         ctypes.addressof(raw) + at, _UINT_OF_SIZE[elem_bytes], 2, ptr, dims, strides, box, steps,
-        _INTERLEAVE_NONE, swizzle, _L2_PROMOTION_256B, _OOB_FILL_ZEROS,
+        _INTERLEAVE_NONE, _SWIZZLE_OF_BYTES[swizzle_bytes], _L2_PROMOTION_256B, _OOB_FILL_ZEROS,
     )  # fmt: skip
     if status != 0:
         raise LaunchError(

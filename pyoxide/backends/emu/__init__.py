@@ -39,7 +39,7 @@ from . import _elf
 from . import _ffi as ffi
 
 if TYPE_CHECKING:
-    from ..._manifest import KernelSpec, Manifest
+    from ..._manifest import Manifest
 
 NO_EMULATOR = (
     "this build has no emulator library, so its kernels cannot run on NumPy (host) arrays. "
@@ -165,15 +165,22 @@ class EmuBackend:
         if outcome.status != ffi.STATUS_OK:
             raise launch_error(kernel, outcome)
 
-    def fast_launcher(
-        self,
-        spec: KernelSpec,
-        function: Any,
-        device: int,
-        grid_param: int | None,
-        default_block: int,
-    ) -> None:
+    def fast_launcher(self, plan: Any, function: Any, device: int) -> None:
         return None  # every emulated launch takes the general path
+
+    def tensor_maps(
+        self, kernel: str, device: int, stream: Any, maps: Sequence[Any]
+    ) -> tuple[Any, int]:
+        """Zeroed host memory in place of the maps: TMA is not emulated, and a kernel
+        that uses it stops at its first sm_90 instruction, which the emulator names."""
+        import numpy as np
+
+        from ..._abi import TENSOR_MAP_BYTES
+
+        raw = np.zeros(len(maps) * TENSOR_MAP_BYTES + 64, np.uint8)
+        at = -raw.ctypes.data % 64
+        owner = raw[at : at + len(maps) * TENSOR_MAP_BYTES]
+        return owner, owner.ctypes.data
 
 
 def _library_descriptors(data: bytes) -> dict[str, dict[str, Any]] | None:

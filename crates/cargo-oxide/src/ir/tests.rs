@@ -257,6 +257,9 @@ fn slice_pointers_get_what_rust_types_prove() {
         launch_bounds: None,
         cluster: None,
         launch: None,
+        variant_of: None,
+        shared_bytes: None,
+        tensor_maps: None,
         source: SourceLocation {
             module: "m".into(),
             file: "f".into(),

@@ -18,8 +18,11 @@ pub struct Launch {
     pub blocks_per_sm: u32,
     /// Index of the integer parameter holding the row length (`block_per_row`).
     pub cols: Option<usize>,
-    /// `tiles`: the block (x, y, z) and the extents each block covers.
+    /// `tiles`, `persistent_tiles`: the block (x, y, z) and the extents each block
+    /// covers.
     pub tiles: Option<([u32; 3], [u32; 3])>,
+    /// `shared = N`: the dynamic shared memory a plain launch gives.
+    pub shared: Option<u32>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -30,6 +33,13 @@ pub enum LaunchKind {
     BlockPerRow,
     Segments,
     Tiles,
+    PersistentTiles,
+}
+
+impl LaunchKind {
+    fn tiled(self) -> bool {
+        matches!(self, LaunchKind::Tiles | LaunchKind::PersistentTiles)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -43,7 +53,10 @@ pub enum PerThread {
 /// `grid_stride`'s default `blocks_per_sm` fills it.
 const THREADS_PER_SM: u32 = 2048;
 
-const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 6] = [
+/// An option every policy takes: the dynamic shared memory of a plain launch.
+const SHARED: &str = "shared";
+
+const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 7] = [
     (
         "elementwise",
         LaunchKind::Elementwise,
@@ -58,6 +71,11 @@ const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 6] = [
     ("block_per_row", LaunchKind::BlockPerRow, &["cols", "block"]),
     ("segments", LaunchKind::Segments, &[]),
     ("tiles", LaunchKind::Tiles, &["block", "tile"]),
+    (
+        "persistent_tiles",
+        LaunchKind::PersistentTiles,
+        &["block", "tile", "blocks_per_sm"],
+    ),
 ];
 
 /// `(x, y[, z])`: one to three integers from 1 to `hi`, z and y 1 when left out.
@@ -212,16 +230,12 @@ pub(super) fn check_launch(
         None,
         None,
     );
-    let (mut tile_block, mut tile) = (None, None);
+    let (mut tile_block, mut tile, mut shared) = (None, None, None);
     let mut seen: Vec<String> = Vec::new();
     for (key, value) in &l.options {
         let name = key.to_string();
-        if !keys.contains(&name.as_str()) {
-            let allowed = if keys.is_empty() {
-                "none".to_string()
-            } else {
-                keys.join(", ")
-            };
+        if !keys.contains(&name.as_str()) && name != SHARED {
+            let allowed = [keys, &[SHARED][..]].concat().join(", ");
             errors.push(
                 key.span(),
                 format!(
@@ -268,7 +282,11 @@ pub(super) fn check_launch(
                     }
                 }
             },
-            "block" if kind == LaunchKind::Tiles => {
+            "shared" => {
+                let most = oxide_abi::limits::MAX_DYNAMIC_SHARED_BYTES;
+                shared = int(1, most, errors);
+            }
+            "block" if kind.tiled() => {
                 if let Some(b) = triple(value, 1024, errors) {
                     let threads = b[0] * b[1] * b[2];
                     if threads > max_block {
@@ -328,13 +346,13 @@ pub(super) fn check_launch(
             "`block_per_row` needs `cols = <integer parameter>` (or a 2-D `DisjointArray2` to size it)",
         );
     }
-    let tiles = if kind == LaunchKind::Tiles {
+    let tiles = if kind.tiled() {
         let shaped_over =
             over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank >= 2));
         if over.is_some() && !shaped_over {
             errors.push(
                 l.over.span(),
-                format!("`tiles({}, ..)` needs a 2-D or 3-D shaped array (`Array2<T>`, `DisjointArray2<T>` ...)", l.over),
+                format!("`{}({}, ..)` needs a 2-D or 3-D shaped array (`Array2<T>`, `DisjointArray2<T>` ...)", l.kind, l.over),
             );
         }
         match (tile_block, tile) {
@@ -344,7 +362,7 @@ pub(super) fn check_launch(
             _ => {
                 errors.push(
                     l.kind.span(),
-                    "`tiles` needs `block = (x, y[, z])` and `tile = (x, y[, z])` (the extents each block covers)",
+                    format!("`{}` needs `block = (x, y[, z])` and `tile = (x, y[, z])` (the extents each block covers)", l.kind),
                 );
                 None
             }
@@ -352,13 +370,20 @@ pub(super) fn check_launch(
     } else {
         None
     };
+    // A persistent block walks tiles: one per multiprocessor unless told otherwise.
+    let default_per_sm = if kind == LaunchKind::PersistentTiles {
+        1
+    } else {
+        (THREADS_PER_SM / block).max(1)
+    };
     Some(Launch {
         kind,
         tiles,
         over: over?,
         per_thread,
         block,
-        blocks_per_sm: blocks_per_sm.unwrap_or((THREADS_PER_SM / block).max(1)),
+        blocks_per_sm: blocks_per_sm.unwrap_or(default_per_sm),
         cols,
+        shared,
     })
 }

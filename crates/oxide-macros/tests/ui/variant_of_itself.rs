@@ -1,0 +1,7 @@
+use oxide_device::prelude::*;
+
+#[kernel]
+#[variant_of(k)]
+pub fn k(_x: &[f32]) {}
+
+fn main() {}

@@ -1,0 +1,143 @@
+//! The fast description of a kernel, as pyoxide/_fastplan.py builds it from the
+//! manifest (`FastPlan`): read once, when a launcher is made. Its attributes:
+//!
+//! - `kernel`: the entry symbol, for messages and the launch record;
+//! - `params`: one `FastParam` per argument a caller passes (`type`, the Rust scalar or
+//!   element type; `array`; `mutable`; `dims`, a shaped array's dimension codes;
+//!   `length`, a slice's length code; `align`, `pitch` and `nonzero`, the extra rules of
+//!   an array a tensor map describes), then the derived parameters, which no caller
+//!   passes (see derived.rs);
+//! - `grid`: how a plain call is sized (`GridRule`: `kind` "elements", "tiles",
+//!   "persistent" or "rows", `param`, `block`, `tile`, `per_block`, `blocks_per_sm`,
+//!   `least_block`, `columns_per_warp`), or None when only configured calls may take the
+//!   fast path;
+//! - `shared_mem`: the dynamic shared memory of a plain call;
+//! - `derived`: the derived parameter's source, or None.
+//!
+//! Dimension codes: -1 any extent, `n >= 0` exactly `n`, `-2 - id` the shared name `id`.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::derived::Derived;
+use crate::params::Layout;
+
+pub enum GridKind {
+    /// `ceil(len(param) / per_block)` blocks of `block.x` threads.
+    Elements { per_block: u64 },
+    /// One block per `tile` of the shaped `param`'s extents (x over its last).
+    Tiles { tile: [u32; 3] },
+    /// `min(tiles, blocks_per_sm × multiprocessors)` blocks on x, each walking tiles.
+    Persistent { tile: [u32; 3], blocks_per_sm: u32 },
+    /// One block per row of the 2-D `param`, of `min(block.x, max(least, 32 ·
+    /// ceil(cols / columns_per_warp)))` threads.
+    Rows { least: u32, columns_per_warp: u64 },
+}
+
+pub struct Grid {
+    pub kind: GridKind,
+    pub param: usize,
+    pub block: [u32; 3],
+}
+
+pub struct Plan {
+    pub kernel: String,
+    pub layout: Layout,
+    pub grid: Option<Grid>,
+    pub shared_mem: u32,
+    pub derived: Option<Derived>,
+}
+
+fn triple(t: (u32, u32, u32)) -> [u32; 3] {
+    [t.0, t.1, t.2]
+}
+
+impl Plan {
+    pub fn read(plan: &Bound<'_, PyAny>) -> PyResult<Plan> {
+        let py = plan.py();
+        let kernel: String = plan.getattr(pyo3::intern!(py, "kernel"))?.extract()?;
+        let layout = Layout::new(&plan.getattr(pyo3::intern!(py, "params"))?)?;
+        let shared_mem: u32 = plan.getattr(pyo3::intern!(py, "shared_mem"))?.extract()?;
+        let derived = plan.getattr(pyo3::intern!(py, "derived"))?;
+        let derived = if derived.is_none() {
+            None
+        } else {
+            Some(Derived::read(&derived, &layout)?)
+        };
+        let grid = plan.getattr(pyo3::intern!(py, "grid"))?;
+        let grid = if grid.is_none() {
+            None
+        } else {
+            Some(read_grid(&grid, &layout)?)
+        };
+        Ok(Plan {
+            kernel,
+            layout,
+            grid,
+            shared_mem,
+            derived,
+        })
+    }
+}
+
+fn read_grid(grid: &Bound<'_, PyAny>, layout: &Layout) -> PyResult<Grid> {
+    let py = grid.py();
+    let get = |name: &str| grid.getattr(pyo3::types::PyString::intern(py, name));
+    let kind: String = get("kind")?.extract()?;
+    let param: usize = get("param")?.extract()?;
+    let block = triple(get("block")?.extract()?);
+    let positive = |xs: &[u32]| !xs.contains(&0);
+    if !positive(&block) {
+        return Err(PyValueError::new_err(
+            "a grid rule's block must be positive",
+        ));
+    }
+    let kind = match kind.as_str() {
+        "elements" => {
+            let per_block: u64 = get("per_block")?.extract()?;
+            if per_block == 0 || !layout.is_array(param) {
+                return Err(PyValueError::new_err(
+                    "an elements rule needs an array parameter and a positive per_block",
+                ));
+            }
+            GridKind::Elements { per_block }
+        }
+        "tiles" | "persistent" => {
+            let tile = triple(get("tile")?.extract()?);
+            if !positive(&tile) || !layout.is_shaped(param) {
+                return Err(PyValueError::new_err(
+                    "a tile rule needs a shaped array parameter and a positive tile",
+                ));
+            }
+            if kind == "tiles" {
+                GridKind::Tiles { tile }
+            } else {
+                let blocks_per_sm: u32 = get("blocks_per_sm")?.extract()?;
+                GridKind::Persistent {
+                    tile,
+                    blocks_per_sm: blocks_per_sm.max(1),
+                }
+            }
+        }
+        "rows" => {
+            let least: u32 = get("least_block")?.extract()?;
+            let columns_per_warp: u64 = get("columns_per_warp")?.extract()?;
+            let rank2 = layout.shaped_rank(param) == Some(2);
+            if least == 0 || least > block[0] || columns_per_warp == 0 || !rank2 {
+                return Err(PyValueError::new_err(
+                    "a rows rule needs a 2-D shaped parameter and 0 < least block <= block",
+                ));
+            }
+            GridKind::Rows {
+                least,
+                columns_per_warp,
+            }
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown grid rule {other:?} (elements, tiles, persistent or rows)"
+            )));
+        }
+    };
+    Ok(Grid { kind, param, block })
+}
