@@ -212,7 +212,7 @@ class Attention:
         if maps is not None:
             self._twins.maps.move_to_end(key)
             return maps
-        from .backends.cupy._tensormap import SWIZZLE_128B, encode_tiled
+        from .backends.cupy._tensormap import encode_tiled
 
         raw = b""
         for x in qkv:
@@ -220,9 +220,8 @@ class Attention:
             b_stride = max(x.strides[1] * x.rows, 8) if p.varlen else x.strides[0]
             extents = (p.head_dim, x.rows, x.heads, batch)
             strides = (2 * x.strides[1], 2 * x.strides[2], 2 * b_stride)
-            raw += encode_tiled(
-                self.name, x.view.ptr, extents, strides, (64, 128, 1, 1), SWIZZLE_128B
-            )
+            box = (64, 128, 1, 1)  # 128 bytes of d by 128 rows: the kernel's boxes
+            raw += encode_tiled(self.name, x.view.ptr, extents, strides, box, 128, 2)
         maps = lib.device_bytes(raw, qkv[0].view)
         self._twins.maps[key] = maps
         if len(self._twins.maps) > _MAPS_KEPT:

@@ -89,14 +89,15 @@ def encode_tiled(
     dims: tuple[int, ...],
     strides: tuple[int, ...],
     box: tuple[int, ...],
-    swizzle: int,
-    elem_bytes: int = 2,
+    swizzle_bytes: int,
+    elem_bytes: int,
 ) -> bytes:
     """The tensor map of an array of rank ``len(dims)`` (1 to 5): extents ``dims``
     innermost first, the byte ``strides`` of every dimension but the innermost (which is
-    contiguous; each a multiple of 16), copied in boxes of ``box`` elements. What
-    :func:`encode_2d` is for two dimensions, for any rank: attention moves (d, rows,
-    heads, batch) arrays of any layout with one 4-D map. Errors name ``kernel``."""
+    contiguous; each a multiple of 16), copied in boxes of ``box`` elements swizzled over
+    ``swizzle_bytes``. What :func:`encode_2d` is for two dimensions, for any rank:
+    attention moves (d, rows, heads, batch) arrays of any layout with one 4-D map. Errors
+    name ``kernel``."""
     rank = len(dims)
     c_dims = (ctypes.c_uint64 * rank)(*dims)
     c_strides = (ctypes.c_uint64 * max(rank - 1, 1))(*strides)
@@ -106,7 +107,8 @@ def encode_tiled(
     at = -ctypes.addressof(raw) % 64
     status = _encode_tiled(kernel)(
         ctypes.addressof(raw) + at, _UINT_OF_SIZE[elem_bytes], rank, ptr, c_dims, c_strides,
-        c_box, steps, _INTERLEAVE_NONE, swizzle, _L2_PROMOTION_256B, _OOB_FILL_ZEROS,
+        c_box, steps, _INTERLEAVE_NONE, _SWIZZLE_OF_BYTES[swizzle_bytes], _L2_PROMOTION_256B,
+        _OOB_FILL_ZEROS,
     )  # fmt: skip
     if status != 0:
         raise LaunchError(
