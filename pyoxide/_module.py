@@ -137,6 +137,12 @@ class Module:
                 wired.append(target.name)
         return wired
 
+    def serve(self, name: str, launcher: Any) -> None:
+        """Serve ``name`` with ``launcher``: a call that wraps the kernel (its launch
+        planned in Python, e.g. ``attention``'s, pyoxide/_attention.py)."""
+        self._launchers[name] = launcher
+        self.__dict__[name] = launcher
+
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._launchers))
 
@@ -317,7 +323,9 @@ def _load_bundled(crate: str, arch: str | None) -> Module | None:
 
 def load_bundled() -> Module:
     """The bundled ``kernels_rs``, with the variants of ``kernels_sm90a`` (``gemm_bf16``'s
-    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py)."""
+    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py), and
+    ``attention`` served by its call (pyoxide/_attention.py), which picks kernels_sm90a's
+    ``attention_sm90`` the same way."""
     module = _load_bundled(BUNDLED_CRATE, None)
     if module is None:
         raise LoadError(
@@ -331,6 +339,9 @@ def load_bundled() -> Module:
         variants = None  # a checkout without the Rust toolchain nor a prebuilt sm_90a crate
     if variants is not None:
         module.add_variants(variants)
+    from ._attention import add_attention
+
+    add_attention(module, lambda: variants)
     return module
 
 

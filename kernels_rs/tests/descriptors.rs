@@ -34,6 +34,8 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_softmax_rows_backward[..],
         &kernels_rs::__oxide_descriptor_layernorm_rows_backward[..],
         &kernels_rs::__oxide_descriptor_layernorm_rows_backward_affine[..],
+        &kernels_rs::__oxide_descriptor_attention_bf16[..],
+        &kernels_rs::__oxide_descriptor_attention_f16[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -120,7 +122,9 @@ fn one_descriptor_per_entry() {
             "copy_3d_u32",
             "softmax_rows_backward",
             "layernorm_rows_backward",
-            "layernorm_rows_backward_affine"
+            "layernorm_rows_backward_affine",
+            "attention_bf16",
+            "attention_f16"
         ]
     );
 }

@@ -6,6 +6,8 @@
 
 use core::cell::Cell;
 
+mod approx;
+pub(crate) use approx::*;
 mod block;
 pub(crate) mod checks;
 mod cluster;
@@ -20,6 +22,8 @@ pub(crate) use fault::uninterruptible;
 mod mma;
 pub(crate) use mma::*;
 mod rendezvous;
+mod sm90_more;
+pub(crate) use sm90_more::*;
 
 /// Coordinates of one emulated GPU thread, as CUDA's `threadIdx`, `blockIdx`,
 /// `blockDim` and `gridDim` (x, y, z).

@@ -83,6 +83,10 @@ pub(crate) use nvptx_cluster::*;
 mod nvptx_wgmma;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx_wgmma::*;
+#[cfg(target_arch = "nvptx64")]
+mod nvptx_approx;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_approx::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod host;
