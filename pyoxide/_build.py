@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import _abi, _knobs
+from . import _abi, _knobs, _layout
 from .errors import BuildError, ToolchainError
 
 Profile = Literal["release", "debug"]
@@ -43,8 +43,8 @@ class BuildResult:
     emulator: Path | None = None  # the CPU emulator library, when built
 
 
-#: The cargo-oxide that a pyoxide wheel ships (crates/pyoxide-native/build.rs).
-PACKAGED_CARGO_OXIDE = Path(__file__).resolve().parent / "_bin" / "cargo-oxide"
+#: The cargo-oxide that a pyoxide wheel ships (its kit: pyoxide/_layout.py).
+PACKAGED_CARGO_OXIDE = _layout.CARGO_OXIDE
 
 
 def find_cargo_oxide() -> Path:
@@ -61,7 +61,7 @@ def find_cargo_oxide() -> Path:
     found = shutil.which("cargo-oxide", path=_knobs.path_env())
     if found:
         return Path(found)
-    for fallback in (Path.home() / ".cargo" / "bin" / "cargo-oxide", PACKAGED_CARGO_OXIDE):
+    for fallback in (_knobs.home() / ".cargo" / "bin" / "cargo-oxide", PACKAGED_CARGO_OXIDE):
         if fallback.is_file():
             return fallback
     raise ToolchainError(
@@ -121,6 +121,69 @@ def run_tool(args: Sequence[str], echo: Echo | None = None) -> tuple[int, str, s
     return rc, out, "".join(err_lines)
 
 
+def cargo_args(
+    toml: Path,
+    *,
+    arch: Sequence[str] | None = None,
+    profile: Profile = "release",
+    emulator: bool = True,
+    fmad: bool = True,
+) -> list[str]:
+    """The options of ``cargo oxide build`` (and ``cargo oxide key``) for these choices."""
+    args = ["--manifest-path", str(toml), f"--{profile}"]
+    if arch:
+        args += ["--arch", ",".join(arch)]
+    if not emulator:
+        args.append("--no-emu")
+    if not fmad:
+        args.append("--no-fmad")
+    return args
+
+
+@dataclass(frozen=True)
+class BuildKey:
+    """What ``cargo oxide key`` answers: the key of everything that changes what a build
+    with the same options writes here, and the cache folder (both cargo-oxide's to decide,
+    so pyoxide's cache and cargo-oxide's agree)."""
+
+    key: str
+    cache_dir: Path
+    cache_error: str | None  # why the cache folder cannot be used (not the user's, …)
+    inputs: dict[str, str]
+
+
+def build_key(options: Sequence[str]) -> BuildKey:
+    """Ask cargo-oxide for the key of ``cargo oxide build OPTIONS`` (see :func:`cargo_args`).
+    Raises ToolchainError / BuildError (a refused cache folder among them)."""
+    rc, out, err = run_tool(["key", *options])
+    cmd = ["cargo", "oxide", "key", *options]
+    if rc != 0:
+        cause = next((x for x in err.splitlines() if x.startswith("error:")), err.strip())
+        cause = cause.removeprefix("error: ")
+        if "Fix:" not in cause:
+            cause += ". Fix: install the cargo-oxide from the same pyoxide release"
+        raise BuildError(
+            f"cargo oxide key failed (exit {rc}): {cause}",
+            log=err, returncode=rc, command=cmd,
+        )  # fmt: skip
+    try:
+        report = json.loads(out)
+        if sorted(report) != sorted(_abi.KEY_REPORT_KEYS):
+            raise KeyError(sorted(report))
+        inputs = {str(k): str(v) for k, v in report["inputs"].items()}
+        error = report["cache_error"]
+        return BuildKey(
+            str(report["key"]), Path(report["cache_dir"]), None if error is None else str(error),
+            inputs,
+        )  # fmt: skip
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise BuildError(
+            f"cargo-oxide printed no key report for `{' '.join(cmd)}` (got {out[:200]!r}). "
+            "Fix: install the cargo-oxide from the same pyoxide release.",
+            log=err, returncode=rc, command=cmd,
+        ) from None  # fmt: skip
+
+
 def build(
     crate: str | Path,
     *,
@@ -136,15 +199,10 @@ def build(
     one fused multiply-add, so the GPU rounds as the emulator does. Raises BuildError /
     ToolchainError."""
     toml = crate_manifest(crate)
-    args = ["build", "--manifest-path", str(toml), "--json", f"--{profile}"]
-    if arch:
-        args += ["--arch", ",".join(arch)]
+    args = ["build", *cargo_args(toml, arch=arch, profile=profile, emulator=emulator, fmad=fmad)]
+    args.append("--json")
     if out_dir is not None:
         args += ["--out-dir", str(Path(out_dir).resolve())]
-    if not emulator:
-        args.append("--no-emu")
-    if not fmad:
-        args.append("--no-fmad")
     rc, out, err = run_tool(args, echo)
     cmd = ["cargo", "oxide", *args]
     if rc == EXIT_TOOLCHAIN_MISSING:

@@ -7,8 +7,11 @@ Layout under ``PYOXIDE_CACHE_DIR``::
     locks/<lookup>.lock     serializes builds of one lookup key across processes
     tmp/                    builds in progress
 
-``lookup`` hashes the crate's Cargo.toml path, the requested archs and profile and
-the toolchain fingerprint (cargo-oxide's binary and ``rustc -vV``). A cached build
+``lookup`` hashes the crate's Cargo.toml path and cargo-oxide's build key
+(``cargo oxide key`` with the same options: the toolchain it resolves, the options, every
+variable of oxide-abi's input table that changes artifacts, the cargo config files), plus
+the variables of that table only Python reads; ``rebuild=True`` replaces the entry. The
+cache folder is cargo-oxide's answer too. A cached build
 is fresh while every source file its manifest lists, the crate's Cargo.toml and
 the workspace Cargo.lock still hash the same. ``key`` hashes ``lookup`` plus those
 content hashes, so equal inputs give the same folder. cargo-oxide hashes the sources
@@ -23,19 +26,17 @@ build; without it, both build and the first rename wins.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import _knobs
-from ._build import Echo, Profile, build, crate_manifest, find_cargo_oxide
+from ._build import Echo, Profile, build, build_key, cargo_args, crate_manifest
 from ._fs import atomic_write, make_temp_dir, sha256_file
 from ._manifest import Manifest, read_manifest
 from .errors import BuildError, ConfigError, LoadError, ManifestError
@@ -43,22 +44,21 @@ from .errors import BuildError, ConfigError, LoadError, ManifestError
 LAYOUT_VERSION = 1
 
 
-@functools.lru_cache(maxsize=8)
-def _fingerprint(tool: str, tool_stat: tuple[int, int], rustc: str) -> str:
-    try:
-        rustc_v = subprocess.run(
-            [rustc, "-vV"], capture_output=True, text=True, timeout=60, check=False
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        rustc_v = "unavailable"
-    return hashlib.sha256(json.dumps([tool, tool_stat, rustc_v]).encode()).hexdigest()
-
-
-def toolchain_fingerprint() -> str:
-    """Changes when cargo-oxide is rebuilt or the rustc on PATH changes."""
-    tool = find_cargo_oxide().resolve()
-    st = tool.stat()
-    return _fingerprint(str(tool), (st.st_size, st.st_mtime_ns), _knobs.rustc())
+def lookup_key(
+    toml: Path, *, arch: Sequence[str] | None, profile: Profile, fmad: bool
+) -> tuple[str, Path]:
+    """The index key of a build of the crate at ``toml`` and the cache folder: derived
+    from cargo-oxide's key of the same options and the Python-read variables of the
+    input table, never from a list kept here."""
+    options = cargo_args(toml, arch=arch, profile=profile, fmad=fmad)
+    asked = build_key(options)
+    if asked.cache_error is not None:
+        raise ConfigError(
+            "PYOXIDE_CACHE_DIR", str(asked.cache_dir),
+            f"a writable folder of your own that others cannot write to ({asked.cache_error})",
+        )  # fmt: skip
+    content = json.dumps([LAYOUT_VERSION, str(toml), asked.key, sorted(_knobs.keyed().items())])
+    return hashlib.sha256(content.encode()).hexdigest()[:32], asked.cache_dir
 
 
 def _extra_inputs(toml: Path) -> dict[str, str | None]:
@@ -143,21 +143,15 @@ def ensure_built(
     *,
     arch: Sequence[str] | None = None,
     profile: Profile = "release",
+    fmad: bool = True,
     rebuild: bool = False,
     echo: Echo | None = None,
 ) -> Path:
-    """The manifest of a fresh build of ``crate``, building it if needed."""
+    """The manifest of a fresh build of ``crate``, building it if needed; with
+    ``rebuild``, a new build that replaces the cached one."""
     toml = crate_manifest(crate)
-    root = _usable_cache_dir(_knobs.cache_dir())
-    fingerprint = toolchain_fingerprint()
-    # Which ptxas verifies the PTX is part of the key: a build verified by none (or by
-    # another) is never served as verified by the one configured now.
-    ptxas = [_knobs.ptxas(), shutil.which("ptxas", path=_knobs.path_env())]
-    lookup = hashlib.sha256(
-        json.dumps(
-            [LAYOUT_VERSION, str(toml), list(arch or []), profile, fingerprint, ptxas]
-        ).encode()
-    ).hexdigest()[:32]
+    lookup, cache_dir = lookup_key(toml, arch=arch, profile=profile, fmad=fmad)
+    root = _usable_cache_dir(cache_dir)
     index = root / "index" / f"{lookup}.json"
     extra = _extra_inputs(toml)
     with _locked(root / "locks" / f"{lookup}.lock"):
@@ -172,7 +166,7 @@ def ensure_built(
             before = _snapshot(toml.parent, _last_sources(root, index, toml.parent))
             tmp = make_temp_dir(root / "tmp", "build-")
             try:
-                manifest = _build_into(tmp, toml, arch, profile, echo)
+                manifest = _build_into(tmp, toml, arch, profile, fmad, echo)
                 changed = _changed_during_build(manifest, toml.parent, before)
                 if before.get(str(toml.resolve())) != sha256_file(toml):
                     changed.append(str(toml))
@@ -202,9 +196,10 @@ def ensure_built(
             except OSError:
                 if not final.is_dir():
                     raise
-                # Same inputs, already there: keep it unless it is damaged.
-                if not _usable(final / manifest.path.name):
-                    trash = Path(tempfile.mkdtemp(dir=root / "tmp", prefix="damaged-"))
+                # Same inputs, already there: keep it unless it is damaged, or a rebuild
+                # was asked for (a build loaded elsewhere keeps its open files).
+                if rebuild or not _usable(final / manifest.path.name):
+                    trash = Path(tempfile.mkdtemp(dir=root / "tmp", prefix="replaced-"))
                     os.rename(final, trash / "entry")
                     os.rename(tmp, final)
                     shutil.rmtree(trash, ignore_errors=True)
@@ -216,12 +211,14 @@ def ensure_built(
 
 
 def _usable_cache_dir(root: Path) -> Path:
-    """``root``, created if needed; a ConfigError (not a traceback) when it cannot be."""
+    """``root`` (cargo-oxide created it and checked that it is the user's own), with its
+    folders; a ConfigError (not a traceback) when they cannot be made. Like the files in
+    them, they are readable by others but writable only by the user: a build in them is
+    loaded into this process."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        probe = root / "tmp"
-        probe.mkdir(exist_ok=True)
-        if not os.access(probe, os.W_OK | os.X_OK):
+        for part in ("index", "builds", "locks", "tmp"):
+            (root / part).mkdir(mode=0o755, exist_ok=True)
+        if not os.access(root / "tmp", os.W_OK | os.X_OK):
             raise PermissionError(13, "not writable")
     except OSError as e:
         what = "is a file, not a folder" if root.is_file() else (e.strerror or str(e))
@@ -232,10 +229,15 @@ def _usable_cache_dir(root: Path) -> Path:
 
 
 def _build_into(
-    tmp: Path, toml: Path, arch: Sequence[str] | None, profile: Profile, echo: Echo | None
+    tmp: Path,
+    toml: Path,
+    arch: Sequence[str] | None,
+    profile: Profile,
+    fmad: bool,
+    echo: Echo | None,
 ) -> Manifest:
     result = build(
-        toml, arch=arch, profile=profile, out_dir=tmp,
+        toml, arch=arch, profile=profile, out_dir=tmp, fmad=fmad,
         echo=echo if _knobs.verbose() >= 1 else None,
     )  # fmt: skip
     manifest = read_manifest(result.manifest)

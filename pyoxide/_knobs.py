@@ -1,58 +1,47 @@
-"""Every environment variable pyoxide reads, declared once.
+"""Every environment variable pyoxide's Python side reads, typed.
 
-This is the only module that reads ``os.environ``. Values are read when asked for
-(not at import), so a test or a long-running process can change them.
+This is the only module that reads ``os.environ``, and it reads only variables of
+oxide-abi's one table (``_abi.VARIABLES``, generated from crates/oxide-abi/src/inputs.rs),
+which says of each who reads it and what it does to a build's artifacts: the build
+cache's key is derived from that table, not from this module. Values are read when asked
+for (not at import), so a test or a long-running process can change them.
 
-=====================  ================================================================
-PYOXIDE_CACHE_DIR      where ``load`` keeps built artifacts (default:
-                       ``$XDG_CACHE_HOME/pyoxide`` or ``~/.cache/pyoxide``)
-PYOXIDE_BACKEND        ``auto`` (default: GPU arrays → cupy, NumPy arrays → emu),
-                       ``cupy`` or ``emu`` (force one backend; other arrays are refused)
-PYOXIDE_ARCH           comma-separated architectures ``load`` builds for
-                       (``sm_80,sm_90``); default: cargo-oxide's default
-PYOXIDE_VERBOSE        ``0`` (default) quiet builds, ``1`` stream build progress,
-                       ``2`` also print cache decisions
-PYOXIDE_CARGO_OXIDE    path of the cargo-oxide binary; default: ``cargo-oxide`` on
-                       PATH, then ``~/.cargo/bin/cargo-oxide``
-PYOXIDE_SYNC           ``1``: synchronize after every launch, so a trap is reported
-                       by the kernel that caused it (slow; for debugging)
-PYOXIDE_RUSTC          the rustc whose version is part of the cache key
-                       (default: ``$RUSTC`` or ``rustc`` on PATH)
-CUDA_HOME, CUDA_PATH   where ``pyoxide verify --sanitize`` looks for compute-sanitizer
-                       (``bin/``) when it is not on PATH
-=====================  ================================================================
+The cache folder is not read here: cargo-oxide decides it (``cargo oxide key`` reports
+it), so the Python side and cargo-oxide follow one rule.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Literal
 
+from . import _abi
 from .errors import ConfigError
 
 Backend = Literal["auto", "cupy", "emu"]
 
-_ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 
-
-def _get(name: str) -> str | None:
-    value = os.environ.get(name)
+def _get(var: _abi.Variable) -> str | None:
+    """A variable of the table that Python reads; unset and empty are the same."""
+    if var.prefix or var.reader not in ("python", "both"):
+        raise AssertionError(f"{var.name} is not a variable pyoxide's Python side reads")
+    value = os.environ.get(var.name)
     return value if value not in (None, "") else None
 
 
-def cache_dir() -> Path:
-    value = _get("PYOXIDE_CACHE_DIR")
-    if value is not None:
-        return Path(value).expanduser()
-    xdg = _get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "pyoxide"
+def keyed() -> dict[str, str]:
+    """The variables only Python reads whose value is part of the build key (cargo-oxide
+    keys the ones that reach it), unset ones as ""."""
+    return {
+        v.name: os.environ.get(v.name, "")
+        for v in _abi.VARIABLES
+        if v.reader == "python" and v.effect == "key"
+    }
 
 
 def backend() -> Backend:
-    value = (_get("PYOXIDE_BACKEND") or "auto").lower()
+    value = (_get(_abi.PYOXIDE_BACKEND) or "auto").lower()
     if value == "auto":
         return "auto"
     if value == "cupy":
@@ -63,17 +52,23 @@ def backend() -> Backend:
 
 
 def arch() -> list[str] | None:
-    value = _get("PYOXIDE_ARCH")
+    value = _get(_abi.PYOXIDE_ARCH)
     if value is None:
         return None
     archs = [a.strip() for a in value.split(",") if a.strip()]
-    if not archs or not all(_ARCH_RE.match(a) for a in archs):
+    try:
+        for a in archs:
+            _abi.parse_arch(a)
+    except ValueError as e:
+        expected = f"comma-separated names like sm_80,sm_90 ({e})"
+        raise ConfigError("PYOXIDE_ARCH", value, expected) from None
+    if not archs:
         raise ConfigError("PYOXIDE_ARCH", value, "comma-separated names like sm_80,sm_90")
     return archs
 
 
 def verbose() -> int:
-    value = _get("PYOXIDE_VERBOSE")
+    value = _get(_abi.PYOXIDE_VERBOSE)
     if value is None:
         return 0
     if value not in ("0", "1", "2"):
@@ -83,12 +78,12 @@ def verbose() -> int:
 
 def cargo_oxide() -> Path | None:
     """The configured cargo-oxide path, or None to search PATH and ~/.cargo/bin."""
-    value = _get("PYOXIDE_CARGO_OXIDE")
+    value = _get(_abi.PYOXIDE_CARGO_OXIDE)
     return Path(value).expanduser() if value is not None else None
 
 
 def sync_launches() -> bool:
-    value = _get("PYOXIDE_SYNC")
+    value = _get(_abi.PYOXIDE_SYNC)
     if value is None or value == "0":
         return False
     if value == "1":
@@ -96,16 +91,28 @@ def sync_launches() -> bool:
     raise ConfigError("PYOXIDE_SYNC", value, "0 or 1")
 
 
-def ptxas() -> str | None:
-    """cargo-oxide's OXIDE_PTXAS: the ptxas that verifies the PTX (a build fails when it
-    does not work)."""
-    return _get("OXIDE_PTXAS")
+def emu_strict() -> bool:
+    value = _get(_abi.PYOXIDE_EMU_STRICT)
+    if value is None or value == "0":
+        return False
+    if value == "1":
+        return True
+    raise ConfigError("PYOXIDE_EMU_STRICT", value, "0 or 1")
+
+
+def emu_seed() -> int:
+    value = _get(_abi.PYOXIDE_EMU_SEED)
+    if value is None:
+        return 0
+    if not (value.isascii() and value.isdigit()) or int(value) >= 2**64:
+        raise ConfigError("PYOXIDE_EMU_SEED", value, "an integer from 0 to 2**64 - 1")
+    return int(value)
 
 
 def launch_knobs() -> tuple[str | None, str | None]:
     """The raw values of the variables that decide how a launch goes, beyond building:
     PYOXIDE_SYNC and PYOXIDE_BACKEND."""
-    return os.environ.get("PYOXIDE_SYNC"), os.environ.get("PYOXIDE_BACKEND")
+    return os.environ.get(_abi.PYOXIDE_SYNC.name), os.environ.get(_abi.PYOXIDE_BACKEND.name)
 
 
 _launch_seen: tuple[str | None, str | None] | None = None
@@ -125,15 +132,27 @@ def launch_generation() -> int:
     return _launch_generation
 
 
-def rustc() -> str:
-    return _get("PYOXIDE_RUSTC") or _get("RUSTC") or "rustc"
+def home() -> Path:
+    """The home folder: HOME, else (unset or empty) the user database's, as cargo-oxide
+    takes it."""
+    value = _get(_abi.HOME)
+    if value is not None:
+        return Path(value)
+    import pwd
+
+    return Path(pwd.getpwuid(os.geteuid()).pw_dir)
+
+
+def environment_with(extra: dict[str, str]) -> dict[str, str]:
+    """The environment for a child process: this one's, plus `extra` (verify's worker)."""
+    return {**os.environ, **extra}
 
 
 def path_env() -> str:
     """PATH, for finding tools (shutil.which is given it explicitly)."""
-    return os.environ.get("PATH", os.defpath)
+    return os.environ.get(_abi.PATH.name, os.defpath)
 
 
 def cuda_homes() -> list[str]:
     """CUDA toolkit folders named by CUDA_HOME and CUDA_PATH (set ones, in that order)."""
-    return [v for v in (_get("CUDA_HOME"), _get("CUDA_PATH")) if v]
+    return [v for v in (_get(_abi.CUDA_HOME), _get(_abi.CUDA_PATH)) if v]

@@ -16,6 +16,7 @@ from typing import Any
 
 from . import _abi
 from ._constants import ConstantSpec, parse_constants
+from ._fs import file_inside
 from ._json_checker import JsonChecker
 from ._policy_spec import (
     LaunchPolicy,
@@ -107,6 +108,9 @@ class KernelSpec:
     tensor_maps: tuple[TensorMapSpec, ...] = ()
     #: `#[tune(...)]` (pyoxide/_tune_spec.py): its tuned consts and launch parameters.
     tune: TuneSpec | None = None
+    #: The full-warp collective its code runs (schema 8, from the link step): it takes
+    #: only blocks of whole warps.
+    whole_warps: str | None = None
 
     @property
     def passed_params(self) -> tuple[ParamSpec, ...]:
@@ -299,7 +303,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
     if top.get("emulator") is not None:
         e = c.obj(top["emulator"], "emulator", ["path", "sha256"])
         emulator = (
-            base / c.str_(e["path"], "emulator.path"),
+            _inside(c, base, c.str_(e["path"], "emulator.path"), "emulator.path"),
             c.str_(e["sha256"], "emulator.sha256"),
         )
     kernels = [
@@ -331,8 +335,10 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
 def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
     a = c.obj(value, w, ["arch", "path", "sha256", "ptx_version"], ["ptxas"])
     arch = c.str_(a["arch"], w + ".arch")
-    if not arch.startswith("sm_"):
-        raise c.fail(w + ".arch", f"expected an architecture like sm_90, got {arch!r}")
+    try:
+        _abi.parse_arch(arch)
+    except ValueError as e:
+        raise c.fail(w + ".arch", str(e)) from None
     resources = None
     if a.get("ptxas") is not None:
         raw = c.obj(a["ptxas"], w + ".ptxas", [], closed=False)
@@ -347,11 +353,18 @@ def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
             resources[entry] = KernelResources(**{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields})
     return PtxArtifact(
         arch=arch,
-        path=base / c.str_(a["path"], w + ".path"),
+        path=_inside(c, base, c.str_(a["path"], w + ".path"), w + ".path"),
         sha256=c.str_(a["sha256"], w + ".sha256"),
         ptx_version=c.str_(a["ptx_version"], w + ".ptx_version"),
         ptxas=resources,
     )
+
+
+def _inside(c: JsonChecker, base: Path, text: str, where: str) -> Path:
+    try:
+        return file_inside(base, text)
+    except ValueError as e:
+        raise c.fail(where, str(e)) from None
 
 
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
@@ -370,6 +383,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
             "shared_bytes",
             "tensor_maps",
             "tune",
+            "whole_warps",
         ],
         closed=False,
     )
@@ -444,4 +458,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         maps_param=maps_param,
         tensor_maps=maps,
         tune=None if k.get("tune") is None else read_tune(c, k["tune"], w + ".tune"),
+        whole_warps=None
+        if k.get("whole_warps") is None
+        else c.str_(k["whole_warps"], w + ".whole_warps"),
     )

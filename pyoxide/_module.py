@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _constants, _knobs
+from . import _constants, _knobs, _layout
 from ._build import Echo, Profile, find_cargo_oxide
 from ._manifest import Manifest, read_manifest
 from ._tune_space import family_key, is_hand_pick
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
     Launcher: TypeAlias = Kernel | GenericKernel
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_CRATE = "kernels_rs"
 #: The bundled kernels that need the arch-specific sm_90a target, built apart (a plain
 #: target's build refuses them): variants of kernels_rs's (`#[variant_of]`), which its
@@ -154,6 +153,12 @@ class Module:
                 wired.append(target.name)
         return wired
 
+    def serve(self, name: str, launcher: Any) -> None:
+        """Serve ``name`` with ``launcher``: a call that wraps the kernel (its launch
+        planned in Python, e.g. ``attention``'s, pyoxide/_attention.py)."""
+        self._launchers[name] = launcher
+        self.__dict__[name] = launcher
+
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._launchers))
 
@@ -213,6 +218,7 @@ def load(
     *,
     arch: str | Sequence[str] | None = None,
     profile: Profile = "release",
+    fmad: bool | None = None,
     rebuild: bool = False,
     echo: Echo | None = None,
     emulator: str | os.PathLike[str] | None = None,
@@ -223,7 +229,10 @@ def load(
     ``path_or_manifest`` is a crate folder (or its Cargo.toml), built through the
     cache when its sources or the toolchain changed; a ``<crate>.manifest.json``
     file, used as is; or a Manifest already read. ``arch`` defaults to
-    ``PYOXIDE_ARCH``, then cargo-oxide's default.
+    ``PYOXIDE_ARCH``, then cargo-oxide's default. ``fmad=False`` builds as ``pyoxide
+    build --no-fmad`` does (every multiply and add rounded apart, as on the emulator;
+    default True, as nvcc); with a manifest, ``fmad`` given must match how it was built.
+    ``rebuild=True`` builds again and replaces the cached build.
 
     ``emulator``, with a manifest: the crate's CPU emulator library when it was built
     apart from the PTX (a ``pyoxide new`` wheel: maturin's host build of the crate is
@@ -233,10 +242,10 @@ def load(
     choices of the manifest and of ``pyoxide tune``'s cache (docs/guide/tuning.md).
     """
     if isinstance(path_or_manifest, Manifest):
-        return Module(_with_emulator(path_or_manifest, emulator), tuned=tuned)
+        return Module(_with_emulator(_built_with(path_or_manifest, fmad), emulator), tuned=tuned)
     path = Path(path_or_manifest)
     if path.is_file() and path.name.endswith(".json"):
-        return Module(_with_emulator(read_manifest(path), emulator), tuned=tuned)
+        return Module(_with_emulator(_built_with(read_manifest(path), fmad), emulator), tuned=tuned)
     if emulator is not None:
         raise LoadError(
             f"load({str(path)!r}, emulator=…): an emulator library goes with a manifest, "
@@ -250,12 +259,30 @@ def load(
         archs = archs if archs is not None else _knobs.arch()
         if echo is None and _knobs.verbose():
             echo = _stderr
-        manifest = ensure_built(path, arch=archs, profile=profile, rebuild=rebuild, echo=echo)
+        manifest = ensure_built(
+            path,
+            arch=archs,
+            profile=profile,
+            fmad=fmad is not False,
+            rebuild=rebuild,
+            echo=echo,
+        )
         return Module(read_manifest(manifest), tuned=tuned)
     raise LoadError(
         f"{path} is neither a kernel crate (a folder with Cargo.toml) nor a manifest "
         "(<crate>.manifest.json). Fix: pass one of those."
     )
+
+
+def _built_with(manifest: Manifest, fmad: bool | None) -> Manifest:
+    if fmad is not None and manifest.fmad != fmad:
+        built = "with" if manifest.fmad else "without"
+        raise LoadError(
+            f"{manifest.path} was built {built} fused multiply-adds, but load(fmad={fmad}) "
+            f"asks the other. Fix: load the crate folder with fmad={fmad} (it builds that), "
+            "or drop fmad=."
+        )
+    return manifest
 
 
 def _with_emulator(manifest: Manifest, emulator: str | os.PathLike[str] | None) -> Manifest:
@@ -277,13 +304,13 @@ def _stderr(line: str) -> None:
 
 def bundled_manifest_path(crate: str = BUNDLED_CRATE) -> Path | None:
     """The prebuilt manifest of a bundled crate, when it ships with the package."""
-    p = _PACKAGE_DIR / "_prebuilt" / f"{crate}.manifest.json"
+    p = _layout.PREBUILT / f"{crate}.manifest.json"
     return p if p.is_file() else None
 
 
 def bundled_crate_dir(crate: str = BUNDLED_CRATE) -> Path | None:
     """A bundled kernel crate's source (a source checkout only)."""
-    p = _PACKAGE_DIR.parent / crate
+    p = _layout.PACKAGE.parent / crate
     return p if (p / "Cargo.toml").is_file() else None
 
 
@@ -316,12 +343,14 @@ def _load_bundled(crate: str, arch: str | None, tuned: bool = True) -> Module | 
 
 def load_bundled(*, tuned: bool = True) -> Module:
     """The bundled ``kernels_rs``, with the variants of ``kernels_sm90a`` (``gemm_bf16``'s
-    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py); ``tuned=False``:
-    without tuned choices (the hand-picked configurations)."""
+    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py), and
+    ``attention`` served by its call (pyoxide/_attention.py), which picks kernels_sm90a's
+    ``attention_sm90`` the same way; ``tuned=False``: without tuned choices (the
+    hand-picked configurations)."""
     module = _load_bundled(BUNDLED_CRATE, None, tuned)
     if module is None:
         raise LoadError(
-            "the bundled kernels are missing: no prebuilt artifacts in pyoxide/_prebuilt and "
+            f"the bundled kernels are missing: no prebuilt artifacts in {_layout.PREBUILT} and "
             "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
             "source checkout run `pyoxide build --bundled`."
         )
@@ -331,6 +360,9 @@ def load_bundled(*, tuned: bool = True) -> Module:
         variants = None  # a checkout without the Rust toolchain nor a prebuilt sm_90a crate
     if variants is not None:
         module.add_variants(variants)
+    from ._attention import add_attention
+
+    add_attention(module, lambda: variants)
     return module
 
 

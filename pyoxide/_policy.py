@@ -27,13 +27,14 @@ from ._policy_spec import LaunchPolicy
 from ._shapes import tile_block, tile_grid
 from .errors import ArgumentValueError
 
-#: Threads per block of a plain call of a kernel without a policy of its own
-#: (oxide-abi's DEFAULT_BLOCK, what `#[launch]` records when it gives no block).
-DEFAULT_BLOCK = 256
+#: Threads per block of a plain call of a kernel without a policy of its own (what
+#: `#[launch]` records when it gives no block).
+DEFAULT_BLOCK = _abi.DEFAULT_BLOCK
 _MAX_GRID = _abi.MAX_GRID_DIM[0]
-#: A row kernel's plain block: one warp per this many columns, from _ROW_LEAST_BLOCK
-#: threads up to the policy's block (see _row_block).
-_COLUMNS_PER_WARP = 32 * 32
+#: A row kernel's plain block: one warp per this many bytes of row a thread (each
+#: thread's share of a row in 8 vectors of 16 bytes), from _ROW_LEAST_BLOCK threads up to
+#: the policy's block (see _row_block).
+_ROW_BYTES_PER_THREAD = 128
 _ROW_LEAST_BLOCK = 128
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
 _GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
@@ -63,7 +64,15 @@ def max_threads(spec: KernelSpec) -> int:
 
 def default_block(spec: KernelSpec) -> int:
     policy = policy_of(spec)
-    return min(policy.block if policy else DEFAULT_BLOCK, max_threads(spec))
+    return _whole_warps(spec, min(policy.block if policy else DEFAULT_BLOCK, max_threads(spec)))
+
+
+def _whole_warps(spec: KernelSpec, threads: int) -> int:
+    """`threads`, rounded down to whole warps (at least one) for a kernel that needs
+    them (`spec.whole_warps`)."""
+    if spec.whole_warps is None or threads < _abi.WARP_SIZE:
+        return threads if spec.whole_warps is None else _abi.WARP_SIZE
+    return threads - threads % _abi.WARP_SIZE
 
 
 def validates_grid(spec: KernelSpec) -> bool:
@@ -71,6 +80,13 @@ def validates_grid(spec: KernelSpec) -> bool:
     cannot be checked once, ahead of them)."""
     policy = policy_of(spec)
     return policy is not None and policy.kind in _GRID_HAS_MEANING
+
+
+def needs_configuration(spec: KernelSpec) -> bool:
+    """Whether a plain call (no grid, no block) is refused by :func:`configure`: no policy
+    sizes the grid, or the block size is part of the result (``segments``)."""
+    policy = policy_of(spec)
+    return policy is None or policy.kind == "segments"
 
 
 def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
@@ -91,6 +107,8 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     policy = policy_of(spec)
     if policy is None or policy.kind != "tiles" or spec.cluster is not None:
         return None
+    if not _is_whole_warps(spec, policy.block3):
+        return None  # configure() refuses it, with the message
     return policy.over, policy.block3, policy.tile
 
 
@@ -104,7 +122,7 @@ def row_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
             or spec.cluster is not None):  # fmt: skip
         return None
     most = default_block(spec)
-    return policy.over, _least_row_block(policy, most), most, _COLUMNS_PER_WARP
+    return policy.over, _least_row_block(policy, most), most, _columns_per_warp(spec, policy)
 
 
 def _least_row_block(policy: LaunchPolicy, most: int) -> int:
@@ -122,6 +140,8 @@ def persistent_rule(
     policy = policy_of(spec)
     if policy is None or policy.kind != "persistent_tiles" or spec.cluster is not None:
         return None
+    if not _is_whole_warps(spec, policy.block3):
+        return None  # configure() refuses it, with the message
     return policy.over, policy.block3, policy.tile, policy.blocks_per_sm
 
 
@@ -216,6 +236,7 @@ def _configure(
                 "(the kernel's launch bounds or the CUDA limit)",
                 f"{block} = {threads} threads", f"pass block={limit} or fewer",
             )  # fmt: skip
+    _check_whole_warps(spec, block3)
     if grid is not None and (policy is None or policy.kind not in _GRID_HAS_MEANING):
         return grid, block3
     if policy is None:
@@ -255,17 +276,50 @@ def _configure(
     return (blocks, 1, 1), block3
 
 
+def _is_whole_warps(spec: KernelSpec, block: Sequence[int]) -> bool:
+    """Whether `block` is one `spec` may run with (see :func:`_check_whole_warps`)."""
+    return spec.whole_warps is None or math.prod(block) % _abi.WARP_SIZE == 0
+
+
+def _check_whole_warps(spec: KernelSpec, block: Dim3) -> None:
+    """A kernel whose code runs a warp collective over the full warp (recorded by
+    `cargo oxide build` as `whole_warps`) gets whole warps, or nothing: in a partial
+    last warp its shuffles would read lanes that do not exist (undefined in PTX; the
+    emulator traps)."""
+    if _is_whole_warps(spec, block):
+        return
+    threads, warp = block[0] * block[1] * block[2], _abi.WARP_SIZE
+    down, up = threads - threads % warp, threads - threads % warp + warp
+    sizes = f"{down} or {up}" if down else f"{up}"
+    raise ArgumentValueError(
+        spec.entry, "block", f"a whole number of warps (a multiple of {warp} threads): the "
+        f"kernel's code runs {spec.whole_warps} over the full warp (warp::reduce, "
+        "block::reduce and their kin do), which a partial last warp cannot take part in",
+        f"block {block} = {threads} threads",
+        f"pass a block of {sizes} threads, or leave the block out; to keep this block, "
+        "reduce over the lanes that exist (warp::reduce_partial(v, warp::live_lanes_1d(), op))",
+    )  # fmt: skip
+
+
 def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
-    """A 1-D policy's launches are 1-D: the kernel's entry assumes so (blockDim.y and
-    the rest are 1, which lets ``thread::index_1d()`` skip its check), so any other
-    grid or block is refused here, before launch."""
+    """A 1-D policy's launches are 1-D (every policy but ``tiles``): the kernel's entry
+    assumes so (blockDim.y and the rest are 1, which lets ``thread::index_1d()`` skip its
+    check), and a block-per-element or per-row kernel that reads ``blockIdx_x()`` is
+    right only in a 1-D grid, so any other grid or block is refused here, before
+    launch."""
     if dims is None or dims[1:] == (1, 1):
         return
     name, kind = spec.entry, spec.launch.kind if spec.launch else ""
     total = dims[0] * dims[1] * dims[2]
+    why = (
+        " (block b handles element or row b, its blockIdx.x: a 2-D grid would repeat "
+        "blockIdx.x along y)"
+        if what == "grid" and kind in _GRID_HAS_MEANING
+        else ""
+    )
     raise ArgumentValueError(
         name, what, f"a 1-D {what} (y and z extents 1): the kernel's "
-        f"#[launch({kind}(..))] policy is 1-D", f"{what} {dims}",
+        f"#[launch({kind}(..))] policy is 1-D{why}", f"{what} {dims}",
         f"pass {what}={total} (the same {'blocks' if what == 'grid' else 'threads'} "
         "in one dimension)",
     )  # fmt: skip
@@ -275,19 +329,29 @@ def _row_block(
     spec: KernelSpec, policy: LaunchPolicy, args: Sequence[Any],
     shapes: Sequence[tuple[int, ...] | None],
 ) -> int:  # fmt: skip
-    """A row kernel's block when the call gives none: one warp per 32 columns, so each
-    thread keeps about 32 of the row's elements in registers, between 128 threads (short
-    rows still get a full block's bandwidth) and the policy's `block` (its maximum).
-    The row length is the `cols` argument, or a 2-D `over`'s second extent."""
+    """A row kernel's block when the call gives none: one warp per 4 KiB of row, so
+    each thread holds 128 bytes of it (8 vectors of 16 bytes, 32 `f32`: what
+    `block_share().cache::<8>()` keeps in registers), between 128 threads (short rows
+    still get a full block's bandwidth) and the policy's `block` (its maximum). The row
+    length is the `cols` argument, or a 2-D `over`'s second extent."""
     if policy.cols is None:
         shape = shapes[policy.over]
         assert shape is not None and len(shape) == 2
         cols = shape[1]
     else:
         cols = operator.index(args[policy.cols])
-    warps = -(-max(cols, 1) // _COLUMNS_PER_WARP)
+    warps = -(-max(cols, 1) // _columns_per_warp(spec, policy))
     most = default_block(spec)
-    return max(min(32 * warps, most), _least_row_block(policy, most))
+    return max(min(_abi.WARP_SIZE * warps, most), _least_row_block(policy, most))
+
+
+def _columns_per_warp(spec: KernelSpec, policy: LaunchPolicy) -> int:
+    """A row kernel's plain block has one warp per 4 KiB of row: each thread holds
+    _ROW_BYTES_PER_THREAD of it (8 vectors of 16 bytes, what `cache::<8>()` keeps in
+    registers), 1024 columns of `f32` a warp."""
+    p = spec.params[policy.over]
+    itemsize = p.record.size if p.record is not None else _abi.SCALARS[p.type].size
+    return max(1, _ROW_BYTES_PER_THREAD * _abi.WARP_SIZE // itemsize)
 
 
 def _blocks(
@@ -314,6 +378,8 @@ def _blocks(
         return n, f"one per element of '{over}' ({n})"
     if kind == "segments":
         return -(-n // threads), f"one per {threads} elements of '{over}' ({n})"
+    if kind == "columns":  # any 1-D grid: the kernel strides over its strips
+        return -(-n // policy.per_block), ""
     assert kind == "block_per_row"
     if policy.cols is None:  # a 2-D shaped `over`: one block per row
         shape = shapes[policy.over]

@@ -18,6 +18,7 @@ LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
     "block_per_element": ("over", "block"),
     "block_per_row": ("over", "cols", "block"),
     "segments": ("over",),
+    "columns": ("over", "per_block", "block"),
     "tiles": ("over", "block", "tile"),
     "persistent_tiles": ("over", "block", "tile", "blocks_per_sm"),
 }
@@ -35,6 +36,7 @@ class LaunchPolicy:
     over: int
     per_thread: int = 1
     block: int = 256
+    per_block: int = 1  # columns: the columns of `over` one block's strip covers
     blocks_per_sm: int = 1
     cols: int | None = None
     # tiles, persistent_tiles: the block (x, y, z) and the extents of `over` each block
@@ -69,8 +71,12 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
     ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
-    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > 1024:
-        raise c.fail(w, "per_thread, block and blocks_per_sm are at least 1, block at most 1024")
+    most = _abi.MAX_THREADS_PER_BLOCK
+    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > most:
+        raise c.fail(
+            w,
+            f"per_thread, per_block, block and blocks_per_sm are at least 1, block at most {most}",
+        )
     cols = None
     if "cols" in v:
         cols = names.index(c.choice(v["cols"], w + ".cols", names))
@@ -87,6 +93,7 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
         block=ints.get("block", 256),
         blocks_per_sm=ints.get("blocks_per_sm", 1),
         cols=cols,
+        per_block=ints.get("per_block", 1),
     )
 
 
@@ -102,8 +109,8 @@ def _read_tiles(
         if len(xs) != 3 or 0 in xs:
             raise c.fail(f"{w}.{f}", "three positive integers (x, y, z)")
         three.append((xs[0], xs[1], xs[2]))
-    if three[0][0] * three[0][1] * three[0][2] > 1024:
-        raise c.fail(w + ".block", "at most 1024 threads")
+    if three[0][0] * three[0][1] * three[0][2] > _abi.MAX_THREADS_PER_BLOCK:
+        raise c.fail(w + ".block", f"at most {_abi.MAX_THREADS_PER_BLOCK} threads")
     block3, tile = three
     per_sm = 1
     if kind == "persistent_tiles":

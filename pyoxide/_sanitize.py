@@ -91,6 +91,7 @@ def run_tools(
         with tempfile.TemporaryDirectory(prefix="pyoxide-sanitize-") as tmp:
             log = Path(tmp) / f"{tool}.log"
             cmd = [str(sanitizer), "--tool", tool, "--log-file", str(log), "--print-limit", "50"]
+            cmd += ["--target-processes", "all"]  # verify runs the kernels in a worker
             if tool == "racecheck":
                 cmd += ["--racecheck-report", "hazard"]
             cmd += [sys.executable, "-m", "pyoxide", "verify", *verify_args]

@@ -1,7 +1,9 @@
 """``pyoxide new``: a kernel crate plus a maturin project around it.
 
 The files come from pyoxide/_templates/new (``$name`` and the paths of pyoxide's Rust
-crates substituted; a ``__name__`` path part becomes the name). The project is written
+crates substituted; a ``__name__`` path part becomes the name). From an installed wheel,
+whose kit carries the crates.io sources those crates need, _templates/offline adds the
+cargo source replacement that makes the project build offline. The project is written
 to a temporary folder beside the destination and renamed into place, so a failure leaves
 nothing half-made.
 """
@@ -19,13 +21,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _layout
 from .errors import ScaffoldError
 
 _TEMPLATES = Path(__file__).resolve().parent / "_templates" / "new"
+_OFFLINE_TEMPLATES = _TEMPLATES.parent / "offline"
 _SUFFIX = ".tmpl"
 # Files whose template name differs from the file's (a dotfile would be ignored by tools
 # that walk the package).
-_RENAMED = {"gitignore": ".gitignore"}
+_RENAMED = {"gitignore": ".gitignore", "dot-cargo": ".cargo"}
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 #: Packages a kernel project's users likely have, installed here or not.
 _COMMON_PACKAGES = frozenset(
@@ -53,7 +57,7 @@ _COMMON_PACKAGES = frozenset(
     ]
 )
 #: pyoxide's crates a kernel project depends on, by path (they are not on crates.io).
-RUST_CRATES = ("oxide-device", "oxide-build")
+RUST_CRATES = _layout.PROJECT_CRATES
 
 
 @dataclass(frozen=True)
@@ -65,9 +69,8 @@ class Project:
 
 def default_crates_dir() -> Path | None:
     """The ``crates/`` folder of the pyoxide checkout this package runs from, else the
-    copy an installed pyoxide wheel ships in ``pyoxide/_rust``, if any."""
-    package = Path(__file__).resolve().parent
-    for crates in (package.parent / "crates", package / "_rust" / "crates"):
+    copy an installed pyoxide wheel ships in its kit, if any."""
+    for crates in (_layout.PACKAGE.parent / "crates", _layout.KIT_CRATES_DIR):
         if all((crates / c / "Cargo.toml").is_file() for c in RUST_CRATES):
             return crates
     return None
@@ -123,10 +126,15 @@ def create(name: str, dest: Path | None = None, crates_dir: Path | None = None) 
         "oxide_device": (crates / "oxide-device").as_posix(),
         "oxide_build": (crates / "oxide-build").as_posix(),
     }
+    # A kit's crates come with the crates.io sources they need (a wheel's; a checkout's
+    # crates/ has none and uses the registry).
+    vendor = crates.parent / _layout.KIT_VENDOR.name
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=dest.parent))
     try:
-        files = _render(staging, values)
+        files = _render(staging, values, _TEMPLATES)
+        if vendor.is_dir():
+            files += _render(staging, {**values, "vendor": vendor.as_posix()}, _OFFLINE_TEMPLATES)
         if dest.exists():
             dest.rmdir()  # empty (checked above)
         os.replace(staging, dest)
@@ -136,11 +144,11 @@ def create(name: str, dest: Path | None = None, crates_dir: Path | None = None) 
     return Project(name, dest, tuple(dest / f.relative_to(staging) for f in files))
 
 
-def _render(root: Path, values: dict[str, str]) -> list[Path]:
+def _render(root: Path, values: dict[str, str], templates: Path) -> list[Path]:
     written = []
-    for template in sorted(_TEMPLATES.rglob(f"*{_SUFFIX}")):
-        rel = template.relative_to(_TEMPLATES)
-        parts = [p.replace("__name__", values["name"]) for p in rel.parts]
+    for template in sorted(templates.rglob(f"*{_SUFFIX}")):
+        rel = template.relative_to(templates)
+        parts = [_RENAMED.get(p, p).replace("__name__", values["name"]) for p in rel.parts]
         parts[-1] = parts[-1][: -len(_SUFFIX)]
         parts[-1] = _RENAMED.get(parts[-1], parts[-1])
         out = root.joinpath(*parts)

@@ -48,6 +48,7 @@ __all__ = [
     "PyoxideError",
     "ScaffoldError",
     "ShapeError",
+    "SpecError",
     "ToolchainError",
 ]
 
@@ -140,6 +141,10 @@ class BackendUnavailableError(PyoxideError, RuntimeError):
 
 class ScaffoldError(PyoxideError, ValueError):
     """``pyoxide new`` cannot create the project (bad name, folder in the way, no crates)."""
+
+
+class SpecError(PyoxideError, ValueError):
+    """A spec file cannot be used (it fails to import, or its SPECS is not a list of Spec)."""
 
 
 class ArgumentError(PyoxideError):

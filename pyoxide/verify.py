@@ -2,263 +2,276 @@
 hundreds of cases: sizes 0, 1, primes, one off warp and block multiples, large; views
 that start one element into their buffer; every dtype instance. Outputs are poisoned
 before each launch and inputs checked unchanged after it. A failing case is shrunk to
-the smallest failing shape and reported with its seed, its worst element and a one-line
-Python reproducer (:func:`reproduce`).
+the smallest of the spec's own shapes that fails the same way, and reported with its
+seed, its worst element, the first failing case met and a one-line Python reproducer
+(:func:`reproduce`).
+
+Verify fails closed and cannot be crashed: the spec's code and the kernels run in a
+worker process (pyoxide/_verify_worker.py) that a fault, a hang past the per-case time
+limit or a broken CUDA context only costs the case it happened in; the run goes on
+with a fresh worker, and Ctrl-C ends it with the report of what was reached.
 
 The report (:func:`verify_crate`) is a dict following
 crates/oxide-abi/verify-report.schema.json (``pyoxide verify --json``)."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import shlex
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ._abi import VERIFY_REPORT_VERSION
-from ._manifest import KernelSpec
-from ._tune_space import family_key, is_hand_pick
-from ._verify_case import Arrays, Failure, Outcome, run_case
-from ._verify_limits import DEFAULT_CASES
-from .spec import Case, Shape, Spec
+from ._verify_case import Arrays, Failure, Outcome, failed, instance, make_cases, run_case
+from ._verify_limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINK_TRIES, SHRINKABLE
+from ._verify_specs import SPECS_DIR, find_specs, load_specs, read_specs
+from ._verify_worker import Died, Target, Worker, load_module
+from .spec import Case, Shape
 
-__all__ = ["find_specs", "load_specs", "reproduce", "verify_crate", "verify_kernel"]
-
-#: Where a crate keeps its specs: <crate>/specs/*.py, each defining SPECS.
-SPECS_DIR = "specs"
-
-
-# --- finding specs and kernels ---------------------------------------------------------
+__all__ = [
+    "find_specs", "instance", "load_module", "load_specs", "make_cases", "reproduce",
+    "verify_crate",
+]  # fmt: skip
 
 
-def find_specs(crate: Path | None) -> Path | None:
-    """The specs folder of `crate` (a crate folder, its Cargo.toml, or a built
-    ``<crate>.manifest.json``: the folder beside it or beside the crate it was built
-    from); None: the bundled kernels' (kernels_rs/specs in a source checkout, else the
-    copy in pyoxide/_prebuilt/specs)."""
-    if crate is not None:
-        if crate.name.endswith(".manifest.json"):
-            from ._manifest import read_manifest
+@dataclass(frozen=True)
+class SpecRef:
+    """A spec as the worker listed it."""
 
-            origin = Path(read_manifest(crate).crate_manifest_path).parent
-            places = [crate.parent, crate.parent.parent, origin]
-        else:
-            places = [crate.parent if crate.name == "Cargo.toml" else crate]
-        found = [p / SPECS_DIR for p in places if (p / SPECS_DIR).is_dir()]
-        return found[0] if found else None
-    from ._module import _PACKAGE_DIR, bundled_crate_dir
-
-    src = bundled_crate_dir()
-    for folder in ([src / SPECS_DIR] if src else []) + [_PACKAGE_DIR / "_prebuilt" / SPECS_DIR]:
-        if folder.is_dir():
-            return folder
-    return None
-
-
-def load_specs(folder: Path) -> list[Spec]:
-    """Every ``SPECS`` list of the folder's ``*.py`` files, in file order."""
-    specs: list[Spec] = []
-    for path in sorted(folder.glob("*.py")):
-        if path.name.startswith("_"):
-            continue
-        name = f"_pyoxide_specs_{folder.parent.name}_{path.stem}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        specs.extend(getattr(module, "SPECS", []))
-    return specs
-
-
-def instance(module: Any, spec: Spec, dtype: str) -> tuple[Any, KernelSpec]:
-    """The launcher and manifest entry of `spec`'s kernel for `dtype` (a generic kernel's
-    instance whose type parameter is `dtype`; a plain kernel as it is)."""
-    # A tuned kernel's plain calls name its hand pick (pyoxide/_tune_space.py): its
-    # other candidates are verified by `pyoxide tune` before they are timed.
-    found = [k for k in module.manifest.kernels if k.name == spec.kernel and is_hand_pick(k)]
-    if not found:
-        raise KeyError(f"no kernel {spec.kernel!r} in {module.manifest.crate_name}")
-    for k in found:
-        untuned = family_key(k)[1]
-        if not untuned or dtype in (v for _, v in untuned):
-            return module[k.entry], k
-    have = ", ".join(v for k in found for _, v in k.instance)
-    raise KeyError(f"{spec.kernel} has no {dtype} instance (it has {have})")
-
-
-# --- cases -------------------------------------------------------------------------------
-
-
-def make_cases(spec: Spec, count: int, seed: int) -> list[Case]:
-    """`count` cases: the spec's shapes, each dtype instance in turn, every other case on
-    misaligned views (when the spec allows them); each case has its own seed."""
-    rng = np.random.default_rng(seed)
-    shapes = spec.case_shapes(rng, count)
-    cases = []
-    for i in range(count):
-        shape = shapes[i % len(shapes)]
-        dtype = spec.dtypes[i % len(spec.dtypes)]
-        offset = (i // len(spec.dtypes)) % 2 if spec.misaligned else 0
-        cases.append(Case(tuple(shape), dtype, offset, seed * 1_000_003 + i))
-    return cases
-
-
-def _smaller(shape: Shape) -> Iterable[Shape]:
-    """Candidate shapes below `shape`, smallest first, one dimension at a time."""
-    for pos, d in enumerate(shape):
-        for c in sorted({1, 2, 3, d // 4, d // 2, d - 1} - {d}):
-            if 0 < c < d:
-                yield (*shape[:pos], c, *shape[pos + 1 :])
-
-
-def shrink(fails: Callable[[Case], Outcome], case: Case, outcome: Outcome) -> tuple[Case, Outcome]:
-    """The smallest case that still fails, found greedily (a few dozen runs at most):
-    first aligned views, then each dimension made smaller while the case still fails."""
-    tries = 0
-    if case.offset:
-        aligned = Case(case.shape, case.dtype, 0, case.seed)
-        o = fails(aligned)
-        if o.failure is not None:
-            case, outcome = aligned, o
-    progress = True
-    while progress and tries < 60:
-        progress = False
-        for shape in _smaller(case.shape):
-            tries += 1
-            candidate = Case(shape, case.dtype, case.offset, case.seed)
-            o = fails(candidate)
-            if o.failure is not None:
-                case, outcome, progress = candidate, o, True
-                break
-            if tries >= 60:
-                break
-    return case, outcome
-
-
-# --- running -----------------------------------------------------------------------------
+    key: tuple[str, int]
+    kernel: str
+    file: str
 
 
 @dataclass
 class KernelResult:
     kernel: str
     backend: str
+    spec_file: str | None = None
     cases: int = 0
     passed: int = 0
     worst_error: float = 0.0
     seconds: float = 0.0
     failure: dict[str, Any] | None = None
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
         return self.failure is None and self.cases > 0
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel, "spec_file": self.spec_file, "backend": self.backend,
+            "ok": self.ok, "cases": self.cases, "passed": self.passed,
+            "worst_error": self.worst_error, "seconds": round(self.seconds, 3),
+            "failure": self.failure,
+        }  # fmt: skip
 
-def reproducer(crate: str | None, spec: Spec, case: Case, backend: str) -> str:
-    where = repr(crate) if crate else "None"
-    return (
-        f'python -c "from pyoxide.verify import reproduce; reproduce({where}, '
-        f"{spec.kernel!r}, {case.shape!r}, {case.dtype!r}, offset={case.offset}, "
-        f'seed={case.seed}, backend={backend!r})"'
-    )
+
+@dataclass(frozen=True)
+class Run:
+    """What every kernel of a run shares: how to name its cases in a reproducer."""
+
+    crate: str | None
+    specs: str | None  # --specs, when given
+    backend: str
+    cases: int
+    seed: int
+    timeout: float
+
+    def reproducer(self, kernel: str, case: Case | None) -> str:
+        """One line of shell (quoted: paths may hold anything) that reruns the case, or
+        without a case the verify run of the kernel."""
+        if case is None:
+            args = ["pyoxide", "verify", *([self.crate] if self.crate else []), "-k", kernel]
+            args += [
+                "--backend",
+                self.backend,
+                "--cases",
+                str(self.cases),
+                "--seed",
+                str(self.seed),
+            ]
+            return shlex.join(args + (["--specs", self.specs] if self.specs else []))
+        # Python string literals in double quotes (JSON's are Python's), so that the
+        # shell quoting around the whole is plain single quotes for ordinary paths.
+        specs = f", specs={_lit(self.specs)}" if self.specs else ""
+        code = (
+            f"from pyoxide.verify import reproduce; reproduce({_lit(self.crate)}, "
+            f"{_lit(kernel)}, {case.shape!r}, {_lit(case.dtype)}, offset={case.offset}, "
+            f"seed={case.seed}, backend={_lit(self.backend)}{specs})"
+        )
+        return f"python -c {shlex.quote(code)}"
 
 
-def verify_kernel(
-    module: Any, spec: Spec, *, backend: str, cases: int, seed: int, crate: str | None
-) -> KernelResult:
-    """Run `cases` cases of `spec` on `backend`; stop at the first failure and shrink it."""
-    result = KernelResult(spec.kernel, backend)
-    arrays = Arrays(backend)
+def _lit(text: str | None) -> str:
+    return "None" if text is None else json.dumps(text)
+
+
+def _case_id(case: Case) -> dict[str, Any]:
+    return {"shape": list(case.shape), "dtype": case.dtype, "offset": case.offset}
+
+
+def _signature(o: Outcome) -> tuple[str, str | None, str]:
+    """What "fails the same way" compares: the kind, the output, the exception's type."""
+    f = o.failure
+    assert f is not None
+    return f.what, f.output, f.message.split(":", 1)[0] if f.what == "raised" else ""
+
+
+def shrink(
+    run: Callable[[Case], Outcome], shapes: Sequence[Shape], case: Case, outcome: Outcome
+) -> tuple[Case, Outcome]:
+    """The smallest case among the spec's own `shapes` that fails the same way as `case`
+    (first on aligned views), trying at most SHRINK_TRIES shapes, smallest first."""
+    same = _signature(outcome)
+    if case.offset:
+        aligned = Case(case.shape, case.dtype, 0, case.seed)
+        o = run(aligned)
+        if o.failure is not None and _signature(o) == same:
+            case, outcome = aligned, o
+    size = int(np.prod(case.shape))
+    smaller = sorted({s for s in shapes if int(np.prod(s)) < size}, key=lambda s: (np.prod(s), s))
+    for shape in smaller[:SHRINK_TRIES]:
+        candidate = Case(shape, case.dtype, case.offset, case.seed)
+        o = run(candidate)
+        if o.failure is not None and _signature(o) == same:
+            return candidate, o
+    return case, outcome
+
+
+def verify_kernel(worker: Worker, ref: SpecRef, run: Run) -> KernelResult:
+    """Run `run.cases` cases of the spec on the worker's backend; stop at the first
+    failure and shrink it. Ctrl-C ends it as "interrupted"."""
+    result = KernelResult(ref.kernel, run.backend, ref.file)
     start = time.perf_counter()
+    case: Case | None = None
 
-    def run(case: Case) -> Outcome:
-        launcher, entry = instance(module, spec, case.dtype)
-        return run_case(launcher, entry, spec, case, arrays)
+    def one(c: Case) -> Outcome:
+        answer = worker.request(("run", ref.key, c), run.timeout)
+        return failed(answer.what, answer.message) if isinstance(answer, Died) else answer
 
-    for case in make_cases(spec, cases, seed):
-        try:
-            outcome = run(case)
-        except KeyError as e:
-            outcome = Outcome(np.inf, Failure("spec error", str(e.args[0])))
-        result.cases += 1
-        if outcome.failure is None:
-            result.passed += 1
-            result.worst_error = max(result.worst_error, outcome.error)
-            continue
-        if outcome.failure.what != "spec error":
-            case, outcome = shrink(run, case, outcome)
-        assert outcome.failure is not None
-        result.failure = {
-            **outcome.failure.as_dict(),
-            "case": {"shape": list(case.shape), "dtype": case.dtype, "offset": case.offset},
-            "seed": case.seed,
-            "reproducer": reproducer(crate, spec, case, backend),
-        }
-        break
-    result.seconds = time.perf_counter() - start
+    try:
+        listed = worker.request(("cases", ref.key, run.cases, run.seed), run.timeout)
+        if isinstance(listed, Died):
+            listed = failed(listed.what, listed.message)
+        if isinstance(listed, Outcome):
+            result.failure = _failure(run, ref.kernel, listed.failure, None)
+            return result
+        for case in listed:
+            outcome = one(case)
+            result.cases += 1
+            if outcome.failure is None:
+                result.passed += 1
+                result.worst_error = max(result.worst_error, outcome.error)
+                continue
+            first = (case, outcome.failure)
+            if outcome.failure.what in SHRINKABLE and not worker.lost_last:
+                case, outcome = shrink(one, [c.shape for c in listed], case, outcome)
+            result.failure = _failure(run, ref.kernel, outcome.failure, case, first)
+            break
+    except KeyboardInterrupt:
+        message = f"Ctrl-C during {case.describe()}" if case else "Ctrl-C before the first case"
+        result.failure = _failure(run, ref.kernel, Failure("interrupted", message), case)
+        result.interrupted = True
+    finally:
+        result.seconds = time.perf_counter() - start
     return result
 
 
-def select(specs: list[Spec], pattern: str | None) -> list[Spec]:
+def _failure(
+    run: Run,
+    kernel: str,
+    failure: Failure | None,
+    case: Case | None,
+    first: tuple[Case, Failure] | None = None,
+) -> dict[str, Any]:
+    assert failure is not None
+    first_dict = None
+    if first is not None and case is not None and first[0].shape != case.shape:
+        c, f = first
+        first_dict = {"what": f.what, "message": f.message, "case": _case_id(c), "seed": c.seed}
+    return {
+        **failure.as_dict(),
+        "case": _case_id(case) if case is not None else None,
+        "seed": case.seed if case is not None else run.seed,
+        "reproducer": run.reproducer(kernel, case),
+        "first": first_dict,
+    }
+
+
+class _Named(Protocol):
+    @property
+    def kernel(self) -> str: ...
+
+
+Named = TypeVar("Named", bound=_Named)
+
+
+def select(specs: Sequence[Named], pattern: str | None) -> list[Named]:
     """Specs whose kernel name contains `pattern` (all without one)."""
     return [s for s in specs if pattern is None or pattern in s.kernel]
 
 
 def verify_crate(
     module: Any,
-    specs: list[Spec],
+    specs: Path,
     *,
     backends: list[str],
     cases: int = DEFAULT_CASES,
     seed: int = 0,
     crate: str | None = None,
+    pattern: str | None = None,
+    timeout: float = CASE_TIMEOUT,
+    specs_given: bool = False,
     progress: Callable[[KernelResult], None] | None = None,
-    specified: set[str] | None = None,
 ) -> dict[str, Any]:
-    """The verify report (verify-report.schema.json) for every spec on every backend;
-    kernels of the crate without a spec (among `specified`, default `specs`) are listed
-    under ``unspecified``."""
-    results = []
-    for backend in backends:
-        for spec in specs:
-            r = verify_kernel(module, spec, backend=backend, cases=cases, seed=seed, crate=crate)
-            results.append(r)
-            if progress is not None:
-                progress(r)
-    have = specified if specified is not None else {s.kernel for s in specs}
-    return {
-        "version": VERIFY_REPORT_VERSION,
-        "crate": module.manifest.crate_name,
-        "seed": seed,
-        "backends": backends,
-        "ok": all(r.ok for r in results),
-        "kernels": [
-            {
-                "kernel": r.kernel,
-                "backend": r.backend,
-                "ok": r.ok,
-                "cases": r.cases,
-                "passed": r.passed,
-                "worst_error": r.worst_error,
-                "seconds": round(r.seconds, 3),
-                "failure": r.failure,
-            }
-            for r in results
-        ],
-        "unspecified": sorted({k.name for k in module.manifest.kernels} - have),
-        "sanitizer": None,
-    }
-
-
-def load_module(crate: str | None) -> Any:
-    import pyoxide
-
-    if crate is None:
-        return pyoxide.kernels
-    return pyoxide.load(crate)
+    """The verify report (verify-report.schema.json) for every spec of `specs` (a folder
+    or one file) whose kernel name contains `pattern`, on every backend. `module` is the
+    crate loaded (built) here; `crate` the path it was loaded from (None: the bundled
+    kernels). Kernels of the crate without a spec are listed under ``unspecified``."""
+    report: dict[str, Any] = {
+        "version": VERIFY_REPORT_VERSION, "crate": module.manifest.crate_name, "seed": seed,
+        "backends": backends, "ok": False, "kernels": [], "unspecified": [],
+        "sanitizer": None, "spec_errors": [], "interrupted": False, "case_timeout": timeout,
+    }  # fmt: skip
+    built = None if crate is None else str(module.manifest.path)
+    specified: set[str] = set()
+    try:
+        for backend in backends:
+            where = str(Path(crate).resolve()) if crate else None  # pasted anywhere
+            given = str(specs.resolve()) if specs_given else None
+            run = Run(where, given, backend, cases, seed, timeout)
+            with Worker(Target(built, str(specs), backend)) as worker:
+                started = worker.start()
+                if isinstance(started, Died):
+                    message = f"verify could not start on {backend}: {started.message}"
+                    report["spec_errors"].append({"file": str(specs), "message": message})
+                    continue
+                listing = worker.listing or {}
+                if backend == backends[0]:  # every backend's worker lists the same files
+                    report["spec_errors"] += listing["errors"]
+                refs = [SpecRef(tuple(k), kernel, f) for k, kernel, f in listing["specs"]]
+                specified |= {r.kernel for r in refs}
+                for ref in select(refs, pattern):
+                    r = verify_kernel(worker, ref, run)
+                    report["kernels"].append(r.as_dict())
+                    if progress is not None:
+                        progress(r)
+                    if r.interrupted:
+                        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        report["interrupted"] = True
+    report["unspecified"] = sorted({k.name for k in module.manifest.kernels} - specified)
+    report["ok"] = bool(report["kernels"]) and not report["interrupted"] and not (
+        report["spec_errors"]
+    ) and all(k["ok"] for k in report["kernels"])  # fmt: skip
+    return report
 
 
 def reproduce(
@@ -270,15 +283,18 @@ def reproduce(
     offset: int = 0,
     seed: int = 0,
     backend: str = "emu",
+    specs: str | None = None,
 ) -> None:
-    """Run one case of `kernel` (as ``pyoxide verify`` reported it) and raise
-    AssertionError describing the failure, or print that it passed."""
-    folder = find_specs(Path(crate) if crate else None)
+    """Run one case of `kernel` (as ``pyoxide verify`` reported it) in this process and
+    raise AssertionError describing the failure, or print that it passed."""
+    folder = Path(specs) if specs else find_specs(Path(crate) if crate else None)
     if folder is None:
         raise FileNotFoundError(f"no {SPECS_DIR}/ folder for {crate or 'the bundled kernels'}")
-    spec = next((s for s in load_specs(folder) if s.kernel == kernel), None)
+    loaded, errors = read_specs(folder)  # other files' mistakes are not this case's
+    spec = next((s.spec for s in loaded if s.spec.kernel == kernel), None)
     if spec is None:
-        raise KeyError(f"no spec for {kernel!r} in {folder}")
+        unusable = "".join(f"; {e.file.name}: {e.message}" for e in errors)
+        raise KeyError(f"no spec for {kernel!r} in {folder}{unusable}")
     module = load_module(crate)
     launcher, entry = instance(module, spec, dtype)
     case = Case(tuple(shape), dtype, offset, seed)

@@ -92,9 +92,6 @@ def test_cuda_dlpack_without_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_knobs(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.delenv("PYOXIDE_CACHE_DIR")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert _knobs.cache_dir() == tmp_path / "pyoxide"
     assert _knobs.backend() == "auto" and _knobs.verbose() == 0 and _knobs.arch() is None
     monkeypatch.setenv("PYOXIDE_BACKEND", "CuPy")
     assert _knobs.backend() == "cupy"

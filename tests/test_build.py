@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from helpers import fake_cargo_oxide
+from helpers.bundled import REPO, workspace_cargo_oxide
 from helpers.fixtures import make_crate
 
 import pyoxide
@@ -112,3 +115,21 @@ def test_tool_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_not_a_crate(tool: Path, tmp_path: Path) -> None:
     with pytest.raises(pyoxide.BuildError, match="not a Rust crate"):
         build(tmp_path)
+
+
+def test_cargo_oxide_refuses_a_cache_others_can_write(tmp_path: Path) -> None:
+    """Issue 27.7: the `core` cargo-oxide builds and reuses from its cache is linked into
+    every kernel, so a cache folder another user could write to is refused before anything
+    is built or read there."""
+    hostile = REPO / "tests" / "fixtures" / "hostile_kernels" / "Cargo.toml"
+    exe = workspace_cargo_oxide()
+    assert exe is not None
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    cache.chmod(0o777)
+    p = subprocess.run(
+        [exe, "oxide", "build", "--manifest-path", str(hostile), "--no-emu"],
+        env=dict(os.environ, PYOXIDE_CACHE_DIR=str(cache)), capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode != 0 and "refusing the cache folder" in p.stderr, p.stderr
+    assert "chmod go-w" in p.stderr and list(cache.iterdir()) == []

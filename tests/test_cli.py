@@ -94,7 +94,7 @@ def test_build_usage_errors(runner: CliRunner, tool: Path, crate: Path, tmp_path
     r = runner.invoke(cli, ["build", str(tmp_path)])
     assert r.exit_code == ExitCode.USAGE and "not a Rust crate" in r.stderr
     r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_70"])  # ptxas refuses it
-    assert r.exit_code == ExitCode.USAGE and "sm_NN with NN >= 75" in r.stderr
+    assert r.exit_code == ExitCode.USAGE and "sm_NN with NN ≥ 75" in r.stderr
 
 
 def test_toolchain_missing(
@@ -138,6 +138,22 @@ def test_inspect(runner: CliRunner, tmp_path: Path) -> None:
     manifest.write_text(f'{{"schema": {MANIFEST_SCHEMA_VERSION + 1}}}')
     r = runner.invoke(cli, ["inspect", "saxpy", str(manifest)])
     assert r.exit_code == ExitCode.LOAD_FAILED and "newer" in r.stderr
+
+
+@pytest.mark.parametrize("path", ["absolute", "../outside.ptx"])
+def test_inspect_ptx_reads_only_files_inside_the_manifests_folder(
+    runner: CliRunner, tmp_path: Path, path: str
+) -> None:
+    """Issue 27.8: `inspect --ptx` read (and printed) an absolute PTX path."""
+    secret = tmp_path / "outside.ptx"
+    secret.write_text("// .entry saxpy( a secret\n")
+    manifest = write_manifest(tmp_path / "m")
+    m = json.loads(manifest.read_text())
+    m["artifacts"][0]["path"] = str(secret) if path == "absolute" else path
+    manifest.write_text(json.dumps(m))
+    r = runner.invoke(cli, ["inspect", "saxpy", str(manifest), "--ptx"])
+    assert r.exit_code == ExitCode.LOAD_FAILED, r.output
+    assert "inside the manifest's folder" in r.stderr and "a secret" not in r.output
 
 
 def test_python_dash_m_and_console_script() -> None:

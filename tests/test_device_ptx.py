@@ -95,13 +95,13 @@ INSTRUCTIONS = {
     ],
     # tanh and erf from libdevice, inlined; Horner's rule as fma.
     "activate": [r"fma\.rn\.f32", r"ex2\.approx"],
-    # Warp scans, dynamic shared memory, and gpu_assert!'s printf + trap.
+    # Warp scans, dynamic shared memory, and gpu_assert!'s __assertfail (CUDA's assert).
     "scan_blocks_u32": [
         r"shfl\.sync\.up\.b32",
         r"bar\.sync",
         r"st\.shared\.",
         r"ld\.shared\.",
-        r"vprintf",
+        r"call\.uni __assertfail",
         r"\btrap;",
     ],
 }

@@ -4,23 +4,26 @@ its documented error, and the library's sha256 and presence checked at load."""
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import json
-import re
+import shutil
 import struct
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.emu import ECHO_TYPES, build_library, write_emu_manifest
+from helpers.emu import ECHO_TYPES, LIBRARY, build_library, write_emu_manifest
 from helpers.fakes import cuda
-from helpers.fixtures import REPO_DIR, write_manifest
+from helpers.fixtures import write_manifest
 from helpers.probes import requires_c_compiler
 
 import pyoxide
+from pyoxide import _abi
 from pyoxide.backends import emu
-from pyoxide.backends.emu import _ffi as _emu_ffi
 
 pytestmark = requires_c_compiler("compiles the C emulator fixture")
 
@@ -185,7 +188,7 @@ def test_wrong_word_count_is_reported_by_the_library(mod: pyoxide.Module) -> Non
     # library's own check come back as a bad launch.
     entry = mod.function(emu.EmuBackend(), 0, "vecadd")
     outcome = entry((1, 1, 1), (1, 1, 1), 0, [0, 0])
-    assert outcome.status == _emu_ffi.STATUS_BAD_LAUNCH
+    assert outcome.status == _abi.EmuStatus.BAD_LAUNCH
     assert outcome.message == "expected 6 argument words, got 2"
     assert isinstance(emu.launch_error("vecadd", outcome), pyoxide.LaunchError)
 
@@ -208,9 +211,8 @@ def test_a_changed_library_is_refused(tmp_path: Path, library: Path) -> None:
 
 
 def test_a_missing_library_is_refused(tmp_path: Path, library: Path) -> None:
-    own = build_library(tmp_path / "lib")
-    path = write_emu_manifest(tmp_path, library=own)
-    own.unlink()
+    path = write_emu_manifest(tmp_path)
+    (tmp_path / LIBRARY).unlink()
     with pytest.raises(pyoxide.ArtifactError, match="cannot read the emulator library"):
         pyoxide.load(path).vecadd(*(np.zeros(4, np.float32) for _ in range(3)))
 
@@ -280,21 +282,48 @@ def test_a_read_only_output_is_refused(mod: pyoxide.Module) -> None:
         mod.vecadd(np.ones(8, f32), np.ones(8, f32), out)
 
 
-# --- the ABI mirrors oxide-abi --------------------------------------------------------------
+# --- what a manifest may make pyoxide open ------------------------------------------------
+
+_CONSTRUCTOR = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("ran", f); fclose(f); }
+}
+"""
 
 
-def test_constants_match_oxide_abi() -> None:
-    names = (REPO_DIR / "crates" / "oxide-abi" / "src" / "names.rs").read_text()
-    assert f'HOST_ENTRY_PREFIX: &str = "{_emu_ffi.HOST_ENTRY_PREFIX}";' in names
-    assert f'DESCRIPTOR_SECTION: &str = "{_emu_ffi.DESCRIPTOR_SECTION}";' in names
-    abi = (REPO_DIR / "crates" / "oxide-abi" / "src" / "emu.rs").read_text()
-    assert f"OXIDE_ERROR_MESSAGE_BYTES: usize = {_emu_ffi.MESSAGE_BYTES};" in abi
-    statuses = dict(re.findall(r"pub const (STATUS_\w+): i32 = (\d+);", abi))
-    assert statuses == {
-        "STATUS_OK": str(_emu_ffi.STATUS_OK),
-        "STATUS_TRAP": str(_emu_ffi.STATUS_TRAP),
-        "STATUS_DIVERGENT_BARRIER": str(_emu_ffi.STATUS_DIVERGENT_BARRIER),
-        "STATUS_BAD_LAUNCH": str(_emu_ffi.STATUS_BAD_LAUNCH),
-        "STATUS_FAULT": str(_emu_ffi.STATUS_FAULT),
-        "STATUS_INTERRUPTED": str(_emu_ffi.STATUS_INTERRUPTED),
-    }
+def _planted_library(folder: Path, marker: Path) -> Path:
+    """A shared library whose constructor writes ``marker``: what dlopen would run."""
+    from helpers.probes import c_compiler
+
+    folder.mkdir(parents=True, exist_ok=True)
+    source, lib = folder / "planted.c", folder / "planted.emu.so"
+    source.write_text(_CONSTRUCTOR % marker)
+    subprocess.run([c_compiler(), "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+    return lib
+
+
+@pytest.mark.parametrize("where", ["absolute", "parent", "inside"])
+def test_a_library_the_manifest_did_not_build_is_never_opened(tmp_path: Path, where: str) -> None:
+    """Issue 27.8: an absolute or ../ emulator path was loaded at the first launch, and its
+    constructor ran before the descriptor check. Now paths must stay in the manifest's
+    folder, and the descriptors are read from the library's bytes before dlopen."""
+    marker = tmp_path / "constructor-ran"
+    outside = _planted_library(tmp_path / "elsewhere", marker)
+    crate_dir = tmp_path / "crate"
+    path = write_emu_manifest(crate_dir)
+    m = json.loads(path.read_text())
+    digest = hashlib.sha256(outside.read_bytes()).hexdigest()
+    if where == "inside":
+        shutil.copy2(outside, crate_dir / outside.name)
+    named = {"absolute": str(outside), "parent": "../elsewhere/" + outside.name}
+    m["emulator"] = {"path": named.get(where, outside.name), "sha256": digest}
+    path.write_text(json.dumps(m))
+    with pytest.raises(pyoxide.LoadError) as info:
+        pyoxide.load(path).vecadd(*(np.zeros(4, np.float32) for _ in range(3)))
+    assert not marker.exists()  # its constructor never ran
+    expected = "no kernel descriptors" if where == "inside" else "inside the manifest's folder"
+    assert expected in str(info.value)
+    ctypes.CDLL(str(outside))  # the library does run its constructor when opened
+    assert marker.read_text() == "ran"

@@ -22,12 +22,13 @@ def test_the_manifest_names_an_emulator(kernels: pyoxide.Module) -> None:
     assert kernels.manifest.emulator[0].is_file()
 
 
-def test_scan_with_a_block_not_a_multiple_of_32_traps_with_its_message(
+def test_scan_without_its_shared_memory_traps_with_its_message(
     kernels: pyoxide.Module,
 ) -> None:
-    x = np.ones(48, np.uint32)
+    """The scan asks for 4 bytes of dynamic shared memory per warp and traps without."""
+    x = np.ones(64, np.uint32)
     with pytest.raises(pyoxide.EmulatorError) as info:
-        kernels.scan_blocks_u32[1, 48, 8](x, np.zeros(48, np.uint32))
+        kernels.scan_blocks_u32[1, 64, 0](x, np.zeros(64, np.uint32))
     e = info.value
     assert e.kernel == "scan_blocks_u32" and e.block == (0, 0, 0) and e.thread is not None
     assert "trapped in block (0, 0, 0)" in str(e)

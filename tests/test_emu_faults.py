@@ -18,51 +18,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.bundled import REPO, emu_kernels_manifest, workspace_cargo_oxide
-
-HOSTILE = REPO / "tests" / "fixtures" / "hostile_kernels" / "Cargo.toml"
+from helpers.bundled import emu_kernels_manifest
+from helpers.hostile import CATCH, child, child_code, hostile_manifest, outcome
 
 
 @pytest.fixture(scope="module")
 def hostile() -> Path:
-    exe = workspace_cargo_oxide()
-    assert exe is not None, "these tests build a crate: run scripts/setup"
-    out = subprocess.run(
-        [exe, "oxide", "build", "--manifest-path", str(HOSTILE), "--arch", "sm_80", "--json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    return Path(json.loads(out.stdout)["manifest"])
-
-
-def child(manifest: Path, body: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    """Run ``body`` with ``K`` (the loaded module) and ``np``; it prints its outcome."""
-    code = (
-        "import sys, numpy as np, pyoxide\n"
-        "from pyoxide.errors import EmulatorError\n"
-        f"K = pyoxide.load({str(manifest)!r})\n" + body
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, **kw
-    )  # type: ignore[call-overload]
-
-
-CATCH = """
-try:
-    {call}
-    print("RESULT ok")
-except EmulatorError as e:
-    import pickle
-    e = pickle.loads(pickle.dumps(e))
-    print("RESULT EmulatorError", e.kernel, e.block, e.thread, str(e).replace(chr(10), " "))
-"""
-
-
-def outcome(p: subprocess.CompletedProcess[str]) -> str:
-    assert p.returncode == 0, f"exit {p.returncode} (a signal when negative)\n{p.stderr}"
-    lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT")]
-    assert len(lines) == 1, p.stdout + p.stderr
-    return lines[0]
+    return hostile_manifest()
 
 
 @pytest.mark.parametrize(
@@ -138,15 +100,10 @@ def test_ctrl_c_raises_keyboard_interrupt(hostile: Path) -> None:
         "K.spin[4, 32](stop)\n"  # the emulator still works afterwards
         "print('AFTER ok')\n"
     )
-    code = (
-        "import signal, numpy as np, pyoxide\n"
-        # As in an interactive Python (a background job may inherit SIGINT ignored).
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        f"K = pyoxide.load({str(hostile)!r})\n" + body
-    )
     p = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        [sys.executable, "-c", child_code(hostile, body)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     assert p.stdout is not None
     assert p.stdout.readline().strip() == "READY"
     time.sleep(1.0)  # well inside the launch

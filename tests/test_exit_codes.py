@@ -63,8 +63,8 @@ def test_cargo_oxide_cases(args: list[str], code: int, fragment: str) -> None:
     [
         (["inspect", "nosuchkernel", "{manifest}"], ExitCode.NOT_FOUND, "no kernel 'nosuchkernel'"),
         (["inspect", "vecadd", "{manifest}", "--arch", "sm_75"], ExitCode.NOT_FOUND, "no sm_75"),
-        (["build", "{tmp}", "--arch", "volta"], ExitCode.USAGE, "not an architecture"),
-        (["build", "{tmp}", "--arch", "sm_70"], ExitCode.USAGE, "NN >= 75"),
+        (["build", "{tmp}", "--arch", "volta"], ExitCode.USAGE, "not a GPU architecture"),
+        (["build", "{tmp}", "--arch", "sm_70"], ExitCode.USAGE, "NN ≥ 75"),
         (["build", "{tmp}"], ExitCode.USAGE, "not a Rust crate"),
         (["inspect", "vecadd", "{bad_manifest}"], ExitCode.LOAD_FAILED, "newer"),
         (["nonsense"], ExitCode.USAGE, "No such command"),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 from helpers.fixtures import REPO_DIR
 
 import pyoxide.errors
@@ -257,3 +258,80 @@ def test_the_native_reach_in_rule_can_fail() -> None:
     assert native_reach_ins('py.import("os")?.getattr("environ")') == ["environ"]
     assert native_reach_ins('m.add("_build_stamp", 1)?; // "_note"') == []
     assert native_reach_ins('#[pyo3(name = "_native")]') == []
+
+
+# --- the package layout: named in one module per language ---------------------------------
+
+LAYOUT_SEGMENT = re.compile(r"(?:^|/)(_prebuilt|_rust|_bin)(?:/|$)")
+RUST_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+
+
+def _python_strings(path: Path) -> list[str]:
+    """A Python file's string constants, less docstrings (which may describe the layout)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }  # fmt: skip
+    return [
+        n.value for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+    ]  # fmt: skip
+
+
+def _rust_strings(path: Path) -> list[str]:
+    code = "\n".join(x for x in path.read_text().splitlines() if not x.lstrip().startswith("//"))
+    return RUST_STRING.findall(code)
+
+
+def _naming_layout(files: list[Path], strings: Callable[[Path], list[str]]) -> list[str]:
+    return sorted(
+        str(p.relative_to(REPO_DIR)) for p in files
+        if any(LAYOUT_SEGMENT.search(s) for s in strings(p))
+    )  # fmt: skip
+
+
+def test_the_package_layout_is_named_in_one_module_per_language() -> None:
+    """`_prebuilt`, `_rust`, `_bin` are spelled in pyoxide/_layout.py only (the bundling
+    step and the runtime both take them from there); no Rust code names them (the wheel's
+    bundling step is Python, and no build script packages anything)."""
+    scripts = [p for p in (REPO_DIR / "scripts").rglob("*") if p.is_file()]
+    python = [
+        p for p in [*PACKAGE.rglob("*.py"), *scripts]
+        if p.suffix == ".py" or p.read_bytes().startswith(b"#!/usr/bin/env python")
+    ]  # fmt: skip
+    python = [p for p in python if not LAYOUT_SEGMENT.search(p.relative_to(REPO_DIR).as_posix())]
+    assert len(python) > 50
+    assert _naming_layout(python, _python_strings) == ["pyoxide/_layout.py"]
+    rust = [p for p in REPO_DIR.glob("*/**/src/**/*.rs") if "target" not in p.parts]
+    rust = [p for p in rust if not LAYOUT_SEGMENT.search(p.relative_to(REPO_DIR).as_posix())]
+    assert len(rust) > 50
+    assert _naming_layout(rust, _rust_strings) == []
+    assert not (REPO_DIR / "crates" / "pyoxide-native" / "build.rs").exists()
+
+
+def test_the_wheel_includes_what_the_layout_generates() -> None:
+    from pyoxide import _layout
+
+    maturin = tomllib.loads((REPO_DIR / "pyproject.toml").read_text())["tool"]["maturin"]
+    included = sorted(i["path"] for i in maturin["include"])
+    assert included == sorted(f"pyoxide/{part}" for part in _layout.WHEEL_PARTS)
+
+
+def test_architecture_names_are_parsed_by_one_rule() -> None:
+    """oxide-abi's rule (src/arch.rs) and its generated Python copy decide the same, and no
+    other module parses an `sm_` name."""
+    from pyoxide import _abi
+
+    for name, want in _abi.ARCH_EXAMPLES.items():
+        try:
+            got: Any = _abi.parse_arch(name)
+        except ValueError:
+            got = None
+        assert got == want, name
+    parsing = re.compile(r"""startswith\(\s*["']sm_|["']\^?sm_[\\(\[]""")
+    files = [p for p in PACKAGE.rglob("*.py") if p.name != "_abi.py"]
+    assert [p.name for p in files if parsing.search(p.read_text())] == []

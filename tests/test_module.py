@@ -12,7 +12,7 @@ from helpers.fakes import RecordingBackend, cuda
 from helpers.fixtures import make_crate, write_manifest
 
 import pyoxide
-from pyoxide import _module, backends
+from pyoxide import _layout, _module, backends
 from pyoxide._config import default_block
 
 
@@ -118,6 +118,12 @@ def test_load_refuses_what_is_neither_crate_nor_manifest(tmp_path: Path) -> None
     assert pyoxide.load(m).manifest is m
 
 
+def _package_at(monkeypatch: pytest.MonkeyPatch, pkg: Path) -> None:
+    """Make the layout's package folder ``pkg`` (a checkout's or an installed wheel's)."""
+    monkeypatch.setattr(_layout, "PACKAGE", pkg)
+    monkeypatch.setattr(_layout, "PREBUILT", pkg / "_prebuilt")
+
+
 def test_bundled_kernels_from_prebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pkg = tmp_path / "site" / "pyoxide"
     value = json.loads(write_manifest(tmp_path / "w").read_text())
@@ -127,7 +133,7 @@ def test_bundled_kernels_from_prebuilt(tmp_path: Path, monkeypatch: pytest.Monke
     for a in value["artifacts"]:
         (pre / a["path"]).write_text((tmp_path / "w" / a["path"]).read_text())
     (pre / "kernels_rs.manifest.json").write_text(json.dumps(value))
-    monkeypatch.setattr(_module, "_PACKAGE_DIR", pkg)
+    _package_at(monkeypatch, pkg)
     monkeypatch.delitem(pyoxide.__dict__, "kernels", raising=False)
     from pyoxide import kernels
 
@@ -140,13 +146,13 @@ def test_bundled_kernels_from_source(tmp_path: Path, monkeypatch: pytest.MonkeyP
     pkg = tmp_path / "repo" / "pyoxide"
     pkg.mkdir(parents=True)
     make_crate(tmp_path / "repo" / "kernels_rs", "kernels_rs")
-    monkeypatch.setattr(_module, "_PACKAGE_DIR", pkg)
+    _package_at(monkeypatch, pkg)
     m = _module.load_bundled()
     assert "vecadd" in m and m.manifest.path.is_file()
 
 
 def test_bundled_kernels_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_module, "_PACKAGE_DIR", tmp_path / "pyoxide")
+    _package_at(monkeypatch, tmp_path / "pyoxide")
     with pytest.raises(pyoxide.LoadError, match="bundled kernels are missing"):
         _module.load_bundled()
 
@@ -172,7 +178,7 @@ def test_a_checkout_with_a_toolchain_builds_the_bundled_kernels_over_a_stale_pre
     for a in value["artifacts"]:
         (pre / a["path"]).write_text((tmp_path / "w" / a["path"]).read_text())
     (pre / "kernels_rs.manifest.json").write_text(json.dumps(value))
-    monkeypatch.setattr(_module, "_PACKAGE_DIR", pkg)
+    _package_at(monkeypatch, pkg)
 
     # cargo-oxide there (the copy a checkout's pyoxide/_bin holds) but not the Rust
     # toolchain it drives, nothing cached: the prebuilt artifacts (seen on the GPU machine).

@@ -75,7 +75,12 @@ def test_grid_stride_fills_the_device_and_no_more() -> None:
 def test_block_per_element_refuses_another_grid() -> None:
     s = spec((X, OUT), LaunchPolicy("block_per_element", 1, block=256))
     assert config(s, [10**6, 132]) == ((132, 1, 1), (256, 1, 1))
-    assert config(s, [10**6, 132], grid=(12, 11, 1), block=(64, 1, 1)) == ((12, 11, 1), (64, 1, 1))
+    assert config(s, [10**6, 132], grid=(132, 1, 1), block=(64, 1, 1)) == ((132, 1, 1), (64, 1, 1))
+    # The right block count in two dimensions: block b's element is blockIdx.x, which a
+    # 2-D grid repeats along y (wrong elements, no error), so it is refused.
+    with pytest.raises(pyoxide.ArgumentValueError, match=r"repeat blockIdx\.x") as e:
+        config(s, [10**6, 132], grid=(12, 11, 1), block=(64, 1, 1))
+    assert e.value.param == "grid" and "grid=132" in str(e.value)
     with pytest.raises(
         pyoxide.ArgumentValueError, match=r"132 block\(s\): one per element of 'out'"
     ) as e:
@@ -160,17 +165,64 @@ def test_tiles_policy_covers_each_tile_with_one_block() -> None:
 
 @pytest.mark.parametrize("kind", sorted(_abi.ONE_D_POLICIES))
 def test_one_d_policies_refuse_2d_and_3d_launches(kind: str) -> None:
-    """The entry of an elementwise or grid_stride kernel assumes a 1-D launch."""
-    s = spec((X, OUT), LaunchPolicy(kind, 1, per_thread=1, block=256, blocks_per_sm=4))
-    assert config(s, [], grid=(7, 1, 1), block=(64, 1, 1)) == ((7, 1, 1), (64, 1, 1))
+    """Every policy but tiles is 1-D: its kernel's entry assumes a 1-D launch, and a
+    block-per-element or per-row kernel numbers its blocks along x."""
+    s = spec((X, OUT, COLS), LaunchPolicy(kind, 1, per_thread=1, block=256, blocks_per_sm=4,
+                                         cols=2 if kind == "block_per_row" else None))  # fmt: skip
+    if kind in ("elementwise", "grid_stride"):
+        assert config(s, [], grid=(7, 1, 1), block=(64, 1, 1)) == ((7, 1, 1), (64, 1, 1))
     bad = [((2, 2, 1), None, "grid"), ((2, 1, 3), None, "grid"),
            ((4, 1, 1), (32, 2, 1), "block"), (None, (8, 1, 8), "block")]  # fmt: skip
     for grid, block, what in bad:
         with pytest.raises(pyoxide.ArgumentValueError, match="1-D") as e:
-            config(s, [None, 1000], grid=grid, block=block, sms=lambda: 132)
+            config(s, [None, 1000, None], grid=grid, block=block, sms=lambda: 132,
+                   args=(None, None, 10))  # fmt: skip
         assert e.value.param == what and "pass" in str(e.value)
-    # Without a declared policy (the default elementwise one) nothing is assumed.
+    # Without a declared policy (the default elementwise one) nothing is assumed; tiles
+    # (test_tiles_policy_covers_each_tile_with_one_block) are 2-D by nature.
     assert config(spec((X, OUT)), [], grid=(2, 2, 1), block=(16, 16, 1))[0] == (2, 2, 1)
-    # Nor for policies that are not 1-D.
-    rows = spec((X, OUT), LaunchPolicy("block_per_element", 1, block=64))
-    assert config(rows, [None, 4], grid=(2, 2, 1)) == ((2, 2, 1), (64, 1, 1))
+    assert "tiles" not in _abi.ONE_D_POLICIES
+
+
+def test_whole_warp_kernels_refuse_partial_warps() -> None:
+    """A kernel whose code shuffles over the full warp (``whole_warps``, from the link
+    step) takes only whole warps: a block of 100 is refused before launch, naming the
+    instruction and two block sizes that work; a plain call's block is whole warps."""
+    import dataclasses
+
+    s = dataclasses.replace(
+        spec((X, OUT), LaunchPolicy("block_per_element", 1, block=256)),
+        whole_warps="shfl.sync.bfly",
+    )
+    plain = dataclasses.replace(spec((X, OUT)), whole_warps="redux.sync.add")  # 2-D blocks too
+    for s_, block in [(s, (100, 1, 1)), (s, (48, 1, 1)), (s, (33, 1, 1)), (plain, (10, 10, 1)),
+                      (s, (1, 1, 1))]:  # fmt: skip
+        with pytest.raises(pyoxide.ArgumentValueError, match="whole number of warps") as e:
+            config(s_, [None, 4], block=block)
+        err = e.value
+        assert (err.kernel, err.param) == ("k", "block")
+        assert s_.whole_warps in str(err) and "Fix: pass a block of" in str(err)
+    with pytest.raises(pyoxide.ArgumentValueError, match="96 or 128 threads"):
+        config(s, [None, 4], block=(100, 1, 1))
+    assert config(s, [None, 4], block=(96, 1, 1)) == ((4, 1, 1), (96, 1, 1))
+    # A plain call's block: the launch bounds' 100, rounded down to whole warps.
+    bounded = dataclasses.replace(s, launch_bounds=LaunchBounds(100))
+    assert config(bounded, [None, 4]) == ((4, 1, 1), (96, 1, 1))
+    assert _policy.default_block(dataclasses.replace(s, launch_bounds=LaunchBounds(20))) == 32
+    # Without the collective, any block.
+    assert config(dataclasses.replace(s, whole_warps=None), [None, 4], block=(100, 1, 1))[1] == (
+        100, 1, 1,
+    )  # fmt: skip
+
+
+def test_the_link_step_marks_the_kernels_that_shuffle() -> None:
+    """kernels_rs' reductions and row kernels shuffle over the full warp (so the
+    manifest says so); its element-wise kernels do not."""
+    m = pyoxide.read_manifest(kernels_manifest())
+    marks = {k.entry: k.whole_warps for k in m.kernels}
+    for entry in ("reduce_sum_f32", "reduce_blocks_f32", "softmax_rows", "layernorm_rows"):
+        assert marks[entry] == "shfl.sync.bfly", entry
+    assert marks["scan_blocks_u32"] == "shfl.sync.up"
+    assert marks["gemm_bf16"] == "ldmatrix.sync.aligned"
+    for entry in ("saxpy", "vecadd", "histogram", "transpose_f32"):
+        assert marks[entry] is None, entry

@@ -3,6 +3,7 @@ project it makes is built, installed and run for real in tests/test_wheels.py.""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,21 @@ def test_new_writes_a_kernel_crate_and_a_maturin_project(tmp_path: Path) -> None
     folder = find_specs(project.path)
     assert folder is not None and [s.kernel for s in load_specs(folder)] == ["saxpy"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_new_from_a_kit_with_vendored_sources_builds_offline(tmp_path: Path) -> None:
+    """A wheel's kit carries the crates.io sources its crates need (vendor/ beside
+    crates/): the project gets the source replacement that uses them (issue 27.11; the
+    offline build itself: tests/test_wheels.py). A checkout's crates/ has none, and the
+    project uses the registry (the test above: no .cargo/)."""
+    kit = tmp_path / "kit"
+    shutil.copytree(CRATES, kit / "crates", ignore=shutil.ignore_patterns("target", "tests"))
+    (kit / "vendor").mkdir()
+    project = _scaffold.create("offline_kernels", tmp_path / "p", kit / "crates")
+    config = tomllib.loads((project.path / ".cargo" / "config.toml").read_text())
+    assert config["source"]["crates-io"]["replace-with"] == "pyoxide-vendored"
+    assert Path(config["source"]["pyoxide-vendored"]["directory"]) == kit / "vendor"
+    assert project.path / ".cargo" / "config.toml" in project.files
 
 
 @pytest.mark.parametrize(

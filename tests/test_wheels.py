@@ -1,7 +1,8 @@
-"""The wheels, for real: `maturin build` of pyoxide, installed in a fresh virtualenv
-with no Rust toolchain reachable, runs the bundled kernels on NumPy arrays; and a
-`pyoxide new` project builds into a wheel that installs and runs its kernel there too,
-and whose own tests pass.
+"""The wheels, for real: pyoxide's wheel (its build backend: the bundling step, then
+maturin), installed in a fresh virtualenv with no Rust toolchain reachable, runs the
+bundled kernels on NumPy arrays; a `pyoxide new` project builds into a wheel that installs
+and runs its kernel there too, and whose own tests pass; and from the installed wheel
+alone, `pyoxide new` + `pyoxide build` work offline, with an empty CARGO_HOME.
 
 Slow (a venv, PyPI installs, a kernel crate built from scratch), so it is one module
 with one virtualenv for all of it. The GPU side of the installed wheel is checked on the
@@ -38,7 +39,8 @@ def only_the_venv(venv: Path, home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def pyoxide_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheels")
-    run(["maturin", "build", "--release", "-q", "-o", str(out)], cwd=REPO)
+    wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    run([*wheel, "--disable-pip-version-check", "-w", str(out), str(REPO)], cwd=REPO)
     (wheel,) = out.glob("pyoxide-*.whl")
     return wheel
 
@@ -68,14 +70,23 @@ def test_the_pyoxide_wheel_carries_ptx_manifest_stubs_emulator_and_launcher(
         assert pre + f in names, f
     assert {"pyoxide/kernels.pyi", "pyoxide/py.typed", "pyoxide/_native.abi3.so"} <= names
     assert "pyoxide/_templates/new/src/lib.rs.tmpl" in names
-    # The kernel author's kit: pyoxide's Rust crates (a workspace) and cargo-oxide.
+    # The kernel author's kit: pyoxide's Rust crates (a workspace), the crates.io sources
+    # they need, and cargo-oxide.
     kit = "pyoxide/_rust/crates/"
     assert {
         "pyoxide/_bin/cargo-oxide", "pyoxide/_rust/Cargo.toml",
         kit + "oxide-device/src/lib.rs", kit + "oxide-build/src/lib.rs",
         kit + "oxide-macros/Cargo.toml", kit + "oxide-abi/src/lib.rs",
+        "pyoxide/_rust/vendor/syn/src/lib.rs", "pyoxide/_rust/vendor/libc/Cargo.toml",
     } <= names  # fmt: skip
     assert not [n for n in names if "__pycache__" in n or n.startswith(("kernels_rs/", "crates/"))]
+    # Crates no Linux build uses (windows-sys and its import libraries: 70 MB) are empty
+    # stubs, so the wheel stays small.
+    windows = [n for n in names if n.startswith("pyoxide/_rust/vendor/windows")]
+    assert windows and all(
+        n.endswith(("Cargo.toml", "lib.rs", ".cargo-checksum.json")) for n in windows
+    )
+    assert pyoxide_wheel.stat().st_size < 12_000_000
 
 
 def test_installed_wheel_runs_the_bundled_kernels_on_numpy_without_rust(
@@ -128,19 +139,25 @@ def test_pyoxide_new_project_builds_installs_and_runs(venv: Path, tmp_path: Path
     assert " passed" in report and "failed" not in report
 
 
-def test_pyoxide_new_from_the_installed_wheel_builds_with_its_own_kit(
+def test_pyoxide_new_from_the_installed_wheel_builds_offline_with_its_own_kit(
     venv: Path, tmp_path: Path
 ) -> None:
-    """No checkout: `pyoxide new` points the project at the Rust crates the wheel ships,
-    and `pyoxide build` uses the wheel's cargo-oxide (none on PATH or in ~/.cargo/bin);
-    the machine's Rust toolchain, LLVM tools and NVIDIA wheels do the rest."""
-    real_home = Path.home()
+    """No checkout and no registry (issue 27.11): `pyoxide new` points the project at the
+    Rust crates the wheel ships and at the crates.io sources vendored beside them, and
+    `pyoxide build` uses the wheel's cargo-oxide (none on PATH or in ~/.cargo/bin), with
+    an empty CARGO_HOME and CARGO_NET_OFFLINE; the machine's Rust toolchain, LLVM tools
+    and NVIDIA wheels do the rest."""
+    cargo_home = tmp_path / "empty-cargo-home"
+    cargo_home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYOXIDE"))}
     env.update(
         PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",  # not ~/.cargo/bin
         HOME=str(tmp_path),
-        CARGO_HOME=os.environ.get("CARGO_HOME", str(real_home / ".cargo")),
-        PYOXIDE_CACHE_DIR=str(real_home / ".cache" / "pyoxide"),  # the built `core`
+        CARGO_HOME=str(cargo_home),
+        CARGO_NET_OFFLINE="true",
+        # The built `core`, where the checkout's own builds keep it (building it needs no
+        # registry either: it uses the vendored sources of the distribution's rust-src).
+        PYOXIDE_CACHE_DIR=str(Path.home() / ".cache" / "pyoxide"),
         VIRTUAL_ENV=str(venv),
     )
     # libdevice and ptxas come from the NVIDIA wheels of the Python that has them.
@@ -149,6 +166,12 @@ def test_pyoxide_new_from_the_installed_wheel_builds_with_its_own_kit(
     run([str(venv / "bin" / "pyoxide"), "new", "kit_demo"], cwd=tmp_path, env=env)
     cargo_toml = (tmp_path / "kit_demo" / "Cargo.toml").read_text()
     assert f"{venv}" in cargo_toml and "/_rust/crates/oxide-device" in cargo_toml
+    assert "/_rust/vendor" in (tmp_path / "kit_demo" / ".cargo" / "config.toml").read_text()
+    built = run([str(venv / "bin" / "pyoxide"), "build"], cwd=tmp_path / "kit_demo", env=env)
+    # cargo leaves its lock files there, and nothing else: no index, no crate downloaded.
+    fetched = [p for p in cargo_home.rglob("*") if p.is_file()
+               and p.parent not in (cargo_home, cargo_home / "registry")]  # fmt: skip
+    assert "built kit_demo" in built and not fetched, fetched
     use = (
         "import numpy as np, pyoxide, shutil\n"
         "from pyoxide._build import find_cargo_oxide, PACKAGED_CARGO_OXIDE\n"

@@ -16,7 +16,7 @@ const SHARED_BINS: usize = 1024;
 /// [`histogram_global`]).
 #[kernel]
 #[launch_bounds(1024)]
-#[launch(grid_stride(x, per_thread = vector, block = 512))]
+#[launch(grid_stride(x, per_thread = vector, block = 512, blocks_per_sm = 4))]
 pub fn histogram(x: &[u32], bins: AtomicSlice<u32>) {
     static LOCAL: SharedArray<u32, SHARED_BINS> = SharedArray::UNINIT;
     let (head, body, tail) = x.as_vectors::<4>();
@@ -77,7 +77,7 @@ fn for_each_value(head: &[u32], body: &[Vector<u32, 4>], tail: &[u32], mut f: im
 /// `bins` in global memory (the simple version, for comparison and for bin counts
 /// too large for shared memory).
 #[kernel]
-#[launch(grid_stride(x, block = 256))]
+#[launch(grid_stride(x, block = 256, blocks_per_sm = 8))]
 pub fn histogram_global(x: &[u32], bins: AtomicSlice<u32>) {
     for i in thread::grid_stride_range(x.len()) {
         if let Some(bin) = bins.get(x[i] as usize) {

@@ -2,6 +2,7 @@
 //! features, built for the GPU by `cargo oxide build` and for the host as is.
 #![no_std]
 
+mod attention;
 mod elementwise;
 mod gemm;
 mod histogram;
@@ -11,6 +12,7 @@ mod rows;
 mod strided;
 mod transpose;
 
+pub use attention::*;
 pub use elementwise::*;
 pub use gemm::*;
 pub use histogram::*;

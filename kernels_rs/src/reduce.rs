@@ -13,7 +13,8 @@ use oxide_device::prelude::*;
 /// blocks for small `x`): on an H200 this reads 2^28 floats within 0.5 % of the best
 /// of a sweep from 2 to 128 blocks per multiprocessor and 256 to 1024 threads per
 /// block, and above cupy.sum and torch.sum (docs/performance.md). Block size: a
-/// multiple of 32.
+/// multiple of 32 (its block reduction shuffles over whole warps; the launcher refuses
+/// other blocks).
 ///
 /// The accumulator is one per loaded module and device: launches of this kernel that
 /// run at the same time (on two streams, or from two host threads on the emulator)
@@ -91,7 +92,9 @@ fn thread_sum(x: &[f32]) -> f32 {
 /// One partial sum of `x` per block into `partial` (one element per block: a plain call
 /// launches `partial.len()` blocks, and a grid of another size is refused), with no
 /// atomics: a grid-stride sum per thread, a block reduction, and the block's first
-/// thread writing through its block witness. Block size: a multiple of 32.
+/// thread writing through its block witness. Block size: a multiple of 32 (refused
+/// otherwise, before launch); the grid is 1-D (a 2-D one is refused: the grid-stride
+/// share of `x` is counted along x).
 #[kernel]
 #[launch_bounds(1024)]
 #[launch(block_per_element(partial, block = 256))]
@@ -108,7 +111,8 @@ pub fn reduce_blocks_f32(x: &[f32], mut partial: DisjointSlice<f32>) {
 /// grid follows from `out`'s length. Warps scan with `shfl.sync.up`;
 /// the warps' totals go through dynamic shared memory (launch with
 /// `4 * blockDim.x / 32` bytes of it), where warp 0 scans them in turn. Block size: a
-/// multiple of 32 (checked: a wrong launch traps with a message).
+/// multiple of 32 (its scans shuffle over whole warps: the launcher refuses other
+/// blocks; the kernel also traps with a message on one).
 #[kernel]
 #[launch_bounds(1024)]
 #[launch(segments(out))]

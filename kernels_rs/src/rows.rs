@@ -35,8 +35,10 @@
 #![allow(clippy::needless_range_loop)]
 
 mod access;
+mod backward;
 
 use access::*;
+pub use backward::*;
 use oxide_device::ldst::{self, ReadOnlyLoad};
 use oxide_device::prelude::*;
 

@@ -31,6 +31,11 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_copy_3d_f32[..],
         &kernels_rs::__oxide_descriptor_copy_3d_f64[..],
         &kernels_rs::__oxide_descriptor_copy_3d_u32[..],
+        &kernels_rs::__oxide_descriptor_softmax_rows_backward[..],
+        &kernels_rs::__oxide_descriptor_layernorm_rows_backward[..],
+        &kernels_rs::__oxide_descriptor_layernorm_rows_backward_affine[..],
+        &kernels_rs::__oxide_descriptor_attention_bf16[..],
+        &kernels_rs::__oxide_descriptor_attention_f16[..],
     ]
     .into_iter()
     .map(|bytes| KernelDescriptor::decode(bytes).unwrap_or_else(|e| panic!("{e}")))
@@ -114,7 +119,12 @@ fn one_descriptor_per_entry() {
             "copy_2d_u32",
             "copy_3d_f32",
             "copy_3d_f64",
-            "copy_3d_u32"
+            "copy_3d_u32",
+            "softmax_rows_backward",
+            "layernorm_rows_backward",
+            "layernorm_rows_backward_affine",
+            "attention_bf16",
+            "attention_f16"
         ]
     );
 }
@@ -203,6 +213,42 @@ fn device_library_kernels() {
             "{entry}"
         );
     }
+    // The backward kernels: parameter names pair them with their forward kernels
+    // (pyoxide.torch), and #[shapes] sizes every output from the inputs.
+    let d = descriptor("softmax_rows_backward");
+    assert_eq!(
+        d.params,
+        [
+            shaped("out", Array, C, &["rows", "cols"]),
+            shaped("grad_out", Array, C, &["rows", "cols"]),
+            shaped("grad_x", DisjointArray, C, &["rows", "cols"]),
+        ]
+    );
+    let d = descriptor("layernorm_rows_backward");
+    assert_eq!(
+        d.params,
+        [
+            shaped("x", Array, C, &["rows", "cols"]),
+            shaped("weight", Array, C, &["cols"]),
+            shaped("grad_out", Array, C, &["rows", "cols"]),
+            shaped("grad_x", DisjointArray, C, &["rows", "cols"]),
+            shaped("mean", DisjointArray, C, &["rows"]),
+            shaped("rstd", DisjointArray, C, &["rows"]),
+            param("eps", Scalar, F32),
+        ]
+    );
+    let d = descriptor("layernorm_rows_backward_affine");
+    assert_eq!(
+        d.params,
+        [
+            shaped("x", Array, C, &["rows", "cols"]),
+            shaped("grad_out", Array, C, &["rows", "cols"]),
+            shaped("mean", Array, C, &["rows"]),
+            shaped("rstd", Array, C, &["rows"]),
+            shaped("grad_weight", DisjointArray, C, &["cols"]),
+            shaped("grad_bias", DisjointArray, C, &["cols"]),
+        ]
+    );
     for (entry, ty) in [
         ("transpose_f32", F32),
         ("transpose_f64", F64),
@@ -349,13 +395,14 @@ fn scale_instances() {
 fn source_locations_come_from_the_compiler() {
     for d in descriptors() {
         // Kernels live in the crate's modules (`kernels_rs::elementwise` in
-        // src/elementwise.rs), re-exported at the root.
+        // src/elementwise.rs, `kernels_rs::rows::backward` in src/rows/backward.rs),
+        // re-exported at the root.
         let module = d
             .source
             .module
             .strip_prefix("kernels_rs::")
             .expect(&d.entry);
-        let file = format!("{module}.rs");
+        let file = format!("{}.rs", module.replace("::", "/"));
         assert!(
             d.source.file.ends_with(&format!("src/{file}")),
             "{}",

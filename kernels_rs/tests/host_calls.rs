@@ -154,7 +154,7 @@ fn erf_ref(x: f64) -> f64 {
 /// A one-thread block is not a whole number of warps: the kernel's `gpu_assert!`
 /// traps, which on the host is a panic naming the condition.
 #[test]
-#[should_panic(expected = "GPU trap")]
+#[should_panic(expected = "gpu_assert!(thread::blockDim_x()")]
 fn scan_blocks_u32_refuses_a_partial_warp() {
     let mut out = [0u32; 1];
     scan_blocks_u32(&[5], DisjointSlice::from_mut(&mut out));

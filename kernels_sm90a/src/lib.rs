@@ -3,6 +3,9 @@
 //! emulator refuses them, naming the first sm_90 instruction it meets.
 #![no_std]
 
+mod attention_sm90;
+mod attention_sm90_consumer;
 mod gemm_sm90;
 
+pub use attention_sm90::*;
 pub use gemm_sm90::*;

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .._abi import MIN_ARCH
+from .. import _layout
+from .._abi import parse_arch
 from .._build import build, crate_manifest
 from .._manifest import read_manifest
 from .._module import (
@@ -19,19 +20,14 @@ from .._stubs import write_stub
 from ..errors import BuildError
 from ._exit import reporting_errors, usage_error
 
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
-
 
 def _archs(values: tuple[str, ...]) -> list[str] | None:
     archs = [a.strip() for v in values for a in v.split(",") if a.strip()]
     for a in archs:
-        digits = a[3:].rstrip("af") if a.startswith("sm_") else ""
-        if not digits.isdigit() or int(digits) < MIN_ARCH:
-            raise click.BadParameter(
-                f"{a!r} is not an architecture pyoxide builds for: sm_NN with NN >= "
-                f"{MIN_ARCH} (ptxas refuses older ones), e.g. sm_80,sm_90",
-                param_hint="--arch",
-            )
+        try:
+            parse_arch(a)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--arch") from None
     return archs or None
 
 
@@ -67,7 +63,7 @@ def _archs(values: tuple[str, ...]) -> list[str] | None:
 @click.option(
     "--bundled",
     is_flag=True,
-    help=f"Build the bundled {BUNDLED_CRATE} into pyoxide/_prebuilt (from a source checkout).",
+    help=f"Build the bundled {BUNDLED_CRATE} into the package (from a source checkout).",
 )
 @click.option(
     "--tuned",
@@ -97,9 +93,9 @@ def build_command(
         path = bundled_crate_dir()
         if path is None:
             raise usage_error(f"--bundled needs a source checkout with {BUNDLED_CRATE}/")
-        out_dir = out_dir or _PACKAGE_DIR / "_prebuilt"
+        out_dir = out_dir or _layout.PREBUILT
         # Typed `from pyoxide import kernels` for editors and mypy.
-        stub_module = stub_module or _PACKAGE_DIR / "kernels.pyi"
+        stub_module = stub_module or _layout.KERNELS_STUB
     try:
         crate_manifest(path or Path.cwd())
     except BuildError as e:
@@ -142,7 +138,7 @@ def build_command(
             # The kernels' specs ship beside them, for `pyoxide verify`/`bench` from a wheel.
             import shutil
 
-            specs = Path(out_dir or _PACKAGE_DIR / "_prebuilt") / "specs"
+            specs = Path(out_dir or _layout.PREBUILT) / "specs"
             shutil.rmtree(specs, ignore_errors=True)
             shutil.copytree(path / "specs", specs, ignore=shutil.ignore_patterns("__pycache__"))
             click.echo(f"  specs:    {specs}")

@@ -16,12 +16,14 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from pyoxide import _layout
+
 REPO = Path(__file__).resolve().parents[2]
 KERNELS_CRATE = REPO / "kernels_rs" / "Cargo.toml"
 ARCHS = ("sm_80", "sm_90")
 PREBUILT = REPO / "target" / "oxide" / "release" / "kernels_rs.manifest.json"
 # What `pyoxide build --bundled` writes (and a wheel ships).
-PACKAGED = REPO / "pyoxide" / "_prebuilt" / "kernels_rs.manifest.json"
+PACKAGED = _layout.PREBUILT / "kernels_rs.manifest.json"
 
 
 def cargo_oxide() -> str | None:
@@ -150,6 +152,16 @@ def readme_manifest() -> Path:
     return fixture_manifest(crate, REPO / "target" / "oxide" / "readme")
 
 
+NATURAL = REPO / "crates" / "oxide-device" / "tests" / "fixtures" / "natural"
+
+
+@functools.cache
+def natural_manifest() -> Path:
+    """Issue 23's four kernels in the guide's style (crates/oxide-device/tests/fixtures/
+    natural, target/oxide/natural)."""
+    return fixture_manifest(NATURAL, REPO / "target" / "oxide" / "natural")
+
+
 WRONG_KERNELS = REPO / "tests" / "fixtures" / "wrong_kernels"
 
 
@@ -160,7 +172,7 @@ def wrong_kernels_manifest() -> Path:
 
 
 SM90A_CRATE = REPO / "kernels_sm90a" / "Cargo.toml"
-SM90A_PACKAGED = REPO / "pyoxide" / "_prebuilt" / "kernels_sm90a.manifest.json"
+SM90A_PACKAGED = _layout.PREBUILT / "kernels_sm90a.manifest.json"
 
 
 @functools.cache
@@ -210,3 +222,10 @@ def tuned_kernels_manifest() -> Path:
     """`#[tune]` kernels (tests/fixtures/tuned_kernels) with their specs, built into the
     crate's untracked prebuilt/ (carry it to the GPU machine)."""
     return fixture_manifest(TUNED_KERNELS, TUNED_KERNELS / "prebuilt")
+HOSTILE_VERIFY = REPO / "tests" / "fixtures" / "hostile_verify"
+
+
+@functools.cache
+def hostile_verify_manifest() -> Path:
+    """Kernels and specs that attack `pyoxide verify` (target/oxide/hostile_verify)."""
+    return fixture_manifest(HOSTILE_VERIFY, REPO / "target" / "oxide" / "hostile_verify")

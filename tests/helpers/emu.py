@@ -1,14 +1,17 @@
-"""A hand-written emulator library (tests/fixtures/emu_fixtures.c) and a manifest that
-names it, so the emu backend is tested without the Rust side."""
+"""A hand-written emulator library (tests/fixtures/emu_fixtures.c, plus the kernel
+descriptors `#[kernel]` would compile in) and a manifest that names it, so the emu backend
+is tested without the Rust side."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from helpers.fixtures import KERNELS, TESTS_DIR, kernel, param, write_manifest
 from helpers.probes import c_compiler
+from pyoxide import _abi
 
 C_SOURCE = TESTS_DIR / "fixtures" / "emu_fixtures.c"
 LIBRARY = "oxide_fixtures.emu.so"
@@ -43,11 +46,26 @@ def build_library(out_dir: Path) -> Path:
     """Compile the C emulator fixture into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / LIBRARY
+    descriptors = out_dir / "emu_fixture_descriptors.c"
+    descriptors.write_text(descriptor_source(EMU_KERNELS))
     subprocess.run(
-        [c_compiler(), "-shared", "-fPIC", "-O1", "-o", str(lib), str(C_SOURCE)],
+        [c_compiler(), "-shared", "-fPIC", "-O1", "-o", str(lib), str(C_SOURCE), str(descriptors)],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     return lib
+
+
+def descriptor_source(kernels: list[dict[str, Any]]) -> str:
+    """C that puts each kernel's descriptor (JSON) in the descriptor section, as
+    `#[kernel]` does: the backend checks them before it opens the library."""
+    lines = []
+    for i, k in enumerate(kernels):
+        text = json.dumps(k).replace("\\", "\\\\").replace('"', '\\"')
+        lines.append(
+            f'__attribute__((used, section("{_abi.DESCRIPTOR_SECTION}"))) '
+            f'static const char descriptor_{i}[] = "{text}";'
+        )
+    return "\n".join(lines) + "\n"
 
 
 def write_emu_manifest(out_dir: Path, *, library: Path | None = None) -> Path:

@@ -9,6 +9,10 @@ FAKE_OXIDE_SLEEP  seconds to sleep while "building"
 FAKE_OXIDE_EDIT   a file whose count (lines) of builds edit src/lib.rs after "compiling"
                   it and before hashing it, as a user editing during a build; each such
                   build removes a line; the compiled text goes to compiled.rs in --out-dir
+
+`key` is answered by the real cargo-oxide (found on PATH when the fake is installed), so
+the cache's key is the real one; the fake's own file is hashed into it, as the real
+binary's identity is.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,16 +32,34 @@ HERE = Path(__file__).resolve().parent
 def install(tmp_path: Path, monkeypatch: object) -> Path:
     exe = tmp_path / "bin" / "cargo-oxide"
     exe.parent.mkdir(parents=True, exist_ok=True)
+    real = shutil.which("cargo-oxide")
+    assert real is not None, "the real cargo-oxide answers `key` (scripts/setup installs it)"
     exe.write_text(
         f"#!{sys.executable}\n"
-        "import sys\n"
+        "import os, sys\n"
         f"sys.path.insert(0, {str(HERE.parent)!r})\n"
+        f"os.environ['FAKE_OXIDE_REAL'] = {real!r}\n"
         "from helpers.fake_cargo_oxide import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     exe.chmod(0o755)
     monkeypatch.setenv("PYOXIDE_CARGO_OXIDE", str(exe))  # type: ignore[attr-defined]
     return exe
+
+
+def _key(args: list[str]) -> int:
+    real = subprocess.run(
+        [os.environ["FAKE_OXIDE_REAL"], "oxide", "key", *args], capture_output=True, text=True
+    )
+    sys.stderr.write(real.stderr)
+    if real.returncode != 0:
+        return real.returncode
+    report = json.loads(real.stdout)
+    me = Path(sys.argv[0]).read_bytes()
+    report["key"] = hashlib.sha256((report["key"] + hashlib.sha256(me).hexdigest()).encode())
+    report["key"] = report["key"].hexdigest()
+    print(json.dumps(report))
+    return 0
 
 
 def _opt(args: list[str], name: str) -> str | None:
@@ -52,6 +76,8 @@ def main(argv: list[str]) -> int:
         return 2
     cmd, args = argv[1], argv[2:]
     mode = os.environ.get("FAKE_OXIDE_MODE", "ok")
+    if cmd == "key":
+        return _key(args)
     if cmd == "doctor":
         if mode == "toolchain":
             print("rustc: ok\nllvm-link-22: MISSING", file=sys.stderr)
@@ -99,7 +125,7 @@ def main(argv: list[str]) -> int:
         out, archs=archs, sources=sources, manifest_path=str(toml),
         profile="release" if profile == "release" else "dev",
     )  # fmt: skip
-    value["crate"]["name"] = value["crate"]["name"]
+    value["codegen"]["fmad"] = "--no-fmad" not in args
     if mode == "newer-schema":
         value["schema"] = 99
     manifest = write_manifest(out, value)

@@ -203,9 +203,10 @@ def capsule(function: Any, name: Any = _STREAM_SIGNATURE) -> Any:
 
 
 @contextlib.contextmanager
-def replaced_module(name: str, module: types.ModuleType) -> Iterator[None]:
-    """``import name`` gives ``module`` while the context lasts (only that entry of
-    sys.modules changes: modules imported meanwhile stay imported)."""
+def replaced_module(name: str, module: types.ModuleType | None) -> Iterator[None]:
+    """``import name`` gives ``module`` (raises ImportError for None) while the context
+    lasts (only that entry of sys.modules changes: modules imported meanwhile stay
+    imported)."""
     saved = sys.modules.get(name)
     sys.modules[name] = module
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +174,7 @@ def manifest_dict(
     }
     toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
     return {
-        "schema": 8,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
+        "schema": 9,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
         "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
         "profile": profile,
         "toolchain": toolchain,
@@ -186,7 +187,12 @@ def manifest_dict(
 
 
 def _emulator_entry(out_dir: Path, library: Path) -> dict[str, str]:
-    path = library.relative_to(out_dir) if library.is_relative_to(out_dir) else library
+    """The manifest's emulator entry; a library from elsewhere is copied in beside the
+    manifest first (a manifest names only files in its own folder)."""
+    if not library.is_relative_to(out_dir):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        library = Path(shutil.copy2(library, out_dir / library.name))
+    path = library.relative_to(out_dir)
     return {"path": str(path), "sha256": hashlib.sha256(library.read_bytes()).hexdigest()}
 
 

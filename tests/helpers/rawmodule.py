@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from helpers.bundled import kernels_manifest, load_manifest
+from pyoxide._abi import parse_arch
 
 
 def _arch_number(arch: str) -> int:
-    return int(arch[3:].rstrip("af"))
+    return parse_arch(arch).number
 
 
 @functools.cache

@@ -13,6 +13,7 @@ from helpers.bundled import (
     cuda_oxide_ports_manifest,
     emu_kernels_manifest,
     half_kernels_manifest,
+    natural_manifest,
     readme_manifest,
 )
 
@@ -57,6 +58,13 @@ def readme() -> pyoxide.Module:
     """The README's kernels (crates/oxide-device/tests/fixtures/readme), built like
     kernels_rs (target/oxide/readme)."""
     return pyoxide.load(readme_manifest())
+
+
+@pytest.fixture(scope="session")
+def natural() -> pyoxide.Module:
+    """Issue 23's four kernels written as docs/guide/kernels.md teaches
+    (crates/oxide-device/tests/fixtures/natural), built like kernels_rs."""
+    return pyoxide.load(natural_manifest())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -188,27 +188,27 @@ def test_transpose_misaligned_view(kernels: pyoxide.Module, lib: ArrayLib) -> No
 
 # Wrong sizes: the kernel traps with a message before touching memory. On the emulator
 # only (NumPy arrays): a trap on the GPU makes the CUDA context unusable.
-def _refused(capfd: pytest.CaptureFixture[str], launch: object, *args: object, says: str) -> None:
-    with pytest.raises(pyoxide.errors.EmulatorError, match="trapped"):
+def _refused(launch: object, *args: object, says: str) -> None:
+    with pytest.raises(pyoxide.errors.EmulatorError, match="trapped") as info:
         launch(*args)  # type: ignore[operator]
-    assert says in capfd.readouterr().out
+    assert says in str(info.value)  # gpu_assert!'s message is in the error
 
 
 def test_row_kernels_refuse_blocks_that_are_not_whole_warps(
-    kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
+    kernels: pyoxide.Module, lib: ArrayLib
 ) -> None:
-    """Shapes are the launcher's (tests/kernels/test_shapes.py); the block size is the
-    kernel's to check, and it traps with a message before touching memory."""
-    x = np.ones((3, 4), np.float32)
-    out = np.full((3, 4), poison_value(np.float32), np.float32)
-    _refused(capfd, kernels.softmax_rows[3, 48], x, out, says="multiple of 32; got 48")
-    assert np.isnan(out).all()
+    """The row kernels shuffle over the full warp (the manifest's `whole_warps`): a block
+    of 48 is refused by the launcher, before anything runs, on every backend."""
+    x = lib.asarray(np.ones((3, 4), np.float32))
+    out = lib.poisoned((3, 4), np.float32)
+    with pytest.raises(pyoxide.ArgumentValueError, match="whole number of warps") as e:
+        kernels.softmax_rows[3, 48](x, out)
+    assert e.value.param == "block" and "32 or 64 threads" in str(e.value)
+    assert np.isnan(lib.to_numpy(out)).all()
 
 
-def test_transpose_refuses_wrong_blocks(
-    kernels: pyoxide.Module, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_transpose_refuses_wrong_blocks(kernels: pyoxide.Module) -> None:
     x = np.ones((3, 4), np.float32)
     out = np.full((4, 3), poison_value(np.float32), np.float32)
-    _refused(capfd, kernels.transpose[(1, 1), (16, 8)], x, out, says="block of (32, 8)")
+    _refused(kernels.transpose[(1, 1), (16, 8)], x, out, says="block of (32, 8)")
     assert np.isnan(out).all()

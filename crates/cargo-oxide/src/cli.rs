@@ -28,6 +28,10 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Remove the crate's device build and its artifacts.
     Clean(CleanArgs),
+    /// Print, as JSON, the key of what `build` with these options would write here (the
+    /// resolved toolchain, the options, the variables and cargo config files that change
+    /// artifacts) and the cache folder. Builds nothing.
+    Key(BuildArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -108,7 +112,7 @@ pub struct BuildArgs {
     pub krate: CrateArgs,
     /// GPU architectures, comma-separated (sm_75 … sm_120, with an `a` suffix for
     /// arch-specific features).
-    #[arg(long, value_delimiter = ',', default_value = "sm_80,sm_90")]
+    #[arg(long, value_delimiter = ',', default_values = oxide_abi::arch::DEFAULT_ARCHS)]
     pub arch: Vec<String>,
     /// Print one JSON object describing the result on stdout (progress stays on stderr).
     #[arg(long)]
@@ -230,7 +234,38 @@ mod tests {
         // CUDA_OXIDE_NO_FMA, read by `fmad()`).
         let env_off = [crate::env::NO_FMAD, crate::env::CUDA_OXIDE_NO_FMA]
             .iter()
-            .any(|v| crate::env::flag(v));
+            .any(|v| crate::env::flag(*v));
         assert_eq!(parse(&[]).fmad(), !env_off);
+    }
+
+    #[test]
+    fn every_build_option_is_in_oxide_abis_table() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let build = cli.find_subcommand("build").unwrap();
+        let mut flags: Vec<String> = build
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .filter(|f| f != "--help")
+            .collect();
+        flags.sort();
+        let mut table: Vec<String> = oxide_abi::inputs::BUILD_OPTIONS
+            .iter()
+            .map(|o| o.flag.to_string())
+            .collect();
+        table.sort();
+        assert_eq!(
+            flags, table,
+            "oxide-abi's inputs::BUILD_OPTIONS and `build`'s options"
+        );
+        // `key` takes exactly `build`'s options, so its key is of the same command line.
+        let key = cli.find_subcommand("key").unwrap();
+        let mut key_flags: Vec<String> = key
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .filter(|f| f != "--help")
+            .collect();
+        key_flags.sort();
+        assert_eq!(key_flags, flags);
     }
 }

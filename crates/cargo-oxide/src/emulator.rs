@@ -57,7 +57,8 @@ pub struct HostBuild {
 /// Start building the host library.
 pub fn start(tc: &Toolchain, project: &Project) -> Result<HostBuild> {
     let mut cmd = Command::new(&tc.cargo);
-    cmd.arg("rustc")
+    cmd.current_dir(project.dir())
+        .arg("rustc")
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--release"])

@@ -30,9 +30,25 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(sha256_hex(&bytes))
 }
 
+/// A file's identity for a cache key, cheap (no read): its size and modification time,
+/// which change whenever it is rebuilt or reinstalled.
+pub fn file_identity(path: &Path) -> String {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return "unknown".into();
+    };
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{}", meta.len(), mtime)
+}
+
 /// Temp files and folders with the mode an ordinary `open`/`mkdir` gives (0o666 or
-/// 0o777 less the umask) rather than tempfile's private 0o600/0o700: they are renamed
-/// into artifacts and caches that other users of a shared checkout or cache read.
+/// 0o777 less the umask), less write access for others, rather than tempfile's private
+/// 0o600/0o700: they are renamed into artifacts and caches that other users of a shared
+/// checkout or cache read, but that only their owner may change (a cached build ends up
+/// loaded in a process).
 pub fn umask_respecting<'a, 'b>(
     builder: &'b mut tempfile::Builder<'a, 'a>,
     mode: u32,
@@ -40,7 +56,7 @@ pub fn umask_respecting<'a, 'b>(
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(mode))
+        builder.permissions(std::fs::Permissions::from_mode(mode & !0o022))
     }
     #[cfg(not(unix))]
     {

@@ -572,6 +572,8 @@ pub fn needs_libdevice(ir: &str) -> bool {
 
 mod constant;
 pub use constant::move_constant_statics;
+mod warps;
+pub use warps::whole_warp_users;
 
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,7 @@ impl Project {
         };
         let metadata = cargo_metadata::MetadataCommand::new()
             .cargo_path(cargo)
+            .current_dir(manifest_path.parent().unwrap_or(Path::new(".")))
             .manifest_path(&manifest_path)
             .no_deps()
             .exec()
@@ -100,6 +101,13 @@ impl Project {
         })
     }
 
+    /// The folder cargo runs in: the crate's, so that its `.cargo/config.toml` (a `pyoxide
+    /// new` project's source replacement, say) applies wherever the command was started,
+    /// as `cargo oxide key` assumes when it hashes the config files.
+    pub fn dir(&self) -> &Path {
+        self.manifest_path.parent().unwrap_or(Path::new("."))
+    }
+
     /// Folder of the link step's files for this crate.
     pub fn link_dir(&self) -> PathBuf {
         self.target_dir
@@ -122,7 +130,8 @@ impl Project {
     }
 }
 
-fn nearest_manifest() -> Result<PathBuf> {
+/// The nearest Cargo.toml at or above the current folder, as cargo finds it.
+pub fn nearest_manifest() -> Result<PathBuf> {
     let cwd = std::env::current_dir()?;
     cwd.ancestors()
         .map(|d| d.join("Cargo.toml"))

@@ -7,29 +7,17 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use oxide_abi::descriptor::KernelDescriptor;
-use oxide_abi::limits::{MIN_ARCH, MIN_CLUSTER_ARCH};
+use oxide_abi::limits::MIN_CLUSTER_ARCH;
 use oxide_abi::manifest::KernelResources;
 
 use crate::toolchain::Ptxas;
 
-/// Check an architecture name (`sm_80`, `sm_90a`, `sm_100f`) and return its number.
+/// Check an architecture name (`sm_80`, `sm_90a`, `sm_100f`) by oxide-abi's one rule and
+/// return its number.
 pub fn parse_arch(arch: &str) -> Result<u32> {
-    let digits = arch
-        .strip_prefix("sm_")
-        .map(|s| s.trim_end_matches(['a', 'f']))
-        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
-    match digits.and_then(|d| d.parse::<u32>().ok()) {
-        Some(n) if n >= MIN_ARCH => Ok(n),
-        Some(_) => bail!(
-            "`{arch}` is older than the GPUs pyoxide builds for: use sm_NN with \
-             NN ≥ {MIN_ARCH} (sm_{MIN_ARCH}, Turing, … sm_120; the ptxas of CUDA 13 refuses \
-             older ones), e.g. --arch sm_80,sm_90"
-        ),
-        None => bail!(
-            "`{arch}` is not a GPU architecture pyoxide can build for; use sm_NN with \
-             NN ≥ {MIN_ARCH}, e.g. --arch sm_80,sm_90"
-        ),
-    }
+    oxide_abi::arch::parse(arch)
+        .map(|a| a.number)
+        .map_err(|e| anyhow::anyhow!(e.message(arch)))
 }
 
 /// Compile the module to PTX for one architecture. With `fmad`, the NVPTX backend

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use oxide_abi::inputs;
 use oxide_abi::names::DEVICE_TARGET;
 
 use crate::env;
@@ -21,8 +22,9 @@ const COMPLETE_MARKER: &str = "oxide-sysroot-complete";
 /// The crates a `#![no_std]` device crate links against.
 const SYSROOT_CRATES: [&str; 2] = ["core", "compiler_builtins"];
 
-/// Folder of the sysroot for this toolchain (it may not exist yet).
-pub fn sysroot_dir(tc: &Toolchain) -> PathBuf {
+/// Folder of the sysroot for this toolchain (it may not exist yet), in the checked cache
+/// folder.
+pub fn sysroot_dir(tc: &Toolchain) -> Result<PathBuf> {
     let identity = format!(
         "{}\n{}\n{}\n{}",
         tc.rustc.version,
@@ -35,9 +37,9 @@ pub fn sysroot_dir(tc: &Toolchain) -> PathBuf {
             .unwrap_or_default()
     );
     let key = &sha256_hex(identity.as_bytes())[..16];
-    env::cache_dir()
-        .join("sysroot")
-        .join(format!("{}-{key}", tc.rustc.release))
+    let parent = env::cache_dir()?.join("sysroot");
+    env::private_dir(&parent)?;
+    Ok(parent.join(format!("{}-{key}", tc.rustc.release)))
 }
 
 fn target_lib_dir(sysroot: &Path) -> PathBuf {
@@ -99,7 +101,12 @@ pub fn is_intact(sysroot: &Path) -> bool {
 /// Return the sysroot, building it first if needed. Safe when two processes race:
 /// each builds in its own temp folder and the first rename wins.
 pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
-    let dir = sysroot_dir(tc);
+    let dir = sysroot_dir(tc)?;
+    if dir.exists() {
+        // Its rlibs are linked into every kernel: only a folder of this user's, which no
+        // one else may write to, is trusted.
+        env::private_dir(&dir)?;
+    }
     if is_complete(&dir) {
         return Ok(dir);
     }
@@ -117,8 +124,7 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         library.display()
     ));
     let parent = dir.parent().expect("sysroot dir has a parent");
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let work = crate::fsutil::umask_respecting(&mut tempfile::Builder::new(), 0o777)
+    let work = crate::fsutil::umask_respecting(&mut tempfile::Builder::new(), 0o755)
         .prefix(".build-")
         .tempdir_in(parent)
         .context("creating a temp folder for the sysroot build")?;
@@ -126,7 +132,7 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
 
     let staged = work.path().join("sysroot");
     let lib_dir = target_lib_dir(&staged);
-    std::fs::create_dir_all(&lib_dir)?;
+    env::private_dir(&lib_dir)?;
     for rlib in &rlibs {
         let name = rlib.file_name().expect("rlib has a file name");
         std::fs::copy(rlib, lib_dir.join(name))
@@ -201,9 +207,9 @@ fn build_core(tc: &Toolchain, work: &Path) -> Result<Vec<PathBuf>> {
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", &tc.rustc.path)
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTC_WRAPPER")
+        .env_remove(inputs::RUSTFLAGS.name)
+        .env_remove(inputs::CARGO_ENCODED_RUSTFLAGS.name)
+        .env_remove(inputs::RUSTC_WRAPPER.name)
         .output()
         .with_context(|| format!("running {}", tc.cargo.display()))?;
     if !out.status.success() {

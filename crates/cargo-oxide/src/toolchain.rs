@@ -6,7 +6,8 @@
 //! cargo beside it, `llvm-link`/`opt`/`llc` of the same LLVM major as that rustc (the
 //! bitcode rustc writes is read by them), libdevice (CUDA's math library as bitcode;
 //! only needed when a kernel calls `__nv_*` functions), ptxas (verifies the PTX; optional)
-//! and the CUDA driver (only to run kernels; never needed to build).
+//! and the CUDA driver (only to run kernels; never needed to build, so only `doctor` looks
+//! for it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,7 +62,6 @@ pub struct Discovery {
     pub llvm: Result<LlvmTools, String>,
     pub libdevice: Result<PathBuf, String>,
     pub ptxas: Result<Ptxas, String>,
-    pub driver: Result<String, String>,
 }
 
 /// The pieces a build needs, all present.
@@ -91,7 +91,6 @@ impl Discovery {
             llvm,
             libdevice: find_libdevice(),
             ptxas: find_ptxas(),
-            driver: cuda_driver_version(),
         }
     }
 
@@ -137,6 +136,49 @@ impl Discovery {
     }
 }
 
+impl Discovery {
+    /// The files and folders whose change could change what discovery finds: every
+    /// piece found, and the folders it searched (a folder's modification time changes
+    /// when a tool is added to it or removed). `cargo oxide key` reuses its last answer
+    /// while none of them changed.
+    pub fn watched(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = Vec::new();
+        if let Some(path) = env::var(env::PATH) {
+            v.extend(std::env::split_paths(&path));
+        }
+        v.push(PathBuf::from("/usr/bin/rustc"));
+        for home in env::cuda_homes() {
+            v.extend([home.join("bin"), home.join("nvvm/libdevice")]);
+        }
+        for site in python_site_dirs() {
+            let nvidia = site.join("nvidia");
+            if let Ok(entries) = std::fs::read_dir(&nvidia) {
+                v.extend(entries.flatten().map(|e| e.path()));
+            }
+            v.extend([site.clone(), nvidia]);
+        }
+        if let Some(python) = env::path(env::PYTHON) {
+            v.push(python);
+        }
+        if let Ok(r) = &self.rustc {
+            v.push(r.path.clone());
+            v.extend(llvm_tool_dirs(r));
+            v.extend(r.library_src.iter().map(|l| l.join("core/src/lib.rs")));
+        }
+        if let Ok(c) = &self.cargo {
+            v.push(c.clone());
+        }
+        if let Ok(l) = &self.llvm {
+            v.extend([l.llvm_link.clone(), l.opt.clone(), l.llc.clone()]);
+        }
+        v.extend(self.libdevice.iter().cloned());
+        v.extend(self.ptxas.iter().map(|p| p.path.clone()));
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
 /// Run a tool and return its stdout, or `None` if it cannot run or fails.
 fn output_of(program: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
@@ -148,7 +190,7 @@ fn output_of(program: &Path, args: &[&str]) -> Option<String> {
 
 /// Every `name` on PATH, in PATH order.
 pub fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
+    let path = env::var(env::PATH)?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
@@ -225,7 +267,7 @@ fn find_rustc() -> Result<RustcInfo, String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         },
-        env::RUSTC
+        env::RUSTC.name
     ))
 }
 
@@ -303,7 +345,7 @@ fn find_llvm_tools(rustc: &RustcInfo) -> Result<LlvmTools, String> {
              `apt-get install -y llvm-{major}` or point {} at their folder",
             missing.join(", "),
             rustc.version,
-            env::LLVM_BIN
+            env::LLVM_BIN.name
         ));
     }
     let version = found[0].1.clone();
@@ -369,7 +411,7 @@ fn find_libdevice() -> Result<PathBuf, String> {
         } else {
             Err(format!(
                 "{} points at {}, which does not exist",
-                env::LIBDEVICE,
+                env::LIBDEVICE.name,
                 p.display()
             ))
         };
@@ -385,7 +427,7 @@ fn find_libdevice() -> Result<PathBuf, String> {
             format!(
                 "libdevice.10.bc not found (needed only by kernels that call math functions); \
                  install it with `{PIP_LIBDEVICE}` or point {} at it",
-                env::LIBDEVICE
+                env::LIBDEVICE.name
             )
         })
 }
@@ -419,10 +461,10 @@ fn find_ptxas() -> Result<Ptxas, String> {
                 "{}={} is not a working ptxas (`{} --version` failed or printed no \
                  version); point {} at CUDA's ptxas (install it with `{PIP_PTXAS}`), or \
                  unset it to build without verifying the PTX",
-                env::PTXAS,
+                env::PTXAS.name,
                 set.display(),
                 set.display(),
-                env::PTXAS
+                env::PTXAS.name
             )
         });
     }
@@ -434,13 +476,14 @@ fn find_ptxas() -> Result<Ptxas, String> {
             format!(
                 "ptxas not found (it verifies the PTX; builds without it are unverified); \
                  install it with `{PIP_PTXAS}` or point {} at it",
-                env::PTXAS
+                env::PTXAS.name
             )
         })
 }
 
 /// The CUDA driver's version, through `cuDriverGetVersion` (needs no GPU and no cuInit).
-fn cuda_driver_version() -> Result<String, String> {
+/// Only `doctor` asks: building never needs a driver.
+pub fn cuda_driver_version() -> Result<String, String> {
     const NO_DRIVER: &str = "no CUDA driver (libcuda.so.1) on this machine: kernels can be built \
                              here and run on the CPU emulator; running them on a GPU needs the \
                              NVIDIA driver";

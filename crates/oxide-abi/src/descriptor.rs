@@ -59,10 +59,20 @@ pub struct KernelDescriptor {
     /// (no caller passes it). Absent for kernels without TMA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_maps: Option<TensorMaps>,
-    /// `#[tune(...)]` (schema 8): the kernel's tuned const generics and launch
+    /// `#[tune(...)]` (schema 9): the kernel's tuned const generics and launch
     /// parameters with their candidates (crate::tune). Absent for kernels without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<crate::tune::Tune>,
+    /// Set by the link step, not the macro (schema 8): the first warp collective over
+    /// the full warp that the kernel's optimised code reaches through its calls
+    /// (`shfl.sync.bfly`, `redux.sync.add`, `vote.ballot.sync`, `mma.sync.aligned`, …;
+    /// `warp::reduce` and `block::reduce` are made of them). Such a kernel needs whole
+    /// warps: the launcher refuses a block whose thread count is not a multiple of 32
+    /// before launch (its last warp's shuffles would read lanes that do not exist).
+    /// Absent when the kernel has none, or was built without optimisation (its masks
+    /// are not constants there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_warps: Option<String>,
     /// Where the kernel is defined, for messages.
     pub source: SourceLocation,
 }
@@ -188,8 +198,7 @@ pub struct LaunchBounds {
 }
 
 /// Threads per block of a plain call when `#[launch]` gives no `block`, and for kernels
-/// without a policy (pyoxide/_policy.py's `DEFAULT_BLOCK`, checked against a built
-/// manifest by tests/test_policy.py).
+/// without a policy (generated into pyoxide/_abi.py).
 pub const DEFAULT_BLOCK: u32 = 256;
 
 /// A kernel's launch policy, declared with `#[launch(...)]` and applied by the Python
@@ -234,6 +243,16 @@ pub enum LaunchPolicy {
     /// size is part of the result: a call must give the block; the grid is
     /// `ceil(n / block)` and an explicit grid of any other size is refused.
     Segments { over: String },
+    /// Column reductions (schema 8): each block reduces strips of [`COLUMN_STRIP_BYTES`]
+    /// of columns of a matrix into `over` (one element per column), its warps
+    /// splitting the rows. Plain call: `ceil(n / per_block)` blocks, `per_block` the
+    /// columns of one strip (128 bytes of `over`'s element); the kernel strides over
+    /// strips, so any explicit 1-D grid is accepted.
+    Columns {
+        over: String,
+        per_block: u32,
+        block: u32,
+    },
     /// Blocks of `block` threads, each covering a `tile` of the shaped array `over`'s
     /// extents (x over its last dimension, y over the one before, z over the first of
     /// three): plain call grid `ceil(extent / tile)` per axis (schema 3). The kernel
@@ -255,17 +274,32 @@ pub enum LaunchPolicy {
     },
 }
 
-/// The policies whose launches are 1-D (`elementwise`, `grid_stride`): the launcher
-/// refuses a grid or block with a y or z extent other than 1, so the kernel's entry
-/// assumes a 1-D launch and `thread::index_1d()`'s check folds away.
-pub const ONE_D_POLICIES: [&str; 2] = ["elementwise", "grid_stride"];
+/// The policies whose launches are 1-D: all but `tiles` and `persistent_tiles` (whose
+/// blocks are 2-D or 3-D). The launcher refuses a grid
+/// or block with a y or z extent other than 1, so the kernel's entry assumes a 1-D
+/// launch: `thread::index_1d()`'s check folds away, and the block whose row or element
+/// a `block_per_*` kernel handles is `blockIdx.x` however it reads it (a 2-D grid of
+/// the right block count would repeat `blockIdx.x` along y: wrong rows, no error).
+pub const ONE_D_POLICIES: [&str; 6] = [
+    "elementwise",
+    "grid_stride",
+    "block_per_element",
+    "block_per_row",
+    "segments",
+    "columns",
+];
+
+/// Bytes of a row that one block of a `columns` policy reduces per strip: a cache line,
+/// eight 16-byte vectors (32 `f32` columns; `oxide_device`'s `DisjointSlice::
+/// reduce_columns`).
+pub const COLUMN_STRIP_BYTES: u32 = 128;
 
 impl LaunchPolicy {
     /// Whether launches of this policy are 1-D only (one of [`ONE_D_POLICIES`]).
     pub fn is_one_d(&self) -> bool {
-        matches!(
+        !matches!(
             self,
-            LaunchPolicy::Elementwise { .. } | LaunchPolicy::GridStride { .. }
+            LaunchPolicy::Tiles { .. } | LaunchPolicy::PersistentTiles { .. }
         )
     }
 
@@ -277,6 +311,7 @@ impl LaunchPolicy {
             | LaunchPolicy::BlockPerElement { over, .. }
             | LaunchPolicy::BlockPerRow { over, .. }
             | LaunchPolicy::Segments { over }
+            | LaunchPolicy::Columns { over, .. }
             | LaunchPolicy::Tiles { over, .. }
             | LaunchPolicy::PersistentTiles { over, .. } => over,
         }
@@ -390,6 +425,7 @@ mod tests {
                     values: vec![128, 256],
                 }],
             }),
+            whole_warps: Some("shfl.sync.bfly".into()),
             source: SourceLocation {
                 module: "k".into(),
                 file: "src/lib.rs".into(),
@@ -446,6 +482,11 @@ mod tests {
                 block: 256,
             },
             LaunchPolicy::Segments { over: over() },
+            LaunchPolicy::Columns {
+                over: over(),
+                per_block: 32,
+                block: 256,
+            },
             LaunchPolicy::Tiles {
                 over: over(),
                 block: [16, 16, 1],

@@ -15,6 +15,16 @@
 //! the low 32 bits, `f64` as its bit pattern, every slice kind as (address, element
 //! count), a pointer as its address. The return value is one of the `STATUS_*` codes;
 //! on failure `error` says where and why.
+//!
+//! The library also exports [`CONFIGURE_SYMBOL`], which sets the checks of the next
+//! launch that the calling OS thread makes (libraries built before it lack it):
+//!
+//! ```c
+//! int32_t __oxide_emu_configure(uint32_t checks, uint64_t seed);
+//! ```
+//!
+//! `checks` is a set of `CHECK_*` bits (0: the default emulator); it returns
+//! [`STATUS_OK`], or [`STATUS_BAD_LAUNCH`] for a bit it does not know.
 
 /// The launch configuration.
 #[repr(C)]
@@ -65,3 +75,35 @@ pub const STATUS_FAULT: i32 = 4;
 /// The launch was interrupted (SIGINT, Ctrl-C) before it finished; its outputs are
 /// partly written.
 pub const STATUS_INTERRUPTED: i32 = 5;
+/// A thread did what a GPU leaves undefined and the emulator can name: a shuffle that
+/// reads a lane that does not exist (a block's partial last warp) or, in strict mode,
+/// one outside the operation's mask or that has exited; a warp operation whose mask
+/// leaves out the calling lane.
+pub const STATUS_UNDEFINED: i32 = 6;
+
+/// The emulator library's export that sets the next launch's checks (see the module).
+pub const CONFIGURE_SYMBOL: &str = "__oxide_emu_configure";
+
+/// Strict mode, which makes latent bugs visible at some cost in speed: shared memory
+/// that no thread wrote holds [`POISON_BYTE`]s (NaN in every float type, all ones in
+/// integers) in every block; between barriers and warp operations a block's threads
+/// run in an order shuffled by the seed (reproducible with the same seed) instead of
+/// in thread order; a shuffle that reads a lane outside its mask, or one that has
+/// exited, traps with [`STATUS_UNDEFINED`].
+pub const CHECK_STRICT: u32 = 1;
+/// Every `CHECK_*` bit.
+pub const CHECKS_KNOWN: u32 = CHECK_STRICT;
+
+/// What strict mode fills uninitialised shared memory with.
+pub const POISON_BYTE: u8 = 0xFF;
+
+/// Every status, by name (Python's `EmuStatus` is generated from it).
+pub const STATUSES: [(&str, i32); 7] = [
+    ("OK", STATUS_OK),
+    ("TRAP", STATUS_TRAP),
+    ("DIVERGENT_BARRIER", STATUS_DIVERGENT_BARRIER),
+    ("BAD_LAUNCH", STATUS_BAD_LAUNCH),
+    ("FAULT", STATUS_FAULT),
+    ("INTERRUPTED", STATUS_INTERRUPTED),
+    ("UNDEFINED", STATUS_UNDEFINED),
+];

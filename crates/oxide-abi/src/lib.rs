@@ -8,8 +8,10 @@
 //! these types; a test fails when the two disagree.
 #![cfg_attr(not(feature = "serde"), no_std)]
 
+pub mod arch;
 pub mod emu;
 pub mod exit;
+pub mod inputs;
 pub mod limits;
 pub mod names;
 pub mod shape;
@@ -33,7 +35,7 @@ pub use types::{ParamKind, ScalarType};
 
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.
-pub const MANIFEST_SCHEMA_VERSION: u32 = 8;
+pub const MANIFEST_SCHEMA_VERSION: u32 = 9;
 
 /// Version of the descriptor encoding embedded by `#[kernel]`. The link step refuses
 /// descriptors from a different version (the macro and cargo-oxide were built apart).

@@ -4,6 +4,9 @@
 
 /// Threads in one block (every architecture pyoxide builds for).
 pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+/// Lanes in a warp. A kernel whose code runs a warp collective over the full warp
+/// (`KernelDescriptor::whole_warps`) takes only blocks of a multiple of it.
+pub const WARP_SIZE: u32 = 32;
 /// Largest block dimension, per axis (x, y, z).
 pub const MAX_BLOCK_DIM: [u32; 3] = [1024, 1024, 64];
 /// Largest grid dimension, per axis (x, y, z).

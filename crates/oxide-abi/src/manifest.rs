@@ -43,7 +43,7 @@ pub struct Manifest {
     /// whose builds kept every multiply and add apart).
     #[serde(default)]
     pub codegen: Codegen,
-    /// Tuned choices (schema 8): what plain calls run on the GPUs and shapes they were
+    /// Tuned choices (schema 9): what plain calls run on the GPUs and shapes they were
     /// tuned for (`pyoxide build --tuned` puts them here from `pyoxide tune`'s cache;
     /// crate::tune). cargo-oxide writes none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -167,6 +167,35 @@ impl Manifest {
     }
 }
 
+/// The file an artifact path of a manifest in `dir` names, which must lie inside `dir`
+/// (after symbolic links): a manifest is data, and one that names `/usr/lib/x.so` or
+/// `../x.ptx` must not make a reader open a file it did not ship with.
+pub fn artifact_file(dir: &std::path::Path, path: &str) -> Result<std::path::PathBuf, String> {
+    use std::path::{Component, Path};
+    let plain = !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+    let refused = |why: &str| {
+        Err(format!(
+            "the artifact path {path:?} {why}: artifacts must lie inside the manifest's \
+             folder {}. Fix: rebuild with `pyoxide build`, or load a manifest that was not \
+             edited",
+            dir.display()
+        ))
+    };
+    if !plain {
+        return refused("is absolute or leaves its folder");
+    }
+    let file = dir.join(path);
+    if let (Ok(real_dir), Ok(real)) = (dir.canonicalize(), file.canonicalize())
+        && !real.starts_with(&real_dir)
+    {
+        return refused(&format!("resolves to {}", real.display()));
+    }
+    Ok(file)
+}
+
 #[cfg(feature = "schema")]
 /// The JSON schema of the manifest, as checked in at `crates/oxide-abi/manifest.schema.json`.
 pub fn json_schema() -> String {
@@ -174,4 +203,22 @@ pub fn json_schema() -> String {
     let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod artifact_tests {
+    use super::artifact_file;
+
+    #[test]
+    fn artifacts_must_lie_inside_the_manifests_folder() {
+        let dir = std::env::temp_dir();
+        assert_eq!(
+            artifact_file(&dir, "k.sm_80.ptx").unwrap(),
+            dir.join("k.sm_80.ptx")
+        );
+        for bad in ["/etc/passwd", "../k.ptx", "a/../../k.ptx", "", "./k.ptx"] {
+            let e = artifact_file(&dir, bad).unwrap_err();
+            assert!(e.contains("inside the manifest's folder"), "{bad}: {e}");
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! Reserved names: symbol prefixes, section names, environment variables.
+//! Reserved names: symbol prefixes, section names, the link step's environment variable.
 //!
 //! No other crate spells these strings; a test in cargo-oxide greps the sources to keep
 //! it that way (attribute positions, which need literals, are checked against these).
@@ -34,7 +34,7 @@ pub const DYNAMIC_SHARED_ALIGN: usize = 16;
 /// Environment variable through which `cargo oxide build` hands the link step its
 /// configuration (a path to a JSON [`crate::manifest::LinkConfig`]) when rustc runs
 /// cargo-oxide as the nvptx "linker".
-pub const LINK_CONFIG_ENV: &str = "OXIDE_LINK_CONFIG";
+pub const LINK_CONFIG_ENV: &str = crate::inputs::OXIDE_LINK_CONFIG.name;
 
 /// The GPU target triple pyoxide compiles for.
 pub const DEVICE_TARGET: &str = "nvptx64-nvidia-cuda";
@@ -62,6 +62,10 @@ pub fn entry_symbol(kernel: &str, instance: &[&str]) -> String {
 pub fn host_entry_symbol(entry: &str) -> String {
     format!("{HOST_ENTRY_PREFIX}{entry}")
 }
+
+/// The flag `#[cuda_module]` adds to the `#[kernel]` of a generic kernel that lists no
+/// instances (the host's launches instantiate it, as in cuda-oxide).
+pub const HOST_INSTANCED_FLAG: &str = "__oxide_host_instanced";
 
 /// Prefix of the descriptor static's Rust identifier (also a generated item).
 pub const DESCRIPTOR_ITEM_PREFIX: &str = "__oxide_descriptor_";

@@ -1,12 +1,13 @@
 //! `pyoxide/_abi.py`, generated from this crate: the tables Python needs (scalar types,
-//! parameter kinds, limits, exit codes, the build report's keys, versions). A test in
+//! parameter kinds, limits, exit codes, the reports' keys, versions, the emulator's C
+//! ABI, the environment variables and build options, the architecture rule). A test in
 //! cargo-oxide (`tests/abi_is_current.rs`) regenerates it and fails when the checked-in
 //! file differs, as for the manifest schema.
 
 use std::fmt::Write;
 
 use crate::types::{ParamKind, ScalarType};
-use crate::{exit, limits, names, report};
+use crate::{arch, descriptor, emu, exit, inputs, limits, names, report};
 
 fn py_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
@@ -120,6 +121,7 @@ pub fn module_source() -> String {
         w,
         "# CUDA limits (src/limits.rs).\n\
          MAX_THREADS_PER_BLOCK = {}\n\
+         WARP_SIZE = {}\n\
          MAX_BLOCK_DIM = {}\n\
          MAX_GRID_DIM = {}\n\
          DEFAULT_DYNAMIC_SHARED_BYTES = {}\n\
@@ -127,6 +129,8 @@ pub fn module_source() -> String {
          MAX_SLICE_BYTES = {}\n\
          MIN_ARCH = {}\n\
          DYNAMIC_SHARED_ALIGN = {}\n\
+         # The block of a kernel launched without a policy or an explicit block (src/descriptor.rs).\n\
+         DEFAULT_BLOCK = {}\n\
          MAX_ARRAY_RANK = {}\n\
          MAX_ARRAY_EXTENT = {}\n\
          MAX_CLUSTER_SIZE = {}\n\
@@ -135,6 +139,7 @@ pub fn module_source() -> String {
          TMA_MAX_BOX = {}\n\
          TENSOR_MAP_BYTES = {}\n\n",
         limits::MAX_THREADS_PER_BLOCK,
+        limits::WARP_SIZE,
         dim(limits::MAX_BLOCK_DIM),
         dim(limits::MAX_GRID_DIM),
         limits::DEFAULT_DYNAMIC_SHARED_BYTES,
@@ -142,6 +147,7 @@ pub fn module_source() -> String {
         limits::MAX_SLICE_BYTES,
         limits::MIN_ARCH,
         names::DYNAMIC_SHARED_ALIGN,
+        descriptor::DEFAULT_BLOCK,
         crate::shape::MAX_ARRAY_RANK,
         crate::shape::MAX_ARRAY_EXTENT,
         limits::MAX_CLUSTER_SIZE,
@@ -161,12 +167,28 @@ pub fn module_source() -> String {
         one_d.join(", ")
     );
     tune_tables(w);
+    w.push_str(
+        "# How a verify case can fail: the report's `what` (src/verify.rs).\nVERIFY_FAILURES = (\n",
+    );
+    for kind in crate::verify::FailureKind::ALL {
+        let _ = writeln!(w, "    \"{}\",", kind.name());
+    }
+    w.push_str(")\n\n");
     w.push_str("# The keys of `cargo oxide build --json`'s report, all always present.\n");
     let keys: Vec<String> = report::BUILD_REPORT_KEYS
         .iter()
         .map(|k| format!("\"{k}\""))
         .collect();
-    let _ = writeln!(w, "BUILD_REPORT_KEYS = ({})\n", keys.join(", "));
+    let _ = writeln!(w, "BUILD_REPORT_KEYS = ({})", keys.join(", "));
+    w.push_str("# The keys of `cargo oxide key`'s report, all always present.\n");
+    let _ = writeln!(
+        w,
+        "KEY_REPORT_KEYS = ({})\n",
+        quoted(&report::KEY_REPORT_KEYS)
+    );
+    emulator_abi(w);
+    architectures(w);
+    variables(w);
     w.push_str(
         "\nclass ExitCode(enum.IntEnum):\n    \
          \"\"\"Exit codes of `pyoxide` and `cargo oxide` (src/exit.rs).\"\"\"\n\n",
@@ -180,4 +202,133 @@ pub fn module_source() -> String {
     }
     w.push_str("}\n");
     s
+}
+
+fn quoted(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A Python string literal (the text has no quote or backslash of its own).
+fn py_str(text: &str) -> String {
+    assert!(!text.contains(['"', '\\', '\n']), "{text}");
+    format!("\"{text}\"")
+}
+
+/// The emulator library's C ABI (src/emu.rs, src/names.rs).
+fn emulator_abi(w: &mut String) {
+    let _ = write!(
+        w,
+        "\n# The emulator library's C ABI (src/emu.rs, src/names.rs).\n\
+         HOST_ENTRY_PREFIX = {}\n\
+         DESCRIPTOR_SECTION = {}\n\
+         OXIDE_ERROR_MESSAGE_BYTES = {}\n\
+         EMU_CONFIGURE_SYMBOL = {}\n\
+         EMU_CHECK_STRICT = {}\n\n\n\
+         class EmuStatus(enum.IntEnum):\n    \
+         \"\"\"What a host entry returns (src/emu.rs).\"\"\"\n\n",
+        py_str(names::HOST_ENTRY_PREFIX),
+        py_str(names::DESCRIPTOR_SECTION),
+        emu::OXIDE_ERROR_MESSAGE_BYTES,
+        py_str(emu::CONFIGURE_SYMBOL),
+        emu::CHECK_STRICT,
+    );
+    for (name, code) in emu::STATUSES {
+        let _ = writeln!(w, "    {name} = {code}");
+    }
+}
+
+/// The one architecture rule (src/arch.rs), and how it decides its examples.
+fn architectures(w: &mut String) {
+    let malformed = arch::ArchError::Malformed.message("{name}");
+    let too_old = arch::ArchError::TooOld(0).message("{name}");
+    let _ = write!(
+        w,
+        "\n\nclass Arch(NamedTuple):\n    \
+         \"\"\"A GPU architecture name, parsed (src/arch.rs).\"\"\"\n\n    \
+         number: int\n    \
+         suffix: str  # \"\" plain, \"a\" arch-specific (that GPU only), \"f\" family (same major)\n\n\n\
+         DEFAULT_ARCHS = ({})\n\n\n\
+         def parse_arch(name: str) -> Arch:\n    \
+         \"\"\"``sm_NN`` (NN >= MIN_ARCH, no leading zero) with at most one suffix, ``a`` or\n    \
+         ``f``: the rule of src/arch.rs. Raises ValueError, whose message gives the fix.\"\"\"\n    \
+         rest = name[3:] if name.startswith(\"sm_\") else \"\"\n    \
+         suffix = rest[-1] if rest[-1:] in (\"a\", \"f\") else \"\"\n    \
+         digits = rest[: len(rest) - len(suffix)]\n    \
+         if not (0 < len(digits) <= 4 and digits[0] != \"0\" and digits.isascii() and digits.isdigit()):\n        \
+         raise ValueError(f{})\n    \
+         if int(digits) < MIN_ARCH:\n        \
+         raise ValueError(f{})\n    \
+         return Arch(int(digits), suffix)\n\n\n\
+         # How src/arch.rs decides each name (None: refused); parse_arch must agree (a test checks).\n\
+         ARCH_EXAMPLES: dict[str, Arch | None] = {{\n",
+        quoted(&arch::DEFAULT_ARCHS),
+        py_str(&malformed),
+        py_str(&too_old),
+    );
+    for name in arch::EXAMPLES {
+        let outcome = match arch::parse(name) {
+            Ok(a) => format!("Arch({}, \"{}\")", a.number, a.suffix.letter()),
+            Err(_) => "None".into(),
+        };
+        let _ = writeln!(w, "    {}: {outcome},", py_str(name));
+    }
+    w.push_str("}\n");
+}
+
+/// Every environment variable and build option, with its effect on artifacts
+/// (src/inputs.rs).
+fn variables(w: &mut String) {
+    w.push_str(
+        "\n\nclass Variable(NamedTuple):\n    \
+         \"\"\"An environment variable (or, with `prefix`, every one starting with `name`).\"\"\"\n\n    \
+         name: str\n    \
+         prefix: bool\n    \
+         reader: str  # python, cargo-oxide, both, cargo (run by cargo-oxide), build-script\n    \
+         effect: str  # key (its value is keyed), resolved (what it resolves to is), none\n    \
+         doc: str\n\n\n\
+         # Every environment variable pyoxide reads (src/inputs.rs).\n",
+    );
+    for v in inputs::VARIABLES {
+        let _ = writeln!(
+            w,
+            "{} = Variable({}, {}, \"{}\", \"{}\", {})",
+            v.name.trim_end_matches('_'),
+            py_str(v.name),
+            py_bool(v.prefix),
+            v.reader.name(),
+            v.effect.name(),
+            py_str(v.doc),
+        );
+    }
+    let names: Vec<&str> = inputs::VARIABLES
+        .iter()
+        .map(|v| v.name.trim_end_matches('_'))
+        .collect();
+    let _ = writeln!(w, "VARIABLES = ({})\n", names.join(", "));
+    w.push_str(
+        "\nclass BuildOption(NamedTuple):\n    \
+         \"\"\"An option of `cargo oxide build`.\"\"\"\n\n    \
+         flag: str\n    \
+         effect: str  # key (it changes the artifacts) or none\n    \
+         example: tuple[str, ...]  # for a keyed option: arguments that change the build\n    \
+         doc: str\n\n\n\
+         BUILD_OPTIONS = (\n",
+    );
+    for o in inputs::BUILD_OPTIONS {
+        let example: Vec<String> = o.example.iter().map(|e| py_str(e)).collect();
+        let trailing = if example.len() == 1 { "," } else { "" };
+        let _ = writeln!(
+            w,
+            "    BuildOption({}, \"{}\", ({}{trailing}), {}),",
+            py_str(o.flag),
+            o.effect.name(),
+            example.join(", "),
+            py_str(o.doc),
+        );
+    }
+    w.push_str(")\n\n");
 }

@@ -1,5 +1,6 @@
-//! The build report: the one JSON object `cargo oxide build --json` prints on stdout.
-//! pyoxide reads it (pyoxide/_build.py) with the key list generated from here.
+//! The reports `cargo oxide` prints on stdout for pyoxide: the build report (`build
+//! --json`) and the build key (`key`). pyoxide reads them (pyoxide/_build.py) with the
+//! key lists generated from here.
 
 use std::path::PathBuf;
 
@@ -20,6 +21,32 @@ pub struct BuildReport {
 
 /// The report's keys, in order: every one is always present.
 pub const BUILD_REPORT_KEYS: [&str; 4] = ["manifest", "crate", "artifacts", "emulator"];
+
+/// What `cargo oxide key` prints: the build key of a command line and an environment,
+/// and the cache folder, so that pyoxide's cache and cargo-oxide's agree on both.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyReport {
+    /// sha256 (hex) of every input that changes the artifacts of `cargo oxide build` with
+    /// the same options: the resolved toolchain, the options, the variables whose
+    /// [`crate::inputs::Effect`] is not `None`, the cargo config files.
+    pub key: String,
+    /// The cache folder (created when missing).
+    pub cache_dir: PathBuf,
+    /// Why the cache folder cannot be used (another user's, writable by others, not a
+    /// folder), or null. cargo-oxide's own builds refuse it too.
+    pub cache_error: Option<String>,
+    /// The inputs, by name, as hashed (for people: what changed between two keys).
+    pub inputs: std::collections::BTreeMap<String, String>,
+}
+
+/// The key report's keys, in order: every one is always present.
+pub const KEY_REPORT_KEYS: [&str; 4] = ["key", "cache_dir", "cache_error", "inputs"];
+
+impl KeyReport {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a key report always serializes")
+    }
+}
 
 impl BuildReport {
     pub fn to_json(&self) -> String {

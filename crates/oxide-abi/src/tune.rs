@@ -65,7 +65,7 @@ pub const TUNABLE_LAUNCH: [TunableLaunch; 3] = [
     },
 ];
 
-/// `#[tune(...)]` of a kernel (schema 8), the same in each of its instances.
+/// `#[tune(...)]` of a kernel (schema 9), the same in each of its instances.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]

@@ -5,7 +5,8 @@
 //!
 //! It runs pyoxide's own `pyoxide build` (through a Python that has pyoxide) instead of
 //! repeating its logic: cargo-oxide, the manifest checks and the stub generator stay in
-//! one place each. The nested build gets a target dir of its own (`<target>/<profile>/oxide-bundle`)
+//! one place each. (pyoxide's own wheel does not use it: its bundling step is
+//! scripts/packaging/pyoxide_backend.py, which maturin's build sits behind.) The nested build gets a target dir of its own (`<target>/<profile>/oxide-bundle`)
 //! because the outer cargo holds the lock on its own one for the whole build.
 //!
 //! ```no_run
@@ -22,8 +23,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The environment variable naming the Python that runs `pyoxide build`.
-pub const PYTHON_ENV: &str = "PYOXIDE_PYTHON";
+use oxide_abi::inputs::{PATH, PYOXIDE_ARCH, PYOXIDE_CARGO_OXIDE, VIRTUAL_ENV};
+
+/// The environment variable naming the Python that runs `pyoxide build` (oxide-abi's
+/// table of variables declares every one this crate reads).
+pub const PYTHON_ENV: &str = oxide_abi::inputs::PYOXIDE_PYTHON.name;
 
 /// What to bundle and where. Relative paths are relative to the building crate's
 /// `CARGO_MANIFEST_DIR`.
@@ -34,9 +38,7 @@ pub struct Bundle {
     stub_module: Option<PathBuf>,
     emulator: bool,
     archs: Option<String>,
-    pyoxide_source: Option<PathBuf>,
     cargo_oxide: Option<PathBuf>,
-    bundled: bool,
 }
 
 impl Bundle {
@@ -48,38 +50,8 @@ impl Bundle {
             stub_module: None,
             emulator: true,
             archs: None,
-            pyoxide_source: None,
             cargo_oxide: None,
-            bundled: false,
         }
-    }
-
-    /// pyoxide's own bundled kernels (`pyoxide build --bundled`: into `pyoxide/_prebuilt`,
-    /// stubs for `pyoxide.kernels`), from the pyoxide checkout at `source`.
-    pub fn pyoxide_bundled(source: impl Into<PathBuf>) -> Bundle {
-        let source = source.into();
-        let mut b = Bundle::new(source.join("kernels_rs"), source.join("pyoxide/_prebuilt"));
-        b.pyoxide_source = Some(source);
-        b.bundled = true;
-        b
-    }
-
-    /// The crates whose changes change the bundle beyond `crate_dir` itself.
-    /// Named file by file where a folder also holds outputs: pyoxide/ receives the bundle
-    /// (and maturin's extension), so watching the folder reran the build on every build.
-    fn extra_inputs(&self) -> Vec<PathBuf> {
-        let Some(src) = &self.pyoxide_source else {
-            return Vec::new();
-        };
-        let mut inputs: Vec<PathBuf> = ["oxide-abi", "oxide-macros", "oxide-device", "cargo-oxide"]
-            .iter()
-            .flat_map(|c| ["src", "Cargo.toml"].map(|f| src.join("crates").join(c).join(f)))
-            .chain([src.join("Cargo.toml"), src.join("Cargo.lock")])
-            // `pyoxide build --bundled` also builds the sm_90a twins (pyoxide/_twins.py).
-            .chain(["src", "Cargo.toml"].map(|f| src.join("kernels_sm90a").join(f)))
-            .collect();
-        python_sources(&src.join("pyoxide"), &mut inputs);
-        inputs
     }
 
     /// Also write the stubs as this module's `.pyi` (e.g. `python/demo/kernels.pyi`).
@@ -127,28 +99,20 @@ impl Bundle {
         let crate_dir = abs(&self.crate_dir);
         let out_dir = abs(&self.out_dir);
         rerun_if_changed(&crate_dir);
-        for p in self.extra_inputs() {
-            println!("cargo:rerun-if-changed={}", p.display());
-        }
         for var in [
             PYTHON_ENV,
-            "PYOXIDE_CARGO_OXIDE",
-            "PYOXIDE_ARCH",
-            "VIRTUAL_ENV",
+            PYOXIDE_CARGO_OXIDE.name,
+            PYOXIDE_ARCH.name,
+            VIRTUAL_ENV.name,
         ] {
             println!("cargo:rerun-if-env-changed={var}");
         }
 
-        let run_pyoxide = pyoxide_invocation(self.pyoxide_source.as_deref());
+        let run_pyoxide = ["-m", "pyoxide"];
         let python = python(&run_pyoxide);
         let mut cmd = Command::new(&python);
         // Not --quiet: the streamed log (captured here) is what explains a failure.
-        cmd.args(&run_pyoxide).arg("build");
-        if self.bundled {
-            cmd.arg("--bundled");
-        } else {
-            cmd.arg(&crate_dir);
-        }
+        cmd.args(run_pyoxide).arg("build").arg(&crate_dir);
         cmd.arg("--out-dir").arg(&out_dir);
         if let Some(stub) = &self.stub_module {
             cmd.arg("--stub-module").arg(abs(stub));
@@ -161,15 +125,8 @@ impl Bundle {
         }
         scrub_cargo_env(&mut cmd);
         cmd.env("CARGO_TARGET_DIR", bundle_target_dir()?);
-        let cargo_oxide = match (&self.cargo_oxide, &self.pyoxide_source) {
-            (Some(exe), _) => Some(exe.clone()),
-            // The checkout's own cargo-oxide, so the bundle never depends on what is
-            // installed (the target dir is scripts/setup's, so each reuses the other's).
-            (None, Some(src)) => Some(build_cargo_oxide(src)?),
-            (None, None) => None,
-        };
-        if let Some(exe) = cargo_oxide {
-            cmd.env("PYOXIDE_CARGO_OXIDE", exe);
+        if let Some(exe) = &self.cargo_oxide {
+            cmd.env(PYOXIDE_CARGO_OXIDE.name, exe);
         }
         let output = cmd.output().map_err(|e| {
             format!(
@@ -182,11 +139,7 @@ impl Bundle {
             return Ok(());
         }
         let log = String::from_utf8_lossy(&output.stderr);
-        let what = if self.bundled {
-            "pyoxide build --bundled".to_owned()
-        } else {
-            format!("pyoxide build {}", crate_dir.display())
-        };
+        let what = format!("pyoxide build {}", crate_dir.display());
         let hint = if log.contains("No module named pyoxide") {
             format!(
                 "{} has no pyoxide. Fix: run the build from an environment that has pyoxide \
@@ -212,12 +165,12 @@ impl Bundle {
 /// shebang) and `python3` that can run pyoxide (`run_pyoxide`). An isolated
 /// `pip` build puts its own environment first and tells the backend nothing of the
 /// Python that ran pip, hence the search.
-fn python(run_pyoxide: &[String]) -> OsString {
+fn python(run_pyoxide: &[&str]) -> OsString {
     if let Some(p) = std::env::var_os(PYTHON_ENV).filter(|p| !p.is_empty()) {
         return p;
     }
     let mut candidates: Vec<OsString> = Vec::new();
-    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|p| !p.is_empty()) {
+    if let Some(venv) = std::env::var_os(VIRTUAL_ENV.name).filter(|p| !p.is_empty()) {
         candidates.push(Path::new(&venv).join("bin").join("python").into_os_string());
     }
     if let Some(interpreter) = pyoxide_command_interpreter() {
@@ -238,27 +191,9 @@ fn python(run_pyoxide: &[String]) -> OsString {
         .unwrap_or_else(|| OsString::from("python3"))
 }
 
-/// The arguments after `python` that run pyoxide's command line: `-m pyoxide`, or, for
-/// a checkout at `source`, code that puts it first on sys.path. Not PYTHONPATH: pip's
-/// isolated build environment drops from sys.path whatever an installed package's
-/// `.pth` also adds, which an editable install of the same checkout does.
-fn pyoxide_invocation(source: Option<&Path>) -> Vec<String> {
-    match source {
-        None => vec!["-m".into(), "pyoxide".into()],
-        Some(src) => vec![
-            "-c".into(),
-            format!(
-                "import runpy, sys; sys.path.insert(0, {:?}); \
-                 runpy.run_module('pyoxide', run_name='__main__', alter_sys=True)",
-                src.to_string_lossy()
-            ),
-        ],
-    }
-}
-
 /// The interpreter in the shebang of the `pyoxide` console script on PATH.
 fn pyoxide_command_interpreter() -> Option<OsString> {
-    let path = std::env::var_os("PATH")?;
+    let path = std::env::var_os(PATH.name)?;
     let script = std::env::split_paths(&path)
         .map(|d| d.join("pyoxide"))
         .find(|p| p.is_file())?;
@@ -268,38 +203,6 @@ fn pyoxide_command_interpreter() -> Option<OsString> {
     // `#!/usr/bin/env python3` style lines name no particular environment.
     (Path::new(interpreter).is_absolute() && !interpreter.contains(' '))
         .then(|| OsString::from(interpreter))
-}
-
-/// `cargo build --release -p cargo-oxide` in the pyoxide checkout at `source`; the
-/// binary's path.
-pub fn build_cargo_oxide(source: &Path) -> Result<PathBuf, String> {
-    let target = source.join("target").join("install");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "--release",
-        "--locked",
-        "-p",
-        "cargo-oxide",
-    ])
-    .arg("--manifest-path")
-    .arg(source.join("Cargo.toml"))
-    .arg("--target-dir")
-    .arg(&target);
-    scrub_cargo_env(&mut cmd);
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run cargo to build cargo-oxide: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "building cargo-oxide from {} failed:\n{}",
-            source.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(target.join("release").join("cargo-oxide"))
 }
 
 fn env(name: &str) -> Result<OsString, String> {
@@ -317,26 +220,6 @@ fn bundle_target_dir() -> Result<PathBuf, String> {
         .and_then(Path::parent)
         .ok_or_else(|| format!("OUT_DIR {} is not inside a cargo target dir", out.display()))?;
     Ok(profile_dir.join("oxide-bundle"))
-}
-
-/// The `.py` files under `dir` (pyoxide's own code), skipping `_`-prefixed folders that
-/// hold build outputs and caches (`_prebuilt`, `_rust`, `_bin`, `__pycache__`).
-fn python_sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if path.is_dir() {
-            if !name.starts_with('_') && !name.starts_with('.') {
-                python_sources(&path, out);
-            }
-        } else if name.ends_with(".py") {
-            out.push(path);
-        }
-    }
 }
 
 fn rerun_if_changed(crate_dir: &Path) {

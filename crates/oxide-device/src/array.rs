@@ -15,7 +15,7 @@
 
 use core::marker::PhantomData;
 
-use crate::thread::{ThreadIndex, block_size, block_thread_index, index_2d_col, index_2d_row};
+use crate::thread::{ThreadIndex, index_2d_col, index_2d_row};
 
 mod sealed {
     pub trait Sealed {}
@@ -478,15 +478,15 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
         self.shape[1]
     }
 
-    /// One row per block: block `b` (numbered x fastest over the grid) owns row `b`, and
-    /// thread `t` of it (flat index in the block) the columns `t, t + blockDim, …`.
-    /// None for a block past the last row. Safe because the mapping depends only on
-    /// the launch and the array's shape, the same in every thread.
+    /// One row per block: block `b` ([`thread::block_index`](crate::thread::block_index),
+    /// x fastest) owns row `b`, and each of its threads a share of the columns in
+    /// [`crate::row`]'s layout (read its inputs with `map`, `x.row_slice(r)`, or a
+    /// cached share). None for a block past the last row. Safe because the mapping
+    /// depends only on the launch, the array's shape and address, the same in every
+    /// thread.
     #[inline(always)]
     pub fn block_row_mut(&mut self) -> Option<ArrayRowMut<'_, T>> {
-        use crate::thread::{blockIdx_x, blockIdx_y, blockIdx_z, gridDim_x, gridDim_y};
-        let (gx, gy) = (gridDim_x() as usize, gridDim_y() as usize);
-        let row = blockIdx_x() as usize + gx * (blockIdx_y() as usize + gy * blockIdx_z() as usize);
+        let row = crate::thread::block_index();
         if row >= self.shape[0] {
             return None;
         }
@@ -496,27 +496,26 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
             cols: self.shape[1],
             stride: if L::STRIDED { self.strides[1] } else { 1 },
             row,
-            first: block_thread_index() as usize,
-            step: block_size() as usize,
             _borrow: PhantomData,
         })
     }
 }
 
-/// One block's row of a [`DisjointArray2`], of which this thread owns every
-/// `blockDim`-th column; see [`DisjointArray::block_row_mut`].
+/// One block's row of a [`DisjointArray2`] (see [`DisjointArray::block_row_mut`]): each
+/// thread owns its share of the columns in [`crate::row`]'s layout (16-byte vectors
+/// `t, t + blockDim, …` and the unaligned ends one element per thread; one element at a
+/// time, `t, t + blockDim, …`, when the columns are strided), the same for every
+/// method, so they may be mixed.
 #[derive(Debug)]
 pub struct ArrayRowMut<'s, T> {
     ptr: *mut T,
     cols: usize,
     stride: usize,
     row: usize,
-    first: usize,
-    step: usize,
     _borrow: PhantomData<&'s mut [T]>,
 }
 
-impl<T> ArrayRowMut<'_, T> {
+impl<T: Copy> ArrayRowMut<'_, T> {
     /// The row's index.
     #[inline(always)]
     pub fn row(&self) -> usize {
@@ -532,10 +531,32 @@ impl<T> ArrayRowMut<'_, T> {
     #[inline(always)]
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (usize, &mut T)> + '_ {
         let (ptr, stride) = (self.ptr, self.stride);
-        (self.first..self.cols)
-            .step_by(self.step.max(1))
-            // SAFETY: col < cols; columns ≡ first (mod step) belong to this thread only.
+        crate::row::Layout::of_block(ptr, self.cols, stride == 1)
+            .cols()
+            // SAFETY: col < cols, one of this thread's columns (no other thread's).
             .map(move |col| (col, unsafe { &mut *ptr.add(col * stride) }))
+    }
+
+    /// `row[c] = f(inputs[c])` for each of this thread's columns `c`, as 128-bit
+    /// loads and stores: `inputs` is a row (`&[T]` of at least `cols` elements: a row
+    /// of an input, `x.row_slice(r)`, or a broadcast row vector), a
+    /// [`Cached`](crate::row::Cached) row (served from registers), a tuple of them, or
+    /// `()`. See [`crate::row`].
+    #[inline(always)]
+    pub fn map<I: crate::row::RowInputs>(&mut self, inputs: I, f: impl Fn(I::Item) -> T) {
+        self.map_indexed(inputs, |_, x| f(x))
+    }
+
+    /// [`map`](Self::map) with the column: `row[c] = f(c, inputs[c])`.
+    #[inline(always)]
+    pub fn map_indexed<I: crate::row::RowInputs>(
+        &mut self,
+        inputs: I,
+        f: impl Fn(usize, I::Item) -> T,
+    ) {
+        // SAFETY: the row's elements are this block's; `write_row` writes each
+        // thread's columns of the layout `iter_mut` uses too.
+        unsafe { crate::row::write_row(self.ptr, self.cols, self.stride, inputs, f) }
     }
 }
 

@@ -166,3 +166,17 @@ pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
     // SAFETY: upheld by the caller.
     unsafe { arch::named_barrier_sync(id, threads) }
 }
+
+/// `barrier.arrive id, threads`: count this warp's arrival at named barrier `id`
+/// without waiting (the producer side of a [`named_barrier_sync`] that other warps
+/// wait at: FlashAttention-3's ping-pong between two warpgroups). Unaligned, as
+/// [`named_barrier_sync`] is, for the same reason. Not emulated.
+///
+/// # Safety
+/// As [`named_barrier_sync`]: `threads` counts every thread that arrives or syncs at
+/// `id` in one use.
+#[inline(always)]
+pub unsafe fn named_barrier_arrive(id: u32, threads: u32) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::named_barrier_arrive(id, threads) }
+}

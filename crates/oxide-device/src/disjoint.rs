@@ -176,24 +176,21 @@ impl<'a, T> DisjointSlice<'a, T, Index1D> {
     /// The row of this thread's block, for kernels that give each block one row of a
     /// row-major matrix (softmax, layer norm): the slice is cut into `gridDim.x` rows
     /// of `len / gridDim.x` elements, and block `b` owns row `b` (with a 2-D or 3-D grid,
-    /// one row per block, blocks numbered x fastest). Within the row,
-    /// thread `t` of the block (flat index, see
-    /// [`block_thread_index`](crate::thread::block_thread_index)) owns columns
-    /// `t, t + blockDim, t + 2·blockDim, …`. `None` when the length is not a multiple
+    /// one row per block, blocks numbered x fastest). Within the row each thread
+    /// owns a share of the columns in [`crate::row`]'s layout (16-byte vectors
+    /// `t, t + blockDim, …` for thread `t`). `None` when the length is not a multiple
     /// of the grid size or the block is past the last row.
     ///
     /// Safe because everything it depends on is the same in every thread: the slice's
     /// length (a kernel argument) and the launch dimensions.
     #[inline(always)]
     pub fn block_row_mut(&mut self) -> Option<BlockRow<'_, T>> {
-        use crate::thread::{blockIdx_x, blockIdx_y, blockIdx_z, gridDim_x, gridDim_y, gridDim_z};
         // Every block of the grid, x fastest, gets a row (so no two blocks share one).
-        let (gx, gy) = (gridDim_x() as usize, gridDim_y() as usize);
-        let rows = gx * gy * gridDim_z() as usize;
+        let rows = crate::thread::block_count();
         if rows == 0 || !self.len.is_multiple_of(rows) {
             return None;
         }
-        let row = blockIdx_x() as usize + gx * (blockIdx_y() as usize + gy * blockIdx_z() as usize);
+        let row = crate::thread::block_index();
         let cols = self.len / rows;
         if row >= rows {
             return None;
@@ -202,39 +199,66 @@ impl<'a, T> DisjointSlice<'a, T, Index1D> {
             // SAFETY: row < rows, so the row lies inside the slice.
             ptr: unsafe { self.ptr.add(row * cols) },
             cols,
-            first: crate::thread::block_thread_index() as usize,
-            step: crate::thread::block_size() as usize,
+            row,
             _borrow: PhantomData,
         })
     }
 }
 
-/// One block's row of a [`DisjointSlice`], of which this thread owns every
-/// `blockDim`-th column; see [`DisjointSlice::block_row_mut`].
+/// One block's row of a [`DisjointSlice`] (see [`DisjointSlice::block_row_mut`]):
+/// each thread owns its share of the columns in [`crate::row`]'s layout (16-byte
+/// vectors `t, t + blockDim, …`, and the unaligned ends one element per thread), the
+/// same for every method, so they may be mixed.
 #[derive(Debug)]
 pub struct BlockRow<'s, T> {
     ptr: *mut T,
     cols: usize,
-    first: usize,
-    step: usize,
+    row: usize,
     _borrow: PhantomData<&'s mut [T]>,
 }
 
-impl<'s, T> BlockRow<'s, T> {
+impl<'s, T: Copy> BlockRow<'s, T> {
     /// Elements in the row.
     #[inline(always)]
     pub fn cols(&self) -> usize {
         self.cols
     }
 
+    /// The row's index (the block's, [`thread::block_index`](crate::thread::block_index)).
+    #[inline(always)]
+    pub fn row(&self) -> usize {
+        self.row
+    }
+
     /// This thread's `(column, element)` pairs, in increasing column order.
     #[inline(always)]
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (usize, &mut T)> + '_ {
         let ptr = self.ptr;
-        (self.first..self.cols)
-            .step_by(self.step.max(1))
-            // SAFETY: col < cols; columns ≡ first (mod step) belong to this thread only.
+        crate::row::Layout::of_block(ptr, self.cols, true)
+            .cols()
+            // SAFETY: col < cols, one of this thread's columns (no other thread's).
             .map(move |col| (col, unsafe { &mut *ptr.add(col) }))
+    }
+
+    /// `row[c] = f(inputs[c])` for each of this thread's columns `c`, as 128-bit
+    /// loads and stores: `inputs` is a row (`&[T]` of at least `cols` elements, e.g. a
+    /// row of an input or a broadcast row vector), a [`Cached`](crate::row::Cached)
+    /// row (served from registers), a tuple of them, or `()`. See [`crate::row`].
+    #[inline(always)]
+    pub fn map<I: crate::row::RowInputs>(&mut self, inputs: I, f: impl Fn(I::Item) -> T) {
+        self.map_indexed(inputs, |_, x| f(x))
+    }
+
+    /// [`map`](Self::map) with the column: `row[c] = f(c, inputs[c])`.
+    #[inline(always)]
+    pub fn map_indexed<I: crate::row::RowInputs>(
+        &mut self,
+        inputs: I,
+        f: impl Fn(usize, I::Item) -> T,
+    ) {
+        // SAFETY: the row's `cols` elements are this block's; `write_row` writes each
+        // thread's columns of the layout `iter_mut` uses too.
+        unsafe { crate::row::write_row(self.ptr, self.cols, 1, inputs, f) }
     }
 }
 
@@ -282,8 +306,12 @@ mod tests {
     }
 
     #[test]
-    fn block_rows_split_by_grid_and_stride_by_block() {
-        let mut data = [0u32; 12];
+    fn block_rows_split_by_grid_and_by_vectors() {
+        // 16-byte aligned, three rows of 9: thread t of 2 owns vector t of its row (4
+        // elements), and the rows' unaligned ends one element per thread.
+        let mut data = [crate::vector::Vector([0u32; 4]); 7];
+        // SAFETY: seven vectors of four u32.
+        let flat = unsafe { core::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u32>(), 27) };
         for b in 0..3 {
             for t in 0..2 {
                 let previous = set_thread_coords(ThreadCoords {
@@ -292,16 +320,23 @@ mod tests {
                     block_dim: [2, 1, 1],
                     grid_dim: [3, 1, 1],
                 });
-                let mut out = DisjointSlice::from_mut(&mut data);
+                let mut out = DisjointSlice::from_mut(&mut *flat);
                 let mut row = out.block_row_mut().unwrap();
-                assert_eq!(row.cols(), 4);
+                assert_eq!((row.cols(), row.row()), (9, b as usize));
                 for (col, x) in row.iter_mut() {
-                    *x = 100 * b + 10 * t + col as u32;
+                    *x += 100 * b + 10 * t + col as u32;
                 }
                 set_thread_coords(previous);
             }
         }
-        assert_eq!(data, [0, 11, 2, 13, 100, 111, 102, 113, 200, 211, 202, 213]);
+        // Row 0: vectors at 0 and 4, tail 8. Row 1 starts at 9: head 9..12, vector
+        // 12..16, tail 16, 17. Row 2 at 18: head 18, 19, vector 20..24, tail 24..27.
+        // (Head and tail elements go to threads 0, 1, 0, … in turn.)
+        #[rustfmt::skip]
+        let want = [0, 1, 2, 3, 14, 15, 16, 17, 8,
+                    100, 111, 102, 103, 104, 105, 106, 107, 118,
+                    200, 211, 202, 203, 204, 205, 206, 217, 208];
+        assert_eq!(*flat, want);
         let mut odd = [0u8; 5];
         let previous = set_thread_coords(ThreadCoords {
             grid_dim: [2, 1, 1],

@@ -8,8 +8,12 @@
 //! | [`thread`] | `threadIdx_x()`…, `index_1d()`/`index_2d::<N>()`/`warp_index()` witnesses and their index spaces, `sync_threads()`, fences |
 //! | [`disjoint`] | [`DisjointSlice`]: race-free outputs (`get_mut`, `get_chunk_mut::<N>`, `block_row_mut`, `map`) |
 //! | [`vector`] | 128-bit vector access: `x.as_vectors::<N>()` on `&[T]`, `out.map(inputs, f)` |
+//! | [`columns`] | column (axis-0) reductions: `out.reduce_columns(x, identity, op, finish)` with `#[launch(columns(out))]` |
+//! | [`row`] | a block's rows: `x.block_share()` (`fold`, `cache::<S>()` into registers), `row.map(inputs, f)` on output rows, as 128-bit vectors |
 //! | [`shared`] | [`SharedArray`](shared::SharedArray) statics, [`DynamicSharedArray`](shared::DynamicSharedArray) |
-//! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp and block reductions, scans |
+//! | [`warp`] | lane/warp ids, `shuffle_*_sync`, `ballot_sync`…, `match_any_sync`, warp reductions (`reduce(v, op)` over any [`Shuffle`](warp::Shuffle) value, `sum`/`min`/`max`/`arg_max`), scans |
+//! | [`block`] | block-wide `reduce(v, op)`, `sum`, `min`, `max`, `arg_max`, `arg_min`, returned to every thread |
+//! | [`combine`] | combining functions for reductions: `sum`, `min`, `max`, `arg_max`, `arg_min`, `sum_pair`, `welford` |
 //! | [`atomic`] | `{Block,Device,System}Atomic{U32,I32,U64,I64,F32,F64}`, the [`AtomicSlice`] parameter |
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
 //! | [`float`] | rounding spelled out: `mul_rn_f32`, `add_rn_f32` (never fused, whatever `--no-fmad` says), `fma_rn_f32`, and `f64` |
@@ -81,7 +85,10 @@ pub mod array;
 pub mod async_copy;
 pub mod atomic;
 pub mod barrier;
+pub mod block;
 pub mod cluster;
+pub mod columns;
+pub mod combine;
 pub mod constant;
 pub mod convert;
 pub mod cooperative_groups;
@@ -96,7 +103,9 @@ pub mod math;
 pub mod mma;
 pub mod prelude;
 pub mod print;
+pub mod row;
 pub mod shared;
+mod shuffle;
 pub mod swizzle;
 pub mod thread;
 pub mod tma;
@@ -116,9 +125,11 @@ pub use atomic::AtomicSlice;
 pub use constant::{ConstantMemory, ConstantMemoryValue};
 pub use disjoint::{BlockRow, DisjointSlice};
 pub use half::{bf16, f16};
+#[doc(hidden)]
+pub use oxide_macros::__gpu_assert_failed;
 pub use oxide_macros::{
-    cluster_launch, constant, cuda_module, device, gpu_printf, kernel, launch, launch_bounds,
-    launch_contract, shapes, tensor_maps, tune, unroll, variant_of,
+    cluster_launch, constant, cuda_module, device, gpu_printf, gpu_printf_c, kernel, launch,
+    launch_bounds, launch_contract, shapes, tensor_maps, tune, unroll, variant_of,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;
@@ -129,4 +140,26 @@ pub use thread::*;
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {
     arch::trap()
+}
+
+#[cfg(test)]
+mod testing {
+    use crate::__private::emu::{ThreadCoords, set_thread_coords};
+
+    /// Run `body` as every thread of a 1-D `grid` × `block` launch, one after another
+    /// (so with no barriers or warp exchanges between them).
+    pub(crate) fn each_thread(grid: u32, block: u32, mut body: impl FnMut()) {
+        for b in 0..grid {
+            for t in 0..block {
+                let previous = set_thread_coords(ThreadCoords {
+                    thread_idx: [t, 0, 0],
+                    block_idx: [b, 0, 0],
+                    block_dim: [block, 1, 1],
+                    grid_dim: [grid, 1, 1],
+                });
+                body();
+                set_thread_coords(previous);
+            }
+        }
+    }
 }

@@ -79,6 +79,27 @@ pub fn exp10<T: GpuFloat>(x: T) -> T {
     x.exp10()
 }
 
+/// `2^x` on the special-function unit: PTX `ex2.approx.ftz.f32`, one `MUFU.EX2` (about
+/// 2 ulp; subnormal inputs and results flush to zero, `2^-inf` is `+0`). The exponential
+/// of softmax and attention kernels, which fold `log2(e)` into their scale
+/// (`ex2_approx_ftz(x * scale * LOG2_E - max)`); `x.exp2()` is libdevice's, which keeps
+/// subnormals at the cost of a few more instructions. On the host: `f32::exp2`, its
+/// subnormal results flushed to zero as the GPU's.
+#[inline(always)]
+pub fn ex2_approx_ftz(x: f32) -> f32 {
+    crate::arch::ex2_approx_ftz(x)
+}
+
+/// `1/x` by the special-function unit: PTX `rcp.approx.ftz.f32` (about 1 ulp;
+/// subnormals flush to zero). IEEE division (`1.0 / x`) is a call to a slow-path
+/// routine on the GPU, which a kernel region that raised its registers with
+/// `setmaxnreg` must not contain (ptxas then serialises its `wgmma`s); this has none.
+/// On the host: `1.0 / x`, flushed alike.
+#[inline(always)]
+pub fn rcp_approx_ftz(x: f32) -> f32 {
+    crate::arch::rcp_approx_ftz(x)
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::GpuFloat;

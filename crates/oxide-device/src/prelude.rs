@@ -10,10 +10,11 @@ pub use crate::atomic::{AtomicSlice, Ordering};
 pub use crate::disjoint::DisjointSlice;
 pub use crate::half::{bf16, f16};
 pub use crate::math::GpuFloat;
+pub use crate::row::RowShare;
 pub use crate::shared::{DynamicSharedArray, SharedArray};
 pub use crate::thread::ThreadIndex;
 pub use crate::vector::{SliceVectors, Vector};
-pub use crate::{atomic, shared, thread, vector, warp};
+pub use crate::{atomic, block, combine, row, shared, thread, vector, warp};
 pub use crate::{
     cluster_launch, device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds,
     shapes, shared_array, tensor_maps, tune, variant_of,

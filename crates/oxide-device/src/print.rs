@@ -9,7 +9,13 @@
 //! [`gpu_printf_c!`](crate::gpu_printf_c) takes a C format string as is
 //! (`%d %u %lld %llu %x %f %e %g %s %c %%`); so does `gpu_printf!` when its literal has
 //! no `{}` and it has arguments. Arguments are promoted as C varargs are: integers
-//! narrower than 32 bits to `int`, `f32` to `double`, `bool` to a string.
+//! narrower than 32 bits to `int`, `f32` to `double`, `bool` to a string. Each
+//! conversion is checked against its argument's type at compile time ([`CInt`],
+//! [`CLongLong`], [`CDouble`], [`CString`]): on a GPU a mismatch prints garbage. A `*`
+//! width or precision is refused by name.
+//!
+//! In the emulator, printing is an uninterruptible section (it holds stdout's lock and
+//! the allocator's): Ctrl-C stops a printing thread when its `printf` returns.
 
 use core::ffi::CStr;
 
@@ -168,19 +174,78 @@ impl PrintfArg for &CStr {
     }
 }
 
-/// Print from the GPU with a C format string: `gpu_printf_c!("i=%d x=%f\n", i, x)`.
-/// Output appears on the host when the launch completes (CUDA's rule).
-#[macro_export]
-macro_rules! gpu_printf_c {
-    ($fmt:expr $(, $arg:expr)* $(,)?) => {{
-        const N: usize = 0 $(+ { let _ = ::core::stringify!($arg); 1 })*;
-        #[allow(unused_mut)]
-        let mut args = $crate::print::PrintfArgs::<N>::default();
-        let mut _i = 0usize;
-        $( args.push($arg, _i); _i += 1; )*
-        $crate::print::vprintf(::core::concat!($fmt, "\0"), &args)
-    }};
+// The C class of each `gpu_printf_c!` conversion, as a trait its argument must have:
+// the macro puts a bound per argument, so a mismatch is a compile error at it (on a
+// GPU, `vprintf` would read the argument buffer wrongly and print garbage).
+
+/// An argument of `gpu_printf_c!`'s `%d %i %u %x %X %o %c`: a C `int` after promotion.
+#[diagnostic::on_unimplemented(
+    message = "gpu_printf_c!: `{Self}` does not match %d %i %u %x %X %o %c, which read a 32-bit int",
+    label = "printed with a 32-bit int conversion",
+    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
+            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
+    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
+)]
+pub trait CInt: PrintfArg {}
+
+/// An argument of `%lld %llu %llx %llo` (or `%ld`…): a 64-bit integer.
+#[diagnostic::on_unimplemented(
+    message = "gpu_printf_c!: `{Self}` does not match %lld %llu %llx %llo (or %ld…), which read a 64-bit integer",
+    label = "printed with a 64-bit integer conversion",
+    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
+            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
+    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
+)]
+pub trait CLongLong: PrintfArg {}
+
+/// An argument of `%f %e %g %a` (and capitals): a C `double` after promotion.
+#[diagnostic::on_unimplemented(
+    message = "gpu_printf_c!: `{Self}` does not match %f %e %g %a, which read a double",
+    label = "printed with a floating-point conversion",
+    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
+            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
+    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
+)]
+pub trait CDouble: PrintfArg {}
+
+/// An argument of `%s`: a NUL-terminated string (`bool` prints as `true`/`false`).
+#[diagnostic::on_unimplemented(
+    message = "gpu_printf_c!: `{Self}` does not match %s, which reads a C string",
+    label = "printed with %s",
+    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
+            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
+    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
+)]
+pub trait CString: PrintfArg {}
+
+macro_rules! c_class_members {
+    ($($class:ident: $($t:ty),*;)*) => {$($(impl $class for $t {})*)*};
 }
+
+c_class_members! {
+    CInt: i8, i16, i32, u8, u16, u32;
+    CLongLong: i64, u64, isize, usize;
+    CDouble: f32, f64;
+    CString: &CStr, bool;
+}
+
+// `gpu_printf_c!` checks each argument with the function of its conversion's class.
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_int<T: CInt>(_: &T) {}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_long_long<T: CLongLong>(_: &T) {}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_double<T: CDouble>(_: &T) {}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_string<T: CString>(_: &T) {}
 
 /// Longest C format string `gpu_printf!` builds, with its NUL.
 pub const FORMAT_CAPACITY: usize = 256;
@@ -219,34 +284,41 @@ const fn append(out: &mut [u8; FORMAT_CAPACITY], mut n: usize, s: &str) -> usize
     n
 }
 
+/// `printf(format, args…)`: `format` is NUL-terminated (the macros build it so).
+/// Returns what CUDA's device `printf` returns: the number of arguments (not, as C's,
+/// the bytes written).
 #[doc(hidden)]
 #[inline(always)]
-pub fn vprintf_format<const N: usize>(
-    format: &'static [u8; FORMAT_CAPACITY],
-    args: &PrintfArgs<N>,
-) -> i32 {
+pub fn printf<const N: usize>(format: &'static [u8], args: &PrintfArgs<N>) -> i32 {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `build_format` leaves a NUL; `args` is laid out as C.
+    // SAFETY: the macros end `format` with a NUL; `args` is laid out as C.
     return unsafe { crate::arch::vprintf(format.as_ptr(), args.as_ptr()) };
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let end = format.iter().position(|&b| b == 0).unwrap_or(format.len());
-        let text = core::str::from_utf8(&format[..end]).expect("built from str pieces");
-        host_print(&host_format(text, &args.host), N)
+        // Formatting allocates and printing locks stdout: Ctrl-C must not stop the
+        // thread in the middle (see arch/host/fault.rs).
+        crate::arch::uninterruptible(|| std::print!("{}", host_text(format, &args.host)));
+        N as i32
     }
 }
 
-/// Print `text` as the emulator's printf and return what CUDA's device `printf`
-/// returns: the number of arguments (not, as C's, the bytes written).
+/// The text the emulator prints for `format` (NUL-terminated) and the arguments.
 #[cfg(not(target_arch = "nvptx64"))]
-fn host_print(text: &str, arguments: usize) -> i32 {
-    std::print!("{text}");
-    arguments as i32
+fn host_text(format: &[u8], args: &[Option<HostArg>]) -> std::string::String {
+    let end = format.iter().position(|&b| b == 0).unwrap_or(format.len());
+    let text = core::str::from_utf8(&format[..end]).expect("built from str literals");
+    host_format(text, args)
 }
 
-/// `assert!` for kernels: when `cond` is false, print the condition and its place
-/// (and, as `gpu_assert!(cond, "n = {}", n)`, a message in `gpu_printf!`'s format),
-/// then trap (the launch fails; the host sees an error).
+/// `assert!` for kernels: when `cond` is false, the kernel stops and the launch fails.
+/// `gpu_assert!(cond, "n = {}", n)` adds a message in `gpu_printf!`'s format.
+///
+/// In the emulator the launch's error carries the condition, the message and the
+/// kernel's own file and line. On a GPU a failed assertion prints the message (device
+/// `printf`) and calls CUDA's `__assertfail`, as `assert()` in CUDA C++ does: the
+/// launch fails with `CUDA_ERROR_ASSERT`, and the driver prints the condition, file,
+/// line, block and thread on the process's stderr (the CUDA context is lost, so the
+/// error itself cannot carry them).
 #[macro_export]
 macro_rules! gpu_assert {
     ($cond:expr $(,)?) => {
@@ -260,18 +332,13 @@ macro_rules! gpu_assert {
     };
     ($cond:expr, $($message:tt)+) => {
         if !$cond {
-            $crate::gpu_assert!(@place $cond);
-            $crate::gpu_printf!($($message)+);
-            $crate::print::trap();
+            $crate::__gpu_assert_failed!(
+                ::core::stringify!($cond),
+                ::core::file!(),
+                ::core::line!(),
+                $($message)+
+            );
         }
-    };
-    (@place $cond:expr) => {
-        $crate::gpu_printf_c!(
-            "assertion failed: %s at %s:%d: ",
-            $crate::print::cstr(::core::concat!(::core::stringify!($cond), "\0")),
-            $crate::print::cstr(::core::concat!(::core::file!(), "\0")),
-            ::core::line!(),
-        )
     };
 }
 
@@ -283,49 +350,59 @@ pub const fn cstr(s: &'static str) -> &'static CStr {
     }
 }
 
-/// A failed `gpu_assert!(cond)`: on the GPU, print it and trap; in the emulator, the
-/// launch's error carries the condition and place (not only stdout).
+/// A failed `gpu_assert!(cond)` (`cond` and `file` end with a NUL).
 #[doc(hidden)]
 // Inlined on the GPU as the macro's printf+trap was (one kernel, no call).
 #[cfg_attr(target_arch = "nvptx64", inline(always))]
-#[cfg_attr(not(target_arch = "nvptx64"), cold)]
+#[cfg_attr(not(target_arch = "nvptx64"), cold, track_caller)]
 pub fn assert_failed(cond: &'static str, file: &'static str, line: u32) -> ! {
     #[cfg(target_arch = "nvptx64")]
     {
-        crate::gpu_printf_c!(
-            "assertion failed: %s at %s:%d\n",
-            cstr(cond),
-            cstr(file),
-            line,
-        );
-        trap()
+        // SAFETY: NUL-terminated strings, as the macro builds them.
+        unsafe { crate::arch::assert_fail(cond.as_ptr(), file.as_ptr(), line) }
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let cut = |s: &'static str| s.strip_suffix('\0').unwrap_or(s);
+        let _ = (file, line); // the panic's location is the caller's (track_caller)
+        std::panic!("gpu_assert!({}) failed", cond.trim_end_matches('\0'))
+    }
+}
+
+/// A failed `gpu_assert!(cond, message…)`: `format` (NUL-terminated) and `args` are the
+/// message's, built as `gpu_printf!` builds them.
+#[doc(hidden)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), cold, track_caller)]
+pub fn assert_failed_message<const N: usize>(
+    cond: &'static str,
+    file: &'static str,
+    line: u32,
+    format: &'static [u8],
+    args: &PrintfArgs<N>,
+) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        printf(format, args);
+        crate::gpu_printf_c!("\n");
+        assert_failed(cond, file, line)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = (file, line); // the panic's location is the caller's (track_caller)
+        let message = crate::arch::uninterruptible(|| host_text(format, &args.host));
         std::panic!(
-            "GPU trap: gpu_assert!({}) failed at {}:{}",
-            cut(cond),
-            cut(file),
-            line
+            "gpu_assert!({}) failed: {}",
+            cond.trim_end_matches('\0'),
+            message.trim_end()
         )
     }
 }
 
 /// Abort the kernel (`trap`): the launch fails with an error on the host.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn trap() -> ! {
     crate::arch::trap()
-}
-
-#[doc(hidden)]
-#[inline(always)]
-pub fn vprintf<const N: usize>(format: &'static str, args: &PrintfArgs<N>) -> i32 {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `format` ends in NUL (the macro appends it); `args` is laid out as C.
-    return unsafe { crate::arch::vprintf(format.as_ptr(), args.as_ptr()) };
-    #[cfg(not(target_arch = "nvptx64"))]
-    host_print(&host_format(format.trim_end_matches('\0'), &args.host), N)
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

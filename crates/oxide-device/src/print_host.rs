@@ -61,6 +61,11 @@ pub(crate) fn host_format(format: &str, args: &[Option<HostArg>]) -> String {
 /// One conversion through `snprintf`.
 fn one(stem: &str, conv: u8, arg: HostArg) -> String {
     let conv = conv as char;
+    if stem.contains('*') {
+        // A `*` reads one more argument than the conversion has here (the macros refuse
+        // it): shown as written rather than handed to snprintf.
+        return std::format!("{stem}{conv}");
+    }
     let fmt = |length: &str| {
         let mut f: Vec<u8> = std::format!("{stem}{length}{conv}").into_bytes();
         f.push(0);

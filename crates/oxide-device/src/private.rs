@@ -52,14 +52,23 @@ pub fn shared_place<T>(p: *mut T) -> *mut T {
 /// such a kernel before launching it.
 #[inline(always)]
 pub unsafe fn assume_one_d_launch() {
-    use crate::arch::{block_dim_y, block_dim_z, grid_dim_y, grid_dim_z};
+    use crate::arch::{
+        block_dim_y, block_dim_z, block_idx_y, block_idx_z, grid_dim_y, grid_dim_z, thread_idx_y,
+        thread_idx_z,
+    };
     // SAFETY: upheld by the caller. One assumption per register, so each later read
-    // of it (CSE'd with this one: they are `readnone`) folds to 1.
+    // of it (CSE'd with this one: they are `readnone`) folds: the extents to 1, and the
+    // indices below them to 0 (LLVM does not relate `%ctaid.y` to `%nctaid.y`), which
+    // makes `thread::block_index()` and `block_thread_index()` the x register alone.
     unsafe {
         core::hint::assert_unchecked(block_dim_y() == 1);
         core::hint::assert_unchecked(block_dim_z() == 1);
         core::hint::assert_unchecked(grid_dim_y() == 1);
         core::hint::assert_unchecked(grid_dim_z() == 1);
+        core::hint::assert_unchecked(block_idx_y() == 0);
+        core::hint::assert_unchecked(block_idx_z() == 0);
+        core::hint::assert_unchecked(thread_idx_y() == 0);
+        core::hint::assert_unchecked(thread_idx_z() == 0);
     }
 }
 
@@ -73,6 +82,18 @@ pub unsafe fn assume_one_d_launch() {
 pub unsafe fn assume_equal(a: usize, b: usize) {
     // SAFETY: upheld by the caller.
     unsafe { core::hint::assert_unchecked(a == b) }
+}
+
+/// Tell the optimizer that an array extent is at most `limit` (oxide-abi's
+/// `MAX_ARRAY_EXTENT`, which the launcher enforces), so 32-bit arithmetic on columns
+/// and rows needs no check.
+///
+/// # Safety
+/// `a <= limit`: pyoxide's launcher refuses a larger extent before launching.
+#[inline(always)]
+pub unsafe fn assume_at_most(a: usize, limit: usize) {
+    // SAFETY: upheld by the caller.
+    unsafe { core::hint::assert_unchecked(a <= limit) }
 }
 
 /// Rebuild a `&[T]` kernel argument from the launch ABI's (pointer, length).
@@ -208,13 +229,15 @@ pub const fn descriptor_bytes_with<const N: usize>(json: &str, numbers: &[usize]
 /// Hooks for the CPU emulator: which emulated GPU thread the current OS thread is.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu {
+    pub use crate::arch::host::checks::__oxide_emu_configure as configure;
     pub use crate::arch::host::engine::{fail, launch, words};
     pub use crate::arch::host::{
         ThreadCoords, set_dynamic_shared, set_thread_coords, thread_coords,
     };
     pub use oxide_abi::emu::{
-        OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_FAULT,
-        STATUS_INTERRUPTED, STATUS_OK, STATUS_TRAP,
+        CHECK_STRICT, OxideError, OxideLaunch, POISON_BYTE, STATUS_BAD_LAUNCH,
+        STATUS_DIVERGENT_BARRIER, STATUS_FAULT, STATUS_INTERRUPTED, STATUS_OK, STATUS_TRAP,
+        STATUS_UNDEFINED,
     };
 }
 

@@ -109,10 +109,25 @@ pub fn block_leader_index() -> Option<ThreadIndex> {
     if block_thread_index() != 0 {
         return None;
     }
+    Some(ThreadIndex::new(block_index(), true))
+}
+
+/// The block's number in the grid, flattened x fastest as CUDA numbers blocks:
+/// `blockIdx.x + gridDim.x · (blockIdx.y + gridDim.y · blockIdx.z)`, below
+/// [`block_count`]. The index of a block's row or element however the grid is shaped;
+/// in a kernel with a `#[launch]` policy other than `tiles` the launch is 1-D (the
+/// launcher refuses others) and this compiles to `blockIdx.x` alone.
+#[inline(always)]
+pub fn block_index() -> usize {
     let (gx, gy) = (arch::grid_dim_x() as usize, arch::grid_dim_y() as usize);
-    let index = arch::block_idx_x() as usize
-        + gx * (arch::block_idx_y() as usize + gy * arch::block_idx_z() as usize);
-    Some(ThreadIndex::new(index, true))
+    arch::block_idx_x() as usize
+        + gx * (arch::block_idx_y() as usize + gy * arch::block_idx_z() as usize)
+}
+
+/// Blocks in the grid: `gridDim.x · gridDim.y · gridDim.z`.
+#[inline(always)]
+pub fn block_count() -> usize {
+    arch::grid_dim_x() as usize * arch::grid_dim_y() as usize * arch::grid_dim_z() as usize
 }
 
 /// The global row of a 2-D launch: `blockIdx.y * blockDim.y + threadIdx.y`.

@@ -88,6 +88,24 @@ pub unsafe fn cp_async_bulk_tensor_2d_g2s_multicast(
     }
 }
 
+/// `cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`:
+/// [`cp_async_bulk_tensor_2d_g2s`] for a map of rank 4, the box at element coordinates
+/// `coords` (innermost first). Attention moves (batch, sequence, head, d) arrays this
+/// way: one map serves every layout whose d is contiguous, the strides in the map.
+///
+/// # Safety
+/// As [`cp_async_bulk_tensor_2d_g2s`].
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_4d_g2s(
+    dst: *mut u8,
+    tensor_map: *const TmaDescriptor,
+    coords: [i32; 4],
+    barrier: *mut Barrier,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::cp_async_bulk_tensor_4d_g2s(dst, tensor_map.cast(), coords, barrier.cast()) }
+}
+
 /// `cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group`: copy the box at
 /// element coordinates (`coord0`, `coord1`) of the array `tensor_map` describes from
 /// shared memory at `src` out to global memory, laid out in shared memory as the map's

@@ -101,7 +101,7 @@ impl<T: Copy> SliceVectors<T> for [T] {
 /// `p` is valid for reads of `N` elements and aligned to `N * size_of::<T>()` when that
 /// is 4, 8 or 16 (to `T` otherwise).
 #[inline(always)]
-unsafe fn load<T: Copy, const N: usize>(p: *const T) -> [T; N] {
+pub(crate) unsafe fn load<T: Copy, const N: usize>(p: *const T) -> [T; N] {
     #[repr(C, align(4))]
     struct A4<X>(X);
     #[repr(C, align(8))]
@@ -126,7 +126,7 @@ unsafe fn load<T: Copy, const N: usize>(p: *const T) -> [T; N] {
 /// # Safety
 /// As [`load`], for writes.
 #[inline(always)]
-unsafe fn store<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
+pub(crate) unsafe fn store<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
     #[repr(C, align(4))]
     struct A4<X>(X);
     #[repr(C, align(8))]
@@ -146,7 +146,7 @@ unsafe fn store<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
 
 /// The offset of `p` from an `N`-element boundary, in elements.
 #[inline(always)]
-fn phase<T>(p: *const T, n: usize) -> usize {
+pub(crate) fn phase<T>(p: *const T, n: usize) -> usize {
     (p as usize / size_of::<T>().max(1)) % n
 }
 
@@ -155,6 +155,15 @@ fn phase<T>(p: *const T, n: usize) -> usize {
 pub trait Inputs: Copy {
     /// One element of each input.
     type Item: Copy;
+    /// The first input's element size (sets the vector width of [`grid_fold`]).
+    #[doc(hidden)]
+    const LEAD_SIZE: usize;
+    /// How many slices it reads.
+    #[doc(hidden)]
+    const COUNT: usize;
+    /// The first input's address.
+    #[doc(hidden)]
+    fn lead(&self) -> *const u8;
     /// The shortest input's length.
     #[doc(hidden)]
     fn min_len(&self) -> usize;
@@ -174,6 +183,12 @@ pub trait Inputs: Copy {
 
 impl<A: Copy> Inputs for &[A] {
     type Item = A;
+    const LEAD_SIZE: usize = size_of::<A>();
+    const COUNT: usize = 1;
+    #[inline(always)]
+    fn lead(&self) -> *const u8 {
+        self.as_ptr().cast()
+    }
     #[inline(always)]
     fn min_len(&self) -> usize {
         self.len()
@@ -198,6 +213,12 @@ macro_rules! tuple_inputs {
     ($($name:ident: $t:ident . $idx:tt),+) => {
         impl<$($t: Copy),+> Inputs for ($(&[$t],)+) {
             type Item = ($($t,)+);
+            const LEAD_SIZE: usize = size_of::<A>();
+            const COUNT: usize = 0 $(+ { let _ = $idx; 1 })+;
+            #[inline(always)]
+            fn lead(&self) -> *const u8 {
+                self.0.as_ptr().cast()
+            }
             #[inline(always)]
             fn min_len(&self) -> usize {
                 let mut n = usize::MAX;
@@ -258,13 +279,22 @@ impl<T: Copy> DisjointSlice<'_, T> {
     /// ```
     #[inline(always)]
     pub fn map<I: Inputs>(&mut self, inputs: I, f: impl Fn(I::Item) -> T) {
+        self.map_indexed(inputs, |_, x| f(x))
+    }
+
+    /// [`map`](Self::map) with each element's index: `self[i] = f(i, inputs[i])`, on the
+    /// same vector path (the index of a vector's lanes is one add each). For operands
+    /// indexed otherwise than `i`, such as a column's `bias[i % cols]` of a matrix, a
+    /// row's map (`block_row_mut()` and [`crate::row`]) keeps them on the vector path.
+    #[inline(always)]
+    pub fn map_indexed<I: Inputs>(&mut self, inputs: I, f: impl Fn(usize, I::Item) -> T) {
         // The element count of one 16-byte vector of `T`, as a constant per instance.
         match VECTOR_BYTES / size_of::<T>().max(1) {
-            16 => self.map_chunks::<16, I>(inputs, f),
-            8 => self.map_chunks::<8, I>(inputs, f),
-            4 => self.map_chunks::<4, I>(inputs, f),
-            2 => self.map_chunks::<2, I>(inputs, f),
-            _ => self.map_chunks::<1, I>(inputs, f),
+            16 => self.map_chunks_indexed::<16, I>(inputs, f),
+            8 => self.map_chunks_indexed::<8, I>(inputs, f),
+            4 => self.map_chunks_indexed::<4, I>(inputs, f),
+            2 => self.map_chunks_indexed::<2, I>(inputs, f),
+            _ => self.map_chunks_indexed::<1, I>(inputs, f),
         }
     }
 
@@ -272,6 +302,15 @@ impl<T: Copy> DisjointSlice<'_, T> {
     /// `N * size_of` bytes when that is 4, 8 or 16).
     #[inline(always)]
     pub fn map_chunks<const N: usize, I: Inputs>(&mut self, inputs: I, f: impl Fn(I::Item) -> T) {
+        self.map_chunks_indexed::<N, I>(inputs, |_, x| f(x))
+    }
+
+    #[inline(always)]
+    fn map_chunks_indexed<const N: usize, I: Inputs>(
+        &mut self,
+        inputs: I,
+        f: impl Fn(usize, I::Item) -> T,
+    ) {
         let len = self.len();
         assert!(
             inputs.min_len() >= len,
@@ -290,7 +329,7 @@ impl<T: Copy> DisjointSlice<'_, T> {
             while i < head {
                 // SAFETY: i < head <= len <= every input's length; grid-stride indices
                 // of distinct threads are distinct.
-                unsafe { out.add(i).write(f(inputs.item(i))) };
+                unsafe { out.add(i).write(f(i, inputs.item(i))) };
                 i += stride;
             }
             let mut c = first;
@@ -301,14 +340,14 @@ impl<T: Copy> DisjointSlice<'_, T> {
                 // to the one thread whose grid-stride sequence holds `c`.
                 unsafe {
                     let x = inputs.items::<N>(i);
-                    store::<T, N>(out.add(i), core::array::from_fn(|k| f(x[k])));
+                    store::<T, N>(out.add(i), core::array::from_fn(|k| f(i + k, x[k])));
                 }
                 c += stride;
             }
             let mut i = head + chunks * N + first;
             while i < len {
                 // SAFETY: as for the head.
-                unsafe { out.add(i).write(f(inputs.item(i))) };
+                unsafe { out.add(i).write(f(i, inputs.item(i))) };
                 i += stride;
             }
         } else {
@@ -316,33 +355,132 @@ impl<T: Copy> DisjointSlice<'_, T> {
             while i < len {
                 // SAFETY: i < len <= every input's length; grid-stride indices of
                 // distinct threads are distinct.
-                unsafe { out.add(i).write(f(inputs.item(i))) };
+                unsafe { out.add(i).write(f(i, inputs.item(i))) };
                 i += stride;
             }
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::__private::emu::{ThreadCoords, set_thread_coords};
+/// `f` over this thread's grid-stride share of `inputs` (a slice or a tuple of two or
+/// three, read together; the shortest one's length), from `init`: the 16-byte-aligned
+/// middle as 128-bit loads, four vectors in flight per step with no bounds check between
+/// them, the unaligned ends one element at a time (every element when the inputs' offsets
+/// from a 16-byte boundary differ). The read side of [`DisjointSlice::map`]: a
+/// reduction's first stage, before [`block::sum`](crate::block::sum) or
+/// [`block::reduce`](crate::block::reduce).
+///
+/// ```
+/// use oxide_device::prelude::*;
+/// let (x, y) = ([1.0f32, 2.0, 3.0], [4.0f32, 5.0, 6.0]);
+/// // A plain call is the one thread of a one-thread grid: it folds everything.
+/// assert_eq!(vector::grid_fold((&x[..], &y[..]), 0.0, |acc, (a, b)| acc + a * b), 32.0);
+/// ```
+#[inline(always)]
+pub fn grid_fold<I: Inputs, A>(inputs: I, init: A, mut f: impl FnMut(A, I::Item) -> A) -> A {
+    grid_fold_indexed(inputs, init, |acc, _, x| f(acc, x))
+}
 
-    /// Run `body` as every thread of a `grid` × `block` launch, one after another.
-    fn each_thread(grid: u32, block: u32, mut body: impl FnMut()) {
-        for b in 0..grid {
-            for t in 0..block {
-                let previous = set_thread_coords(ThreadCoords {
-                    thread_idx: [t, 0, 0],
-                    block_idx: [b, 0, 0],
-                    block_dim: [block, 1, 1],
-                    grid_dim: [grid, 1, 1],
-                });
-                body();
-                set_thread_coords(previous);
+/// [`grid_fold`] with each element's index.
+#[inline(always)]
+pub fn grid_fold_indexed<I: Inputs, A>(
+    inputs: I,
+    init: A,
+    f: impl FnMut(A, usize, I::Item) -> A,
+) -> A {
+    match VECTOR_BYTES / I::LEAD_SIZE.max(1) {
+        16 => fold_chunks::<16, I, A>(inputs, init, f),
+        8 => fold_chunks::<8, I, A>(inputs, init, f),
+        4 => fold_chunks::<4, I, A>(inputs, init, f),
+        2 => fold_chunks::<2, I, A>(inputs, init, f),
+        _ => fold_chunks::<1, I, A>(inputs, init, f),
+    }
+}
+
+/// Bytes a thread of [`grid_fold`] loads before it uses any: four vectors of one input,
+/// two of each of two inputs. More would take registers (a grid-stride reduction wants
+/// the device full: 2048 threads an SM, at most 32 registers each) for no more bytes in
+/// flight than a full SM already has.
+const FOLD_BYTES: usize = 64;
+
+#[inline(always)]
+fn fold_chunks<const N: usize, I: Inputs, A>(
+    inputs: I,
+    init: A,
+    f: impl FnMut(A, usize, I::Item) -> A,
+) -> A {
+    // The group size must be a constant for the loads' array: one instance per size.
+    match FOLD_BYTES / (VECTOR_BYTES * I::COUNT) {
+        0 | 1 => fold_groups::<N, 1, I, A>(inputs, init, f),
+        2 | 3 => fold_groups::<N, 2, I, A>(inputs, init, f),
+        _ => fold_groups::<N, 4, I, A>(inputs, init, f),
+    }
+}
+
+#[inline(always)]
+fn fold_groups<const N: usize, const GROUP: usize, I: Inputs, A>(
+    inputs: I,
+    init: A,
+    mut f: impl FnMut(A, usize, I::Item) -> A,
+) -> A {
+    let len = inputs.min_len();
+    let first = crate::thread::index_1d().get();
+    let stride = crate::thread::grid_stride();
+    let p = (inputs.lead() as usize / I::LEAD_SIZE.max(1)) % N;
+    let mut acc = init;
+    // SAFETY (each access): indices below `len`, every input's length; vectors only
+    // when every input is at the same phase, so aligned to N elements after the head.
+    unsafe {
+        if N > 1 && inputs.in_phase(N, p) {
+            let head = ((N - p) % N).min(len);
+            let chunks = (len - head) / N;
+            let mut i = first;
+            while i < head {
+                acc = f(acc, i, inputs.item(i));
+                i += stride;
+            }
+            let mut c = first;
+            // Whole groups: `c + (GROUP - 1)·stride < chunks`.
+            let groups_below = chunks.saturating_sub((GROUP - 1) * stride);
+            while c < groups_below {
+                let xs: [[I::Item; N]; GROUP] =
+                    core::array::from_fn(|k| inputs.items::<N>(head + (c + k * stride) * N));
+                for (k, x) in xs.iter().enumerate() {
+                    let at = head + (c + k * stride) * N;
+                    for (lane, &item) in x.iter().enumerate() {
+                        acc = f(acc, at + lane, item);
+                    }
+                }
+                c += GROUP * stride;
+            }
+            while c < chunks {
+                let at = head + c * N;
+                let x = inputs.items::<N>(at);
+                for (lane, &item) in x.iter().enumerate() {
+                    acc = f(acc, at + lane, item);
+                }
+                c += stride;
+            }
+            let mut i = head + chunks * N + first;
+            while i < len {
+                acc = f(acc, i, inputs.item(i));
+                i += stride;
+            }
+        } else {
+            let mut i = first;
+            while i < len {
+                acc = f(acc, i, inputs.item(i));
+                i += stride;
             }
         }
     }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::each_thread;
 
     #[test]
     fn vectors_split_any_view_in_order() {
@@ -393,6 +531,19 @@ mod tests {
     }
 
     #[test]
+    fn map_indexed_gives_each_element_its_index() {
+        let x: std::vec::Vec<u32> = (0..41).collect();
+        for start in 0..4 {
+            let mut out = std::vec![0u32; 45];
+            let o = &mut out[start..start + 37];
+            each_thread(2, 3, || {
+                DisjointSlice::from_mut(&mut *o).map_indexed(&x[1..38], |i, v| 1000 * i as u32 + v)
+            });
+            assert!(o.iter().enumerate().all(|(i, &v)| v == 1001 * i as u32 + 1));
+        }
+    }
+
+    #[test]
     fn map_converts_between_element_types() {
         let x: std::vec::Vec<u8> = (0..37).collect();
         let mut out = std::vec![0.0f64; 37];
@@ -400,5 +551,38 @@ mod tests {
             DisjointSlice::from_mut(&mut out).map(&x[..], |v| f64::from(v) / 2.0)
         });
         assert!(out.iter().enumerate().all(|(i, &v)| v == i as f64 / 2.0));
+    }
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+    use crate::testing::each_thread;
+
+    #[test]
+    fn a_grid_fold_visits_every_element_once() {
+        let x: std::vec::Vec<f32> = (0..90).map(|v| v as f32).collect();
+        let y: std::vec::Vec<f32> = (0..90).map(|v| 2.0 * v as f32).collect();
+        for (xs, ys) in [(0, 0), (1, 1), (2, 0), (3, 3)] {
+            for len in [0usize, 1, 5, 16, 33, 80] {
+                for (grid, block) in [(1, 1), (2, 3), (3, 32)] {
+                    let (a, b) = (&x[xs..xs + len], &y[ys..ys + len]);
+                    let mut seen = std::vec![0u32; len];
+                    let mut total = 0.0;
+                    each_thread(grid, block, || {
+                        total += grid_fold_indexed((a, b), 0.0, |acc, i, (p, q)| {
+                            seen[i] += 1;
+                            acc + p * q
+                        })
+                    });
+                    assert!(
+                        seen.iter().all(|&n| n == 1),
+                        "{xs}/{ys} {len} {grid}x{block}"
+                    );
+                    let want: f32 = a.iter().zip(b).map(|(p, q)| p * q).sum();
+                    assert_eq!(total, want);
+                }
+            }
+        }
     }
 }

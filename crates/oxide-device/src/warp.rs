@@ -1,18 +1,21 @@
-//! Warp-level operations: lane ids, shuffles, votes, matches, and warp- and block-wide
-//! reductions and scans built on them.
+//! Warp-level operations: lane ids, shuffles, votes, matches, and warp-wide reductions
+//! and scans built on them (block-wide ones are in [`crate::block`]).
 //!
 //! Every `*_sync` function takes the `mask` of lanes that execute it together (as
 //! CUDA's); every lane named in `mask` must reach the same call, or the values read
 //! are unspecified. [`FULL_MASK`] names the whole warp. The reductions and scans use
-//! the whole warp, so they need all 32 lanes present: a block size that is a multiple
-//! of 32.
+//! the whole warp, so every lane of it must exist: a block of whole warps. pyoxide
+//! enforces that: `cargo oxide build` records which kernels' code runs a collective
+//! over the full warp (the manifest's `whole_warps`) and the launcher refuses them any
+//! other block. [`reduce_partial`] takes the lanes that exist instead.
 //!
-//! On the host, until the CPU emulator runs warps of 32, a warp has one lane: shuffles
-//! return the caller's own value, a ballot holds one bit, and reductions return their
-//! input (which is the right answer for a warp of one).
+//! [`reduce`] combines any [`Shuffle`] value (tuples such as `(value, index)` too) with
+//! any associative, commutative function; [`sum`], [`min`], [`max`], [`arg_max`] and
+//! [`arg_min`] are it for every [`Numeric`] type. A kernel called as a plain Rust
+//! function is one lane of a one-lane warp: shuffles return the caller's own value and
+//! reductions their input.
 
 use crate::arch;
-use crate::shared::SharedArray;
 use crate::thread;
 
 pub use crate::debug::{nwarpid, warpid};
@@ -48,83 +51,7 @@ fn lanes() -> u32 {
     arch::warp_lanes()
 }
 
-/// A value that can cross lanes: 32-bit values in one shuffle, 64-bit in two.
-pub trait Shuffle: Copy {
-    /// `__shfl_sync`: the value of lane `src_lane`.
-    fn shuffle(self, mask: u32, src_lane: u32) -> Self;
-    /// `__shfl_xor_sync`: the value of lane `lane_id ^ lane_mask`.
-    fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self;
-    /// `__shfl_down_sync`: the value of lane `lane_id + delta` (own value past 31).
-    fn shuffle_down(self, mask: u32, delta: u32) -> Self;
-    /// `__shfl_up_sync`: the value of lane `lane_id - delta` (own value below 0).
-    fn shuffle_up(self, mask: u32, delta: u32) -> Self;
-}
-
-// 32-bit values cross lanes in one shuffle of their bits; 64-bit values in two, low
-// word and high word.
-macro_rules! shuffle_32 {
-    ($($t:ty: $to:expr, $from:expr;)*) => {$(
-        impl Shuffle for $t {
-            #[inline(always)]
-            fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-                ($from)(arch::shfl_idx(mask, ($to)(self), src_lane))
-            }
-            #[inline(always)]
-            fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-                ($from)(arch::shfl_xor(mask, ($to)(self), lane_mask))
-            }
-            #[inline(always)]
-            fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-                ($from)(arch::shfl_down(mask, ($to)(self), delta))
-            }
-            #[inline(always)]
-            fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-                ($from)(arch::shfl_up(mask, ($to)(self), delta))
-            }
-        }
-    )*};
-}
-
-macro_rules! shuffle_64 {
-    ($($t:ty: $to:expr, $from:expr;)*) => {$(
-        impl Shuffle for $t {
-            #[inline(always)]
-            fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_idx(mask, w, src_lane)))
-            }
-            #[inline(always)]
-            fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_xor(mask, w, lane_mask)))
-            }
-            #[inline(always)]
-            fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_down(mask, w, delta)))
-            }
-            #[inline(always)]
-            fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_up(mask, w, delta)))
-            }
-        }
-    )*};
-}
-
-/// Apply a 32-bit shuffle to both halves of a 64-bit word.
-#[inline(always)]
-fn in_halves(v: u64, shuffle: impl Fn(u32) -> u32) -> u64 {
-    u64::from(shuffle(v as u32)) | (u64::from(shuffle((v >> 32) as u32)) << 32)
-}
-
-shuffle_32! {
-    u32: |v: u32| v, |b: u32| b;
-    i32: |v: i32| v as u32, |b: u32| b as i32;
-    f32: f32::to_bits, f32::from_bits;
-}
-
-shuffle_64! {
-    u64: |v: u64| v, |b: u64| b;
-    i64: |v: i64| v as u64, |b: u64| b as i64;
-    f64: f64::to_bits, f64::from_bits;
-}
+pub use crate::shuffle::{Numeric, Shuffle};
 
 macro_rules! shuffle_fns {
     ($($t:ty: $idx:ident, $xor:ident, $down:ident, $up:ident;)*) => {$(
@@ -220,18 +147,12 @@ pub use self::{
 };
 
 /// Combine `value` across the whole warp with `op` (associative and commutative);
-/// every lane gets the result. A butterfly: log2(32) = 5 `shfl.sync.bfly` steps.
+/// every lane gets the result. A butterfly: log2(32) = 5 `shfl.sync.bfly` steps. Any
+/// [`Shuffle`] value: a tuple such as `(value, index)` reduces with
+/// [`combine::arg_max`](crate::combine::arg_max).
 #[inline(always)]
 pub fn reduce<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
-    let mut v = value;
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        if offset < lanes() {
-            v = op(v, v.shuffle_xor(FULL_MASK, offset));
-        }
-        offset /= 2;
-    }
-    v
+    crate::shuffle::butterfly(value, op)
 }
 
 /// Inclusive prefix combination across the warp: lane `i` gets
@@ -289,48 +210,58 @@ pub fn inclusive_scan_sum_u32(value: u32) -> u32 {
     inclusive_scan(value, u32::wrapping_add)
 }
 
+/// The sum, minimum and maximum of a [`Numeric`] value over the whole warp, in every
+/// lane: `redux.sync` for 32-bit integers, a butterfly of shuffles otherwise.
+#[inline(always)]
+pub fn sum<T: Numeric>(value: T) -> T {
+    value.warp_sum()
+}
+
+/// The minimum over the whole warp (for floats `minNum`: a NaN loses to a number).
+#[inline(always)]
+pub fn min<T: Numeric>(value: T) -> T {
+    value.warp_min()
+}
+
+/// The maximum over the whole warp (for floats `maxNum`: a NaN loses to a number).
+#[inline(always)]
+pub fn max<T: Numeric>(value: T) -> T {
+    value.warp_max()
+}
+
+/// The warp's `(value, index)` that `np.argmax` picks ([`combine::arg_max`]), in every
+/// lane, from each lane's candidate.
+///
+/// [`combine::arg_max`]: crate::combine::arg_max
+#[inline(always)]
+pub fn arg_max<T: Numeric, I: Shuffle + Ord>(value: T, index: I) -> (T, I) {
+    reduce((value, index), crate::combine::arg_max)
+}
+
+/// The warp's `(value, index)` that `np.argmin` picks, in every lane.
+#[inline(always)]
+pub fn arg_min<T: Numeric, I: Shuffle + Ord>(value: T, index: I) -> (T, I) {
+    reduce((value, index), crate::combine::arg_min)
+}
+
 macro_rules! block_reductions {
-    ($($name:ident: $t:ty, $warp:ident, $identity:expr, $what:literal;)*) => {$(
-        #[doc = concat!("The ", $what, " of `value` over the whole block, returned to every thread.")]
+    ($($name:ident: $t:ty, $block:ident, $what:literal;)*) => {$(
+        #[doc = concat!("The ", $what, " of `value` over the whole block, returned to every thread ([`crate::block::", stringify!($block), "`]).")]
         ///
-        /// Every thread of the block must call it (it holds two barriers), and the block
-        /// size must be a multiple of 32. Uses 33 words of shared memory.
-        #[inline]
+        /// Every thread of the block must call it, and the block must be whole warps.
+        #[inline(always)]
         pub fn $name(value: $t) -> $t {
-            // One partial per warp (at most 32 warps in a block), then the total.
-            #[unsafe(link_section = ".oxide.shared")]
-            static PARTIALS: SharedArray<$t, 33> = SharedArray::UNINIT;
-            let warp_total = $warp(value);
-            let warps = thread::block_size().div_ceil(WARP_SIZE) as usize;
-            let (lane, warp) = (lane_id() as usize, warp_id() as usize);
-            // The barrier before the writes keeps a second call from overwriting the
-            // partials that slow threads of the first call still read.
-            thread::sync_threads();
-            if lane == 0 {
-                // SAFETY: one writer per slot (lane 0 of each warp), read after the barrier.
-                unsafe { PARTIALS.write(warp, warp_total) };
-            }
-            thread::sync_threads();
-            if warp == 0 {
-                // SAFETY: written before the barrier; slot 32 is written by lane 0 only.
-                let partial = if lane < warps { unsafe { PARTIALS.read(lane) } } else { $identity };
-                let total = $warp(partial);
-                if lane == 0 {
-                    unsafe { PARTIALS.write(32, total) };
-                }
-            }
-            thread::sync_threads();
-            // SAFETY: written by thread 0 before the barrier.
-            unsafe { PARTIALS.read(32) }
+            crate::block::$block(value)
         }
     )*};
 }
 
 block_reductions! {
-    block_reduce_sum_f32: f32, reduce_sum_f32, 0.0, "sum";
-    block_reduce_max_f32: f32, reduce_max_f32, f32::NEG_INFINITY, "maximum";
-    block_reduce_sum_f64: f64, reduce_sum_f64, 0.0, "sum";
-    block_reduce_sum_u32: u32, reduce_sum_u32, 0, "wrapping sum";
+    block_reduce_sum_f32: f32, sum, "sum";
+    block_reduce_max_f32: f32, max, "maximum";
+    block_reduce_min_f32: f32, min, "minimum";
+    block_reduce_sum_f64: f64, sum, "sum";
+    block_reduce_sum_u32: u32, sum, "wrapping sum";
 }
 
 // ---- cuda-oxide's spellings ----------------------------------------------------------
@@ -560,11 +491,11 @@ pub fn live_lanes_1d() -> u32 {
 #[inline(always)]
 pub fn reduce_partial<T: Shuffle>(value: T, live_lanes: u32, op: impl Fn(T, T) -> T) -> T {
     let live = live_lanes.clamp(1, WARP_SIZE);
-    let mask = if live == WARP_SIZE {
-        FULL_MASK
-    } else {
-        (1u32 << live) - 1
-    };
+    // The live lanes' bits, computed without a branch on `live == 32`: with one, LLVM
+    // compiles a path whose shuffles carry the constant full mask, and the link step
+    // (which marks kernels that shuffle over the full warp as needing whole warps)
+    // could not tell it from `warp::reduce`'s.
+    let mask = FULL_MASK >> (WARP_SIZE - live);
     let lane = lane_id();
     let mut v = value;
     let mut offset = live.next_power_of_two() / 2;
@@ -625,6 +556,12 @@ mod tests {
             ),
             (7, -7)
         );
+    }
+
+    #[test]
+    fn the_warp_is_oxide_abis() {
+        // oxide-abi is a host-only dependency here; the launcher's rule uses its value.
+        assert_eq!(WARP_SIZE, oxide_abi::limits::WARP_SIZE);
     }
 
     #[test]

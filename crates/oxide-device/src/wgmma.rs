@@ -81,7 +81,8 @@ pub fn wgmma_wait_group<const N: u32>() {
 }
 
 /// [`wgmma_wait_group`] for code that reads the accumulators after it (the 32 of
-/// [`wgmma_m64n64k16_f32_bf16`] or the 128 of [`wgmma_m64n256k16_f32_bf16`]): the wait
+/// [`wgmma_m64n64k16_f32_bf16`], the 64 of [`wgmma_m64n128k16_f32_bf16`] or the 128 of
+/// [`wgmma_m64n256k16_f32_bf16`]): the wait
 /// is marked as reading and writing `acc`, so the compiler cannot move a use of the
 /// results above it. With the plain wait, LLVM may start on the results (say, packing
 /// two f32 into a u64 for an epilogue) before the wait, and ptxas then serialises
@@ -101,6 +102,7 @@ pub trait Accumulators: sealed::Sealed {
 mod sealed {
     pub trait Sealed {}
     impl Sealed for [f32; 32] {}
+    impl Sealed for [f32; 64] {}
     impl Sealed for [f32; 128] {}
 }
 
@@ -108,6 +110,13 @@ impl Accumulators for [f32; 32] {
     #[inline(always)]
     fn wait_group<const N: u32>(&mut self) {
         arch::wgmma_wait_group_acc32::<N>(self)
+    }
+}
+
+impl Accumulators for [f32; 64] {
+    #[inline(always)]
+    fn wait_group<const N: u32>(&mut self) {
+        arch::wgmma_wait_group_acc64::<N>(self)
     }
 }
 
@@ -157,6 +166,95 @@ pub unsafe fn wgmma_m64n256k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
 ) {
     // SAFETY: upheld by the caller.
     unsafe { arch::wgmma_m64n256k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16`: [`wgmma_m64n64k16_f32_bf16`]
+/// for f16 operands.
+///
+/// # Safety
+/// As [`wgmma_m64n64k16_f32_bf16`].
+#[inline(always)]
+pub unsafe fn wgmma_m64n64k16_f32_f16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::wgmma_m64n64k16_f16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16`: as
+/// [`wgmma_m64n64k16_f32_bf16`] for a 64×128 tile (B 16×128). Thread `t` holds 64
+/// results in the same pattern, `j` in 0..16: rows `16w + l/4` and `+8`, columns
+/// `8j + 2(l%4)` and `+1`, element `4j + i` in the order (row, col), (row, col+1),
+/// (row+8, col), (row+8, col+1).
+///
+/// # Safety
+/// As [`wgmma_m64n64k16_f32_bf16`].
+#[inline(always)]
+pub unsafe fn wgmma_m64n128k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::wgmma_m64n128k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+}
+
+/// [`wgmma_m64n128k16_f32_bf16`] for f16 operands.
+///
+/// # Safety
+/// As [`wgmma_m64n64k16_f32_bf16`].
+#[inline(always)]
+pub unsafe fn wgmma_m64n128k16_f32_f16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::wgmma_m64n128k16_f16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+}
+
+macro_rules! register_a_forms {
+    ($($(#[$doc:meta])* $name:ident => $arch:ident, $n:literal;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// A (64×16) comes from registers: each thread passes four packed pairs, its
+        /// warp's 16 rows (`16w..16w+16`) in `mma.m16n8k16`'s A layout (register `i`
+        /// holds row `l/4 + 8(i%2)`, columns `2(l%4) + 8(i/2)` and `+1`, the lower
+        /// column in the low half), so an f32 accumulator of a previous product,
+        /// packed pairwise ([`cvt_bf16x2_f32`](crate::convert::cvt_bf16x2_f32)), is
+        /// an A operand as it is (FlashAttention's `p·v`). B (16×N) comes through its
+        /// descriptor; `TRANS_B` as in the shared-memory forms.
+        ///
+        /// # Safety
+        /// As [`wgmma_m64n64k16_f32_bf16`]; the A registers are not written between
+        /// this call and the [`wgmma_wait_group`] that retires it.
+        #[inline(always)]
+        pub unsafe fn $name<const TRANS_B: u32>(
+            acc: &mut [f32; $n],
+            a: [u32; 4],
+            desc_b: u64,
+            accumulate: bool,
+        ) {
+            // SAFETY: upheld by the caller.
+            unsafe { arch::$arch::<TRANS_B>(acc, a, desc_b, accumulate) }
+        }
+    )*};
+}
+
+register_a_forms! {
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16` with A from registers.
+    wgmma_m64n64k16_f32_bf16_rs => wgmma_m64n64k16_bf16_rs, 32;
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16` with A from registers.
+    wgmma_m64n64k16_f32_f16_rs => wgmma_m64n64k16_f16_rs, 32;
+    /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16` with A from registers.
+    wgmma_m64n128k16_f32_bf16_rs => wgmma_m64n128k16_bf16_rs, 64;
+    /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16` with A from registers.
+    wgmma_m64n128k16_f32_f16_rs => wgmma_m64n128k16_f16_rs, 64;
 }
 
 /// `setmaxnreg.inc.sync.aligned.u32 N` (sm_90a): raise this warpgroup's register

@@ -63,7 +63,7 @@ pub fn cuda_module(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
 /// typed loader is generated from them); with the host code gone, such a kernel has
 /// no instances, and builds without entry points as it would there. Outside
 /// `#[cuda_module]`, pyoxide's rule stands: a generic kernel lists its instances.
-pub const HOST_INSTANCED: &str = "__oxide_host_instanced";
+pub const HOST_INSTANCED: &str = oxide_abi::names::HOST_INSTANCED_FLAG;
 
 fn mark_host_instanced(f: &mut syn::ItemFn) {
     let generic = f

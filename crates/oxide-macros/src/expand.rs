@@ -111,6 +111,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
         shared_bytes: kernel.launch.as_ref().and_then(|l| l.shared),
         tensor_maps: kernel.tensor_maps.clone(),
         tune: kernel.tune.clone(),
+        whole_warps: None,
         source: SourceLocation {
             module: String::new(),
             file: String::new(),
@@ -160,6 +161,14 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
             block,
         },
         LaunchKind::Segments => LaunchPolicy::Segments { over },
+        LaunchKind::Columns => {
+            let size = kernel.elem_type(&kernel.params[l.over], inst).size() as u32;
+            LaunchPolicy::Columns {
+                over,
+                per_block: (oxide_abi::descriptor::COLUMN_STRIP_BYTES / size.max(1)).max(1),
+                block,
+            }
+        }
         LaunchKind::Tiles => {
             let (block, tile) = l.tiles.expect("validated");
             LaunchPolicy::Tiles { over, block, tile }
@@ -300,31 +309,48 @@ fn device_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
 }
 
 /// What the launcher checked before launch, told to the optimizer at the entry: a 1-D
-/// launch for a 1-D policy, and the slice lengths of `#[shapes(x[n], out[n])]` (each
-/// slice of a name has the first one's length; a number is that length). Bounds
-/// checks on `x[i]` then fold into `out.get_mut(idx)`'s, and `index_1d()`'s into none.
+/// launch for a policy other than `tiles`, each shaped array's extents at most
+/// `MAX_ARRAY_EXTENT` (so 32-bit column arithmetic needs no check), and the lengths
+/// and extents `#[shapes(x[rows, cols], w[cols], out[rows, cols])]` names (each
+/// length or extent of a name equals the first one; a number is that length). Bounds
+/// checks on `x[i]` then fold into `out.get_mut(idx)`'s, `x.row_slice(r)`'s into
+/// `out.block_row_mut()`'s, and `index_1d()`'s into none.
 fn entry_assumptions(kernel: &Kernel, inst: &Instance) -> TokenStream {
     let private = quote!(::oxide_device::__private);
     let mut out = TokenStream::new();
     if launch_policy(kernel, inst).is_some_and(|p| p.is_one_d()) {
         out.extend(quote!(unsafe { #private::assume_one_d_launch() };));
     }
-    let mut first: Vec<(&str, Ident)> = Vec::new();
-    for (i, p) in kernel.params.iter().enumerate() {
-        let Some(length) = p.length.as_deref() else {
-            continue;
-        };
-        let len = format_ident!("{}_arg{}_len", RESERVED_PREFIX, i);
-        let other = if let Ok(n) = length.parse::<u64>() {
+    let mut first: Vec<(String, Ident)> = Vec::new();
+    let mut assume = |name: &str, word: Ident, out: &mut TokenStream| {
+        let other = if let Ok(n) = name.parse::<u64>() {
             let n = proc_macro2::Literal::u64_unsuffixed(n);
             quote!(#n)
-        } else if let Some((_, f)) = first.iter().find(|(name, _)| *name == length) {
+        } else if let Some((_, f)) = first.iter().find(|(known, _)| *known == name) {
             quote!(#f)
         } else {
-            first.push((length, len));
-            continue;
+            first.push((name.to_string(), word));
+            return;
         };
-        out.extend(quote!(unsafe { #private::assume_equal(#len, #other) };));
+        out.extend(quote!(unsafe { #private::assume_equal(#word, #other) };));
+    };
+    for (i, p) in kernel.params.iter().enumerate() {
+        if let Some(a) = &p.array {
+            let extent = proc_macro2::Literal::u64_unsuffixed(oxide_abi::shape::MAX_ARRAY_EXTENT);
+            for (d, name) in a.dims.iter().enumerate() {
+                let word = format_ident!("{}_arg{}_d{}", RESERVED_PREFIX, i, d);
+                out.extend(quote!(unsafe { #private::assume_at_most(#word, #extent) };));
+                if name != "_" {
+                    assume(name, word, &mut out);
+                }
+            }
+        } else if let Some(length) = p.length.as_deref() {
+            assume(
+                length,
+                format_ident!("{}_arg{}_len", RESERVED_PREFIX, i),
+                &mut out,
+            );
+        }
     }
     out
 }
@@ -412,6 +438,7 @@ mod tests {
                 shared_bytes: None,
                 tensor_maps: None,
                 tune: None,
+                whole_warps: None,
                 source: SourceLocation {
                     module: "my_crate::m".into(),
                     file: "src/lib.rs".into(),
@@ -531,11 +558,20 @@ mod tests {
         ] {
             assert!(code.contains(expected), "{expected} not in {code}");
         }
-        // No contract, no 1-D policy: nothing assumed.
-        let plain = kernel(
+        // Every policy but tiles is 1-D (block_per_element too); no contract, no policy:
+        // nothing assumed.
+        let rows = kernel(
             quote!(),
             quote! {
                 #[launch(block_per_element(out))]
+                pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
+            },
+        );
+        let code = device_entry(&rows, &rows.instances[0]).to_string();
+        assert!(code.contains("assume_one_d_launch ()") && !code.contains("assume_equal"));
+        let plain = kernel(
+            quote!(),
+            quote! {
                 pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
             },
         );
@@ -544,6 +580,29 @@ mod tests {
                 .to_string()
                 .contains("assume")
         );
+    }
+
+    #[test]
+    fn array_extents_are_bounded_and_named_ones_equal() {
+        let k = kernel(
+            quote!(),
+            quote! {
+                #[shapes(x[rows, cols], w[cols], out[rows, cols])]
+                pub fn k(x: Array2<f32>, w: &[f32], mut out: DisjointArray2<f32>, y: Array1<f32>) {}
+            },
+        );
+        let code = device_entry(&k, &k.instances[0]).to_string();
+        for expected in [
+            "assume_at_most (__oxide_arg0_d0 , 2147483647)",
+            "assume_at_most (__oxide_arg0_d1 , 2147483647)",
+            "assume_equal (__oxide_arg1_len , __oxide_arg0_d1)",
+            "assume_equal (__oxide_arg2_d0 , __oxide_arg0_d0)",
+            "assume_equal (__oxide_arg2_d1 , __oxide_arg0_d1)",
+            "assume_at_most (__oxide_arg3_d0 , 2147483647)",
+        ] {
+            assert!(code.contains(expected), "{expected} not in {code}");
+        }
+        assert!(!code.contains("__oxide_arg3_d0 , __oxide"), "y[_] is free");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! in `oxide_device::__private::emu` a closure that rebuilds the parameters from the
 //! words and calls the user's fn; the engine calls it once per emulated GPU thread.
 
-use oxide_abi::names::host_entry_symbol;
+use oxide_abi::names::{RESERVED_PREFIX, host_entry_symbol};
 use oxide_abi::{ParamKind, ScalarType};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -19,7 +19,7 @@ use crate::call::call_kernel;
 use crate::validate::{Instance, Kernel};
 
 /// The most threads a block may have without launch bounds (CUDA's limit).
-const MAX_BLOCK_THREADS: u32 = 1024;
+const MAX_BLOCK_THREADS: u32 = oxide_abi::limits::MAX_THREADS_PER_BLOCK;
 
 pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
     let symbol = host_entry_symbol(&inst.entry);
@@ -30,7 +30,7 @@ pub fn host_entry(kernel: &Kernel, inst: &Instance) -> TokenStream {
     let mut rebuild = Vec::new();
     let mut call_args = Vec::new();
     for (i, param) in kernel.params.iter().enumerate() {
-        let arg = format_ident!("__oxide_arg{}", i);
+        let arg = format_ident!("{}_arg{}", RESERVED_PREFIX, i);
         let ty = kernel.elem_type(param, inst);
         let t = crate::records::elem_tokens(kernel, param, inst);
         let (w0, w1) = (word, word + 1);

@@ -85,17 +85,21 @@ pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - `elementwise(out, per_thread = N | vector)`: each thread handles `N` contiguous
 ///   elements (`vector`: 16 bytes' worth of `out`'s type); `ceil(n / (N·B))` blocks;
 /// - `grid_stride(x, per_thread = N | vector, blocks_per_sm = K)`: a grid-stride loop
-///   that wants the device full: at most `K` blocks per multiprocessor;
+///   that wants the device busy: at most `K` blocks per multiprocessor (by default half
+///   a multiprocessor's 2048 threads: one wave for kernels of up to 64 registers);
 /// - `block_per_element(partial)`: one block per element; a grid of another size is
 ///   refused;
 /// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
 ///   (an integer parameter) columns;
+/// - `columns(out)`: column reductions (`out.reduce_columns(x, …)`): one block per
+///   strip of 128 bytes of `out`'s columns, `ceil(n / (128 / size_of element))` blocks
+///   of 1024 threads (or the launch bounds) unless `block` says otherwise;
 /// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
 ///   the block; the grid follows from it.
 ///
-/// `elementwise` and `grid_stride` launches are 1-D: the launcher refuses a grid or
-/// block with a y or z extent other than 1, and the kernel's entry assumes a 1-D
-/// launch, so `thread::index_1d()` need not check it.
+/// Launches of every policy but `tiles` are 1-D: the launcher refuses a grid or block
+/// with a y or z extent other than 1, and the kernel's entry assumes a 1-D launch, so
+/// `thread::index_1d()` need not check it and `thread::block_index()` is `blockIdx.x`.
 #[proc_macro_attribute]
 pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::move_below_kernel(parse::LAUNCH_ATTR, attr.into(), item.into())
@@ -201,6 +205,28 @@ pub fn unroll(_attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn gpu_printf(input: TokenStream) -> TokenStream {
     printf::gpu_printf(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `gpu_printf_c!("i=%d x=%f\n", i, x)`: device printf with a C format string, passed
+/// to `vprintf` as it is. Each conversion must match its argument's type (checked at
+/// compile time: on a GPU a mismatch prints garbage); `*` widths and precisions, `%n`,
+/// `%p` and wide forms are refused by name. Output appears on the host when the launch
+/// completes (CUDA's rule).
+#[proc_macro]
+pub fn gpu_printf_c(input: TokenStream) -> TokenStream {
+    printf::gpu_printf_c(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `gpu_assert!(cond, message…)`'s failure path (oxide-device's `gpu_assert!` calls
+/// it): `__gpu_assert_failed!(stringify!(cond), file!(), line!(), format, args…)`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __gpu_assert_failed(input: TokenStream) -> TokenStream {
+    printf::gpu_assert_failed(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -8,12 +8,11 @@ are tested on their own.
 from __future__ import annotations
 
 import ctypes
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import _knobs
-from ..._abi import DEFAULT_DYNAMIC_SHARED_BYTES
+from ..._abi import DEFAULT_DYNAMIC_SHARED_BYTES, parse_arch
 from ..._arrays import GPU
 from ...errors import (
     ArgumentTypeError,
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from ..._fastplan import FastPlan
     from ..._manifest import Manifest, PtxArtifact
 
-_ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
 _TRAP_MARKERS = (
     "illegalinstruction", "launchfail", "illegaladdress", "misaligned",
@@ -59,10 +57,10 @@ def select_ptx(
     cc = int(compute_capability)  # CuPy spells it "90" for 9.0
     runnable = []
     for a in artifacts:
-        m = _ARCH_RE.match(a.arch)
-        if not m:
+        try:
+            num, suffix = parse_arch(a.arch)
+        except ValueError:
             continue
-        num, suffix = int(m.group(1)), m.group(2)
         fits = {
             "": num <= cc,
             "a": num == cc,  # arch-specific features: that exact device only

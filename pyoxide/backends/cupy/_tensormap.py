@@ -81,3 +81,40 @@ def encode_2d(
             "Fix: pass 16-byte-aligned arrays whose rows are a multiple of 16 bytes.",
         )
     return raw.raw[at : at + MAP_BYTES]
+
+
+def encode_tiled(
+    kernel: str,
+    ptr: int,
+    dims: tuple[int, ...],
+    strides: tuple[int, ...],
+    box: tuple[int, ...],
+    swizzle_bytes: int,
+    elem_bytes: int,
+) -> bytes:
+    """The tensor map of an array of rank ``len(dims)`` (1 to 5): extents ``dims``
+    innermost first, the byte ``strides`` of every dimension but the innermost (which is
+    contiguous; each a multiple of 16), copied in boxes of ``box`` elements swizzled over
+    ``swizzle_bytes``. What :func:`encode_2d` is for two dimensions, for any rank:
+    attention moves (d, rows, heads, batch) arrays of any layout with one 4-D map. Errors
+    name ``kernel``."""
+    rank = len(dims)
+    c_dims = (ctypes.c_uint64 * rank)(*dims)
+    c_strides = (ctypes.c_uint64 * max(rank - 1, 1))(*strides)
+    c_box = (ctypes.c_uint32 * rank)(*box)
+    steps = (ctypes.c_uint32 * rank)(*([1] * rank))
+    raw = ctypes.create_string_buffer(MAP_BYTES + 64)
+    at = -ctypes.addressof(raw) % 64
+    status = _encode_tiled(kernel)(
+        ctypes.addressof(raw) + at, _UINT_OF_SIZE[elem_bytes], rank, ptr, c_dims, c_strides,
+        c_box, steps, _INTERLEAVE_NONE, _SWIZZLE_OF_BYTES[swizzle_bytes], _L2_PROMOTION_256B,
+        _OOB_FILL_ZEROS,
+    )  # fmt: skip
+    if status != 0:
+        raise LaunchError(
+            kernel,
+            f"cuTensorMapEncodeTiled refused an array of extents {dims} and byte strides "
+            f"{strides} at {ptr:#x} with boxes {box} (CUresult {status}). Fix: pass "
+            "16-byte-aligned arrays whose strides are multiples of 16 bytes.",
+        )
+    return raw.raw[at : at + MAP_BYTES]

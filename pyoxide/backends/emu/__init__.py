@@ -12,7 +12,16 @@ documented errors:
   the kernel, block, thread and the panic message;
 * divergent barrier (on a GPU: a hang) → :class:`EmulatorError` naming the block and
   the first thread that left it;
-* bad launch → :class:`LaunchError`, as the driver's refusal would be on a GPU.
+* bad launch → :class:`LaunchError`, as the driver's refusal would be on a GPU;
+* undefined behaviour the emulator can name (a shuffle from a lane the block lacks or,
+  in strict mode, outside its mask) → :class:`EmulatorError` naming block, thread and
+  lane.
+
+Strict mode (:func:`strict`, or ``PYOXIDE_EMU_STRICT=1``; ``pyoxide verify`` uses it)
+makes bugs visible that a GPU shows only sometimes: shared memory that no thread wrote
+is poisoned (NaN, all ones), a block's threads run in orders shuffled by a seed (a
+missing barrier gives wrong results), and a shuffle outside its mask traps. The same
+seed gives the same run.
 
 Launches are synchronous: the call returns when the grid has run. ``stream`` (whose
 type the launcher checked) and ``producer_streams`` mean nothing on the host. The GIL is released
@@ -21,13 +30,16 @@ while a kernel runs.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import _abi
+from ... import _knobs
+from ..._abi import DESCRIPTOR_SECTION, EMULATOR_ARCH, EMULATOR_DEVICE, HOST_ENTRY_PREFIX, EmuStatus
 from ..._arrays import HOST
 from ...errors import (
     BackendUnavailableError,
@@ -48,6 +60,36 @@ NO_EMULATOR = (
     "arrays (cupy.asarray(x))."
 )
 _U64 = 2**64 - 1
+
+#: The checks of launches in this context, when :func:`strict` set them: (strict, seed).
+_STRICT: contextvars.ContextVar[tuple[bool, int] | None] = contextvars.ContextVar(
+    "pyoxide_emu_strict", default=None
+)
+
+
+@contextlib.contextmanager
+def strict(seed: int = 0, *, enabled: bool = True) -> Iterator[None]:
+    """Run the emulated launches of this block in strict mode with ``seed`` (or, with
+    ``enabled=False``, in the default mode), whatever ``PYOXIDE_EMU_STRICT`` says::
+
+        with pyoxide.backends.emu.strict(seed=7):
+            kernels.my_kernel(x, out)   # NumPy arrays: the emulator, strict
+
+    The setting follows the context (threads and asyncio tasks started inside see it).
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= _U64:
+        raise ValueError(f"strict(seed={seed!r}): the seed is an integer from 0 to 2**64 - 1")
+    token = _STRICT.set((enabled, seed))
+    try:
+        yield
+    finally:
+        _STRICT.reset(token)
+
+
+def launch_checks() -> tuple[bool, int]:
+    """(strict, seed) for an emulated launch made now: :func:`strict`'s, else the knobs'."""
+    chosen = _STRICT.get()
+    return chosen if chosen is not None else (_knobs.emu_strict(), _knobs.emu_seed())
 
 
 def widen(word: Any) -> int:
@@ -87,7 +129,7 @@ class EmuBackend:
         return 0
 
     def device_identity(self, device: int) -> tuple[str, str]:
-        return _abi.EMULATOR_DEVICE, _abi.EMULATOR_ARCH
+        return EMULATOR_DEVICE, EMULATOR_ARCH
 
     def multiprocessors(self, device: int) -> int:
         # The emulator runs a launch's blocks on the machine's cores.
@@ -98,8 +140,9 @@ class EmuBackend:
             raise EmulatorError(f"{manifest.crate_name}: {NO_EMULATOR}")
         data = manifest.read_emulator()  # present and unchanged since it was written
         path = manifest.emulator[0]
-        if data is not None:
-            check_descriptors(manifest, path, data)
+        # Before dlopen, which runs the library's constructors: only a library whose
+        # compiled-in descriptors are the manifest's kernels is opened.
+        check_descriptors(manifest, path, data or b"")
         try:
             library = ffi.Library(path)
         except ImportError as e:
@@ -136,7 +179,7 @@ class EmuBackend:
         if function is None:
             raise LoadError(
                 f"the emulator library {module.library.path} has no entry '{entry}' "
-                f"({ffi.HOST_ENTRY_PREFIX}{entry}); it does not match its manifest. "
+                f"({HOST_ENTRY_PREFIX}{entry}); it does not match its manifest. "
                 "Fix: rebuild with `pyoxide build`."
             )
         return function
@@ -161,12 +204,22 @@ class EmuBackend:
         records = [np.array(a) for a in args if isinstance(a, np.void)]
         it = iter(records)
         words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
-        outcome = function(grid, block, shared_mem, words)
-        if outcome.status == ffi.STATUS_INTERRUPTED:
+
+        is_strict, seed = launch_checks()
+        checks = (ffi.CHECK_STRICT, seed) if is_strict else None
+        if checks is not None and not function.has_checks:
+            raise EmulatorError(
+                f"kernel '{kernel}': strict mode was asked for, but this emulator library "
+                "was built before the emulator had it. Fix: rebuild with `pyoxide build`, or "
+                "unset PYOXIDE_EMU_STRICT.",
+                kernel=kernel,
+            )
+        outcome = function(grid, block, shared_mem, words, checks)
+        if outcome.status == EmuStatus.INTERRUPTED:
             # Ctrl-C: Python's own SIGINT handler has run too and normally raised
             # KeyboardInterrupt already; this covers a handler that did not raise.
             raise KeyboardInterrupt(f"kernel '{kernel}' interrupted in the emulator")
-        if outcome.status != ffi.STATUS_OK:
+        if outcome.status != EmuStatus.OK:
             raise launch_error(kernel, outcome)
 
     def fast_launcher(self, plan: Any, function: Any, device: int) -> None:
@@ -188,9 +241,9 @@ class EmuBackend:
 
 
 def _library_descriptors(data: bytes) -> dict[str, dict[str, Any]] | None:
-    """The kernel descriptors compiled into an emulator library, by entry (None when
-    the library has no readable descriptor section: a hand-written test library)."""
-    raw = _elf.section(data, ffi.DESCRIPTOR_SECTION)
+    """The kernel descriptors compiled into an emulator library, by entry, read from its
+    bytes (None when it has no readable descriptor section)."""
+    raw = _elf.section(data, DESCRIPTOR_SECTION)
     if raw is None:
         return None
     text, decoder, found, i = raw.decode("utf-8", "replace"), json.JSONDecoder(), {}, 0
@@ -208,10 +261,16 @@ def _library_descriptors(data: bytes) -> dict[str, dict[str, Any]] | None:
 def check_descriptors(manifest: Manifest, path: Path, data: bytes) -> None:
     """Refuse a manifest whose kernels (parameters, launch bounds) differ from those the
     emulator library was compiled with: the host entries read argument words by the
-    library's descriptors, so a hand-edited manifest would pass them the wrong ones."""
+    library's descriptors, so a hand-edited manifest would pass them the wrong ones; and
+    refuse a library without descriptors (not one cargo-oxide built: a manifest that names
+    a system library), all without loading it."""
     found = _library_descriptors(data)
     if found is None:
-        return
+        raise LoadError(
+            f"cannot open the emulator library {path}: it holds no kernel descriptors (no "
+            f"{DESCRIPTOR_SECTION} section), so it is not a library `cargo oxide build` made "
+            "and is not loaded. Fix: rebuild with `pyoxide build`."
+        )
     for k in manifest.kernels:
         d = found.get(k.entry)
         want = [[p.name, p.kind, p.type, p.mutable] for p in k.params]
@@ -240,23 +299,31 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
     block, thread = outcome.block, outcome.thread
     where = f"block {_dim(block)} thread {_dim(thread)}"
     message = outcome.message.strip() or "no message"
-    if outcome.status == ffi.STATUS_TRAP:
+    if outcome.status == EmuStatus.TRAP:
         return EmulatorError(
             f"kernel '{kernel}' trapped in {where}: {message}. Fix: the kernel panicked "
             "there (on a GPU this launch would fail with an illegal instruction); check the "
             "index or assertion it names, and the arguments and launch configuration.",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
-    if outcome.status == ffi.STATUS_DIVERGENT_BARRIER:
+    if outcome.status == EmuStatus.DIVERGENT_BARRIER:
         return EmulatorError(
             f"kernel '{kernel}': barrier not reached by every thread of block {_dim(block)} "
-            f"(thread {_dim(thread)} left the block while others waited; on a GPU this "
+            f"(thread {_dim(thread)} waits for threads that never come; on a GPU this "
             f"kernel would hang): {message}. Fix: make every thread of a block reach each "
-            "sync_threads() (no barrier inside a branch that depends on the thread, and no "
-            "early return before one).",
+            "sync_threads(), and every running lane of a warp operation's mask reach it "
+            "(no barrier or warp operation inside a branch that depends on the thread, and "
+            "no early return before one).",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
-    if outcome.status == ffi.STATUS_FAULT:
+    if outcome.status == EmuStatus.UNDEFINED:
+        return EmulatorError(
+            f"kernel '{kernel}' did what a GPU leaves undefined in {where}: {message}. "
+            "(On a GPU this launch would return wrong values silently; the emulator stops "
+            "it.)",
+            kernel=kernel, block=block, thread=thread,
+        )  # fmt: skip
+    if outcome.status == EmuStatus.FAULT:
         return EmulatorError(
             f"kernel '{kernel}' faulted in {where}: {message}. Fix: on a GPU this launch "
             "would fail with an illegal address and lose the CUDA context; give the launch "
@@ -264,7 +331,7 @@ def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchErr
             "arrays and recursion.",
             kernel=kernel, block=block, thread=thread,
         )  # fmt: skip
-    if outcome.status == ffi.STATUS_BAD_LAUNCH:
+    if outcome.status == EmuStatus.BAD_LAUNCH:
         return LaunchError(
             kernel,
             f"kernel '{kernel}': the emulator refused the launch: {message}. Fix: check the "

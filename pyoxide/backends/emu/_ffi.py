@@ -20,20 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: oxide-abi ``names::HOST_ENTRY_PREFIX`` (a test checks the two agree).
-HOST_ENTRY_PREFIX = "__oxide_host_"
-#: oxide-abi ``names::DESCRIPTOR_SECTION``: where each kernel's descriptor JSON lies, in
-#: the emulator library as in the device build.
-DESCRIPTOR_SECTION = ".oxide.kernels"
-#: oxide-abi ``emu::OXIDE_ERROR_MESSAGE_BYTES``.
-MESSAGE_BYTES = 1024
-
-STATUS_OK = 0
-STATUS_TRAP = 1
-STATUS_DIVERGENT_BARRIER = 2
-STATUS_BAD_LAUNCH = 3
-STATUS_FAULT = 4
-STATUS_INTERRUPTED = 5
+from ..._abi import EMU_CONFIGURE_SYMBOL as CONFIGURE_SYMBOL
+from ..._abi import HOST_ENTRY_PREFIX, EmuStatus
+from ..._abi import OXIDE_ERROR_MESSAGE_BYTES as MESSAGE_BYTES
 
 _TYPES = f"""
 typedef struct {{ uint32_t grid[3]; uint32_t block[3]; uint64_t shared_bytes; }} OxideLaunch;
@@ -42,6 +31,7 @@ typedef struct {{
 }} OxideError;
 """
 _SIGNATURE = "int32_t {symbol}(const OxideLaunch *, const uint64_t *, size_t, OxideError *);"
+_CONFIGURE = f"int32_t {CONFIGURE_SYMBOL}(uint32_t, uint64_t);"
 
 
 @dataclass(frozen=True)
@@ -70,6 +60,17 @@ class Library:
         self._lib: Any = self._ffi.dlopen(str(path))
         self._lock = threading.Lock()  # cdef and symbol lookup mutate the FFI
         self.path = path
+        with self._lock:
+            self._ffi.cdef(_CONFIGURE, override=True)
+            try:
+                self._configure: Any = getattr(self._lib, CONFIGURE_SYMBOL)
+            except AttributeError:  # built before the emulator's checks existed
+                self._configure = None
+
+    @property
+    def has_checks(self) -> bool:
+        """Whether the library takes a launch's checks (strict mode)."""
+        return self._configure is not None
 
     def entry(self, entry: str) -> HostEntry | None:
         """The host entry of device entry ``entry``, or None when the library lacks it."""
@@ -82,18 +83,24 @@ class Library:
                 function = getattr(self._lib, symbol)
             except AttributeError:  # dlsym found nothing
                 return None
-        return HostEntry(self._ffi, function)
+        return HostEntry(self._ffi, function, self._configure)
 
 
 class HostEntry:
     """One ``__oxide_host_<entry>`` function. Calling it releases the GIL (cffi does so
     for every ABI-mode call), so other Python threads run while the kernel does."""
 
-    __slots__ = ("_ffi", "_function")
+    __slots__ = ("_configure", "_ffi", "_function")
 
-    def __init__(self, ffi: Any, function: Any) -> None:
+    def __init__(self, ffi: Any, function: Any, configure: Any) -> None:
         self._ffi = ffi
         self._function = function
+        self._configure = configure
+
+    @property
+    def has_checks(self) -> bool:
+        """Whether its library takes a launch's checks (strict mode)."""
+        return self._configure is not None
 
     def __call__(
         self,
@@ -101,15 +108,23 @@ class HostEntry:
         block: tuple[int, int, int],
         shared_bytes: int,
         words: Sequence[int],
+        checks: tuple[int, int] | None = None,
     ) -> Outcome:
+        """Run the launch; ``checks`` (``CHECK_*`` bits, seed), when given, are set for
+        it just before, on this OS thread (the library keeps them for the next launch
+        the thread makes). The caller checked ``Library.has_checks``."""
         ffi = self._ffi
         launch = ffi.new("OxideLaunch *", {
             "grid": list(grid), "block": list(block), "shared_bytes": shared_bytes,
         })  # fmt: skip
         args = ffi.new("uint64_t[]", list(words) or [0])  # never a zero-sized allocation
         error = ffi.new("OxideError *")
+        if checks is not None:
+            status = int(self._configure(*checks))
+            if status != EmuStatus.OK:
+                return Outcome(status, (0, 0, 0), (0, 0, 0), f"unknown checks {checks[0]:#x}")
         status = int(self._function(launch, args, len(words), error))
-        if status == STATUS_OK:
+        if status == EmuStatus.OK:
             return Outcome(status, (0, 0, 0), (0, 0, 0), "")
         raw = ffi.string(error.message, MESSAGE_BYTES)
         return Outcome(

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use oxide_abi::descriptor::{ConstantDescriptor, KernelDescriptor};
+use oxide_abi::inputs;
 use oxide_abi::manifest::{self, CrateInfo, Manifest, PtxArtifact, SourceFile};
 use oxide_abi::names::{DEVICE_TARGET, LINK_CONFIG_ENV};
 use oxide_abi::report::BuildReport;
@@ -267,7 +268,8 @@ fn cargo_device_build(
     let sysroot_flag = toml_string(&format!("--sysroot={}", sysroot.display()));
     let color = std::io::stderr().is_terminal();
     let mut cmd = Command::new(&tc.cargo);
-    cmd.arg("rustc")
+    cmd.current_dir(project.dir())
+        .arg("rustc")
         .arg("--manifest-path")
         .arg(&project.manifest_path)
         .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
@@ -294,7 +296,7 @@ fn cargo_device_build(
         .arg("--check-cfg=cfg(oxide_link_step, values(any()))")
         .arg(format!(
             "--cfg=oxide_link_step=\"{}\"",
-            linker_identity(&self_exe)
+            crate::fsutil::file_identity(&self_exe)
         ));
     if !project.declares_no_std() {
         // nvptx has no `std`: a crate written for cuda-oxide (no `#![no_std]`) builds
@@ -310,9 +312,9 @@ fn cargo_device_build(
         .env("RUSTC", &tc.rustc.path)
         .env(LINK_CONFIG_ENV, config_path)
         // Host RUSTFLAGS would override the target's sysroot flag and rarely suit nvptx.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env_remove(inputs::RUSTFLAGS.name)
+        .env_remove(inputs::CARGO_ENCODED_RUSTFLAGS.name)
+        .env_remove(format!("{}RUSTFLAGS", inputs::CARGO_BUILD_.name))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut child = cmd
@@ -386,7 +388,8 @@ fn toml_string(s: &str) -> String {
 
 fn force_relink(tc: &Toolchain, project: &Project) -> Result<()> {
     let mut cmd = Command::new(&tc.cargo);
-    cmd.args(["clean", "--manifest-path"])
+    cmd.current_dir(project.dir())
+        .args(["clean", "--manifest-path"])
         .arg(&project.manifest_path)
         .args(["-p", &project.name, "--target", DEVICE_TARGET]);
     if project.profile == Profile::Release {
@@ -520,20 +523,6 @@ fn parse_dep_info(text: &str) -> BTreeSet<PathBuf> {
         }
     }
     out
-}
-
-/// This cargo-oxide binary's identity for cargo's fingerprint: its size and mtime,
-/// which change whenever it is rebuilt or reinstalled (cheap: no read of the file).
-fn linker_identity(exe: &Path) -> String {
-    let Ok(meta) = std::fs::metadata(exe) else {
-        return "unknown".into();
-    };
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    format!("{}-{}", meta.len(), mtime)
 }
 
 #[cfg(test)]

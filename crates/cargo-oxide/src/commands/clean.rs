@@ -32,7 +32,7 @@ fn clean(args: &CleanArgs) -> Result<()> {
         }
     }
     if args.sysroot {
-        let dir = sysroot::sysroot_dir(&tc);
+        let dir = sysroot::sysroot_dir(&tc)?;
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
             eprintln!("     Removed {}", dir.display());

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::cli::DoctorArgs;
 use crate::exit;
-use crate::toolchain::{APT_RUST, Discovery};
+use crate::toolchain::{APT_RUST, Discovery, cuda_driver_version};
 
 struct Line {
     piece: &'static str,
@@ -94,7 +94,7 @@ pub fn run(args: &DoctorArgs) -> i32 {
         Line {
             piece: "cuda driver",
             required: false,
-            found: d.driver.clone().map(|v| format!("CUDA {v}")),
+            found: cuda_driver_version().map(|v| format!("CUDA {v}")),
         },
     ];
     let ready = lines.iter().all(|l| !l.required || l.found.is_ok());

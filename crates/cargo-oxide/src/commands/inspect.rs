@@ -85,7 +85,12 @@ fn inspect_into(args: &InspectArgs, out: &mut String) -> Result<i32> {
         pick_artifact(&manifest.artifacts, args.arch.as_deref()),
         exit::NOT_FOUND,
     )?;
-    let ptx_text = std::fs::read_to_string(project.out_dir.join(&artifact.path))?;
+    let ptx_file = exit::coded(
+        oxide_abi::manifest::artifact_file(&project.out_dir, &artifact.path)
+            .map_err(anyhow::Error::msg),
+        exit::LOAD_FAILED,
+    )?;
+    let ptx_text = std::fs::read_to_string(ptx_file)?;
     for k in kernels {
         outln!(
             out,

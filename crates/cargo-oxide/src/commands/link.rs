@@ -8,7 +8,8 @@
 //! rewrite the module ([`crate::ir`]: entries, their parameters' `noalias`/`readonly`/
 //! `align`, shared statics) → link the libdevice functions it calls →
 //! internalize all but the kernels, optimise (O3) → the module that `llc` turns into
-//! PTX per architecture. The descriptors go to a JSON file beside it.
+//! PTX per architecture → which kernels need whole warps ([`ir::whole_warp_users`]).
+//! The descriptors go to a JSON file beside it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -228,7 +229,7 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
                 "the kernels call CUDA math functions (__nv_*) but libdevice.10.bc was not \
                  found; install it with `{}` or set {}",
                 crate::toolchain::PIP_LIBDEVICE,
-                crate::env::LIBDEVICE
+                crate::env::LIBDEVICE.name
             );
         };
         let with_math = tmp.join("with-libdevice.bc");
@@ -264,7 +265,8 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
     } else {
         "-passes=nvvm-reflect,internalize,globaldce"
     };
-    let optimized = tmp.join("optimized.bc");
+    // As text: the scan below reads it, and `llc` reads either form.
+    let optimized = tmp.join("optimized.ll");
     run_tool(
         &config.opt,
         &[
@@ -272,13 +274,21 @@ pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {
             pipeline.as_ref(),
             entries.as_ref(),
             module.as_os_str(),
+            "-S".as_ref(),
             "-o".as_ref(),
             optimized.as_os_str(),
         ],
         "optimising the kernels",
     )?;
+    let optimized_text = std::fs::read_to_string(&optimized)?;
+    let mut descriptors = descriptors;
+    let entry_names: Vec<&str> = descriptors.iter().map(|d| d.entry.as_str()).collect();
+    let mut whole_warps = ir::whole_warp_users(&optimized_text, &entry_names);
+    for d in &mut descriptors {
+        d.whole_warps = whole_warps.remove(&d.entry);
+    }
 
-    write_atomic(&config.out_module, &std::fs::read(&optimized)?)?;
+    write_atomic(&config.out_module, optimized_text.as_bytes())?;
     write_atomic(
         &config.out_descriptors,
         serde_json::to_string_pretty(&descriptors)?.as_bytes(),

@@ -4,6 +4,7 @@ pub mod build;
 pub mod clean;
 pub mod doctor;
 pub mod inspect;
+pub mod key;
 pub mod link;
 
 use crate::cli::{Cli, Command};
@@ -14,12 +15,20 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Doctor(args) => doctor::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Clean(args) => clean::run(&args),
+        Command::Key(args) => key::run(&args),
     }
 }
 
 /// Print an error the way cargo does, with the cause chain (less its exit-code mark).
 pub fn report(err: &anyhow::Error) {
-    let mut chain = err.chain().filter(|c| !c.is::<crate::exit::Code>());
+    // The exit-code mark is a context of its own; its text is not a cause.
+    let mark = err
+        .downcast_ref::<crate::exit::Code>()
+        .map(|c| c.to_string());
+    let mut chain = err
+        .chain()
+        .map(|c| c.to_string())
+        .filter(|text| Some(text) != mark.as_ref());
     if let Some(first) = chain.next() {
         eprintln!("error: {first}");
     }

@@ -6,7 +6,10 @@
 
 use core::cell::Cell;
 
+mod approx;
+pub(crate) use approx::*;
 mod block;
+pub(crate) mod checks;
 mod cluster;
 pub(crate) use cluster::*;
 mod convert;
@@ -15,8 +18,12 @@ pub(crate) mod engine;
 mod f16x2;
 pub(crate) use f16x2::*;
 mod fault;
+pub(crate) use fault::uninterruptible;
 mod mma;
 pub(crate) use mma::*;
+mod rendezvous;
+mod sm90_more;
+pub(crate) use sm90_more::*;
 
 /// Coordinates of one emulated GPU thread, as CUDA's `threadIdx`, `blockIdx`,
 /// `blockDim` and `gridDim` (x, y, z).
@@ -98,18 +105,19 @@ pub(crate) fn threadfence_system() {
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
 }
 
-// ---- warps: 32 lanes in the emulator (fewer in a partial last warp), 1 outside ------
+// ---- warps: 32 lanes in the emulator, 1 outside ------------------------------------
 //
-// Every warp operation is collective over the warp's live lanes (those that have not
-// returned): each lane deposits its value and waits until all have. `mask` only
-// filters the result (ballot, match, reductions); a lane outside `mask` that never
-// reaches the operation deadlocks and is reported as a divergent barrier. A shuffle
-// from a lane that does not exist or did not take part returns the caller's own value.
+// Every warp operation is collective over the running lanes of its mask (see
+// `rendezvous`): each lane deposits its value and waits until they all have. A warp
+// has 32 lanes, as on a GPU, even a block's partial last warp: the lanes it lacks are
+// treated as lanes that returned (not waited for), and a shuffle that reads one traps
+// (a GPU gives an undefined value); see `block::read_lane`.
 
-/// Lanes of the current warp.
+/// Lanes of a warp: 32 in a launch, as on a GPU (a partial last warp too: the lanes it
+/// lacks are read by the same shuffles a GPU runs, and trap); 1 outside.
 #[inline]
 pub(crate) fn warp_lanes() -> u32 {
-    block::lane_and_width().1
+    if block::in_block() { 32 } else { 1 }
 }
 
 #[inline]
@@ -129,47 +137,48 @@ pub(crate) fn active_mask() -> u32 {
     }
 }
 
-fn shuffle(v: u32, src: impl FnOnce(u32) -> Option<u32>) -> u32 {
-    let x = block::exchange(u64::from(v));
+/// A shuffle of `v` over `mask`, reading the lane `src` gives for this lane: past the
+/// warp's ends (`None`, or 32 and up), the caller's own value, as PTX defines it.
+fn shuffle(mask: u32, v: u32, src: impl FnOnce(u32) -> Option<u32>) -> u32 {
+    let x = block::exchange(u64::from(v), mask);
     match src(lane_id()) {
-        Some(s) if s < 32 && x.arrived & (1 << s) != 0 => x.values[s as usize] as u32,
+        Some(s) if s < 32 => block::read_lane(&x, mask, s).map_or(v, |w| w as u32),
         _ => v,
     }
 }
 
 #[inline]
-pub(crate) fn shfl_idx(_mask: u32, v: u32, lane: u32) -> u32 {
-    shuffle(v, |_| Some(lane % 32))
+pub(crate) fn shfl_idx(mask: u32, v: u32, lane: u32) -> u32 {
+    shuffle(mask, v, |_| Some(lane % 32))
 }
 
 #[inline]
-pub(crate) fn shfl_xor(_mask: u32, v: u32, lane_mask: u32) -> u32 {
-    shuffle(v, |me| Some(me ^ lane_mask))
+pub(crate) fn shfl_xor(mask: u32, v: u32, lane_mask: u32) -> u32 {
+    shuffle(mask, v, |me| Some(me ^ lane_mask))
 }
 
 #[inline]
-pub(crate) fn shfl_down(_mask: u32, v: u32, delta: u32) -> u32 {
-    shuffle(v, |me| me.checked_add(delta))
+pub(crate) fn shfl_down(mask: u32, v: u32, delta: u32) -> u32 {
+    shuffle(mask, v, |me| me.checked_add(delta))
 }
 
 #[inline]
-pub(crate) fn shfl_up(_mask: u32, v: u32, delta: u32) -> u32 {
-    shuffle(v, |me| me.checked_sub(delta))
+pub(crate) fn shfl_up(mask: u32, v: u32, delta: u32) -> u32 {
+    shuffle(mask, v, |me| me.checked_sub(delta))
 }
 
 #[inline]
 pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
-    let x = block::exchange(u64::from(pred));
+    let x = block::exchange(u64::from(pred), mask);
     (0..32)
         .filter(|&l| x.arrived & (1 << l) != 0 && x.values[l] != 0)
         .fold(0u32, |b, l| b | 1 << l)
-        & mask
 }
 
-/// `__syncwarp`: the lanes meet (an exchange is a rendezvous of the warp's lanes).
+/// `__syncwarp`: the lanes of `mask` meet.
 #[inline]
-pub(crate) fn warp_sync(_mask: u32) {
-    let _ = block::exchange(0);
+pub(crate) fn warp_sync(mask: u32) {
+    let _ = block::exchange(0, mask);
 }
 
 #[inline]
@@ -179,22 +188,21 @@ pub(crate) fn match_any_u32(mask: u32, v: u32) -> u32 {
 
 #[inline]
 pub(crate) fn match_any_u64(mask: u32, v: u64) -> u32 {
-    let x = block::exchange(v);
+    let x = block::exchange(v, mask);
     (0..32)
         .filter(|&l| x.arrived & (1 << l) != 0 && x.values[l] == v)
         .fold(0u32, |b, l| b | 1 << l)
-        & mask
 }
 
 macro_rules! redux {
     ($($name:ident: $t:ty, $op:expr;)*) => {$(
-        /// Over the lanes that took part and are in `mask`.
+        /// Over the lanes of `mask` that met (those that still run).
         #[inline]
         pub(crate) fn $name(mask: u32, v: $t) -> $t {
-            let x = block::exchange(v as u32 as u64);
+            let x = block::exchange(v as u32 as u64, mask);
             let op: fn($t, $t) -> $t = $op;
             (0..32)
-                .filter(|&l| x.arrived & mask & (1 << l) != 0)
+                .filter(|&l| x.arrived & (1 << l) != 0)
                 .map(|l| x.values[l] as u32 as $t)
                 .reduce(op)
                 .unwrap_or(v)
@@ -292,21 +300,17 @@ pub(crate) fn dynamic_shared_base_aligned(_align: usize) -> *mut u8 {
     dynamic_shared_base()
 }
 
+/// `trap`: on the host a panic, reported where the kernel called it.
+#[track_caller]
 pub(crate) fn trap() -> ! {
-    std::panic!("GPU trap: the kernel aborted (a panic, failed bounds check or gpu_assert!)")
+    std::panic!("GPU trap: the kernel called trap()")
 }
 
 // ---- scoped atomics: the host's own atomics, at the strongest scope ------------------
 
 use core::sync::atomic::Ordering;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[doc(hidden)]
-pub enum Scope {
-    Block,
-    Device,
-    System,
-}
+use super::Scope;
 
 macro_rules! host_rmw {
     ($($name:ident: $ty:ty, $atomic:ident, $method:ident;)*) => {$(

@@ -6,6 +6,16 @@
 /// `thread`, `warp` and `debug` can all use it without depending on each other.
 pub(crate) const WARP_SIZE: u32 = 32;
 
+/// A memory scope: who must observe an atomic operation (the GPU picks the PTX scope by
+/// it; the emulator's host atomics are all at the strongest one).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[doc(hidden)]
+pub enum Scope {
+    Block,
+    Device,
+    System,
+}
+
 /// The packed-half (`f16x2`) operations both backends implement.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum F16x2Op {
@@ -73,6 +83,10 @@ pub(crate) use nvptx_cluster::*;
 mod nvptx_wgmma;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx_wgmma::*;
+#[cfg(target_arch = "nvptx64")]
+mod nvptx_approx;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use nvptx_approx::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod host;

@@ -270,6 +270,30 @@ pub(crate) fn trap() -> ! {
     unsafe { nvptx::trap() }
 }
 
+unsafe extern "C" {
+    /// CUDA's device-side assertion (what `assert()` calls in CUDA C++): the driver
+    /// prints the message, file, line, function, block and thread, and the launch
+    /// fails with `CUDA_ERROR_ASSERT`.
+    fn __assertfail(
+        message: *const u8,
+        file: *const u8,
+        line: u32,
+        function: *const u8,
+        char_size: usize,
+    );
+}
+
+/// A failed assertion: `__assertfail` (then `trap`, which it never returns to).
+///
+/// # Safety
+/// `message` and `file` are NUL-terminated.
+#[inline(always)]
+pub(crate) unsafe fn assert_fail(message: *const u8, file: *const u8, line: u32) -> ! {
+    // SAFETY: NUL-terminated strings (upheld by the caller and the literal).
+    unsafe { __assertfail(message, file, line, c"kernel".as_ptr().cast(), 1) };
+    trap()
+}
+
 /// `vprintf(format, args)`: CUDA's device printf; `args` packs the arguments with C's
 /// alignment (see `print.rs`).
 #[inline(always)]
@@ -283,14 +307,7 @@ pub(crate) unsafe fn vprintf(format: *const u8, args: *const u8) -> i32 {
 // One PTX instruction per (operation, type, scope, ordering). `SeqCst` is `fence.sc`
 // then the `acq_rel` form, as the PTX memory model's mapping of C++ seq_cst does.
 
-/// A memory scope: who must observe an atomic operation.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[doc(hidden)]
-pub enum Scope {
-    Block,
-    Device,
-    System,
-}
+use super::Scope;
 
 macro_rules! by_scope_and_order {
     ($scope:expr, $order:expr, |$sem:ident, $sc:ident| $body:expr) => {

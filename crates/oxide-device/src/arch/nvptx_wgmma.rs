@@ -51,6 +51,18 @@ macro_rules! asm_acc32 {
     };
 }
 
+/// [`asm_acc`] over the 64 accumulators of an m64n128 product.
+macro_rules! asm_acc64 {
+    ($acc:ident, $($rest:tt)*) => {
+        asm_acc!($acc [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19
+            20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39
+            40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
+            60 61 62 63
+        ], $($rest)*)
+    };
+}
+
 /// [`asm_acc`] over the 128 accumulators of an m64n256 product.
 macro_rules! asm_acc128 {
     ($acc:ident, $($rest:tt)*) => {
@@ -91,6 +103,20 @@ pub(crate) fn wgmma_wait_group_acc32<const N: u32>(acc: &mut [f32; 32]) {
         asm_acc32!(
             acc,
             concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}", " */"),
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// As `wgmma_wait_group_acc128`, for the 64 accumulators of an m64n128 product.
+#[inline(always)]
+pub(crate) fn wgmma_wait_group_acc64<const N: u32>(acc: &mut [f32; 64]) {
+    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63}", " */"),
             n = const N,
             options(nostack, preserves_flags)
         )
@@ -313,6 +339,249 @@ pub(crate) unsafe fn wgmma_m64n256k16_bf16<const TRANS_A: u32, const TRANS_B: u3
             const TRANS_B,
             options(nostack, preserves_flags),
         );
+    }
+}
+
+/// `wgmma.mma_async …m64n64k16.f32.f16.f16`, A and B from shared memory: 32
+/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n64k16_f16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_f16`).
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {34}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
+                "{32}, {33}, p, 1, 1, {35}, {36}; }}"
+            ),
+            in(reg64) desc_a,
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_A,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.bf16.bf16`, A and B from shared memory: 64
+/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_bf16`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {66}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{64}, {65}, p, 1, 1, {67}, {68}; }}"
+            ),
+            in(reg64) desc_a,
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_A,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.f16.f16`, A and B from shared memory: 64
+/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_f16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_f16`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {66}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{64}, {65}, p, 1, 1, {67}, {68}; }}"
+            ),
+            in(reg64) desc_a,
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_A,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n64k16.f32.bf16.bf16` with A from registers (four `bf16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 32 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n64k16_bf16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_bf16_rs`).
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {37}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
+                "{{{32}, {33}, {34}, {35}}}, {36}, p, 1, 1, {38}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n64k16.f32.f16.f16` with A from registers (four `f16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 32 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n64k16_f16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_f16_rs`).
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {37}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
+                "{{{32}, {33}, {34}, {35}}}, {36}, p, 1, 1, {38}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.bf16.bf16` with A from registers (four `bf16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 64 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_bf16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_bf16_rs`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {69}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{{{64}, {65}, {66}, {67}}}, {68}, p, 1, 1, {70}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.f16.f16` with A from registers (four `f16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 64 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_f16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_f16_rs`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {69}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{{{64}, {65}, {66}, {67}}}, {68}, p, 1, 1, {70}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `cp.async.bulk.tensor.4d…mbarrier::complete_tx::bytes`: the 4-D form of
+/// `cp_async_bulk_tensor_2d_g2s`.
+#[inline(always)]
+pub(crate) unsafe fn cp_async_bulk_tensor_4d_g2s(
+    dst: *mut u8,
+    tensor_map: *const u8,
+    coords: [i32; 4],
+    bar: *mut u64,
+) {
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_4d_g2s`).
+    unsafe {
+        asm!("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{b}];",
+             d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map, c0 = in(reg32) coords[0],
+             c1 = in(reg32) coords[1], c2 = in(reg32) coords[2], c3 = in(reg32) coords[3],
+             b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn named_barrier_arrive(id: u32, threads: u32) {
+    // SAFETY: upheld by the caller (`barrier::named_barrier_arrive`); the unaligned form
+    // for the reason `named_barrier_sync` gives.
+    unsafe {
+        asm!("barrier.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+             options(nostack, preserves_flags));
     }
 }
 

@@ -32,6 +32,7 @@ pub enum LaunchKind {
     BlockPerElement,
     BlockPerRow,
     Segments,
+    Columns,
     Tiles,
     PersistentTiles,
 }
@@ -58,14 +59,17 @@ pub enum PerThread {
     Vector,
 }
 
-/// Threads a multiprocessor holds at once on sm_80 and sm_90 (2048), over which
-/// `grid_stride`'s default `blocks_per_sm` fills it.
+/// Threads a multiprocessor holds at once on sm_80 and sm_90 (2048). `grid_stride`'s
+/// default `blocks_per_sm` fills half of them: a plain call's grid is then one wave for
+/// any kernel of up to 64 registers a thread (a full SM allows 32; a grid of one and a
+/// third waves leaves its last third running alone), and half an SM of threads with a
+/// few 16-byte loads each in flight already keeps the memory system busy.
 const THREADS_PER_SM: u32 = 2048;
 
 /// An option every policy takes: the dynamic shared memory of a plain launch.
 const SHARED: &str = "shared";
 
-const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 7] = [
+const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 8] = [
     (
         "elementwise",
         LaunchKind::Elementwise,
@@ -79,6 +83,7 @@ const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 7] = [
     ("block_per_element", LaunchKind::BlockPerElement, &["block"]),
     ("block_per_row", LaunchKind::BlockPerRow, &["cols", "block"]),
     ("segments", LaunchKind::Segments, &[]),
+    ("columns", LaunchKind::Columns, &["block"]),
     ("tiles", LaunchKind::Tiles, &["block", "tile"]),
     (
         "persistent_tiles",
@@ -232,7 +237,8 @@ pub(super) fn check_launch(
             None
         }
     };
-    let max_block = bounds.map_or(1024, |b| b.max_threads.min(1024));
+    let most = oxide_abi::limits::MAX_THREADS_PER_BLOCK;
+    let max_block = bounds.map_or(most, |b| b.max_threads.min(most));
     let (mut per_thread, mut block, mut blocks_per_sm, mut cols) = (
         PerThread::Elements(1),
         DEFAULT_BLOCK.min(max_block),
@@ -343,6 +349,11 @@ pub(super) fn check_launch(
             _ => unreachable!("keys are checked above"),
         }
     }
+    // A column reduction splits each strip's rows among the block's threads: the more,
+    // the more loads in flight on a tall matrix.
+    if kind == LaunchKind::Columns && !seen.iter().any(|k| k == "block") {
+        block = max_block;
+    }
     // A 2-D shaped `over` knows its rows; a flat slice needs the row length named.
     let rows_known = over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank == 2));
     if kind == LaunchKind::BlockPerRow
@@ -383,7 +394,7 @@ pub(super) fn check_launch(
     let default_per_sm = if kind == LaunchKind::PersistentTiles {
         1
     } else {
-        (THREADS_PER_SM / block).max(1)
+        (THREADS_PER_SM / 2 / block).max(1)
     };
     Some(Launch {
         kind,

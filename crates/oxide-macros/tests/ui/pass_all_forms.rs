@@ -39,6 +39,15 @@ pub fn strided<T: Copy>(x: &[T], acc: AtomicSlice<u32>) {
     let _ = (x, acc.len());
 }
 
+/// A column reduction: a strip of 128 bytes of columns per block, 1024 threads unless
+/// the launch bounds say fewer.
+#[kernel(f32, f64)]
+#[launch_bounds(512)]
+#[launch(columns(out))]
+pub fn column_max<T: Copy + PartialOrd>(x: Array2<T>, mut out: DisjointSlice<T>, lowest: T) {
+    out.reduce_columns(x, lowest, |a, b| if a > b { a } else { b }, |m| m);
+}
+
 /// Type and const generics, several instances each written as a tuple.
 #[kernel((f32, 4), (f64, 8), (i32, -1))]
 pub fn tile<T: Copy + Default, const N: i64>(x: &[T], mut out: DisjointSlice<T>)
@@ -160,6 +169,9 @@ fn main() {
             blocks_per_sm: 3
         })
     );
+
+    let d = KernelDescriptor::decode(&__oxide_descriptor_column_max_f64).unwrap();
+    assert_eq!(d.launch, Some(LaunchPolicy::Columns { over: "out".into(), per_block: 16, block: 512 }));
 
     let d = KernelDescriptor::decode(&__oxide_descriptor_tile_i32_m1).unwrap();
     assert_eq!((d.instance[1].param.as_str(), d.instance[1].value.as_str()), ("N", "-1"));

@@ -2,13 +2,14 @@
 //! its warps' exchanges and its shared memory.
 //!
 //! Every GPU thread of the block is a stackful coroutine. The worker resumes the
-//! ready ones in turn (linear thread order); a thread runs until it returns, reaches
-//! `sync_threads` or a warp operation (it then yields). When no thread is ready:
-//! a warp whose live lanes all wait in a warp operation completes it (they see a
-//! snapshot of the lanes' deposited values); failing that, a barrier that every live
+//! ready ones in turn (in thread order; strict mode shuffles it, see `checks`); a
+//! thread runs until it returns, reaches `sync_threads` or a warp operation (it then
+//! yields). When no thread is ready: the lanes of a warp operation's mask that all wait
+//! in it go on together (see `rendezvous`); failing that, a barrier that every live
 //! thread of the block waits at releases them all (threads that returned count as
-//! arrived, as with PTX's `bar.sync`). Anything else (lanes split between a barrier and
-//! a warp operation) is a deadlock on a GPU and is reported, never waited on.
+//! arrived, as with PTX's `bar.sync`). Anything else (a mask's lanes split between a
+//! barrier and a warp operation, or waiting with other masks) is a deadlock on a GPU
+//! and is reported, never waited on.
 
 use core::cell::{Cell, RefCell, UnsafeCell};
 use std::boxed::Box;
@@ -20,7 +21,9 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::ThreadCoords;
-use super::fault::{self, Registration, Running, SharedRegion, Stop};
+use super::checks::{Checks, Rng};
+use super::fault::{self, Registration, Running, SharedRegion, Stop, Unwind};
+use super::rendezvous::{Exchange, WarpSlots};
 
 /// Why a thread yielded to the worker.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -43,19 +46,6 @@ const STACK_BYTES: usize = 1024 * 1024;
 
 pub(super) const WARP: u32 = 32;
 
-/// The lanes' values of one warp exchange.
-#[derive(Clone, Copy)]
-pub(crate) struct Exchange {
-    pub values: [u64; WARP as usize],
-    /// Lanes that took part (bit per lane).
-    pub arrived: u32,
-}
-
-struct WarpSlots {
-    deposit: [u64; WARP as usize],
-    snapshot: Exchange,
-}
-
 /// What the device API reaches through the worker's thread-local context while a
 /// block runs.
 pub(super) struct BlockCtx {
@@ -63,6 +53,7 @@ pub(super) struct BlockCtx {
     /// Linear index of the thread now running.
     current: Cell<u32>,
     threads: Cell<u32>,
+    checks: Cell<Checks>,
     warps: UnsafeCell<Vec<WarpSlots>>,
     /// `SharedArray` statics: the static's address → this worker's block copy. Kept
     /// across the worker's blocks (shared memory starts undefined on a GPU too).
@@ -109,18 +100,25 @@ pub(crate) fn lane_and_width() -> (u32, u32) {
     .unwrap_or((0, 1))
 }
 
-/// Deposit `v` for this lane, wait for the warp's other live lanes, and return every
-/// lane's value. Outside the emulator, a warp of one lane.
-pub(crate) fn exchange(v: u64) -> Exchange {
+/// Deposit `v` for this lane, wait for the other running lanes of `mask`, and return
+/// the values of the lanes that met. Outside the emulator, a warp of one lane.
+pub(crate) fn exchange(v: u64, mask: u32) -> Exchange {
     with_ctx(|c| {
         let t = c.current.get() as usize;
         let (w, lane) = (t / WARP as usize, t % WARP as usize);
+        if mask & (1 << lane) == 0 {
+            undefined(format!(
+                "lane {lane} of warp {w} calls a warp operation with mask {mask:#010x}, \
+                     which leaves it out (a lane must be in the mask it passes; \
+                     warp::active_mask() or warp::FULL_MASK name the lanes that run)"
+            ))
+        }
         // SAFETY: one coroutine runs at a time on this worker; no reference into the
         // warp slots outlives these statements.
-        unsafe { (&mut (*c.warps.get()))[w].deposit[lane] = v };
+        unsafe { (&mut (*c.warps.get()))[w].deposit(lane, v, mask) };
         c.suspend(Wait::Warp);
         // SAFETY: as above.
-        unsafe { (&(*c.warps.get()))[w].snapshot }
+        unsafe { (&(*c.warps.get()))[w].result(lane) }
     })
     .unwrap_or_else(|| {
         let mut values = [0; WARP as usize];
@@ -129,39 +127,98 @@ pub(crate) fn exchange(v: u64) -> Exchange {
     })
 }
 
+/// What a shuffle reads from lane `src` (`< 32`) of the exchange `x` it took part in
+/// with `mask`: that lane's value when it met too. Otherwise a GPU gives an undefined
+/// value: reading a lane the block does not have traps; so does, in strict mode, one
+/// outside `mask` or one that has returned; the default mode gives `None` (the caller
+/// keeps its own value).
+pub(crate) fn read_lane(x: &Exchange, mask: u32, src: u32) -> Option<u64> {
+    if x.arrived & (1 << src) != 0 {
+        return Some(x.values[src as usize]);
+    }
+    with_ctx(|c| {
+        let t = c.current.get();
+        let (w, lane, first) = (t / WARP, t % WARP, t - t % WARP);
+        let n = c.threads.get();
+        let here = format!("lane {lane} of warp {w} shuffles from lane {src}");
+        if first + src >= n {
+            undefined(format!(
+                "{here}, which does not exist: the block's {n} threads leave its last \
+                     warp {} lanes, and a GPU gives an undefined value for the others. \
+                     Launch whole warps (a block size that is a multiple of 32), or \
+                     shuffle within a mask of the lanes that exist",
+                n - first
+            ))
+        }
+        let strict = c.checks.get().strict;
+        if strict && mask & (1 << src) == 0 {
+            undefined(format!(
+                "{here}, outside the operation's mask {mask:#010x}: a GPU gives an \
+                     undefined value. Put the lane in the mask, or read a lane in it"
+            ))
+        }
+        if strict {
+            undefined(format!(
+                "{here}, which has returned: a GPU gives an undefined value. Keep \
+                     the lanes a shuffle reads running until it (no early return before \
+                     it), or read a lane that runs"
+            ))
+        }
+        None
+    })
+    .unwrap_or(None)
+}
+
+/// Stop the running thread: it did what a GPU leaves undefined.
+fn undefined(message: String) -> ! {
+    fault::unwind(Unwind::Undefined(message))
+}
+
 /// The running block's copy of the shared static at `addr` (`bytes` long, aligned to
 /// `align`); the static itself outside the emulator.
 pub(crate) fn shared_static(addr: *mut u8, bytes: usize, align: usize) -> *mut u8 {
-    with_ctx(|c| copy_of(&mut c.shared.borrow_mut(), addr, bytes, align)).unwrap_or_else(|| {
+    with_ctx(|c| {
+        let fill = if c.checks.get().strict { POISON } else { 0 };
+        copy_of(&mut c.shared.borrow_mut(), addr, bytes, align, fill)
+    })
+    .unwrap_or_else(|| {
         // Outside a launch (a kernel called as a plain function), each OS thread is a
         // one-thread block of its own: the static's memory would be shared between
         // concurrent callers (parallel tests), so each thread gets its own copy too.
-        OUTSIDE_SHARED.with(|m| copy_of(&mut m.borrow_mut(), addr, bytes, align))
+        OUTSIDE_SHARED.with(|m| copy_of(&mut m.borrow_mut(), addr, bytes, align, 0))
     })
 }
+
+/// Strict mode's shared-memory filling, as `u128`s.
+const POISON: u128 = u128::from_ne_bytes([oxide_abi::emu::POISON_BYTE; 16]);
 
 std::thread_local! {
     /// This OS thread's copies of the shared statics it touched outside a launch.
     static OUTSIDE_SHARED: RefCell<Vec<(usize, Box<[u128]>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The copy in `map` of the shared static at `addr`, made (zeroed) on first use.
+/// The copy in `map` of the shared static at `addr`, made (filled with `fill`) on
+/// first use.
 fn copy_of(
     map: &mut Vec<(usize, Box<[u128]>)>,
     addr: *mut u8,
     bytes: usize,
     align: usize,
+    fill: u128,
 ) -> *mut u8 {
     let key = addr as usize;
     if let Some((_, buf)) = map.iter_mut().find(|(k, _)| *k == key) {
         return aligned(buf, align);
     }
-    // u128s are 16-byte aligned; a larger alignment takes its slack from the end.
-    let slack = align.saturating_sub(16);
-    let mut buf: Box<[u128]> = (0..(bytes + slack).div_ceil(16)).map(|_| 0).collect();
-    let p = aligned(&mut buf, align);
-    map.push((key, buf));
-    p
+    // Allocating takes the allocator's lock: not a place to be stopped by Ctrl-C.
+    fault::uninterruptible(|| {
+        // u128s are 16-byte aligned; a larger alignment takes its slack from the end.
+        let slack = align.saturating_sub(16);
+        let mut buf: Box<[u128]> = (0..(bytes + slack).div_ceil(16)).map(|_| fill).collect();
+        let p = aligned(&mut buf, align);
+        map.push((key, buf));
+        p
+    })
 }
 
 /// The first `align`-aligned byte of `buf`.
@@ -188,6 +245,8 @@ pub(super) struct Runner {
     dynamic: Option<SharedRegion>,
     /// `fault::INTERRUPTS` when the launch started.
     interrupts: u64,
+    /// The order threads are resumed in (shuffled in strict mode).
+    order: Vec<u32>,
     _registration: Registration,
 }
 
@@ -200,18 +259,20 @@ impl Drop for Runner {
 }
 
 impl Runner {
-    pub fn new(shared_bytes: usize, interrupts: u64) -> Runner {
+    pub fn new(shared_bytes: usize, interrupts: u64, checks: Checks) -> Runner {
         Runner {
             stacks: Vec::new(),
             ctx: Box::new(BlockCtx {
                 yielder: Cell::new(core::ptr::null()),
                 current: Cell::new(0),
                 threads: Cell::new(0),
+                checks: Cell::new(checks),
                 warps: UnsafeCell::new(Vec::new()),
                 shared: RefCell::new(Vec::new()),
             }),
             dynamic: Some(SharedRegion::take(shared_bytes)),
             interrupts,
+            order: Vec::new(),
             _registration: {
                 fault::ensure_alt_stack();
                 Registration::new()
@@ -219,11 +280,12 @@ impl Runner {
         }
     }
 
-    /// Run every thread of block `block` of a launch with `block_dim` × `grid_dim`.
+    /// Run every thread of block `block` (number `linear` in launch order) of a launch
+    /// with `block_dim` × `grid_dim`.
     pub fn run(
         &mut self,
         kernel: &'static (dyn Fn() + Sync),
-        block: [u32; 3],
+        (block, linear): ([u32; 3], u64),
         block_dim: [u32; 3],
         grid_dim: [u32; 3],
     ) -> Result<(), BlockFailure> {
@@ -233,13 +295,12 @@ impl Runner {
         // SAFETY: no exchange is in flight between blocks.
         let warps = unsafe { &mut *self.ctx.warps.get() };
         warps.clear();
-        warps.extend((0..n.div_ceil(WARP)).map(|_| WarpSlots {
-            deposit: [0; WARP as usize],
-            snapshot: Exchange {
-                values: [0; WARP as usize],
-                arrived: 0,
-            },
-        }));
+        warps.extend((0..n.div_ceil(WARP)).map(|_| WarpSlots::new()));
+        let checks = self.ctx.checks.get();
+        let mut rng = checks.strict.then(|| Rng::for_block(checks.seed, linear));
+        if rng.is_some() {
+            self.poison_shared();
+        }
         CTX.with(|c| c.set(ctx));
         super::reset_async_copies();
         // SAFETY: the region is 16-byte aligned, as large as the launch asks, and
@@ -248,13 +309,23 @@ impl Runner {
         let previous = unsafe { super::set_dynamic_shared(region.base) };
         let previous_len = super::set_dynamic_shared_len(region.bytes);
         let coords = super::thread_coords();
-        let result = self.schedule(kernel, n, block, block_dim, grid_dim);
+        let result = self.schedule(kernel, n, block, block_dim, grid_dim, rng.as_mut());
         super::set_thread_coords(coords);
         // SAFETY: back to what it was.
         unsafe { super::set_dynamic_shared(previous) };
         super::set_dynamic_shared_len(previous_len);
         CTX.with(|c| c.set(core::ptr::null()));
         result
+    }
+
+    /// Strict mode: every block starts with its shared memory poisoned.
+    fn poison_shared(&mut self) {
+        let region = self.dynamic.as_ref().expect("a region until dropped");
+        // SAFETY: the region's `bytes` are writable and no thread runs.
+        unsafe { core::ptr::write_bytes(region.base, oxide_abi::emu::POISON_BYTE, region.bytes) };
+        for (_, copy) in self.ctx.shared.borrow_mut().iter_mut() {
+            copy.fill(POISON);
+        }
     }
 
     fn schedule(
@@ -264,6 +335,7 @@ impl Runner {
         block: [u32; 3],
         block_dim: [u32; 3],
         grid_dim: [u32; 3],
+        mut shuffle: Option<&mut Rng>,
     ) -> Result<(), BlockFailure> {
         let ctx: &'static BlockCtx = {
             let p: *const BlockCtx = &*self.ctx;
@@ -283,6 +355,9 @@ impl Runner {
         };
         let mut threads: Vec<Option<Thread>> = (0..n).map(|_| None).collect();
         let mut state = std::vec![State::Ready; n as usize];
+        let mut order = core::mem::take(&mut self.order);
+        order.clear();
+        order.extend(0..n);
         let failure = |status, t: u32, message: String| BlockFailure {
             status,
             thread: coords(t).thread_idx,
@@ -297,7 +372,10 @@ impl Runner {
                 ));
             }
             let mut failed = None;
-            for t in 0..n {
+            if let Some(rng) = shuffle.as_deref_mut() {
+                rng.shuffle(&mut order);
+            }
+            for &t in &order {
                 if state[t as usize] != State::Ready {
                     continue;
                 }
@@ -353,10 +431,23 @@ impl Runner {
                         self.stacks.push(done.into_stack());
                     }
                     Err(payload) => {
-                        let message = panic_message(payload);
                         let done = slot.take().expect("a panicked thread");
                         self.stacks.push(done.into_stack());
-                        failed = Some(failure(oxide_abi::emu::STATUS_TRAP, t, message));
+                        failed = Some(match payload.downcast::<Unwind>() {
+                            Ok(stop) => match *stop {
+                                Unwind::Interrupted => failure(
+                                    oxide_abi::emu::STATUS_INTERRUPTED,
+                                    t,
+                                    "interrupted (Ctrl-C)".into(),
+                                ),
+                                Unwind::Undefined(message) => {
+                                    failure(oxide_abi::emu::STATUS_UNDEFINED, t, message)
+                                }
+                            },
+                            Err(payload) => {
+                                failure(oxide_abi::emu::STATUS_TRAP, t, panic_message(payload))
+                            }
+                        });
                         break;
                     }
                 }
@@ -384,22 +475,15 @@ impl Runner {
                 }
                 continue;
             }
-            let t = live
-                .iter()
-                .copied()
-                .find(|&t| state[t as usize] == State::At(Wait::Warp))
-                .unwrap_or(first_live);
+            let (t, why) = deadlock(ctx, &state, n)
+                .unwrap_or_else(|| (first_live, "waits for ever (a deadlock on a GPU)".into()));
             break Err(failure(
                 oxide_abi::emu::STATUS_DIVERGENT_BARRIER,
                 t,
-                format!(
-                    "thread {:?} waits in a warp operation that the other lanes of \
-                     its warp never reach (they returned or wait at sync_threads): \
-                     the emulator runs warp operations over every live lane of the warp",
-                    coords(t).thread_idx
-                ),
+                format!("thread {:?} {why}", coords(t).thread_idx),
             ));
         };
+        self.order = order;
         // Threads left suspended (a failed block) unwind and give their stacks back.
         for t in threads.into_iter().flatten() {
             let mut t = t;
@@ -412,38 +496,78 @@ impl Runner {
     }
 }
 
-/// Complete the exchange of every warp whose live lanes all wait in a warp operation;
-/// true when one completed.
+/// A warp's lanes that wait in a warp operation, and those still running (not
+/// returned), as bits.
+fn lanes_of(state: &[State], w: usize, n: u32) -> (u32, u32) {
+    let first = w * WARP as usize;
+    let mut waiting = 0u32;
+    let mut live = 0u32;
+    for (lane, s) in state[first..(first + WARP as usize).min(n as usize)]
+        .iter()
+        .enumerate()
+    {
+        match s {
+            State::Done => {}
+            State::At(Wait::Warp) => {
+                waiting |= 1 << lane;
+                live |= 1 << lane;
+            }
+            _ => live |= 1 << lane,
+        }
+    }
+    (waiting, live)
+}
+
+/// Let every warp operation whose mask's running lanes all wait in it go on; true when
+/// one did.
 fn complete_warps(ctx: &BlockCtx, state: &mut [State], n: u32) -> bool {
     // SAFETY: no coroutine runs during scheduling.
     let warps = unsafe { &mut *ctx.warps.get() };
     let mut any = false;
     for (w, slots) in warps.iter_mut().enumerate() {
-        let first = w as u32 * WARP;
-        let lanes = first..(first + WARP).min(n);
-        let mut arrived = 0u32;
-        let mut complete = true;
-        for t in lanes.clone() {
-            match state[t as usize] {
-                State::Done => {}
-                State::At(Wait::Warp) => arrived |= 1 << (t - first),
-                _ => complete = false,
+        let (waiting, live) = lanes_of(state, w, n);
+        if waiting == 0 {
+            continue;
+        }
+        let released = slots.complete(waiting, live);
+        let first = w * WARP as usize;
+        for lane in 0..WARP as usize {
+            if released & (1 << lane) != 0 {
+                state[first + lane] = State::Ready;
             }
         }
-        if complete && arrived != 0 {
-            slots.snapshot = Exchange {
-                values: slots.deposit,
-                arrived,
-            };
-            for t in lanes {
-                if state[t as usize] == State::At(Wait::Warp) {
-                    state[t as usize] = State::Ready;
-                }
-            }
-            any = true;
-        }
+        any |= released != 0;
     }
     any
+}
+
+/// For a block where nothing can go on and some threads wait in warp operations: one
+/// of them and why it waits for ever.
+fn deadlock(ctx: &BlockCtx, state: &[State], n: u32) -> Option<(u32, String)> {
+    // SAFETY: no coroutine runs during scheduling.
+    let warps = unsafe { &*ctx.warps.get() };
+    warps.iter().enumerate().find_map(|(w, slots)| {
+        let (waiting, live) = lanes_of(state, w, n);
+        let (lane, mask, missing) = slots.blocked(waiting, live)?;
+        let first = (w as u32) * WARP;
+        let elsewhere = if waiting & (1 << missing) != 0 {
+            format!(
+                "waits in a warp operation with mask {:#010x}",
+                slots.mask_of(missing)
+            )
+        } else {
+            "waits at sync_threads".into()
+        };
+        Some((
+            first + lane,
+            format!(
+                "(lane {lane} of warp {w}) waits in a warp operation with mask {mask:#010x}, \
+                 which lane {missing} never reaches (it {elsewhere}); on a GPU this hangs. \
+                 Every running lane of the mask must reach the same warp operation with \
+                 the same mask"
+            ),
+        ))
+    })
 }
 
 std::thread_local! {

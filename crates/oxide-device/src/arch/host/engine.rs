@@ -114,6 +114,8 @@ pub unsafe fn launch(
     max_threads: u32,
     kernel: &(dyn Fn() + Sync),
 ) -> i32 {
+    // Set for this launch only, whether it runs or is refused.
+    let checks = super::checks::take();
     let Some(cfg) = (unsafe { launch.as_ref() }).copied() else {
         return unsafe {
             fail(
@@ -145,14 +147,14 @@ pub unsafe fn launch(
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<(u64, [u32; 3], BlockFailure)>> = Mutex::new(None);
     let work = || {
-        let mut runner = Runner::new(cfg.shared_bytes as usize, interrupts);
+        let mut runner = Runner::new(cfg.shared_bytes as usize, interrupts, checks);
         while !stop.load(Ordering::Relaxed) {
             let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= blocks {
                 break;
             }
             let block = [i % g[0], i / g[0] % g[1], i / (g[0] * g[1])].map(|v| v as u32);
-            if let Err(f) = runner.run(kernel, block, cfg.block, cfg.grid) {
+            if let Err(f) = runner.run(kernel, (block, i), cfg.block, cfg.grid) {
                 stop.store(true, Ordering::Relaxed);
                 let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
                 if slot.as_ref().is_none_or(|(first, _, _)| i < *first) {
@@ -178,7 +180,14 @@ pub unsafe fn launch(
     let failure = failure.into_inner().unwrap_or_else(|p| p.into_inner());
     match failure {
         None => STATUS_OK,
-        Some((_, block, f)) => unsafe { fail(error, f.status, block, f.thread, &f.message) },
+        Some((_, block, mut f)) => {
+            if checks.strict {
+                // The order the threads ran in, and so the failure, depend on the seed.
+                f.message
+                    .push_str(&format!(" [strict emulator, seed {}]", checks.seed));
+            }
+            unsafe { fail(error, f.status, block, f.thread, &f.message) }
+        }
     }
 }
 
@@ -190,6 +199,7 @@ fn install_panic_hook() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if super::block::in_block() {
+                super::fault::unwinding();
                 let at = info.location().map(|l| l.to_string());
                 super::block::record_panic_location(at);
             } else {

@@ -14,7 +14,10 @@
 //! count change at barriers, warp operations and between blocks; a thread in a loop
 //! that reaches none of those is stopped by SIGURG (sent to every registered worker)
 //! the same way as a fault. A thread stopped asynchronously is not unwound: a lock it
-//! held (inside `printf`) stays held, which is why the cooperative checks come first.
+//! held would stay held for the rest of the process. So code that takes a lock or
+//! allocates (`printf` holds stdout's lock and the allocator's) runs
+//! [`uninterruptible`]: SIGURG leaves such a thread alone, and it stops by unwinding
+//! when the section ends. Unwinding (a panic) is never stopped from a handler either.
 
 use core::cell::Cell;
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
@@ -41,8 +44,55 @@ pub(super) struct Running {
     pub interrupts: u64,
 }
 
+/// Why an emulated thread unwinds, other than a panic of its own.
+pub(super) enum Unwind {
+    /// Ctrl-C reached it in an uninterruptible section, which it has now left.
+    Interrupted,
+    /// It did what a GPU leaves undefined; the message says what.
+    Undefined(String),
+}
+
 std::thread_local! {
     static RUNNING: Cell<Option<Running>> = const { Cell::new(None) };
+    /// Depth of uninterruptible sections (and unwinding) of the running coroutine;
+    /// SIGURG does not stop it while this is not 0.
+    static DEFERRED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Run `f`, which may take a lock or allocate, where SIGURG cannot stop the thread;
+/// an interrupt that came meanwhile stops it (by unwinding) once `f` returns.
+pub(crate) fn uninterruptible<R>(f: impl FnOnce() -> R) -> R {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            DEFERRED.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    DEFERRED.with(|d| d.set(d.get() + 1));
+    let leave = Leave;
+    let r = f();
+    drop(leave);
+    if DEFERRED.with(Cell::get) == 0
+        && RUNNING
+            .with(Cell::get)
+            .is_some_and(|r| interrupted(r.interrupts))
+    {
+        unwind(Unwind::Interrupted);
+    }
+    r
+}
+
+/// The running thread is unwinding (a panic, from the panic hook): keep SIGURG off it
+/// until it is resumed no more (the unwinder takes locks of its own).
+pub(super) fn unwinding() {
+    DEFERRED.with(|d| d.set(d.get() + 1));
+}
+
+/// Stop the running emulated thread with `why` (the block turns it into the launch's
+/// error).
+pub(super) fn unwind(why: Unwind) -> ! {
+    unwinding();
+    std::panic::resume_unwind(std::boxed::Box::new(why))
 }
 
 /// Interrupts (SIGINT) seen while some launch was running.
@@ -53,8 +103,10 @@ pub(super) fn interrupted(since: u64) -> bool {
     INTERRUPTS.load(Ordering::Relaxed) != since
 }
 
-/// Mark the coroutine about to be resumed on this thread (None once it yielded).
+/// Mark the coroutine about to be resumed on this thread (None once it yielded). A
+/// coroutine yields only outside uninterruptible sections.
 pub(super) fn set_running(r: Option<Running>) {
+    DEFERRED.with(|d| d.set(0));
     RUNNING.with(|c| c.set(r));
 }
 
@@ -407,6 +459,10 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
             }
             chain(sig, info, ctx);
         }
+        return;
+    }
+    if sig == libc::SIGURG && DEFERRED.with(Cell::get) != 0 {
+        // An uninterruptible section: it stops itself when the section ends.
         return;
     }
     if let Some(r) = RUNNING.with(Cell::get) {

@@ -16,8 +16,8 @@ use std::vec::Vec;
 
 use super::block;
 
-fn full_warp(instruction: &str) -> block::Exchange {
-    let x = block::exchange(0);
+fn full_warp(instruction: &str) -> super::rendezvous::Exchange {
+    let x = block::exchange(0, u32::MAX);
     if x.arrived != u32::MAX {
         std::panic!(
             "{instruction} needs all 32 lanes of the warp (lanes {:#010x} took part): \
@@ -33,7 +33,7 @@ fn gather<const N: usize>(regs: [u32; N]) -> [[u32; N]; 32] {
     let mut out = [[0u32; N]; 32];
     for pair in (0..N).step_by(2) {
         let hi = if pair + 1 < N { regs[pair + 1] } else { 0 };
-        let x = block::exchange(u64::from(regs[pair]) | u64::from(hi) << 32);
+        let x = block::exchange(u64::from(regs[pair]) | u64::from(hi) << 32, u32::MAX);
         for (lane, o) in out.iter_mut().enumerate() {
             o[pair] = x.values[lane] as u32;
             if pair + 1 < N {
@@ -132,7 +132,7 @@ pub(crate) fn cvt_rna_tf32(x: f32) -> u32 {
 }
 
 /// Row addresses of the lanes that supply them (`8·N`), checked for alignment.
-fn row_addresses(name: &str, x: &block::Exchange, matrices: usize) -> [usize; 32] {
+fn row_addresses(name: &str, x: &super::rendezvous::Exchange, matrices: usize) -> [usize; 32] {
     let mut rows = [0usize; 32];
     for (l, r) in rows.iter_mut().enumerate().take(8 * matrices) {
         *r = x.values[l] as usize;
@@ -149,7 +149,7 @@ fn row_addresses(name: &str, x: &block::Exchange, matrices: usize) -> [usize; 32
 pub(crate) unsafe fn ldmatrix<const N: usize, const TRANS: bool>(row: *const u16) -> [u32; N] {
     let name = if TRANS { "ldmatrix.trans" } else { "ldmatrix" };
     let _ = full_warp(name);
-    let x = block::exchange(row as u64);
+    let x = block::exchange(row as u64, u32::MAX);
     let rows = row_addresses(name, &x, N);
     let lane = super::lane_id() as usize;
     let read = |addr: usize| -> u16 {
@@ -175,7 +175,7 @@ pub(crate) unsafe fn ldmatrix<const N: usize, const TRANS: bool>(row: *const u16
 pub(crate) unsafe fn stmatrix<const N: usize, const TRANS: bool>(row: *mut u16, v: [u32; N]) {
     let name = if TRANS { "stmatrix.trans" } else { "stmatrix" };
     let _ = full_warp(name);
-    let x = block::exchange(row as u64);
+    let x = block::exchange(row as u64, u32::MAX);
     let rows = row_addresses(name, &x, N);
     let regs = gather(v);
     let lane = super::lane_id() as usize;
@@ -214,17 +214,21 @@ std::thread_local! {
     static GROUPS: RefCell<Vec<Groups>> = const { RefCell::new(Vec::new()) };
 }
 
+/// `f` on this thread's groups. Uninterruptible: the table outlives the launch, and a
+/// thread stopped while it holds it (or the allocator) would leave it held.
 fn with_groups<R>(f: impl FnOnce(&mut Groups) -> R) -> R {
     let c = super::thread_coords();
     let t = (c.thread_idx[0]
         + c.block_dim[0] * (c.thread_idx[1] + c.block_dim[1] * c.thread_idx[2]))
         as usize;
-    GROUPS.with(|g| {
-        let mut g = g.borrow_mut();
-        if g.len() <= t {
-            g.resize_with(t + 1, Groups::default);
-        }
-        f(&mut g[t])
+    super::uninterruptible(|| {
+        GROUPS.with(|g| {
+            let mut g = g.borrow_mut();
+            if g.len() <= t {
+                g.resize_with(t + 1, Groups::default);
+            }
+            f(&mut g[t])
+        })
     })
 }
 

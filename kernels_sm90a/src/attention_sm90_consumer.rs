@@ -1,0 +1,561 @@
+//! The consumer warpgroups of kernels_sm90a's `attention_sm90` (its module docs give
+//! the whole): `q·kᵀ` and `p·v` on `wgmma`, the online softmax between them, and the
+//! epilogue; with what the producer shares with them (the tile and ring layout, the
+//! element types' `wgmma` forms).
+
+use oxide_device::barrier::{
+    Barrier, mbarrier_arrive, mbarrier_try_wait_parity, named_barrier_arrive, named_barrier_sync,
+};
+use oxide_device::convert::{cvt_bf16x2_f32, cvt_f16x2_f32};
+use oxide_device::math::{ex2_approx_ftz, rcp_approx_ftz};
+use oxide_device::prelude::*;
+use oxide_device::wgmma::{
+    Accumulators, wgmma_commit_group, wgmma_fence, wgmma_m64n64k16_f32_bf16_rs,
+    wgmma_m64n64k16_f32_f16_rs, wgmma_m64n128k16_f32_bf16, wgmma_m64n128k16_f32_bf16_rs,
+    wgmma_m64n128k16_f32_f16, wgmma_m64n128k16_f32_f16_rs, wgmma_wait_group_acc,
+};
+
+/// Stages of the key/value ring.
+pub const ATTENTION_SM90_STAGES: usize = 2;
+
+/// Keys per tile.
+pub(crate) const BN: usize = 128;
+/// One box: 128 rows of 64 16-bit elements.
+pub(crate) const BOX_BYTES: usize = 128 * 128;
+/// A warpgroup's 64 rows of a box.
+pub(crate) const HALF_BOX_BYTES: usize = BOX_BYTES / 2;
+
+/// `body` once per listed value of `i`, as straight-line code, so that the register
+/// arrays are indexed only by constants.
+macro_rules! unroll {
+    (for $i:ident in [$($n:literal),*] $body:block) => {
+        $({
+            #[allow(clippy::identity_op, clippy::erasing_op)]
+            let $i: usize = $n;
+            $body
+        })*
+    };
+}
+
+/// The 16-bit element types [`attention_sm90`] takes: the `wgmma` forms and the
+/// packing that differ between them.
+pub trait Sm90Element: Copy + 'static {
+    /// `s (+)= a·b` for a 64×128 tile, A and B K-major in shared memory.
+    ///
+    /// # Safety
+    /// As `wgmma_m64n128k16_f32_bf16`.
+    unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool);
+    /// `o += p·v` for d = 64: p from registers, v N-major in shared memory.
+    ///
+    /// # Safety
+    /// As `wgmma_m64n64k16_f32_bf16_rs`.
+    unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64);
+    /// `o += p·v` for d = 128.
+    ///
+    /// # Safety
+    /// As `wgmma_m64n128k16_f32_bf16_rs`.
+    unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64);
+    /// Two f32 rounded to nearest even, packed (the first in the low half).
+    fn pack(lo: f32, hi: f32) -> u32;
+}
+
+impl Sm90Element for bf16 {
+    #[inline(always)]
+    unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
+        // SAFETY: upheld by the caller.
+        unsafe { wgmma_m64n128k16_f32_bf16::<0, 0>(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
+    unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
+        // SAFETY: upheld by the caller.
+        unsafe { wgmma_m64n64k16_f32_bf16_rs::<1>(acc, p, desc_b, true) }
+    }
+    #[inline(always)]
+    unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
+        // SAFETY: upheld by the caller.
+        unsafe { wgmma_m64n128k16_f32_bf16_rs::<1>(acc, p, desc_b, true) }
+    }
+    #[inline(always)]
+    fn pack(lo: f32, hi: f32) -> u32 {
+        cvt_bf16x2_f32(lo, hi)
+    }
+}
+
+impl Sm90Element for f16 {
+    #[inline(always)]
+    unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
+        // SAFETY: upheld by the caller.
+        unsafe { wgmma_m64n128k16_f32_f16::<0, 0>(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
+    unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
+        // SAFETY: upheld by the caller.
+        unsafe { wgmma_m64n64k16_f32_f16_rs::<1>(acc, p, desc_b, true) }
+    }
+    #[inline(always)]
+    unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
+        // SAFETY: upheld by the caller.
+        unsafe { wgmma_m64n128k16_f32_f16_rs::<1>(acc, p, desc_b, true) }
+    }
+    #[inline(always)]
+    fn pack(lo: f32, hi: f32) -> u32 {
+        cvt_f16x2_f32(lo, hi)
+    }
+}
+
+/// The output accumulator of one head dimension: 32 f32 a thread for d = 64, 64 for
+/// d = 128, each with its `p·v` product.
+pub(crate) trait OutputAcc<T: Sm90Element>: Accumulators {
+    /// `self += p·v` for one step of 16 keys.
+    ///
+    /// # Safety
+    /// As [`Sm90Element::pv64`].
+    unsafe fn pv(&mut self, p: [u32; 4], desc_b: u64);
+}
+
+impl<T: Sm90Element> OutputAcc<T> for [f32; 32] {
+    #[inline(always)]
+    unsafe fn pv(&mut self, p: [u32; 4], desc_b: u64) {
+        // SAFETY: upheld by the caller.
+        unsafe { T::pv64(self, p, desc_b) }
+    }
+}
+
+impl<T: Sm90Element> OutputAcc<T> for [f32; 64] {
+    #[inline(always)]
+    unsafe fn pv(&mut self, p: [u32; 4], desc_b: u64) {
+        // SAFETY: upheld by the caller.
+        unsafe { T::pv128(self, p, desc_b) }
+    }
+}
+
+/// Wait until the phase of `bar` with `parity` has completed.
+///
+/// # Safety
+/// `bar` is an initialised barrier.
+#[inline(always)]
+pub(crate) unsafe fn wait(bar: *mut Barrier, parity: u32) {
+    // SAFETY: upheld by the caller.
+    while !unsafe { mbarrier_try_wait_parity(bar, parity) } {}
+}
+
+/// A ring position: the stage and the parity of its current phase.
+#[derive(Clone, Copy)]
+pub(crate) struct Ring {
+    pub(crate) stage: usize,
+    pub(crate) phase: u32,
+}
+
+impl Ring {
+    pub(crate) const START: Ring = Ring { stage: 0, phase: 0 };
+
+    #[inline(always)]
+    pub(crate) fn next(self) -> Ring {
+        if self.stage + 1 == ATTENTION_SM90_STAGES {
+            Ring {
+                stage: 0,
+                phase: self.phase ^ 1,
+            }
+        } else {
+            Ring {
+                stage: self.stage + 1,
+                phase: self.phase,
+            }
+        }
+    }
+}
+
+/// A consumer warpgroup's constants: its operands' base descriptors (q's rows of this
+/// warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts.
+pub(crate) struct Consumer {
+    pub(crate) half: usize,
+    pub(crate) q_desc: u64,
+    pub(crate) k_desc: u64,
+    pub(crate) v_desc: u64,
+    pub(crate) m_wg: usize,
+    pub(crate) sk: usize,
+    pub(crate) diag: isize,
+    pub(crate) causal: bool,
+    pub(crate) scale_log2: f32,
+}
+
+/// A descriptor moved `bytes` further (the address field counts 16 bytes).
+#[inline(always)]
+fn desc_at(desc: u64, bytes: usize) -> u64 {
+    desc + (bytes >> 4) as u64
+}
+
+impl Consumer {
+    /// Issue `s = q·kᵀ` over stage `stage` of k's ring and commit it as one group.
+    ///
+    /// # Safety
+    /// All 128 threads of the warpgroup, after `wgmma_fence`; the stage holds its tile.
+    #[inline(always)]
+    unsafe fn issue_qk<T: Sm90Element, const D: usize>(&self, s_acc: &mut [f32; 64], stage: usize) {
+        let k0 = stage * 2 * BOX_BYTES;
+        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if kk < D / 16 {
+                // 16 d further: 32 bytes along the rows; 64 further: the next box.
+                let step = (kk / 4) * BOX_BYTES + (kk % 4) * 32;
+                // SAFETY: upheld by the caller.
+                unsafe {
+                    T::qk(
+                        s_acc,
+                        desc_at(self.q_desc, step),
+                        desc_at(self.k_desc, k0 + step),
+                        kk > 0,
+                    )
+                };
+            }
+        });
+        wgmma_commit_group();
+    }
+
+    /// Issue `o += p·v` over stage `stage` of v's ring and commit it as one group.
+    ///
+    /// # Safety
+    /// As [`Consumer::issue_qk`]; `pf` is not written until the group retires.
+    #[inline(always)]
+    unsafe fn issue_pv<T: Sm90Element, const NO: usize>(
+        &self,
+        o_acc: &mut [f32; NO],
+        pf: &[[u32; 4]; BN / 16],
+        stage: usize,
+    ) where
+        [f32; NO]: OutputAcc<T>,
+    {
+        let v0 = stage * 2 * BOX_BYTES;
+        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+            // 16 keys further: 16 rows of 128 bytes.
+            // SAFETY: upheld by the caller.
+            unsafe {
+                <[f32; NO] as OutputAcc<T>>::pv(o_acc, pf[kk], desc_at(self.v_desc, v0 + kk * 2048))
+            };
+        });
+        wgmma_commit_group();
+    }
+
+    /// Scale, mask and exponentiate tile `j`'s scores in place (s becomes p), and fold
+    /// them into the running maximum and sums; returns each row's rescale factor for o.
+    #[inline(always)]
+    fn softmax(
+        &self,
+        s_acc: &mut [f32; 64],
+        j: usize,
+        row_max: &mut [f32; 2],
+        row_sum: &mut [f32; 2],
+    ) -> [f32; 2] {
+        let tid = thread::threadIdx_x() as usize;
+        let (w, lane) = (tid % 128 / 32, tid % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        let rows = [self.m_wg + 16 * w + g, self.m_wg + 16 * w + g + 8];
+        let n0 = j * BN;
+        let crosses = n0 + BN > self.sk
+            || (self.causal && (n0 + BN) as isize - 1 > self.m_wg as isize + self.diag);
+        if crosses {
+            unroll!(
+                for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    unroll!(for i in [0, 1, 2, 3] {
+                        let col = n0 + 8 * c + 2 * t + i % 2;
+                        if col >= self.sk
+                            || (self.causal && col as isize > rows[i / 2] as isize + self.diag)
+                        {
+                            s_acc[4 * c + i] = f32::NEG_INFINITY;
+                        }
+                    });
+                }
+            );
+        }
+        let mut tile_max = [f32::NEG_INFINITY; 2];
+        unroll!(
+            for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                unroll!(for i in [0, 1, 2, 3] {
+                    tile_max[i / 2] = tile_max[i / 2].max(s_acc[4 * c + i]);
+                });
+            }
+        );
+        let mut alpha = [0.0f32; 2];
+        let mut base = [0.0f32; 2];
+        unroll!(for r in [0, 1] {
+            let mut m = tile_max[r];
+            m = m.max(warp::shuffle_xor_f32(m, 1));
+            m = m.max(warp::shuffle_xor_f32(m, 2));
+            let new_max = row_max[r].max(m * self.scale_log2);
+            // A row that has seen only masked keys keeps max -inf: subtract 0 then.
+            base[r] = if new_max == f32::NEG_INFINITY {
+                0.0
+            } else {
+                new_max
+            };
+            alpha[r] = ex2_approx_ftz(row_max[r] - base[r]);
+            row_max[r] = new_max;
+        });
+        let mut part = [0.0f32; 2];
+        unroll!(
+            for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                unroll!(for i in [0, 1, 2, 3] {
+                    let p = ex2_approx_ftz(s_acc[4 * c + i].mul_add(self.scale_log2, -base[i / 2]));
+                    s_acc[4 * c + i] = p;
+                    part[i / 2] += p;
+                });
+            }
+        );
+        unroll!(for r in [0, 1] {
+            row_sum[r] = row_sum[r] * alpha[r] + part[r];
+        });
+        alpha
+    }
+}
+
+/// p as `p·v`'s A fragments: score tiles 2kk and 2kk + 1 make key step kk.
+#[inline(always)]
+fn pack_p<T: Sm90Element>(s_acc: &[f32; 64]) -> [[u32; 4]; BN / 16] {
+    let mut pf = [[0u32; 4]; BN / 16];
+    unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+        pf[kk] = [
+            T::pack(s_acc[8 * kk], s_acc[8 * kk + 1]),
+            T::pack(s_acc[8 * kk + 2], s_acc[8 * kk + 3]),
+            T::pack(s_acc[8 * kk + 4], s_acc[8 * kk + 5]),
+            T::pack(s_acc[8 * kk + 6], s_acc[8 * kk + 7]),
+        ];
+    });
+    pf
+}
+
+/// FlashAttention-3's ping-pong between the two consumer warpgroups (when `on`): they
+/// take turns to issue their products, so that one's softmax runs while the tensor
+/// cores work for the other. Named barrier 3 is "warpgroup 0 may issue", 4 "warpgroup 1
+/// may issue"; each use is the 128 threads that wait there and the 128 of the other
+/// warpgroup that arrive. Warpgroup 0 goes first; warpgroup 1 skips its last arrival, so
+/// that every arrival meets a wait (n + 1 turns each for n tiles).
+struct Turns {
+    on: bool,
+    half: usize,
+}
+
+impl Turns {
+    #[inline(always)]
+    fn start(&self) {
+        if self.on && self.half == 1 {
+            // SAFETY: as `take`'s barrier 3, the arrival that warpgroup 0's first wait meets.
+            unsafe { named_barrier_arrive(3, 256) };
+        }
+    }
+
+    /// Wait for this warpgroup's turn.
+    #[inline(always)]
+    fn take(&self) {
+        if self.on {
+            // SAFETY: 128 threads wait, 128 of the other warpgroup arrive (type docs).
+            unsafe { named_barrier_sync(3 + self.half as u32, 256) };
+        }
+    }
+
+    /// Give the turn to the other warpgroup (after this one issued its products).
+    #[inline(always)]
+    fn pass(&self, last: bool) {
+        if self.on && !(last && self.half == 1) {
+            // SAFETY: as `take`.
+            unsafe { named_barrier_arrive(4 - self.half as u32, 256) };
+        }
+    }
+}
+
+/// A consumer warpgroup's main loop over `n_blocks` key tiles: o (unnormalised), and
+/// each of this thread's rows' maximum and partial sum.
+///
+/// # Safety
+/// All 128 threads of a consumer warpgroup; the barriers and rings as
+/// `attention_body` sets them up, the producer filling them in order.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize, const PINGPONG: bool>(
+    c: &Consumer,
+    n_blocks: usize,
+    full_q: *mut Barrier,
+    full_k: impl Fn(usize) -> *mut Barrier,
+    full_v: impl Fn(usize) -> *mut Barrier,
+    empty_k: impl Fn(usize) -> *mut Barrier,
+    empty_v: impl Fn(usize) -> *mut Barrier,
+) -> ([f32; NO], [f32; 2], [f32; 2])
+where
+    [f32; NO]: OutputAcc<T>,
+{
+    let d = 2 * NO;
+    let lane = thread::threadIdx_x() as usize % 32;
+    // SAFETY: one arrival per warp on a barrier initialised for 8 (both consumers).
+    let release = |bar: *mut Barrier| unsafe {
+        if lane == 0 {
+            let _ = mbarrier_arrive(bar);
+        }
+    };
+    let mut s_acc = [0.0f32; 64];
+    let mut o_acc = [0.0f32; NO];
+    let mut row_max = [f32::NEG_INFINITY; 2];
+    let mut row_sum = [0.0f32; 2];
+    let (mut kr, mut vr) = (Ring::START, Ring::START);
+    let turns = Turns {
+        on: PINGPONG,
+        half: c.half,
+    };
+    // SAFETY: upheld by the caller; each stage is read only between its `full` wait
+    // and its `empty` release, after the wgmma that read it retired.
+    unsafe {
+        turns.start();
+        wait(full_q, 0);
+        // Tile 0: q·kᵀ alone, then its softmax (o is still zero: no rescale).
+        wait(full_k(kr.stage), kr.phase);
+        turns.take();
+        wgmma_fence();
+        if d == 64 {
+            c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
+        } else {
+            c.issue_qk::<T, 128>(&mut s_acc, kr.stage);
+        }
+        turns.pass(false);
+        wgmma_wait_group_acc::<0>(&mut s_acc);
+        release(empty_k(kr.stage));
+        kr = kr.next();
+        let _ = c.softmax(&mut s_acc, 0, &mut row_max, &mut row_sum);
+        let mut pf = pack_p::<T>(&s_acc);
+        for j in 1..n_blocks {
+            wait(full_k(kr.stage), kr.phase);
+            turns.take();
+            wgmma_fence();
+            if d == 64 {
+                c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
+            } else {
+                c.issue_qk::<T, 128>(&mut s_acc, kr.stage);
+            }
+            wait(full_v(vr.stage), vr.phase);
+            c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
+            turns.pass(false);
+            // q·kᵀ retired (the older group); p·v runs on under the softmax.
+            wgmma_wait_group_acc::<1>(&mut s_acc);
+            release(empty_k(kr.stage));
+            kr = kr.next();
+            let alpha = c.softmax(&mut s_acc, j, &mut row_max, &mut row_sum);
+            wgmma_wait_group_acc::<0>(&mut o_acc);
+            release(empty_v(vr.stage));
+            vr = vr.next();
+            unroll!(
+                for x in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if x < NO / 4 {
+                        unroll!(for i in [0, 1, 2, 3] {
+                            o_acc[4 * x + i] *= alpha[i / 2];
+                        });
+                    }
+                }
+            );
+            pf = pack_p::<T>(&s_acc);
+        }
+        wait(full_v(vr.stage), vr.phase);
+        turns.take();
+        wgmma_fence();
+        c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
+        turns.pass(true);
+        wgmma_wait_group_acc::<0>(&mut o_acc);
+        release(empty_v(vr.stage));
+    }
+    (o_acc, row_max, row_sum)
+}
+
+/// Where a consumer's rows go: its staging half of the q tile, its batch entry, head
+/// and sequence, and out's and lse's strides.
+pub(crate) struct Tile {
+    pub(crate) q_s: *mut u8,
+    pub(crate) half: usize,
+    pub(crate) b: usize,
+    pub(crate) h: usize,
+    pub(crate) q_start: usize,
+    pub(crate) sq: usize,
+    pub(crate) m_wg: usize,
+    pub(crate) out_strides: [u64; 3],
+    pub(crate) lse_strides: [u64; 2],
+}
+
+/// `out = o / sum` and `lse = ln(sum) + max` for one consumer's 64 rows, through its
+/// half of the q tile (module docs).
+///
+/// # Safety
+/// Called by all 128 threads of consumer warpgroup `tile.half` after its last wgmma
+/// retired; shared memory as `attention_body` lays it out.
+#[inline(always)]
+pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
+    o_acc: &[f32; NO],
+    row_max: [f32; 2],
+    row_sum: [f32; 2],
+    mut out: DisjointSlice<T>,
+    mut lse: DisjointSlice<f32>,
+    tile: Tile,
+) {
+    let tid = thread::threadIdx_x() as usize;
+    let wg_tid = tid % 128;
+    let (w, lane) = (wg_tid / 32, tid % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let mut inv = [0.0f32; 2];
+    let mut row_lse = [f32::NEG_INFINITY; 2];
+    unroll!(for r in [0, 1] {
+        let mut l = row_sum[r];
+        l += warp::shuffle_xor_f32(l, 1);
+        l += warp::shuffle_xor_f32(l, 2);
+        if l > 0.0 {
+            inv[r] = rcp_approx_ftz(l);
+            row_lse[r] = (row_max[r] + l.log2()) * core::f32::consts::LN_2;
+        }
+    });
+    let stage = tile.q_s.wrapping_add(tile.half * HALF_BOX_BYTES);
+    // Row r, 16-byte chunk c (of 8 elements) of the staged rows: box c / 8, swizzled.
+    let chunk_at = |r: usize, c: usize| {
+        stage.wrapping_add((c / 8) * BOX_BYTES + r * 128 + (((c % 8) ^ (r % 8)) * 16))
+    };
+    // SAFETY: this warpgroup's half of the q tile, which its retired wgmmas no longer
+    // read and the other warpgroup never touches; each thread writes its own pairs.
+    unsafe {
+        unroll!(
+            for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                if c < D / 8 {
+                    unroll!(for r in [0, 1] {
+                        let row = 16 * w + g + 8 * r;
+                        let v = T::pack(
+                            o_acc[4 * c + 2 * r] * inv[r],
+                            o_acc[4 * c + 2 * r + 1] * inv[r],
+                        );
+                        (chunk_at(row, c).add(4 * t) as *mut u32).write(v);
+                    });
+                }
+            }
+        );
+    }
+    // SAFETY: the 128 threads of this warpgroup, ids 1 and 2 one per warpgroup.
+    unsafe { named_barrier_sync(1 + tile.half as u32, 128) };
+    let [o0, o1, o2] = tile.out_strides.map(|s| s as usize);
+    let op = out.as_mut_ptr() as *mut u16;
+    let base = tile.b * o0 + tile.q_start * o1 + tile.h * o2;
+    let chunks = D / 8;
+    for i in 0..64 * chunks / 128 {
+        let id = wg_tid + 128 * i;
+        let (r, c) = (id / chunks, id % chunks);
+        let row = tile.m_wg + r;
+        if row < tile.sq {
+            let at = base + row * o1 + c * 8;
+            // SAFETY: each 16-byte chunk of out belongs to one thread of one block (its
+            // row and chunk); in bounds; 16-byte aligned (asserted above).
+            unsafe {
+                let v = (chunk_at(r, c) as *const [u32; 4]).read();
+                (op.add(at) as *mut [u32; 4]).write(v);
+            }
+        }
+    }
+    if t == 0 && !lse.is_empty() {
+        let [l0, l1] = tile.lse_strides.map(|s| s as usize);
+        unroll!(for r in [0, 1] {
+            let row = tile.m_wg + 16 * w + g + 8 * r;
+            if row < tile.sq {
+                let i = tile.b * l0 + tile.h * l1 + tile.q_start + row;
+                // SAFETY: one lane per row writes its element; in bounds.
+                unsafe { lse.as_mut_ptr().add(i).write(row_lse[r]) };
+            }
+        });
+    }
+}

@@ -1,0 +1,64 @@
+"""tests/fixtures/hostile_kernels (kernels that misbehave on purpose), built, and a child
+interpreter to run them in: the crash and interrupt cases of the emulator tests run
+there, and the tests assert on what the child printed and its exit status (never a
+signal)."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers.bundled import REPO, fixture_manifest
+
+HOSTILE = REPO / "tests" / "fixtures" / "hostile_kernels" / "Cargo.toml"
+#: Where it is built (carry it to the GPU machine, which has no Rust).
+HOSTILE_OUT = REPO / "target" / "oxide" / "hostile_kernels"
+
+#: A child's body: ``{call}`` in a try that prints ``RESULT ok`` or the (pickled and
+#: unpickled) EmulatorError's kernel, block, thread and message on one line.
+CATCH = """
+try:
+    {call}
+    print("RESULT ok")
+except EmulatorError as e:
+    import pickle
+    e = pickle.loads(pickle.dumps(e))
+    print("RESULT EmulatorError", e.kernel, e.block, e.thread, str(e).replace(chr(10), " "))
+"""
+
+
+@functools.cache
+def hostile_manifest() -> Path:
+    """The crate built by this checkout's cargo-oxide (PTX for sm_80, which a newer GPU
+    compiles too, and the emulator library) into HOSTILE_OUT."""
+    return fixture_manifest(HOSTILE.parent, HOSTILE_OUT, ("sm_80",))
+
+
+def child_code(manifest: Path, body: str) -> str:
+    """A child's program: ``body`` runs with ``K`` (the loaded module), ``np`` and
+    ``EmulatorError``, with SIGINT raising KeyboardInterrupt as in an interactive
+    Python (a background job may inherit SIGINT ignored)."""
+    return (
+        "import signal, sys, numpy as np, pyoxide\n"
+        "from pyoxide.errors import EmulatorError\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        f"K = pyoxide.load({str(manifest)!r})\n" + body
+    )
+
+
+def child(manifest: Path, body: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    """Run ``body`` (see :func:`child_code`) to the end; it prints its outcome."""
+    return subprocess.run(
+        [sys.executable, "-c", child_code(manifest, body)],
+        capture_output=True, text=True, timeout=120, **kw,
+    )  # type: ignore[call-overload]  # fmt: skip
+
+
+def outcome(p: subprocess.CompletedProcess[str]) -> str:
+    """The child's one ``RESULT`` line, after checking that it exited normally."""
+    assert p.returncode == 0, f"exit {p.returncode} (a signal when negative)\n{p.stderr}"
+    lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT")]
+    assert len(lines) == 1, p.stdout + p.stderr
+    return lines[0]
