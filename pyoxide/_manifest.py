@@ -195,7 +195,7 @@ class Manifest:
     # Whether the PTX fuses a multiply and an add into one rounding (`codegen.fmad`,
     # schema 6; older builds did not). The emulator always rounds them apart.
     fmad: bool = False
-    # Tuned choices `pyoxide build --tuned` put here (schema 8; pyoxide/_tune_spec.py).
+    # Tuned choices `pyoxide build --tuned` put here (schema 9; pyoxide/_tune_spec.py).
     tuned: tuple[TunedChoice, ...] = field(default=())
 
     @property

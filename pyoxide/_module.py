@@ -84,7 +84,7 @@ class Module:
         #: a build tuned here, pyoxide tune's cache's; none with tuned=False.
         self.tuned: list[Any] = []
         if tuned:
-            from . import _tuned, _tune_store
+            from . import _tune_store, _tuned
 
             choices = _tune_store.choices_for(manifest)
             self.tuned = _tuned.install(launchers, manifest.kernels, self.function, choices)

@@ -120,7 +120,10 @@ def _cases(spec: Spec, hand: KernelSpec, case: Case, bucket: tuple[int, ...] | N
     offset = 1 if spec.misaligned else 0
     edge = Case(tuple(max(1, d - 1) for d in case.shape), case.dtype, offset, case.seed + 1)
     dims = _tune_space.key_dims(hand)
-    if edge.shape == case.shape or _tune_space.bucket_of(dims, _param_shapes(spec, hand, edge)) != bucket:
+    if (
+        edge.shape == case.shape
+        or _tune_space.bucket_of(dims, _param_shapes(spec, hand, edge)) != bucket
+    ):
         edge = Case(case.shape, case.dtype, offset, case.seed + 1)
     return [case] if edge == case else [case, edge]
 
@@ -135,7 +138,9 @@ class _Run:
         outs = {name: out.make(case) for name, out in spec.outputs.items()}
         xp: Any = np
         if backend == "cupy":
-            import cupy as xp
+            import cupy
+
+            xp = cupy
         self.dev = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v
                     for k, v in {**host, **outs}.items()}  # fmt: skip
         self.args = [self.dev[n] for n in param_names(hand)]
@@ -174,8 +179,10 @@ def tune_shape(
     timed: dict[int, tuple[Kernel, float]] = {}
     for cand in _tune_space.candidates(kernels, hand):
         step(f"{cand.label} {'×'.join(map(str, shape))}")
-        row: dict[str, Any] = {"entry": cand.entry, "launch": dict(cand.launch),
-                               "hand_pick": cand.hand_pick, "time_us": None, "message": None}  # fmt: skip
+        row: dict[str, Any] = {
+            "entry": cand.entry, "launch": dict(cand.launch), "hand_pick": cand.hand_pick,
+            "time_us": None, "message": None,
+        }  # fmt: skip
         results.append(row)
         # A fresh launcher per candidate: no variants, no tuned choices of its own.
         kernel = Kernel(_tune_space.tuned_spec(by_entry[cand.entry], cand.launch), module.function)
@@ -226,8 +233,12 @@ def _choose(
         return best  # the hand pick failed: the fastest that passed
     if best == hand_at:
         return hand_at
-    labels = {i: _tune_space.Candidate(results[i]["entry"], tuple(results[i]["launch"].items()),
-                                       results[i]["hand_pick"]) for i in (best, hand_at)}  # fmt: skip
+    labels = {
+        i: _tune_space.Candidate(
+            results[i]["entry"], tuple(results[i]["launch"].items()), results[i]["hand_pick"]
+        )
+        for i in (best, hand_at)
+    }
     again = {i: timing(labels[i], case.shape, run.runner(timed[i][0])) for i in (hand_at, best)}
     for i, t in again.items():  # the better of the two measurements of each
         results[i]["time_us"] = min(results[i]["time_us"], t)

@@ -20,6 +20,7 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from . import _policy
 from ._manifest import KernelSpec
@@ -76,7 +77,9 @@ def candidates(kernels: Sequence[KernelSpec], spec: KernelSpec) -> list[Candidat
     """Every candidate of the hand pick ``spec``: each instance of its family with each
     combination of tuned launch values; the hand pick (its own policy's values) first."""
     hand = hand_launch(spec)
-    lists = [[(name, v) for v in values] for name, values in (spec.tune.launch if spec.tune else ())]
+    lists = [
+        [(name, v) for v in values] for name, values in (spec.tune.launch if spec.tune else ())
+    ]
     out = [Candidate(spec.entry, hand, True)]
     for member in family(kernels, spec):
         for combo in itertools.product(*lists):
@@ -93,7 +96,7 @@ def tuned_spec(spec: KernelSpec, launch: Sequence[tuple[str, int]]) -> KernelSpe
         return spec
     policy = _policy.policy_of(spec)
     assert policy is not None
-    values = dict(launch)
+    values: dict[str, Any] = dict(launch)
     changed = dataclasses.replace(policy, **values)
     if policy.kind == "block_per_row" and "block" in values:
         changed = dataclasses.replace(changed, least_block=values["block"])
@@ -141,7 +144,9 @@ def pow2_bucket(extent: int) -> int:
     return 1 << max(extent - 1, 0).bit_length()
 
 
-def extents(dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]) -> tuple[int, ...] | None:
+def extents(
+    dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]
+) -> tuple[int, ...] | None:
     """The key extents of a call whose array arguments have ``shapes`` (per parameter,
     None for scalars); None when an argument is missing."""
     out = []
@@ -153,12 +158,16 @@ def extents(dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]) ->
     return tuple(out)
 
 
-def bucket_of(dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]) -> tuple[int, ...] | None:
+def bucket_of(
+    dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]
+) -> tuple[int, ...] | None:
     found = extents(dims, shapes)
     return None if found is None else tuple(pow2_bucket(e) for e in found)
 
 
-def bucket_rule(dims: Sequence[KeyDim], bucket: Sequence[int]) -> tuple[tuple[int, int, int, int], ...]:
+def bucket_rule(
+    dims: Sequence[KeyDim], bucket: Sequence[int]
+) -> tuple[tuple[int, int, int, int], ...]:
     """The compiled launchers' form of a bucket: ``(param, axis, low, high)`` per key
     extent, taken when ``low < extent <= high``."""
     return tuple((d.param, d.axis, b // 2, b) for d, b in zip(dims, bucket, strict=True))

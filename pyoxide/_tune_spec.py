@@ -62,13 +62,15 @@ class TunedChoice:
 
 
 def read_tune(c: JsonChecker, value: Any, w: str) -> TuneSpec:
-    """A kernel descriptor's ``tune`` (schema 8)."""
+    """A kernel descriptor's ``tune`` (schema 9)."""
     v = c.obj(value, w, [], ["consts", "launch"])
     consts = []
     for i, k in enumerate(c.list_(v.get("consts", []), w + ".consts")):
         kw = f"{w}.consts[{i}]"
         k = c.obj(k, kw, ["param", "values"])
-        values = tuple(c.str_(x, f"{kw}.values[{j}]") for j, x in enumerate(c.list_(k["values"], kw)))
+        values = tuple(
+            c.str_(x, f"{kw}.values[{j}]") for j, x in enumerate(c.list_(k["values"], kw))
+        )
         if not values:
             raise c.fail(kw + ".values", "at least one value")
         consts.append((c.str_(k["param"], kw + ".param"), values))
@@ -77,10 +79,10 @@ def read_tune(c: JsonChecker, value: Any, w: str) -> TuneSpec:
         kw = f"{w}.launch[{i}]"
         k = c.obj(k, kw, ["param", "values"])
         name = c.choice(k["param"], kw + ".param", list(_abi.TUNABLE_LAUNCH))
-        values = tuple(c.uint(x, f"{kw}.values[{j}]") for j, x in enumerate(c.list_(k["values"], kw)))
-        if not values or 0 in values:
+        ints = tuple(c.uint(x, f"{kw}.values[{j}]") for j, x in enumerate(c.list_(k["values"], kw)))
+        if not ints or 0 in ints:
             raise c.fail(kw + ".values", "at least one value, each at least 1")
-        launch.append((name, values))
+        launch.append((name, ints))
     return TuneSpec(tuple(consts), tuple(launch))
 
 

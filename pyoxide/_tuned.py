@@ -77,7 +77,12 @@ def install(launchers: dict[str, Any], specs: Sequence[KernelSpec], code: CodeLo
     for choice in choices:
         kernel, spec = launchers.get(choice.kernel), by_entry.get(choice.entry)
         hand = by_entry.get(choice.kernel)
-        if not isinstance(kernel, Kernel) or spec is None or hand is None or not _fits(hand, choice):
+        if (
+            not isinstance(kernel, Kernel)
+            or spec is None
+            or hand is None
+            or not _fits(hand, choice)
+        ):
             continue
         if spec is not hand and spec not in _tune_space.family(specs, hand):
             continue

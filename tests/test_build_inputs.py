@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.fixtures import make_crate
 
-from pyoxide import _abi, _build, _cache
+from pyoxide import _abi, _build, _cache, _knobs
 
 KEYED = [v for v in _abi.VARIABLES if v.effect == "key"]
 RESOLVED = [v for v in _abi.VARIABLES if v.effect == "resolved"]
@@ -139,10 +139,12 @@ def test_python_and_cargo_oxide_agree_on_the_cache_folder(
     assert _cache.lookup_key(toml, arch=None, profile="release", fmad=True)[1] == (
         home / ".cache" / "pyoxide"
     )
+    assert _knobs.cache_dir() == home / ".cache" / "pyoxide"  # the tuned choices' (no cargo)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert (
         _build.build_key(["--manifest-path", str(toml)]).cache_dir == tmp_path / "xdg" / "pyoxide"
     )
+    assert _knobs.cache_dir() == tmp_path / "xdg" / "pyoxide"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")

@@ -79,7 +79,14 @@ def test_a_tuned_kernel_is_its_hand_pick_and_its_candidates_are_instances(manife
 def test_buckets_are_powers_of_two() -> None:
     dims = (_tune_space.KeyDim(0, 0, "n"), _tune_space.KeyDim(1, 1, "cols"))
     assert _tune_space.bucket_of(dims, [(1000,), (3, 4097)]) == (1024, 8192)
-    assert [_tune_space.pow2_bucket(e) for e in (0, 1, 2, 3, 1024, 1025)] == [1, 1, 2, 4, 1024, 2048]
+    assert [_tune_space.pow2_bucket(e) for e in (0, 1, 2, 3, 1024, 1025)] == [
+        1,
+        1,
+        2,
+        4,
+        1024,
+        2048,
+    ]
     assert _tune_space.bucket_rule(dims, (1024, 8192)) == ((0, 0, 512, 1024), (1, 1, 4096, 8192))
 
 
@@ -156,8 +163,9 @@ def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(
     ]
     path = _tune_store.cache_file(mod.manifest)
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"version": _abi.TUNED_FILE_VERSION, "crate": "tuned_kernels",
-                                "key": _tune_store.tuning_key(mod.manifest), "choices": choices}))  # fmt: skip
+    key = _tune_store.tuning_key(mod.manifest)
+    file = {"version": _abi.TUNED_FILE_VERSION, "crate": "tuned_kernels", "key": key}
+    path.write_text(json.dumps({**file, "choices": choices}))
     tuned = pyoxide.load(manifest)
     assert [v.choice.device for v in tuned.tuned] == ["NVIDIA H200"]  # block 999: no longer listed
     assert which(tuned, 1000) == which(tuned, 2000) == {128}  # not this device

@@ -128,6 +128,8 @@ def table(report: dict[str, Any]) -> str:
                 lines.append(f"  {mark} {label:<44} {c['verdict'].upper()}{hand}: {c['message']}")
         if k["ratio"] is not None:
             lines.append(f"    chosen: {k['ratio']:.3f}x the hand pick's time")
-    lines.append("tuning time per kernel: " + ", ".join(f"{n} {s:.1f} s" for n, s in per_kernel.items()))
+    lines.append(
+        "tuning time per kernel: " + ", ".join(f"{n} {s:.1f} s" for n, s in per_kernel.items())
+    )
     lines.append(f"choices saved to {report['saved']}" if report["saved"] else "choices not saved")
     return "\n".join(lines)
