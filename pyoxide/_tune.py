@@ -128,7 +128,7 @@ def _cases(spec: Spec, hand: KernelSpec, case: Case, bucket: tuple[int, ...] | N
     return [case] if edge == case else [case, edge]
 
 
-class _Run:
+class ShapeRun:
     """One shape of one kernel: the spec's arrays on the backend, and each candidate run
     on them as a plain call."""
 
@@ -174,7 +174,7 @@ def tune_shape(
     bucket = _tune_space.bucket_of(dims, _param_shapes(memo, hand, case))
     cases = _cases(memo, hand, case, bucket)
     arrays = Arrays(backend)
-    run = _Run(memo, hand, case, backend)
+    run = ShapeRun(memo, hand, case, backend)
     results: list[dict[str, Any]] = []
     timed: dict[int, tuple[Kernel, float]] = {}
     for cand in _tune_space.candidates(kernels, hand):
@@ -184,8 +184,10 @@ def tune_shape(
             "time_us": None, "message": None,
         }  # fmt: skip
         results.append(row)
-        # A fresh launcher per candidate: no variants, no tuned choices of its own.
-        kernel = Kernel(_tune_space.tuned_spec(by_entry[cand.entry], cand.launch), module.function)
+        # A fresh launcher per candidate: no variants, no tuned choices of its own. The
+        # hand pick runs as a plain call does (a row kernel's block follows its rows).
+        launch = () if cand.hand_pick else cand.launch
+        kernel = Kernel(_tune_space.tuned_spec(by_entry[cand.entry], launch), module.function)
         failure = next(
             (f"{c.describe()}: {o.failure.what}: {o.failure.message}" for c in cases
              if (o := run_case(kernel, kernel.spec, memo, c, arrays)).failure is not None),
@@ -221,7 +223,7 @@ def tune_shape(
 
 def _choose(
     results: list[dict[str, Any]], timed: dict[int, tuple[Kernel, float]], hand_at: int,
-    margin: float, timing: Timing, case: Case, run: _Run,
+    margin: float, timing: Timing, case: Case, run: ShapeRun,
 ) -> int | None:  # fmt: skip
     """The index of the candidate to keep: the fastest that passed, when it beats the hand
     pick by ``margin`` in a second measurement of both (else the hand pick); None when
