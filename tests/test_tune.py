@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from helpers.bundled import TUNED_KERNELS, tuned_kernels_manifest
+from helpers.probes import requires_gpu
 
 import pyoxide
-from pyoxide import _abi, _tune, _tune_space, _tune_store, _tuned
+from pyoxide import _abi, _tune, _tune_space, _tune_store, _tuned, backends
 from pyoxide.cli import cli
 from pyoxide.spec import Spec
 from pyoxide.verify import load_specs
@@ -56,9 +57,9 @@ def planted(times: dict[str, float], default: float = 100.0) -> _tune.Timing:
 
 
 def tune(manifest: Path, name: str, times: dict[str, float], *shapes: tuple[int, ...],
-         **kw: Any) -> dict[str, Any]:  # fmt: skip
+         backend: str = "emu", **kw: Any) -> dict[str, Any]:  # fmt: skip
     module = pyoxide.load(manifest, tuned=False)
-    return _tune.tune_crate(module, [spec(name)], backend="emu", timing=planted(times),
+    return _tune.tune_crate(module, [spec(name)], backend=backend, timing=planted(times),
                             sizes=list(shapes) or None, **kw)  # fmt: skip
 
 
@@ -90,9 +91,15 @@ def test_buckets_are_powers_of_two() -> None:
     assert _tune_space.bucket_rule(dims, (1024, 8192)) == ((0, 0, 512, 1024), (1, 1, 4096, 8192))
 
 
-def test_a_planted_fast_and_wrong_candidate_is_refused_never_chosen(manifest: Path) -> None:
+@pytest.mark.parametrize(
+    "backend",
+    ["emu", pytest.param("cupy", marks=[pytest.mark.gpu, requires_gpu("tunes on the GPU")])],
+)
+def test_a_planted_fast_and_wrong_candidate_is_refused_never_chosen(
+    manifest: Path, backend: str
+) -> None:
     times = {"affine_1 block=128": 1.0, "affine_1 block=256": 1.0, "affine_0 block=128": 50.0}
-    report = tune(manifest, "affine", times, (1000,))
+    report = tune(manifest, "affine", times, (1000,), backend=backend)
     (k,) = report["kernels"]
     verdicts = {f"{c['entry']} {c['launch']['block']}": c["verdict"] for c in k["candidates"]}
     assert verdicts == {"affine_0 256": "passed", "affine_0 128": "passed",
@@ -103,12 +110,16 @@ def test_a_planted_fast_and_wrong_candidate_is_refused_never_chosen(manifest: Pa
     assert (chosen["entry"], chosen["launch"], k["ratio"]) == ("affine_0", {"block": 128}, 0.5)
     # Kept for this device and bucket, and run by plain calls.
     mod = pyoxide.load(manifest)
-    x, out = np.arange(1000, dtype=np.float32), np.zeros(1000, np.float32)
+    xp: Any = np if backend == "emu" else pytest.importorskip("cupy")
+    x, out = xp.arange(1000, dtype=xp.float32), xp.zeros(1000, xp.float32)
     choice = _tuned.tuned_for(mod.affine, (x, out))
     assert choice is not None and (choice.entry, choice.launch) == ("affine_0", (("block", 128),))
-    assert (choice.device, choice.arch, choice.bucket, choice.rejected) == (*EMU, (1024,), 2)
+    b = backends.get(backend)
+    here = b.device_identity(b.current_device())
+    assert (choice.device, choice.arch, choice.bucket, choice.rejected) == (*here, (1024,), 2)
     mod.affine(x, out)
-    np.testing.assert_array_equal(out, 2 * x + 1)
+    host = np.asarray if xp is np else xp.asnumpy
+    np.testing.assert_array_equal(host(out), 2 * host(x) + 1)
 
 
 def which(mod: Any, n: int, x: Any = None) -> set[int]:

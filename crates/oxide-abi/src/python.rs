@@ -35,7 +35,12 @@ fn tune_tables(w: &mut String) {
     w.push_str("TUNABLE_LAUNCH: dict[str, frozenset[str]] = {\n");
     for t in tune::TUNABLE_LAUNCH {
         let kinds: Vec<String> = t.policies.iter().map(|k| format!("\"{k}\"")).collect();
-        let _ = writeln!(w, "    \"{}\": frozenset({{{}}}),", t.name, kinds.join(", "));
+        let _ = writeln!(
+            w,
+            "    \"{}\": frozenset({{{}}}),",
+            t.name,
+            kinds.join(", ")
+        );
     }
     w.push_str("}\n\n");
 }

@@ -264,7 +264,10 @@ impl Parse for TuneSyntax {
             let list: syn::ExprArray = input
                 .parse()
                 .map_err(|e| syn::Error::new(e.span(), usage))?;
-            let span = name.span().join(list.bracket_token.span.join()).unwrap_or(name.span());
+            let span = name
+                .span()
+                .join(list.bracket_token.span.join())
+                .unwrap_or(name.span());
             entries.push(TuneEntry {
                 name,
                 values: list.elems.into_iter().collect(),

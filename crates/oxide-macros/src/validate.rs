@@ -177,7 +177,14 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
     let tune_given = tune.is_some();
     let tune = tune.and_then(|t| {
         let variant = variant_of.is_some();
-        tune::check_tune(t, &generics, launch.as_ref(), launch_bounds, variant, &mut errors)
+        tune::check_tune(
+            t,
+            &generics,
+            launch.as_ref(),
+            launch_bounds,
+            variant,
+            &mut errors,
+        )
     });
     let instances = match &tune {
         Some(plan) if !plan.consts.is_empty() => {

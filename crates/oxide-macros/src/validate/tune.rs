@@ -48,7 +48,10 @@ pub(super) fn check_tune(
     for entry in t.entries {
         let name = entry.name.to_string();
         if seen.contains(&name) {
-            errors.push(entry.name.span(), format!("`{name}` is tuned twice; keep one list"));
+            errors.push(
+                entry.name.span(),
+                format!("`{name}` is tuned twice; keep one list"),
+            );
             continue;
         }
         seen.push(name.clone());
@@ -128,7 +131,11 @@ pub(super) fn check_tune(
 }
 
 /// A const's candidates: integer literals, possibly negated, each once.
-fn const_values(name: &str, values: Vec<syn::Expr>, errors: &mut Errors) -> Vec<(syn::Expr, String)> {
+fn const_values(
+    name: &str,
+    values: Vec<syn::Expr>,
+    errors: &mut Errors,
+) -> Vec<(syn::Expr, String)> {
     let mut out: Vec<(syn::Expr, String)> = Vec::new();
     for v in values {
         let literal = match &v {
@@ -330,10 +337,8 @@ pub(super) fn tuned_instances(
     let mut out: Vec<Instance> = Vec::new();
     for partial in &partials {
         for combo in combinations(plan) {
-            let mut args: Vec<(usize, InstanceArg)> = partial
-                .iter()
-                .map(|(i, a)| (*i, clone_arg(a)))
-                .collect();
+            let mut args: Vec<(usize, InstanceArg)> =
+                partial.iter().map(|(i, a)| (*i, clone_arg(a))).collect();
             for (i, (expr, text)) in combo {
                 args.push((
                     i,
