@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import fake_cupy
 from helpers.bundled import TUNED_KERNELS, tuned_kernels_manifest
+from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.probes import requires_gpu
 
 import pyoxide
@@ -162,21 +164,44 @@ def test_the_hand_pick_stays_unless_beaten_by_the_margin(manifest: Path, cache: 
     assert which(pyoxide.load(manifest), 1000) == {128}
 
 
-def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(
-    manifest: Path,
-) -> None:
+def plant_choices(manifest: Path, choices: list[dict[str, Any]]) -> None:
+    """Cache ``which``'s choices (each: which_1 for 512 < n <= 1024 unless it says
+    otherwise) as `pyoxide tune` would."""
     mod = pyoxide.load(manifest, tuned=False)
     base = {"kernel": "which_0", "entry": "which_1", "bucket": [1024], "time_us": 1.0,
             "hand_us": 2.0, "shape": [1000], "candidates": 4, "rejected": 0}  # fmt: skip
-    choices = [
-        {**base, "device": "NVIDIA H200", "arch": "sm_90", "launch": {"block": 256}},
-        {**base, "device": EMU[0], "arch": EMU[1], "bucket": [2048], "launch": {"block": 999}},
-    ]
     path = _tune_store.cache_file(mod.manifest)
     path.parent.mkdir(parents=True)
     key = _tune_store.tuning_key(mod.manifest)
     file = {"version": _abi.TUNED_FILE_VERSION, "crate": "tuned_kernels", "key": key}
-    path.write_text(json.dumps({**file, "choices": choices}))
+    path.write_text(json.dumps({**file, "choices": [{**base, **c} for c in choices]}))
+
+
+def test_the_compiled_launchers_run_the_choice_in_its_bucket(manifest: Path) -> None:
+    """On a (fake) GPU the compiled launchers decide: each call's launch block is the
+    choice's (256) inside its bucket, the hand pick's (128) outside it."""
+    fake = fake_cupy.FakeCuda()
+    plant_choices(manifest, [{"device": fake.device_name, "arch": f"sm_{fake.compute_capability}",
+                              "launch": {"block": 256}}])  # fmt: skip
+    blocks = {}
+    with native_installed(fake) as (_, driver):
+        mod = pyoxide.load(manifest)
+        for n in (1000, 2000, 1000, 2000, 600, 1024, 1025, 1000):
+            before = len(fake.launches) + len(driver.launches)
+            mod.which(FakeNdarray((n,), "uint32"))
+            (launch,) = (fake.launches + driver.launches)[before:]
+            blocks.setdefault(n, set()).add(launch["block"][0])
+    assert driver.launches  # the compiled launchers took calls
+    assert blocks == {1000: {256}, 600: {256}, 1024: {256}, 2000: {128}, 1025: {128}}
+
+
+def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(
+    manifest: Path,
+) -> None:
+    plant_choices(manifest, [
+        {"device": "NVIDIA H200", "arch": "sm_90", "launch": {"block": 256}},
+        {"device": EMU[0], "arch": EMU[1], "bucket": [2048], "launch": {"block": 999}},
+    ])  # fmt: skip
     tuned = pyoxide.load(manifest)
     assert [v.choice.device for v in tuned.tuned] == ["NVIDIA H200"]  # block 999: no longer listed
     assert which(tuned, 1000) == which(tuned, 2000) == {128}  # not this device
