@@ -359,24 +359,18 @@ def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
     )
 
 
+_OPTIONAL_DESCRIPTOR_FIELDS = ("instance", "is_unsafe", "launch_bounds", "launch", "cluster",
+                               "variant_of", "shared_bytes", "tensor_maps", "tune",
+                               "whole_warps")  # fmt: skip
+
+
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
     # KernelDescriptor is open in the schema (no additionalProperties: false).
     k = c.obj(
         value,
         w,
         ["version", "name", "entry", "params", "source"],
-        [
-            "instance",
-            "is_unsafe",
-            "launch_bounds",
-            "launch",
-            "cluster",
-            "variant_of",
-            "shared_bytes",
-            "tensor_maps",
-            "tune",
-            "whole_warps",
-        ],
+        list(_OPTIONAL_DESCRIPTOR_FIELDS),
         closed=False,
     )
     version = c.uint(k["version"], w + ".version")
