@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import _knobs
-from ..._abi import DESCRIPTOR_SECTION, HOST_ENTRY_PREFIX, EmuStatus
+from ..._abi import DESCRIPTOR_SECTION, EMU_CHECK_STRICT, HOST_ENTRY_PREFIX, EmuStatus
 from ..._arrays import HOST
 from ...errors import (
     BackendUnavailableError,
@@ -203,7 +203,7 @@ class EmuBackend:
         words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
 
         is_strict, seed = launch_checks()
-        checks = (ffi.CHECK_STRICT, seed) if is_strict else None
+        checks = (EMU_CHECK_STRICT, seed) if is_strict else None
         if checks is not None and not function.has_checks:
             raise EmulatorError(
                 f"kernel '{kernel}': strict mode was asked for, but this emulator library "
