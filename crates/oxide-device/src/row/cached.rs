@@ -135,7 +135,7 @@ impl<I: RowInputs> Share<I> {
     pub fn cache_map<'a, const S: usize, T: Copy>(
         self,
         f: impl Fn(I::Item) -> T + Copy,
-    ) -> Cached<'a, T, S, impl RowInputs<Item = T> + Copy> {
+    ) -> Cached<'a, T, S, impl RowInputs<Item = T>> {
         const {
             assert!(
                 S <= MAX_SLOTS
