@@ -16,7 +16,6 @@ from typing import Any
 
 from . import _abi
 from ._constants import ConstantSpec, parse_constants
-from ._fs import file_inside
 from ._json_checker import JsonChecker
 from ._policy_spec import (
     LaunchPolicy,
@@ -298,7 +297,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
     if top.get("emulator") is not None:
         e = c.obj(top["emulator"], "emulator", ["path", "sha256"])
         emulator = (
-            _inside(c, base, c.str_(e["path"], "emulator.path"), "emulator.path"),
+            c.path_inside(base, e["path"], "emulator.path"),
             c.str_(e["sha256"], "emulator.sha256"),
         )
     kernels = [
@@ -347,18 +346,11 @@ def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
             resources[entry] = KernelResources(**{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields})
     return PtxArtifact(
         arch=arch,
-        path=_inside(c, base, c.str_(a["path"], w + ".path"), w + ".path"),
+        path=c.path_inside(base, a["path"], w + ".path"),
         sha256=c.str_(a["sha256"], w + ".sha256"),
         ptx_version=c.str_(a["ptx_version"], w + ".ptx_version"),
         ptxas=resources,
     )
-
-
-def _inside(c: JsonChecker, base: Path, text: str, where: str) -> Path:
-    try:
-        return file_inside(base, text)
-    except ValueError as e:
-        raise c.fail(where, str(e)) from None
 
 
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from . import _knobs
+from . import _abi, _knobs
 from ._verify_limits import WORKER_START_TIMEOUT
 
 __all__ = ["Died", "Target", "Worker", "load_module"]
@@ -65,7 +65,7 @@ def worker_environment(backend: str) -> dict[str, str]:
     The emulator's strict mode (issue 27: poisoned uninitialised shared memory, varied
     thread interleavings, shuffles outside their mask trapped), on by default in verify,
     is switched on here and nowhere else."""
-    return {}
+    return {_abi.PYOXIDE_EMU_STRICT.name: "1"} if backend == "emu" else {}
 
 
 class Worker:

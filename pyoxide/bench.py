@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ._bench_report import Table
+from ._bench_report import Table, require_gpu
 from ._bench_report import render as render_report
 from ._bench_timing import Timer, copy_bandwidth, peak_flops
 from ._verify_case import compare, param_names
 from .spec import Case, Shape, Spec
 from .verify import instance
 
-__all__ = ["Table", "bench_crate", "bench_spec", "render_report", "table"]
+__all__ = ["Table", "bench_crate", "bench_spec", "render_report", "require_gpu", "table"]
 
 BENCH_REPORT_VERSION = 1
 #: The copy that sets the bandwidth ceiling: 2^26 float32 (256 MiB), far past the L2.

@@ -7,7 +7,7 @@
 //! barrier), and a mask's lanes that wait elsewhere (at a barrier, or with another
 //! mask) are a deadlock on a GPU, which the block reports.
 
-use super::block::WARP;
+use crate::arch::WARP_SIZE as WARP;
 
 const LANES: usize = WARP as usize;
 
