@@ -98,13 +98,16 @@ unsafe fn scan_lanes<T: Shuffle, const N: usize, const VEC: bool>(
     let (lane, width) = (arch::lane_id(), arch::warp_lanes());
     let warps = l.step.div_ceil(width);
     let w = l.t / width;
-    // The head (fewer than N elements): every thread folds it, thread c writes column c.
+    // The head (fewer than N elements): every thread folds it and writes its columns
+    // `t, t + step, …` of it (the row layout's; no division).
     let mut carry = identity;
+    let mut mine = l.t as usize;
     for c in 0..l.head as usize {
         carry = op(carry, get(c));
-        if c as u32 % l.step == l.t {
+        if c == mine {
             // SAFETY: see above.
             unsafe { at(c).write(carry) };
+            mine += l.step as usize;
         }
     }
     let slices = l.vectors.div_ceil(width);
@@ -151,13 +154,15 @@ unsafe fn scan_lanes<T: Shuffle, const N: usize, const VEC: bool>(
         carry = op(carry, round);
         first += per_warp * warps;
     }
-    // The tail (fewer than N elements): every thread folds it.
+    // The tail (fewer than N elements): every thread folds it, writing as the head.
     let tail = l.col(l.vectors);
+    let mut mine = tail + l.t as usize;
     for c in tail..l.len as usize {
         carry = op(carry, get(c));
-        if (c - tail) as u32 % l.step == l.t {
+        if c == mine {
             // SAFETY: see above.
             unsafe { at(c).write(carry) };
+            mine += l.step as usize;
         }
     }
 }
