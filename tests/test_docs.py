@@ -37,6 +37,7 @@ RUST_HOMES = [
     REPO_DIR / "tests" / "fixtures",
     REPO_DIR / "kernels_rs" / "src",
     REPO_DIR / "kernels_sm90a" / "src",
+    REPO_DIR / "gallery" / "src",
 ]
 _FENCE = re.compile(r"(?:<!--\s*test:\s*(\w+)\s*-->\n)?```(\w*)\n(.*?)```", re.S)
 

@@ -170,7 +170,7 @@ pub(crate) fn scan_warp_totals<T: Shuffle>(
     } else {
         identity
     };
-    let inclusive = crate::warp::inclusive_scan(partial, op);
+    let inclusive = crate::shuffle::inclusive_scan(partial, op);
     let total = inclusive.shuffle(FULL_MASK, warps - 1);
     let before = inclusive.shuffle(FULL_MASK, w.saturating_sub(1));
     (if w == 0 { identity } else { before }, total)

@@ -31,6 +31,23 @@ pub(crate) fn butterfly<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
     v
 }
 
+/// `op(value_0, …, value_i)` in lane `i` (Hillis–Steele with `shfl.sync.up`): the warp
+/// scan behind `warp::inclusive_scan` and the block scans (here, below both).
+#[inline(always)]
+pub(crate) fn inclusive_scan<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
+    let lane = arch::lane_id();
+    let mut v = value;
+    let mut delta = 1;
+    while delta < arch::warp_lanes() {
+        let other = v.shuffle_up(FULL_MASK, delta);
+        if lane >= delta {
+            v = op(other, v);
+        }
+        delta *= 2;
+    }
+    v
+}
+
 /// A value that can cross lanes: 32-bit values in one shuffle, 64-bit in two, tuples
 /// and arrays one part at a time.
 pub trait Shuffle: Copy {

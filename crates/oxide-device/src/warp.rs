@@ -44,13 +44,6 @@ pub fn active_mask() -> u32 {
     arch::active_mask()
 }
 
-/// Lanes in the warp as the current backend runs it: 32 on the GPU; on the host the
-/// emulator's warp size (32, fewer in a block's last, partial warp), 1 outside it.
-#[inline(always)]
-fn lanes() -> u32 {
-    arch::warp_lanes()
-}
-
 pub use crate::shuffle::{Numeric, Shuffle};
 
 macro_rules! shuffle_fns {
@@ -159,17 +152,7 @@ pub fn reduce<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
 /// `op(value_0, …, value_i)`. Hillis–Steele with `shfl.sync.up`.
 #[inline(always)]
 pub fn inclusive_scan<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T {
-    let lane = lane_id();
-    let mut v = value;
-    let mut delta = 1;
-    while delta < lanes() {
-        let other = v.shuffle_up(FULL_MASK, delta);
-        if lane >= delta {
-            v = op(other, v);
-        }
-        delta *= 2;
-    }
-    v
+    crate::shuffle::inclusive_scan(value, op)
 }
 
 macro_rules! reductions {
