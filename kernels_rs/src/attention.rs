@@ -1,7 +1,7 @@
 //! Attention forward, `out = softmax(scale · q·kᵀ + mask) · v`, on the tensor cores
 //! with `mma.sync` (sm_80+): FlashAttention-2's algorithm, which the CPU emulator also
 //! runs. kernels_sm90a's `attention_sm90` is the same call on Hopper's warpgroup tensor
-//! cores; pyoxide/_attention.py picks between them and derives every scalar below from
+//! cores; pyoxide/bundled/attention.py picks between them and derives every scalar below from
 //! the arrays.
 //!
 //! # What is computed

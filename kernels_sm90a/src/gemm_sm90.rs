@@ -94,7 +94,7 @@ pub const STAGES: usize = 4;
 /// Dynamic shared memory a launch must give: the stages, the epilogue's buffer, the
 /// barriers, and 1 KiB of slack to align the first stage to 1024 bytes. The kernels'
 /// `#[launch(..., shared = 230_464)]` states it to the launcher (an attribute takes a
-/// literal; tests/test_variants.py checks the two agree).
+/// literal; tests/launch/test_variants.py checks the two agree).
 pub const SM90_SHARED_BYTES: u32 = 230_464;
 const _: () = assert!(
     SM90_SHARED_BYTES as usize == STAGES * STAGE_BYTES + 2 * EPI_WG_BYTES + 2 * STAGES * 8 + 1024

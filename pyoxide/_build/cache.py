@@ -35,11 +35,11 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from . import _knobs
-from ._build import Echo, Profile, build, build_key, cargo_args, crate_manifest
-from ._fs import atomic_write, make_temp_dir, sha256_file
-from ._manifest import Manifest, read_manifest
-from .errors import BuildError, ConfigError, LoadError, ManifestError
+from .._manifest import knobs as _knobs
+from .cargo import Echo, Profile, build, build_key, cargo_args, crate_manifest
+from .._manifest.fs import atomic_write, make_temp_dir, sha256_file
+from .._manifest.reader import Manifest, read_manifest
+from ..errors import BuildError, ConfigError, LoadError, ManifestError
 
 LAYOUT_VERSION = 1
 

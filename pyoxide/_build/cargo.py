@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import _abi, _knobs, _layout
-from .errors import BuildError, ToolchainError
+from .._manifest import abi as _abi, knobs as _knobs
+from . import layout as _layout
+from ..errors import BuildError, ToolchainError
 
 Profile = Literal["release", "debug"]
 Echo = Callable[[str], None]
@@ -43,7 +44,7 @@ class BuildResult:
     emulator: Path | None = None  # the CPU emulator library, when built
 
 
-#: The cargo-oxide that a pyoxide wheel ships (its kit: pyoxide/_layout.py).
+#: The cargo-oxide that a pyoxide wheel ships (its kit: pyoxide/_build/layout.py).
 PACKAGED_CARGO_OXIDE = _layout.CARGO_OXIDE
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
+#: The pyoxide package (this module is pyoxide/_build/layout.py).
+PACKAGE = Path(__file__).resolve().parent.parent
 PREBUILT = PACKAGE / "_prebuilt"
 KERNELS_STUB = PACKAGE / "kernels.pyi"
 KIT = PACKAGE / "_rust"

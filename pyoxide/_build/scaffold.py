@@ -1,8 +1,8 @@
 """``pyoxide new``: a kernel crate plus a maturin project around it.
 
-The files come from pyoxide/_templates/new (``$name`` and the paths of pyoxide's Rust
+The files come from pyoxide/_build/templates/new (``$name`` and the paths of pyoxide's Rust
 crates substituted; a ``__name__`` path part becomes the name). From an installed wheel,
-whose kit carries the crates.io sources those crates need, _templates/offline adds the
+whose kit carries the crates.io sources those crates need, templates/offline adds the
 cargo source replacement that makes the project build offline. The project is written
 to a temporary folder beside the destination and renamed into place, so a failure leaves
 nothing half-made.
@@ -21,10 +21,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _layout
-from .errors import ScaffoldError
+from . import layout as _layout
+from ..errors import ScaffoldError
 
-_TEMPLATES = Path(__file__).resolve().parent / "_templates" / "new"
+_TEMPLATES = Path(__file__).resolve().parent / "templates" / "new"
 _OFFLINE_TEMPLATES = _TEMPLATES.parent / "offline"
 _SUFFIX = ".tmpl"
 # Files whose template name differs from the file's (a dotfile would be ignored by tools

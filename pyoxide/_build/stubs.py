@@ -13,9 +13,9 @@ import keyword
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import _abi
-from ._fs import atomic_write
-from ._manifest import KernelSpec, Manifest, ParamSpec
+from .._manifest import abi as _abi
+from .._manifest.fs import atomic_write
+from .._manifest.reader import KernelSpec, Manifest, ParamSpec
 
 _KIND_ANNOTATION = {"b": "Bool", "f": "Float"}  # by NumPy kind letter; the rest: Int
 

@@ -2,7 +2,7 @@
 
 The general launch path (:mod:`._launch`) applies them to every call; the compiled fast
 path (crates/pyoxide-native) accepts a subset and declines the rest, so a call it takes
-is one these rules accept, packed into the same bytes (tests/test_fast_path.py).
+is one these rules accept, packed into the same bytes (tests/launch/test_fast_path.py).
 
 * Arrays: exact dtype (no silent casts), 1-D and C-contiguous for slices, writable for
   mutable kinds, aligned to the element size, all on one device and all on the GPU or
@@ -32,13 +32,14 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from . import _abi, _records
-from ._arrays import RUST_TYPESTR as _TYPESTR
-from ._arrays import ArrayProtocolError, ArrayView, dtype_spelling, rust_dtype_name, view
-from ._half import HALF_OVERFLOW, half_bits, half_value
-from ._manifest import KernelSpec, ParamSpec
-from ._shapes import check_contract, check_shaped, has_contract, span_bytes
-from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError
+from .._manifest import abi as _abi
+from .._manifest.reader import KernelSpec, ParamSpec
+from ..errors import ArgumentError, ArgumentTypeError, ArgumentValueError
+from . import records as _records
+from .arrays import RUST_TYPESTR as _TYPESTR
+from .arrays import ArrayProtocolError, ArrayView, dtype_spelling, rust_dtype_name, view
+from .half import HALF_OVERFLOW, half_bits, half_value
+from .shapes import check_contract, check_shaped, has_contract, span_bytes
 
 _F32_OVERFLOW = 2.0**128 - 2.0**103  # rounds to inf as f32
 _NP_NAMES = {

@@ -19,8 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from . import _abi
-from .errors import BackendUnavailableError
+from .._manifest import abi as _abi
 
 GPU = "gpu"
 HOST = "host"
@@ -301,14 +300,9 @@ def _from_dlpack(obj: Any) -> ArrayView:
             "pass a CuPy, PyTorch, JAX or NumPy array",
         ) from None
     if dev_type in (_DL_CUDA, _DL_CUDA_MANAGED):
-        try:
-            import cupy
-        except ImportError:
-            raise BackendUnavailableError(
-                f"a CUDA {_type_name(obj)} arrived through DLPack, which needs CuPy to import "
-                "it. Fix: pip install 'pyoxide[cuda]' (CUDA 13 drivers) or 'pyoxide[cuda12]'."
-            ) from None
-        v = view(cupy.from_dlpack(obj))  # v.obj: the CuPy view, which owns the capsule
+        from ..backends.cupy._dlpack import from_dlpack
+
+        v = view(from_dlpack(obj, _type_name(obj)))  # v.obj: the CuPy view (owns the capsule)
         assert v is not None
         v.device, v.source = int(dev_id), _source_name(obj, "__dlpack__")
         return v

@@ -11,13 +11,14 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _abi, _policy
-from ._args import describe_value
-from .errors import ArgumentTypeError, ArgumentValueError
+from .._manifest import abi as _abi
+from ..errors import ArgumentTypeError, ArgumentValueError
+from . import policy as _policy
+from .args import describe_value
 
 if TYPE_CHECKING:
-    from ._args import ArgumentPlan
-    from ._arrays import ArrayView
+    from .args import ArgumentPlan
+    from .arrays import ArrayView
 
 Dim = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
 Dim3 = tuple[int, int, int]
@@ -59,7 +60,7 @@ def launch_config(
 ) -> tuple[Dim3, Dim3]:
     """The grid and block of one launch: as given (checked against the CUDA limits, the
     kernel's launch bounds and, where the grid has a meaning, its launch policy), or,
-    where None, the kernel's launch policy's (``#[launch]``, pyoxide/_policy.py; without
+    where None, the kernel's launch policy's (``#[launch]``, pyoxide/_launch/policy.py; without
     one, one thread per element of the first output in blocks of :func:`default_block`).
     ``multiprocessors()`` (the device's SM count) is called only by grid-stride policies.
     The compiled fast path sizes a plain call the same way (``_policy.plain_rule``)."""

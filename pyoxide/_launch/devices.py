@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import ArgumentTypeError, ArgumentValueError
+from ..errors import ArgumentTypeError, ArgumentValueError
 
 if TYPE_CHECKING:
-    from ._arrays import ArrayView
-    from ._manifest import ParamSpec
-    from .backends import Backend
+    from .._manifest.reader import ParamSpec
+    from ..backends import Backend
+    from .arrays import ArrayView
 
 
 def _is_torch(v: ArrayView) -> bool:

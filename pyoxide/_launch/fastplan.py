@@ -4,7 +4,7 @@
 compiled launcher (``Backend.fast_launcher``) takes it as it is, so a launch option is one
 field here and its reader in crates/pyoxide-native/src/plan.rs. The launcher takes a
 subset of the calls :mod:`._args` accepts and packs them into the same bytes
-(tests/test_fast_path.py); a kernel whose calls it cannot pack has no plan (None) and
+(tests/launch/test_fast_path.py); a kernel whose calls it cannot pack has no plan (None) and
 every call takes the general path.
 
 Dimension codes: -1 any extent, ``n >= 0`` exactly ``n``, ``-2 - id`` the shared name
@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import _abi, _policy
-from ._manifest import KernelSpec, ParamSpec
+from .._manifest import abi as _abi
+from .._manifest.reader import KernelSpec, ParamSpec
+from . import policy as _policy
 
 #: Shared dimension names a compiled launcher binds at most (its MAX_NAMES).
 MAX_NAMES = 8
@@ -63,7 +64,7 @@ class GridRule:
 class Derived:
     """A derived parameter: ``param`` is made from the arrays ``sources``; the values
     made so far, shared with the kernel's launchers, in ``values``
-    (``pyoxide._native.DerivedValues``)."""
+    (``pyoxide._launch._native.DerivedValues``)."""
 
     param: int
     sources: tuple[int, ...]
@@ -83,7 +84,7 @@ def fast_plan(spec: KernelSpec, derived_values: Any = None) -> FastPlan | None:
     """The fast description of ``spec``, or None when no call of it can take the
     compiled path (raw pointers, records, half-precision scalars, contracts the launcher
     does not bind). ``derived_values`` holds a variant's tensor maps (see
-    :func:`pyoxide._variants.tensor_map_sources`)."""
+    :func:`pyoxide._launch.variants.tensor_map_sources`)."""
     names: dict[str, int] = {}
     params: list[FastParam] = []
     mapped = {m.array: m for m in spec.tensor_maps}
@@ -107,7 +108,7 @@ def fast_plan(spec: KernelSpec, derived_values: Any = None) -> FastPlan | None:
 
 def _param(p: ParamSpec, names: dict[str, int], mapped: Any) -> FastParam | None:
     if p.takes_address or p.record is not None:
-        return None  # raw pointers and records (pyoxide/_records.py): the general path
+        return None  # raw pointers and records (pyoxide/_manifest/records.py): the general path
     if not p.is_array:
         if p.type in ("f16", "bf16"):
             return None  # rounding a float to a half is the general path's (_half.py)
@@ -136,7 +137,7 @@ def _param(p: ParamSpec, names: dict[str, int], mapped: Any) -> FastParam | None
 
 def _grid(spec: KernelSpec) -> GridRule | None:
     """A plain call's grid, where it is a division of the arguments' extents (the
-    launch policy's rule, pyoxide/_policy.py); None where it needs more."""
+    launch policy's rule, pyoxide/_launch/policy.py); None where it needs more."""
     rule = _policy.plain_rule(spec)
     if rule is not None:
         param, block, per_block = rule

@@ -9,12 +9,13 @@ next calls on that device.
 
 The calls themselves (``kernel(*args)``, ``kernel[grid, block]``, ``kernel[grid,
 block](*args)``) run in compiled code: the classes here derive from
-``pyoxide._native.KernelBase`` and ``ConfiguredBase``, which try the kernel's launchers
+``pyoxide._launch._native.KernelBase`` and ``ConfiguredBase``, which try the kernel's launchers
 and call back into this module (the hooks set in ``__init__``) for anything they
-decline. A launcher is built for one knob generation (:func:`pyoxide._knobs.launch_generation`,
-published before every launch made here): after ``PYOXIDE_SYNC`` or ``PYOXIDE_BACKEND``
-changes in a running process, the change takes effect for every kernel at the next
-launch made here, and at once after :func:`reload_knobs`.
+decline. A launcher is built for one knob generation
+(:func:`pyoxide._manifest.knobs.launch_generation`, published before every launch made
+here): after ``PYOXIDE_SYNC`` or ``PYOXIDE_BACKEND`` changes in a running process, the
+change takes effect for every kernel at the next launch made here, and at once after
+:func:`reload_knobs`.
 
 Streams and devices follow the array library: CuPy arrays (and other
 ``__cuda_array_interface__`` arrays) run on CuPy's current device and stream; PyTorch
@@ -29,12 +30,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from . import _knobs, _variants, backends
-from ._abi import DEFAULT_DYNAMIC_SHARED_BYTES
-from ._args import ArgumentPlan, Refused, not_an_array
-from ._arrays import GPU, ArrayView, dtype_name
-from ._arrays import RUST_TYPESTR as _TYPESTR
-from ._config import (
+from .. import backends
+from .._manifest import knobs as _knobs
+from .._manifest.abi import DEFAULT_DYNAMIC_SHARED_BYTES
+from .._manifest.reader import KernelSpec
+from ..errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError, PyoxideError
+from . import variants as _variants
+from ._native import ConfiguredBase, DerivedValues, KernelBase, set_knob_generation
+from .args import ArgumentPlan, Refused, not_an_array
+from .arrays import GPU, ArrayView, dtype_name
+from .arrays import RUST_TYPESTR as _TYPESTR
+from .config import (
     LAUNCH_KEYWORDS,
     Dim,
     check_shared_mem,
@@ -42,12 +48,9 @@ from ._config import (
     launch_config,
     unknown_keyword,
 )
-from ._devices import device_of, torch_stream
-from ._fastplan import FastPlan, fast_plan
-from ._manifest import KernelSpec
-from ._native import ConfiguredBase, DerivedValues, KernelBase, set_knob_generation
-from ._policy import validates_grid
-from .errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError, PyoxideError
+from .devices import device_of, torch_stream
+from .fastplan import FastPlan, fast_plan
+from .policy import validates_grid
 
 #: Loads a kernel's code: (backend, device, entry) -> the backend's function handle.
 CodeLoader = Callable[[backends.Backend, int, str], Any]
@@ -110,7 +113,7 @@ class _Configured(ConfiguredBase):
         )  # fmt: skip
 
 
-# The hooks of the compiled calls (pyoxide._native): module functions, so that a kernel
+# The hooks of the compiled calls (pyoxide._launch._native): module functions, so that a kernel
 # holds no reference to itself.
 
 
@@ -137,7 +140,7 @@ class Kernel(KernelBase):
         self._code = code
         self._plan: ArgumentPlan | None = None
         self._fast_plan: FastPlan | bool | None = False  # False: not read yet
-        # A variant's tensor maps, shared with its launchers (pyoxide/_variants.py).
+        # A variant's tensor maps, shared with its launchers (pyoxide/_launch/variants.py).
         self._derived = DerivedValues(_MAPS_KEPT) if spec.maps_param else None
         # (device, knob generation) a compiled launcher was asked for.
         self._fast_tried: set[tuple[int, int]] = set()
@@ -163,7 +166,7 @@ class Kernel(KernelBase):
 
     def picks(self, *args: Any) -> str:
         """The entry a plain call with these arguments runs: a variant's (one of
-        ``self.variants``, pyoxide/_variants.py) or this kernel's."""
+        ``self.variants``, pyoxide/_launch/variants.py) or this kernel's."""
         return (self.variant_for(args) or self).name
 
     def variant_for(self, args: Sequence[Any]) -> Kernel | None:
@@ -201,7 +204,7 @@ class Kernel(KernelBase):
         return known
 
     def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
-        """A plain call no launcher took: a variant that takes it (pyoxide/_variants.py),
+        """A plain call no launcher took: a variant that takes it (pyoxide/_launch/variants.py),
         else this kernel."""
         if kwargs:
             _no_keywords(self.spec, kwargs)
@@ -264,7 +267,7 @@ class Kernel(KernelBase):
         if stream is None:
             # The launch went where a compiled launcher's would (the current stream of
             # the arrays' library): from now on launchers take the calls they can, the
-            # variants' first (pyoxide/_variants.py).
+            # variants' first (pyoxide/_launch/variants.py).
             self._build_launcher(backend, device, generation, function)
             for variant in self.variants if backend.array_kind == GPU else ():
                 if variant.runs_on(backend, device):

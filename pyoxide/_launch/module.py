@@ -2,8 +2,8 @@
 
 :func:`load` turns a crate folder (built through the cache when stale) or a
 manifest file into a :class:`Module`. A Module holds one launcher per kernel: a
-:class:`~pyoxide._launch.Kernel` per kernel and per instance of a generic kernel
-(``scale_f32``), and a :class:`~pyoxide._launch.GenericKernel` under the generic
+:class:`~pyoxide._launch.kernel.Kernel` per kernel and per instance of a generic kernel
+(``scale_f32``), and a :class:`~pyoxide._launch.kernel.GenericKernel` under the generic
 name (``scale``) that dispatches by dtype. Code is loaded on a device the first
 time a kernel runs there.
 """
@@ -18,25 +18,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _constants, _knobs, _layout
-from ._build import Echo, Profile, find_cargo_oxide
-from ._manifest import Manifest, read_manifest
-from .errors import LoadError, PyoxideError, ToolchainError
+from .._build.cargo import Echo, Profile
+from .._manifest import constants as _constants
+from .._manifest import knobs as _knobs
+from .._manifest.reader import Manifest, read_manifest
+from ..errors import LoadError
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from ._launch import GenericKernel, Kernel
-    from .backends import Backend
+    from ..backends import Backend
+    from .kernel import GenericKernel, Kernel
 
     Launcher: TypeAlias = Kernel | GenericKernel
-
-BUNDLED_CRATE = "kernels_rs"
-#: The bundled kernels that need the arch-specific sm_90a target, built apart (a plain
-#: target's build refuses them): variants of kernels_rs's (`#[variant_of]`), which its
-#: launchers run where they can (pyoxide/_variants.py).
-BUNDLED_SM90A_CRATE = "kernels_sm90a"
-BUNDLED_SM90A_ARCH = "sm_90a"
 
 
 class Module:
@@ -47,20 +41,20 @@ class Module:
         # The launch runtime (and its native module) loads with the first Module, not at
         # `import pyoxide`.
         try:
-            from ._launch import GenericKernel, Kernel
+            from .kernel import GenericKernel, Kernel
         except ImportError as e:
-            if "pyoxide._native" not in str(e):
+            if "pyoxide._launch._native" not in str(e):
                 raise
             raise LoadError(
-                f"pyoxide's native launcher (pyoxide._native) cannot be imported ({e}). Fix: "
-                "reinstall pyoxide (pip install --force-reinstall pyoxide); in a source "
+                f"pyoxide's native launcher (pyoxide._launch._native) cannot be imported ({e}). "
+                "Fix: reinstall pyoxide (pip install --force-reinstall pyoxide); in a source "
                 "checkout, run scripts/setup."
             ) from None
 
         self.manifest = manifest
         self.name = manifest.crate_name
         self._loaded: dict[tuple[str, int], Any] = {}
-        # `#[constant]` values set so far (pyoxide/_constants.py), by name, as bytes.
+        # `#[constant]` values set so far (pyoxide/_manifest/constants.py), by name, as bytes.
         self._constant_values: dict[str, bytes] = {}
         self._constants = {c.name: c for c in manifest.constants}
         self._functions: dict[tuple[str, int, str], Any] = {}
@@ -125,9 +119,9 @@ class Module:
 
     def add_variants(self, variants: Module) -> list[str]:
         """Let each kernel of ``variants`` declared ``#[variant_of(name)]`` run the plain
-        calls of this module's kernel ``name`` that it takes (pyoxide/_variants.py);
+        calls of this module's kernel ``name`` that it takes (pyoxide/_launch/variants.py);
         returns the names of the kernels that got one."""
-        from ._launch import Kernel
+        from .kernel import Kernel
 
         wired: list[str] = []
         for spec in variants.manifest.kernels:
@@ -139,7 +133,7 @@ class Module:
 
     def serve(self, name: str, launcher: Any) -> None:
         """Serve ``name`` with ``launcher``: a call that wraps the kernel (its launch
-        planned in Python, e.g. ``attention``'s, pyoxide/_attention.py)."""
+        planned in Python, e.g. ``attention``'s, pyoxide/bundled/attention.py)."""
         self._launchers[name] = launcher
         self.__dict__[name] = launcher
 
@@ -172,7 +166,7 @@ class Module:
             raise KeyError(
                 f"crate {self.name} has no #[constant] static '{name}' (constants: {have})"
             )
-        from . import backends
+        from .. import backends
 
         raw = _encode_constant(self.name, spec, value)
         self._constant_values[name] = raw
@@ -233,7 +227,7 @@ def load(
             "the <crate>.manifest.json."
         )
     if path.is_dir() or path.name == "Cargo.toml":
-        from ._cache import ensure_built
+        from .._build.cache import ensure_built
 
         archs = [arch] if isinstance(arch, str) else arch
         archs = archs if archs is not None else _knobs.arch()
@@ -282,76 +276,13 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def bundled_manifest_path(crate: str = BUNDLED_CRATE) -> Path | None:
-    """The prebuilt manifest of a bundled crate, when it ships with the package."""
-    p = _layout.PREBUILT / f"{crate}.manifest.json"
-    return p if p.is_file() else None
-
-
-def bundled_crate_dir(crate: str = BUNDLED_CRATE) -> Path | None:
-    """A bundled kernel crate's source (a source checkout only)."""
-    p = _layout.PACKAGE.parent / crate
-    return p if (p / "Cargo.toml").is_file() else None
-
-
-def _has_cargo_oxide() -> bool:
-    try:
-        find_cargo_oxide()
-    except PyoxideError:
-        return False
-    return True
-
-
-def _load_bundled(crate: str, arch: str | None) -> Module | None:
-    """An installed pyoxide loads the artifacts that ship in pyoxide/_prebuilt. A source
-    checkout with a Rust toolchain builds from source instead (cached: a no-op while
-    nothing changed), since a _prebuilt there may be older than the source beside it;
-    without a toolchain (a GPU machine the artifacts were carried to: no cargo-oxide, or
-    one that reports the Rust toolchain missing) it uses _prebuilt. None: neither."""
-    prebuilt = bundled_manifest_path(crate)
-    source = bundled_crate_dir(crate)
-    if source is not None and (prebuilt is None or _has_cargo_oxide()):
-        try:
-            return load(source, arch=arch)
-        except ToolchainError:
-            if prebuilt is None:
-                raise
-            # cargo-oxide is there (a checkout's pyoxide/_bin copy) but not the Rust
-            # toolchain it drives: a machine the artifacts were carried to.
-    return load(prebuilt) if prebuilt is not None else None
-
-
-def load_bundled() -> Module:
-    """The bundled ``kernels_rs``, with the variants of ``kernels_sm90a`` (``gemm_bf16``'s
-    wgmma + TMA kernel) wired to run where they can (pyoxide/_variants.py), and
-    ``attention`` served by its call (pyoxide/_attention.py), which picks kernels_sm90a's
-    ``attention_sm90`` the same way."""
-    module = _load_bundled(BUNDLED_CRATE, None)
-    if module is None:
-        raise LoadError(
-            f"the bundled kernels are missing: no prebuilt artifacts in {_layout.PREBUILT} and "
-            "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
-            "source checkout run `pyoxide build --bundled`."
-        )
-    try:
-        variants = _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH)
-    except ToolchainError:
-        variants = None  # a checkout without the Rust toolchain nor a prebuilt sm_90a crate
-    if variants is not None:
-        module.add_variants(variants)
-    from ._attention import add_attention
-
-    add_attention(module, lambda: variants)
-    return module
-
-
 def _encode_constant(module: str, spec: _constants.ConstantSpec, value: Any) -> bytes:
     """The bytes of a `#[constant]` value, checked as a parameter of its Rust type would
     be (errors name the module's setter)."""
     import numpy as np
 
-    from ._args import Refused, _converter
-    from ._manifest import ParamSpec
+    from .._manifest.reader import ParamSpec
+    from .args import Refused, _converter
 
     kind = "value" if spec.record else "scalar"
     param = ParamSpec(spec.name, kind, spec.type, mutable=False, record=spec.record)

@@ -21,11 +21,11 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import _abi
-from ._manifest import KernelSpec
-from ._policy_spec import LaunchPolicy
-from ._shapes import tile_block, tile_grid
-from .errors import ArgumentValueError
+from .._manifest import abi as _abi
+from .._manifest.policy_spec import LaunchPolicy
+from .._manifest.reader import KernelSpec
+from ..errors import ArgumentValueError
+from .shapes import tile_block, tile_grid
 
 #: Threads per block of a plain call of a kernel without a policy of its own (what
 #: `#[launch]` records when it gives no block).

@@ -23,11 +23,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from . import _abi
-from ._arrays import ArrayView
-from ._manifest import KernelSpec, ParamSpec
-from ._shape_spec import ArraySpec
-from .errors import ShapeError
+from .._manifest import abi as _abi
+from .._manifest.reader import KernelSpec, ParamSpec
+from .._manifest.shape_spec import ArraySpec
+from ..errors import ShapeError
+from .arrays import ArrayView
 
 
 def dim_name(param: ParamSpec, axis: int) -> str:

@@ -24,9 +24,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import _abi
-from ._manifest import KernelSpec, Manifest, ParamSpec
-from ._policy import needs_configuration
+from .._manifest import abi as _abi
+from .._manifest.reader import KernelSpec, Manifest, ParamSpec
+from .policy import needs_configuration
 
 #: The prefix of each crate's operator namespace: ``torch.ops.pyoxide_<crate>``.
 NAMESPACE_PREFIX = "pyoxide_"

@@ -2,14 +2,14 @@
 
 A kernel author declares one in Rust, ``#[variant_of(gemm_bf16)]``, on a kernel with the
 same parameters a caller passes; the manifest records it, and
-``Module.add_variants(other)`` (pyoxide/_module.py) wires every such kernel of ``other``
+``Module.add_variants(other)`` (pyoxide/_launch/module.py) wires every such kernel of ``other``
 to the kernel it names. A plain call (``kernels.gemm_bf16(a, b, c)``) then runs the
 first variant that takes it: the variant's own argument rules accept the arguments (its
 dtypes, its shape contract, the rules of its tensor maps), they live on a GPU, and the
 variant's code runs on that GPU (an ``sm_90a`` build loads on sm_90 only). Anything else
 runs the kernel itself, which also explains what is wrong with a call. A configured call
 (``kernel[grid, block](...)``, ``.launch(..., grid=...)``) is always the kernel itself,
-whose launch it describes. ``Kernel.variant_for`` (pyoxide/_launch.py) makes that
+whose launch it describes. ``Kernel.variant_for`` (pyoxide/_launch/kernel.py) makes that
 choice; the compiled launchers follow the same order (a variant's launchers first,
 crates/pyoxide-native/src/kernel.rs).
 
@@ -26,13 +26,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _abi, backends
-from ._args import abi_pointer
-from .errors import ArgumentValueError
+from .. import backends
+from .._manifest import abi as _abi
+from ..errors import ArgumentValueError
+from .args import abi_pointer
 
 if TYPE_CHECKING:
-    from ._arrays import ArrayView
-    from ._manifest import KernelSpec, ParamSpec
+    from .._manifest.reader import KernelSpec, ParamSpec
+    from .arrays import ArrayView
 
 
 def check_mapped(spec: KernelSpec, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> None:
@@ -64,7 +65,7 @@ def tensor_maps(
 ) -> list[Any]:
     """The launch ABI words (pointer, length) of ``spec``'s tensor maps for these
     arrays, made by the backend the first time and kept in ``values``
-    (``pyoxide._native.DerivedValues``, which the compiled launchers read too)."""
+    (``pyoxide._launch._native.DerivedValues``, which the compiled launchers read too)."""
     import numpy as np
 
     check_mapped(spec, arrays)

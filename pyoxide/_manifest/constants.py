@@ -4,7 +4,7 @@ set from Python before a launch.
 ``module.set_coeffs([1.0, 2.0, 3.0, 4.0])`` (cuda-oxide's generated ``set_<name>``, the
 static's name in lower case) or ``module.set_constant("COEFFS", value)`` checks the
 value as a kernel parameter of the same Rust type would be checked (a scalar by the
-scalar rules; ``[f32; 4]`` or a struct by pyoxide/_records.py's), keeps its bytes, and
+scalar rules; ``[f32; 4]`` or a struct by pyoxide/_manifest/records.py's), keeps its bytes, and
 writes them wherever the module's code is loaded (each GPU, the emulator) and, later,
 wherever it gets loaded. Until set, a constant holds zeros.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._records import RecordLayout, parse_record
+from .records import RecordLayout, parse_record
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class ConstantSpec:
 
 def parse_constants(c: Any, value: Any, where: str) -> tuple[ConstantSpec, ...]:
     """The manifest's ``constants`` list (``c`` is the manifest reader's checker)."""
-    from ._abi import SCALARS
+    from .abi import SCALARS
 
     out = []
     for i, k in enumerate(c.list_(value, where)):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ManifestError
+from ..errors import ManifestError
 
 
 class JsonChecker:

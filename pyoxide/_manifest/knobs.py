@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from . import _abi
-from .errors import ConfigError
+from ..errors import ConfigError
+from . import abi as _abi
 
 Backend = Literal["auto", "cupy", "emu"]
 

@@ -1,5 +1,5 @@
 """A kernel's launch policy as the manifest records it (oxide-abi ``LaunchPolicy``,
-written by ``#[launch(...)]``): the data and its reader. pyoxide/_policy.py applies it."""
+written by ``#[launch(...)]``): the data and its reader. pyoxide/_launch/policy.py applies it."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _abi
-from ._json_checker import JsonChecker
+from . import abi as _abi
+from .json_checker import JsonChecker
 
 #: Launch policies (oxide-abi `LaunchPolicy`, `#[launch(...)]`) and their fields besides
-#: `kind` (checked against the manifest schema by tests/test_manifest.py).
+#: `kind` (checked against the manifest schema by tests/manifest/test_manifest.py).
 LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
     "elementwise": ("over", "per_thread", "block"),
     "grid_stride": ("over", "per_thread", "block", "blocks_per_sm"),
@@ -30,7 +30,7 @@ OPTIONAL_FIELDS: Mapping[str, tuple[str, ...]] = {"block_per_row": ("cols",)}
 @dataclass(frozen=True)
 class LaunchPolicy:
     """A kernel's ``#[launch(...)]``; ``over`` and ``cols`` are parameter indices.
-    pyoxide/_policy.py applies it."""
+    pyoxide/_launch/policy.py applies it."""
 
     kind: str
     over: int

@@ -14,20 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _abi
-from ._constants import ConstantSpec, parse_constants
-from ._fs import file_inside
-from ._json_checker import JsonChecker
-from ._policy_spec import (
+from ..errors import ArtifactError, ManifestError
+from . import abi as _abi
+from .artifacts import PtxArtifact, inside, read_artifact
+from .constants import ConstantSpec, parse_constants
+from .json_checker import JsonChecker
+from .policy_spec import (
     LaunchPolicy,
     TensorMapSpec,
     read_cluster,
     read_launch_policy,
     read_tensor_maps,
 )
-from ._records import RecordLayout, parse_record
-from ._shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
-from .errors import ArtifactError, ManifestError
+from .records import RecordLayout, parse_record
+from .shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
 
 #: Newest manifest schema this reader understands.
 SCHEMA_VERSION = _abi.MANIFEST_SCHEMA_VERSION
@@ -48,7 +48,7 @@ class ParamSpec:
     mutable: bool
     array: ArraySpec | None = None  # shaped arrays only
     length: str | int | None = None  # slices only: #[shapes(x[n])]'s name or number
-    #: A non-scalar value or element type's layout (pyoxide/_records.py); None for scalars.
+    #: A non-scalar value or element type's layout (pyoxide/_manifest/records.py); None for scalars.
     record: RecordLayout | None = None
 
     @property
@@ -124,42 +124,6 @@ class KernelSpec:
         params = ", ".join(f"{p.name}: {p.rust_type}" for p in self.params)
         unsafe = "unsafe " if self.is_unsafe else ""
         return f"{unsafe}fn {self.name}{generics}({params})"
-
-
-@dataclass(frozen=True)
-class KernelResources:
-    registers: int
-    shared_bytes: int
-    stack_frame_bytes: int
-    spill_store_bytes: int
-    spill_load_bytes: int
-    barriers: int
-
-
-@dataclass(frozen=True)
-class PtxArtifact:
-    arch: str
-    path: Path  # absolute
-    sha256: str
-    ptx_version: str
-    ptxas: Mapping[str, KernelResources] | None = None
-
-    def read(self) -> bytes:
-        """The PTX bytes, checked against the manifest's hash."""
-        try:
-            data = self.path.read_bytes()
-        except OSError as e:
-            raise ArtifactError(
-                f"cannot read the {self.arch} PTX {self.path}: {e.strerror}. "
-                "Fix: rebuild with `pyoxide build`, or load a manifest whose files exist."
-            ) from None
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != self.sha256:
-            raise ArtifactError(
-                f"{self.path} changed since its manifest was written (sha256 {digest[:12]}…, "
-                f"manifest says {self.sha256[:12]}…). Fix: rebuild with `pyoxide build`."
-            )
-        return data
 
 
 @dataclass(frozen=True)
@@ -291,14 +255,14 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         sources.append((c.str_(s["path"], w + ".path"), c.str_(s["sha256"], w + ".sha256")))
     base = file.parent
     artifacts = [
-        _artifact(c, a, f"artifacts[{i}]", base)
+        read_artifact(c, a, f"artifacts[{i}]", base)
         for i, a in enumerate(c.list_(top["artifacts"], "artifacts"))
     ]
     emulator = None
     if top.get("emulator") is not None:
         e = c.obj(top["emulator"], "emulator", ["path", "sha256"])
         emulator = (
-            _inside(c, base, c.str_(e["path"], "emulator.path"), "emulator.path"),
+            inside(c, base, c.str_(e["path"], "emulator.path"), "emulator.path"),
             c.str_(e["sha256"], "emulator.sha256"),
         )
     kernels = [
@@ -324,41 +288,6 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         constants=parse_constants(c, top.get("constants", []), "constants"),
         fmad=c.bool_(codegen["fmad"], "codegen.fmad"),
     )
-
-
-def _artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
-    a = c.obj(value, w, ["arch", "path", "sha256", "ptx_version"], ["ptxas"])
-    arch = c.str_(a["arch"], w + ".arch")
-    try:
-        _abi.parse_arch(arch)
-    except ValueError as e:
-        raise c.fail(w + ".arch", str(e)) from None
-    resources = None
-    if a.get("ptxas") is not None:
-        raw = c.obj(a["ptxas"], w + ".ptxas", [], closed=False)
-        resources = {}
-        fields = [
-            "registers", "shared_bytes", "stack_frame_bytes",
-            "spill_store_bytes", "spill_load_bytes", "barriers",
-        ]  # fmt: skip
-        for entry, r in raw.items():
-            rw = f"{w}.ptxas.{entry}"
-            r = c.obj(r, rw, fields)
-            resources[entry] = KernelResources(**{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields})
-    return PtxArtifact(
-        arch=arch,
-        path=_inside(c, base, c.str_(a["path"], w + ".path"), w + ".path"),
-        sha256=c.str_(a["sha256"], w + ".sha256"),
-        ptx_version=c.str_(a["ptx_version"], w + ".ptx_version"),
-        ptxas=resources,
-    )
-
-
-def _inside(c: JsonChecker, base: Path, text: str, where: str) -> Path:
-    try:
-        return file_inside(base, text)
-    except ValueError as e:
-        raise c.fail(where, str(e)) from None
 
 
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:

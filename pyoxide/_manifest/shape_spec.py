@@ -1,14 +1,14 @@
 """A shaped array parameter as the manifest records it (schema 3; oxide-abi
 ``ArrayShape``, written by ``Array2<T>``-like types and ``#[shapes(...)]``): the data
-and its reader. pyoxide/_shapes.py applies it to a call."""
+and its reader. pyoxide/_launch/shapes.py applies it to a call."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from . import _abi
-from ._json_checker import JsonChecker
+from . import abi as _abi
+from .json_checker import JsonChecker
 
 #: Array layouts (oxide-abi ``ArrayLayout``) and the Rust type argument each is written as.
 LAYOUTS = {"c": "", "strided": ", Strided"}

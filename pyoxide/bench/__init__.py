@@ -2,7 +2,7 @@
 its bench shapes, against the hardware's limits and the spec's peers, in one run.
 
 Per kernel and shape: CUDA-event times after warm-up, the L2 cache flushed before each
-repetition, median/min/max (pyoxide/_bench_timing.py); the bytes and FLOPs the spec
+repetition, median/min/max (pyoxide/bench/_timing.py); the bytes and FLOPs the spec
 declares; the fraction of the roofline, ``max(bytes / copy bandwidth, flops / peak) /
 time``, with the copy bandwidth measured in the same run and the peak FLOP rate read from
 the device; and the ratio to each peer (peer time / pyoxide time: > 1, pyoxide is
@@ -17,14 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from ._bench_report import Table
-from ._bench_report import render as render_report
-from ._bench_timing import Timer, copy_bandwidth, peak_flops
-from ._verify_case import compare, param_names
-from .spec import Case, Shape, Spec
-from .verify import instance
+from ..spec import Case, Shape, Spec
+from ..verify import instance
+from ..verify._case import compare, param_names
+from ._peers import Peers
+from ._plot import plot
+from ._report import Table
+from ._report import render as render_report
+from ._timing import Timer, copy_bandwidth, peak_flops
 
-__all__ = ["Table", "bench_crate", "bench_spec", "render_report", "table"]
+__all__ = [
+    "Peers", "Table", "Timer", "bench_crate", "bench_spec", "copy_bandwidth", "plot",
+    "render_report", "table",
+]  # fmt: skip
 
 BENCH_REPORT_VERSION = 1
 #: The copy that sets the bandwidth ceiling: 2^26 float32 (256 MiB), far past the L2.
@@ -154,7 +159,9 @@ def bench_crate(
     warmup: int = 3,
     progress: bool = True,
 ) -> dict[str, Any]:
-    import cupy as cp
+    from .. import backends
+
+    cp = backends.gpu().xp
 
     plan: list[tuple[Spec, Shape]] = []
     for spec in specs:

@@ -47,7 +47,7 @@ class Peers:
     # --- roofline -------------------------------------------------------------------
 
     def copy_bandwidth(self, timer: Any, n: int) -> tuple[float, str]:
-        from pyoxide._bench_timing import copy_bandwidth
+        from pyoxide.bench._timing import copy_bandwidth
 
         return copy_bandwidth(self.cp, timer, n)
 

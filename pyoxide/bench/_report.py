@@ -30,11 +30,11 @@ def _cell(value: Any) -> str:
 
 def gpu_name() -> str:
     """The current CUDA device's name, or "no GPU" where CuPy sees none."""
-    try:
-        import cupy
+    from .. import backends
 
-        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
-        return str(props["name"].decode())
+    try:
+        gpu = backends.gpu()
+        return str(gpu.devices()[gpu.current_device()]["name"])
     except Exception:  # no CuPy, no driver, no device: a CPU-only benchmark
         return "no GPU"
 

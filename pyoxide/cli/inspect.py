@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from .._abi import PARAM_KINDS
-from .._manifest import KernelSpec, Manifest
-from .._module import Module, load, load_bundled
-from .._stubs import _annotation
+from .._build.stubs import _annotation
+from .._launch.module import Module, load
+from .._manifest.abi import PARAM_KINDS
+from .._manifest.reader import KernelSpec, Manifest
+from ..bundled import load_bundled
 from ._exit import not_found, reporting_errors
 
 

@@ -7,7 +7,7 @@ seed, its worst element, the first failing case met and a one-line Python reprod
 (:func:`reproduce`).
 
 Verify fails closed and cannot be crashed: the spec's code and the kernels run in a
-worker process (pyoxide/_verify_worker.py) that a fault, a hang past the per-case time
+worker process (pyoxide/verify/_worker.py) that a fault, a hang past the per-case time
 limit or a broken CUDA context only costs the case it happened in; the run goes on
 with a fresh worker, and Ctrl-C ends it with the report of what was reached.
 
@@ -26,16 +26,26 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ._abi import VERIFY_REPORT_VERSION
-from ._verify_case import Arrays, Failure, Outcome, failed, instance, make_cases, run_case
-from ._verify_limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINK_TRIES, SHRINKABLE
-from ._verify_specs import SPECS_DIR, find_specs, load_specs, read_specs
-from ._verify_worker import Died, Target, Worker, load_module
-from .spec import Case, Shape
+from .._manifest.abi import VERIFY_REPORT_VERSION
+from ..spec import Case, Shape
+from ._case import (
+    Arrays,
+    Failure,
+    Outcome,
+    compare,
+    failed,
+    instance,
+    make_cases,
+    param_names,
+    run_case,
+)
+from ._limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINK_TRIES, SHRINKABLE
+from ._specs import SPECS_DIR, find_specs, load_specs, read_specs
+from ._worker import Died, Target, Worker, load_module
 
 __all__ = [
-    "find_specs", "instance", "load_module", "load_specs", "make_cases", "reproduce",
-    "verify_crate",
+    "compare", "find_specs", "instance", "load_module", "load_specs", "make_cases",
+    "param_names", "reproduce", "verify_crate",
 ]  # fmt: skip
 
 

@@ -52,9 +52,9 @@ class Arrays:
         self.cp: Any = None
         self._regions: list[_Region] = []
         if backend == "cupy":
-            import cupy
+            from .. import backends
 
-            self.cp = cupy
+            self.cp = backends.gpu().xp
 
     def put(self, name: str, host: np.ndarray, offset: int) -> Any:
         flat = np.ascontiguousarray(host).reshape(-1)

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ._abi import VERIFY_FAILURES
-from ._manifest import KernelSpec
-from ._verify_arrays import Arrays
-from ._verify_specs import describe_exception
-from .spec import Case, Spec, poison_value
+from .._manifest.abi import VERIFY_FAILURES
+from .._manifest.reader import KernelSpec
+from ..spec import Case, Spec, poison_value
+from ._arrays import Arrays
+from ._specs import describe_exception
 
 __all__ = [
     "Arrays", "Failure", "Outcome", "compare", "instance", "make_cases", "param_names",
@@ -205,7 +205,7 @@ _ADDRESS = re.compile(r"at address (0x[0-9a-fA-F]+)")
 
 
 def _raised(e: Exception, spec: Spec, arrays: Arrays) -> Outcome:
-    from .errors import PyoxideError
+    from ..errors import PyoxideError
 
     text = describe_exception(e)
     hit = _ADDRESS.search(str(e))

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _knobs
-from ._verify_limits import SANITIZE_CASES
+from .._manifest import knobs as _knobs
+from ._limits import SANITIZE_CASES
 
 __all__ = ["SANITIZE_CASES", "TOOLS", "find_sanitizer", "missing_message", "parse_log", "run_tools"]
 

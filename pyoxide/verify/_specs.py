@@ -2,7 +2,7 @@
 as they load: a file that fails to import, defines no ``SPECS`` or whose ``SPECS`` is not
 a list of :class:`~pyoxide.spec.Spec` is a :class:`SpecFileError` naming the file and the
 fix, and the other files' specs still load. What a spec's functions return is checked
-case by case (pyoxide/_verify_case.py)."""
+case by case (pyoxide/verify/_case.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .spec import Out, Spec
+from ..spec import Out, Spec
 
 #: Where a crate keeps its specs: <crate>/specs/*.py, each defining SPECS.
 SPECS_DIR = "specs"
@@ -49,7 +49,7 @@ def find_specs(crate: Path | None) -> Path | None:
     copy in pyoxide/_prebuilt/specs)."""
     if crate is not None:
         if crate.name.endswith(".manifest.json"):
-            from ._manifest import read_manifest
+            from .._manifest.reader import read_manifest
 
             origin = Path(read_manifest(crate).crate_manifest_path).parent
             places = [crate.parent, crate.parent.parent, origin]
@@ -57,8 +57,8 @@ def find_specs(crate: Path | None) -> Path | None:
             places = [crate.parent if crate.name == "Cargo.toml" else crate]
         found = [p / SPECS_DIR for p in places if (p / SPECS_DIR).is_dir()]
         return found[0] if found else None
-    from ._layout import PREBUILT
-    from ._module import bundled_crate_dir
+    from .._build.layout import PREBUILT
+    from ..bundled import bundled_crate_dir
 
     src = bundled_crate_dir()
     for folder in ([src / SPECS_DIR] if src else []) + [PREBUILT / SPECS_DIR]:
@@ -101,7 +101,7 @@ def read_specs(where: Path) -> tuple[list[LoadedSpec], list[SpecFileError]]:
 def load_specs(where: Path) -> list[Spec]:
     """Every spec of the folder (or file); a file that gives none usable raises
     SpecError naming it."""
-    from .errors import SpecError
+    from ..errors import SpecError
 
     loaded, errors = read_specs(where)
     if errors:
@@ -140,7 +140,7 @@ def spec_problem(spec: object) -> str | None:
     """What makes `spec` unusable (checked before any of its code runs), or None."""
     if not isinstance(spec, Spec):
         return f"is {_kind(spec)}, not a pyoxide.spec.Spec"
-    from ._abi import SCALARS
+    from .._manifest.abi import SCALARS
 
     if not isinstance(spec.kernel, str) or not spec.kernel:
         return f"kernel= must be the kernel's name (a string), got {spec.kernel!r}"
@@ -176,7 +176,7 @@ def describe_exception(e: BaseException) -> str:
     """``Type: message``, with where in the user's code it was raised (the innermost
     frame outside pyoxide and the standard library)."""
     text = f"{type(e).__name__}: {e}".strip().rstrip(":")
-    others = (str(Path(__file__).parent), sysconfig.get_paths()["stdlib"])
+    others = (str(Path(__file__).parent.parent), sysconfig.get_paths()["stdlib"])
     mine = [
         f for f in traceback.extract_tb(e.__traceback__)
         if not f.filename.startswith(others) and "-packages" not in f.filename

@@ -2,7 +2,7 @@
 hang or a spec's own ``os.abort()`` cannot take the run down with.
 
 The parent (:class:`Worker`, used by pyoxide/verify.py) starts ``python -m
-pyoxide._verify_worker`` with one end of a socket pair, in a session of its own (Ctrl-C
+pyoxide.verify._worker`` with one end of a socket pair, in a session of its own (Ctrl-C
 at the terminal reaches only the parent, which decides). The worker loads the module the
 parent already built (a manifest path, or the bundled kernels: never a compile) and the
 spec files, then answers requests, one case each. The parent waits for each answer at
@@ -28,8 +28,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from . import _knobs
-from ._verify_limits import WORKER_START_TIMEOUT
+from .._manifest import knobs as _knobs
+from ._limits import WORKER_START_TIMEOUT
 
 __all__ = ["Died", "Target", "Worker", "load_module"]
 
@@ -53,11 +53,11 @@ class Died:
 
 
 def load_module(crate: str | None) -> Any:
-    import pyoxide
+    """The bundled kernels (``pyoxide.kernels``) where ``crate`` is None, else ``crate``'s."""
+    from .._launch.module import load
+    from ..bundled import load_bundled
 
-    if crate is None:
-        return pyoxide.kernels
-    return pyoxide.load(crate)
+    return load_bundled() if crate is None else load(crate)
 
 
 def worker_environment(backend: str) -> dict[str, str]:
@@ -120,7 +120,7 @@ class Worker:
         mine, theirs = socket.socketpair()
         self._tail.clear()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pyoxide._verify_worker", str(theirs.fileno())],
+            [sys.executable, "-m", "pyoxide.verify._worker", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=_knobs.environment_with(worker_environment(self.target.backend)),
@@ -213,8 +213,8 @@ class _State:
     """What a worker holds: the module, the specs, the arrays of the case it runs."""
 
     def __init__(self, target: Target) -> None:
-        from ._verify_case import Arrays
-        from ._verify_specs import read_specs
+        from ._case import Arrays
+        from ._specs import read_specs
 
         self.backend = target.backend
         self.module = load_module(target.module)
@@ -227,7 +227,7 @@ class _State:
         }
 
     def handle(self, message: tuple[Any, ...]) -> tuple[str, Any]:
-        from ._verify_case import make_cases, run_in
+        from ._case import make_cases, run_in
 
         kind, key, *rest = message
         spec = self.specs[tuple(key)].spec
@@ -244,11 +244,12 @@ class _State:
         took an illegal address is lost for good)."""
         if self.backend != "cupy":
             return True
-        try:
-            import cupy
+        from .. import backends
 
-            cupy.cuda.runtime.deviceSynchronize()
-            return int(cupy.arange(4).sum()) == 6
+        try:
+            gpu = backends.gpu()
+            gpu.synchronize()
+            return int(gpu.xp.arange(4).sum()) == 6
         except Exception:
             return False
 

@@ -12,7 +12,7 @@
 /// Who reads a variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reader {
-    /// The Python package (`pyoxide/_knobs.py`).
+    /// The Python package (`pyoxide/_manifest/knobs.py`).
     Python,
     /// `cargo oxide` itself.
     CargoOxide,

@@ -1,4 +1,4 @@
-//! The fast description of a kernel, as pyoxide/_fastplan.py builds it from the
+//! The fast description of a kernel, as pyoxide/_launch/fastplan.py builds it from the
 //! manifest (`FastPlan`): read once, when a launcher is made. Its attributes:
 //!
 //! - `kernel`: the entry symbol, for messages and the launch record;

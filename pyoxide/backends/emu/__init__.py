@@ -38,9 +38,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import _knobs
-from ..._abi import DESCRIPTOR_SECTION, HOST_ENTRY_PREFIX, EmuStatus
-from ..._arrays import HOST
+from ..._launch.arrays import HOST
+from ..._manifest import knobs as _knobs
+from ..._manifest.abi import DESCRIPTOR_SECTION, HOST_ENTRY_PREFIX, EmuStatus
 from ...errors import (
     BackendUnavailableError,
     EmulatorError,
@@ -52,7 +52,7 @@ from . import _elf
 from . import _ffi as ffi
 
 if TYPE_CHECKING:
-    from ..._manifest import Manifest
+    from ..._manifest.reader import Manifest
 
 NO_EMULATOR = (
     "this build has no emulator library, so its kernels cannot run on NumPy (host) arrays. "
@@ -229,7 +229,7 @@ class EmuBackend:
         that uses it stops at its first sm_90 instruction, which the emulator names."""
         import numpy as np
 
-        from ..._abi import TENSOR_MAP_BYTES
+        from ..._manifest.abi import TENSOR_MAP_BYTES
 
         raw = np.zeros(len(maps) * TENSOR_MAP_BYTES + 64, np.uint8)
         at = -raw.ctypes.data % 64
