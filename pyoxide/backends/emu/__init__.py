@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._launch.arrays import HOST
 from ..._manifest import knobs as _knobs
-from ..._manifest.abi import DESCRIPTOR_SECTION, HOST_ENTRY_PREFIX, EmuStatus
+from ..._manifest.abi import DESCRIPTOR_SECTION, EMU_CHECK_STRICT, HOST_ENTRY_PREFIX, EmuStatus
 from ...errors import (
     BackendUnavailableError,
     EmulatorError,
@@ -203,7 +203,7 @@ class EmuBackend:
         words = [next(it).ctypes.data if isinstance(a, np.void) else widen(a) for a in args]
 
         is_strict, seed = launch_checks()
-        checks = (ffi.CHECK_STRICT, seed) if is_strict else None
+        checks = (EMU_CHECK_STRICT, seed) if is_strict else None
         if checks is not None and not function.has_checks:
             raise EmulatorError(
                 f"kernel '{kernel}': strict mode was asked for, but this emulator library "
