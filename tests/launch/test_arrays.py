@@ -114,4 +114,4 @@ def test_only_knobs_reads_the_environment() -> None:
         for p in pkg.rglob("*.py")
         if "os.environ" in p.read_text() or "getenv" in p.read_text()
     ]
-    assert readers == ["_knobs.py"]
+    assert readers == ["_manifest/knobs.py"]
