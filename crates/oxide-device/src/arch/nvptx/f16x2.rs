@@ -2,7 +2,7 @@
 //! `.b32` registers (PTX keeps an `f16x2` in one). `.rn` is written out so that ptxas
 //! keeps a `mul` and an `add` apart (it may fuse them when no rounding is named).
 
-use super::F16x2Op;
+use crate::arch::F16x2Op;
 use core::arch::asm;
 
 macro_rules! op1 {

@@ -1,5 +1,5 @@
 //! GPU backend of `wgmma`: the sm_90 warpgroup and bulk-copy instructions as inline
-//! PTX (LLVM 22 has no `wgmma` intrinsic). As in `nvptx_mma`, nothing here is `pure`.
+//! PTX (LLVM 22 has no `wgmma` intrinsic). As in `mma`, nothing here is `pure`.
 
 use core::arch::asm;
 
