@@ -179,7 +179,10 @@ fn pyoxide_takes_the_emulators_names_from_the_generated_abi() {
             }
         }
     }
-    assert!(spelled.is_empty(), "use pyoxide._manifest.abi's copies: {spelled:?}");
+    assert!(
+        spelled.is_empty(),
+        "use pyoxide._manifest.abi's copies: {spelled:?}"
+    );
 }
 
 #[test]
