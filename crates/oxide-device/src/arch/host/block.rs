@@ -44,7 +44,7 @@ enum State {
 /// threads costs little real memory; a guard page below turns an overflow into an error.
 const STACK_BYTES: usize = 1024 * 1024;
 
-pub(super) const WARP: u32 = 32;
+pub(super) const WARP: u32 = crate::arch::WARP_SIZE;
 
 /// What the device API reaches through the worker's thread-local context while a
 /// block runs.
