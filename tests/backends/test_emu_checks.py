@@ -15,16 +15,12 @@ Kernels: tests/fixtures/hostile_kernels.
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers.emu import write_emu_manifest
-from helpers.hostile import HOSTILE, child_code, hostile_manifest
+from helpers.hostile import HOSTILE, hostile_manifest, interrupted
 from helpers.probes import requires_c_compiler
 
 import pyoxide
@@ -119,19 +115,8 @@ def test_ctrl_c_during_a_printing_kernel_leaves_printing_working() -> None:
         "K.chatter[4, 32](3, stop)\n"  # prints: hung, or trapped, before
         "print('AFTER ok', file=sys.stderr, flush=True)\n"
     )
-    p = subprocess.Popen(
-        [sys.executable, "-c", child_code(hostile_manifest(), body)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert p.stderr is not None
-    assert p.stderr.readline().strip() == "READY"
-    time.sleep(1.0)  # well inside the launch, which fills the stdout pipe meanwhile
-    p.send_signal(signal.SIGINT)
-    try:
-        out, err = p.communicate(timeout=60)
-    finally:
-        p.kill()
-    assert p.returncode == 0, err
+    # (READY on stderr: the launch fills the stdout pipe meanwhile)
+    out, err = interrupted(hostile_manifest(), body, ready_on="stderr")
     said = [line for line in err.splitlines() if line.startswith(("RESULT", "AFTER"))]
     assert said == ["RESULT KeyboardInterrupt", "AFTER ok"], err[-2000:]
     assert out.count("says 0.50\n") >= 4 * 32 * 3

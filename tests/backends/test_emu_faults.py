@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from helpers.bundled import emu_kernels_manifest
-from helpers.hostile import CATCH, child, child_code, hostile_manifest, outcome
+from helpers.hostile import CATCH, child, hostile_manifest, interrupted, outcome
 
 
 @pytest.fixture(scope="module")
@@ -100,19 +96,7 @@ def test_ctrl_c_raises_keyboard_interrupt(hostile: Path) -> None:
         "K.spin[4, 32](stop)\n"  # the emulator still works afterwards
         "print('AFTER ok')\n"
     )
-    p = subprocess.Popen(
-        [sys.executable, "-c", child_code(hostile, body)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert p.stdout is not None
-    assert p.stdout.readline().strip() == "READY"
-    time.sleep(1.0)  # well inside the launch
-    p.send_signal(signal.SIGINT)
-    try:
-        out, err = p.communicate(timeout=60)
-    finally:
-        p.kill()
-    assert p.returncode == 0, err
+    out, err = interrupted(hostile, body)
     assert out.split() == ["RESULT", "KeyboardInterrupt", "AFTER", "ok"], out + err
 
 
