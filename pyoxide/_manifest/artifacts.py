@@ -35,20 +35,27 @@ class PtxArtifact:
 
     def read(self) -> bytes:
         """The PTX bytes, checked against the manifest's hash."""
-        try:
-            data = self.path.read_bytes()
-        except OSError as e:
-            raise ArtifactError(
-                f"cannot read the {self.arch} PTX {self.path}: {e.strerror}. "
-                "Fix: rebuild with `pyoxide build`, or load a manifest whose files exist."
-            ) from None
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != self.sha256:
-            raise ArtifactError(
-                f"{self.path} changed since its manifest was written (sha256 {digest[:12]}…, "
-                f"manifest says {self.sha256[:12]}…). Fix: rebuild with `pyoxide build`."
-            )
-        return data
+        return read_checked(self.path, self.sha256, f"the {self.arch} PTX")
+
+
+def read_checked(path: Path, sha256: str | None, what: str) -> bytes:
+    """The bytes of the artifact ``what`` at ``path``, checked against the manifest's
+    ``sha256`` (when it gives one): an ArtifactError names a file that is gone or
+    changed since the manifest was written."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ArtifactError(
+            f"cannot read {what} {path}: {e.strerror}. Fix: rebuild with `pyoxide build`, "
+            "or load a manifest whose files exist."
+        ) from None
+    digest = hashlib.sha256(data).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise ArtifactError(
+            f"{path} changed since its manifest was written (sha256 {digest[:12]}…, "
+            f"manifest says {sha256[:12]}…). Fix: rebuild with `pyoxide build`."
+        )
+    return data
 
 
 def read_artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:

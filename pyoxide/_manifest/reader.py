@@ -7,16 +7,15 @@ depend on ``jsonschema``) and a test keeps the two in step. Errors name the JSON
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ArtifactError, ManifestError
+from ..errors import ManifestError
 from . import abi as _abi
-from .artifacts import PtxArtifact, inside, read_artifact
+from .artifacts import PtxArtifact, inside, read_artifact, read_checked
 from .constants import ConstantSpec, parse_constants
 from .json_checker import JsonChecker
 from .policy_spec import (
@@ -167,20 +166,7 @@ class Manifest:
         if self.emulator is None:
             return None
         path, sha256 = self.emulator
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise ArtifactError(
-                f"cannot read the emulator library {path}: {e.strerror}. Fix: rebuild with "
-                "`pyoxide build`, or load a manifest whose files exist."
-            ) from None
-        digest = hashlib.sha256(data).hexdigest()
-        if sha256 is not None and digest != sha256:
-            raise ArtifactError(
-                f"{path} changed since its manifest was written (sha256 {digest[:12]}…, "
-                f"manifest says {sha256[:12]}…). Fix: rebuild with `pyoxide build`."
-            )
-        return data
+        return read_checked(path, sha256, "the emulator library")
 
 
 # --- reading ---------------------------------------------------------------------
