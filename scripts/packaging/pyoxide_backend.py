@@ -125,7 +125,7 @@ def write_kit(cargo_oxide: Path) -> None:
     for name in _layout.KIT_CRATES:
         src, dest = ROOT / "crates" / name, kit / "crates" / name
         shutil.copytree(src / "src", dest / "src")
-        shutil.copy2(src / "Cargo.toml", dest / "Cargo.toml")
+        (dest / "Cargo.toml").write_text(without_targets((src / "Cargo.toml").read_text()))
     (kit / "Cargo.toml").write_text(kit_workspace_manifest())
     shutil.copy2(ROOT / "Cargo.lock", kit / "Cargo.lock")  # the versions this checkout tests
     say("vendoring the crates.io sources of the kit (cargo vendor)")
@@ -139,6 +139,21 @@ def write_kit(cargo_oxide: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
         os.replace(staging / part.name, part)
     shutil.rmtree(staging)
+
+
+def without_targets(manifest: str) -> str:
+    """A crate's Cargo.toml less its declared test, bench and example targets: the kit
+    carries a crate's sources (src/) only, and cargo refuses a declared target whose
+    file is missing."""
+    kept: list[str] = []
+    skipping = False
+    for line in manifest.splitlines(keepends=True):
+        header = line.strip()
+        if header.startswith("["):
+            skipping = header in ("[[test]]", "[[bench]]", "[[example]]")
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
 
 
 def kit_workspace_manifest() -> str:
