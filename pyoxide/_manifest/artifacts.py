@@ -11,7 +11,6 @@ from typing import Any
 
 from ..errors import ArtifactError
 from . import abi as _abi
-from .fs import file_inside
 from .json_checker import JsonChecker
 
 
@@ -79,15 +78,8 @@ def read_artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact
             resources[entry] = KernelResources(**{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields})
     return PtxArtifact(
         arch=arch,
-        path=inside(c, base, c.str_(a["path"], w + ".path"), w + ".path"),
+        path=c.path_inside(base, a["path"], w + ".path"),
         sha256=c.str_(a["sha256"], w + ".sha256"),
         ptx_version=c.str_(a["ptx_version"], w + ".ptx_version"),
         ptxas=resources,
     )
-
-
-def inside(c: JsonChecker, base: Path, text: str, where: str) -> Path:
-    try:
-        return file_inside(base, text)
-    except ValueError as e:
-        raise c.fail(where, str(e)) from None

@@ -47,6 +47,15 @@ class JsonChecker:
             raise self.fail(where, f"expected a string, got {json.dumps(value)}")
         return value
 
+    def path_inside(self, base: Path, value: Any, where: str) -> Path:
+        """A relative path that stays inside `base` (an artifact beside its manifest)."""
+        from .fs import file_inside
+
+        try:
+            return file_inside(base, self.str_(value, where))
+        except ValueError as e:
+            raise self.fail(where, str(e)) from None
+
     def opt_str(self, value: Any, where: str) -> str | None:
         return None if value is None else self.str_(value, where)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ManifestError
 from . import abi as _abi
-from .artifacts import PtxArtifact, inside, read_artifact, read_checked
+from .artifacts import PtxArtifact, read_artifact, read_checked
 from .constants import ConstantSpec, parse_constants
 from .json_checker import JsonChecker
 from .policy_spec import (
@@ -248,7 +248,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
     if top.get("emulator") is not None:
         e = c.obj(top["emulator"], "emulator", ["path", "sha256"])
         emulator = (
-            inside(c, base, c.str_(e["path"], "emulator.path"), "emulator.path"),
+            c.path_inside(base, e["path"], "emulator.path"),
             c.str_(e["sha256"], "emulator.sha256"),
         )
     kernels = [

@@ -117,6 +117,18 @@ def build_cargo_oxide() -> Path:
     return target / "release" / "cargo-oxide"
 
 
+def without_test_targets(manifest: str) -> str:
+    """A crate's Cargo.toml without its declared test, bench and example targets: the kit
+    carries `src/` only, and cargo refuses a manifest that names a missing target file."""
+    kept, skipping = [], False
+    for line in manifest.splitlines(keepends=True):
+        if line.startswith("["):
+            skipping = line.strip() in ("[[test]]", "[[bench]]", "[[example]]")
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
 def write_kit(cargo_oxide: Path) -> None:
     """The kit's folders, each staged beside its place and renamed into it."""
     staging = _layout.PACKAGE / ".kit-staging"
@@ -125,7 +137,8 @@ def write_kit(cargo_oxide: Path) -> None:
     for name in _layout.KIT_CRATES:
         src, dest = ROOT / "crates" / name, kit / "crates" / name
         shutil.copytree(src / "src", dest / "src")
-        (dest / "Cargo.toml").write_text(without_targets((src / "Cargo.toml").read_text()))
+        manifest = without_test_targets((src / "Cargo.toml").read_text())
+        (dest / "Cargo.toml").write_text(manifest)
     (kit / "Cargo.toml").write_text(kit_workspace_manifest())
     shutil.copy2(ROOT / "Cargo.lock", kit / "Cargo.lock")  # the versions this checkout tests
     say("vendoring the crates.io sources of the kit (cargo vendor)")
@@ -139,21 +152,6 @@ def write_kit(cargo_oxide: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
         os.replace(staging / part.name, part)
     shutil.rmtree(staging)
-
-
-def without_targets(manifest: str) -> str:
-    """A crate's Cargo.toml less its declared test, bench and example targets: the kit
-    carries a crate's sources (src/) only, and cargo refuses a declared target whose
-    file is missing."""
-    kept: list[str] = []
-    skipping = False
-    for line in manifest.splitlines(keepends=True):
-        header = line.strip()
-        if header.startswith("["):
-            skipping = header in ("[[test]]", "[[bench]]", "[[example]]")
-        if not skipping:
-            kept.append(line)
-    return "".join(kept)
 
 
 def kit_workspace_manifest() -> str:

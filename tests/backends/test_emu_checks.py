@@ -78,9 +78,10 @@ def test_a_half_warp_shuffles_on_its_own(K: pyoxide.Module, strict: bool) -> Non
 def test_a_shuffle_from_a_lane_the_block_lacks_names_it(K: pyoxide.Module) -> None:
     x = np.ones(100, np.float32)
     out = np.zeros(100, np.float32)
-    K.butterfly_step[1, 128](np.ones(128, np.float32), np.zeros(128, np.float32))
+    full = 0xFFFF_FFFF
+    K.butterfly_step[1, 128](full, np.ones(128, np.float32), np.zeros(128, np.float32))
     with pytest.raises(EmulatorError) as info:
-        K.butterfly_step[1, 100](x, out)
+        K.butterfly_step[1, 100](full, x, out)
     e = info.value
     assert (e.kernel, e.block, e.thread) == ("butterfly_step", (0, 0, 0), (96, 0, 0))
     assert "did what a GPU leaves undefined" in str(e)

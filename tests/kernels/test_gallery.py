@@ -67,7 +67,10 @@ def test_gallery_kernel_against_numpy(gallery: pyoxide.Module, lib: ArrayLib, ke
 def test_gallery_verifies_on_the_emulator(gallery: pyoxide.Module) -> None:
     """`pyoxide verify` of the gallery (fewer cases than its default 200, for CI time);
     every gallery kernel has a spec."""
-    report = verify_crate(gallery, SPECS, backends=["emu"], cases=24, seed=23, crate=None)
+    report = verify_crate(
+        gallery, GALLERY / "specs", backends=["emu"], cases=24, seed=23,
+        crate=str(gallery.manifest.path),
+    )  # fmt: skip
     failed = [k for k in report["kernels"] if not k["ok"]]
     assert not failed, failed
     assert report["unspecified"] == []

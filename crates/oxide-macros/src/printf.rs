@@ -17,6 +17,7 @@
 //! refused by name. `gpu_assert!`'s message takes the same two forms
 //! ([`gpu_assert_failed`]).
 
+use oxide_abi::names::RESERVED_PREFIX;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::parse::Parser;
@@ -169,7 +170,7 @@ fn expand_c(format: &LitStr, args: Vec<Expr>, sink: &Sink) -> syn::Result<TokenS
     let values: Vec<Ident> = args
         .iter()
         .enumerate()
-        .map(|(i, a)| Ident::new(&format!("__oxide_printf_arg{i}"), a.span()))
+        .map(|(i, a)| Ident::new(&format!("{RESERVED_PREFIX}_printf_arg{i}"), a.span()))
         .collect();
     let checks = classes
         .iter()
