@@ -288,7 +288,7 @@ impl Launcher {
                 let cover = layout.elements(buf, grid.param).div_ceil(*per_block);
                 let most = u64::from(*blocks_per_sm) * u64::from(self.multiprocessors);
                 // An empty input still gets one block: the kernel may have an output to
-                // write (as pyoxide/_policy.py sizes it).
+                // write (as pyoxide/_launch/policy.py sizes it).
                 [cover.min(most).max(1), 1, 1]
             }
             GridKind::Tiles { tile } => {

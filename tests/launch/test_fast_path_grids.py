@@ -1,7 +1,7 @@
 """The compiled launcher sizes a plain call of every launch policy whose grid comes from
 the arguments' extents (`block_per_element`, `columns`, `grid_stride`, `block_per_row`
-with a `cols` argument) exactly as the general path does (pyoxide/_policy.py), on the
-fake ``cupy`` of tests/test_fast_path.py: the same grid, block and parameter bytes, or
+with a `cols` argument) exactly as the general path does (pyoxide/_launch/policy.py), on the
+fake ``cupy`` of tests/launch/test_fast_path.py: the same grid, block and parameter bytes, or
 nothing launched anywhere. A call its rule cannot size (a grid past the CUDA limit, a
 row length that does not divide the array) is declined, and the general path refuses it
 with its message."""
@@ -17,7 +17,7 @@ import pytest
 from helpers.fake_launch import FakeNdarray, fake_native, general_bytes
 from helpers.fixtures import kernel, load_with_entry, param
 
-import pyoxide._native as pyoxide_native
+import pyoxide._launch._native as pyoxide_native
 from pyoxide.errors import ArgumentValueError
 
 native = pytest.fixture(fake_native, name="native")
