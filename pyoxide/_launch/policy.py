@@ -122,7 +122,13 @@ def row_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
             or spec.cluster is not None):  # fmt: skip
         return None
     most = default_block(spec)
-    return policy.over, min(_ROW_LEAST_BLOCK, most), most, _columns_per_warp(spec, policy)
+    return policy.over, _least_row_block(policy, most), most, _columns_per_warp(spec, policy)
+
+
+def _least_row_block(policy: LaunchPolicy, most: int) -> int:
+    """A row kernel's smallest plain block: 128 threads (or its largest block if that
+    is smaller), unless the policy fixes it (a tuned block, pyoxide/_launch/tune_space.py)."""
+    return min(policy.least_block or _ROW_LEAST_BLOCK, most)
 
 
 def persistent_rule(
@@ -336,7 +342,7 @@ def _row_block(
         cols = operator.index(args[policy.cols])
     warps = -(-max(cols, 1) // _columns_per_warp(spec, policy))
     most = default_block(spec)
-    return max(min(_abi.WARP_SIZE * warps, most), min(_ROW_LEAST_BLOCK, most))
+    return max(min(_abi.WARP_SIZE * warps, most), _least_row_block(policy, most))
 
 
 def _columns_per_warp(spec: KernelSpec, policy: LaunchPolicy) -> int:
