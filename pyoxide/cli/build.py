@@ -125,7 +125,7 @@ def build_command(
         )
         click.echo(f"  manifest: {manifest.path}")
         if tuned:
-            from .._tune_store import embed
+            from .._launch.tune_store import embed
 
             count = embed(manifest.path)
             click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")

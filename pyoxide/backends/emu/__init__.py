@@ -304,7 +304,7 @@ def _dim(d: tuple[int, int, int]) -> str:
 #: What a failed host entry's status says, as the error's text: ``{kernel}``, ``{where}``
 #: (block and thread), ``{block}``, ``{thread}`` and ``{message}`` (the emulator's) are
 #: filled in. BAD_LAUNCH is a LaunchError; the others stop a kernel that ran.
-_STATUS_TEXT = {
+_STATUS_TEXT: dict[int, str] = {
     EmuStatus.TRAP: (
         "kernel '{kernel}' trapped in {where}: {message}. Fix: the kernel panicked there (on "
         "a GPU this launch would fail with an illegal instruction); check the index or "
