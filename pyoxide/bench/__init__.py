@@ -22,13 +22,13 @@ from ..verify import instance
 from ..verify._case import compare, param_names
 from ._peers import Peers
 from ._plot import plot
-from ._report import Table
+from ._report import Table, require_gpu
 from ._report import render as render_report
 from ._timing import Timer, copy_bandwidth, peak_flops
 
 __all__ = [
     "Peers", "Table", "Timer", "bench_crate", "bench_spec", "copy_bandwidth", "plot",
-    "progress_bar", "render_report", "table",
+    "progress_bar", "render_report", "require_gpu", "table",
 ]  # fmt: skip
 
 BENCH_REPORT_VERSION = 1

@@ -39,6 +39,25 @@ def gpu_name() -> str:
         return "no GPU"
 
 
+def require_gpu(script: str) -> str:
+    """The current CUDA device's name; where CuPy is missing or sees no device, exit
+    with a message that says so (a GPU benchmark's first step after its arguments)."""
+    from .. import backends
+
+    try:
+        count = len(backends.gpu().devices())
+    except Exception as e:  # no CuPy, no driver: the message says which
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    else:
+        if count > 0:
+            return gpu_name()
+        reason = "no CUDA device visible"
+    raise SystemExit(
+        f"{script} times kernels on a CUDA GPU through CuPy, and there is none here "
+        f"({reason}). Run it on a machine with a GPU; `{script} --help` says what it measures."
+    )
+
+
 @dataclass
 class Table:
     """One benchmark table. ``name`` is the report's file name (``bench_launch``, or
