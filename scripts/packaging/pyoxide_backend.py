@@ -45,7 +45,7 @@ else:  # pyproject.toml's build requirements bring it
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from pyoxide._build.cargo.cargo import layout as _layout  # noqa: E402  (the checkout's, whatever is installed)
+from pyoxide._build import layout as _layout  # noqa: E402  (the checkout's, whatever is installed)
 
 __all__ = [
     "build_editable",
