@@ -220,14 +220,14 @@ CASES: list[Case] = [
     # Other areas: add rows here (owner, and pending=True until the fix lands).
     Case("shared memory no thread wrote", "9",
          "SPECS = [spec('uninit_shared', launch=blocks_of_256)]",
-         fails("uninit_shared", ANY), owner="emu (issue 27 item 9)", pending=True),
+         fails("uninit_shared", ANY), owner="emu (issue 27 item 9)"),
     Case("a missing barrier before reading slot t-1", "9",
          "def _shift(a, case):\n    x = a['x'].astype(np.float64)\n    y = np.roll(x, 1)\n"
          "    y[::256] = x[::256]\n    return {'out': y}\n"
          "SPECS = [spec('shift_no_barrier', _shift, launch=blocks_of_256)]",
-         fails("shift_no_barrier", ANY), owner="emu (issue 27 item 9)", pending=True),
+         fails("shift_no_barrier", ANY), owner="emu (issue 27 item 9)"),
     Case("gpu_assert!'s message reaches the exception", "10",
-         None, Expect(), how="python", owner="issue 27 item 10", pending=True,
+         None, Expect(), how="python", owner="issue 27 item 10",
          python="K.traps(np.ones(4, np.float32), np.zeros(4, np.float32))",
          words="traps always"),
 ]  # fmt: skip

@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from .._manifest import abi as _abi
 from .._manifest import knobs as _knobs
 from ._limits import WORKER_START_TIMEOUT
 
@@ -65,7 +66,7 @@ def worker_environment(backend: str) -> dict[str, str]:
     The emulator's strict mode (issue 27: poisoned uninitialised shared memory, varied
     thread interleavings, shuffles outside their mask trapped), on by default in verify,
     is switched on here and nowhere else."""
-    return {}
+    return {_abi.PYOXIDE_EMU_STRICT.name: "1"} if backend == "emu" else {}
 
 
 class Worker:
