@@ -45,10 +45,13 @@ class FastParam:
 @dataclass(frozen=True, slots=True)
 class GridRule:
     """How a plain call is sized: ``elements``, ``ceil(len(param) / per_block)`` blocks;
-    ``tiles``, one block per ``tile`` of the shaped ``param`` (x over its last extent);
-    ``persistent``, ``min(tiles, blocks_per_sm × multiprocessors)`` blocks on x;
-    ``rows``, one block per row of the 2-D ``param``, of ``min(block.x, max(least_block,
-    32 · ceil(cols / columns_per_warp)))`` threads."""
+    ``stride``, ``max(1, min(ceil(len(param) / per_block), blocks_per_sm ×
+    multiprocessors))`` blocks; ``tiles``, one block per ``tile`` of the shaped ``param``
+    (x over its last extent); ``persistent``, ``min(tiles, blocks_per_sm ×
+    multiprocessors)`` blocks on x; ``rows``, one block per row of ``param`` (of the
+    integer argument ``cols`` elements, which divides its length; ``cols`` -1: the 2-D
+    ``param``'s rows), of ``min(block.x, max(least_block, 32 · ceil(row length /
+    columns_per_warp)))`` threads."""
 
     kind: str
     param: int
@@ -58,6 +61,13 @@ class GridRule:
     blocks_per_sm: int = 1
     least_block: int = 1
     columns_per_warp: int = 1
+    cols: int = -1
+
+    @property
+    def needs_multiprocessors(self) -> bool:
+        """Whether the grid depends on the device's multiprocessor count, which the
+        backend passes to the launcher it builds."""
+        return self.kind in ("stride", "persistent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +160,15 @@ def _grid(spec: KernelSpec) -> GridRule | None:
         param, block3, tile = tiles
         b, t = tuple(block3), tuple(tile)
         return GridRule("tiles", param, (b[0], b[1], b[2]), (t[0], t[1], t[2]))
+    stride = _policy.stride_rule(spec)
+    if stride is not None:
+        param, block, per_block, per_sm = stride
+        return GridRule("stride", param, (block, 1, 1), per_block=per_block, blocks_per_sm=per_sm)
     rows = _policy.row_rule(spec)
     if rows is not None:
-        param, least, most, columns = rows
-        return GridRule("rows", param, (most, 1, 1), least_block=least, columns_per_warp=columns)
+        param, least, most, columns, cols = rows
+        return GridRule("rows", param, (most, 1, 1), least_block=least,
+                        columns_per_warp=columns, cols=-1 if cols is None else cols)  # fmt: skip
     persistent = _policy.persistent_rule(spec)
     if persistent is not None:
         param, block3, tile, per_sm = persistent

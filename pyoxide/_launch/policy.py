@@ -38,6 +38,8 @@ _ROW_BYTES_PER_THREAD = 128
 _ROW_LEAST_BLOCK = 128
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
 _GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
+#: Policies whose plain grid is a division of one array's length (see plain_rule).
+_PLAIN_KINDS = frozenset({"elementwise", "block_per_element", "columns"})
 
 Dim3 = tuple[int, int, int]
 
@@ -91,13 +93,29 @@ def needs_configuration(spec: KernelSpec) -> bool:
 
 def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     """``(param, block, elements per block)`` when a plain call launches
-    ``ceil(len(param) / elements per block)`` blocks of ``block`` threads (elementwise
-    policies), for the fast launchers; None when the grid depends on more than that."""
+    ``ceil(len(param) / elements per block)`` blocks of ``block`` threads, for the fast
+    launchers: elementwise policies (``block × per_thread`` elements a block),
+    ``block_per_element`` (one) and ``columns`` (``per_block``); None when the grid
+    depends on more than that."""
     policy = policy_of(spec)
-    if policy is None or policy.kind != "elementwise" or spec.cluster is not None:
+    if policy is None or policy.kind not in _PLAIN_KINDS or spec.cluster is not None:
         return None  # a cluster kernel's grid is rounded up to its cluster: configure()
     block = default_block(spec)
-    return policy.over, block, block * policy.per_thread
+    per_block = {"elementwise": block * policy.per_thread, "block_per_element": 1,
+                 "columns": policy.per_block}[policy.kind]  # fmt: skip
+    return policy.over, block, per_block
+
+
+def stride_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
+    """``(param, block, elements per block, blocks_per_sm)`` of a ``grid_stride`` policy:
+    a plain call launches ``max(1, min(ceil(len(param) / elements per block),
+    blocks_per_sm × multiprocessors))`` blocks of ``block`` threads, for the fast
+    launchers."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind != "grid_stride" or spec.cluster is not None:
+        return None
+    block = default_block(spec)
+    return policy.over, block, block * policy.per_thread, policy.blocks_per_sm
 
 
 def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
@@ -112,17 +130,18 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     return policy.over, policy.block3, policy.tile
 
 
-def row_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
-    """``(param, least block, most block, columns per warp)`` when a plain call launches
-    one block per row of the 2-D array ``param`` (``block_per_row`` without ``cols``),
-    of ``min(most, max(least, 32 · ceil(cols / columns per warp)))`` threads, for the
-    fast launchers."""
+def row_rule(spec: KernelSpec) -> tuple[int, int, int, int, int | None] | None:
+    """``(param, least block, most block, columns per warp, cols)`` when a plain call
+    launches one block per row of ``param`` (``block_per_row``), of ``min(most,
+    max(least, 32 · ceil(columns / columns per warp)))`` threads, for the fast launchers.
+    The row length is the integer argument ``cols`` (which divides ``len(param)``), or,
+    where ``cols`` is None, the 2-D ``param``'s second extent."""
     policy = policy_of(spec)
-    if (policy is None or policy.kind != "block_per_row" or policy.cols is not None
-            or spec.cluster is not None):  # fmt: skip
+    if policy is None or policy.kind != "block_per_row" or spec.cluster is not None:
         return None
     most = default_block(spec)
-    return policy.over, _least_row_block(policy, most), most, _columns_per_warp(spec, policy)
+    least = _least_row_block(policy, most)
+    return policy.over, least, most, _columns_per_warp(spec, policy), policy.cols
 
 
 def _least_row_block(policy: LaunchPolicy, most: int) -> int:

@@ -9,7 +9,7 @@ for (not at import), so a test or a long-running process can change them.
 The build cache's folder is cargo-oxide's to decide (``cargo oxide key`` reports it), so
 the Python side and cargo-oxide follow one rule. :func:`cache_dir` follows that rule
 where cargo-oxide may be absent: the tuned choices a plain call of an installed wheel
-reads (pyoxide/_launch/tune_store.py); tests/test_build_inputs.py checks the two agree.
+reads (pyoxide/_launch/tune_store.py); tests/build/test_build_inputs.py checks the two agree.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ class FakeCuda:
     global_writes: list[tuple[str, bytes]] = field(default_factory=list)
     syncs: int = 0
     multiprocessors: int = 132
+    multiprocessors_of: dict[int, int] = field(default_factory=dict)  # device -> count
     # Export `cupy.cuda.stream.__pyx_capi__["get_current_stream_ptr"]`, as CuPy's Cython
     # module does: a capsule named "intptr_t (void)" around a C function.
     stream_capsule: bool = False
@@ -99,7 +100,8 @@ class FakeCuda:
             def __init__(self, id: int | None = None) -> None:
                 self.id = fake.current if id is None else id
                 self.compute_capability = fake.compute_capability
-                self.attributes = {"MultiProcessorCount": fake.multiprocessors}
+                count = fake.multiprocessors_of.get(self.id, fake.multiprocessors)
+                self.attributes = {"MultiProcessorCount": count}
 
             def __enter__(self) -> Device:
                 self._previous, fake.current = fake.current, self.id

@@ -400,6 +400,12 @@ def test_the_launcher_refuses_bad_descriptions() -> None:
         make([FastParam("i32")], GridRule("elements", 0, (256, 1, 1), per_block=256))
     with pytest.raises(ValueError, match="tile rule"):
         make([FastParam("f32", array=True)], GridRule("tiles", 0, (16, 16, 1), (16, 16, 1)))
+    with pytest.raises(ValueError, match="stride rule"):
+        make([FastParam("i32")], GridRule("stride", 0, (256, 1, 1), per_block=256))
+    rows = GridRule("rows", 0, (256, 1, 1), least_block=128, cols=1)
+    with pytest.raises(ValueError, match="rows rule"):  # a float is no row length
+        make([FastParam("f32", array=True), FastParam("f32")], rows)
+    assert make([FastParam("f32", array=True), FastParam("u32")], rows).buffer_size == 20
     with pytest.raises(ValueError, match="non-null"):
         runtime((0, 1, 0, 0))
 

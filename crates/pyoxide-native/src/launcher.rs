@@ -44,7 +44,7 @@ pub struct Launcher {
     /// The CUDA context current when the launcher was built (the device's primary one).
     context: usize,
     plan: Plan,
-    /// Blocks a device runs at once, for persistent grids (0: unknown).
+    /// The device's multiprocessors, for stride and persistent grids (0: unknown).
     multiprocessors: u32,
     kernel: Py<PyString>,
     runtime: Py<Runtime>,
@@ -279,7 +279,20 @@ impl Launcher {
         };
         let g = match &grid.kind {
             GridKind::Elements { per_block } => {
-                [layout.length_of(buf, grid.param).div_ceil(*per_block), 1, 1]
+                [layout.elements(buf, grid.param).div_ceil(*per_block), 1, 1]
+            }
+            GridKind::Stride {
+                per_block,
+                blocks_per_sm,
+            } => {
+                if self.multiprocessors == 0 {
+                    return None;
+                }
+                let cover = layout.elements(buf, grid.param).div_ceil(*per_block);
+                let most = u64::from(*blocks_per_sm) * u64::from(self.multiprocessors);
+                // An empty input still gets one block: the kernel may have an output to
+                // write (as pyoxide/_launch/policy.py sizes it).
+                [cover.min(most).max(1), 1, 1]
             }
             GridKind::Tiles { tile } => {
                 let g = blocks(tile);
@@ -299,12 +312,28 @@ impl Launcher {
             GridKind::Rows {
                 least,
                 columns_per_warp,
+                cols,
             } => {
-                let shape = layout.shape_of(buf, grid.param);
-                let warps = shape[1].max(1).div_ceil(*columns_per_warp);
+                let (rows, cols) = match cols {
+                    None => {
+                        let shape = layout.shape_of(buf, grid.param);
+                        (shape[0], shape[1])
+                    }
+                    Some(c) => {
+                        // A row length that is not positive or does not divide the
+                        // length: the general path says so.
+                        let cols = u64::try_from(layout.integer_of(buf, *c)?).ok()?;
+                        let n = layout.elements(buf, grid.param);
+                        if cols == 0 || !n.is_multiple_of(cols) {
+                            return None;
+                        }
+                        (n / cols, cols)
+                    }
+                };
+                let warps = cols.max(1).div_ceil(*columns_per_warp);
                 let threads = 32u64.saturating_mul(warps).min(u64::from(bx));
                 bx = threads.max(u64::from(*least)) as u32;
-                [shape[0], 1, 1]
+                [rows, 1, 1]
             }
         };
         if g[0] > MAX_GRID_X || g[1] > MAX_GRID_YZ || g[2] > MAX_GRID_YZ {

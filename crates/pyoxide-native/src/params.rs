@@ -218,6 +218,14 @@ impl Layout {
         }
     }
 
+    /// Whether parameter `i` is an integer scalar.
+    pub fn is_integer(&self, i: usize) -> bool {
+        matches!(
+            self.params.get(i).map(|p| &p.kind),
+            Some(Kind::Signed { .. } | Kind::Unsigned { .. })
+        )
+    }
+
     pub fn is_shaped(&self, i: usize) -> bool {
         matches!(
             self.params.get(i).map(|p| &p.kind),
@@ -338,11 +346,6 @@ impl Layout {
         Some(library)
     }
 
-    /// The element count packed for parameter `i` (a slice).
-    pub fn length_of(&self, buf: &[u8], i: usize) -> u64 {
-        word(buf, self.params[i].offset + 8)
-    }
-
     /// The extents packed for parameter `i` (a shaped array; a slice's one length).
     pub fn shape_of(&self, buf: &[u8], i: usize) -> Vec<u64> {
         let p = &self.params[i];
@@ -360,8 +363,30 @@ impl Layout {
         word(buf, self.params[i].offset)
     }
 
+    /// The value packed for integer parameter `i` (None for other kinds).
+    pub fn integer_of(&self, buf: &[u8], i: usize) -> Option<i128> {
+        let p = self.params.get(i)?;
+        let (bytes, signed) = match p.kind {
+            Kind::Signed { bytes, .. } => (bytes, true),
+            Kind::Unsigned { bytes, .. } => (bytes, false),
+            _ => return None,
+        };
+        let raw = buf.get(p.offset..p.offset + bytes)?;
+        Some(match (bytes, signed) {
+            (1, true) => i8::from_ne_bytes(raw.try_into().ok()?).into(),
+            (2, true) => i16::from_ne_bytes(raw.try_into().ok()?).into(),
+            (4, true) => i32::from_ne_bytes(raw.try_into().ok()?).into(),
+            (8, true) => i64::from_ne_bytes(raw.try_into().ok()?).into(),
+            (1, false) => raw[0].into(),
+            (2, false) => u16::from_ne_bytes(raw.try_into().ok()?).into(),
+            (4, false) => u32::from_ne_bytes(raw.try_into().ok()?).into(),
+            (8, false) => u64::from_ne_bytes(raw.try_into().ok()?).into(),
+            _ => return None,
+        })
+    }
+
     /// Elements of array parameter `i` as packed (a shaped array's are C-contiguous).
-    fn elements(&self, buf: &[u8], i: usize) -> u64 {
+    pub fn elements(&self, buf: &[u8], i: usize) -> u64 {
         self.shape_of(buf, i).iter().product()
     }
 }

@@ -7,10 +7,10 @@
 //!   `length`, a slice's length code; `align`, `pitch` and `nonzero`, the extra rules of
 //!   an array a tensor map describes), then the derived parameters, which no caller
 //!   passes (see derived.rs);
-//! - `grid`: how a plain call is sized (`GridRule`: `kind` "elements", "tiles",
-//!   "persistent" or "rows", `param`, `block`, `tile`, `per_block`, `blocks_per_sm`,
-//!   `least_block`, `columns_per_warp`), or None when only configured calls may take the
-//!   fast path;
+//! - `grid`: how a plain call is sized (`GridRule`: `kind` "elements", "stride",
+//!   "tiles", "persistent" or "rows", `param`, `block`, `tile`, `per_block`,
+//!   `blocks_per_sm`, `least_block`, `columns_per_warp`, `cols`), or None when only
+//!   configured calls may take the fast path;
 //! - `shared_mem`: the dynamic shared memory of a plain call;
 //! - `derived`: the derived parameter's source, or None;
 //! - `bucket`: `(param, axis, low, high)` per key extent of a tuned choice: the launcher
@@ -27,13 +27,22 @@ use crate::params::Layout;
 pub enum GridKind {
     /// `ceil(len(param) / per_block)` blocks of `block.x` threads.
     Elements { per_block: u64 },
+    /// `max(1, min(ceil(len(param) / per_block), blocks_per_sm × multiprocessors))`
+    /// blocks of `block.x` threads, which stride over `param`.
+    Stride { per_block: u64, blocks_per_sm: u32 },
     /// One block per `tile` of the shaped `param`'s extents (x over its last).
     Tiles { tile: [u32; 3] },
     /// `min(tiles, blocks_per_sm × multiprocessors)` blocks on x, each walking tiles.
     Persistent { tile: [u32; 3], blocks_per_sm: u32 },
-    /// One block per row of the 2-D `param`, of `min(block.x, max(least, 32 ·
-    /// ceil(cols / columns_per_warp)))` threads.
-    Rows { least: u32, columns_per_warp: u64 },
+    /// One block per row of `param`, of `min(block.x, max(least, 32 · ceil(row length /
+    /// columns_per_warp)))` threads. A row is `cols`'s value of elements (an integer
+    /// parameter, which must divide `param`'s length), or, where `cols` is None, the 2-D
+    /// `param`'s second extent.
+    Rows {
+        least: u32,
+        columns_per_warp: u64,
+        cols: Option<usize>,
+    },
 }
 
 pub struct Grid {
@@ -142,6 +151,20 @@ fn read_grid(grid: &Bound<'_, PyAny>, layout: &Layout) -> PyResult<Grid> {
             }
             GridKind::Elements { per_block }
         }
+        "stride" => {
+            let per_block: u64 = get("per_block")?.extract()?;
+            let blocks_per_sm: u32 = get("blocks_per_sm")?.extract()?;
+            if per_block == 0 || blocks_per_sm == 0 || !layout.is_array(param) {
+                return Err(PyValueError::new_err(
+                    "a stride rule needs an array parameter, a positive per_block and \
+                     blocks_per_sm",
+                ));
+            }
+            GridKind::Stride {
+                per_block,
+                blocks_per_sm,
+            }
+        }
         "tiles" | "persistent" => {
             let tile = triple(get("tile")?.extract()?);
             if !positive(&tile) || !layout.is_shaped(param) {
@@ -162,20 +185,27 @@ fn read_grid(grid: &Bound<'_, PyAny>, layout: &Layout) -> PyResult<Grid> {
         "rows" => {
             let least: u32 = get("least_block")?.extract()?;
             let columns_per_warp: u64 = get("columns_per_warp")?.extract()?;
-            let rank2 = layout.shaped_rank(param) == Some(2);
-            if least == 0 || least > block[0] || columns_per_warp == 0 || !rank2 {
+            let cols: i64 = get("cols")?.extract()?;
+            let cols = usize::try_from(cols).ok();
+            let rows_known = match cols {
+                None => layout.shaped_rank(param) == Some(2),
+                Some(c) => layout.is_array(param) && layout.is_integer(c),
+            };
+            if least == 0 || least > block[0] || columns_per_warp == 0 || !rows_known {
                 return Err(PyValueError::new_err(
-                    "a rows rule needs a 2-D shaped parameter and 0 < least block <= block",
+                    "a rows rule needs a 2-D shaped parameter, or an array and an integer \
+                     cols parameter, and 0 < least block <= block",
                 ));
             }
             GridKind::Rows {
                 least,
                 columns_per_warp,
+                cols,
             }
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "unknown grid rule {other:?} (elements, tiles, persistent or rows)"
+                "unknown grid rule {other:?} (elements, stride, tiles, persistent or rows)"
             )));
         }
     };

@@ -341,8 +341,8 @@ class CupyBackend:
             if self._runtime is None:
                 self._compiled = False  # no driver library: the general path does the job
                 return None
-        persistent = plan.grid is not None and plan.grid.kind == "persistent"
-        sms = self.multiprocessors(device) if persistent else 0  # sizes persistent grids
+        sized_by_device = plan.grid is not None and plan.grid.needs_multiprocessors
+        sms = self.multiprocessors(device) if sized_by_device else 0  # cached per device
         with self._cp.cuda.Device(device):  # it keeps the context current now: device's
             if plan.shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:  # a plain call's, opted in
                 d = self._cp.cuda.driver
