@@ -22,6 +22,7 @@ use oxide_device::prelude::*;
 #[kernel]
 #[launch_bounds(1024)]
 #[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 8))]
+#[tune(block = [128, 256, 512, 1024], per_thread = [16, 64, 256], blocks_per_sm = [4, 8, 16])]
 pub fn reduce_sum_f32(x: &[f32], out: AtomicSlice<f32>) {
     static TOTAL: atomic::DeviceAtomicF32 = atomic::DeviceAtomicF32::new(0.0);
     static BLOCKS_DONE: atomic::DeviceAtomicU32 = atomic::DeviceAtomicU32::new(0);

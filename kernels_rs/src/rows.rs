@@ -56,6 +56,7 @@ use oxide_device::prelude::*;
 #[kernel]
 #[launch_bounds(512)]
 #[launch(block_per_row(out, block = 256))]
+#[tune(block = [64, 128, 256, 512])]
 #[shapes(x[rows, cols], out[rows, cols])]
 pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     // The body works on the flat rows (the launcher checked the shapes).
@@ -228,6 +229,7 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 #[kernel]
 #[launch_bounds(512)]
 #[launch(block_per_row(out, block = 256))]
+#[tune(block = [64, 128, 256, 512])]
 #[shapes(x[rows, cols], weight[cols], bias[cols], out[rows, cols])]
 pub fn layernorm_rows(
     x: Array2<f32>,

@@ -88,6 +88,9 @@ class FastPlan:
     grid: GridRule | None  # None: only configured calls take the fast path
     shared_mem: int = 0  # dynamic shared memory of a plain call
     derived: Derived | None = None
+    # A tuned choice's bucket: (param, axis, low, high) per key extent; the launcher takes
+    # a call only when low < extent <= high for each (pyoxide/_launch/tune_space.py).
+    bucket: tuple[tuple[int, int, int, int], ...] = ()
 
 
 def fast_plan(spec: KernelSpec, derived_values: Any = None) -> FastPlan | None:

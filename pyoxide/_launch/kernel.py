@@ -169,24 +169,37 @@ class Kernel(KernelBase):
         ``self.variants``, pyoxide/_launch/variants.py) or this kernel's."""
         return (self.variant_for(args) or self).name
 
+    #: Whether it runs as a variant on the emulator too (a tuned choice made there does;
+    #: a `#[variant_of]` kernel is a faster kernel for some GPUs).
+    variant_on_host = False
+
     def variant_for(self, args: Sequence[Any]) -> Kernel | None:
         """The first variant that takes this plain call: its argument rules accept the
-        arguments (the rules of its tensor maps too), they are on a GPU, and its code
-        runs there. None: this kernel runs it (or explains what is wrong with it)."""
+        arguments (the rules of its tensor maps too), it takes their shapes
+        (:meth:`takes`), they are on a GPU (or it runs on the emulator too), and its
+        code runs there. None: this kernel runs it (or explains what is wrong with it)."""
         for variant in self.variants:
             try:
                 plan = variant.plan
-                _, arrays = plan.pack(args, plan.views(args))
+                views = plan.views(args)
+                _, arrays = plan.pack(args, views)
                 _variants.check_mapped(variant.spec, arrays)
                 backend = backends.select(variant.name, arrays)
-                if backend.array_kind != GPU:
-                    continue  # a variant is a faster kernel for some GPUs
-                device, _ = device_of(variant.name, backend, arrays, None)
+                device = 0
+                if backend.array_kind == GPU:
+                    device, _ = device_of(variant.name, backend, arrays, None)
+                elif not variant.variant_on_host:
+                    continue
             except PyoxideError:
                 continue
-            if variant.runs_on(backend, device):
+            if variant.takes(views) and variant.runs_on(backend, device):
                 return variant  # type: ignore[no-any-return]
         return None
+
+    def takes(self, views: Sequence[ArrayView | None]) -> bool:
+        """Whether, as a variant, it takes a plain call whose arguments have these views
+        (a tuned choice: its bucket, pyoxide/_launch/tuned.py); all calls by default."""
+        return True
 
     def runs_on(self, backend: backends.Backend, device: int) -> bool:
         """Whether its code loads on ``device`` (a build for another architecture, such
@@ -333,9 +346,11 @@ class GenericKernel(KernelBase):
         return f"<pyoxide.GenericKernel {self.name}: {', '.join(self.instances)}>"
 
     def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
+        """A plain call: the instance's plain call (its variants first)."""
         if kwargs:
             _no_keywords(next(iter(self.instances.values())).spec, kwargs, self.name)
-        self.launch(*args)
+        kernel, _ = self.dispatch(args)
+        kernel._call_general(args, None)
 
     def launch(self, *args: Any, **config: Any) -> None:
         grid, block, shared_mem, stream = _launch_keywords(self.name, config)

@@ -23,6 +23,7 @@ from .._manifest import constants as _constants
 from .._manifest import knobs as _knobs
 from .._manifest.reader import Manifest, read_manifest
 from ..errors import LoadError
+from .tune_space import family_key, is_hand_pick
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -37,7 +38,7 @@ class Module:
     """The kernels of one built crate. ``module.saxpy(...)`` launches ``saxpy``;
     ``module["name"]`` works for names that clash with attributes or keywords."""
 
-    def __init__(self, manifest: Manifest) -> None:
+    def __init__(self, manifest: Manifest, *, tuned: bool = True) -> None:
         # The launch runtime (and its native module) loads with the first Module, not at
         # `import pyoxide`.
         try:
@@ -63,12 +64,25 @@ class Module:
         for spec in manifest.kernels:
             kernel = Kernel(spec, self.function)
             launchers[spec.entry] = kernel
-            if spec.instance:
+            # A tuned kernel's other candidates have their entries only: the name is
+            # the hand pick's (pyoxide/_launch/tune_space.py).
+            if spec.instance and is_hand_pick(spec):
                 generic.setdefault(spec.name, []).append(kernel)
         for name, instances in generic.items():
-            if name not in launchers:  # an entry symbol wins over the generic name
-                launchers[name] = GenericKernel(name, instances)
+            if name in launchers:
+                continue  # an entry symbol wins over the generic name
+            only_tuned = len(instances) == 1 and family_key(instances[0].spec)[1] == ()
+            launchers[name] = instances[0] if only_tuned else GenericKernel(name, instances)
         self._launchers = launchers
+        #: The tuned choices plain calls run (pyoxide/_launch/tuned.py): the manifest's and, for
+        #: a build tuned here, pyoxide tune's cache's; none with tuned=False.
+        self.tuned: list[Any] = []
+        if tuned:
+            from . import tune_store as _tune_store
+            from . import tuned as _tuned
+
+            choices = _tune_store.choices_for(manifest)
+            self.tuned = _tuned.install(launchers, manifest.kernels, self.function, choices)
         # `module.name` is a plain attribute read: a kernel whose name neither the class
         # nor the instance uses lives in the instance dict (no __getattr__ call per
         # access, nothing for torch.compile to trace); the rest (`kernels`, `name`, …)
@@ -127,7 +141,10 @@ class Module:
         for spec in variants.manifest.kernels:
             target = self._launchers.get(spec.variant_of) if spec.variant_of else None
             if isinstance(target, Kernel):
-                target.set_variants([*target.variants, variants[spec.entry]])
+                # Before the tuned choices, which were measured among the kernel's own.
+                tuned = [v for v in target.variants if v in self.tuned]
+                declared = [v for v in target.variants if v not in self.tuned]
+                target.set_variants([*declared, variants[spec.entry], *tuned])
                 wired.append(target.name)
         return wired
 
@@ -200,6 +217,7 @@ def load(
     rebuild: bool = False,
     echo: Echo | None = None,
     emulator: str | os.PathLike[str] | None = None,
+    tuned: bool = True,
 ) -> Module:
     """Load a kernel crate as a :class:`Module`.
 
@@ -214,12 +232,15 @@ def load(
     ``emulator``, with a manifest: the crate's CPU emulator library when it was built
     apart from the PTX (a ``pyoxide new`` wheel: maturin's host build of the crate is
     the emulator, the manifest comes from ``pyoxide build --no-emu``).
+
+    ``tuned=False``: plain calls run the hand-picked configurations, not the tuned
+    choices of the manifest and of ``pyoxide tune``'s cache (docs/guide/tuning.md).
     """
     if isinstance(path_or_manifest, Manifest):
-        return Module(_with_emulator(_built_with(path_or_manifest, fmad), emulator))
+        return Module(_with_emulator(_built_with(path_or_manifest, fmad), emulator), tuned=tuned)
     path = Path(path_or_manifest)
     if path.is_file() and path.name.endswith(".json"):
-        return Module(_with_emulator(_built_with(read_manifest(path), fmad), emulator))
+        return Module(_with_emulator(_built_with(read_manifest(path), fmad), emulator), tuned=tuned)
     if emulator is not None:
         raise LoadError(
             f"load({str(path)!r}, emulator=…): an emulator library goes with a manifest, "
@@ -241,7 +262,7 @@ def load(
             rebuild=rebuild,
             echo=echo,
         )
-        return Module(read_manifest(manifest))
+        return Module(read_manifest(manifest), tuned=tuned)
     raise LoadError(
         f"{path} is neither a kernel crate (a folder with Cargo.toml) nor a manifest "
         "(<crate>.manifest.json). Fix: pass one of those."

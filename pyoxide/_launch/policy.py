@@ -140,8 +140,14 @@ def row_rule(spec: KernelSpec) -> tuple[int, int, int, int, int | None] | None:
     if policy is None or policy.kind != "block_per_row" or spec.cluster is not None:
         return None
     most = default_block(spec)
-    least = min(_ROW_LEAST_BLOCK, most)
+    least = _least_row_block(policy, most)
     return policy.over, least, most, _columns_per_warp(spec, policy), policy.cols
+
+
+def _least_row_block(policy: LaunchPolicy, most: int) -> int:
+    """A row kernel's smallest plain block: 128 threads (or its largest block if that
+    is smaller), unless the policy fixes it (a tuned block, pyoxide/_launch/tune_space.py)."""
+    return min(policy.least_block or _ROW_LEAST_BLOCK, most)
 
 
 def persistent_rule(
@@ -355,7 +361,7 @@ def _row_block(
         cols = operator.index(args[policy.cols])
     warps = -(-max(cols, 1) // _columns_per_warp(spec, policy))
     most = default_block(spec)
-    return max(min(_abi.WARP_SIZE * warps, most), min(_ROW_LEAST_BLOCK, most))
+    return max(min(_abi.WARP_SIZE * warps, most), _least_row_block(policy, most))
 
 
 def _columns_per_warp(spec: KernelSpec, policy: LaunchPolicy) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 8
+MANIFEST_SCHEMA_VERSION = 9
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 2
 
@@ -182,6 +182,19 @@ TENSOR_MAP_BYTES = 128
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
 ONE_D_POLICIES = frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row", "segments", "columns"})
+
+# Tuning (src/tune.rs).
+TUNE_REPORT_VERSION = 1
+TUNED_FILE_VERSION = 1
+MAX_TUNE_CANDIDATES = 64
+EMULATOR_DEVICE = "emulator"
+EMULATOR_ARCH = "emu"
+# Launch parameters #[tune] takes, and the launch policies that have each.
+TUNABLE_LAUNCH: dict[str, frozenset[str]] = {
+    "block": frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row"}),
+    "per_thread": frozenset({"elementwise", "grid_stride"}),
+    "blocks_per_sm": frozenset({"grid_stride", "persistent_tiles"}),
+}
 
 # How a verify case can fail: the report's `what` (src/verify.rs).
 VERIFY_FAILURES = (

@@ -6,8 +6,10 @@ which says of each who reads it and what it does to a build's artifacts: the bui
 cache's key is derived from that table, not from this module. Values are read when asked
 for (not at import), so a test or a long-running process can change them.
 
-The cache folder is not read here: cargo-oxide decides it (``cargo oxide key`` reports
-it), so the Python side and cargo-oxide follow one rule.
+The build cache's folder is cargo-oxide's to decide (``cargo oxide key`` reports it), so
+the Python side and cargo-oxide follow one rule. :func:`cache_dir` follows that rule
+where cargo-oxide may be absent: the tuned choices a plain call of an installed wheel
+reads (pyoxide/_launch/tune_store.py); tests/build/test_build_inputs.py checks the two agree.
 """
 
 from __future__ import annotations
@@ -141,6 +143,16 @@ def home() -> Path:
     import pwd
 
     return Path(pwd.getpwuid(os.geteuid()).pw_dir)
+
+
+def cache_dir() -> Path:
+    """cargo-oxide's cache folder rule (crates/cargo-oxide/src/env.rs): PYOXIDE_CACHE_DIR,
+    else $XDG_CACHE_HOME/pyoxide, else <home>/.cache/pyoxide; neither created nor checked."""
+    value = _get(_abi.PYOXIDE_CACHE_DIR)
+    if value is not None:
+        return Path(value).absolute()
+    xdg = _get(_abi.XDG_CACHE_HOME)
+    return (Path(xdg) / "pyoxide" if xdg else home() / ".cache" / "pyoxide").absolute()
 
 
 def environment_with(extra: dict[str, str]) -> dict[str, str]:

@@ -43,6 +43,9 @@ class LaunchPolicy:
     # covers (persistent_tiles: each block walks tiles, at most blocks_per_sm per SM)
     block3: tuple[int, int, int] = (1, 1, 1)
     tile: tuple[int, int, int] = (1, 1, 1)
+    # block_per_row: the least block of a plain call (None: 128 or the block if smaller).
+    # Not in the manifest: a tuned choice's exact block (pyoxide/_launch/tune_space.py).
+    least_block: int | None = None
 
 
 def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]) -> LaunchPolicy:

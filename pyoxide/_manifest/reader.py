@@ -27,6 +27,7 @@ from .policy_spec import (
 )
 from .records import RecordLayout, parse_record
 from .shape_spec import LAYOUTS, ArraySpec, read_array_spec, read_length
+from .tune_spec import TunedChoice, TuneSpec, read_choices, read_tune
 
 #: Newest manifest schema this reader understands.
 SCHEMA_VERSION = _abi.MANIFEST_SCHEMA_VERSION
@@ -104,6 +105,8 @@ class KernelSpec:
     #: `#[tensor_maps(...)]`: the derived parameter holding them, and the maps.
     maps_param: str | None = None
     tensor_maps: tuple[TensorMapSpec, ...] = ()
+    #: `#[tune(...)]` (pyoxide/_manifest/tune_spec.py): its tuned consts and launch parameters.
+    tune: TuneSpec | None = None
     #: The full-warp collective its code runs (schema 8, from the link step): it takes
     #: only blocks of whole warps.
     whole_warps: str | None = None
@@ -155,6 +158,8 @@ class Manifest:
     # Whether the PTX fuses a multiply and an add into one rounding (`codegen.fmad`,
     # schema 6; older builds did not). The emulator always rounds them apart.
     fmad: bool = False
+    # Tuned choices `pyoxide build --tuned` put here (schema 9; pyoxide/_manifest/tune_spec.py).
+    tuned: tuple[TunedChoice, ...] = field(default=())
 
     @property
     def archs(self) -> list[str]:
@@ -215,7 +220,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         value,
         "$",
         ["schema", "crate", "profile", "toolchain", "sources", "artifacts", "kernels"],
-        ["emulator", "constants", "codegen"],
+        ["emulator", "constants", "codegen", "tuned"],
     )
     codegen = c.obj(top.get("codegen", {"fmad": False}), "codegen", ["fmad"])
     crate = c.obj(top["crate"], "crate", ["name", "version", "manifest_path"])
@@ -273,7 +278,13 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
         kernels=tuple(kernels),
         constants=parse_constants(c, top.get("constants", []), "constants"),
         fmad=c.bool_(codegen["fmad"], "codegen.fmad"),
+        tuned=read_choices(c, top.get("tuned", []), "tuned"),
     )
+
+
+_OPTIONAL_DESCRIPTOR_FIELDS = ("instance", "is_unsafe", "launch_bounds", "launch", "cluster",
+                               "variant_of", "shared_bytes", "tensor_maps", "tune",
+                               "whole_warps")  # fmt: skip
 
 
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
@@ -282,17 +293,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         value,
         w,
         ["version", "name", "entry", "params", "source"],
-        [
-            "instance",
-            "is_unsafe",
-            "launch_bounds",
-            "launch",
-            "cluster",
-            "variant_of",
-            "shared_bytes",
-            "tensor_maps",
-            "whole_warps",
-        ],
+        list(_OPTIONAL_DESCRIPTOR_FIELDS),
         closed=False,
     )
     version = c.uint(k["version"], w + ".version")
@@ -365,6 +366,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         shared_bytes=shared,
         maps_param=maps_param,
         tensor_maps=maps,
+        tune=None if k.get("tune") is None else read_tune(c, k["tune"], w + ".tune"),
         whole_warps=None
         if k.get("whole_warps") is None
         else c.str_(k["whole_warps"], w + ".whole_warps"),

@@ -57,6 +57,12 @@ class Backend(Protocol):
         """The device that owns ``ptr``, or None when it is not device memory."""
         ...
 
+    def device_identity(self, device: int) -> tuple[str, str]:
+        """(model, architecture) of ``device``: what tuned choices are kept per
+        (``NVIDIA H200``, ``sm_90``; the emulator's are ``_abi.EMULATOR_DEVICE`` and
+        ``EMULATOR_ARCH``)."""
+        ...
+
     def multiprocessors(self, device: int) -> int:
         """How many blocks ``device`` runs at once, to first order: its streaming
         multiprocessors (GPU) or its cores (emulator). Sizes grid-stride launches."""

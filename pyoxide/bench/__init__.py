@@ -28,7 +28,7 @@ from ._timing import Timer, copy_bandwidth, peak_flops
 
 __all__ = [
     "Peers", "Table", "Timer", "bench_crate", "bench_spec", "copy_bandwidth", "plot",
-    "render_report", "require_gpu", "table",
+    "progress_bar", "render_report", "require_gpu", "table",
 ]  # fmt: skip
 
 BENCH_REPORT_VERSION = 1
@@ -127,7 +127,7 @@ def bench_spec(
     return row
 
 
-def _progress(total: int) -> Callable[[str], None]:
+def progress_bar(total: int) -> Callable[[str], None]:
     """A tqdm bar on stderr when tqdm is installed, else one line per step."""
     try:
         from tqdm import tqdm
@@ -175,7 +175,7 @@ def bench_crate(
     peaks = peak_flops(cp)
     peaks["f64"] = peaks["f32"] / 2  # sm_80/sm_90 data-centre parts: FP64 at half FP32
     ceilings = {"copy_gbs": copy_gbs, "copy_how": copy_how, "peak_flops": peaks}
-    step = _progress(len(plan)) if progress else (lambda label: None)
+    step = progress_bar(len(plan)) if progress else (lambda label: None)
     rows = []
     first: set[str] = set()
     for spec, shape in plan:

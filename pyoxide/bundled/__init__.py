@@ -42,7 +42,7 @@ def _has_cargo_oxide() -> bool:
     return True
 
 
-def _load_bundled(crate: str, arch: str | None) -> Module | None:
+def _load_bundled(crate: str, arch: str | None, tuned: bool = True) -> Module | None:
     """An installed pyoxide loads the artifacts that ship in pyoxide/_prebuilt. A source
     checkout with a Rust toolchain builds from source instead (cached: a no-op while
     nothing changed), since a _prebuilt there may be older than the source beside it;
@@ -52,13 +52,13 @@ def _load_bundled(crate: str, arch: str | None) -> Module | None:
     source = bundled_crate_dir(crate)
     if source is not None and (prebuilt is None or _has_cargo_oxide()):
         try:
-            return load(source, arch=arch)
+            return load(source, arch=arch, tuned=tuned)
         except ToolchainError:
             if prebuilt is None:
                 raise
             # cargo-oxide is there (a checkout's pyoxide/_bin copy) but not the Rust
             # toolchain it drives: a machine the artifacts were carried to.
-    return load(prebuilt) if prebuilt is not None else None
+    return load(prebuilt, tuned=tuned) if prebuilt is not None else None
 
 
 def load_sm90a() -> Module | None:
@@ -70,13 +70,13 @@ def load_sm90a() -> Module | None:
         return None  # a checkout without the Rust toolchain nor a prebuilt sm_90a crate
 
 
-def load_bundled() -> Module:
+def load_bundled(*, tuned: bool = True) -> Module:
     """The bundled ``kernels_rs`` (``pyoxide.kernels``), with the variants of
     ``kernels_sm90a`` (``gemm_bf16``'s wgmma + TMA kernel) wired to run where they can
     (pyoxide/_launch/variants.py), and ``attention`` served by its call
     (pyoxide/bundled/attention.py), which picks kernels_sm90a's ``attention_sm90`` the
-    same way."""
-    module = _load_bundled(BUNDLED_CRATE, None)
+    same way; ``tuned=False``: without tuned choices (the hand-picked configurations)."""
+    module = _load_bundled(BUNDLED_CRATE, None, tuned)
     if module is None:
         raise LoadError(
             f"the bundled kernels are missing: no prebuilt artifacts in {_layout.PREBUILT} and "

@@ -20,6 +20,7 @@ COMMANDS = {
     "doctor": ("doctor", "doctor_command"),
     "inspect": ("inspect", "inspect_command"),
     "new": ("new", "new_command"),
+    "tune": ("tune", "tune_command"),
     "verify": ("verify", "verify_command"),
 }
 

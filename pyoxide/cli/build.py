@@ -65,6 +65,12 @@ def _archs(values: tuple[str, ...]) -> list[str] | None:
     is_flag=True,
     help=f"Build the bundled {BUNDLED_CRATE} into the package (from a source checkout).",
 )
+@click.option(
+    "--tuned",
+    is_flag=True,
+    help="Put the tuned choices `pyoxide tune` kept for this build into the manifest, so "
+    "that a wheel of it runs them with no tuning where it is installed.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not stream cargo-oxide's progress.")
 def build_command(
     path: Path | None,
@@ -76,6 +82,7 @@ def build_command(
     emulator: bool,
     fmad: bool,
     bundled: bool,
+    tuned: bool,
     quiet: bool,
 ) -> None:
     """Build the kernel crate at PATH (default: the current folder) to PTX + manifest."""
@@ -117,6 +124,11 @@ def build_command(
             + ("" if manifest.fmad else ", multiply and add rounded apart (--no-fmad)")
         )
         click.echo(f"  manifest: {manifest.path}")
+        if tuned:
+            from .._launch.tune_store import embed
+
+            count = embed(manifest.path)
+            click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")
         if stubs:
             stub = write_stub(manifest, manifest.path.with_name(f"{manifest.crate_name}.pyi"))
             click.echo(f"  stubs:    {stub}")

@@ -78,3 +78,37 @@ def inspect_command(kernel: str, path: Path | None, arch: str | None, show_ptx: 
             raise not_found(f"no {arch} PTX in the manifest (have: {', '.join(manifest.archs)})")
         for spec in specs:
             _describe(spec, manifest, arch, show_ptx)
+            if spec.tune is not None:
+                _describe_tuning(spec, module)
+
+
+def _describe_tuning(spec: KernelSpec, module: Module) -> None:
+    """A tuned kernel's candidates, and each tuned choice its plain calls run: where
+    (GPU, architecture, bucket), what, and why (the measured times)."""
+    from .._launch.tune_space import is_hand_pick, key_dims
+    from .._manifest.tune_spec import launch_text
+
+    assert spec.tune is not None
+    if not is_hand_pick(spec):
+        click.echo("  tuning:  a candidate of its hand pick (plain calls name that one)")
+        return
+    lists = [f"{n} in {list(v)}" for n, v in spec.tune.consts]
+    lists += [f"{n} in {list(v)}" for n, v in spec.tune.launch]
+    click.echo(f"  tuning:  {'; '.join(lists)} (the first const value and the #[launch] "
+               "value are the hand pick)")  # fmt: skip
+    names = [d.name for d in key_dims(spec)]
+    tuned = [v.choice for v in module.tuned if v.choice.kernel == spec.entry]
+    if not tuned:
+        click.echo("  tuned:   no choices for this build (plain calls run the hand pick; "
+                   "`pyoxide tune` makes them)")  # fmt: skip
+    for c in tuned:
+        where = ", ".join(f"{b // 2} < {n} <= {b}" for n, b in zip(names, c.bucket, strict=True))
+        source = "manifest" if c in module.manifest.tuned else "pyoxide tune's cache"
+        shape = "×".join(map(str, c.shape))
+        ratio = f", {c.time_us / c.hand_us:.3f}x" if c.hand_us else ""
+        click.echo(f"  tuned:   on {c.device} ({c.arch}) where {where or 'any shape'}: "
+                   f"{c.entry} {launch_text(c.launch)}".rstrip())  # fmt: skip
+        click.echo(f"           why: {c.time_us:.2f} µs against the hand pick's "
+                   f"{c.hand_us:.2f} µs{ratio} at {shape or 'its shape'}, best of "
+                   f"{c.candidates - c.rejected} verified ({c.rejected} refused); from the "
+                   f"{source}")  # fmt: skip

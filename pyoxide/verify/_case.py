@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .._launch.tune_space import family_key, is_hand_pick
 from .._manifest.abi import VERIFY_FAILURES
 from .._manifest.reader import KernelSpec
 from ..spec import Case, Spec, poison_value
@@ -132,11 +133,14 @@ def _shapes(value: Any) -> list[tuple[int, ...]]:
 def instance(module: Any, spec: Spec, dtype: str) -> tuple[Any, KernelSpec]:
     """The launcher and manifest entry of `spec`'s kernel for `dtype` (a generic kernel's
     instance whose type parameter is `dtype`; a plain kernel as it is)."""
-    found = [k for k in module.manifest.kernels if k.name == spec.kernel]
+    # A tuned kernel's plain calls name its hand pick (pyoxide/_launch/tune_space.py): its
+    # other candidates are verified by `pyoxide tune` before they are timed.
+    found = [k for k in module.manifest.kernels if k.name == spec.kernel and is_hand_pick(k)]
     if not found:
         raise KeyError(f"no kernel {spec.kernel!r} in {module.manifest.crate_name}")
     for k in found:
-        if not k.instance or dtype in (v for _, v in k.instance):
+        untuned = family_key(k)[1]
+        if not untuned or dtype in (v for _, v in untuned):
             return module[k.entry], k
     have = ", ".join(v for k in found for _, v in k.instance)
     raise KeyError(f"{spec.kernel} has no {dtype} instance (it has {have})")

@@ -18,6 +18,7 @@ from helpers.fixtures import make_crate
 from pyoxide._build import cache as _cache
 from pyoxide._build import cargo as _build
 from pyoxide._manifest import abi as _abi
+from pyoxide._manifest import knobs as _knobs
 
 KEYED = [v for v in _abi.VARIABLES if v.effect == "key"]
 RESOLVED = [v for v in _abi.VARIABLES if v.effect == "resolved"]
@@ -141,10 +142,12 @@ def test_python_and_cargo_oxide_agree_on_the_cache_folder(
     assert _cache.lookup_key(toml, arch=None, profile="release", fmad=True)[1] == (
         home / ".cache" / "pyoxide"
     )
+    assert _knobs.cache_dir() == home / ".cache" / "pyoxide"  # the tuned choices' (no cargo)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert (
         _build.build_key(["--manifest-path", str(toml)]).cache_dir == tmp_path / "xdg" / "pyoxide"
     )
+    assert _knobs.cache_dir() == tmp_path / "xdg" / "pyoxide"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")

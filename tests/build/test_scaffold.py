@@ -39,7 +39,8 @@ def test_new_writes_a_kernel_crate_and_a_maturin_project(tmp_path: Path) -> None
         assert "$" not in text and "__name__" not in str(f), f  # every placeholder filled
         if f.suffix == ".py":
             compile(text, str(f), "exec")
-    assert "#[kernel]" in (project.path / "src/lib.rs").read_text()
+    lib = (project.path / "src/lib.rs").read_text()
+    assert "#[kernel]" in lib and "#[tune(block = [128, 256, 512])]" in lib  # one tunable
     # `pyoxide verify` finds the project's spec of its one kernel.
     from pyoxide.verify import find_specs, load_specs
 

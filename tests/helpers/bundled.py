@@ -214,6 +214,16 @@ def half_kernels_manifest() -> Path:
     return fixture_manifest(crate, REPO / "target" / "oxide" / "half_kernels")
 
 
+TUNED_KERNELS = REPO / "tests" / "fixtures" / "tuned_kernels"
+
+
+@functools.cache
+def tuned_kernels_manifest() -> Path:
+    """`#[tune]` kernels (tests/fixtures/tuned_kernels) with their specs, built into the
+    crate's untracked prebuilt/ (carry it to the GPU machine)."""
+    return fixture_manifest(TUNED_KERNELS, TUNED_KERNELS / "prebuilt")
+
+
 HOSTILE_VERIFY = REPO / "tests" / "fixtures" / "hostile_verify"
 
 

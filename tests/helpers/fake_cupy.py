@@ -29,6 +29,7 @@ class CUDADriverError(RuntimeError):
 @dataclass
 class FakeCuda:
     compute_capability: str = "90"
+    device_name: str = "Fake GPU"
     driver_version: int = 12080
     device_count: int = 1
     current: int = 0
@@ -65,6 +66,7 @@ class FakeCuda:
         runtime.getDevice = lambda: fake.current  # type: ignore[attr-defined]
         runtime.getDeviceCount = lambda: fake.device_count  # type: ignore[attr-defined]
         runtime.driverGetVersion = lambda: fake.driver_version  # type: ignore[attr-defined]
+        runtime.getDeviceProperties = lambda d: {"name": fake.device_name.encode()}  # type: ignore[attr-defined]
 
         def pointer_attributes(ptr: int) -> Any:
             if ptr not in fake.pointers:

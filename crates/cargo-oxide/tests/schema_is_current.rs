@@ -55,3 +55,19 @@ fn checked_in_verify_report_schema_matches_the_rust_types() {
         path.display()
     );
 }
+
+#[test]
+fn checked_in_tune_report_schema_matches_the_rust_types() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/tune-report.schema.json");
+    let generated = oxide_abi::tune::json_schema();
+    if std::env::var_os("OXIDE_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{} is out of date with crates/oxide-abi/src/tune.rs; regenerate it with \
+         `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current` and commit it",
+        path.display()
+    );
+}

@@ -59,6 +59,10 @@ pub struct KernelDescriptor {
     /// (no caller passes it). Absent for kernels without TMA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_maps: Option<TensorMaps>,
+    /// `#[tune(...)]` (schema 9): the kernel's tuned const generics and launch
+    /// parameters with their candidates (crate::tune). Absent for kernels without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<crate::tune::Tune>,
     /// Set by the link step, not the macro (schema 8): the first warp collective over
     /// the full warp that the kernel's optimised code reaches through its calls
     /// (`shfl.sync.bfly`, `redux.sync.add`, `vote.ballot.sync`, `mma.sync.aligned`, …;
@@ -411,6 +415,16 @@ mod tests {
             variant_of: Some("saxpy_plain".into()),
             shared_bytes: Some(4096),
             tensor_maps: None,
+            tune: Some(crate::tune::Tune {
+                consts: vec![crate::tune::TuneConst {
+                    param: "N".into(),
+                    values: vec!["4".into(), "8".into()],
+                }],
+                launch: vec![crate::tune::TuneLaunch {
+                    param: "block".into(),
+                    values: vec![128, 256],
+                }],
+            }),
             whole_warps: Some("shfl.sync.bfly".into()),
             source: SourceLocation {
                 module: "k".into(),

@@ -26,6 +26,8 @@ pub mod python;
 #[cfg(feature = "serde")]
 pub mod report;
 #[cfg(feature = "serde")]
+pub mod tune;
+#[cfg(feature = "serde")]
 pub mod verify;
 
 pub use shape::ArrayLayout;
@@ -33,7 +35,7 @@ pub use types::{ParamKind, ScalarType};
 
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.
-pub const MANIFEST_SCHEMA_VERSION: u32 = 8;
+pub const MANIFEST_SCHEMA_VERSION: u32 = 9;
 
 /// Version of the descriptor encoding embedded by `#[kernel]`. The link step refuses
 /// descriptors from a different version (the macro and cargo-oxide were built apart).

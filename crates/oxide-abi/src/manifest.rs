@@ -43,6 +43,11 @@ pub struct Manifest {
     /// whose builds kept every multiply and add apart).
     #[serde(default)]
     pub codegen: Codegen,
+    /// Tuned choices (schema 9): what plain calls run on the GPUs and shapes they were
+    /// tuned for (`pyoxide build --tuned` puts them here from `pyoxide tune`'s cache;
+    /// crate::tune). cargo-oxide writes none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tuned: Vec<crate::tune::TunedChoice>,
 }
 
 /// Code-generation choices of a build that change what a kernel computes, not only how

@@ -13,6 +13,38 @@ fn py_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
 }
 
+/// Tuning (src/tune.rs): versions, limits, the emulator's device, the launch parameters
+/// `#[tune]` takes and the policies that have each.
+fn tune_tables(w: &mut String) {
+    use crate::tune;
+    let _ = writeln!(
+        w,
+        "# Tuning (src/tune.rs).\n\
+         TUNE_REPORT_VERSION = {}\n\
+         TUNED_FILE_VERSION = {}\n\
+         MAX_TUNE_CANDIDATES = {}\n\
+         EMULATOR_DEVICE = \"{}\"\n\
+         EMULATOR_ARCH = \"{}\"",
+        tune::TUNE_REPORT_VERSION,
+        tune::TUNED_FILE_VERSION,
+        tune::MAX_TUNE_CANDIDATES,
+        tune::EMULATOR_DEVICE,
+        tune::EMULATOR_ARCH,
+    );
+    w.push_str("# Launch parameters #[tune] takes, and the launch policies that have each.\n");
+    w.push_str("TUNABLE_LAUNCH: dict[str, frozenset[str]] = {\n");
+    for t in tune::TUNABLE_LAUNCH {
+        let kinds: Vec<String> = t.policies.iter().map(|k| format!("\"{k}\"")).collect();
+        let _ = writeln!(
+            w,
+            "    \"{}\": frozenset({{{}}}),",
+            t.name,
+            kinds.join(", ")
+        );
+    }
+    w.push_str("}\n\n");
+}
+
 /// The module's source text (formatted as `ruff format` leaves it).
 pub fn module_source() -> String {
     let mut s = String::new();
@@ -139,6 +171,7 @@ pub fn module_source() -> String {
          ONE_D_POLICIES = frozenset({{{}}})\n",
         one_d.join(", ")
     );
+    tune_tables(w);
     w.push_str(
         "# How a verify case can fail: the report's `what` (src/verify.rs).\nVERIFY_FAILURES = (\n",
     );

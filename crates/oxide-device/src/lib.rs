@@ -130,7 +130,7 @@ pub use half::{bf16, f16};
 pub use oxide_macros::__gpu_assert_failed;
 pub use oxide_macros::{
     cluster_launch, constant, cuda_module, device, gpu_printf, gpu_printf_c, kernel, launch,
-    launch_bounds, launch_contract, shapes, tensor_maps, unroll, variant_of,
+    launch_bounds, launch_contract, shapes, tensor_maps, tune, unroll, variant_of,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

@@ -110,6 +110,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
         variant_of: kernel.variant_of.clone(),
         shared_bytes: kernel.launch.as_ref().and_then(|l| l.shared),
         tensor_maps: kernel.tensor_maps.clone(),
+        tune: kernel.tune.clone(),
         whole_warps: None,
         source: SourceLocation {
             module: String::new(),
@@ -436,6 +437,7 @@ mod tests {
                 variant_of: None,
                 shared_bytes: None,
                 tensor_maps: None,
+                tune: None,
                 whole_warps: None,
                 source: SourceLocation {
                     module: "my_crate::m".into(),

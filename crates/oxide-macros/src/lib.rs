@@ -149,6 +149,21 @@ pub fn tensor_maps(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// `#[tune(TILE = [64, 128], block = [128, 256, 512])]` on a `#[kernel]` function: the
+/// candidates `pyoxide tune` tries. A const generic parameter's values each make an
+/// instance (its own entry point; the first value is the hand pick, which plain calls
+/// run until a tuned choice says otherwise); a launch parameter's values (`block`,
+/// `per_thread`, `blocks_per_sm`) replace the `#[launch]` policy's, whose own value
+/// must be among them. Recorded in the descriptor; see docs/guide/tuning.md.
+/// `#[kernel]` reads it; this macro only runs when it is written above `#[kernel]`, and
+/// moves it below.
+#[proc_macro_attribute]
+pub fn tune(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::move_below_kernel(parse::TUNE_ATTR, attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// `#[constant] static NAME: ConstantMemory<T> = ConstantMemory::UNINIT;`: a value
 /// in constant memory that the host sets before launching (cuda-oxide's constant
 /// memory; Python: `module.set_<name>(value)`). See `oxide_device::constant`.
@@ -257,6 +272,7 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
                 &mut func.attrs,
                 parse::TENSOR_MAPS_ATTR,
             );
+            let _ = parse::take_attr::<parse::TuneSyntax>(&mut func.attrs, parse::TUNE_ATTR);
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),

@@ -22,6 +22,8 @@ pub const CLUSTER_ATTR: &str = "cluster_launch";
 pub const VARIANT_ATTR: &str = "variant_of";
 /// `#[tensor_maps(param, array(rows = R), ...)]`, likewise.
 pub const TENSOR_MAPS_ATTR: &str = "tensor_maps";
+/// `#[tune(NAME = [v, ...], ...)]`, likewise.
+pub const TUNE_ATTR: &str = "tune";
 
 /// Everything written at the kernel's definition, parsed but not yet checked.
 pub struct KernelInput {
@@ -34,6 +36,7 @@ pub struct KernelInput {
     pub cluster: Option<ClusterSyntax>,
     pub variant_of: Option<VariantSyntax>,
     pub tensor_maps: Option<TensorMapsSyntax>,
+    pub tune: Option<TuneSyntax>,
     /// Under `#[cuda_module]`, a generic kernel without listed instances is
     /// instantiated by cuda-oxide's host launches: here it builds with none
     /// (`compat::HOST_INSTANCED`).
@@ -230,6 +233,55 @@ impl Parse for TensorMapsSyntax {
     }
 }
 
+/// `#[tune(TILE = [64, 128], block = [128, 256])]`: candidate values per name (a const
+/// generic parameter of the kernel or a launch parameter).
+pub struct TuneSyntax {
+    pub entries: Vec<TuneEntry>,
+    pub span: Span,
+}
+
+pub struct TuneEntry {
+    pub name: Ident,
+    /// The values as written: integer literals, possibly negated.
+    pub values: Vec<syn::Expr>,
+    pub span: Span,
+}
+
+impl Parse for TuneSyntax {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let usage = "expected #[tune(NAME = [value, ...], ...)], e.g. \
+                     #[tune(TILE = [64, 128], block = [128, 256])]: a const generic \
+                     parameter or a launch parameter, and its candidate values";
+        let span = input.span();
+        let mut entries = Vec::new();
+        while !input.is_empty() {
+            let name: Ident = input
+                .call(Ident::parse_any)
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
+            input
+                .parse::<Token![=]>()
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
+            let list: syn::ExprArray = input
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), usage))?;
+            let span = name
+                .span()
+                .join(list.bracket_token.span.join())
+                .unwrap_or(name.span());
+            entries.push(TuneEntry {
+                name,
+                values: list.elems.into_iter().collect(),
+                span,
+            });
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(TuneSyntax { entries, span })
+    }
+}
+
 /// One entry of `#[kernel(f32, f64)]` or `#[kernel((f32, 4), (f64, 8))]`.
 pub struct InstanceSyntax {
     pub args: Vec<GenericArgument>,
@@ -363,6 +415,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
     let cluster = take_attr::<ClusterSyntax>(&mut func.attrs, CLUSTER_ATTR);
     let variant_of = take_attr::<VariantSyntax>(&mut func.attrs, VARIANT_ATTR);
     let tensor_maps = take_attr::<TensorMapsSyntax>(&mut func.attrs, TENSOR_MAPS_ATTR);
+    let tune = take_attr::<TuneSyntax>(&mut func.attrs, TUNE_ATTR);
     let (launch_bounds, launch) = match (launch_bounds, launch) {
         (Ok(lb), Ok(l)) => (lb, l),
         (Err(mut a), Err(b)) => {
@@ -381,6 +434,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         cluster,
         variant_of: variant_of?,
         tensor_maps: tensor_maps?,
+        tune: tune?,
         host_instanced: false,
     })
 }

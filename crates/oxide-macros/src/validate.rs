@@ -15,6 +15,7 @@ use crate::parse::{InstanceSyntax, KernelInput};
 
 mod launch;
 mod shape;
+mod tune;
 mod variant;
 
 pub use launch::{Launch, LaunchKind, PerThread};
@@ -40,6 +41,8 @@ pub struct Kernel {
     pub variant_of: Option<String>,
     /// `#[tensor_maps(...)]`, checked.
     pub tensor_maps: Option<oxide_abi::descriptor::TensorMaps>,
+    /// `#[tune(...)]`, as the descriptor records it.
+    pub tune: Option<oxide_abi::tune::Tune>,
 }
 
 pub struct Param {
@@ -139,6 +142,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         cluster,
         variant_of,
         tensor_maps,
+        tune,
         host_instanced,
     } = input;
     let sig = &func.sig;
@@ -168,13 +172,32 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         shape::check_shapes(shapes, &mut params, &mut errors);
     }
 
-    let instances = if host_instanced && instances.is_empty() {
-        Vec::new() // cuda-oxide's host code would have instantiated it
-    } else {
-        check_instances(&name, sig, &generics, instances, &params, &mut errors)
-    };
     let launch_bounds = launch_bounds.and_then(|lb| check_launch_bounds(lb, &mut errors));
     let launch = launch.and_then(|l| check_launch(l, &params, launch_bounds, &mut errors));
+    let tune_given = tune.is_some();
+    let tune = tune.and_then(|t| {
+        let variant = variant_of.is_some();
+        tune::check_tune(
+            t,
+            &generics,
+            launch.as_ref(),
+            launch_bounds,
+            variant,
+            &mut errors,
+        )
+    });
+    let instances = match &tune {
+        Some(plan) if !plan.consts.is_empty() => {
+            tune::tuned_instances(&name, sig, &generics, plan, instances, &params, &mut errors)
+        }
+        _ if host_instanced && instances.is_empty() => {
+            Vec::new() // cuda-oxide's host code would have instantiated it
+        }
+        // A #[tune] that failed has its own errors; its kernel's instances would only
+        // add a cascade.
+        None if tune_given && !generics.is_empty() => Vec::new(),
+        _ => check_instances(&name, sig, &generics, instances, &params, &mut errors),
+    };
     let cluster = cluster.and_then(|c| check_cluster(c, &mut errors));
     let variant_of = variant_of.and_then(|v| variant::check_variant(v, &name, &mut errors));
     let tensor_maps = tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &mut errors));
@@ -192,6 +215,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
             cluster,
             variant_of,
             tensor_maps,
+            tune: tune.map(|t| t.descriptor),
         }),
     }
 }

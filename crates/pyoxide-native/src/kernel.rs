@@ -147,7 +147,8 @@ impl KernelBase {
         Ok(Outcome::Declined)
     }
 
-    /// A plain call: the variants' launchers, the kernel's own, the instances'.
+    /// A plain call: the variants' launchers, the kernel's own, the instances' plain
+    /// calls (each instance's variants first).
     fn try_plain(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Outcome> {
         let paths = self.paths();
         for kernel in &paths.variants {
@@ -163,7 +164,7 @@ impl KernelBase {
             }
         }
         for kernel in &paths.instances {
-            let outcome = kernel.get().try_own(py, args, None)?;
+            let outcome = kernel.get().try_plain(py, args)?;
             if outcome != Outcome::Declined {
                 return Ok(outcome);
             }

@@ -189,6 +189,9 @@ impl Launcher {
         let Some(library) = layout.pack(&cx, args, buf) else {
             return Ok(Outcome::Declined);
         };
+        if !self.plan.bucket.iter().all(|b| b.holds(layout, buf)) {
+            return Ok(Outcome::Declined); // a tuned choice for other shapes
+        }
         if runtime.driver.current_context() != Some(self.context) {
             return Ok(Outcome::Declined); // another device is current: the general path
         }

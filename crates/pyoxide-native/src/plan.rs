@@ -12,7 +12,9 @@
 //!   `blocks_per_sm`, `least_block`, `columns_per_warp`, `cols`), or None when only
 //!   configured calls may take the fast path;
 //! - `shared_mem`: the dynamic shared memory of a plain call;
-//! - `derived`: the derived parameter's source, or None.
+//! - `derived`: the derived parameter's source, or None;
+//! - `bucket`: `(param, axis, low, high)` per key extent of a tuned choice: the launcher
+//!   takes a call only when `low < extent <= high` for each (pyoxide/_launch/tune_space.py).
 //!
 //! Dimension codes: -1 any extent, `n >= 0` exactly `n`, `-2 - id` the shared name `id`.
 
@@ -55,6 +57,23 @@ pub struct Plan {
     pub grid: Option<Grid>,
     pub shared_mem: u32,
     pub derived: Option<Derived>,
+    pub bucket: Vec<Extent>,
+}
+
+/// One extent a tuned choice's launcher takes: axis `axis` of parameter `param` (a
+/// slice's length is its axis 0) in `low < extent <= high`.
+pub struct Extent {
+    pub param: usize,
+    pub axis: usize,
+    pub low: u64,
+    pub high: u64,
+}
+
+impl Extent {
+    pub fn holds(&self, layout: &Layout, buf: &[u8]) -> bool {
+        let extent = layout.shape_of(buf, self.param).get(self.axis).copied();
+        extent.is_some_and(|e| self.low < e && e <= self.high)
+    }
 }
 
 fn triple(t: (u32, u32, u32)) -> [u32; 3] {
@@ -79,12 +98,33 @@ impl Plan {
         } else {
             Some(read_grid(&grid, &layout)?)
         };
+        let mut bucket = Vec::new();
+        for b in plan.getattr(pyo3::intern!(py, "bucket"))?.try_iter()? {
+            let (param, axis, low, high): (usize, usize, u64, u64) = b?.extract()?;
+            let rank = match layout.shaped_rank(param) {
+                Some(rank) => rank,
+                None if layout.is_array(param) => 1,
+                None => 0,
+            };
+            if axis >= rank || low >= high {
+                return Err(PyValueError::new_err(
+                    "a bucket bound names an axis of an array parameter and low < high",
+                ));
+            }
+            bucket.push(Extent {
+                param,
+                axis,
+                low,
+                high,
+            });
+        }
         Ok(Plan {
             kernel,
             layout,
             grid,
             shared_mem,
             derived,
+            bucket,
         })
     }
 }

@@ -119,6 +119,7 @@ class CupyBackend:
         self._entry_points = entry_points
         self._runtime: Any = None  # the compiled launchers' (pyoxide._launch._native.Runtime)
         self._multiprocessors: dict[int, int] = {}
+        self._identities: dict[int, tuple[str, str]] = {}
 
     # --- devices -----------------------------------------------------------------
 
@@ -131,6 +132,15 @@ class CupyBackend:
             attrs = self._cp.cuda.Device(device).attributes
             count = self._multiprocessors[device] = int(attrs["MultiProcessorCount"])
         return count
+
+    def device_identity(self, device: int) -> tuple[str, str]:
+        known = self._identities.get(device)
+        if known is None:
+            name = self._cp.cuda.runtime.getDeviceProperties(device)["name"]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            cc = str(self._cp.cuda.Device(device).compute_capability)
+            known = self._identities[device] = (name, f"sm_{cc}")
+        return known
 
     def device_of_pointer(self, ptr: int) -> int | None:
         try:

@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..._launch.arrays import HOST
 from ..._manifest import knobs as _knobs
-from ..._manifest.abi import DESCRIPTOR_SECTION, EMU_CHECK_STRICT, HOST_ENTRY_PREFIX, EmuStatus
+from ..._manifest.abi import (
+    DESCRIPTOR_SECTION,
+    EMU_CHECK_STRICT,
+    EMULATOR_ARCH,
+    EMULATOR_DEVICE,
+    HOST_ENTRY_PREFIX,
+    EmuStatus,
+)
 from ...errors import (
     BackendUnavailableError,
     EmulatorError,
@@ -127,6 +134,9 @@ class EmuBackend:
 
     def device_of_pointer(self, ptr: int) -> int | None:
         return 0
+
+    def device_identity(self, device: int) -> tuple[str, str]:
+        return EMULATOR_DEVICE, EMULATOR_ARCH
 
     def multiprocessors(self, device: int) -> int:
         # The emulator runs a launch's blocks on the machine's cores.

@@ -210,6 +210,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         kernels: descriptors,
         constants,
         codegen,
+        tuned: Vec::new(), // `pyoxide build --tuned` adds them
     };
     let manifest_path = project.manifest_file();
     write_atomic(&manifest_path, manifest.to_json().as_bytes())?;

@@ -260,6 +260,7 @@ fn slice_pointers_get_what_rust_types_prove() {
         variant_of: None,
         shared_bytes: None,
         tensor_maps: None,
+        tune: None,
         whole_warps: None,
         source: SourceLocation {
             module: "m".into(),

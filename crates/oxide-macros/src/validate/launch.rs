@@ -38,6 +38,15 @@ pub enum LaunchKind {
 }
 
 impl LaunchKind {
+    /// Its name in `#[launch(...)]` and in the manifest.
+    pub fn name(self) -> &'static str {
+        LAUNCH_KINDS
+            .iter()
+            .find(|(_, k, _)| *k == self)
+            .map(|(n, ..)| *n)
+            .expect("every kind is in the table")
+    }
+
     fn tiled(self) -> bool {
         matches!(self, LaunchKind::Tiles | LaunchKind::PersistentTiles)
     }

@@ -1,0 +1,395 @@
+//! `#[tune(NAME = [v, ...], ...)]`: its rules, and the instances a tuned kernel has (one
+//! per combination of its tuned const values, times the instances `#[kernel(...)]` lists
+//! for its other generic parameters).
+
+use oxide_abi::descriptor::LaunchBounds;
+use oxide_abi::names::entry_symbol;
+use oxide_abi::tune::{MAX_TUNE_CANDIDATES, TUNABLE_LAUNCH, Tune, TuneConst, TuneLaunch};
+use syn::{GenericArgument, Ident};
+
+use super::{Errors, Instance, InstanceArg, Launch, Param, PerThread, compact};
+use crate::parse::{InstanceSyntax, TuneSyntax};
+
+/// A checked `#[tune]`: the tuned const generics (index among the kernel's type and const
+/// parameters, and each candidate as written) and the descriptor's record.
+pub struct TunePlan {
+    pub consts: Vec<(usize, Vec<(syn::Expr, String)>)>,
+    pub descriptor: Tune,
+}
+
+pub(super) fn check_tune(
+    t: TuneSyntax,
+    generics: &[(&Ident, bool)],
+    launch: Option<&Launch>,
+    bounds: Option<LaunchBounds>,
+    is_variant: bool,
+    errors: &mut Errors,
+) -> Option<TunePlan> {
+    let before = errors.0.is_some();
+    let failed = |errors: &Errors| errors.0.is_some() && !before;
+    if t.entries.is_empty() {
+        errors.push(
+            t.span,
+            "#[tune] lists at least one parameter and its candidates, e.g. \
+             #[tune(block = [128, 256, 512])]",
+        );
+        return None;
+    }
+    if is_variant {
+        errors.push(
+            t.span,
+            "a #[variant_of] kernel is not tuned itself: tune the kernel it stands in for",
+        );
+    }
+    let mut seen: Vec<String> = Vec::new();
+    let mut consts = Vec::new();
+    let mut descriptor = Tune::default();
+    let mut count: u64 = 1;
+    for entry in t.entries {
+        let name = entry.name.to_string();
+        if seen.contains(&name) {
+            errors.push(
+                entry.name.span(),
+                format!("`{name}` is tuned twice; keep one list"),
+            );
+            continue;
+        }
+        seen.push(name.clone());
+        if entry.values.is_empty() {
+            errors.push(entry.span, format!("`{name}` lists no candidates"));
+            continue;
+        }
+        count = count.saturating_mul(entry.values.len() as u64);
+        if let Some(i) = generics.iter().position(|(g, _)| **g == entry.name) {
+            if !generics[i].1 {
+                errors.push(
+                    entry.name.span(),
+                    format!(
+                        "`{name}` is a type parameter: #[tune] takes const generic parameters \
+                         (`const {name}: usize`) and launch parameters; list types in \
+                         #[kernel(...)]"
+                    ),
+                );
+                continue;
+            }
+            let values = const_values(&name, entry.values, errors);
+            descriptor.consts.push(TuneConst {
+                param: name,
+                values: values.iter().map(|(_, text)| text.clone()).collect(),
+            });
+            consts.push((i, values));
+        } else if let Some(tunable) = TUNABLE_LAUNCH.iter().find(|l| l.name == name) {
+            let values = launch_values(&entry.name, entry.values, tunable, launch, bounds, errors);
+            descriptor.launch.push(TuneLaunch {
+                param: name,
+                values,
+            });
+        } else {
+            let consts: Vec<String> = generics
+                .iter()
+                .filter(|(_, is_const)| *is_const)
+                .map(|(g, _)| format!("`{g}`"))
+                .collect();
+            let launch: Vec<String> = TUNABLE_LAUNCH
+                .iter()
+                .map(|l| format!("`{}`", l.name))
+                .collect();
+            errors.push(
+                entry.name.span(),
+                format!(
+                    "`{name}` is neither a const generic parameter of this kernel ({}) nor a \
+                     launch parameter ({})",
+                    if consts.is_empty() {
+                        "it has none".to_string()
+                    } else {
+                        consts.join(", ")
+                    },
+                    launch.join(", ")
+                ),
+            );
+        }
+    }
+    if count > u64::from(MAX_TUNE_CANDIDATES) {
+        errors.push(
+            t.span,
+            format!(
+                "#[tune] makes {count} candidates (the product of its lists), more than \
+                 {MAX_TUNE_CANDIDATES}: each is built, verified and timed; list fewer values"
+            ),
+        );
+    }
+    // Declaration order, so that entry names follow the generic parameters.
+    consts.sort_by_key(|(i, _)| *i);
+    let order: Vec<String> = consts
+        .iter()
+        .map(|(i, _)| generics[*i].0.to_string())
+        .collect();
+    descriptor
+        .consts
+        .sort_by_key(|c| order.iter().position(|o| *o == c.param));
+    (!failed(errors)).then_some(TunePlan { consts, descriptor })
+}
+
+/// A const's candidates: integer literals, possibly negated, each once.
+fn const_values(
+    name: &str,
+    values: Vec<syn::Expr>,
+    errors: &mut Errors,
+) -> Vec<(syn::Expr, String)> {
+    let mut out: Vec<(syn::Expr, String)> = Vec::new();
+    for v in values {
+        let literal = match &v {
+            syn::Expr::Lit(l) => matches!(l.lit, syn::Lit::Int(_) | syn::Lit::Bool(_)),
+            syn::Expr::Unary(u) => {
+                matches!(u.op, syn::UnOp::Neg(_))
+                    && matches!(&*u.expr, syn::Expr::Lit(l) if matches!(l.lit, syn::Lit::Int(_)))
+            }
+            _ => false,
+        };
+        if !literal {
+            errors.push_spanned(
+                &v,
+                format!("the candidates of `{name}` are integer (or bool) literals"),
+            );
+            continue;
+        }
+        let text = compact(&v);
+        if out.iter().any(|(_, t)| *t == text) {
+            errors.push_spanned(&v, format!("`{name}` lists {text} twice"));
+            continue;
+        }
+        out.push((v, text));
+    }
+    out
+}
+
+/// A launch parameter's candidates: integers the policy takes, with its own value among
+/// them.
+fn launch_values(
+    name: &Ident,
+    values: Vec<syn::Expr>,
+    tunable: &oxide_abi::tune::TunableLaunch,
+    launch: Option<&Launch>,
+    bounds: Option<LaunchBounds>,
+    errors: &mut Errors,
+) -> Vec<u32> {
+    let Some(launch) = launch else {
+        errors.push(
+            name.span(),
+            format!(
+                "tuning `{name}` needs a #[launch(...)] policy, whose `{name}` is the hand \
+                 pick: e.g. #[launch(elementwise(out, block = 256))]"
+            ),
+        );
+        return Vec::new();
+    };
+    let kind = launch.kind.name();
+    if !tunable.policies.contains(&kind) {
+        let has: Vec<&str> = TUNABLE_LAUNCH
+            .iter()
+            .filter(|l| l.policies.contains(&kind))
+            .map(|l| l.name)
+            .collect();
+        errors.push(
+            name.span(),
+            format!(
+                "`{name}` is not a tunable parameter of `{kind}`; it has: {}",
+                if has.is_empty() {
+                    "none".to_string()
+                } else {
+                    has.join(", ")
+                }
+            ),
+        );
+        return Vec::new();
+    }
+    let hi = match tunable.name {
+        "block" => bounds.map_or(1024, |b| b.max_threads.min(1024)),
+        "blocks_per_sm" => 64,
+        _ => 1 << 16,
+    };
+    let mut out: Vec<u32> = Vec::new();
+    for v in values {
+        let parsed = match &v {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse::<u32>().ok(),
+            _ => None,
+        };
+        match parsed {
+            Some(n) if (1..=hi).contains(&n) && !out.contains(&n) => out.push(n),
+            Some(n) if out.contains(&n) => {
+                errors.push_spanned(&v, format!("`{name}` lists {n} twice"));
+            }
+            _ => errors.push_spanned(
+                &v,
+                format!(
+                    "the candidates of `{name}` are integers from 1 to {hi}{}",
+                    if tunable.name == "block" {
+                        " (the kernel's launch bounds)"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+        }
+    }
+    let hand = match tunable.name {
+        "block" => Some(launch.block),
+        "blocks_per_sm" => Some(launch.blocks_per_sm),
+        _ => match launch.per_thread {
+            PerThread::Elements(n) => Some(n),
+            PerThread::Vector => None,
+        },
+    };
+    match hand {
+        None => errors.push(
+            name.span(),
+            "`per_thread = vector` depends on the element type: give #[launch] a number of \
+             elements per thread to tune it",
+        ),
+        Some(h) if !out.is_empty() && !out.contains(&h) => errors.push(
+            name.span(),
+            format!(
+                "`{name}` lists the candidates, and the #[launch] policy's {name} = {h} is the \
+                 hand pick (what runs where nothing was tuned): add {h} to the list"
+            ),
+        ),
+        _ => {}
+    }
+    out
+}
+
+/// The instances of a kernel with tuned consts: each instance `#[kernel(...)]` lists for
+/// the untuned generic parameters, with each combination of tuned values (the hand pick
+/// first), all of a kernel's arguments in declaration order.
+pub(super) fn tuned_instances(
+    name: &str,
+    sig: &syn::Signature,
+    generics: &[(&Ident, bool)],
+    plan: &TunePlan,
+    listed: Vec<InstanceSyntax>,
+    params: &[Param],
+    errors: &mut Errors,
+) -> Vec<Instance> {
+    let tuned: Vec<usize> = plan.consts.iter().map(|(i, _)| *i).collect();
+    let free: Vec<(usize, (&Ident, bool))> = generics
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !tuned.contains(i))
+        .map(|(i, g)| (i, *g))
+        .collect();
+    let mut partials: Vec<Vec<(usize, InstanceArg)>> = Vec::new();
+    if free.is_empty() {
+        if let Some(first) = listed.first() {
+            errors.push(
+                first.span,
+                format!(
+                    "every generic parameter of `{name}` is tuned, so #[kernel] lists no \
+                     instances: remove them"
+                ),
+            );
+        }
+        partials.push(Vec::new());
+    } else {
+        let names: Vec<String> = free.iter().map(|(_, (g, _))| g.to_string()).collect();
+        if listed.is_empty() {
+            errors.push_spanned(
+                &sig.generics,
+                format!(
+                    "kernel `{name}` has generic parameters besides the tuned ones ({}): list \
+                     their instances, e.g. #[kernel(f32, f64)]",
+                    names.join(", ")
+                ),
+            );
+        }
+        for inst in listed {
+            let n = free.len();
+            if (n > 1 && !inst.is_tuple) || inst.args.len() != n {
+                errors.push(
+                    inst.span,
+                    format!(
+                        "kernel `{name}`'s untuned generic parameters are {}: each instance \
+                         binds {} (the tuned ones come from #[tune])",
+                        names.join(", "),
+                        if n == 1 {
+                            "one".to_string()
+                        } else {
+                            format!("a parenthesised tuple of {n}")
+                        }
+                    ),
+                );
+                continue;
+            }
+            let args: Vec<(usize, InstanceArg)> = free
+                .iter()
+                .zip(inst.args)
+                .filter_map(|((i, (param, is_const)), value)| {
+                    super::instance_arg(param, *is_const, value, errors).map(|a| (*i, a))
+                })
+                .collect();
+            if args.len() == n {
+                partials.push(args);
+            }
+        }
+    }
+    let mut out: Vec<Instance> = Vec::new();
+    for partial in &partials {
+        for combo in combinations(plan) {
+            let mut args: Vec<(usize, InstanceArg)> =
+                partial.iter().map(|(i, a)| (*i, clone_arg(a))).collect();
+            for (i, (expr, text)) in combo {
+                args.push((
+                    i,
+                    InstanceArg {
+                        param: generics[i].0.clone(),
+                        is_const: true,
+                        value: GenericArgument::Const(expr.clone()),
+                        text: text.clone(),
+                        scalar: None,
+                    },
+                ));
+            }
+            args.sort_by_key(|(i, _)| *i);
+            let args: Vec<InstanceArg> = args.into_iter().map(|(_, a)| a).collect();
+            super::check_instance_types(&args, params, errors);
+            let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+            let entry = entry_symbol(name, &texts);
+            if out.iter().any(|c| c.entry == entry) {
+                continue; // an instance listed twice: check_instances' error case
+            }
+            out.push(Instance { args, entry });
+        }
+    }
+    out
+}
+
+fn clone_arg(a: &InstanceArg) -> InstanceArg {
+    InstanceArg {
+        param: a.param.clone(),
+        is_const: a.is_const,
+        value: a.value.clone(),
+        text: a.text.clone(),
+        scalar: a.scalar,
+    }
+}
+
+/// Every combination of the tuned values, the first value of each first (the hand pick),
+/// the last parameter's values varying fastest.
+fn combinations(plan: &TunePlan) -> Vec<Vec<(usize, &(syn::Expr, String))>> {
+    let mut out: Vec<Vec<(usize, &(syn::Expr, String))>> = vec![Vec::new()];
+    for (i, values) in &plan.consts {
+        out = out
+            .into_iter()
+            .flat_map(|combo| {
+                values.iter().map(move |v| {
+                    let mut c = combo.clone();
+                    c.push((*i, v));
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}

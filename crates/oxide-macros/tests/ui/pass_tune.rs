@@ -1,0 +1,53 @@
+//! `#[tune]`: each combination of tuned const values is an instance (its own entry, the
+//! hand pick first), crossed with the instances `#[kernel(...)]` lists for the other
+//! generic parameters; the tuned lists reach every instance's descriptor.
+#![no_std]
+extern crate std;
+
+use oxide_abi::descriptor::KernelDescriptor;
+use oxide_abi::tune::{Tune, TuneConst, TuneLaunch};
+use oxide_device::prelude::*;
+
+#[kernel]
+#[launch(grid_stride(x, per_thread = 8, block = 256, blocks_per_sm = 4))]
+#[tune(UNROLL = [4, 2], block = [128, 256], blocks_per_sm = [4, 8])]
+pub fn total<const UNROLL: usize>(x: &[f32], out: AtomicSlice<f32>) {
+    let _ = (x.len() * UNROLL, out.len());
+}
+
+#[kernel(f32, f64)]
+#[tune(W = [1, -1])]
+pub fn fill<T: Copy + Default, const W: i32>(mut out: DisjointSlice<T>) {
+    let idx = thread::index_1d();
+    if let Some(o) = out.get_mut(idx) {
+        *o = if W > 0 { T::default() } else { T::default() };
+    }
+}
+
+fn main() {
+    let d = |bytes: &[u8]| KernelDescriptor::decode(bytes).unwrap();
+    let hand = d(&__oxide_descriptor_total_4);
+    let other = d(&__oxide_descriptor_total_2);
+    assert_eq!((hand.name.as_str(), other.entry.as_str()), ("total", "total_2"));
+    let tune = Tune {
+        consts: std::vec![TuneConst { param: "UNROLL".into(), values: std::vec!["4".into(), "2".into()] }],
+        launch: std::vec![
+            TuneLaunch { param: "block".into(), values: std::vec![128, 256] },
+            TuneLaunch { param: "blocks_per_sm".into(), values: std::vec![4, 8] },
+        ],
+    };
+    assert_eq!(hand.tune.as_ref(), Some(&tune));
+    assert_eq!(other.tune.as_ref(), Some(&tune));
+    assert_eq!(other.instance[0].value, "2");
+    for (bytes, ty, w) in [
+        (&__oxide_descriptor_fill_f32_1[..], "f32", "1"),
+        (&__oxide_descriptor_fill_f32_m1[..], "f32", "-1"),
+        (&__oxide_descriptor_fill_f64_1[..], "f64", "1"),
+        (&__oxide_descriptor_fill_f64_m1[..], "f64", "-1"),
+    ] {
+        let k = d(bytes);
+        let args: std::vec::Vec<_> = k.instance.iter().map(|a| (a.param.as_str(), a.value.as_str())).collect();
+        assert_eq!(args, [("T", ty), ("W", w)]);
+        assert_eq!(k.tune.unwrap().consts[0].values, ["1", "-1"]);
+    }
+}

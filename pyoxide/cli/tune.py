@@ -1,0 +1,136 @@
+"""``pyoxide tune [CRATE]``: every ``#[tune]`` kernel with a spec, its candidates verified
+then timed at the spec's bench shapes (or ``--shapes``), the winners kept in the cache for
+this GPU (pyoxide/bench/tune.py); ``pyoxide build --tuned`` puts them in the manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .._manifest.abi import ExitCode
+from ._exit import reporting_errors, usage_error
+from .verify import gpu_ready
+
+
+@click.command("tune")
+@click.argument("crate", required=False, type=click.Path(path_type=Path, exists=True))
+@click.option("-k", "kernel", help="Only kernels whose name contains this.")
+@click.option(
+    "--shapes",
+    multiple=True,
+    help="Shapes instead of the specs' bench shapes: 2^24, 1e6, 4096x1024 (comma-separated "
+    "or repeated); each replaces the shapes of the kernels whose shapes have as many dims.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "cupy", "emu"]),
+    default="auto",
+    show_default=True,
+    help="cupy: the GPU; emu: the CPU emulator (its timings say nothing about a GPU: the "
+    "choices are kept for the emulator only); auto: the GPU when there is one.",
+)
+@click.option(
+    "--margin",
+    default=0.03,
+    show_default=True,
+    help="How much faster (a fraction) another candidate must be to replace the hand pick.",
+)
+@click.option("--reps", default=20, show_default=True, help="Timed repetitions (GPU).")
+@click.option("--warmup", default=3, show_default=True, help="Untimed calls first (GPU).")
+@click.option("--save/--no-save", default=True, help="Keep the choices in the cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (versioned).")
+def tune_command(
+    crate: Path | None,
+    kernel: str | None,
+    shapes: tuple[str, ...],
+    backend: str,
+    margin: float,
+    reps: int,
+    warmup: int,
+    save: bool,
+    as_json: bool,
+) -> None:
+    """Tune the #[tune] kernels of CRATE (default: the bundled kernels).
+
+    Each candidate (an instance of the tuned const generics, with a combination of the
+    tuned launch parameters) is verified against the kernel's spec at the shape, then
+    timed; one that fails is reported and never chosen. The fastest is kept per kernel,
+    GPU model, architecture and shape bucket when it beats the hand pick by --margin.
+    Plain calls run the choices from then on; `pyoxide build --tuned` ships them.
+    """
+    from ..bench import parse_sizes, progress_bar
+    from ..bench import tune as _tune
+    from ..verify import find_specs, load_specs, select
+
+    if not 0 <= margin < 1:
+        raise usage_error("--margin is a fraction from 0 to 1")
+    if backend == "auto":
+        backend = "cupy" if gpu_ready() is None else "emu"
+    elif backend == "cupy" and (why := gpu_ready()) is not None:
+        click.echo(f"error: --backend cupy needs a GPU: {why}", err=True)
+        raise SystemExit(int(ExitCode.NO_DEVICE))
+    folder = find_specs(crate)
+    where = str(crate) if crate else "the bundled kernels"
+    if folder is None:
+        raise usage_error(f"no specs/ folder for {where}: tuning verifies with the specs")
+    try:
+        sizes = parse_sizes(shapes) if shapes else None
+    except ValueError as e:
+        raise usage_error(f"--shapes: {e}") from None
+    with reporting_errors():
+        module = _load(crate)
+    specs = [s for s in select(load_specs(folder), kernel)
+             if _tune.hand_picks(module.manifest.kernels, s)]  # fmt: skip
+    if not specs:
+        click.echo(f"error: no #[tune] kernel with a spec matches -k {kernel!r} in {where}",
+                   err=True)  # fmt: skip
+        raise SystemExit(int(ExitCode.NOT_FOUND))
+    if backend == "emu" and not as_json:
+        click.echo("note: tuning on the emulator: its timings say nothing about a GPU; the "
+                   "choices hold on the emulator only", err=True)  # fmt: skip
+    timing = _tune.gpu_timing(reps, warmup) if backend == "cupy" else _tune.wall_timing()
+    with reporting_errors():
+        report = _tune.tune_crate(
+            module, specs, backend=backend, timing=timing, sizes=sizes, margin=margin,
+            save=save, progress=progress_bar,
+        )  # fmt: skip
+    click.echo(json.dumps(report, indent=1) if as_json else table(report))
+
+
+def _load(crate: Path | None) -> Any:
+    """The crate's module without tuned choices (each candidate runs as itself)."""
+    from .._launch.module import load
+    from ..bundled import load_bundled
+
+    return load(crate, tuned=False) if crate is not None else load_bundled(tuned=False)
+
+
+def table(report: dict[str, Any]) -> str:
+    """The report as text: per kernel and shape, each candidate's verdict and time, the
+    choice, and the time each kernel's tuning took."""
+    lines = [f"tune {report['crate']} on {report['device']} ({report['arch']}, "
+             f"{report['backend']}), key {report['key']}"]  # fmt: skip
+    per_kernel: dict[str, float] = {}
+    for k in report["kernels"]:
+        per_kernel[k["kernel"]] = per_kernel.get(k["kernel"], 0.0) + k["seconds"]
+        shape = "×".join(map(str, k["shape"]))
+        bucket = "×".join(map(str, k["bucket"]))
+        lines.append(f"{k['kernel']} at {shape} (bucket {bucket}, {k['seconds']:.1f} s)")
+        for i, c in enumerate(k["candidates"]):
+            label = f"{c['entry']} {' '.join(f'{n}={v}' for n, v in c['launch'].items())}".strip()
+            mark = "*" if i == k["choice"] else " "
+            hand = " (hand pick)" if c["hand_pick"] else ""
+            if c["verdict"] == "passed":
+                lines.append(f"  {mark} {label:<44} {c['time_us']:10.2f} µs{hand}")
+            else:
+                lines.append(f"  {mark} {label:<44} {c['verdict'].upper()}{hand}: {c['message']}")
+        if k["ratio"] is not None:
+            lines.append(f"    chosen: {k['ratio']:.3f}x the hand pick's time")
+    lines.append(
+        "tuning time per kernel: " + ", ".join(f"{n} {s:.1f} s" for n, s in per_kernel.items())
+    )
+    lines.append(f"choices saved to {report['saved']}" if report["saved"] else "choices not saved")
+    return "\n".join(lines)
