@@ -1,8 +1,6 @@
 //! Row norms: one block per row of a row-major matrix, the row read once into
 //! registers (`cache`), one block reduction, the output written from the registers.
 
-use core::cell::Cell;
-
 use oxide_device::prelude::*;
 
 /// RMS norm of each row: `out[r, c] = x[r, c] / sqrt(mean_c(x[r, c]²) + eps) · weight[c]`
@@ -28,9 +26,8 @@ pub fn rms_norm(x: Array2<f32>, weight: &[f32], eps: f32, mut out: DisjointArray
 /// (the next layer's residual stream) and `out = rms_norm(sum) · weight`, one read of
 /// each input from memory and one write of each output.
 ///
-/// `x`'s row is held in registers; the residual row is read as it is used, twice (the
-/// second time mostly from L2): holding both rows needs more than the 64 registers a
-/// thread of a 1024-thread block has.
+/// The sum row is computed once into registers (`cache_map`: 8 vectors a thread, as
+/// `rms_norm` holds its row), then written, reduced and normalised from there.
 #[kernel]
 #[launch_bounds(1024)]
 #[shapes(x[rows, cols], residual[rows, cols], weight[cols], sum[rows, cols], out[rows, cols])]
@@ -47,16 +44,10 @@ pub fn add_rms_norm(
         return;
     };
     let r = out_row.row();
-    let xs = x.row_slice(r).block_share().cache::<8>();
-    let rs = residual.row_slice(r);
-    // Σ (x + r)² while the sum row is written: a row's `map` reads a cached row from
-    // its registers, a fold does not.
-    let sum_sq = Cell::new(0.0f32);
-    sum_row.map((&xs, rs), |(a, b)| {
-        let h = a + b;
-        sum_sq.set(sum_sq.get() + h * h);
-        h
-    });
-    let scale = (block::sum(sum_sq.get()) / out_row.cols() as f32 + eps).rsqrt();
-    out_row.map((&xs, rs, weight), |(a, b, w)| (a + b) * scale * w);
+    let inputs = row::block_share((x.row_slice(r), residual.row_slice(r)));
+    let hs = inputs.cache_map::<8, f32>(|(a, b)| a + b);
+    sum_row.map(&hs, |h| h);
+    let sum_sq = block::sum(hs.map_reduce(0.0, |h| h * h, |a, b| a + b));
+    let scale = (sum_sq / out_row.cols() as f32 + eps).rsqrt();
+    out_row.map((&hs, weight), |(h, w)| h * scale * w);
 }

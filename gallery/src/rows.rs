@@ -4,9 +4,14 @@ use oxide_device::prelude::*;
 
 /// The index of each row's largest element (`np.argmax`: the first of the largest, a
 /// NaN above every number): `out[r] = argmax_c x[r, c]`, PyTorch's `argmax(x, dim=1)`.
+///
+/// One block per row of `x` with the row kernels' block (a warp per 4 KiB of row, so
+/// each thread folds 32 elements: the per-row setup and the block reduction are spread
+/// over as many elements as `cache::<8>` holds).
 #[kernel]
+#[launch_bounds(1024)]
 #[shapes(x[rows, cols], out[rows])]
-#[launch(block_per_element(out))]
+#[launch(block_per_row(x, block = 1024))]
 pub fn argmax_rows(x: Array2<f32>, mut out: DisjointSlice<u32>) {
     let xs = x.row_slice(thread::block_index());
     let mine = xs
@@ -44,9 +49,14 @@ fn my_log_sum_exp<const S: usize>(xs: &row::Cached<'_, f32, S>) -> (f32, f32) {
 /// Cross-entropy loss of each row of logits against its class:
 /// `loss[r] = log Σ_c exp(logits[r, c]) − logits[r, target[r]]`, PyTorch's
 /// `cross_entropy(logits, target, reduction="none")`. A target outside `0..cols` traps.
+///
+/// One block per row of `logits` with the row kernels' block (a warp per 4 KiB of row):
+/// each thread's `cache::<8>` is full, so no thread loads or exponentiates slots past
+/// its share of the row.
 #[kernel]
+#[launch_bounds(1024)]
 #[shapes(logits[rows, cols], target[rows], loss[rows])]
-#[launch(block_per_element(loss, block = 512))]
+#[launch(block_per_row(logits, block = 1024))]
 pub fn cross_entropy_rows(logits: Array2<f32>, target: &[i64], mut loss: DisjointSlice<f32>) {
     let r = thread::block_index();
     let xs = logits.row_slice(r);

@@ -140,8 +140,8 @@ def row_rule(spec: KernelSpec) -> tuple[int, int, int, int, int | None] | None:
     if policy is None or policy.kind != "block_per_row" or spec.cluster is not None:
         return None
     most = default_block(spec)
-    least = _least_row_block(policy, most)
-    return policy.over, least, most, _columns_per_warp(spec, policy), policy.cols
+    return (policy.over, _least_row_block(policy, most), most, _columns_per_warp(spec, policy),
+            policy.cols)  # fmt: skip
 
 
 def _least_row_block(policy: LaunchPolicy, most: int) -> int:

@@ -64,6 +64,20 @@ def test_gallery_kernel_against_numpy(gallery: pyoxide.Module, lib: ArrayLib, ke
     assert outcome.failure is None, f"{kernel} {case.describe()}: {outcome.failure}"
 
 
+@pytest.mark.parametrize("block", [32, 96])
+def test_cumsum_rows_longer_than_one_round(
+    gallery: pyoxide.Module, lib: ArrayLib, block: int
+) -> None:
+    """A row scan holds 8 slices of 32 vectors a warp: rows longer than that take
+    several rounds, each carrying the ones before (rows of 4999: every row at another
+    offset from a 16-byte boundary, so heads and tails too)."""
+    x = np.random.default_rng(5).standard_normal((3, 4999)).astype(np.float32)
+    out = lib.asarray(np.zeros_like(x))
+    gallery.cumsum_rows.launch(lib.asarray(x), out, grid=3, block=block)
+    want = np.cumsum(x.astype(np.float64), axis=1)
+    np.testing.assert_allclose(lib.to_numpy(out), want, rtol=1e-4, atol=2e-3)
+
+
 def test_gallery_verifies_on_the_emulator(gallery: pyoxide.Module) -> None:
     """`pyoxide verify` of the gallery (fewer cases than its default 200, for CI time);
     every gallery kernel has a spec."""

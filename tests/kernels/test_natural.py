@@ -129,7 +129,7 @@ def test_block_reductions_refuse_partial_warps(natural: pyoxide.Module, lib: Arr
 
 
 def test_a_2d_grid_of_the_right_count_is_refused(natural: pyoxide.Module, lib: ArrayLib) -> None:
-    """A block-per-element kernel's element is its blockIdx.x: a (2, 2) grid for 4 rows
+    """A one-block-per-row kernel's row is its blockIdx.x: a (2, 2) grid for 4 rows
     would repeat rows 0 and 1 with no error, so it is refused before launch."""
     x = lib.asarray(RNG.standard_normal((4, 64)).astype(np.float32))
     out = lib.poisoned(4, np.uint32)

@@ -137,6 +137,45 @@ fn share_totals<T: Shuffle>(warp_total: T, warps: u32, op: impl Fn(T, T) -> T) -
     first_lanes(partial, warps, op)
 }
 
+/// The cross-warp stage of a scan: `(op over the totals of the warps before this one
+/// (identity in warp 0), op over every warp's)`, in order of the warps, from each
+/// warp's total (the same in all its lanes). Every thread of the block calls it.
+#[inline(always)]
+pub(crate) fn scan_warp_totals<T: Shuffle>(
+    warp_total: T,
+    identity: T,
+    op: impl Fn(T, T) -> T + Copy,
+) -> (T, T) {
+    const {
+        assert!(
+            size_of::<T>() <= MAX_VALUE_BYTES && align_of::<T>() <= 16,
+            "a block scan takes values of at most 32 bytes"
+        )
+    };
+    let warps = thread::block_size().div_ceil(WARP_SIZE);
+    if warps <= 1 {
+        return (identity, warp_total);
+    }
+    let (lane, w) = (arch::lane_id(), thread::block_thread_index() / WARP_SIZE);
+    let slot = |i: u32| PARTIALS.as_mut_ptr().wrapping_add(i as usize).cast::<T>();
+    thread::sync_threads();
+    if lane == 0 {
+        // SAFETY: as in `share_totals`.
+        unsafe { slot(w).write(warp_total) };
+    }
+    thread::sync_threads();
+    // SAFETY: slots below `warps` were written before the barrier.
+    let partial = if lane < warps {
+        unsafe { slot(lane).read() }
+    } else {
+        identity
+    };
+    let inclusive = crate::warp::inclusive_scan(partial, op);
+    let total = inclusive.shuffle(FULL_MASK, warps - 1);
+    let before = inclusive.shuffle(FULL_MASK, w.saturating_sub(1));
+    (if w == 0 { identity } else { before }, total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -260,6 +260,23 @@ impl<'s, T: Copy> BlockRow<'s, T> {
         // thread's columns of the layout `iter_mut` uses too.
         unsafe { crate::row::write_row(self.ptr, self.cols, 1, inputs, f) }
     }
+
+    /// The running `op` of `x` along the row: `row[c] = x[0] ⊕ … ⊕ x[c]` (`⊕` = `op`,
+    /// associative, not necessarily commutative; `identity` its neutral element), e.g.
+    /// a prefix sum with `0.0` and `|a, b| a + b`. `x` is read once, as 128-bit vectors
+    /// when it has the row's offset from a 16-byte boundary, and the row is written
+    /// once. Every thread of the block calls it (it holds barriers) and the block is
+    /// whole warps. It writes the row in a layout of its own (warps own contiguous
+    /// slices of it: see [`crate::row`]), so it takes the row.
+    #[inline(always)]
+    pub fn scan(self, x: &[T], identity: T, op: impl Fn(T, T) -> T + Copy)
+    where
+        T: crate::shuffle::Shuffle,
+    {
+        // SAFETY: the row's elements are this block's, written by this call only (it
+        // consumes the row).
+        unsafe { crate::row::scan_row(self.ptr, self.cols, 1, x, identity, op) }
+    }
 }
 
 #[cfg(test)]

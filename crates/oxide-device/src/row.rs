@@ -19,6 +19,9 @@
 //!   (rows, broadcast row vectors such as a weight `w[cols]`, cached rows; a scalar
 //!   per row is a variable the closure captures) to its elements, and `map_indexed`
 //!   gives the column too.
+//! - Scanning: an output row's `scan(x, identity, op)` writes the running `op` of a
+//!   row (a prefix sum with `0.0` and `+`). It takes the row by value: it writes every
+//!   element in a layout of its own (warps own contiguous slices, see `row/scan.rs`).
 //!
 //! Inputs whose offset from a 16-byte boundary differs from the output's (a view such
 //! as `x[:, 1:]`, or a broadcast vector against rows whose length is not a multiple of
@@ -230,10 +233,12 @@ const fn lanes<T>() -> usize {
 
 mod cached;
 mod inputs;
+mod scan;
 mod write;
 
 pub use cached::Cached;
 pub use inputs::{RowInput, RowInputs};
+pub(crate) use scan::scan_row;
 pub(crate) use write::write_row;
 
 /// This thread's share of a row read by the whole block: see [`block_share`].

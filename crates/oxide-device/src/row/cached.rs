@@ -1,8 +1,9 @@
 //! A thread's share of a row held in registers ([`Cached`]), for two-pass kernels.
 
+use core::marker::PhantomData;
 use core::mem::size_of;
 
-use super::{Layout, MAX_SLOTS, RowInput, Share, fold_vectors, lanes};
+use super::{Layout, MAX_SLOTS, RowInput, RowInputs, Share, fold_vectors, lanes};
 use crate::vector::{VECTOR_BYTES, Vector};
 
 /// This thread's share of a row, read once into registers by [`Share::cache`]: up to
@@ -10,11 +11,83 @@ use crate::vector::{VECTOR_BYTES, Vector};
 /// tail elements, and vectors past the first `S`) read again from memory whenever it
 /// is used. An input of an output row's [`map`](crate::BlockRow::map) in the same
 /// layout is served from the registers.
+///
+/// `Src` is where the row comes from: a slice ([`Share::cache`]), or a function of
+/// several rows ([`Share::cache_map`], [`Mapped`]), whose uncached elements are
+/// computed again from their inputs.
 #[derive(Clone, Copy, Debug)]
-pub struct Cached<'a, T, const S: usize> {
-    src: &'a [T],
+pub struct Cached<'a, T, const S: usize, Src = &'a [T]> {
+    src: Src,
     layout: Layout,
+    /// Whether `src` reads as 16-byte vectors in `layout` (a slice always does:
+    /// `Src::OWN_VECTORS`).
+    vectors: bool,
     slots: [Vector<u32, 4>; S],
+    _row: PhantomData<&'a [T]>,
+}
+
+/// A row computed from the rows `inputs` (`f` of their elements at each column): the
+/// source of a [`Share::cache_map`].
+#[derive(Clone, Copy)]
+struct Mapped<I, F, T> {
+    inputs: I,
+    f: F,
+    _out: PhantomData<T>,
+}
+
+impl<I: RowInputs, F: Fn(I::Item) -> T + Copy, T: Copy> RowInputs for Mapped<I, F, T> {
+    type Item = T;
+    const SLOTS: usize = 0;
+    const LEAD_SIZE: usize = I::LEAD_SIZE;
+    #[inline(always)]
+    fn lead(&self) -> *const u8 {
+        self.inputs.lead()
+    }
+    #[inline(always)]
+    fn min_len(&self) -> usize {
+        self.inputs.min_len()
+    }
+    #[inline(always)]
+    fn fast<const N: usize>(&self, l: &Layout) -> bool {
+        self.inputs.fast::<N>(l)
+    }
+    #[inline(always)]
+    unsafe fn at(&self, col: usize) -> T {
+        // SAFETY: upheld by the caller.
+        (self.f)(unsafe { self.inputs.at(col) })
+    }
+    #[inline(always)]
+    unsafe fn items<const N: usize, const VEC: bool>(&self, _slot: usize, col: usize) -> [T; N] {
+        // SAFETY: upheld by the caller (its inputs are slices: no slot to read).
+        unsafe { self.inputs.items::<N, VEC>(usize::MAX, col) }.map(self.f)
+    }
+}
+
+/// This thread's first `S` vectors of `src` laid out as `l`, all loads issued before
+/// any is used (loads past the share's last vector repeat it: no branch between them).
+///
+/// # Safety
+/// `src` covers `l.len` columns; with `VEC`, each of its inputs is N-aligned at `l.head`.
+#[inline(always)]
+unsafe fn load_slots<Src: RowInputs, const N: usize, const S: usize, const VEC: bool>(
+    src: &Src,
+    l: &Layout,
+) -> [Vector<u32, 4>; S] {
+    let mut slots = [Vector([0u32; 4]); S];
+    if l.vectors > 0 {
+        let last = l.vectors - 1;
+        each_slot!(j => {
+            if j < S {
+                let v = (l.t + j as u32 * l.step).min(last);
+                // SAFETY: vector v < vectors lies in the row; 16 bytes of N elements
+                // (the callers' assertion).
+                slots[j] = unsafe {
+                    core::mem::transmute_copy(&src.items::<N, VEC>(usize::MAX, l.col(v)))
+                };
+            }
+        });
+    }
+    slots
 }
 
 impl<'a, T: Copy> Share<&'a [T]> {
@@ -38,37 +111,108 @@ impl<'a, T: Copy> Share<&'a [T]> {
             self.t,
             self.step,
         );
-        let mut slots = [Vector([0u32; 4]); S];
-        if l.vectors > 0 {
-            // Loads past the share's last vector repeat it (never used): no branch
-            // between the loads.
-            let last = l.vectors - 1;
-            each_slot!(j => {
-                if j < S {
-                    let v = (l.t + j as u32 * l.step).min(last);
-                    // SAFETY: vector v < vectors lies in the row, at a 16-byte boundary.
-                    slots[j] = unsafe { x.as_ptr().add(l.col(v)).cast::<Vector<u32, 4>>().read() };
-                }
-            });
-        }
+        // SAFETY: the row in its own layout (aligned at its head).
+        let slots =
+            with_lanes!(size_of::<T>(), N => unsafe { load_slots::<_, N, S, true>(&x, &l) });
         Cached {
             src: x,
             layout: l,
+            vectors: true,
             slots,
+            _row: PhantomData,
         }
     }
 }
 
-impl<'a, T: Copy, const S: usize> Cached<'a, T, S> {
+impl<I: RowInputs> Share<I> {
+    /// `f` of this thread's elements of the rows `inputs` (their elements at one
+    /// column, as `f`'s argument), computed once and held in registers as
+    /// [`cache`](Share::cache) holds one row: `S` vectors of `T` (at most
+    /// [`MAX_SLOTS`]; `T` divides 16 bytes and has the first input's size). A row
+    /// used twice (a residual add then its norm) is read and computed once; what was
+    /// not cached is computed again from the inputs whenever it is used.
+    #[inline(always)]
+    pub fn cache_map<'a, const S: usize, T: Copy>(
+        self,
+        f: impl Fn(I::Item) -> T + Copy,
+    ) -> Cached<'a, T, S, impl RowInputs<Item = T>> {
+        const {
+            assert!(
+                S <= MAX_SLOTS
+                    && size_of::<T>() > 0
+                    && VECTOR_BYTES.is_multiple_of(size_of::<T>())
+                    && I::LEAD_SIZE == size_of::<T>(),
+                "cache_map::<S>: at most 16 vectors, of an element type that divides 16 \
+                 bytes and has the first input's size"
+            )
+        };
+        let src = Mapped {
+            inputs: self.inputs,
+            f,
+            _out: PhantomData,
+        };
+        let len = self.row_len();
+        let l = Layout::new(
+            lanes::<T>(),
+            src.lead() as usize,
+            size_of::<T>(),
+            len,
+            self.t,
+            self.step,
+        );
+        let (slots, vectors) = with_lanes!(size_of::<T>(), N => {
+            // SAFETY: every input covers `len` columns; the vector path only where they
+            // are aligned at the row's vectors.
+            unsafe {
+                if src.fast::<N>(&l) {
+                    (load_slots::<_, N, S, true>(&src, &l), true)
+                } else {
+                    (load_slots::<_, N, S, false>(&src, &l), false)
+                }
+            }
+        });
+        Cached {
+            src,
+            layout: l,
+            vectors,
+            slots,
+            _row: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: Copy, const S: usize, Src: RowInputs<Item = T>> Cached<'a, T, S, Src> {
     /// Elements in the row.
     #[inline(always)]
     pub fn len(&self) -> usize {
-        self.src.len()
+        self.src.min_len()
     }
 
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
-        self.src.is_empty()
+        self.len() == 0
+    }
+
+    /// `f` over this thread's uncached vectors from `first` on (from memory).
+    ///
+    /// # Safety
+    /// `l` is this row's layout.
+    #[inline(always)]
+    unsafe fn fold_rest<A, const N: usize>(
+        &self,
+        first: u32,
+        acc: A,
+        f: &mut impl FnMut(A, usize, T) -> A,
+    ) -> A {
+        let l = &self.layout;
+        // SAFETY: `src` covers the row, aligned at its vectors when `self.vectors`.
+        unsafe {
+            if Src::OWN_VECTORS || self.vectors {
+                fold_vectors::<Src, A, N, true>(&self.src, l, first, acc, f)
+            } else {
+                fold_vectors::<Src, A, N, false>(&self.src, l, first, acc, f)
+            }
+        }
     }
 
     /// Slot `j` as its `N` elements.
@@ -102,7 +246,7 @@ impl<'a, T: Copy, const S: usize> Cached<'a, T, S> {
         let mut acc = init;
         for c in l.head_cols() {
             // SAFETY: a column of the row.
-            acc = f(acc, c, unsafe { *src.get_unchecked(c) });
+            acc = f(acc, c, unsafe { src.at(c) });
         }
         each_slot!(j => {
             let v = l.t + j as u32 * l.step;
@@ -115,13 +259,11 @@ impl<'a, T: Copy, const S: usize> Cached<'a, T, S> {
                 }
             }
         });
-        // SAFETY: the source row in its own layout (aligned at its head).
-        acc = unsafe {
-            fold_vectors::<&[T], A, N, true>(&src, &l, l.t + S as u32 * l.step, acc, &mut f)
-        };
+        // SAFETY: this row's layout.
+        acc = unsafe { self.fold_rest::<A, N>(l.t + S as u32 * l.step, acc, &mut f) };
         for c in l.tail_cols() {
             // SAFETY: a column of the row.
-            acc = f(acc, c, unsafe { *src.get_unchecked(c) });
+            acc = f(acc, c, unsafe { src.at(c) });
         }
         acc
     }
@@ -159,28 +301,26 @@ impl<'a, T: Copy, const S: usize> Cached<'a, T, S> {
         });
         let mut acc = tree(parts, identity, op);
         let mut rest = |a: A, _: usize, x: T| op(a, map(x));
-        // SAFETY: as in `fold_lanes`.
-        acc = unsafe {
-            fold_vectors::<&[T], A, N, true>(&self.src, &l, l.t + S as u32 * l.step, acc, &mut rest)
-        };
+        // SAFETY: this row's layout.
+        acc = unsafe { self.fold_rest::<A, N>(l.t + S as u32 * l.step, acc, &mut rest) };
         for c in l.head_cols().chain(l.tail_cols()) {
             // SAFETY: a column of the row.
-            acc = op(acc, map(unsafe { *self.src.get_unchecked(c) }));
+            acc = op(acc, map(unsafe { self.src.at(c) }));
         }
         acc
     }
 }
 
-impl<'a, A: Copy, const S: usize> RowInput for Cached<'a, A, S> {
+impl<'a, A: Copy, const S: usize, Src: RowInputs<Item = A>> RowInput for Cached<'a, A, S, Src> {
     type Elem = A;
     const SLOTS: usize = S;
     #[inline(always)]
     fn elements(&self) -> usize {
-        self.src.len()
+        self.src.min_len()
     }
     #[inline(always)]
     fn ptr(&self) -> *const A {
-        self.src.as_ptr()
+        self.src.lead().cast()
     }
     #[inline(always)]
     fn fast<const N: usize>(&self, l: &Layout) -> bool {
@@ -190,30 +330,35 @@ impl<'a, A: Copy, const S: usize> RowInput for Cached<'a, A, S> {
     #[inline(always)]
     unsafe fn at(&self, col: usize) -> A {
         // SAFETY: upheld by the caller.
-        unsafe { *self.src.get_unchecked(col) }
+        unsafe { self.src.at(col) }
     }
     #[inline(always)]
     unsafe fn items<const N: usize, const VEC: bool>(&self, slot: usize, col: usize) -> [A; N] {
         if VEC && N * size_of::<A>() == VECTOR_BYTES && slot < S {
             // SAFETY: 16 bytes of N elements; `fast` held, so slot `slot` holds `col`.
             unsafe { self.slot::<N>(slot) }
+        } else if VEC && (Src::OWN_VECTORS || self.vectors) {
+            // SAFETY: upheld by the caller; `src` reads as vectors in this layout.
+            unsafe { self.src.items::<N, true>(usize::MAX, col) }
         } else {
             // SAFETY: upheld by the caller.
-            unsafe { RowInput::items::<N, VEC>(&self.src, slot, col) }
+            unsafe { self.src.items::<N, false>(usize::MAX, col) }
         }
     }
 }
 
-impl<'c, 'a, A: Copy, const S: usize> RowInput for &'c Cached<'a, A, S> {
+impl<'c, 'a, A: Copy, const S: usize, Src: RowInputs<Item = A>> RowInput
+    for &'c Cached<'a, A, S, Src>
+{
     type Elem = A;
     const SLOTS: usize = S;
     #[inline(always)]
     fn elements(&self) -> usize {
-        self.src.len()
+        RowInput::elements(*self)
     }
     #[inline(always)]
     fn ptr(&self) -> *const A {
-        self.src.as_ptr()
+        RowInput::ptr(*self)
     }
     #[inline(always)]
     fn fast<const N: usize>(&self, l: &Layout) -> bool {

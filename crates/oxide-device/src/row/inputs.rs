@@ -85,6 +85,11 @@ pub trait RowInputs: Copy {
     /// The element size and address of the first input (a read-only share's layout).
     #[doc(hidden)]
     const LEAD_SIZE: usize;
+    /// Whether it always reads as vectors in the layout of its own first input (one
+    /// slice does; a tuple's other inputs may sit at another offset). Known at compile
+    /// time, so that a cache of a slice compiles no element-at-a-time path.
+    #[doc(hidden)]
+    const OWN_VECTORS: bool = false;
     #[doc(hidden)]
     fn lead(&self) -> *const u8;
     #[doc(hidden)]
@@ -130,10 +135,11 @@ impl RowInputs for () {
 }
 
 macro_rules! single_input {
-    ($([$($g:tt)*] $ty:ty;)*) => {$(
+    ($([$($g:tt)*] $ty:ty => $own:literal;)*) => {$(
         impl<$($g)*> RowInputs for $ty {
             type Item = <$ty as RowInput>::Elem;
             const SLOTS: usize = <$ty as RowInput>::SLOTS;
+            const OWN_VECTORS: bool = $own;
             const LEAD_SIZE: usize = size_of::<<$ty as RowInput>::Elem>();
             #[inline(always)]
             fn lead(&self) -> *const u8 {
@@ -162,9 +168,9 @@ macro_rules! single_input {
 }
 
 single_input! {
-    ['a, A: Copy] &'a [A];
-    ['a, A: Copy, const S: usize] Cached<'a, A, S>;
-    ['a, 'c, A: Copy, const S: usize] &'c Cached<'a, A, S>;
+    ['a, A: Copy] &'a [A] => true;
+    ['a, A: Copy, const S: usize, Src: RowInputs<Item = A>] Cached<'a, A, S, Src> => false;
+    ['a, 'c, A: Copy, const S: usize, Src: RowInputs<Item = A>] &'c Cached<'a, A, S, Src> => false;
 }
 
 macro_rules! tuple_inputs {

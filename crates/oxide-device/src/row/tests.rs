@@ -153,3 +153,29 @@ fn rows_of_other_element_types_keep_their_lanes() {
         }
     }
 }
+
+#[test]
+fn a_scan_writes_the_running_sum_at_every_phase_and_length() {
+    let data = aligned(1200, |i| (i % 7) as f32 - 3.0);
+    for start in 0..4 {
+        let cases = [0usize, 1, 3, 5, 131, 1100].map(|n| (start, n));
+        for (out_start, len) in cases.into_iter().chain([((start + 1) % 4, 77)]) {
+            let x = &flat(&data)[start..start + len];
+            let mut out = aligned(1200, |_| f32::NAN);
+            let row = &mut flat_mut(&mut out)[out_start..out_start + len];
+            let at = row.as_mut_ptr();
+            // SAFETY: the row is this one thread's.
+            each_thread(1, 1, || unsafe {
+                scan_row(at, len, 1, x, 0.0, |a, b| a + b)
+            });
+            let mut sum = 0.0;
+            for (c, &v) in x.iter().enumerate() {
+                sum += v;
+                assert_eq!(
+                    row[c], sum,
+                    "start {start} out {out_start} len {len} col {c}"
+                );
+            }
+        }
+    }
+}
