@@ -34,7 +34,7 @@ from pyoxide.cli import cli
 from pyoxide.spec import Spec
 from pyoxide.verify import load_specs
 
-SCHEMA = Path(__file__).resolve().parents[1] / "crates" / "oxide-abi" / "tune-report.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "crates" / "oxide-abi" / "tune-report.schema.json"
 EMU = (_abi.EMULATOR_DEVICE, _abi.EMULATOR_ARCH)
 
 
