@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._build import build
-from ._manifest import Manifest, read_manifest
-from ._module import Module, load
-from ._stubs import render_stub, write_stub
+from ._build.cargo import build
+from ._build.stubs import render_stub, write_stub
+from ._launch.module import Module, load
+from ._manifest.reader import Manifest, read_manifest
 from .errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -33,7 +33,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ._launch import GenericKernel, Kernel, reload_knobs
+    from ._launch.kernel import GenericKernel, Kernel, reload_knobs
 
 __version__ = "0.1.0"
 
@@ -75,7 +75,7 @@ _LAUNCH_NAMES = ("GenericKernel", "Kernel", "reload_knobs")
 
 def __getattr__(name: str) -> Any:
     if name in _LAUNCH_NAMES:
-        from . import _launch
+        from ._launch import kernel as _launch
 
         value = getattr(_launch, name)
         globals()[name] = value
@@ -84,7 +84,7 @@ def __getattr__(name: str) -> Any:
     # checkers see its kernels through pyoxide/kernels.pyi, which `pyoxide build
     # --bundled` generates (and which must not be shadowed by a declaration here).
     if name == "kernels":
-        from ._module import load_bundled
+        from .bundled import load_bundled
 
         module = load_bundled()
         globals()["kernels"] = module

@@ -21,7 +21,7 @@ A spec is plain Python next to the kernel: a crate's ``specs/*.py`` files each d
   can cancel) and ``peers``: ``{name: factory}``, where ``factory(args)`` gets the
   GPU arguments (CuPy arrays, by parameter name) and returns a callable doing the same
   operation (PyTorch, CuPy, Triton ...), or a dict ``{name: callable}`` of several
-  (pyoxide/_bench_peers.py's, which scripts/bench_kernels times too).
+  (pyoxide/bench/_peers.py's, which scripts/bench_kernels times too).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ Args = dict[str, Any]
 
 def np_dtype(name: str) -> Any:
     """The NumPy dtype of a manifest element type name (bf16: ml_dtypes' bfloat16)."""
-    from ._arrays import numpy_dtype
+    from ._launch.arrays import numpy_dtype
 
     dt = numpy_dtype(name)
     if dt is None:

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._torch_plan import OUT_OVERLOAD, OpPlan, namespace, plan_ops
+from ._launch.torch_plan import OUT_OVERLOAD, OpPlan, namespace, plan_ops
 from .errors import ArgumentTypeError, LoadError
 
 if TYPE_CHECKING:
-    from ._module import Module
+    from ._launch.module import Module
 
 __all__ = ["TorchOps", "ops"]
 

@@ -158,12 +158,16 @@ def test_rust_blocks_are_in_a_tested_crate(block: Block) -> None:
 
 
 def _cli_commands() -> dict[str, set[str]]:
+    import click
+
     from pyoxide.cli import cli
 
-    commands = getattr(cli, "commands", {})
+    ctx = click.Context(cli)
+    commands = {name: cli.get_command(ctx, name) for name in cli.list_commands(ctx)}
     return {
         name: {opt for p in cmd.params for opt in getattr(p, "opts", [])}
         for name, cmd in commands.items()
+        if cmd is not None
     }
 
 

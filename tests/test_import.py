@@ -37,7 +37,7 @@ def test_import_pyoxide_loads_nothing_heavy() -> None:
         import pyoxide, pyoxide.errors, pyoxide.typing, pyoxide.backends
         subprocess.Popen = real_popen
         # The launch runtime's native module loads with the first Module (or Kernel).
-        assert "pyoxide._native" not in sys.modules, "the native module loaded at import"
+        assert "pyoxide._launch._native" not in sys.modules, "the native module loaded at import"
         print(pyoxide.__version__, len(pyoxide.__all__))
     """)
     assert r.returncode == 0, r.stderr

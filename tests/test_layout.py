@@ -1,6 +1,9 @@
 """The shape of the package: no import cycle among pyoxide's modules (imports at any
-depth, TYPE_CHECKING ones too), no Python file over 450 lines, every error class
-pickles, and the kernel suite lists the same tests for every backend."""
+depth, TYPE_CHECKING ones too); at most 12 top-level modules, packages that import only
+from the layers below them, CuPy imported by the backends alone, scripts and specs that
+use public names only, tests that mirror the packages; no Python file over 450 lines,
+every error class pickles, and the kernel suite lists the same tests for every backend.
+The Rust side's shape: tests/test_layout_rust.py."""
 
 from __future__ import annotations
 
@@ -23,6 +26,15 @@ import pyoxide.errors
 PACKAGE = REPO_DIR / "pyoxide"
 
 
+def sources(pattern: str) -> list[Path]:
+    """The package's files matching `pattern`, less what the build generates into it (the
+    bundled kernels' specs are copied there from kernels_rs/specs)."""
+    from pyoxide._build import layout
+
+    generated = (layout.PREBUILT, layout.KIT, layout.BIN)
+    return [p for p in PACKAGE.rglob(pattern) if not any(g in p.parents for g in generated)]
+
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO_DIR).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -33,9 +45,9 @@ def _module_name(path: Path) -> str:
 def import_graph() -> dict[str, set[str]]:
     """module -> the pyoxide modules it imports (a `from . import x` of a submodule counts
     as importing that submodule; the implicit import of a parent package does not)."""
-    # A compiled module is a node too, through its stub (pyoxide/_native.pyi).
-    stubs = [p for p in PACKAGE.rglob("*.pyi") if not p.with_suffix(".py").exists()]
-    modules = {_module_name(p): p for p in [*PACKAGE.rglob("*.py"), *stubs]}
+    # A compiled module is a node too, through its stub (pyoxide/_launch/_native.pyi).
+    stubs = [p for p in sources("*.pyi") if not p.with_suffix(".py").exists()]
+    modules = {_module_name(p): p for p in [*sources("*.py"), *stubs]}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -81,82 +93,170 @@ def assert_dag(graph: dict[Any, set[Any]], name: Callable[[Any], str] = str) -> 
 
 def test_the_package_imports_form_a_dag() -> None:
     graph = import_graph()
-    assert graph.get("pyoxide._launch")
+    assert graph.get("pyoxide._launch.kernel")
     assert_dag(graph)
 
 
 def test_the_graph_sees_every_kind_of_import() -> None:
     """The graph sees relative imports at any depth (so the DAG test can fail)."""
     graph = import_graph()
-    assert "pyoxide._args" in graph["pyoxide._launch"]
-    assert "pyoxide._manifest" in graph["pyoxide.backends.cupy"]  # a TYPE_CHECKING import
+    assert "pyoxide._launch.args" in graph["pyoxide._launch.kernel"]
+    assert "pyoxide._manifest.reader" in graph["pyoxide.backends.cupy"]  # a TYPE_CHECKING import
     assert "pyoxide.backends.cupy._native" in graph["pyoxide.backends.cupy"]  # in a function
-    assert "pyoxide._native" in graph["pyoxide._launch"]  # a compiled module, by its stub
+    # a compiled module, by its stub
+    assert "pyoxide._launch._native" in graph["pyoxide._launch.kernel"]
 
 
-RUST_PATH = re.compile(r"\b((?:crate|super|self)(?:::(?:super|\w+))*)(?:::\{([^}]*)\})?")
+# --- the rooms: packages, each importing only from the ones below it ----------------------
+
+#: pyoxide's top-level modules and packages, lowest first; each imports only from its own
+#: layer and the ones below ("" is pyoxide/__init__.py).
+LAYERS: list[set[str]] = [
+    {"errors", "_manifest"},  # what oxide-abi defines: its tables, the manifest, the knobs
+    {"_build"},  # cargo oxide, the build cache, the package layout, scaffolds, stubs
+    {"_launch", "backends"},  # the launch runtime: modules of kernels, launchers, backends
+    # the bundled kernels' own Python (and kernels.pyi, the stubs of pyoxide.kernels, which
+    # pyoxide build --bundled writes); PyTorch ops; types for annotations
+    {"bundled", "kernels", "torch", "typing"},
+    {"spec", "verify", "bench"},  # the testing harness
+    {"", "__main__", "cli"},  # the front doors
+]
+HARNESS = LAYERS[4]
 
 
-def _rust_modules(src: Path) -> dict[tuple[str, ...], Path]:
-    """A crate's module files: src/lib.rs is (), src/a.rs and src/a/mod.rs are ("a",)."""
-    modules = {}
-    for path in src.rglob("*.rs"):
-        parts = path.relative_to(src).with_suffix("").parts
-        if parts[-1] in ("lib", "main", "mod"):
-            parts = parts[:-1]
-        modules[parts] = path
-    return modules
+def top_level(module: str) -> str:
+    """``pyoxide._launch.kernel`` -> ``_launch``; ``pyoxide`` -> ``""``."""
+    return module.split(".")[1] if "." in module else ""
 
 
-def rust_module_graph(src: Path) -> dict[tuple[str, ...], set[tuple[str, ...]]]:
-    """module -> the modules of the same crate it names through `crate::`, `super::` or
-    `self::` paths, leaving out a module's own ancestors and descendants (a parent
-    declares its children; a child may use its parent's items)."""
-    modules = _rust_modules(src)
-    graph: dict[tuple[str, ...], set[tuple[str, ...]]] = {m: set() for m in modules}
-    for module, path in modules.items():
-        text = re.sub(r"//[^\n]*", "", path.read_text())
-        for m in RUST_PATH.finditer(text):
-            segments = m.group(1).split("::")
-            heads = [[*segments, s.strip().split("::")[0]] for s in (m.group(2) or "").split(",")]
-            for full in heads if m.group(2) else [segments]:
-                base: tuple[str, ...] = () if full[0] == "crate" else module
-                rest = full[1:] if full[0] in ("crate", "self") else full
-                while rest and rest[0] == "super":
-                    base, rest = base[:-1], rest[1:]
-                target = (*base, *[r for r in rest if r])
-                while target not in modules:
-                    target = target[:-1]
-                related = target[: len(module)] == module or module[: len(target)] == target
-                if not related:
-                    graph[module].add(target)
-    return graph
+def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of `graph` that reach a layer above the importer's."""
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    return sorted(
+        f"{m} -> {t}" for m, targets in graph.items() for t in targets
+        if layer[top_level(t)] > layer[top_level(m)]
+    )  # fmt: skip
 
 
-RUST_CRATES = sorted(
-    p.parent for p in [*REPO_DIR.glob("crates/*/src"), REPO_DIR / "kernels_rs/src"]
-)
+def top_level_modules() -> list[str]:
+    """The modules of the package's top level: its .py files but the package's own
+    ``__init__`` and ``__main__`` (``python -m pyoxide``), its packages, and its compiled
+    modules by their stubs (kernels.pyi, generated, describes the ``pyoxide.kernels``
+    attribute: no module)."""
+    packages = [p.name + "/" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()]
+    modules = [p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    stubs = [p.name for p in PACKAGE.glob("*.pyi") if not p.with_suffix(".py").exists()]
+    return sorted([*packages, *modules, *[s for s in stubs if s != "kernels.pyi"]])
 
 
-@pytest.mark.parametrize("crate", RUST_CRATES, ids=lambda p: p.name)
-def test_the_rust_modules_of_a_crate_form_a_dag(crate: Path) -> None:
-    assert_dag(rust_module_graph(crate / "src"), "::".join)
+def test_the_package_has_at_most_12_top_level_modules() -> None:
+    assert len(top_level_modules()) <= 12, top_level_modules()
 
 
-def test_the_rust_graph_sees_crate_super_and_grouped_paths() -> None:
-    """The Rust graph follows `crate::a::b`, `super::x` and `use crate::{a, b}` (so the
-    DAG test can fail)."""
-    graph = rust_module_graph(REPO_DIR / "crates" / "oxide-macros" / "src")
-    assert ("call",) in graph[("expand",)]  # use crate::call::{call_kernel, turbofish}
-    assert ("validate",) in graph[("host",)]
-    device = rust_module_graph(REPO_DIR / "crates" / "oxide-device" / "src")
-    assert ("arch", "host", "block") in device[("arch", "host", "engine")]  # super::block
+def test_every_top_level_module_has_a_layer() -> None:
+    names = {m.removesuffix("/").removesuffix(".py") for m in top_level_modules()}
+    assert names <= set().union(*LAYERS), names - set().union(*LAYERS)
+
+
+def test_each_package_imports_only_from_the_layers_below() -> None:
+    """The manifest reader needs nothing of the build, the build nothing of the runtime,
+    the runtime nothing of the bundled kernels nor of the testing harness."""
+    assert layer_breaches(import_graph()) == []
+
+
+def test_the_launch_runtime_imports_nothing_of_the_testing_harness() -> None:
+    runtime = {m: t for m, t in import_graph().items() if top_level(m) in ("_launch", "backends")}
+    assert len(runtime) > 15
+    reached = {t for targets in runtime.values() for t in targets if top_level(t) in HARNESS}
+    assert reached == set()
+
+
+def test_the_layer_rule_can_fail() -> None:
+    graph = {"pyoxide._launch.kernel": {"pyoxide.verify._case"}, "pyoxide.verify": set()}
+    assert layer_breaches(graph) == ["pyoxide._launch.kernel -> pyoxide.verify._case"]
+    assert layer_breaches({"pyoxide.cli.build": {"pyoxide._build.cargo"}}) == []
+
+
+def test_tests_mirror_the_packages() -> None:
+    """tests/NAME holds the tests of pyoxide/NAME (or pyoxide/_NAME); beside them, the
+    kernel suite (kernels), GPU-only tests (gpu), fixtures and helpers."""
+    packages = {m.strip("/_") for m in top_level_modules() if m.endswith("/")}
+    folders = {p.name for p in (REPO_DIR / "tests").iterdir() if p.is_dir()}
+    assert folders - {"kernels", "gpu", "fixtures", "helpers", "__pycache__"} == packages
+
+
+def cupy_imports(path: Path) -> list[int]:
+    """The lines of `path` that import CuPy (any form, at any depth)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        )  # fmt: skip
+        if any(n.split(".")[0] == "cupy" for n in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_backends_import_cupy() -> None:
+    """Everything else asks ``backends.gpu()`` (its arrays: ``.xp``; its devices' facts),
+    so a test substitutes the GPU in one place."""
+    found = {
+        str(p.relative_to(REPO_DIR)): lines
+        for p in sources("*.py")
+        if "backends" not in p.relative_to(PACKAGE).parts and (lines := cupy_imports(p))
+    }
+    assert found == {}
+    assert cupy_imports(PACKAGE / "backends" / "cupy" / "__init__.py")  # the rule can fail
+
+
+#: Scripts that may import pyoxide's private modules, and why.
+PRIVATE_IMPORTERS = {
+    # A white-box benchmark of the compiled launcher itself (pyoxide._launch._native).
+    "scripts/bench_native_launch",
+    # The wheel's bundling step, a part of the build: the package layout's one home is
+    # pyoxide/_build/layout.py.
+    "scripts/packaging/pyoxide_backend.py",
+}
+
+
+def private_imports(path: Path) -> list[str]:
+    """The private pyoxide modules (a segment starting with ``_``) `path` imports."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found += [n for n in names if n.startswith("pyoxide.") and "._" in f".{n[8:]}"]
+    return found
+
+
+def python_scripts() -> list[Path]:
+    scripts = [p for p in (REPO_DIR / "scripts").rglob("*") if p.is_file()]
+    shebang = b"#!/usr/bin/env python"
+    return [p for p in scripts if p.suffix == ".py" or p.read_bytes().startswith(shebang)]
+
+
+def test_scripts_and_specs_import_only_public_names() -> None:
+    specs = [*REPO_DIR.glob("kernels_rs/specs/*.py"), *REPO_DIR.glob("gallery/specs/*.py")]
+    files = [*python_scripts(), *specs]
+    assert len(files) > 20
+    found = {
+        rel: names
+        for p in files
+        if (rel := str(p.relative_to(REPO_DIR))) not in PRIVATE_IMPORTERS
+        and (names := private_imports(p))
+    }
+    assert found == {}
+    assert private_imports(REPO_DIR / "scripts" / "bench_native_launch")  # the rule can fail
 
 
 def test_no_python_file_is_over_450_lines() -> None:
     long = {
         str(p.relative_to(REPO_DIR)): n
-        for p in PACKAGE.rglob("*.py")
+        for p in sources("*.py")
         if (n := len(p.read_text().splitlines())) > 450
     }
     assert long == {}
@@ -188,7 +288,7 @@ def test_remedies_name_only_extras_that_exist() -> None:
     extras = set(re.findall(r"^(\w+) = \[", _optional_dependencies(), re.MULTILINE))
     assert {"cuda", "cuda12"} <= extras
     named: set[str] = set()
-    for p in [*PACKAGE.rglob("*.py"), REPO_DIR / "README.md"]:
+    for p in [*sources("*.py"), REPO_DIR / "README.md"]:
         named |= set(re.findall(r"pyoxide\[(\w+)\]", p.read_text()))
     assert named and named <= extras, named - extras
 
@@ -222,42 +322,6 @@ def test_skip_on_emu_skips_only_the_emulator() -> None:
     assert skips(array_lib("emu", "reads a texture")) == ["not on the emulator: reads a texture"]
     assert skips(array_lib("emu")) == []
     assert skips(array_lib("cupy", "reads a texture")) == []
-
-
-NATIVE_SRC = REPO_DIR / "crates" / "pyoxide-native" / "src"
-#: What the native module may not read: another object's private attributes (a name
-#: `_x` in a string literal), its `__dict__`, or the environment (pyoxide/_knobs.py is
-#: the one reader; the launchers get a knob generation).
-_PRIVATE_NAME = re.compile(r'"_[A-Za-z]\w*"')
-_REACH_INS = re.compile(r"__dict__|\benviron\b|\bgetenv\b")
-
-
-def native_reach_ins(text: str) -> list[str]:
-    """Private attribute names, `__dict__` and environment reads in Rust source `text`,
-    leaving out comments and the names the module defines for itself (`m.add("_x", …)`,
-    `#[pyo3(name = "_native")]`)."""
-    code = re.sub(r"//[^\n]*", "", text)
-    code = re.sub(r'\b(m\.add\(|name\s*=)\s*"_\w+"', r"\1", code)
-    return _PRIVATE_NAME.findall(code) + _REACH_INS.findall(code)
-
-
-def test_the_native_module_reaches_into_nothing() -> None:
-    """The launch contract is passed in (a plan, a runtime, hooks, a knob generation):
-    crates/pyoxide-native reads no private attribute, no `__dict__`, no environment."""
-    found = {
-        str(p.relative_to(REPO_DIR)): hits
-        for p in NATIVE_SRC.rglob("*.rs")
-        if (hits := native_reach_ins(p.read_text()))
-    }
-    assert found == {}
-
-
-def test_the_native_reach_in_rule_can_fail() -> None:
-    assert native_reach_ins('k.getattr(intern!(py, "_last_kernel"))') == ['"_last_kernel"']
-    assert native_reach_ins('let d = b.getattr("__dict__");') == ["__dict__"]
-    assert native_reach_ins('py.import("os")?.getattr("environ")') == ["environ"]
-    assert native_reach_ins('m.add("_build_stamp", 1)?; // "_note"') == []
-    assert native_reach_ins('#[pyo3(name = "_native")]') == []
 
 
 # --- the package layout: named in one module per language ---------------------------------
@@ -295,17 +359,13 @@ def _naming_layout(files: list[Path], strings: Callable[[Path], list[str]]) -> l
 
 
 def test_the_package_layout_is_named_in_one_module_per_language() -> None:
-    """`_prebuilt`, `_rust`, `_bin` are spelled in pyoxide/_layout.py only (the bundling
+    """`_prebuilt`, `_rust`, `_bin` are spelled in pyoxide/_build/layout.py only (the bundling
     step and the runtime both take them from there); no Rust code names them (the wheel's
     bundling step is Python, and no build script packages anything)."""
-    scripts = [p for p in (REPO_DIR / "scripts").rglob("*") if p.is_file()]
-    python = [
-        p for p in [*PACKAGE.rglob("*.py"), *scripts]
-        if p.suffix == ".py" or p.read_bytes().startswith(b"#!/usr/bin/env python")
-    ]  # fmt: skip
+    python = [*sources("*.py"), *python_scripts()]
     python = [p for p in python if not LAYOUT_SEGMENT.search(p.relative_to(REPO_DIR).as_posix())]
     assert len(python) > 50
-    assert _naming_layout(python, _python_strings) == ["pyoxide/_layout.py"]
+    assert _naming_layout(python, _python_strings) == ["pyoxide/_build/layout.py"]
     rust = [p for p in REPO_DIR.glob("*/**/src/**/*.rs") if "target" not in p.parts]
     rust = [p for p in rust if not LAYOUT_SEGMENT.search(p.relative_to(REPO_DIR).as_posix())]
     assert len(rust) > 50
@@ -314,7 +374,7 @@ def test_the_package_layout_is_named_in_one_module_per_language() -> None:
 
 
 def test_the_wheel_includes_what_the_layout_generates() -> None:
-    from pyoxide import _layout
+    from pyoxide._build import layout as _layout
 
     maturin = tomllib.loads((REPO_DIR / "pyproject.toml").read_text())["tool"]["maturin"]
     included = sorted(i["path"] for i in maturin["include"])
@@ -324,7 +384,7 @@ def test_the_wheel_includes_what_the_layout_generates() -> None:
 def test_architecture_names_are_parsed_by_one_rule() -> None:
     """oxide-abi's rule (src/arch.rs) and its generated Python copy decide the same, and no
     other module parses an `sm_` name."""
-    from pyoxide import _abi
+    from pyoxide._manifest import abi as _abi
 
     for name, want in _abi.ARCH_EXAMPLES.items():
         try:
@@ -333,5 +393,5 @@ def test_architecture_names_are_parsed_by_one_rule() -> None:
             got = None
         assert got == want, name
     parsing = re.compile(r"""startswith\(\s*["']sm_|["']\^?sm_[\\(\[]""")
-    files = [p for p in PACKAGE.rglob("*.py") if p.name != "_abi.py"]
+    files = [p for p in sources("*.py") if p != PACKAGE / "_manifest" / "abi.py"]
     assert [p.name for p in files if parsing.search(p.read_text())] == []

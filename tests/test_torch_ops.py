@@ -17,9 +17,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import pyoxide
 import pyoxide.torch
-from pyoxide._manifest import KernelSpec, ParamSpec, SourceLocation
-from pyoxide._shape_spec import ArraySpec
-from pyoxide._torch_plan import plan_kernel
+from pyoxide._launch.torch_plan import plan_kernel
+from pyoxide._manifest.reader import KernelSpec, ParamSpec, SourceLocation
+from pyoxide._manifest.shape_spec import ArraySpec
 
 NS = "pyoxide_kernels_rs"
 

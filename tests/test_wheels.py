@@ -68,8 +68,8 @@ def test_the_pyoxide_wheel_carries_ptx_manifest_stubs_emulator_and_launcher(
     pre = "pyoxide/_prebuilt/kernels_rs"
     for f in (".sm_80.ptx", ".sm_90.ptx", ".manifest.json", ".pyi", ".emu.so"):
         assert pre + f in names, f
-    assert {"pyoxide/kernels.pyi", "pyoxide/py.typed", "pyoxide/_native.abi3.so"} <= names
-    assert "pyoxide/_templates/new/src/lib.rs.tmpl" in names
+    assert {"pyoxide/kernels.pyi", "pyoxide/py.typed", "pyoxide/_launch/_native.abi3.so"} <= names
+    assert "pyoxide/_build/templates/new/src/lib.rs.tmpl" in names
     # The kernel author's kit: pyoxide's Rust crates (a workspace), the crates.io sources
     # they need, and cargo-oxide.
     kit = "pyoxide/_rust/crates/"
@@ -174,7 +174,7 @@ def test_pyoxide_new_from_the_installed_wheel_builds_offline_with_its_own_kit(
     assert "built kit_demo" in built and not fetched, fetched
     use = (
         "import numpy as np, pyoxide, shutil\n"
-        "from pyoxide._build import find_cargo_oxide, PACKAGED_CARGO_OXIDE\n"
+        "from pyoxide._build.cargo import find_cargo_oxide, PACKAGED_CARGO_OXIDE\n"
         "assert shutil.which('cargo-oxide') is None\n"
         "assert find_cargo_oxide() == PACKAGED_CARGO_OXIDE, find_cargo_oxide()\n"
         "m = pyoxide.load('kit_demo')\n"

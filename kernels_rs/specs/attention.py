@@ -1,5 +1,5 @@
 """Spec of kernels_rs/src/attention.rs (`attention`, bf16 and f16) as
-``kernels.attention`` calls it (pyoxide/_attention.py): on an sm_90 GPU aligned cases
+``kernels.attention`` calls it (pyoxide/bundled/attention.py): on an sm_90 GPU aligned cases
 run kernels_sm90a's ``attention_sm90``, misaligned views and the CPU emulator the
 mma.sync kernel. Compared with a float64 reference on the 16-bit inputs.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide._attention import DERIVED, as_attention
+from pyoxide.bundled.attention import DERIVED, as_attention
 from pyoxide.spec import Case, Out, Shape, Spec
 
 F64 = np.float64

@@ -24,7 +24,7 @@ def _peers() -> Any:
     """The peers scripts/bench_kernels times too (PyTorch, CuPy)."""
     import cupy
 
-    from pyoxide._bench_peers import Peers
+    from pyoxide.bench import Peers
 
     return Peers(cupy)
 

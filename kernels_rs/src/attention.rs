@@ -1,7 +1,7 @@
 //! Attention forward, `out = softmax(scale · q·kᵀ + mask) · v`, on the tensor cores
 //! with `mma.sync` (sm_80+): FlashAttention-2's algorithm, which the CPU emulator also
 //! runs. kernels_sm90a's `attention_sm90` is the same call on Hopper's warpgroup tensor
-//! cores; pyoxide/_attention.py picks between them and derives every scalar below from
+//! cores; pyoxide/bundled/attention.py picks between them and derives every scalar below from
 //! the arrays.
 //!
 //! # What is computed
@@ -58,18 +58,6 @@ const BM: usize = ATTENTION_BM as usize;
 /// The largest head dimension (the shared tiles are sized for it).
 const MAX_D: usize = 128;
 const TILE: usize = BM * MAX_D;
-
-/// `body` once per listed value of `i`, as straight-line code: the fragment arrays are
-/// indexed only by constants and stay in registers.
-macro_rules! unroll {
-    (for $i:ident in [$($n:literal),*] $body:block) => {
-        $({
-            #[allow(clippy::identity_op, clippy::erasing_op)]
-            let $i: usize = $n;
-            $body
-        })*
-    };
-}
 
 /// The 16-bit element types [`attention`] takes: the `mma` and the packing that differ
 /// between them.
@@ -387,13 +375,13 @@ fn attention_block<T: AttentionElement, const D: usize>(
             cp_async_commit_group();
             // s = q·kᵀ: 8 tiles of 8 keys.
             let mut s = [[0.0f32; 4]; BN / 8];
-            unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+            unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
                 if kk < D / 16 {
                     // This warp's 16 rows of q, columns 16kk.., as an A fragment (read
                     // from shared memory each step: 32 registers kept free for o).
                     let row = warp * 16 + lane % 16;
                     let qf = ldmatrix_x4(q_s.add(swz::<D>(row, kk * 16 + (lane / 16) * 8)));
-                    unroll!(for np in [0, 1, 2, 3] {
+                    unrolled!(for np in [0, 1, 2, 3] {
                         // Matrices (keys +0..8, d +0..8), (+0..8, +8..16), (+8..16, +0..8),
                         // (+8..16, +8..16): B fragments of key tiles 2np and 2np + 1.
                         let mi = lane / 8;
@@ -409,8 +397,8 @@ fn attention_block<T: AttentionElement, const D: usize>(
             let crosses = n0 + BN > sk || (a.causal && (n0 + BN) as isize - 1 > m0 as isize + diag);
             let mut x = [[0.0f32; 4]; BN / 8];
             let mut tile_max = [f32::NEG_INFINITY; 2];
-            unroll!(for nt in [0, 1, 2, 3, 4, 5, 6, 7] {
-                unroll!(for i in [0, 1, 2, 3] {
+            unrolled!(for nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                unrolled!(for i in [0, 1, 2, 3] {
                     let col = n0 + nt * 8 + 2 * t + i % 2;
                     let masked = crosses
                         && (col >= sk || (a.causal && col as isize > rows[i / 2] as isize + diag));
@@ -424,7 +412,7 @@ fn attention_block<T: AttentionElement, const D: usize>(
             });
             let mut alpha = [0.0f32; 2];
             let mut base = [0.0f32; 2];
-            unroll!(for r in [0, 1] {
+            unrolled!(for r in [0, 1] {
                 let mut m = tile_max[r];
                 m = m.max(warp::shuffle_xor_f32(m, 1));
                 m = m.max(warp::shuffle_xor_f32(m, 2));
@@ -440,19 +428,19 @@ fn attention_block<T: AttentionElement, const D: usize>(
             });
             let mut p = [[0.0f32; 4]; BN / 8];
             let mut part = [0.0f32; 2];
-            unroll!(for nt in [0, 1, 2, 3, 4, 5, 6, 7] {
-                unroll!(for i in [0, 1, 2, 3] {
+            unrolled!(for nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                unrolled!(for i in [0, 1, 2, 3] {
                     p[nt][i] = ex2_approx_ftz(x[nt][i] - base[i / 2]);
                     part[i / 2] += p[nt][i];
                 });
             });
-            unroll!(for r in [0, 1] {
+            unrolled!(for r in [0, 1] {
                 row_sum[r] = row_sum[r] * alpha[r] + part[r];
             });
-            unroll!(
+            unrolled!(
                 for nt in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                     if nt < D / 8 {
-                        unroll!(for i in [0, 1, 2, 3] {
+                        unrolled!(for i in [0, 1, 2, 3] {
                             o[nt][i] *= alpha[i / 2];
                         });
                     }
@@ -460,7 +448,7 @@ fn attention_block<T: AttentionElement, const D: usize>(
             );
             // p as A fragments: key tiles 2kk and 2kk + 1 make k-step kk.
             let mut pf = [[0u32; 4]; BN / 16];
-            unroll!(for kk in [0, 1, 2, 3] {
+            unrolled!(for kk in [0, 1, 2, 3] {
                 pf[kk] = [
                     T::pack(p[2 * kk][0], p[2 * kk][1]),
                     T::pack(p[2 * kk][2], p[2 * kk][3]),
@@ -476,8 +464,8 @@ fn attention_block<T: AttentionElement, const D: usize>(
             }
             cp_async_commit_group();
             // o += p·v: v is k×n (keys × d) with n contiguous, read transposed.
-            unroll!(for kk in [0, 1, 2, 3] {
-                unroll!(for np in [0, 1, 2, 3, 4, 5, 6, 7] {
+            unrolled!(for kk in [0, 1, 2, 3] {
+                unrolled!(for np in [0, 1, 2, 3, 4, 5, 6, 7] {
                     if np < D / 16 {
                         let key = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
                         let col = np * 16 + (lane / 16) * 8;
@@ -493,7 +481,7 @@ fn attention_block<T: AttentionElement, const D: usize>(
         // The row sums over the quad, then out = o / sum and lse = ln(sum) + max.
         let mut inv = [0.0f32; 2];
         let mut row_lse = [f32::NEG_INFINITY; 2];
-        unroll!(for r in [0, 1] {
+        unrolled!(for r in [0, 1] {
             let mut l = row_sum[r];
             l += warp::shuffle_xor_f32(l, 1);
             l += warp::shuffle_xor_f32(l, 2);
@@ -505,11 +493,11 @@ fn attention_block<T: AttentionElement, const D: usize>(
         let op = out.as_mut_ptr() as *mut u16;
         let pairs =
             (op as usize).is_multiple_of(4) && (or.base % 2, or.row % 2, or.head % 2) == (0, 0, 0);
-        unroll!(for r in [0, 1] {
+        unrolled!(for r in [0, 1] {
             let row = m0 + warp * 16 + g + 8 * r;
             if row < sq {
                 let at = or.at(row, h);
-                unroll!(
+                unrolled!(
                     for nt in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                         if nt < D / 8 {
                             let packed = T::pack(o[nt][2 * r] * inv[r], o[nt][2 * r + 1] * inv[r]);

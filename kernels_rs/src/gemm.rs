@@ -14,19 +14,6 @@ use oxide_device::mma::{
 };
 use oxide_device::prelude::*;
 
-/// `body` once per listed value of `i`, as straight-line code: an array indexed only
-/// by these constants stays in registers (LLVM does not always unroll a loop whose
-/// body is large, and one dynamic index sends the whole array to local memory).
-macro_rules! unroll {
-    (for $i:ident in [$($n:literal),*] $body:block) => {
-        $({
-            #[allow(clippy::identity_op, clippy::erasing_op)]
-            let $i: usize = $n;
-            $body
-        })*
-    };
-}
-
 /// Sixteen bytes of f32 or bf16, aligned for one vector load or store.
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
@@ -139,7 +126,7 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
     // One tile's loads into registers: [A j=0, A j=1, B j=0, B j=1].
     let load = |k0: usize| -> [[f32; 4]; 4] {
         let mut v = [[0.0f32; 4]; 4];
-        unroll!(for j in [0, 1] {
+        unrolled!(for j in [0, 1] {
             v[j] = load_a(k0, j);
             v[2 + j] = load_b(k0, j);
         });
@@ -152,8 +139,8 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
         unsafe {
             let a_s = A_S.as_mut_ptr().add(buf * SG_A_BUF);
             let b_s = B_S.as_mut_ptr().add(buf * SG_B_BUF);
-            unroll!(for j in [0, 1] {
-                unroll!(for e in [0, 1, 2, 3] {
+            unrolled!(for j in [0, 1] {
+                unrolled!(for e in [0, 1, 2, 3] {
                     a_s.add((a_col(j) + e) * SG_LDA + a_row).write(v[j][e]);
                 });
                 (b_s.add(b_row(j) * SG_BN + b_col) as *mut Vec4).write(Vec4(v[2 + j]));
@@ -190,7 +177,7 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
         } else {
             [[0.0; 4]; 4]
         };
-        unroll!(
+        unrolled!(
             for kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 // Read row kk + 1 before computing row kk. At the last row the staged
                 // loads go to the other buffer, which every thread finished reading
@@ -205,9 +192,9 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
                     thread::sync_threads();
                     frag(1 - buf, 0)
                 };
-                unroll!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
                     let av = cur[i / 4][i % 4];
-                    unroll!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
                         acc[i][j] = av.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
                     });
                 });
@@ -217,9 +204,9 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
     }
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
-    unroll!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+    unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
         let r = m0 + (i / 4) * 64 + ty * 4 + i % 4;
-        unroll!(for half in [0, 1] {
+        unrolled!(for half in [0, 1] {
             let col = n0 + half * 64 + tx * 4;
             let v = [
                 acc[i][half * 4],
@@ -234,7 +221,7 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
                 if r < m && c_vec && col + 4 <= n {
                     (cp.add(r * n + col) as *mut Vec4).write(Vec4(v));
                 } else if r < m {
-                    unroll!(for j in [0, 1, 2, 3] {
+                    unrolled!(for j in [0, 1, 2, 3] {
                         if col + j < n {
                             cp.add(r * n + col + j).write(v[j]);
                         }
@@ -428,8 +415,8 @@ fn gemm_bf16_tile<T: Copy>(
                 };
                 let af = [a_at(0), a_at(1), a_at(2), a_at(3)];
                 let bf = [b_at(0), b_at(1)];
-                unroll!(for mt in [0, 1, 2, 3] {
-                    unroll!(for nt in [0, 1, 2, 3] {
+                unrolled!(for mt in [0, 1, 2, 3] {
+                    unrolled!(for nt in [0, 1, 2, 3] {
                         let b_frag = [bf[nt / 2][(nt % 2) * 2], bf[nt / 2][(nt % 2) * 2 + 1]];
                         acc[mt][nt] = mma_m16n8k16_f32_bf16(acc[mt][nt], af[mt], b_frag);
                     });
@@ -440,9 +427,9 @@ fn gemm_bf16_tile<T: Copy>(
     cp_async_wait_group::<0>();
     let cp = c.as_mut_ptr();
     let (g, t4) = (lane / 4, lane % 4);
-    unroll!(for mt in [0, 1, 2, 3] {
-        unroll!(for nt in [0, 1, 2, 3] {
-            unroll!(for i in [0, 1, 2, 3] {
+    unrolled!(for mt in [0, 1, 2, 3] {
+        unrolled!(for nt in [0, 1, 2, 3] {
+            unrolled!(for i in [0, 1, 2, 3] {
                 let r = m0 + wm * 64 + mt * 16 + g + 8 * (i / 2);
                 let col = n0 + wn * 32 + nt * 8 + 2 * t4 + i % 2;
                 if r < m && col < n {

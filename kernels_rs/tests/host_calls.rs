@@ -90,8 +90,8 @@ fn histogram_one_thread_counts_everything() {
 }
 
 // matmul_tiled needs its 16×16 block: one thread alone would read tile slots that
-// the other 255 threads write, so it has no host test until the emulator runs blocks
-// (tests/gpu/test_device_kernels.py checks it on the GPU).
+// the other 255 threads write, so it has no one-thread host call here (the kernel
+// suite, tests/kernels/test_matmul.py, runs it on the emulator and on the GPU).
 
 /// The row kernels reduce across whole warps; a one-thread call is refused with a
 /// message rather than computing with a partial warp.

@@ -59,7 +59,7 @@ pub const ATTENTION_SM90_BM: u32 = 128;
 pub const ATTENTION_SM90_THREADS: u32 = 384;
 /// Dynamic shared memory a launch must give: q, the ring of k and v tiles (sized for
 /// d = 128), the barriers, and 1 KiB of slack to align the first tile to 1024 bytes.
-/// (A literal, so that pyoxide/_attention.py's copy can be checked against it by a test.)
+/// (A literal, so that pyoxide/_bundled/attention.py's copy can be checked against it by a test.)
 pub const ATTENTION_SM90_SHARED_BYTES: u32 = 164_936;
 const _: () = assert!(
     ATTENTION_SM90_SHARED_BYTES as usize

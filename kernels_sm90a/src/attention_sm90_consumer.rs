@@ -25,18 +25,6 @@ pub(crate) const BOX_BYTES: usize = 128 * 128;
 /// A warpgroup's 64 rows of a box.
 pub(crate) const HALF_BOX_BYTES: usize = BOX_BYTES / 2;
 
-/// `body` once per listed value of `i`, as straight-line code, so that the register
-/// arrays are indexed only by constants.
-macro_rules! unroll {
-    (for $i:ident in [$($n:literal),*] $body:block) => {
-        $({
-            #[allow(clippy::identity_op, clippy::erasing_op)]
-            let $i: usize = $n;
-            $body
-        })*
-    };
-}
-
 /// The 16-bit element types [`attention_sm90`] takes: the `wgmma` forms and the
 /// packing that differ between them.
 pub trait Sm90Element: Copy + 'static {
@@ -193,7 +181,7 @@ impl Consumer {
     #[inline(always)]
     unsafe fn issue_qk<T: Sm90Element, const D: usize>(&self, s_acc: &mut [f32; 64], stage: usize) {
         let k0 = stage * 2 * BOX_BYTES;
-        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+        unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
             if kk < D / 16 {
                 // 16 d further: 32 bytes along the rows; 64 further: the next box.
                 let step = (kk / 4) * BOX_BYTES + (kk % 4) * 32;
@@ -225,7 +213,7 @@ impl Consumer {
         [f32; NO]: OutputAcc<T>,
     {
         let v0 = stage * 2 * BOX_BYTES;
-        unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+        unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
             // 16 keys further: 16 rows of 128 bytes.
             // SAFETY: upheld by the caller.
             unsafe {
@@ -253,9 +241,9 @@ impl Consumer {
         let crosses = n0 + BN > self.sk
             || (self.causal && (n0 + BN) as isize - 1 > self.m_wg as isize + self.diag);
         if crosses {
-            unroll!(
+            unrolled!(
                 for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    unroll!(for i in [0, 1, 2, 3] {
+                    unrolled!(for i in [0, 1, 2, 3] {
                         let col = n0 + 8 * c + 2 * t + i % 2;
                         if col >= self.sk
                             || (self.causal && col as isize > rows[i / 2] as isize + self.diag)
@@ -267,16 +255,16 @@ impl Consumer {
             );
         }
         let mut tile_max = [f32::NEG_INFINITY; 2];
-        unroll!(
+        unrolled!(
             for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                unroll!(for i in [0, 1, 2, 3] {
+                unrolled!(for i in [0, 1, 2, 3] {
                     tile_max[i / 2] = tile_max[i / 2].max(s_acc[4 * c + i]);
                 });
             }
         );
         let mut alpha = [0.0f32; 2];
         let mut base = [0.0f32; 2];
-        unroll!(for r in [0, 1] {
+        unrolled!(for r in [0, 1] {
             let mut m = tile_max[r];
             m = m.max(warp::shuffle_xor_f32(m, 1));
             m = m.max(warp::shuffle_xor_f32(m, 2));
@@ -291,16 +279,16 @@ impl Consumer {
             row_max[r] = new_max;
         });
         let mut part = [0.0f32; 2];
-        unroll!(
+        unrolled!(
             for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                unroll!(for i in [0, 1, 2, 3] {
+                unrolled!(for i in [0, 1, 2, 3] {
                     let p = ex2_approx_ftz(s_acc[4 * c + i].mul_add(self.scale_log2, -base[i / 2]));
                     s_acc[4 * c + i] = p;
                     part[i / 2] += p;
                 });
             }
         );
-        unroll!(for r in [0, 1] {
+        unrolled!(for r in [0, 1] {
             row_sum[r] = row_sum[r] * alpha[r] + part[r];
         });
         alpha
@@ -311,7 +299,7 @@ impl Consumer {
 #[inline(always)]
 fn pack_p<T: Sm90Element>(s_acc: &[f32; 64]) -> [[u32; 4]; BN / 16] {
     let mut pf = [[0u32; 4]; BN / 16];
-    unroll!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+    unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
         pf[kk] = [
             T::pack(s_acc[8 * kk], s_acc[8 * kk + 1]),
             T::pack(s_acc[8 * kk + 2], s_acc[8 * kk + 3]),
@@ -438,10 +426,10 @@ where
             wgmma_wait_group_acc::<0>(&mut o_acc);
             release(empty_v(vr.stage));
             vr = vr.next();
-            unroll!(
+            unrolled!(
                 for x in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                     if x < NO / 4 {
-                        unroll!(for i in [0, 1, 2, 3] {
+                        unrolled!(for i in [0, 1, 2, 3] {
                             o_acc[4 * x + i] *= alpha[i / 2];
                         });
                     }
@@ -495,7 +483,7 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
     let (g, t) = (lane / 4, lane % 4);
     let mut inv = [0.0f32; 2];
     let mut row_lse = [f32::NEG_INFINITY; 2];
-    unroll!(for r in [0, 1] {
+    unrolled!(for r in [0, 1] {
         let mut l = row_sum[r];
         l += warp::shuffle_xor_f32(l, 1);
         l += warp::shuffle_xor_f32(l, 2);
@@ -512,10 +500,10 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
     // SAFETY: this warpgroup's half of the q tile, which its retired wgmmas no longer
     // read and the other warpgroup never touches; each thread writes its own pairs.
     unsafe {
-        unroll!(
+        unrolled!(
             for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if c < D / 8 {
-                    unroll!(for r in [0, 1] {
+                    unrolled!(for r in [0, 1] {
                         let row = 16 * w + g + 8 * r;
                         let v = T::pack(
                             o_acc[4 * c + 2 * r] * inv[r],
@@ -549,7 +537,7 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
     }
     if t == 0 && !lse.is_empty() {
         let [l0, l1] = tile.lse_strides.map(|s| s as usize);
-        unroll!(for r in [0, 1] {
+        unrolled!(for r in [0, 1] {
             let row = tile.m_wg + 16 * w + g + 8 * r;
             if row < tile.sq {
                 let i = tile.b * l0 + tile.h * l1 + tile.q_start + row;

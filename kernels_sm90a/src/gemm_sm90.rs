@@ -94,7 +94,7 @@ pub const STAGES: usize = 4;
 /// Dynamic shared memory a launch must give: the stages, the epilogue's buffer, the
 /// barriers, and 1 KiB of slack to align the first stage to 1024 bytes. The kernels'
 /// `#[launch(..., shared = 230_464)]` states it to the launcher (an attribute takes a
-/// literal; tests/test_variants.py checks the two agree).
+/// literal; tests/launch/test_variants.py checks the two agree).
 pub const SM90_SHARED_BYTES: u32 = 230_464;
 const _: () = assert!(
     SM90_SHARED_BYTES as usize == STAGES * STAGE_BYTES + 2 * EPI_WG_BYTES + 2 * STAGES * 8 + 1024
@@ -112,18 +112,6 @@ const GROUP_M: usize = 8;
 /// Each consumer warpgroup's epilogue buffer: 64 rows of 128 bytes per box, two boxes.
 const EPI_BOX_BYTES: usize = 64 * 128;
 const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
-
-/// `body` once per listed value of `i`, as straight-line code, so that the
-/// accumulator array is indexed only by constants and stays in registers.
-macro_rules! unroll {
-    (for $i:ident in [$($n:literal),*] $body:block) => {
-        $({
-            #[allow(clippy::identity_op, clippy::erasing_op)]
-            let $i: usize = $n;
-            $body
-        })*
-    };
-}
 
 /// `c = a · b` on Hopper (the module docs), a variant of kernels_rs's `gemm_bf16`. Its
 /// launch is its declaration's: grid (min(tiles, SMs), 1, 1) with tiles =
@@ -293,7 +281,7 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                     );
                     let db = smem_descriptor(b_stage(s), B_BOX_BYTES as u32, 1024, Swizzle::B128);
                     wgmma_fence();
-                    unroll!(for kk in [0, 1, 2, 3] {
+                    unrolled!(for kk in [0, 1, 2, 3] {
                         // 16 k: 32 bytes along A's rows, 16 rows (2048 bytes) of B.
                         wgmma_m64n256k16_f32_bf16::<0, 1>(
                             &mut acc,
@@ -330,7 +318,7 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                 // in 8 different 16-byte chunks); one thread then has TMA copy the
                 // round out and the next tile's mainloop starts while it does.
                 let y = tm * SM90_BM as usize + half * 64;
-                unroll!(for j in [
+                unrolled!(for j in [
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                     22, 23, 24, 25, 26, 27, 28, 29, 30, 31
                 ] {
@@ -344,7 +332,7 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                     }
                     let col = 8 * (j % round_j) + 2 * (lane % 4);
                     let (bx, cb) = (col / box_cols, (col % box_cols) * esz);
-                    unroll!(for h in [0, 1] {
+                    unrolled!(for h in [0, 1] {
                         let r = 16 * w + lane / 4 + 8 * h;
                         let at =
                             bx * EPI_BOX_BYTES + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16;

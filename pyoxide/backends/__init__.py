@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
-from .. import _knobs
-from .._arrays import GPU, HOST
+from .._launch.arrays import GPU, HOST
+from .._manifest import knobs as _knobs
 from ..errors import ArgumentTypeError, BackendUnavailableError
 
 if TYPE_CHECKING:
-    from .._arrays import ArrayView
-    from .._fastplan import FastPlan
-    from .._manifest import Manifest, ParamSpec
+    from .._launch.arrays import ArrayView
+    from .._launch.fastplan import FastPlan
+    from .._manifest.reader import Manifest, ParamSpec
+    from .cupy import CupyBackend
 
-__all__ = ["Backend", "TensorMapRequest", "get", "override", "select"]
+__all__ = ["Backend", "TensorMapRequest", "get", "gpu", "override", "select"]
 
 
 class TensorMapRequest(NamedTuple):
@@ -98,7 +99,7 @@ class Backend(Protocol):
 
     def fast_launcher(self, plan: FastPlan, function: Any, device: int) -> Any:
         """After a launch of ``function`` on ``device`` without an explicit stream: a
-        compiled launcher (``pyoxide._native.Launcher``) built from the kernel's fast plan,
+        compiled launcher (``pyoxide._launch._native.Launcher``) built from the kernel's fast plan,
         which takes the next calls it can (the same bytes, grid and block as the general
         path) and declines the rest; or None, and every call takes ``launch``."""
         ...
@@ -132,6 +133,13 @@ def get(name: str) -> Backend:
         else:
             raise ValueError(f"no backend named {name!r}")
     return _instances[name]
+
+
+def gpu() -> CupyBackend:
+    """The GPU backend, for what only it has (CuPy's arrays, the devices' facts, tensor
+    map encoding): ``get("cupy")``, which tests substitute through :func:`override`.
+    Raises BackendUnavailableError where CuPy cannot be imported."""
+    return cast("CupyBackend", get("cupy"))
 
 
 @contextlib.contextmanager

@@ -1,38 +1,53 @@
-"""``pyoxide`` command line (click). Each subcommand lives in its own module; this
-module only builds the group. Exit codes: :class:`pyoxide.cli._exit.ExitCode`."""
+"""``pyoxide`` command line (click). Each subcommand lives in its own module, imported
+when it runs (or when ``--help`` lists them): ``pyoxide build`` and ``pyoxide new`` run
+where NumPy is missing (the wheel's bundling step), and verify, bench and tune need it.
+Exit codes: :class:`pyoxide.cli._exit.ExitCode`."""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from ._exit import help_text
-from .bench import bench_command
-from .build import build_command
-from .doctor import doctor_command
-from .inspect import inspect_command
-from .new import new_command
-from .tune import tune_command
-from .verify import verify_command
 
 __all__ = ["cli", "main"]
 
+#: command -> the module (in this package) and the click command it defines.
+COMMANDS = {
+    "bench": ("bench", "bench_command"),
+    "build": ("build", "build_command"),
+    "doctor": ("doctor", "doctor_command"),
+    "inspect": ("inspect", "inspect_command"),
+    "new": ("new", "new_command"),
+    "tune": ("tune", "tune_command"),
+    "verify": ("verify", "verify_command"),
+}
+
+
+class _Commands(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, command = COMMANDS[name]
+        found = getattr(importlib.import_module(f"{__name__}.{module}"), command)
+        assert isinstance(found, click.Command)
+        return found
+
 
 @click.group(
+    cls=_Commands,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=help_text(),
 )
 @click.version_option(package_name="pyoxide", prog_name="pyoxide")
 def cli() -> None:
     """Write CUDA kernels in Rust, call them from Python."""
-
-
-cli.add_command(bench_command)
-cli.add_command(build_command)
-cli.add_command(doctor_command)
-cli.add_command(inspect_command)
-cli.add_command(new_command)
-cli.add_command(tune_command)
-cli.add_command(verify_command)
 
 
 def main() -> None:

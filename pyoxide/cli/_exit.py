@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import click
 
-from .._abi import EXIT_MEANINGS, ExitCode
+from .._manifest.abi import EXIT_MEANINGS, ExitCode
 from ..errors import BuildError, LoadError, PyoxideError, ScaffoldError, ToolchainError
 
 __all__ = ["ExitCode", "code_for", "help_text", "not_found", "reporting_errors", "usage_error"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .._abi import ExitCode
+from .._manifest.abi import ExitCode
 from ._exit import reporting_errors, usage_error
 from .verify import gpu_ready
 
@@ -82,7 +82,7 @@ def bench_command(
     click.echo(json.dumps(report, indent=1) if as_json else table(report))
     if plot_path is not None:
         try:
-            from .._plot import plot
+            from ..bench._plot import plot
         except ImportError:
             raise usage_error("--plot needs matplotlib (pip install matplotlib)") from None
         try:

@@ -6,17 +6,17 @@ from pathlib import Path
 
 import click
 
-from .. import _layout
-from .._abi import parse_arch
-from .._build import build, crate_manifest
-from .._manifest import read_manifest
-from .._module import (
+from .._build import layout as _layout
+from .._build.cargo import build, crate_manifest
+from .._build.stubs import write_stub
+from .._manifest.abi import parse_arch
+from .._manifest.reader import read_manifest
+from ..bundled import (
     BUNDLED_CRATE,
     BUNDLED_SM90A_ARCH,
     BUNDLED_SM90A_CRATE,
     bundled_crate_dir,
 )
-from .._stubs import write_stub
 from ..errors import BuildError
 from ._exit import reporting_errors, usage_error
 
@@ -125,7 +125,7 @@ def build_command(
         )
         click.echo(f"  manifest: {manifest.path}")
         if tuned:
-            from .._tune_store import embed
+            from .._launch.tune_store import embed
 
             count = embed(manifest.path)
             click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")

@@ -12,8 +12,9 @@ from typing import Any
 
 import click
 
-from .. import __version__, _knobs
-from .._build import find_cargo_oxide, run_tool
+from .. import __version__
+from .._build.cargo import find_cargo_oxide, run_tool
+from .._manifest import knobs as _knobs
 from ..errors import PyoxideError, ToolchainError
 from ._exit import ExitCode
 
@@ -27,21 +28,16 @@ def _numpy() -> str | None:
 
 
 def _cupy() -> dict[str, Any]:
+    from .. import backends
+
     try:
-        import cupy
-    except Exception as e:  # ImportError, or a CUDA library that fails to load
+        gpu = backends.gpu()
+    except Exception as e:  # no CuPy, or a CUDA library that fails to load
         return {"available": False, "reason": f"cannot import cupy: {e}"}
-    info: dict[str, Any] = {"available": True, "version": cupy.__version__, "devices": []}
+    info: dict[str, Any] = {"available": True, "version": gpu.xp.__version__, "devices": []}
     try:
-        info["driver"] = int(cupy.cuda.runtime.driverGetVersion())
-        for i in range(cupy.cuda.runtime.getDeviceCount()):
-            props = cupy.cuda.runtime.getDeviceProperties(i)
-            name = props["name"]
-            info["devices"].append({
-                "id": i,
-                "name": name.decode() if isinstance(name, bytes) else str(name),
-                "compute_capability": f"{props['major']}.{props['minor']}",
-            })  # fmt: skip
+        info["driver"] = gpu.driver_version()
+        info["devices"] = gpu.devices()
     except Exception as e:
         info["reason"] = f"no usable CUDA device: {e}"
     return info

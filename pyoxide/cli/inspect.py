@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from .._abi import PARAM_KINDS
-from .._manifest import KernelSpec, Manifest
-from .._module import Module, load, load_bundled
-from .._stubs import _annotation
+from .._build.stubs import _annotation
+from .._launch.module import Module, load
+from .._manifest.abi import PARAM_KINDS
+from .._manifest.reader import KernelSpec, Manifest
+from ..bundled import load_bundled
 from ._exit import not_found, reporting_errors
 
 
@@ -84,8 +85,8 @@ def inspect_command(kernel: str, path: Path | None, arch: str | None, show_ptx: 
 def _describe_tuning(spec: KernelSpec, module: Module) -> None:
     """A tuned kernel's candidates, and each tuned choice its plain calls run: where
     (GPU, architecture, bucket), what, and why (the measured times)."""
-    from .._tune_space import is_hand_pick, key_dims
-    from .._tune_spec import launch_text
+    from .._launch.tune_space import is_hand_pick, key_dims
+    from .._manifest.tune_spec import launch_text
 
     assert spec.tune is not None
     if not is_hand_pick(spec):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._scaffold import create
+from .._build.scaffold import create
 from ._exit import reporting_errors
 
 

@@ -1,6 +1,6 @@
 """``pyoxide tune [CRATE]``: every ``#[tune]`` kernel with a spec, its candidates verified
 then timed at the spec's bench shapes (or ``--shapes``), the winners kept in the cache for
-this GPU (pyoxide/_tune.py); ``pyoxide build --tuned`` puts them in the manifest."""
+this GPU (pyoxide/bench/tune.py); ``pyoxide build --tuned`` puts them in the manifest."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .._abi import ExitCode
+from .._manifest.abi import ExitCode
 from ._exit import reporting_errors, usage_error
 from .verify import gpu_ready
 
@@ -61,8 +61,8 @@ def tune_command(
     GPU model, architecture and shape bucket when it beats the hand pick by --margin.
     Plain calls run the choices from then on; `pyoxide build --tuned` ships them.
     """
-    from .. import _tune
     from ..bench import parse_sizes, progress_bar
+    from ..bench import tune as _tune
     from ..verify import find_specs, load_specs, select
 
     if not 0 <= margin < 1:
@@ -102,7 +102,8 @@ def tune_command(
 
 def _load(crate: Path | None) -> Any:
     """The crate's module without tuned choices (each candidate runs as itself)."""
-    from .._module import load, load_bundled
+    from .._launch.module import load
+    from ..bundled import load_bundled
 
     return load(crate, tuned=False) if crate is not None else load_bundled(tuned=False)
 

@@ -12,20 +12,20 @@ import click
 if TYPE_CHECKING:
     from ..verify import KernelResult
 
-from .._abi import ExitCode
-from .._verify_limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINKABLE
+from .._manifest.abi import ExitCode
+from ..verify._limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINKABLE
 from ._exit import reporting_errors, usage_error
 
 
 def gpu_ready() -> str | None:
     """None when CuPy sees a CUDA device; else why not."""
-    try:
-        import cupy
+    from .. import backends
 
-        if cupy.cuda.runtime.getDeviceCount() > 0:
+    try:
+        if backends.gpu().devices():
             return None
         return "CuPy sees no CUDA device"
-    except Exception as e:  # ImportError, or CUDA's own error when there is no driver
+    except Exception as e:  # no CuPy, or CUDA's own error when there is no driver
         return f"no usable CuPy ({type(e).__name__}: {e})"
 
 
@@ -207,7 +207,7 @@ def _sanitize(
     case_timeout: float,
     specs: Path | None,
 ) -> dict[str, Any]:
-    from .._sanitize import SANITIZE_CASES, find_sanitizer, missing_message, run_tools
+    from ..verify._sanitize import SANITIZE_CASES, find_sanitizer, missing_message, run_tools
 
     exe = find_sanitizer()
     if exe is None:

@@ -2,7 +2,7 @@
 
 A PEP 517 backend (pyproject.toml's ``build-backend``) around maturin's. Before maturin
 compiles the native launcher and packs the wheel, :func:`bundle` writes what the wheel
-carries beyond the Python sources, where pyoxide/_layout.py says:
+carries beyond the Python sources, where pyoxide/_build/layout.py says:
 
 - the bundled kernels, built (``pyoxide build --bundled``: PTX, manifests, stubs,
   emulator libraries, specs);
@@ -45,7 +45,7 @@ else:  # pyproject.toml's build requirements bring it
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from pyoxide import _layout  # noqa: E402  (the checkout's, whatever is installed)
+from pyoxide._build import layout as _layout  # noqa: E402  (the checkout's, whatever is installed)
 
 __all__ = [
     "build_editable",

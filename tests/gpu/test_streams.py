@@ -1,4 +1,4 @@
-"""Streams and devices follow the array library (pyoxide/_devices.py): CuPy arrays run on
+"""Streams and devices follow the array library (pyoxide/_launch/devices.py): CuPy arrays run on
 CuPy's current device and stream, PyTorch tensors on their own device and PyTorch's
 current stream there. So launches are captured by `torch.cuda.graph` and by CuPy stream
 capture, go to `s` under `torch.cuda.stream(s)`, run on cuda:1 for tensors on cuda:1, and

@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyoxide import _layout
+from pyoxide._build import layout as _layout
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS_CRATE = REPO / "kernels_rs" / "Cargo.toml"

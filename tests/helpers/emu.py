@@ -11,7 +11,7 @@ from typing import Any
 
 from helpers.fixtures import KERNELS, TESTS_DIR, kernel, param, write_manifest
 from helpers.probes import c_compiler
-from pyoxide import _abi
+from pyoxide._manifest import abi as _abi
 
 C_SOURCE = TESTS_DIR / "fixtures" / "emu_fixtures.c"
 LIBRARY = "oxide_fixtures.emu.so"

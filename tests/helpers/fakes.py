@@ -6,7 +6,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyoxide._arrays import GPU, HOST
+from pyoxide._launch.arrays import GPU, HOST
 
 _next_ptr = itertools.count(1)
 

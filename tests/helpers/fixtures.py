@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pyoxide import _abi
+from pyoxide._manifest import abi as _abi
 
 TESTS_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = TESTS_DIR.parent
@@ -174,7 +174,8 @@ def manifest_dict(
     }
     toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
     return {
-        "schema": 9,  # pyoxide._manifest.SCHEMA_VERSION (tests/test_manifest.py checks it)
+        # pyoxide._manifest.reader.SCHEMA_VERSION (tests/manifest/test_manifest.py checks it)
+        "schema": 9,
         "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
         "profile": profile,
         "toolchain": toolchain,

@@ -6,8 +6,10 @@ signal)."""
 from __future__ import annotations
 
 import functools
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from helpers.bundled import REPO, fixture_manifest
@@ -54,6 +56,27 @@ def child(manifest: Path, body: str, **kw: object) -> subprocess.CompletedProces
         [sys.executable, "-c", child_code(manifest, body)],
         capture_output=True, text=True, timeout=120, **kw,
     )  # type: ignore[call-overload]  # fmt: skip
+
+
+def interrupted(manifest: Path, body: str, *, ready_on: str = "stdout") -> tuple[str, str]:
+    """Run ``body`` (see :func:`child_code`) until it prints ``READY`` on ``ready_on``,
+    then, a second later (well inside its launch), Ctrl-C it: its stdout and stderr,
+    after checking that it exited normally (it handles the KeyboardInterrupt)."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", child_code(manifest, body)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    ready = p.stdout if ready_on == "stdout" else p.stderr
+    assert ready is not None
+    assert ready.readline().strip() == "READY"
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    return out, err
 
 
 def outcome(p: subprocess.CompletedProcess[str]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from helpers.bundled import kernels_manifest, load_manifest
-from pyoxide._abi import parse_arch
+from pyoxide._manifest.abi import parse_arch
 
 
 def _arch_number(arch: str) -> int:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from helpers.probes import requires_gpu
-from pyoxide._torch_plan import OpPlan
+from pyoxide._launch.torch_plan import OpPlan
 from pyoxide.spec import Case, Spec
 from pyoxide.verify import find_specs, load_specs
 

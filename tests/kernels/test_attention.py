@@ -6,7 +6,7 @@ view), grouped-query attention with the log-sum-exp, and packed variable-length
 batches. On an sm_90 GPU aligned calls run kernels_sm90a's wgmma kernel (checked by
 `picks`), at sizes whose key tiles wrap its shared-memory ring several times; the
 emulator runs the mma.sync kernel at small sizes. `pyoxide verify` runs the spec's
-200 cases; tests/test_attention_call.py the argument checks."""
+200 cases; tests/bundled/test_attention_call.py the argument checks."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from helpers.arraylibs import ArrayLib
 from helpers.bundled import sm90a_kernels_manifest
 
 import pyoxide
-from pyoxide._attention import Attention, add_attention
+from pyoxide.bundled.attention import Attention, add_attention
 from pyoxide.spec import Case
 from pyoxide.verify import find_specs, load_specs
 

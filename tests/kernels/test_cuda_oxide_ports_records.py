@@ -1,4 +1,4 @@
-"""cuda-oxide's examples whose kernels take non-scalar types (pyoxide/_records.py):
+"""cuda-oxide's examples whose kernels take non-scalar types (pyoxide/_manifest/records.py):
 structs by value, slices of structs and of arrays `[T; N]`, ported by renaming the
 crate and removing host code (crates/oxide-device/tests/fixtures/cuda_oxide_ports),
 checked against NumPy on every array library (`lib`)."""

@@ -17,9 +17,9 @@ from helpers.bundled import REPO, fixture_manifest
 from helpers.probes import requires_gpu
 
 import pyoxide
-from pyoxide._verify_case import compare, param_names
 from pyoxide.spec import Case, Spec
 from pyoxide.verify import instance, load_specs, verify_crate
+from pyoxide.verify._case import compare, param_names
 
 GALLERY = REPO / "gallery"
 sys.path.insert(0, str(GALLERY / "specs"))

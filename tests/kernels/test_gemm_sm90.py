@@ -1,11 +1,11 @@
 """`kernels.gemm_bf16(a, b, c)` without a launch configuration: on an sm_90 GPU, shapes
 TMA takes (n, k multiples of 8) run kernels_sm90a's wgmma + TMA variant
 (`#[variant_of(gemm_bf16)]`), everything else kernels_rs's mma.sync kernel, sized from
-c's shape (pyoxide/_variants.py).
+c's shape (pyoxide/_launch/variants.py).
 One test body on every array library, against the float64 product of the
 bf16-rounded inputs (tolerance as tests/kernels/test_gemm.py: f32 sums, 1e-5), with
 poisoned outputs.
-The emulator's refusal of the twin is tests/test_emu_sm90a.py."""
+The emulator's refusal of the twin is tests/backends/test_emu_sm90a.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import pytest
 from helpers.arraylibs import ArrayLib, sizes
 
 import pyoxide
-from pyoxide._half import half_bits, half_value
+from pyoxide._launch.half import half_bits, half_value
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError
 
 RNG = np.random.default_rng()
@@ -135,7 +135,7 @@ def test_half_scalars_out_of_reach_are_refused(
 
 
 def test_half_scalars_round_to_nearest_even_from_the_double() -> None:
-    """The launcher's rounding of a Python float (pyoxide/_half.py), checked against
+    """The launcher's rounding of a Python float (pyoxide/_launch/half.py), checked against
     exact arithmetic on halfway points and their neighbours, where rounding through
     f32 first would go wrong."""
     from fractions import Fraction

@@ -198,11 +198,11 @@ pub struct LaunchBounds {
 }
 
 /// Threads per block of a plain call when `#[launch]` gives no `block`, and for kernels
-/// without a policy (generated into pyoxide/_abi.py).
+/// without a policy (generated into pyoxide/_manifest/abi.py).
 pub const DEFAULT_BLOCK: u32 = 256;
 
 /// A kernel's launch policy, declared with `#[launch(...)]` and applied by the Python
-/// launcher (one function, `pyoxide/_policy.py`). `over` names a slice parameter, whose
+/// launcher (one function, `pyoxide/_launch/policy.py`). `over` names a slice parameter, whose
 /// length `n` sizes the launch; `block` is the threads per block of a plain call (an
 /// explicit block may differ, within the launch bounds).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

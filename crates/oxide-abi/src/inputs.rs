@@ -3,8 +3,8 @@
 //! option of `cargo oxide build`, each with what it does to a build's artifacts.
 //!
 //! One table, read by both languages: cargo-oxide's `env.rs` reads variables only
-//! through these entries, Python's `_knobs.py` through their generated copies in
-//! `_abi.py`, and the build key (`cargo oxide key`, which `pyoxide.load`'s cache asks)
+//! through these entries, Python's `pyoxide/_manifest/knobs.py` through their generated copies
+//! in `abi.py` beside it, and the build key (`cargo oxide key`, which `pyoxide.load`'s cache asks)
 //! is derived from the entries whose [`Effect`] is not [`Effect::None`], so a variable
 //! added here cannot be left out of it. Triton's `knobs` keeps its cache-invalidating
 //! variables the same way.
@@ -12,7 +12,7 @@
 /// Who reads a variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reader {
-    /// The Python package (`pyoxide/_knobs.py`).
+    /// The Python package (`pyoxide/_manifest/knobs.py`).
     Python,
     /// `cargo oxide` itself.
     CargoOxide,

@@ -1,4 +1,4 @@
-//! `pyoxide/_abi.py`, generated from this crate: the tables Python needs (scalar types,
+//! `pyoxide/_manifest/abi.py`, generated from this crate: the tables Python needs (scalar types,
 //! parameter kinds, limits, exit codes, the reports' keys, versions, the emulator's C
 //! ABI, the environment variables and build options, the architecture rule). A test in
 //! cargo-oxide (`tests/abi_is_current.rs`) regenerates it and fails when the checked-in

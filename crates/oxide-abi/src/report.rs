@@ -1,5 +1,5 @@
 //! The reports `cargo oxide` prints on stdout for pyoxide: the build report (`build
-//! --json`) and the build key (`key`). pyoxide reads them (pyoxide/_build.py) with the
+//! --json`) and the build key (`key`). pyoxide reads them (pyoxide/_build/cargo.py) with the
 //! key lists generated from here.
 
 use std::path::PathBuf;

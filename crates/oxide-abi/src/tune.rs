@@ -10,7 +10,7 @@
 //! and architecture, and one *shape bucket*: per key extent of the kernel (its
 //! `#[shapes]` names in order of first appearance, else the length of its launch's
 //! `over`), the power of two at or above it; a call whose extents `e` satisfy
-//! `bucket / 2 < e <= bucket` is in it. pyoxide/_tune_space.py computes buckets and
+//! `bucket / 2 < e <= bucket` is in it. pyoxide/_launch/tune_space.py computes buckets and
 //! candidates; this module holds the data.
 
 use std::collections::BTreeMap;
@@ -133,7 +133,7 @@ pub struct TunedFile {
     pub version: u32,
     #[serde(rename = "crate")]
     pub krate: String,
-    /// The build the choices were measured on (pyoxide/_tune_store.py's key).
+    /// The build the choices were measured on (pyoxide/_launch/tune_store.py's key).
     pub key: String,
     pub choices: Vec<TunedChoice>,
 }

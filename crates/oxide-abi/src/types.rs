@@ -150,7 +150,7 @@ impl ScalarType {
 /// non-null and aligned to the element, also for an empty array, whose own data pointer
 /// may be null (CuPy's and PyTorch's are); the device rebuilds `&[T]` from it as is,
 /// with no test of the length (`oxide_device::__private`). The general path's copy is
-/// `pyoxide/_args.py`'s `abi_pointer`.
+/// `pyoxide/_launch/args.py`'s `abi_pointer`.
 pub const fn empty_array_address(itemsize: u64) -> u64 {
     itemsize
 }

@@ -109,6 +109,7 @@ mod shuffle;
 pub mod swizzle;
 pub mod thread;
 pub mod tma;
+mod unrolled;
 pub mod vector;
 pub mod warp;
 pub mod wgmma;

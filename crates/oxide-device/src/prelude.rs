@@ -17,5 +17,5 @@ pub use crate::vector::{SliceVectors, Vector};
 pub use crate::{atomic, block, combine, row, shared, thread, vector, warp};
 pub use crate::{
     cluster_launch, device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds,
-    shapes, shared_array, tensor_maps, tune, variant_of,
+    shapes, shared_array, tensor_maps, tune, unrolled, variant_of,
 };

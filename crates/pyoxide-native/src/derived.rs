@@ -1,6 +1,6 @@
 //! Derived parameters: arguments no caller passes, which the launcher makes from the
 //! ones they do (a kernel's TMA tensor maps, made from its arrays' addresses and
-//! extents by the backend). Making one is the general path's work (pyoxide/_launch.py
+//! extents by the backend). Making one is the general path's work (pyoxide/_launch/kernel.py
 //! asks the backend); it keeps the result in a [`DerivedValues`] shared with the
 //! kernel's launchers, keyed by the device and the pointer and extents of the arrays it
 //! derives from. A launcher that finds the key packs the value; one that does not
@@ -28,7 +28,7 @@ struct Table {
     order: VecDeque<Vec<u64>>,
 }
 
-#[pyclass(frozen, module = "pyoxide._native")]
+#[pyclass(frozen, module = "pyoxide._launch._native")]
 pub struct DerivedValues {
     capacity: usize,
     table: Mutex<Table>,

@@ -1,7 +1,7 @@
 //! The generation of the launch knobs (`PYOXIDE_SYNC`, `PYOXIDE_BACKEND`).
 //!
-//! pyoxide/_knobs.py, the only reader of the environment, counts the changes of those
-//! variables it has seen; pyoxide/_launch.py publishes that count here before every
+//! pyoxide/_manifest/knobs.py, the only reader of the environment, counts the changes of those
+//! variables it has seen; pyoxide/_launch/kernel.py publishes that count here before every
 //! launch it makes (and `pyoxide.reload_knobs()` does at once). A launcher remembers the
 //! generation it was built in and declines every call of another one, so the general
 //! path, which reads the knobs itself, applies the new values and builds launchers for
@@ -18,7 +18,7 @@ pub fn current() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }
 
-/// Publish the knobs' generation (pyoxide/_knobs.py's `launch_generation()`).
+/// Publish the knobs' generation (pyoxide/_manifest/knobs.py's `launch_generation()`).
 #[pyfunction]
 pub fn set_knob_generation(generation: u64) {
     GENERATION.store(generation, Ordering::Relaxed);

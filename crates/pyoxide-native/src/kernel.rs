@@ -1,5 +1,5 @@
 //! [`KernelBase`] and [`ConfiguredBase`]: the base classes of pyoxide's `Kernel`,
-//! `GenericKernel` and `_Configured` (pyoxide/_launch.py), whose calls `kernel(*args)`,
+//! `GenericKernel` and `_Configured` (pyoxide/_launch/kernel.py), whose calls `kernel(*args)`,
 //! `kernel[grid, block]` and `kernel[grid, block](*args)` run here, in compiled code.
 //!
 //! A kernel holds its compiled launchers (one per device, installed by the general path
@@ -105,7 +105,7 @@ fn loaded_torch(py: Python<'_>) -> Option<Bound<'_, PyModule>> {
     torch.cast_into::<PyModule>().ok()
 }
 
-#[pyclass(frozen, subclass, weakref, module = "pyoxide._native")]
+#[pyclass(frozen, subclass, weakref, module = "pyoxide._launch._native")]
 pub struct KernelBase {
     paths: Mutex<Arc<Paths>>,
     general: Mutex<Hook>,
@@ -374,7 +374,7 @@ struct Configured {
     checked: Option<[u32; 7]>,
 }
 
-#[pyclass(frozen, subclass, module = "pyoxide._native")]
+#[pyclass(frozen, subclass, module = "pyoxide._launch._native")]
 pub struct ConfiguredBase {
     state: Mutex<Configured>,
     general: Mutex<Hook>,

@@ -1,6 +1,6 @@
 //! [`Launcher`]: one kernel's compiled launcher on one device, built by the backend from
 //! the kernel's fast plan (plan.rs) and its runtime (runtime.rs). Called as
-//! `launcher(args, cfg)`, it takes the plain calls the argument rules of pyoxide/_args.py
+//! `launcher(args, cfg)`, it takes the plain calls the argument rules of pyoxide/_launch/args.py
 //! accept (a subset: exact CuPy arrays and PyTorch tensors, Python and NumPy scalars),
 //! checks them, packs one parameter buffer (params.rs) and calls `cuLaunchKernel` with
 //! `CU_LAUNCH_PARAM_BUFFER_POINTER` on the arrays' library's current stream. It returns
@@ -37,7 +37,7 @@ pub enum Outcome {
     Deferred,
 }
 
-#[pyclass(frozen, module = "pyoxide._native")]
+#[pyclass(frozen, module = "pyoxide._launch._native")]
 pub struct Launcher {
     function: usize,
     device: i64,
@@ -54,7 +54,7 @@ pub struct Launcher {
 
 #[pymethods]
 impl Launcher {
-    /// `plan`: the kernel's `FastPlan` (pyoxide/_fastplan.py); `function`: its
+    /// `plan`: the kernel's `FastPlan` (pyoxide/_launch/fastplan.py); `function`: its
     /// `CUfunction` on `device`, whose context must be current.
     #[new]
     #[pyo3(signature = (plan, runtime, function, device, multiprocessors=0))]
@@ -291,7 +291,7 @@ impl Launcher {
                 let cover = layout.elements(buf, grid.param).div_ceil(*per_block);
                 let most = u64::from(*blocks_per_sm) * u64::from(self.multiprocessors);
                 // An empty input still gets one block: the kernel may have an output to
-                // write (as pyoxide/_policy.py sizes it).
+                // write (as pyoxide/_launch/policy.py sizes it).
                 [cover.min(most).max(1), 1, 1]
             }
             GridKind::Tiles { tile } => {

@@ -1,14 +1,14 @@
-//! `pyoxide._native`: the compiled launch fast path, and the base classes of pyoxide's
+//! `pyoxide._launch._native`: the compiled launch fast path, and the base classes of pyoxide's
 //! kernels.
 //!
 //! The contract with Python, all of it passed in, none of it read from private state:
-//! - a [`plan::Plan`], the one fast description of a kernel that pyoxide/_fastplan.py
+//! - a [`plan::Plan`], the one fast description of a kernel that pyoxide/_launch/fastplan.py
 //!   builds from its manifest entry (parameters, grid rule, shared memory);
 //! - a [`runtime::Runtime`] per backend: the driver's entry points, the array libraries
 //!   it binds through a Python hook, the [`record::LaunchRecord`] of the last launch, and
 //!   the error hook that makes the exception for a failed launch;
-//! - the knob generation ([`generation`]), which pyoxide/_launch.py publishes from
-//!   pyoxide/_knobs.py: a launcher declines every call of another generation.
+//! - the knob generation ([`generation`]), which pyoxide/_launch/kernel.py publishes from
+//!   pyoxide/_manifest/knobs.py: a launcher declines every call of another generation.
 //!
 //! [`launcher::Launcher`] is built once per kernel and device by the backend;
 //! [`kernel::KernelBase`] and [`kernel::ConfiguredBase`] are the compiled `__call__` of

@@ -1,9 +1,9 @@
 //! A kernel's parameters: where each one sits in the PTX parameter buffer, which Python
 //! values the fast path accepts for it, and how they are packed.
 //!
-//! The rules are a subset of pyoxide/_args.py (the one statement of them), which the
+//! The rules are a subset of pyoxide/_launch/args.py (the one statement of them), which the
 //! general path applies: anything not certainly fine is declined (the caller returns
-//! False), never refused. tests/test_fast_path.py holds both to the same table.
+//! False), never refused. tests/launch/test_fast_path.py holds both to the same table.
 
 use std::ffi::c_ulong;
 
@@ -437,7 +437,7 @@ fn read_kind(item: &Bound<'_, PyAny>) -> PyResult<Kind> {
 /// A scalar parameter's kind, from oxide-abi's table (size, class, range).
 fn scalar_kind(t: ScalarType) -> PyResult<Kind> {
     if matches!(t, ScalarType::F16 | ScalarType::Bf16) {
-        // Rounding a Python float to a half is the general path's (pyoxide/_half.py).
+        // Rounding a Python float to a half is the general path's (pyoxide/_launch/half.py).
         return Err(PyValueError::new_err(format!(
             "{} scalars take the general path",
             t.rust_name()
@@ -553,7 +553,7 @@ fn array(
 }
 
 /// Whether `strides` (bytes) are a C-contiguous array's, extents of 1 (or 0) aside, as
-/// pyoxide/_arrays.py's `is_c_contiguous`; None when they are not a tuple of ints.
+/// pyoxide/_launch/arrays.py's `is_c_contiguous`; None when they are not a tuple of ints.
 fn c_contiguous(shape: &[u64], strides: &Bound<'_, PyTuple>, itemsize: u64) -> Option<bool> {
     if strides.len() != shape.len() {
         return Some(false);

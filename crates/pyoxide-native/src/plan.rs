@@ -1,4 +1,4 @@
-//! The fast description of a kernel, as pyoxide/_fastplan.py builds it from the
+//! The fast description of a kernel, as pyoxide/_launch/fastplan.py builds it from the
 //! manifest (`FastPlan`): read once, when a launcher is made. Its attributes:
 //!
 //! - `kernel`: the entry symbol, for messages and the launch record;
@@ -14,7 +14,7 @@
 //! - `shared_mem`: the dynamic shared memory of a plain call;
 //! - `derived`: the derived parameter's source, or None;
 //! - `bucket`: `(param, axis, low, high)` per key extent of a tuned choice: the launcher
-//!   takes a call only when `low < extent <= high` for each (pyoxide/_tune_space.py).
+//!   takes a call only when `low < extent <= high` for each (pyoxide/_launch/tune_space.py).
 //!
 //! Dimension codes: -1 any extent, `n >= 0` exactly `n`, `-2 - id` the shared name `id`.
 

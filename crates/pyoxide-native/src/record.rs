@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-#[pyclass(frozen, module = "pyoxide._native")]
+#[pyclass(frozen, module = "pyoxide._launch._native")]
 pub struct LaunchRecord {
     last: Mutex<Option<Py<PyString>>>,
 }

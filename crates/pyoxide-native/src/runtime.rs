@@ -13,7 +13,7 @@ use crate::params::Names;
 use crate::record::LaunchRecord;
 use crate::scalars::Scalars;
 
-#[pyclass(frozen, module = "pyoxide._native")]
+#[pyclass(frozen, module = "pyoxide._launch._native")]
 pub struct Runtime {
     pub driver: Driver,
     pub libraries: Libraries,

@@ -1,6 +1,6 @@
 //! Scalar arguments the fast path takes besides Python's own `float`, `int` and `bool`:
 //! NumPy scalars (`np.float32(1.7)`, `np.int64(3)`, `np.bool_(True)`) and 0-d NumPy
-//! arrays, read by value. The table of NumPy scalar types comes from pyoxide/_args.py
+//! arrays, read by value. The table of NumPy scalar types comes from pyoxide/_launch/args.py
 //! (`fast_scalar_types`), the one statement of what a scalar parameter accepts.
 
 use std::ffi::c_double;

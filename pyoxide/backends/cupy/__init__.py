@@ -11,9 +11,9 @@ import ctypes
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ... import _knobs
-from ..._abi import DEFAULT_DYNAMIC_SHARED_BYTES, parse_arch
-from ..._arrays import GPU
+from ..._launch.arrays import GPU
+from ..._manifest import knobs as _knobs
+from ..._manifest.abi import DEFAULT_DYNAMIC_SHARED_BYTES, parse_arch
 from ...errors import (
     ArgumentTypeError,
     BackendUnavailableError,
@@ -24,8 +24,9 @@ from ...errors import (
 )
 
 if TYPE_CHECKING:
-    from ..._fastplan import FastPlan
-    from ..._manifest import Manifest, PtxArtifact
+    from ..._launch.fastplan import FastPlan
+    from ..._manifest.artifacts import PtxArtifact
+    from ..._manifest.reader import Manifest
 
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
 _TRAP_MARKERS = (
@@ -91,7 +92,7 @@ def select_ptx(
 
 
 class CupyBackend:
-    """``compiled``: whether plain calls get compiled launchers (pyoxide._native);
+    """``compiled``: whether plain calls get compiled launchers (pyoxide._launch._native);
     ``entry_points``: the driver functions they call, as addresses (cuLaunchKernel,
     cuCtxGetCurrent, cuGetErrorName, cuGetErrorString; the last two may be 0), or None
     for libcuda's (tests and benchmarks pass stand-ins, through ``backends.override``)."""
@@ -109,14 +110,14 @@ class CupyBackend:
                 f"GPU arrays need CuPy, which cannot be imported ({e}). "
                 "Fix: pip install 'pyoxide[cuda]' (CUDA 13 drivers) or 'pyoxide[cuda12]'."
             ) from None
-        from ..._native import LaunchRecord
+        from ..._launch._native import LaunchRecord
 
         self._cp = cupy
         #: The last kernel launched on either path (named in trap messages).
         self.record = LaunchRecord()
         self._compiled = compiled
         self._entry_points = entry_points
-        self._runtime: Any = None  # the compiled launchers' (pyoxide._native.Runtime)
+        self._runtime: Any = None  # the compiled launchers' (pyoxide._launch._native.Runtime)
         self._multiprocessors: dict[int, int] = {}
         self._identities: dict[int, tuple[str, str]] = {}
 
@@ -150,6 +151,58 @@ class CupyBackend:
         if getattr(attrs, "type", 2) not in (2, 3):
             return None
         return int(attrs.device)
+
+    # --- what only the GPU backend has: CuPy's arrays and the devices' facts ------
+
+    @property
+    def xp(self) -> Any:
+        """CuPy, the array library of this backend's arrays (for the callers that make
+        device arrays: verify's guarded copies, bench, a call's scratch arrays), so that
+        no module outside pyoxide/backends imports it."""
+        return self._cp
+
+    def compute_capability(self, device: int) -> int:
+        """``10 * major + minor`` (90 on an H100 or H200)."""
+        return int(self._cp.cuda.Device(device).compute_capability)
+
+    def devices(self) -> list[dict[str, Any]]:
+        """Every CUDA device CuPy sees: id, name, compute capability ("9.0")."""
+        runtime = self._cp.cuda.runtime
+        out = []
+        for i in range(runtime.getDeviceCount()):
+            props = runtime.getDeviceProperties(i)
+            name = props["name"]
+            out.append({
+                "id": i,
+                "name": name.decode() if isinstance(name, bytes) else str(name),
+                "compute_capability": f"{props['major']}.{props['minor']}",
+            })  # fmt: skip
+        return out
+
+    def driver_version(self) -> int:
+        """The CUDA driver's version (``13000`` for CUDA 13.0)."""
+        return int(self._cp.cuda.runtime.driverGetVersion())
+
+    def encode_tensor_map(
+        self,
+        kernel: str,
+        ptr: int,
+        extents: tuple[int, ...],
+        strides: tuple[int, ...],
+        box: tuple[int, ...],
+        swizzle_bytes: int,
+        elem_bytes: int,
+    ) -> bytes:
+        """The 128 bytes of one TMA tensor map (``cuTensorMapEncodeTiled``) of any rank:
+        ``extents`` innermost first, the byte ``strides`` of all but the innermost, boxes
+        of ``box`` elements. Errors name ``kernel``."""
+        from ._tensormap import encode_tiled
+
+        return encode_tiled(kernel, ptr, extents, strides, box, swizzle_bytes, elem_bytes)
+
+    def synchronize(self) -> None:
+        """Wait for the current device; raises what CUDA reports (a lost context)."""
+        self._cp.cuda.runtime.deviceSynchronize()
 
     # --- loading -----------------------------------------------------------------
 
@@ -277,7 +330,7 @@ class CupyBackend:
 
     def fast_launcher(self, plan: FastPlan, function: Any, device: int) -> Any:
         """The compiled launcher for calls with CuPy arrays or PyTorch tensors
-        (pyoxide._native), or None (then every call takes the general path)."""
+        (pyoxide._launch._native), or None (then every call takes the general path)."""
         if not self._compiled or _knobs.sync_launches():
             return None  # debugging mode: every launch goes through `launch` and syncs
         from . import _native

@@ -1,8 +1,8 @@
-"""The CuPy backend's compiled launchers (``pyoxide._native``): their runtime, and the
+"""The CuPy backend's compiled launchers (``pyoxide._launch._native``): their runtime, and the
 bindings of the array libraries they read.
 
-A ``pyoxide._native.Launcher`` is built per kernel and device from the kernel's fast plan
-(pyoxide/_fastplan.py) and this backend's ``Runtime``: the driver's entry points, the
+A ``pyoxide._launch._native.Launcher`` is built per kernel and device from the kernel's fast plan
+(pyoxide/_launch/fastplan.py) and this backend's ``Runtime``: the driver's entry points, the
 backend's launch record and error hook, the NumPy scalar types, and
 :func:`bind_array_type`, which the runtime asks about each array type it meets: CuPy's
 ``ndarray`` (read through its attributes, launched on CuPy's current stream) and, once
@@ -22,10 +22,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ... import _abi
-from ..._arrays import dtype_spelling, numpy_dtype
-from ..._fastplan import FastPlan, fast_scalar_types
-from ..._native import Launcher, LaunchRecord, Runtime
+from ..._launch._native import Launcher, LaunchRecord, Runtime
+from ..._launch.arrays import dtype_spelling, numpy_dtype
+from ..._launch.fastplan import FastPlan, fast_scalar_types
+from ..._manifest import abi as _abi
 
 # The C function behind CuPy's launches on the current stream: Cython exports a module's
 # cdef functions in its `__pyx_capi__` dict, each a capsule named by its C signature
@@ -87,7 +87,7 @@ def bind_array_type(cp: Any, cls: type) -> tuple[Any, ...] | None:
 
 def torch_binding(torch: Any) -> tuple[dict[str, Any], Any]:
     """The ``torch.dtype`` of each Rust element type PyTorch has, and the function giving
-    a device's current stream, the one pyoxide/_devices.py's ``torch_stream`` calls."""
+    a device's current stream, the one pyoxide/_launch/devices.py's ``torch_stream`` calls."""
     dtypes = {}
     for t in _abi.SCALARS:
         dtype = getattr(torch, dtype_spelling(t, "torch").split(".", 1)[1], None)

@@ -12,7 +12,7 @@ import ctypes
 from functools import cache
 from typing import Any
 
-from ..._abi import TENSOR_MAP_BYTES as MAP_BYTES
+from ..._manifest.abi import TENSOR_MAP_BYTES as MAP_BYTES
 from ...errors import LaunchError
 
 # cuda.h's enum values (CUtensorMapDataType, …Interleave, …Swizzle, …L2promotion,

@@ -38,8 +38,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import _knobs
-from ..._abi import (
+from ..._launch.arrays import HOST
+from ..._manifest import knobs as _knobs
+from ..._manifest.abi import (
     DESCRIPTOR_SECTION,
     EMU_CHECK_STRICT,
     EMULATOR_ARCH,
@@ -47,7 +48,6 @@ from ..._abi import (
     HOST_ENTRY_PREFIX,
     EmuStatus,
 )
-from ..._arrays import HOST
 from ...errors import (
     BackendUnavailableError,
     EmulatorError,
@@ -59,7 +59,7 @@ from . import _elf
 from . import _ffi as ffi
 
 if TYPE_CHECKING:
-    from ..._manifest import Manifest
+    from ..._manifest.reader import Manifest
 
 NO_EMULATOR = (
     "this build has no emulator library, so its kernels cannot run on NumPy (host) arrays. "
@@ -239,7 +239,7 @@ class EmuBackend:
         that uses it stops at its first sm_90 instruction, which the emulator names."""
         import numpy as np
 
-        from ..._abi import TENSOR_MAP_BYTES
+        from ..._manifest.abi import TENSOR_MAP_BYTES
 
         raw = np.zeros(len(maps) * TENSOR_MAP_BYTES + 64, np.uint8)
         at = -raw.ctypes.data % 64
@@ -301,51 +301,54 @@ def _dim(d: tuple[int, int, int]) -> str:
     return f"({d[0]}, {d[1]}, {d[2]})"
 
 
+#: What a failed host entry's status says, as the error's text: ``{kernel}``, ``{where}``
+#: (block and thread), ``{block}``, ``{thread}`` and ``{message}`` (the emulator's) are
+#: filled in. BAD_LAUNCH is a LaunchError; the others stop a kernel that ran.
+_STATUS_TEXT: dict[int, str] = {
+    EmuStatus.TRAP: (
+        "kernel '{kernel}' trapped in {where}: {message}. Fix: the kernel panicked there (on "
+        "a GPU this launch would fail with an illegal instruction); check the index or "
+        "assertion it names, and the arguments and launch configuration."
+    ),
+    EmuStatus.DIVERGENT_BARRIER: (
+        "kernel '{kernel}': barrier not reached by every thread of block {block} (thread "
+        "{thread} waits for threads that never come; on a GPU this kernel would hang): "
+        "{message}. Fix: make every thread of a block reach each sync_threads(), and every "
+        "running lane of a warp operation's mask reach it (no barrier or warp operation "
+        "inside a branch that depends on the thread, and no early return before one)."
+    ),
+    EmuStatus.UNDEFINED: (
+        "kernel '{kernel}' did what a GPU leaves undefined in {where}: {message}. (On a GPU "
+        "this launch would return wrong values silently; the emulator stops it.)"
+    ),
+    EmuStatus.FAULT: (
+        "kernel '{kernel}' faulted in {where}: {message}. Fix: on a GPU this launch would "
+        "fail with an illegal address and lose the CUDA context; give the launch the shared "
+        "memory the kernel uses (shared_mem=), or shrink the thread's local arrays and "
+        "recursion."
+    ),
+    EmuStatus.BAD_LAUNCH: (
+        "kernel '{kernel}': the emulator refused the launch: {message}. Fix: check the grid, "
+        "block and shared memory size (and the kernel's launch bounds)."
+    ),
+}
+
+
 def launch_error(kernel: str, outcome: ffi.Outcome) -> EmulatorError | LaunchError:
     """The documented error for a failed host entry's status."""
     block, thread = outcome.block, outcome.thread
-    where = f"block {_dim(block)} thread {_dim(thread)}"
-    message = outcome.message.strip() or "no message"
-    if outcome.status == EmuStatus.TRAP:
-        return EmulatorError(
-            f"kernel '{kernel}' trapped in {where}: {message}. Fix: the kernel panicked "
-            "there (on a GPU this launch would fail with an illegal instruction); check the "
-            "index or assertion it names, and the arguments and launch configuration.",
-            kernel=kernel, block=block, thread=thread,
-        )  # fmt: skip
-    if outcome.status == EmuStatus.DIVERGENT_BARRIER:
-        return EmulatorError(
-            f"kernel '{kernel}': barrier not reached by every thread of block {_dim(block)} "
-            f"(thread {_dim(thread)} waits for threads that never come; on a GPU this "
-            f"kernel would hang): {message}. Fix: make every thread of a block reach each "
-            "sync_threads(), and every running lane of a warp operation's mask reach it "
-            "(no barrier or warp operation inside a branch that depends on the thread, and "
-            "no early return before one).",
-            kernel=kernel, block=block, thread=thread,
-        )  # fmt: skip
-    if outcome.status == EmuStatus.UNDEFINED:
-        return EmulatorError(
-            f"kernel '{kernel}' did what a GPU leaves undefined in {where}: {message}. "
-            "(On a GPU this launch would return wrong values silently; the emulator stops "
-            "it.)",
-            kernel=kernel, block=block, thread=thread,
-        )  # fmt: skip
-    if outcome.status == EmuStatus.FAULT:
-        return EmulatorError(
-            f"kernel '{kernel}' faulted in {where}: {message}. Fix: on a GPU this launch "
-            "would fail with an illegal address and lose the CUDA context; give the launch "
-            "the shared memory the kernel uses (shared_mem=), or shrink the thread's local "
-            "arrays and recursion.",
-            kernel=kernel, block=block, thread=thread,
-        )  # fmt: skip
-    if outcome.status == EmuStatus.BAD_LAUNCH:
-        return LaunchError(
-            kernel,
-            f"kernel '{kernel}': the emulator refused the launch: {message}. Fix: check the "
-            "grid, block and shared memory size (and the kernel's launch bounds).",
+    fields = {
+        "kernel": kernel, "block": _dim(block), "thread": _dim(thread),
+        "where": f"block {_dim(block)} thread {_dim(thread)}",
+        "message": outcome.message.strip() or "no message",
+    }  # fmt: skip
+    text = _STATUS_TEXT.get(outcome.status)
+    if text is None:
+        text = (
+            "kernel '{kernel}': the emulator library returned unknown status "
+            f"{outcome.status} ({{message}}). Fix: rebuild with `pyoxide build` so library "
+            "and pyoxide match."
         )
-    return EmulatorError(
-        f"kernel '{kernel}': the emulator library returned unknown status {outcome.status} "
-        f"({message}). Fix: rebuild with `pyoxide build` so library and pyoxide match.",
-        kernel=kernel, block=block, thread=thread,
-    )  # fmt: skip
+    if outcome.status == EmuStatus.BAD_LAUNCH:
+        return LaunchError(kernel, text.format(**fields))
+    return EmulatorError(text.format(**fields), kernel=kernel, block=block, thread=thread)

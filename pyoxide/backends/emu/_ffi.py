@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..._abi import EMU_CONFIGURE_SYMBOL as CONFIGURE_SYMBOL
-from ..._abi import HOST_ENTRY_PREFIX, EmuStatus
-from ..._abi import OXIDE_ERROR_MESSAGE_BYTES as MESSAGE_BYTES
+from ..._manifest.abi import EMU_CONFIGURE_SYMBOL as CONFIGURE_SYMBOL
+from ..._manifest.abi import HOST_ENTRY_PREFIX, EmuStatus
+from ..._manifest.abi import OXIDE_ERROR_MESSAGE_BYTES as MESSAGE_BYTES
 
 _TYPES = f"""
 typedef struct {{ uint32_t grid[3]; uint32_t block[3]; uint64_t shared_bytes; }} OxideLaunch;

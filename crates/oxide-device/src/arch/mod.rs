@@ -62,31 +62,7 @@ macro_rules! with_cluster_registers {
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]
-mod nvptx_f16x2;
-#[cfg(target_arch = "nvptx64")]
 pub(crate) use nvptx::*;
-#[cfg(target_arch = "nvptx64")]
-pub(crate) use nvptx_f16x2::*;
-#[cfg(target_arch = "nvptx64")]
-mod nvptx_mma;
-#[cfg(target_arch = "nvptx64")]
-pub(crate) use nvptx_mma::*;
-#[cfg(target_arch = "nvptx64")]
-mod nvptx_convert;
-#[cfg(target_arch = "nvptx64")]
-pub(crate) use nvptx_convert::*;
-#[cfg(target_arch = "nvptx64")]
-mod nvptx_cluster;
-#[cfg(target_arch = "nvptx64")]
-pub(crate) use nvptx_cluster::*;
-#[cfg(target_arch = "nvptx64")]
-mod nvptx_wgmma;
-#[cfg(target_arch = "nvptx64")]
-pub(crate) use nvptx_wgmma::*;
-#[cfg(target_arch = "nvptx64")]
-mod nvptx_approx;
-#[cfg(target_arch = "nvptx64")]
-pub(crate) use nvptx_approx::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod host;

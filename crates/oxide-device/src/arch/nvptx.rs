@@ -1,5 +1,7 @@
 //! GPU backend: PTX special registers, barriers, warp intrinsics, scoped atomics and
-//! the dynamic shared-memory symbol.
+//! the dynamic shared-memory symbol here; the instruction families in nvptx/ (packed
+//! halves, tensor cores, conversions, clusters, wgmma, approximate math), as the
+//! emulator's are in host/.
 //!
 //! Warp intrinsics go through LLVM's `llvm.nvvm.*` intrinsics rather than `asm!`:
 //! LLVM declares those `convergent`, so no pass can move a shuffle into a branch that
@@ -9,6 +11,19 @@
 use core::arch::asm;
 use core::arch::nvptx;
 use core::sync::atomic::Ordering;
+
+mod approx;
+pub(crate) use approx::*;
+mod cluster;
+pub(crate) use cluster::*;
+mod convert;
+pub(crate) use convert::*;
+mod f16x2;
+pub(crate) use f16x2::*;
+mod mma;
+pub(crate) use mma::*;
+mod wgmma;
+pub(crate) use wgmma::*;
 
 macro_rules! special_registers {
     ($($name:ident => $intrinsic:ident,)*) => {$(

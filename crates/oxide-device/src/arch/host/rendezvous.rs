@@ -7,9 +7,9 @@
 //! barrier), and a mask's lanes that wait elsewhere (at a barrier, or with another
 //! mask) are a deadlock on a GPU, which the block reports.
 
-use crate::arch::WARP_SIZE as WARP;
+use crate::arch::WARP_SIZE;
 
-const LANES: usize = WARP as usize;
+const LANES: usize = WARP_SIZE as usize;
 
 /// The lanes' values of one warp operation, as one lane sees it.
 #[derive(Clone, Copy)]

@@ -1,0 +1,602 @@
+//! GPU backend of `wgmma`: the sm_90 warpgroup and bulk-copy instructions as inline
+//! PTX (LLVM 22 has no `wgmma` intrinsic). As in `mma`, nothing here is `pure`.
+
+use core::arch::asm;
+
+#[inline(always)]
+pub(crate) fn wgmma_fence() {
+    // SAFETY: the caller's warpgroup executes it together (`wgmma` docs).
+    unsafe {
+        asm!(
+            "wgmma.fence.sync.aligned;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+#[inline(always)]
+pub(crate) fn wgmma_commit_group() {
+    // SAFETY: as `wgmma_fence`.
+    unsafe {
+        asm!(
+            "wgmma.commit_group.sync.aligned;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+#[inline(always)]
+pub(crate) fn wgmma_wait_group<const N: u32>() {
+    // SAFETY: as `wgmma_fence`.
+    unsafe {
+        asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack, preserves_flags))
+    }
+}
+
+/// `asm!` whose first operands are `acc[i]` for each listed `i` (`{0}`, `{1}`, … in the
+/// template, in list order), read and written in registers, followed by `$rest`: the
+/// one place the accumulator operands are spelled out.
+macro_rules! asm_acc {
+    ($acc:ident [$($i:literal)*], $template:expr, $($rest:tt)*) => {
+        asm!($template, $(inout(reg32) $acc[$i],)* $($rest)*)
+    };
+}
+
+/// [`asm_acc`] over the 32 accumulators of an m64n64 product.
+macro_rules! asm_acc32 {
+    ($acc:ident, $($rest:tt)*) => {
+        asm_acc!($acc [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+        ], $($rest)*)
+    };
+}
+
+/// [`asm_acc`] over the 64 accumulators of an m64n128 product.
+macro_rules! asm_acc64 {
+    ($acc:ident, $($rest:tt)*) => {
+        asm_acc!($acc [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19
+            20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39
+            40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
+            60 61 62 63
+        ], $($rest)*)
+    };
+}
+
+/// [`asm_acc`] over the 128 accumulators of an m64n256 product.
+macro_rules! asm_acc128 {
+    ($acc:ident, $($rest:tt)*) => {
+        asm_acc!($acc [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19
+            20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39
+            40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
+            60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79
+            80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99
+            100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119
+            120 121 122 123 124 125 126 127
+        ], $($rest)*)
+    };
+}
+
+/// `wgmma.wait_group.sync.aligned N` that names the 128 accumulators as read and
+/// written (in a PTX comment), so that LLVM schedules no use of them above the wait:
+/// ptxas serialises every wgmma of a kernel where a plain instruction reads an
+/// accumulator before its wait (its warning C7514).
+#[inline(always)]
+pub(crate) fn wgmma_wait_group_acc128<const N: u32>(acc: &mut [f32; 128]) {
+    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
+    unsafe {
+        asm_acc128!(
+            acc,
+            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63} {64} {65} {66} {67} {68} {69} {70} {71} {72} {73} {74} {75} {76} {77} {78} {79} {80} {81} {82} {83} {84} {85} {86} {87} {88} {89} {90} {91} {92} {93} {94} {95} {96} {97} {98} {99} {100} {101} {102} {103} {104} {105} {106} {107} {108} {109} {110} {111} {112} {113} {114} {115} {116} {117} {118} {119} {120} {121} {122} {123} {124} {125} {126} {127}", " */"),
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// As `wgmma_wait_group_acc128`, for the 32 accumulators of an m64n64 product.
+#[inline(always)]
+pub(crate) fn wgmma_wait_group_acc32<const N: u32>(acc: &mut [f32; 32]) {
+    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}", " */"),
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// As `wgmma_wait_group_acc128`, for the 64 accumulators of an m64n128 product.
+#[inline(always)]
+pub(crate) fn wgmma_wait_group_acc64<const N: u32>(acc: &mut [f32; 64]) {
+    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63}", " */"),
+            n = const N,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_bf16`).
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {da}, {db}, p, 1, 1, {ta}, {tb}; }}"
+            ),
+            da = in(reg64) desc_a, db = in(reg64) desc_b, sd = in(reg32) accumulate as u32,
+            ta = const TRANS_A, tb = const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// The shared-state-space address of a generic pointer into shared memory, in the 32
+/// bits the instructions take ([`super::cvta_to_shared`], truncated: the window is
+/// smaller than 4 GiB).
+#[inline(always)]
+pub(crate) fn shared_addr<T>(p: *const T) -> u32 {
+    super::cvta_to_shared(p.cast()) as u32
+}
+
+// init, arrive, inval and test_wait are spelled `.shared.b64` (PTX 7.0, sm_80), not
+// `.shared::cta.b64` (PTX 7.8): the same state space, and the sm_80 build, whose PTX
+// says `.version 7.0`, takes them. expect_tx and try_wait exist from sm_90 only.
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_init(bar: *mut u64, count: u32) {
+    // SAFETY: `bar` is an 8-byte-aligned shared word (caller).
+    unsafe {
+        asm!("mbarrier.init.shared.b64 [{b}], {c};", b = in(reg32) shared_addr(bar),
+             c = in(reg32) count, options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_arrive(bar: *mut u64) -> u64 {
+    let state: u64;
+    // SAFETY: as `mbarrier_init`, initialised.
+    unsafe {
+        asm!("mbarrier.arrive.shared.b64 {s}, [{b}];", s = out(reg64) state,
+             b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
+    }
+    state
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_arrive_expect_tx(bar: *mut u64, bytes: u32) -> u64 {
+    let state: u64;
+    // SAFETY: as `mbarrier_arrive`.
+    unsafe {
+        asm!("mbarrier.arrive.expect_tx.shared::cta.b64 {s}, [{b}], {n};", s = out(reg64) state,
+             b = in(reg32) shared_addr(bar), n = in(reg32) bytes, options(nostack, preserves_flags));
+    }
+    state
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_try_wait_parity(bar: *mut u64, parity: u32) -> bool {
+    let done: u32;
+    // SAFETY: as `mbarrier_arrive`.
+    unsafe {
+        asm!("{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {d}, 1, 0, p; }}",
+             d = out(reg32) done, b = in(reg32) shared_addr(bar), q = in(reg32) parity,
+             options(nostack, preserves_flags));
+    }
+    done != 0
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_inval(bar: *mut u64) {
+    // SAFETY: as `mbarrier_init`.
+    unsafe {
+        asm!("mbarrier.inval.shared.b64 [{b}];", b = in(reg32) shared_addr(bar),
+             options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_test_wait(bar: *mut u64, token: u64) -> bool {
+    let done: u32;
+    // SAFETY: as `mbarrier_arrive`.
+    unsafe {
+        asm!("{{ .reg .pred p; mbarrier.test_wait.shared.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
+             d = out(reg32) done, b = in(reg32) shared_addr(bar), t = in(reg64) token,
+             options(nostack, preserves_flags));
+    }
+    done != 0
+}
+
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_try_wait(bar: *mut u64, token: u64) -> bool {
+    let done: u32;
+    // SAFETY: as `mbarrier_arrive`.
+    unsafe {
+        asm!("{{ .reg .pred p; mbarrier.try_wait.shared::cta.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
+             d = out(reg32) done, b = in(reg32) shared_addr(bar), t = in(reg64) token,
+             options(nostack, preserves_flags));
+    }
+    done != 0
+}
+
+#[inline(always)]
+pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
+    dst: *mut u8,
+    tensor_map: *const u8,
+    x: i32,
+    y: i32,
+    bar: *mut u64,
+) {
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_g2s`).
+    unsafe {
+        asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
+             d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y,
+             b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
+    src: *const u8,
+    tensor_map: *const u8,
+    x: i32,
+    y: i32,
+) {
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_s2g`).
+    unsafe {
+        asm!("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+             m = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y,
+             s = in(reg32) shared_addr(src), options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) fn cp_async_bulk_commit_group() {
+    // SAFETY: closes this thread's group of bulk copies; no operands.
+    unsafe {
+        asm!(
+            "cp.async.bulk.commit_group;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+#[inline(always)]
+pub(crate) fn cp_async_bulk_wait_group<const N: u32>() {
+    // SAFETY: a wait on this thread's own bulk groups.
+    unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack, preserves_flags)) }
+}
+
+#[inline(always)]
+pub(crate) fn cp_async_bulk_wait_group_read<const N: u32>() {
+    // SAFETY: as `cp_async_bulk_wait_group`.
+    unsafe {
+        asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack, preserves_flags))
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: upheld by the caller (`barrier::named_barrier_sync`). Not `bar.sync`
+    // (= `barrier.sync.aligned`, which needs every thread of a warp at the same
+    // instruction): `asm!` is not convergent for LLVM, which may copy the barrier into
+    // both arms of an `if` around it, and did (thread 0's arm and the others').
+    unsafe {
+        asm!("barrier.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+             options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) fn fence_proxy_async_shared() {
+    // SAFETY: a fence.
+    unsafe {
+        asm!(
+            "fence.proxy.async.shared::cta;",
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
+/// `wgmma.mma_async …m64n256k16.f32.bf16.bf16`: 128 accumulators a thread. The operands
+/// are positional (`{0}`…`{127}` the accumulators, then the descriptors, the
+/// scale-d flag and the transposes) so that one template holds all 128.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n256k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 128],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n256k16_f32_bf16`).
+    unsafe {
+        asm_acc128!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {130}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, ",
+                "{128}, {129}, p, 1, 1, {131}, {132}; }}"
+            ),
+            in(reg64) desc_a,
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_A,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n64k16.f32.f16.f16`, A and B from shared memory: 32
+/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n64k16_f16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_f16`).
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {34}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
+                "{32}, {33}, p, 1, 1, {35}, {36}; }}"
+            ),
+            in(reg64) desc_a,
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_A,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.bf16.bf16`, A and B from shared memory: 64
+/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_bf16`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {66}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{64}, {65}, p, 1, 1, {67}, {68}; }}"
+            ),
+            in(reg64) desc_a,
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_A,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.f16.f16`, A and B from shared memory: 64
+/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_f16<const TRANS_A: u32, const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    desc_a: u64,
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_f16`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {66}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{64}, {65}, p, 1, 1, {67}, {68}; }}"
+            ),
+            in(reg64) desc_a,
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_A,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n64k16.f32.bf16.bf16` with A from registers (four `bf16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 32 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n64k16_bf16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_bf16_rs`).
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {37}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
+                "{{{32}, {33}, {34}, {35}}}, {36}, p, 1, 1, {38}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n64k16.f32.f16.f16` with A from registers (four `f16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 32 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n64k16_f16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 32],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_f16_rs`).
+    unsafe {
+        asm_acc32!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {37}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
+                "{{{32}, {33}, {34}, {35}}}, {36}, p, 1, 1, {38}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.bf16.bf16` with A from registers (four `bf16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 64 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_bf16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_bf16_rs`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {69}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{{{64}, {65}, {66}, {67}}}, {68}, p, 1, 1, {70}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `wgmma.mma_async …m64n128k16.f32.f16.f16` with A from registers (four `f16x2` a
+/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
+/// memory: 64 accumulators a thread.
+#[inline(always)]
+pub(crate) unsafe fn wgmma_m64n128k16_f16_rs<const TRANS_B: u32>(
+    acc: &mut [f32; 64],
+    a: [u32; 4],
+    desc_b: u64,
+    accumulate: bool,
+) {
+    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_f16_rs`).
+    unsafe {
+        asm_acc64!(
+            acc,
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {69}, 0; ",
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ",
+                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
+                "{{{64}, {65}, {66}, {67}}}, {68}, p, 1, 1, {70}; }}"
+            ),
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) desc_b,
+            in(reg32) accumulate as u32,
+            const TRANS_B,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// `cp.async.bulk.tensor.4d…mbarrier::complete_tx::bytes`: the 4-D form of
+/// `cp_async_bulk_tensor_2d_g2s`.
+#[inline(always)]
+pub(crate) unsafe fn cp_async_bulk_tensor_4d_g2s(
+    dst: *mut u8,
+    tensor_map: *const u8,
+    coords: [i32; 4],
+    bar: *mut u64,
+) {
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_4d_g2s`).
+    unsafe {
+        asm!("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{b}];",
+             d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map, c0 = in(reg32) coords[0],
+             c1 = in(reg32) coords[1], c2 = in(reg32) coords[2], c3 = in(reg32) coords[3],
+             b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) unsafe fn named_barrier_arrive(id: u32, threads: u32) {
+    // SAFETY: upheld by the caller (`barrier::named_barrier_arrive`); the unaligned form
+    // for the reason `named_barrier_sync` gives.
+    unsafe {
+        asm!("barrier.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
+             options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
+pub(crate) fn setmaxnreg_inc<const N: u32>() {
+    // SAFETY: the caller's warpgroup executes it together (`wgmma::setmaxnreg_inc`).
+    unsafe {
+        asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack, preserves_flags))
+    }
+}
+
+#[inline(always)]
+pub(crate) fn setmaxnreg_dec<const N: u32>() {
+    // SAFETY: as `setmaxnreg_inc`.
+    unsafe {
+        asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack, preserves_flags))
+    }
+}

@@ -1,0 +1,173 @@
+"""What a tuned kernel may run, and where a choice holds.
+
+A kernel with ``#[tune(...)]`` (its :class:`~pyoxide._manifest.tune_spec.TuneSpec`) is a *family*:
+its hand-picked instance (each tuned const at its first value), which plain calls name,
+and its other instances (one entry each, like generic instances). A :class:`Candidate` is
+one instance of the family with one combination of the tuned launch parameters;
+:func:`candidates` lists them, the hand pick first, and :func:`tuned_spec` is the
+manifest entry a candidate launches as (its launch policy with the tuned values).
+
+A choice holds for a *bucket* of calls: :func:`key_dims` names the extents that matter
+(the ``#[shapes]`` names in order of first appearance, else the extents of the launch's
+``over``), and :func:`bucket_of` rounds each up to a power of two. The same function
+serves the tuner (where a measured shape falls) and the launcher (whether a call is in a
+choice's bucket), and :func:`bucket_rule` gives the compiled launchers the same test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._manifest.reader import KernelSpec
+from .._manifest.tune_spec import launch_text
+from . import policy as _policy
+
+
+def is_hand_pick(spec: KernelSpec) -> bool:
+    """Whether plain calls name ``spec``: a kernel without tuned consts, or the instance
+    whose tuned consts all have their first value."""
+    if spec.tune is None:
+        return True
+    bound = dict(spec.instance)
+    return all(bound.get(name) == values[0] for name, values in spec.tune.consts)
+
+
+def family_key(spec: KernelSpec) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The kernel name and the untuned generic arguments: equal for a hand pick and the
+    instances it is tuned among."""
+    tuned = spec.tune.const_names if spec.tune is not None else frozenset()
+    return spec.name, tuple((p, v) for p, v in spec.instance if p not in tuned)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One thing a tuned kernel may run: ``entry`` launched with ``launch`` (the tuned
+    launch parameters; the policy's own values for the rest)."""
+
+    entry: str
+    launch: tuple[tuple[str, int], ...]
+    hand_pick: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.entry} {launch_text(self.launch)}".strip()
+
+
+def family(kernels: Sequence[KernelSpec], spec: KernelSpec) -> list[KernelSpec]:
+    """The instances ``spec`` (a hand pick) is tuned among, itself first."""
+    key = family_key(spec)
+    others = [k for k in kernels if k.tune is not None and k is not spec and family_key(k) == key]
+    return [spec, *others]
+
+
+def hand_launch(spec: KernelSpec) -> tuple[tuple[str, int], ...]:
+    """The policy's own values of the tuned launch parameters (the hand pick's)."""
+    if spec.tune is None or not spec.tune.launch:
+        return ()
+    policy = _policy.policy_of(spec)
+    assert policy is not None  # the macro requires a policy for tuned launch parameters
+    return tuple((name, int(getattr(policy, name))) for name, _ in spec.tune.launch)
+
+
+def candidates(kernels: Sequence[KernelSpec], spec: KernelSpec) -> list[Candidate]:
+    """Every candidate of the hand pick ``spec``: each instance of its family with each
+    combination of tuned launch values; the hand pick (its own policy's values) first."""
+    hand = hand_launch(spec)
+    lists = [
+        [(name, v) for v in values] for name, values in (spec.tune.launch if spec.tune else ())
+    ]
+    out = [Candidate(spec.entry, hand, True)]
+    for member in family(kernels, spec):
+        for combo in itertools.product(*lists):
+            c = Candidate(member.entry, tuple(combo), member is spec and tuple(combo) == hand)
+            if not c.hand_pick:
+                out.append(c)
+    return out
+
+
+def tuned_spec(spec: KernelSpec, launch: Sequence[tuple[str, int]]) -> KernelSpec:
+    """``spec`` (the entry a candidate runs) with its launch policy's tuned values: a tuned
+    ``block`` of a row kernel is the block of every call (not only the largest)."""
+    if not launch:
+        return spec
+    policy = _policy.policy_of(spec)
+    assert policy is not None
+    values: dict[str, Any] = dict(launch)
+    changed = dataclasses.replace(policy, **values)
+    if policy.kind == "block_per_row" and "block" in values:
+        changed = dataclasses.replace(changed, least_block=values["block"])
+    return dataclasses.replace(spec, launch=changed)
+
+
+# --- buckets ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyDim:
+    """One extent that places a call in a bucket: axis ``axis`` of parameter ``param``
+    (a slice's length is its axis 0), called ``name``."""
+
+    param: int
+    axis: int
+    name: str
+
+
+def key_dims(spec: KernelSpec) -> tuple[KeyDim, ...]:
+    """The extents a choice is kept per: the shape contract's names in order of first
+    appearance; without names, the extents of the launch's ``over``."""
+    dims: list[KeyDim] = []
+    seen: set[str] = set()
+    for i, p in enumerate(spec.params):
+        named = p.array.dims if p.array is not None else (p.length,)
+        for axis, d in enumerate(named):
+            if isinstance(d, str) and d not in seen:
+                seen.add(d)
+                dims.append(KeyDim(i, axis, d))
+    if dims:
+        return tuple(dims)
+    policy = _policy.policy_of(spec)
+    if policy is None:
+        return ()
+    over = spec.params[policy.over]
+    name = over.name
+    if over.array is None:
+        return (KeyDim(policy.over, 0, f"len({name})"),)
+    return tuple(KeyDim(policy.over, a, f"{name}.shape[{a}]") for a in range(over.array.rank))
+
+
+def pow2_bucket(extent: int) -> int:
+    """The power of two at or above ``extent`` (1 for 0 and 1)."""
+    return 1 << max(extent - 1, 0).bit_length()
+
+
+def extents(
+    dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]
+) -> tuple[int, ...] | None:
+    """The key extents of a call whose array arguments have ``shapes`` (per parameter,
+    None for scalars); None when an argument is missing."""
+    out = []
+    for d in dims:
+        shape = shapes[d.param] if d.param < len(shapes) else None
+        if shape is None or d.axis >= len(shape):
+            return None
+        out.append(int(shape[d.axis]))
+    return tuple(out)
+
+
+def bucket_of(
+    dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]
+) -> tuple[int, ...] | None:
+    found = extents(dims, shapes)
+    return None if found is None else tuple(pow2_bucket(e) for e in found)
+
+
+def bucket_rule(
+    dims: Sequence[KeyDim], bucket: Sequence[int]
+) -> tuple[tuple[int, int, int, int], ...]:
+    """The compiled launchers' form of a bucket: ``(param, axis, low, high)`` per key
+    extent, taken when ``low < extent <= high``."""
+    return tuple((d.param, d.axis, b // 2, b) for d, b in zip(dims, bucket, strict=True))

@@ -1,0 +1,109 @@
+"""Tuned choices at launch: a plain call of a tuned kernel runs what ``pyoxide tune``
+chose for its GPU and its shapes, and the hand pick everywhere else.
+
+A choice (:class:`~pyoxide._manifest.tune_spec.TunedChoice`, from the manifest that ``pyoxide
+build --tuned`` wrote and from ``pyoxide tune``'s cache, pyoxide/_launch/tune_store.py) becomes a
+:class:`TunedKernel`: the chosen entry with its tuned launch policy
+(:func:`~pyoxide._launch.tune_space.tuned_spec`), installed as a variant of the hand-picked kernel
+(pyoxide/_launch/variants.py's mechanism, after the ``#[variant_of]`` ones). So the one launch
+decision stays :meth:`Kernel.variant_for <pyoxide._launch.kernel.Kernel.variant_for>` and its
+compiled twin (a variant's launchers first): a TunedKernel takes a call when the call's key
+extents fall in its bucket (:meth:`TunedKernel.takes`, and the ``bucket`` of its fast plan
+for the compiled launchers) and the device is the GPU model and architecture it was tuned
+on (:meth:`TunedKernel.runs_on`). Choices made on the emulator hold there, so the whole
+path is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._manifest.tune_spec import TunedChoice, launch_text
+from . import tune_space as _tune_space
+from .kernel import CodeLoader, Kernel
+
+if TYPE_CHECKING:
+    from .._manifest.reader import KernelSpec
+    from ..backends import Backend
+    from .arrays import ArrayView
+    from .fastplan import FastPlan
+
+
+class TunedKernel(Kernel):
+    """The candidate a tuned choice picked, as a variant of the kernel it was tuned for."""
+
+    variant_on_host = True
+
+    def __init__(self, spec: KernelSpec, code: CodeLoader, choice: TunedChoice,
+                 dims: tuple[_tune_space.KeyDim, ...]) -> None:  # fmt: skip
+        super().__init__(_tune_space.tuned_spec(spec, choice.launch), code)
+        self.choice = choice
+        self._dims = dims
+
+    def __repr__(self) -> str:
+        c = self.choice
+        return (f"<pyoxide.TunedKernel {c.entry} {launch_text(c.launch)} for {c.kernel} on "
+                f"{c.device} ({c.arch}), bucket {list(c.bucket)}>")  # fmt: skip
+
+    def takes(self, views: Sequence[ArrayView | None]) -> bool:
+        shapes = [None if v is None else tuple(v.shape) for v in views]
+        found = _tune_space.extents(self._dims, shapes)
+        return found is not None and all(
+            b // 2 < e <= b for e, b in zip(found, self.choice.bucket, strict=True)
+        )
+
+    def runs_on(self, backend: Backend, device: int) -> bool:
+        identity = (self.choice.device, self.choice.arch)
+        return backend.device_identity(device) == identity and super().runs_on(backend, device)
+
+    @property
+    def fast_plan(self) -> FastPlan | None:
+        plan = super().fast_plan
+        if plan is None:
+            return None
+        rule = _tune_space.bucket_rule(self._dims, self.choice.bucket)
+        return dataclasses.replace(plan, bucket=rule)
+
+
+def install(launchers: dict[str, Any], specs: Sequence[KernelSpec], code: CodeLoader,
+            choices: Sequence[TunedChoice]) -> list[TunedKernel]:  # fmt: skip
+    """Wire each choice whose kernel and entry this module has (and whose launch
+    parameters the kernel still tunes) as a variant of its kernel; the rest are stale
+    (another build's) and left out. Returns the variants made."""
+    by_entry = {s.entry: s for s in specs}
+    made: list[TunedKernel] = []
+    for choice in choices:
+        kernel, spec = launchers.get(choice.kernel), by_entry.get(choice.entry)
+        hand = by_entry.get(choice.kernel)
+        if (
+            not isinstance(kernel, Kernel)
+            or spec is None
+            or hand is None
+            or not _fits(hand, choice)
+        ):
+            continue
+        if spec is not hand and spec not in _tune_space.family(specs, hand):
+            continue
+        dims = _tune_space.key_dims(hand)
+        if len(dims) != len(choice.bucket):
+            continue
+        variant = TunedKernel(spec, code, choice, dims)
+        kernel.set_variants([*kernel.variants, variant])
+        made.append(variant)
+    return made
+
+
+def _fits(hand: KernelSpec, choice: TunedChoice) -> bool:
+    """Whether the kernel still tunes every launch parameter the choice sets, to a value
+    it still lists."""
+    listed = dict(hand.tune.launch) if hand.tune is not None else {}
+    return all(value in listed.get(name, ()) for name, value in choice.launch)
+
+
+def tuned_for(kernel: Kernel, args: Sequence[Any]) -> TunedChoice | None:
+    """The choice a plain call of ``kernel`` with ``args`` runs, or None (the hand pick,
+    or a ``#[variant_of]`` kernel)."""
+    variant = kernel.variant_for(args)
+    return variant.choice if isinstance(variant, TunedKernel) else None

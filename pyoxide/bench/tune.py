@@ -1,0 +1,291 @@
+"""``pyoxide tune``: for each tuned kernel with a spec and each shape, every candidate
+(:func:`~pyoxide._launch.tune_space.candidates`) is verified against the spec, then timed, and
+the fastest that passed is kept for the kernel's bucket on this GPU (pyoxide/_launch/tune_store.py).
+
+- Verified first: a candidate runs the spec's case at the shape, and one more case in the
+  same bucket (one off each extent, on misaligned views where the spec allows them),
+  with poisoned outputs, guard bytes around every array and the inputs checked unchanged
+  (pyoxide/verify/_case.py), against the float64 reference. One that fails is reported
+  and never timed, so never chosen.
+- Timed through a seam (:data:`Timing`): on the GPU, the bench harness's CUDA events with
+  the L2 flushed between repetitions (pyoxide/bench/_timing.py); on the emulator, the wall
+  clock (meaningless for a GPU, but it exercises everything else); tests plant their own.
+- Chosen with a margin: another candidate replaces the hand pick only when it is faster
+  by ``margin`` (3 %) in a second, confirming measurement of both, so noise does not
+  turn into a slower choice.
+
+The result is a report (oxide-abi ``TuneReport``, ``pyoxide tune --json``) and the choices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._launch import tune_space as _tune_space
+from .._launch import tune_store as _tune_store
+from .._launch.kernel import Kernel
+from .._manifest import abi as _abi
+from .._manifest.reader import KernelSpec
+from .._manifest.tune_spec import TunedChoice
+from ..spec import Case, Shape, Spec
+from ..verify._case import Arrays, param_names, run_case
+
+#: Microseconds of one call of ``run`` (a candidate at a shape), however measured.
+Timing = Callable[[_tune_space.Candidate, Shape, Callable[[], None]], float]
+
+#: How much faster (a fraction) another candidate must be to replace the hand pick.
+DEFAULT_MARGIN = 0.03
+
+
+def gpu_timing(reps: int = 20, warmup: int = 3) -> Timing:
+    """CUDA events around each call, the L2 flushed between repetitions: the median."""
+    from .. import backends
+    from ._timing import Timer
+
+    timer = Timer(backends.gpu().xp, reps, warmup, flush_l2=True)
+    return lambda candidate, shape, run: timer.times(run).median * 1e3
+
+
+def wall_timing(reps: int = 3) -> Timing:
+    """The wall clock's median over ``reps`` calls after one (the emulator's)."""
+
+    def timing(candidate: _tune_space.Candidate, shape: Shape, run: Callable[[], None]) -> float:
+        run()
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1e6
+
+    return timing
+
+
+def hand_picks(kernels: Sequence[KernelSpec], spec: Spec) -> list[tuple[str, KernelSpec]]:
+    """(dtype, the tuned kernel a plain call of that dtype names) for each of the spec's
+    dtypes that has one."""
+    out = []
+    for dtype in spec.dtypes:
+        for k in kernels:
+            untuned = _tune_space.family_key(k)[1]
+            if (k.name == spec.kernel and k.tune is not None and _tune_space.is_hand_pick(k)
+                    and (not untuned or dtype in (v for _, v in untuned))):  # fmt: skip
+                out.append((dtype, k))
+                break
+    return out
+
+
+def _shapes(spec: Spec, sizes: Sequence[Shape] | None) -> list[Shape]:
+    shapes = [tuple(s) for s in spec.bench_shapes]
+    if sizes:
+        ndim = len(shapes[0]) if shapes else 1
+        shapes = [tuple(s) for s in sizes if len(s) == ndim] or shapes
+    return shapes
+
+
+def _memoized(spec: Spec) -> Spec:
+    """``spec`` drawing each case's inputs and reference once (every candidate runs the
+    same cases)."""
+
+    @functools.cache
+    def inputs(case: Case) -> dict[str, Any]:
+        return spec.inputs(case, np.random.default_rng(case.seed))
+
+    @functools.cache
+    def reference(case: Case) -> dict[str, np.ndarray]:
+        return spec.reference(inputs(case), case)
+
+    return dataclasses.replace(
+        spec, inputs=lambda case, rng: inputs(case), reference=lambda args, case: reference(case)
+    )
+
+
+def _param_shapes(spec: Spec, kernel: KernelSpec, case: Case) -> list[tuple[int, ...] | None]:
+    """Each kernel parameter's array shape for ``case`` (None: a scalar)."""
+    values = {**spec.inputs(case, np.random.default_rng(case.seed)),
+              **{n: o.make(case) for n, o in spec.outputs.items()}}  # fmt: skip
+    return [np.shape(values[n]) if isinstance(values.get(n), np.ndarray) else None
+            for n in param_names(kernel)]  # fmt: skip
+
+
+def _cases(spec: Spec, hand: KernelSpec, case: Case, bucket: tuple[int, ...] | None) -> list[Case]:
+    """The spec's case at the tuned shape, and one more in its bucket: one off each
+    extent (when that stays in the bucket), on misaligned views where allowed."""
+    offset = 1 if spec.misaligned else 0
+    edge = Case(tuple(max(1, d - 1) for d in case.shape), case.dtype, offset, case.seed + 1)
+    dims = _tune_space.key_dims(hand)
+    if (
+        edge.shape == case.shape
+        or _tune_space.bucket_of(dims, _param_shapes(spec, hand, edge)) != bucket
+    ):
+        edge = Case(case.shape, case.dtype, offset, case.seed + 1)
+    return [case] if edge == case else [case, edge]
+
+
+class ShapeRun:
+    """One shape of one kernel: the spec's arrays on the backend, and each candidate run
+    on them as a plain call."""
+
+    def __init__(self, spec: Spec, hand: KernelSpec, case: Case, backend: str) -> None:
+        self.spec, self.case = spec, case
+        host = spec.inputs(case, np.random.default_rng(case.seed))
+        outs = {name: out.make(case) for name, out in spec.outputs.items()}
+        xp: Any = np
+        if backend == "cupy":
+            from .. import backends
+
+            xp = backends.gpu().xp
+        self.dev = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v
+                    for k, v in {**host, **outs}.items()}  # fmt: skip
+        self.args = [self.dev[n] for n in param_names(hand)]
+        self.zeroed = [self.dev[n] for n, o in spec.outputs.items() if o.init == "zeros"]
+
+    def runner(self, kernel: Kernel) -> Callable[[], None]:
+        def run() -> None:
+            for z in self.zeroed:  # an accumulator starts at 0 each time, as in bench
+                z.fill(0)
+            if self.spec.launch is not None:
+                self.spec.launch(kernel, self.args, self.case)
+            else:
+                kernel(*self.args)
+
+        return run
+
+
+def tune_shape(
+    module: Any, spec: Spec, hand: KernelSpec, dtype: str, shape: Shape, *,
+    backend: str, timing: Timing, margin: float = DEFAULT_MARGIN, seed: int = 0,
+    step: Callable[[str], None] = lambda label: None,
+) -> tuple[dict[str, Any], TunedChoice | None, tuple[int, ...] | None]:  # fmt: skip
+    """Verify and time every candidate of ``hand`` at ``shape``: (the report's entry, the
+    choice when another candidate beat the hand pick by the margin, the bucket)."""
+    start = time.perf_counter()
+    kernels = module.manifest.kernels
+    by_entry = {k.entry: k for k in kernels}
+    memo = _memoized(spec)
+    case = Case(tuple(shape), dtype, 0, seed)
+    dims = _tune_space.key_dims(hand)
+    bucket = _tune_space.bucket_of(dims, _param_shapes(memo, hand, case))
+    cases = _cases(memo, hand, case, bucket)
+    arrays = Arrays(backend)
+    run = ShapeRun(memo, hand, case, backend)
+    results: list[dict[str, Any]] = []
+    timed: dict[int, tuple[Kernel, float]] = {}
+    for cand in _tune_space.candidates(kernels, hand):
+        step(f"{cand.label} {'×'.join(map(str, shape))}")
+        row: dict[str, Any] = {
+            "entry": cand.entry, "launch": dict(cand.launch), "hand_pick": cand.hand_pick,
+            "time_us": None, "message": None,
+        }  # fmt: skip
+        results.append(row)
+        # A fresh launcher per candidate: no variants, no tuned choices of its own. The
+        # hand pick runs as a plain call does (a row kernel's block follows its rows).
+        launch = () if cand.hand_pick else cand.launch
+        kernel = Kernel(_tune_space.tuned_spec(by_entry[cand.entry], launch), module.function)
+        failure = next(
+            (f"{c.describe()}: {o.failure.what}: {o.failure.message}" for c in cases
+             if (o := run_case(kernel, kernel.spec, memo, c, arrays)).failure is not None),
+            None,
+        )  # fmt: skip
+        if failure is not None:
+            row.update(verdict="failed", message=failure)
+            continue
+        row.update(verdict="passed", time_us=timing(cand, case.shape, run.runner(kernel)))
+        timed[len(results) - 1] = (kernel, row["time_us"])
+    hand_at = next((i for i, r in enumerate(results) if r["hand_pick"]), 0)
+    choice_at = _choose(results, timed, hand_at, margin, timing, case, run)
+    entry: dict[str, Any] = {
+        "kernel": hand.entry, "shape": list(shape), "bucket": list(bucket or ()),
+        "seconds": round(time.perf_counter() - start, 3), "candidates": results,
+        "choice": choice_at, "ratio": None,
+    }  # fmt: skip
+    hand_us = results[hand_at]["time_us"]
+    if choice_at is not None and hand_us:
+        entry["ratio"] = results[choice_at]["time_us"] / hand_us
+    if choice_at is None or choice_at == hand_at or bucket is None:
+        return entry, None, bucket
+    chosen = results[choice_at]
+    device, arch = _identity(backend)
+    choice = TunedChoice(
+        kernel=hand.entry, device=device, arch=arch, bucket=bucket, entry=chosen["entry"],
+        launch=tuple(sorted(chosen["launch"].items())), time_us=chosen["time_us"],
+        hand_us=hand_us or 0.0, shape=tuple(shape), candidates=len(results),
+        rejected=sum(r["verdict"] == "failed" for r in results),
+    )  # fmt: skip
+    return entry, choice, bucket
+
+
+def _choose(
+    results: list[dict[str, Any]], timed: dict[int, tuple[Kernel, float]], hand_at: int,
+    margin: float, timing: Timing, case: Case, run: ShapeRun,
+) -> int | None:  # fmt: skip
+    """The index of the candidate to keep: the fastest that passed, when it beats the hand
+    pick by ``margin`` in a second measurement of both (else the hand pick); None when
+    none passed."""
+    if not timed:
+        return None
+    best = min(timed, key=lambda i: timed[i][1])
+    if hand_at not in timed:
+        return best  # the hand pick failed: the fastest that passed
+    if best == hand_at:
+        return hand_at
+    labels = {
+        i: _tune_space.Candidate(
+            results[i]["entry"], tuple(results[i]["launch"].items()), results[i]["hand_pick"]
+        )
+        for i in (best, hand_at)
+    }
+    again = {i: timing(labels[i], case.shape, run.runner(timed[i][0])) for i in (hand_at, best)}
+    for i, t in again.items():  # the better of the two measurements of each
+        results[i]["time_us"] = min(results[i]["time_us"], t)
+    if results[best]["time_us"] <= results[hand_at]["time_us"] * (1 - margin):
+        return best
+    return hand_at
+
+
+def _identity(backend: str) -> tuple[str, str]:
+    from .. import backends
+
+    b = backends.get(backend)
+    return b.device_identity(b.current_device())
+
+
+def tune_crate(
+    module: Any, specs: Sequence[Spec], *, backend: str, timing: Timing,
+    sizes: Sequence[Shape] | None = None, margin: float = DEFAULT_MARGIN, save: bool = True,
+    progress: Callable[[int], Callable[[str], None]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Tune every tuned kernel of ``specs`` at the specs' bench shapes (or ``sizes``), keep
+    the choices in the cache (``save``) and return the report (tune-report.schema.json)."""
+    start = time.perf_counter()
+    manifest = module.manifest
+    work = [(spec, hand, dtype, shape)
+            for spec in specs
+            for dtype, hand in hand_picks(manifest.kernels, spec)
+            for shape in _shapes(spec, sizes)]  # fmt: skip
+    total = sum(len(_tune_space.candidates(manifest.kernels, hand)) for _, hand, _, _ in work)
+    step = progress(total) if progress is not None else (lambda label: None)
+    entries, choices, places = [], [], []
+    device, arch = _identity(backend)
+    for spec, hand, dtype, shape in work:
+        entry, choice, bucket = tune_shape(module, spec, hand, dtype, shape, backend=backend,
+                                           timing=timing, margin=margin, step=step)  # fmt: skip
+        entries.append(entry)
+        if bucket is not None:
+            places.append((hand.entry, device, arch, bucket))
+        if choice is not None:
+            choices.append(choice)
+    saved = _tune_store.save(manifest, choices, places) if save else None
+    return {
+        "version": _abi.TUNE_REPORT_VERSION, "crate": manifest.crate_name,
+        "key": _tune_store.tuning_key(manifest), "backend": backend, "device": device,
+        "arch": arch, "saved": None if saved is None else str(saved),
+        "seconds": round(time.perf_counter() - start, 3), "kernels": entries,
+    }  # fmt: skip

@@ -1,0 +1,226 @@
+"""``kernels.attention(q, k, v, out, causal=False, ...)``: attention forward in one call.
+
+kernels_rs's ``attention`` (mma.sync, sm_80+, and the CPU emulator) and kernels_sm90a's
+``attention_sm90`` (wgmma + TMA, sm_90) take the arrays as flat memory plus their
+strides, so that (B, S, H, D), (B, H, S, D) and strided views of either run with no
+copy. This module is the one place that turns shaped arrays into those arguments
+(the checks and scalars are pyoxide/bundled/_attention_args.py's) and picks the kernel:
+
+- ``attention_sm90`` where it runs: every array on a GPU of compute capability 9.0,
+  q, k, v and out 16-byte aligned with row, head and batch strides that are multiples
+  of 8 elements (TMA's rules; the kernel's 16-byte stores). Its TMA tensor maps are
+  made here (the CuPy backend's ``cuTensorMapEncodeTiled``) and kept per arrays;
+- ``attention`` everywhere else (other GPUs, the CPU emulator, other views).
+
+Which kernel a call would run: :meth:`Attention.picks`. A call with an explicit
+configuration (``kernels.attention_bf16[grid, block](...)``) is the plain kernel, with
+the kernel's own parameters.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .. import backends
+from .._launch.arrays import GPU
+from .._launch.module import Module
+from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, refuse
+
+#: kernels_rs's launch: query rows per block (ATTENTION_BM) and threads.
+PLAIN_BM, PLAIN_THREADS = 64, 128
+#: kernels_sm90a's launch: ATTENTION_SM90_BM, _THREADS and _SHARED_BYTES (the kernel
+#: asserts it got that much shared memory; a test checks these against the Rust).
+SM90_BM, SM90_THREADS, SM90_SHARED_BYTES = 128, 384, 164_936
+#: The kernel parameters the call derives from the arrays (a spec passes None for them).
+DERIVED = (
+    "q_strides", "k_strides", "v_strides", "out_strides", "lse_strides",
+    "batch", "heads", "kv_heads", "head_dim", "seqlen_q", "seqlen_k",
+)  # fmt: skip
+_MAPS_KEPT = 64
+
+
+def add_attention(module: Module, load_twins: Callable[[], Module | None]) -> None:
+    """Serve ``attention`` and its instances in ``module`` through :class:`Attention`."""
+    if "attention" not in module:
+        return
+    plain = {t: module[f"attention_{t}"] for t in DTYPES.values()}
+    twins = _Twins(load_twins)
+    for name in ("attention", *(f"attention_{t}" for t in DTYPES.values())):
+        module.serve(name, Attention(name, module[name], plain, twins))
+
+
+def as_attention(kernel: Any) -> Attention:
+    """`kernel` as the attention call: itself when it is one (``kernels.attention``), or
+    the call around one plain instance (``attention_bf16`` of a module loaded with
+    :func:`pyoxide.load`, which has no sm_90a twin)."""
+    if isinstance(kernel, Attention):
+        return kernel
+    dtype = kernel.spec.params[0].type
+    return Attention(kernel.name, kernel, {dtype: kernel}, _Twins(lambda: None))
+
+
+class Launch(NamedTuple):
+    """The launch a call makes: ``kernel[grid, block, shared_mem](*args)``."""
+
+    kernel: Any
+    grid: tuple[int, int, int]
+    block: int
+    shared_mem: int
+    args: list[Any]
+
+
+class _Twins:
+    """kernels_sm90a, loaded the first time a call could use it, with the tensor maps
+    made so far and which devices are sm_90."""
+
+    def __init__(self, load: Callable[[], Module | None]) -> None:
+        self._load = load
+        self._module: Module | None = None
+        self._tried = False
+        self.maps: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.cc90: dict[int, bool] = {}
+
+    def module(self) -> Module | None:
+        if not self._tried:
+            self._tried = True
+            self._module = self._load()
+        return self._module
+
+
+class Attention:
+    """The attention call (module docs); ``name`` is the launcher it serves."""
+
+    def __init__(self, name: str, raw: Any, plain: dict[str, Any], twins: _Twins) -> None:
+        self.name = name
+        self._raw = raw
+        self._plain = plain
+        self._twins = twins
+
+    def __repr__(self) -> str:
+        return f"<pyoxide attention call {self.name} | attention_sm90 (sm_90a)>"
+
+    def __getitem__(self, config: Any) -> Any:
+        return self._raw[config]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+    def __call__(
+        self, q: Any, k: Any, v: Any, out: Any, causal: bool = False, *, scale: float | None = None,
+        lse: Any = None, cu_seqlens_q: Any = None, cu_seqlens_k: Any = None,
+        max_seqlen_q: int | None = None, max_seqlen_k: int | None = None, layout: str = "bshd",
+    ) -> None:  # fmt: skip
+        """``out = softmax(scale · q·kᵀ + mask) · v`` (docs/guide/attention.md).
+
+        q (B, Sq, H, D), k and v (B, Sk, Hk, D), out like q (``layout="bhsd"``: heads
+        before rows), bf16 or f16, D 64 or 128, H a multiple of Hk; any strides with d
+        contiguous. ``causal``: row i sees keys j <= i + Sk - Sq. ``scale``: default
+        1/sqrt(D). ``lse``: an f32 (B, H, Sq) array to receive each row's log-sum-exp.
+        Variable lengths: q (total_q, H, D) and k, v (total_k, Hk, D) packed, with int32
+        ``cu_seqlens_q``/``_k`` of B + 1 offsets (lse then (H, total_q)); the longest
+        sequences (``max_seqlen_q``/``_k``) are read from them when not given."""
+        options = Options(causal, scale, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                          max_seqlen_k, layout)  # fmt: skip
+        launch = self._launch(q, k, v, out, options)
+        if launch is not None:
+            launch.kernel[launch.grid, launch.block, launch.shared_mem](*launch.args)
+
+    def picks(self, q: Any, k: Any, v: Any, out: Any, **options: Any) -> str:
+        """The kernel entry a call with these arguments runs ("" when it runs none)."""
+        launch = self.plan(q, k, v, out, **options)
+        return "" if launch is None else str(launch.kernel.name)
+
+    def plan(self, q: Any, k: Any, v: Any, out: Any, **options: Any) -> Launch | None:
+        """The launch a call with these arguments makes (None: it launches nothing), for
+        code that launches it itself (a CUDA graph, a benchmark of a variant)."""
+        return self._launch(q, k, v, out, Options(**options))
+
+    def _launch(self, q: Any, k: Any, v: Any, out: Any, options: Options) -> Launch | None:
+        p = plan(self.name, q, k, v, out, options)
+        if p.batch == 0 or p.seqlen_q == 0 or p.heads == 0:
+            return None
+        lib = ArrayLib(q)
+        first = p.tensors["q"].view
+        values = {n: lib.flat(t.view.obj, t.view) for n, t in p.tensors.items()}
+        lse = options.lse
+        values.update({
+            "lse": lib.empty(first, "float32") if lse is None
+            else lib.flat(lse, array_view(self.name, "lse", lse)),
+            "cu_seqlens_q": _or(options.cu_seqlens_q, lambda: lib.empty(first, "int32")),
+            "cu_seqlens_k": _or(options.cu_seqlens_k, lambda: lib.empty(first, "int32")),
+            "lse_strides": p.lse_strides, "batch": p.batch, "heads": p.heads,
+            "kv_heads": p.kv_heads, "head_dim": p.head_dim, "seqlen_q": p.seqlen_q,
+            "seqlen_k": p.seqlen_k, "scale": p.scale, "causal": options.causal,
+        })  # fmt: skip
+        values.update({f"{n}_strides": t.strides for n, t in p.tensors.items()})
+        twin = self._twin(p)
+        if twin is not None:
+            values["maps"] = self._tensor_maps(lib, p)
+            kernel, rows, block, shared = twin, SM90_BM, SM90_THREADS, SM90_SHARED_BYTES
+        else:
+            kernel = self._plain.get(p.dtype)
+            if kernel is None:
+                raise refuse(self.name, "q", f"a {'/'.join(self._plain)} array", first.describe(),
+                             "call kernels.attention, which takes both", kind=True)  # fmt: skip
+            rows, block, shared = PLAIN_BM, PLAIN_THREADS, 0
+        grid = (-(-p.seqlen_q // rows), p.heads, p.batch)
+        return Launch(kernel, grid, block, shared, [values[x.name] for x in kernel.spec.params])
+
+    # --- the sm_90a twin -----------------------------------------------------------
+
+    def _twin(self, p: Plan) -> Any:
+        """kernels_sm90a's instance for this call when it can run it, else None."""
+        t = p.tensors
+        if any(x.view.kind != GPU for x in t.values()) or 0 in (t["q"].rows, t["k"].rows):
+            return None  # (and a tensor map cannot describe an empty array)
+        if any(x.view.ptr % 16 or any(s % 8 for s in x.strides) for x in t.values()):
+            return None  # TMA: 16-byte aligned rows; the epilogue's 16-byte stores
+        if any(0 in x.strides[1:] for x in t.values()):
+            return None  # a broadcast (stride 0) row or head: no stride a map takes
+        device = backends.gpu().device_of_pointer(t["q"].view.ptr)
+        if device is None or not self._on_sm90(device):
+            return None
+        module = self._twins.module()
+        return None if module is None else module[f"attention_sm90_{p.dtype}"]
+
+    def _on_sm90(self, device: int) -> bool:
+        known = self._twins.cc90.get(device)
+        if known is None:
+            known = self._twins.cc90[device] = backends.gpu().compute_capability(device) == 90
+        return known
+
+    def _tensor_maps(self, lib: ArrayLib, p: Plan) -> Any:
+        """q's, k's and v's 4-D TMA maps over (d, rows, heads, batch), 64 × 128 boxes,
+        kept per arrays (a map depends on addresses and extents, not on the data)."""
+        batch = 1 if p.varlen else p.batch  # a packed batch is one entry: sequences are rows
+        qkv = [p.tensors[n] for n in "qkv"]
+        key = (
+            lib.name,
+            p.head_dim,
+            batch,
+            *((x.view.ptr, x.strides, x.rows, x.heads) for x in qkv),
+        )
+        maps = self._twins.maps.get(key)
+        if maps is not None:
+            self._twins.maps.move_to_end(key)
+            return maps
+        gpu = backends.gpu()
+        raw = b""
+        for x in qkv:
+            # A packed batch has no batch stride; TMA wants one for its extent of 1.
+            b_stride = max(x.strides[1] * x.rows, 8) if p.varlen else x.strides[0]
+            extents = (p.head_dim, x.rows, x.heads, batch)
+            strides = (2 * x.strides[1], 2 * x.strides[2], 2 * b_stride)
+            box = (64, 128, 1, 1)  # 128 bytes of d by 128 rows: the kernel's boxes
+            raw += gpu.encode_tensor_map(self.name, x.view.ptr, extents, strides, box, 128, 2)
+        maps = lib.device_bytes(raw, qkv[0].view)
+        self._twins.maps[key] = maps
+        if len(self._twins.maps) > _MAPS_KEPT:
+            self._twins.maps.popitem(last=False)
+        return maps
+
+
+def _or(value: Any, make: Callable[[], Any]) -> Any:
+    return make() if value is None else value

@@ -1,0 +1,267 @@
+"""`pyoxide tune` on the emulator, where its timings mean nothing and everything else
+holds: candidates verified before they are timed (a planted fast and wrong one is never
+chosen), the choice kept per kernel, device and bucket, plain calls running it (the hand
+pick elsewhere), a manifest built with `--tuned` running it in a fresh environment with
+no tuning. The timing seam takes planted times (tests/fixtures/tuned_kernels)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import fake_cupy
+from helpers.bundled import TUNED_KERNELS, tuned_kernels_manifest
+from helpers.fake_launch import FakeNdarray, native_installed
+from helpers.probes import requires_gpu
+
+import pyoxide
+from pyoxide import backends
+from pyoxide._launch import tune_space as _tune_space
+from pyoxide._launch import tune_store as _tune_store
+from pyoxide._launch import tuned as _tuned
+from pyoxide._manifest import abi as _abi
+from pyoxide.bench import tune as _tune
+from pyoxide.cli import cli
+from pyoxide.spec import Spec
+from pyoxide.verify import load_specs
+
+SCHEMA = Path(__file__).resolve().parents[2] / "crates" / "oxide-abi" / "tune-report.schema.json"
+EMU = (_abi.EMULATOR_DEVICE, _abi.EMULATOR_ARCH)
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def manifest() -> Path:
+    return tuned_kernels_manifest()
+
+
+def spec(name: str) -> Spec:
+    return next(s for s in load_specs(TUNED_KERNELS / "specs") if s.kernel == name)
+
+
+def planted(times: dict[str, float], default: float = 100.0) -> _tune.Timing:
+    """Microseconds by candidate label (``which_1 block=256``); each run is called once."""
+
+    def timing(candidate: _tune_space.Candidate, shape: Any, run: Callable[[], None]) -> float:
+        run()
+        return times.get(candidate.label, default)
+
+    return timing
+
+
+def tune(manifest: Path, name: str, times: dict[str, float], *shapes: tuple[int, ...],
+         backend: str = "emu", **kw: Any) -> dict[str, Any]:  # fmt: skip
+    module = pyoxide.load(manifest, tuned=False)
+    return _tune.tune_crate(module, [spec(name)], backend=backend, timing=planted(times),
+                            sizes=list(shapes) or None, **kw)  # fmt: skip
+
+
+def test_a_tuned_kernel_is_its_hand_pick_and_its_candidates_are_instances(manifest: Path) -> None:
+    mod = pyoxide.load(manifest, tuned=False)
+    assert mod.affine.name == "affine_0"  # the first value of PLANT
+    assert mod["affine_1"].spec.instance == (("PLANT", "1"),)
+    hand = mod.affine.spec
+    labels = [c.label for c in _tune_space.candidates(mod.manifest.kernels, hand)]
+    assert labels == ["affine_0 block=256", "affine_0 block=128", "affine_1 block=128",
+                      "affine_1 block=256"]  # fmt: skip
+    assert [d.name for d in _tune_space.key_dims(hand)] == ["n"]
+    assert [d.name for d in _tune_space.key_dims(mod.which.spec)] == ["len(out)"]
+    assert isinstance(mod.which_typed, pyoxide.GenericKernel)
+    assert sorted(mod.which_typed.instances) == ["which_typed_f32_0", "which_typed_f64_0"]
+
+
+def test_buckets_are_powers_of_two() -> None:
+    dims = (_tune_space.KeyDim(0, 0, "n"), _tune_space.KeyDim(1, 1, "cols"))
+    assert _tune_space.bucket_of(dims, [(1000,), (3, 4097)]) == (1024, 8192)
+    assert [_tune_space.pow2_bucket(e) for e in (0, 1, 2, 3, 1024, 1025)] == [
+        1,
+        1,
+        2,
+        4,
+        1024,
+        2048,
+    ]
+    assert _tune_space.bucket_rule(dims, (1024, 8192)) == ((0, 0, 512, 1024), (1, 1, 4096, 8192))
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["emu", pytest.param("cupy", marks=[pytest.mark.gpu, requires_gpu("tunes on the GPU")])],
+)
+def test_a_planted_fast_and_wrong_candidate_is_refused_never_chosen(
+    manifest: Path, backend: str
+) -> None:
+    times = {"affine_1 block=128": 1.0, "affine_1 block=256": 1.0, "affine_0 block=128": 50.0}
+    report = tune(manifest, "affine", times, (1000,), backend=backend)
+    (k,) = report["kernels"]
+    verdicts = {f"{c['entry']} {c['launch']['block']}": c["verdict"] for c in k["candidates"]}
+    assert verdicts == {"affine_0 256": "passed", "affine_0 128": "passed",
+                        "affine_1 128": "failed", "affine_1 256": "failed"}  # fmt: skip
+    failed = next(c for c in k["candidates"] if c["verdict"] == "failed")
+    assert "unwritten" in failed["message"] and failed["time_us"] is None
+    chosen = k["candidates"][k["choice"]]
+    assert (chosen["entry"], chosen["launch"], k["ratio"]) == ("affine_0", {"block": 128}, 0.5)
+    # Kept for this device and bucket, and run by plain calls.
+    mod = pyoxide.load(manifest)
+    xp: Any = np if backend == "emu" else pytest.importorskip("cupy")
+    x, out = xp.arange(1000, dtype=xp.float32), xp.zeros(1000, xp.float32)
+    choice = _tuned.tuned_for(mod.affine, (x, out))
+    assert choice is not None and (choice.entry, choice.launch) == ("affine_0", (("block", 128),))
+    b = backends.get(backend)
+    here = b.device_identity(b.current_device())
+    assert (choice.device, choice.arch, choice.bucket, choice.rejected) == (*here, (1024,), 2)
+    mod.affine(x, out)
+    host = np.asarray if xp is np else xp.asnumpy
+    np.testing.assert_array_equal(host(out), 2 * host(x) + 1)
+
+
+def which(mod: Any, n: int, x: Any = None) -> set[int]:
+    out = np.zeros(n, np.uint32)
+    if x is None:
+        mod.which(out)
+    else:
+        mod.which_typed(x, out)
+    return set(out.tolist())
+
+
+def test_plain_calls_run_the_choice_in_its_bucket_and_the_hand_pick_elsewhere(
+    manifest: Path,
+) -> None:
+    tune(manifest, "which", {"which_1 block=256": 10.0}, (1000,))
+    mod = pyoxide.load(manifest)
+    assert which(mod, 1000) == which(mod, 600) == {10256}  # 512 < n <= 1024
+    assert which(mod, 512) == which(mod, 1025) == {128}  # the hand pick: V=0, block 128
+    assert mod.which.picks(np.zeros(700, np.uint32)) == "which_1"
+    hand = pyoxide.load(manifest, tuned=False)
+    assert which(hand, 1000) == {128} and hand.tuned == []
+
+
+def test_a_generic_kernel_tunes_each_instance_apart(manifest: Path) -> None:
+    tune(manifest, "which_typed", {"which_typed_f64_1": 10.0}, (1000,))
+    mod = pyoxide.load(manifest)
+    assert which(mod, 1000, np.zeros(1000)) == {10128}  # f64: its tuned choice
+    assert which(mod, 1000, np.zeros(1000, np.float32)) == {128}  # f32: its hand pick won
+
+
+def test_the_hand_pick_stays_unless_beaten_by_the_margin(manifest: Path, cache: Path) -> None:
+    tune(manifest, "which", {"which_1 block=256": 10.0}, (1000,))
+    mod = pyoxide.load(manifest, tuned=False)
+    assert len(_tune_store.cached_choices(mod.manifest)) == 1
+    report = tune(manifest, "which", {"which_1 block=256": 99.0}, (1000,))  # 1 % faster
+    k = report["kernels"][0]
+    assert k["candidates"][k["choice"]]["hand_pick"] and k["ratio"] == 1.0
+    # The new measurement replaced the old choice at its place: none is left.
+    assert _tune_store.cached_choices(mod.manifest) == ()
+    assert which(pyoxide.load(manifest), 1000) == {128}
+
+
+def plant_choices(manifest: Path, choices: list[dict[str, Any]]) -> None:
+    """Cache ``which``'s choices (each: which_1 for 512 < n <= 1024 unless it says
+    otherwise) as `pyoxide tune` would."""
+    mod = pyoxide.load(manifest, tuned=False)
+    base = {"kernel": "which_0", "entry": "which_1", "bucket": [1024], "time_us": 1.0,
+            "hand_us": 2.0, "shape": [1000], "candidates": 4, "rejected": 0}  # fmt: skip
+    path = _tune_store.cache_file(mod.manifest)
+    path.parent.mkdir(parents=True)
+    key = _tune_store.tuning_key(mod.manifest)
+    file = {"version": _abi.TUNED_FILE_VERSION, "crate": "tuned_kernels", "key": key}
+    path.write_text(json.dumps({**file, "choices": [{**base, **c} for c in choices]}))
+
+
+def test_the_compiled_launchers_run_the_choice_in_its_bucket(manifest: Path) -> None:
+    """On a (fake) GPU the compiled launchers decide: each call's launch block is the
+    choice's (256) inside its bucket, the hand pick's (128) outside it."""
+    fake = fake_cupy.FakeCuda()
+    plant_choices(manifest, [{"device": fake.device_name, "arch": f"sm_{fake.compute_capability}",
+                              "launch": {"block": 256}}])  # fmt: skip
+    blocks = {}
+    with native_installed(fake) as (_, driver):
+        mod = pyoxide.load(manifest)
+        for n in (1000, 2000, 1000, 2000, 600, 1024, 1025, 1000):
+            before = len(fake.launches) + len(driver.launches)
+            mod.which(FakeNdarray((n,), "uint32"))
+            (launch,) = (fake.launches + driver.launches)[before:]
+            blocks.setdefault(n, set()).add(launch["block"][0])
+    assert driver.launches  # the compiled launchers took calls
+    assert blocks == {1000: {256}, 600: {256}, 1024: {256}, 2000: {128}, 1025: {128}}
+
+
+def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(
+    manifest: Path,
+) -> None:
+    plant_choices(manifest, [
+        {"device": "NVIDIA H200", "arch": "sm_90", "launch": {"block": 256}},
+        {"device": EMU[0], "arch": EMU[1], "bucket": [2048], "launch": {"block": 999}},
+    ])  # fmt: skip
+    tuned = pyoxide.load(manifest)
+    assert [v.choice.device for v in tuned.tuned] == ["NVIDIA H200"]  # block 999: no longer listed
+    assert which(tuned, 1000) == which(tuned, 2000) == {128}  # not this device
+
+
+def test_a_manifest_built_tuned_runs_the_choice_fresh_with_no_tuning(
+    manifest: Path, tmp_path: Path
+) -> None:
+    tune(manifest, "which", {"which_1 block=256": 10.0}, (1000,))
+    package = tmp_path / "site-packages" / "pkg"
+    result = CliRunner().invoke(cli, ["build", str(TUNED_KERNELS), "--tuned", "--out-dir",
+                                      str(tmp_path / "build"), "-q", "--no-stubs"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "1 choice(s)" in result.output
+    shutil.copytree(tmp_path / "build", package)  # installed: elsewhere, no cache
+    fresh = tmp_path / "fresh-cache"
+    code = (
+        "import sys, numpy as np, pyoxide\n"
+        f"mod = pyoxide.load({str(package / 'tuned_kernels.manifest.json')!r})\n"
+        "out = np.zeros(1000, np.uint32); mod.which(out)\n"
+        "assert set(out.tolist()) == {10256}, set(out.tolist())\n"
+        "assert 'pyoxide.bench.tune' not in sys.modules  # the tuner never ran\n"
+        "print('tuned', mod.tuned[0].choice.entry)\n"
+    )
+    env = {**os.environ, "PYOXIDE_CACHE_DIR": str(fresh)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "tuned which_1"
+    assert not (fresh / _tune_store.TUNED_DIR).exists()  # nothing tuned, nothing written
+
+
+def test_cli_tune_reports_json_by_the_schema_and_a_table(manifest: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["tune", str(manifest), "-k", "affine", "--shapes", "1000",
+                                 "--backend", "emu", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    jsonschema.validate(report, json.loads(SCHEMA.read_text()))
+    (k,) = report["kernels"]
+    assert [c["verdict"] for c in k["candidates"]].count("failed") == 2  # the planted ones
+    assert k["candidates"][k["choice"]]["entry"] == "affine_0"
+    text = runner.invoke(cli, ["tune", str(manifest), "-k", "which", "--shapes", "300",
+                               "--backend", "emu", "--no-save"])  # fmt: skip
+    assert text.exit_code == 0, text.output
+    assert "which_0 block=128" in text.output and "tuning time per kernel: which_0" in text.output
+    missing = runner.invoke(cli, ["tune", str(manifest), "-k", "nosuch", "--backend", "emu"])
+    assert missing.exit_code == _abi.ExitCode.NOT_FOUND
+
+
+def test_inspect_shows_the_choice_and_why(manifest: Path) -> None:
+    tune(manifest, "which", {"which_1 block=256": 10.0}, (1000,))
+    result = CliRunner().invoke(cli, ["inspect", "which", str(manifest)])
+    assert result.exit_code == 0, result.output
+    assert "V in ['0', '1']; block in [128, 256]" in result.output
+    assert "where 512 < len(out) <= 1024: which_1 block=256" in result.output
+    assert "10.00 µs against the hand pick's 100.00 µs, 0.100x" in result.output
+    assert "from the pyoxide tune's cache" in result.output

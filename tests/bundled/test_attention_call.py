@@ -1,0 +1,119 @@
+"""pyoxide/bundled/attention.py, the attention call, on the host: its copies of the kernels'
+launch constants equal the Rust ones, every bad argument is refused before a launch
+with an error that names the parameter and a fix (and pickles), and the emulator
+refuses kernels_sm90a's attention by naming the instruction. What the kernels compute
+is tests/kernels/test_attention.py and the spec, kernels_rs/specs/attention.py."""
+
+from __future__ import annotations
+
+import pickle
+import re
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers.bundled import emu_kernels_manifest, sm90a_kernels_manifest
+
+import pyoxide
+from pyoxide.bundled import attention as _attention
+from pyoxide.errors import ArgumentError, PyoxideError
+
+REPO = Path(__file__).resolve().parents[2]
+BF16 = ml_dtypes.bfloat16
+
+
+def rust_consts(path: Path) -> dict[str, int]:
+    found = re.findall(r"pub const (\w+): (?:u32|usize) = ([0-9_]+);", path.read_text())
+    return {name: int(value.replace("_", "")) for name, value in found}
+
+
+def test_the_launches_match_the_kernels() -> None:
+    sm90 = rust_consts(REPO / "kernels_sm90a" / "src" / "attention_sm90.rs")
+    assert sm90["ATTENTION_SM90_BM"] == _attention.SM90_BM
+    assert sm90["ATTENTION_SM90_THREADS"] == _attention.SM90_THREADS
+    assert sm90["ATTENTION_SM90_SHARED_BYTES"] == _attention.SM90_SHARED_BYTES
+    plain = rust_consts(REPO / "kernels_rs" / "src" / "attention.rs")
+    assert plain["ATTENTION_BM"] == _attention.PLAIN_BM
+    assert plain["ATTENTION_THREADS"] == _attention.PLAIN_THREADS
+
+
+@pytest.fixture(scope="module")
+def attention() -> _attention.Attention:
+    module = pyoxide.load(emu_kernels_manifest())
+    _attention.add_attention(module, lambda: None)
+    call = module.attention
+    assert isinstance(call, _attention.Attention)
+    return call
+
+
+def arrays(b: int = 1, s: int = 8, h: int = 2, d: int = 64, dt: Any = BF16) -> list[np.ndarray]:
+    return [np.zeros((b, s, h, d), dt) for _ in range(4)]
+
+
+def bad_calls() -> list[tuple[str, str, Any]]:
+    """(the parameter the error must name, what it must say, the call)."""
+    q, k, v, o = arrays()
+    q32 = q.astype(np.float32)
+    q4, gqa = np.zeros((1, 8, 4, 64), BF16), np.zeros((1, 8, 3, 64), BF16)
+    cu, far = np.array([0, 8], np.int32), np.array([0, 9], np.int32)
+    cu64 = cu.astype(np.int64)
+    packed = (q[0], k[0], v[0], o[0])
+    lse = np.zeros((1, 8, 2), np.float32)
+    return [
+        ("q", "bfloat16 or float16", lambda f: f(q32, k, v, o)),
+        ("k", "dtype of q", lambda f: f(q, k.astype(np.float16), v, o)),
+        ("q", "head dimension 64 or 128", lambda f: f(*arrays(d=32))),
+        ("q", "4-D", lambda f: f(q[0], k, v, o)),
+        ("k", "divides", lambda f: f(q4, gqa, gqa, q4.copy())),
+        ("out", "shape", lambda f: f(q, k, v, o[:, :4])),
+        ("v", "shape", lambda f: f(q, k, v[:, :4], o)),
+        ("q", "contiguous last", lambda f: f(q.transpose(0, 1, 3, 2)[..., :2, :], k, v, o)),
+        ("causal", "bool", lambda f: f(q, k, v, o, causal=1)),
+        ("scale", "positive", lambda f: f(q, k, v, o, scale=-1.0)),
+        ("layout", "'bshd' or 'bhsd'", lambda f: f(q, k, v, o, layout="sbhd")),
+        ("cu_seqlens_k", "both", lambda f: f(*packed, cu_seqlens_q=cu)),
+        ("cu_seqlens_q", "int32", lambda f: f(*packed, cu_seqlens_q=cu64, cu_seqlens_k=cu)),
+        ("cu_seqlens_q", "non-decreasing", lambda f: f(*packed, cu_seqlens_q=far, cu_seqlens_k=cu)),
+        ("lse", "float32 array of shape (1, 2, 8)", lambda f: f(q, k, v, o, lse=lse)),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(bad_calls())))
+def test_bad_arguments_are_refused_by_name(attention: _attention.Attention, case: int) -> None:
+    param, says, call = bad_calls()[case]
+    out = arrays()[3]
+    out[...] = 7
+    with pytest.raises(ArgumentError) as e:
+        call(attention)
+    err = e.value
+    assert (err.kernel, err.param) == ("attention", param), err
+    assert says in err.expected, err
+    assert err.fix
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err)
+
+
+def test_the_emulator_runs_the_plain_kernel(attention: _attention.Attention) -> None:
+    q, k, v, o = arrays()
+    assert attention.picks(q, k, v, o) == "attention_bf16"
+    assert attention.picks(*arrays(dt=np.float16)) == "attention_f16"
+
+
+def test_the_emulator_refuses_the_wgmma_attention() -> None:
+    """The sm_90a kernel stops at its first sm_90 instruction on the emulator, named."""
+    sm90 = pyoxide.load(sm90a_kernels_manifest())
+    q, k, v, o = (x.reshape(-1) for x in arrays())
+    raw = np.zeros(3 * 128 + 64, np.uint8)
+    at = -raw.ctypes.data % 64
+    maps = raw[at : at + 3 * 128]
+    e32, ef = np.zeros(0, np.int32), np.zeros(0, np.float32)
+    strides = (8 * 2 * 64, 2 * 64, 64)
+    with pytest.raises(PyoxideError) as e:
+        sm90.attention_sm90_bf16[(1, 2, 1), _attention.SM90_THREADS, _attention.SM90_SHARED_BYTES](
+            q, k, v, maps, o, ef, e32, e32, strides, strides, strides, strides, (0, 0),
+            1, 2, 2, 64, 8, 8, 0.125, False,
+        )  # fmt: skip
+    text = str(e.value)
+    assert "is not emulated" in text and "sm_90 GPU" in text, text
