@@ -84,22 +84,22 @@ def cargo_oxide() -> Path | None:
     return Path(value).expanduser() if value is not None else None
 
 
-def sync_launches() -> bool:
-    value = _get(_abi.PYOXIDE_SYNC)
+def _switch(var: _abi.Variable) -> bool:
+    """A 0/1 variable; unset is 0."""
+    value = _get(var)
     if value is None or value == "0":
         return False
     if value == "1":
         return True
-    raise ConfigError("PYOXIDE_SYNC", value, "0 or 1")
+    raise ConfigError(var.name, value, "0 or 1")
+
+
+def sync_launches() -> bool:
+    return _switch(_abi.PYOXIDE_SYNC)
 
 
 def emu_strict() -> bool:
-    value = _get(_abi.PYOXIDE_EMU_STRICT)
-    if value is None or value == "0":
-        return False
-    if value == "1":
-        return True
-    raise ConfigError("PYOXIDE_EMU_STRICT", value, "0 or 1")
+    return _switch(_abi.PYOXIDE_EMU_STRICT)
 
 
 def emu_seed() -> int:
