@@ -26,6 +26,7 @@ from .errors import (
     LaunchError,
     LoadError,
     ManifestError,
+    MissingCrateError,
     NoCompatibleArchError,
     PyoxideError,
     ScaffoldError,
@@ -53,6 +54,7 @@ __all__ = [
     "LoadError",
     "Manifest",
     "ManifestError",
+    "MissingCrateError",
     "Module",
     "NoCompatibleArchError",
     "PyoxideError",
@@ -84,9 +86,11 @@ def __getattr__(name: str) -> Any:
     # checkers see its kernels through pyoxide/kernels.pyi, which `pyoxide build
     # --bundled` generates (and which must not be shadowed by a declaration here).
     if name == "kernels":
-        from .bundled import load_bundled
+        from ._launch.handles import resolve
+        from .bundled import bundled_origin
 
-        module = load_bundled()
+        # The process's one bundled module: the one an unpickled kernel resolved too.
+        module = resolve(bundled_origin())
         globals()["kernels"] = module
         return module
     raise AttributeError(f"module 'pyoxide' has no attribute {name!r}")

@@ -10,6 +10,8 @@ that caused it as attributes, and ends its message with what to do about it::
     ├── LoadError                         a manifest or artifact cannot be used
     │   ├── ManifestError                 malformed, or a newer schema than we read
     │   ├── ArtifactError                 a file the manifest names is missing/changed
+    │   ├── MissingCrateError             a pickled kernel's crate is not in this process's
+    │   │                                 installation (a Dask worker, a spawned process)
     │   └── NoCompatibleArchError         no PTX fits the device, or driver too old
     ├── BackendUnavailableError           CuPy not installed / no CUDA device
     ├── ScaffoldError(ValueError)         `pyoxide new` refused: bad name, folder taken
@@ -44,6 +46,7 @@ __all__ = [
     "LaunchError",
     "LoadError",
     "ManifestError",
+    "MissingCrateError",
     "NoCompatibleArchError",
     "PyoxideError",
     "ScaffoldError",
@@ -129,6 +132,27 @@ class ManifestError(LoadError):
 
 class ArtifactError(LoadError):
     """A file the manifest names is missing or differs from its recorded hash."""
+
+
+class MissingCrateError(LoadError):
+    """A kernel handle pickled in one process names a crate this process cannot find.
+
+    Attributes: ``crate``, ``where`` (the crate folder, manifest or installed package it
+    was looked for as), ``prefix`` and ``version`` (this process's Python prefix and
+    pyoxide version) and ``fix``."""
+
+    def __init__(self, crate: str, where: str, prefix: str, version: str, fix: str) -> None:
+        self.crate = crate
+        self.where = where
+        self.prefix = prefix
+        self.version = version
+        self.fix = fix
+        self._init = (crate, where, prefix, version, fix)
+        super().__init__(
+            f"crate {crate} ({where}) is not available in this process's installation "
+            f"(Python prefix {prefix}, pyoxide {version}), so a kernel handle pickled "
+            f"elsewhere cannot be loaded here. Fix: {fix}."
+        )
 
 
 class NoCompatibleArchError(LoadError):

@@ -129,10 +129,20 @@ def test_pyoxide_new_project_builds_installs_and_runs(venv: Path, tmp_path: Path
         "demo.kernels.saxpy(2.0, x, y, out)\n"
         "assert np.array_equal(out, 2 * x + 1), out[:8]\n"
         "print(demo.kernels.saxpy)\n"
+        # Pickled by reference to the installed package; a fresh interpreter runs it.
+        "import pickle, subprocess, sys\n"
+        "blob = pickle.dumps(demo.kernels.saxpy)\n"
+        "assert b'_oxide/demo.manifest.json' in blob and b'lib_emu' in blob, blob\n"
+        "child = ('import pickle, sys, numpy as np; k = pickle.loads(sys.stdin.buffer.read()); '\n"
+        "         'x = np.ones(4, np.float32); o = np.empty_like(x); k(1.0, x, x, o); '\n"
+        "         'print(\"unpickled:\", o.tolist())')\n"
+        "print(subprocess.run([sys.executable, '-I', '-c', child], input=blob, check=True,\n"
+        "                     capture_output=True, text=False).stdout.decode())\n"
     )
     elsewhere = tmp_path / "elsewhere"  # not the project folder: the installed package
     elsewhere.mkdir()
-    assert "saxpy" in run([python, "-I", "-c", use], cwd=elsewhere, env=env)
+    printed = run([python, "-I", "-c", use], cwd=elsewhere, env=env)
+    assert "saxpy" in printed and "unpickled: [2.0, 2.0, 2.0, 2.0]" in printed
     # The project's own tests, against the installed wheel, pass on the first try.
     shutil.copytree(project / "tests", elsewhere / "tests")
     report = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], elsewhere, env)

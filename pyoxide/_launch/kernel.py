@@ -101,6 +101,17 @@ class _Configured(ConfiguredBase):
                 checked = (*grid3, *block3, smem)
         self.bind(kernel, checked, _configured_general)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by reference: its kernel and the configuration (pyoxide/_launch/handles.py)."""
+        from .handles import check_picklable_config, configured
+
+        config: tuple[Any, ...] = (self._grid, self._block)
+        if self._shared_mem is not None or self._stream is not None:
+            config += (self._shared_mem,)
+        if self._stream is not None:
+            config += (self._stream,)
+        return (configured, (self._kernel, check_picklable_config(self._kernel.name, config)))
+
     def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
         """A configured call no launcher took."""
         if kwargs:
@@ -150,6 +161,12 @@ class Kernel(KernelBase):
 
     def __repr__(self) -> str:
         return f"<pyoxide.Kernel {self.spec.signature}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by reference: its module's origin and its name (pyoxide/_launch/handles.py)."""
+        from .handles import reduce_launcher
+
+        return reduce_launcher(self)
 
     @property
     def plan(self) -> ArgumentPlan:
@@ -344,6 +361,12 @@ class GenericKernel(KernelBase):
 
     def __repr__(self) -> str:
         return f"<pyoxide.GenericKernel {self.name}: {', '.join(self.instances)}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by reference: its module's origin and its name (pyoxide/_launch/handles.py)."""
+        from .handles import reduce_launcher
+
+        return reduce_launcher(self)
 
     def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
         """A plain call: the instance's plain call (its variants first)."""

@@ -6,6 +6,10 @@ manifest file into a :class:`Module`. A Module holds one launcher per kernel: a
 (``scale_f32``), and a :class:`~pyoxide._launch.kernel.GenericKernel` under the generic
 name (``scale``) that dispatches by dtype. Code is loaded on a device the first
 time a kernel runs there.
+
+A Module and its launchers pickle by reference to where the module came from (its
+:attr:`Module.origin`, pyoxide/_launch/handles.py), so Dask and ``multiprocessing`` ship
+tasks that call kernels.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .._manifest import constants as _constants
 from .._manifest import knobs as _knobs
 from .._manifest.reader import Manifest, read_manifest
 from ..errors import LoadError
+from . import handles as _handles
 from .tune_space import family_key, is_hand_pick
 
 if TYPE_CHECKING:
@@ -54,6 +59,9 @@ class Module:
 
         self.manifest = manifest
         self.name = manifest.crate_name
+        # Where it comes from (handles.Origin), set by whoever made it; else its manifest.
+        self._origin: _handles.Origin | None = None
+        self._tuned_asked = tuned
         self._loaded: dict[tuple[str, int], Any] = {}
         # `#[constant]` values set so far (pyoxide/_manifest/constants.py), by name, as bytes.
         self._constant_values: dict[str, bytes] = {}
@@ -74,6 +82,8 @@ class Module:
             only_tuned = len(instances) == 1 and family_key(instances[0].spec)[1] == ()
             launchers[name] = instances[0] if only_tuned else GenericKernel(name, instances)
         self._launchers = launchers
+        for name, launcher in launchers.items():
+            _handles.serves(self, name, launcher)
         #: The tuned choices plain calls run (pyoxide/_launch/tuned.py): the manifest's and, for
         #: a build tuned here, pyoxide tune's cache's; none with tuned=False.
         self.tuned: list[Any] = []
@@ -96,6 +106,24 @@ class Module:
             setter = _constants.setter_name(constant)
             if setter not in launchers:
                 self.__dict__[setter] = functools.partial(self.set_constant, constant.name)
+
+    # --- where it comes from: pickling by reference --------------------------------
+
+    @property
+    def origin(self) -> _handles.Origin:
+        """What makes this module again in another process: ``pyoxide.load`` of its crate
+        or manifest (with the same options), the bundled kernels, or the manifest of an
+        installed package (found through the package wherever it is installed)."""
+        if self._origin is None:
+            self._origin = manifest_origin(self.manifest, tuned=self._tuned_asked)
+        return self._origin
+
+    def set_origin(self, origin: _handles.Origin) -> None:
+        """Record what makes this module again (``load_bundled`` and ``load`` do)."""
+        self._origin = origin
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _handles.reduce_module(self)
 
     # --- kernels as attributes ---------------------------------------------------
 
@@ -153,6 +181,7 @@ class Module:
         planned in Python, e.g. ``attention``'s, pyoxide/bundled/attention.py)."""
         self._launchers[name] = launcher
         self.__dict__[name] = launcher
+        _handles.serves(self, name, launcher)
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._launchers))
@@ -262,11 +291,55 @@ def load(
             rebuild=rebuild,
             echo=echo,
         )
-        return Module(read_manifest(manifest), tuned=tuned)
+        module = Module(read_manifest(manifest), tuned=tuned)
+        # Another process loads the same crate with the same options (never rebuild=: a
+        # worker reuses the build the cache has).
+        options = {"arch": arch if isinstance(arch, str | None) else tuple(arch),
+                   "profile": profile, "fmad": fmad, "tuned": tuned}  # fmt: skip
+        crate = str(path.resolve())
+        module.set_origin(
+            _handles.Origin(module.name, "crate", crate, load, (crate,), tuple(options.items()))
+        )
+        return module
     raise LoadError(
         f"{path} is neither a kernel crate (a folder with Cargo.toml) nor a manifest "
         "(<crate>.manifest.json). Fix: pass one of those."
     )
+
+
+def manifest_origin(manifest: Manifest, *, tuned: bool = True) -> _handles.Origin:
+    """The origin of a module loaded from ``manifest``: the manifest inside an installed
+    package (found through the package), else the manifest file; with the emulator library
+    it was loaded with (``load(emulator=)``)."""
+    options: list[tuple[str, Any]] = [] if tuned else [("tuned", False)]
+    emulator = manifest.emulator[0] if manifest.emulator and manifest.emulator[1] is None else None
+    found = _handles.package_of(manifest.path)
+    if found is not None and emulator is not None:
+        lib = _handles.package_of(emulator)
+        if lib is not None and lib[0] == found[0]:
+            options.append(("emulator", lib[1]))
+        else:
+            found = None  # an emulator library outside the package: the files as they are
+    if found is not None:
+        package, inside = found
+        return _handles.Origin(
+            manifest.crate_name, "package", package, load_packaged, (package, inside),
+            tuple(options),
+        )  # fmt: skip
+    if emulator is not None:
+        options.append(("emulator", str(emulator)))
+    where = str(manifest.path)
+    return _handles.Origin(manifest.crate_name, "manifest", where, load, (where,), tuple(options))
+
+
+def load_packaged(package: str, manifest: str, *, emulator: str | None = None,
+                  tuned: bool = True) -> Module:  # fmt: skip
+    """The module of the manifest at ``manifest`` inside the installed package ``package``
+    (an emulator library at ``emulator`` inside it too), wherever that package is
+    installed: how a kernel package's module pickled in one process loads in another."""
+    root = _handles.package_dir(package)
+    lib = root / emulator if emulator is not None else None
+    return load(root / manifest, emulator=lib, tuned=tuned)
 
 
 def _built_with(manifest: Manifest, fmad: bool | None) -> Manifest:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .._build import layout as _layout
 from .._build.cargo import find_cargo_oxide
+from .._launch.handles import Origin
 from .._launch.module import Module, load
 from ..errors import LoadError, PyoxideError, ToolchainError
 from .attention import add_attention
@@ -87,4 +88,12 @@ def load_bundled(*, tuned: bool = True) -> Module:
     if variants is not None:
         module.add_variants(variants)
     add_attention(module, lambda: variants)
+    module.set_origin(bundled_origin(tuned=tuned))
     return module
+
+
+def bundled_origin(*, tuned: bool = True) -> Origin:
+    """Where ``pyoxide.kernels`` (``tuned=False``: its hand-picked form) comes from, for
+    pickling by reference: whatever this process's pyoxide bundles."""
+    options = () if tuned else (("tuned", False),)
+    return Origin(BUNDLED_CRATE, "bundled", "", load_bundled, (), options)

@@ -104,6 +104,12 @@ class Attention:
     def __getitem__(self, config: Any) -> Any:
         return self._raw[config]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by reference, as the launcher its module serves (pyoxide/_launch/handles.py)."""
+        from .._launch.handles import reduce_launcher
+
+        return reduce_launcher(self)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
 
