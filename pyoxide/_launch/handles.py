@@ -82,14 +82,8 @@ def resolve(origin: Origin) -> Any:
         return module
 
 
-def adopt(origin: Origin, module: Any) -> Any:
-    """``module`` as this process's module for ``origin`` when it has none yet (the one
-    ``pyoxide.kernels`` gives, made before anything was unpickled); the module kept."""
-    with _lock:
-        return _resolved.setdefault(origin, module)
-
-
 def reduce_module(module: Any) -> tuple[Any, ...]:
+    """A module pickles as its origin (and unpickles here as itself while it lives)."""
     origin = module.origin
     with _lock:
         if _resolved.get(origin) is not module:
@@ -108,8 +102,8 @@ def serves(module: Any, name: str, launcher: object) -> None:
 def reduce_launcher(launcher: object) -> tuple[Any, ...]:
     """A launcher pickles as ``module[name]`` of the module that serves it; one no module
     serves (a tuned choice, a kernel of a Module since dropped) is refused."""
-    module, name = _served.get(launcher, (lambda: None, ""))
-    module = module()
+    owner = _served.get(launcher)
+    module, name = (owner[0](), owner[1]) if owner is not None else (None, "")
     if module is None or name not in module or module[name] is not launcher:
         raise pickle.PicklingError(
             f"{launcher!r} cannot be pickled by reference: no module serves it. Fix: pickle "
@@ -133,14 +127,14 @@ def configured(launcher: Any, config: tuple[Any, ...]) -> Any:
 def check_picklable_config(name: str, config: tuple[Any, ...]) -> tuple[Any, ...]:
     """A configuration that means the same in another process: no stream (a stream is a
     handle of the process that made it)."""
-    if len(config) > 3 and config[3] is not None:
+    if len(config) > 3:
         raise pickle.PicklingError(
             f"{name}[grid, block, shared_mem, stream] cannot be pickled: a stream belongs to "
             "the process that made it. Fix: pickle the launch without the stream "
             f"({name}[grid, block, shared_mem]); the other process launches on its current "
             "stream."
         )
-    return config[:3] if len(config) > 3 else config
+    return config
 
 
 def _check_present(origin: Origin) -> None:

@@ -102,7 +102,8 @@ class _Configured(ConfiguredBase):
         self.bind(kernel, checked, _configured_general)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled by reference: its kernel and the configuration (pyoxide/_launch/handles.py)."""
+        """Pickled by reference: its kernel and the configuration (pyoxide/_launch/handles.py);
+        a stream is refused (it belongs to this process)."""
         from .handles import check_picklable_config, configured
 
         config: tuple[Any, ...] = (self._grid, self._block)

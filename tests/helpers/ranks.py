@@ -99,10 +99,15 @@ def kernel_then_all_reduce(backend: str, module: Any, n: int) -> dict[str, Any]:
 
     out = torch.full((n,), float("nan"), device=device)
     ones = torch.ones(n, device=device)
+    # On a stream of its own (made current): the kernel and the collective follow it.
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+    if stream is not None:
+        stream.wait_stream(torch.cuda.current_stream(device))  # out and ones are made
     with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
         module.saxpy(2.0, inputs(0, rank), ones, out)
-        dist.all_reduce(out)
+        dist.all_reduce(out)  # no synchronisation between the two
+    if stream is not None:
+        torch.cuda.current_stream(device).wait_stream(stream)  # before reading out here
     facts: dict[str, Any] = {"device": str(out.device), "local_rank": rank}
     facts["eager_error"] = float((out - expected(0)).abs().max())
     if device.type == "cuda":
