@@ -106,6 +106,8 @@ def test_a_spawned_worker_resolves_the_bundled_kernels_once_without_building(
     from pyoxide.bundled import load_bundled
 
     load_bundled()  # this test's build cache holds what the worker will look for
+    # The bundled attention call (a launcher the module serves) round-trips too.
+    assert pickle.loads(pickle.dumps(kernels.attention)) is kernels.attention
     blob = pickle.dumps((kernels, kernels.saxpy))
     builds = _builds()
     ctx = multiprocessing.get_context("spawn")
@@ -216,6 +218,18 @@ def test_a_crate_resolves_from_the_build_cache_or_raises_missing_crate(
     assert f"Python prefix {sys.prefix}" in str(error) and "Fix:" in str(error)
 
 
-def test_a_launch_with_a_stream_is_not_pickled(kernels: pyoxide.Module) -> None:
-    with pytest.raises(pickle.PicklingError, match="a stream belongs to the process"):
-        pickle.dumps(kernels.saxpy[4, 256, 0, 0])
+#: Handles that would mean something else in another process, and why they are refused.
+REFUSED: dict[str, tuple[Callable[[Any], Any], str]] = {
+    "a launch on a stream": (lambda m: m.saxpy[4, 256, 0, 0], "a stream belongs to the process"),
+    "a kernel no module serves": (
+        lambda m: pyoxide.Kernel(m.saxpy.spec, m.function),
+        "no module serves it",
+    ),
+}
+
+
+@pytest.mark.parametrize("handle", REFUSED)
+def test_a_handle_that_cannot_cross_is_refused(kernels: pyoxide.Module, handle: str) -> None:
+    make, why = REFUSED[handle]
+    with pytest.raises(pickle.PicklingError, match=why):
+        pickle.dumps(make(kernels))
