@@ -242,13 +242,17 @@ def test_configured_launch_uses_the_checked_configuration(native, mod) -> None:
 
 def test_a_configuration_is_checked_once(native, mod) -> None:
     """`kernel[grid, block]` with the same ints is the same configured call (kept per
-    kernel), so indexing in a loop costs a dict lookup; one with a stream object is not
-    kept (it would keep the stream alive)."""
+    kernel, found by comparing its ints), so indexing in a loop costs little; one with a
+    stream object is not kept (it would keep the stream alive)."""
     import cupy
 
     assert mod.vecadd[4, 256] is mod.vecadd[4, 256]
     assert mod.vecadd[(4, 1), (256,)] is mod.vecadd[(4, 1), (256,)]
     assert mod.vecadd[4, 256] is not mod.vecadd[4, 128]
+    # The same ints in another structure are another configuration.
+    shapes = [(4, 256), ((4,), 256), (4, (256,)), ((4,), (256,)), ((4, 1), 256), (4, 256, 0)]
+    assert len({id(mod.vecadd[s]) for s in shapes}) == len(shapes)
+    assert mod.vecadd[2**70, 256] is not mod.vecadd[2**70, 256]  # beyond i64: not kept
     stream = cupy.cuda.Stream(ptr=0x9000)
     assert mod.vecadd[4, 256, 0, stream] is not mod.vecadd[4, 256, 0, stream]
     with pytest.raises(ArgumentTypeError, match="kernel\\[grid, block\\]"):
