@@ -70,6 +70,22 @@ def find_cargo_oxide() -> Path:
     )
 
 
+def _other_release(cmd: Sequence[str], err: str, rc: int) -> ToolchainError:
+    """cargo-oxide refused a command line that pyoxide wrote (exit 2): it is from another
+    pyoxide release, a toolchain problem like a missing one (so a checkout carried to a
+    machine with a stale copy falls back to its prebuilt kernels, as with none)."""
+    try:
+        exe: Path | str = find_cargo_oxide()
+    except ToolchainError:
+        exe = "cargo-oxide"
+    return ToolchainError(
+        f"the cargo-oxide at {exe} refused `{' '.join(cmd)}` (exit {rc}): it is from "
+        "another pyoxide release. Fix: install the cargo-oxide from the same pyoxide "
+        "release (`scripts/setup` in a checkout), or remove that copy.",
+        log=err, returncode=rc, command=list(cmd),
+    )  # fmt: skip
+
+
 def crate_manifest(path: str | Path) -> Path:
     """The Cargo.toml of a crate given as a folder or as the Cargo.toml itself."""
     p = Path(path).resolve()
@@ -155,9 +171,12 @@ class BuildKey:
 
 def build_key(options: Sequence[str]) -> BuildKey:
     """Ask cargo-oxide for the key of ``cargo oxide build OPTIONS`` (see :func:`cargo_args`).
-    Raises ToolchainError / BuildError (a refused cache folder among them)."""
+    Raises ToolchainError (none, or one of another release) / BuildError (a refused
+    cache folder among them)."""
     rc, out, err = run_tool(["key", *options])
     cmd = ["cargo", "oxide", "key", *options]
+    if rc == EXIT_USAGE:
+        raise _other_release(cmd, err, rc)
     if rc != 0:
         cause = next((x for x in err.splitlines() if x.startswith("error:")), err.strip())
         cause = cause.removeprefix("error: ")
@@ -213,12 +232,7 @@ def build(
             log=err, returncode=rc, command=cmd,
         )  # fmt: skip
     if rc == EXIT_USAGE:
-        raise BuildError(
-            f"cargo-oxide refused the command line `{' '.join(cmd)}` (exit 2): it and this "
-            "pyoxide disagree on the interface. Fix: install the cargo-oxide from the same "
-            "pyoxide release.",
-            log=err, returncode=rc, command=cmd,
-        )  # fmt: skip
+        raise _other_release(cmd, err, rc)
     if rc != 0:
         raise BuildError(
             f"cargo oxide build failed for {toml.parent.name} (exit {rc}). Fix: correct "

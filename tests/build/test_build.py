@@ -63,7 +63,7 @@ def test_build_passes_the_options(
     ("mode", "error", "fragment"),
     [
         ("fail", pyoxide.BuildError, "build failed for kcrate (exit 1)"),
-        ("usage", pyoxide.BuildError, "refused the command line"),
+        ("usage", pyoxide.ToolchainError, "it is from another pyoxide release"),
         ("toolchain", pyoxide.ToolchainError, "toolchain piece is missing"),
         ("nojson", pyoxide.BuildError, "did not print its JSON build report"),
     ],
