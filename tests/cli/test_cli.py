@@ -67,7 +67,7 @@ def test_build_options(runner: CliRunner, tool: Path, crate: Path, tmp_path: Pat
     [
         ("fail", ExitCode.BUILD_FAILED, "build failed"),
         ("toolchain", ExitCode.TOOLCHAIN_MISSING, "toolchain piece is missing"),
-        ("usage", ExitCode.BUILD_FAILED, "refused the command line"),
+        ("usage", ExitCode.TOOLCHAIN_MISSING, "it is from another pyoxide release"),
         ("newer-schema", ExitCode.LOAD_FAILED, "upgrade pyoxide"),
     ],
 )
