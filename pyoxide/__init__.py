@@ -9,29 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import errors as _errors
 from ._build.cargo import build
 from ._build.stubs import render_stub, write_stub
 from ._launch.module import Module, load
 from ._manifest.reader import Manifest, read_manifest
-from .errors import (
-    ArgumentError,
-    ArgumentTypeError,
-    ArgumentValueError,
-    ArtifactError,
-    BackendUnavailableError,
-    BuildError,
-    ConfigError,
-    EmulatorError,
-    KernelTrapError,
-    LaunchError,
-    LoadError,
-    ManifestError,
-    MissingCrateError,
-    NoCompatibleArchError,
-    PyoxideError,
-    ScaffoldError,
-    ToolchainError,
-)
+from .errors import *  # noqa: F403  (the exception tree: errors.__all__)
 
 if TYPE_CHECKING:
     from ._launch.kernel import GenericKernel, Kernel, reload_knobs
@@ -39,35 +22,19 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentError",
-    "ArgumentTypeError",
-    "ArgumentValueError",
-    "ArtifactError",
-    "BackendUnavailableError",
-    "BuildError",
-    "ConfigError",
-    "EmulatorError",
     "GenericKernel",
     "Kernel",
-    "KernelTrapError",
-    "LaunchError",
-    "LoadError",
     "Manifest",
-    "ManifestError",
-    "MissingCrateError",
     "Module",
-    "NoCompatibleArchError",
-    "PyoxideError",
-    "ScaffoldError",
-    "ToolchainError",
     "build",
-    "kernels",
+    "kernels",  # noqa: F405  (loaded by __getattr__ below)
     "load",
     "read_manifest",
     "reload_knobs",
     "render_stub",
     "write_stub",
 ]
+__all__ += _errors.__all__  # every error class, as pyoxide.errors lists it
 
 
 #: Names of the launch runtime, imported on first use: it loads the native module, which

@@ -6,12 +6,14 @@ A spec is plain Python next to the kernel: a crate's ``specs/*.py`` files each d
 
 - ``inputs(case, rng)``: the arguments that are not outputs, by parameter name (NumPy
   arrays and Python scalars), drawn for ``case`` (its shape and dtype);
-- ``outputs``: each output parameter's shape and dtype (:class:`Out`); verify fills
-  them with poison (NaN, 0xDEADBEEF) or zeros (an accumulator) before each launch;
+- ``outputs``: each output parameter's shape (default: the case's) and dtype
+  (:class:`Out`); verify fills them with poison (NaN, 0xDEADBEEF) or zeros (an
+  accumulator) before each launch;
 - ``reference(args, case)``: the expected outputs, computed in float64 NumPy;
-- ``tolerance``: the largest accepted ‖got − want‖ / ‖want‖ (0: exact);
+- ``tolerance``: the largest accepted ‖got − want‖ / ‖want‖ (0: exact), a function of
+  the case (:func:`exact_tol`, :func:`compound_tol`; default :func:`tol` of its dtype);
 - ``bytes(case)`` and ``flops(case)``: what the kernel must move and compute, for the
-  roofline;
+  roofline (:func:`per_element` where that is a constant per element);
 - ``shapes``: the case shapes (default :func:`sizes_1d`: 0, 1, primes, sizes around
   warp and block multiples, large; then random sizes), ``dtypes`` (the instances of a
   generic kernel), ``bench_shapes`` (what ``pyoxide bench`` times);
@@ -20,12 +22,18 @@ A spec is plain Python next to the kernel: a crate's ``specs/*.py`` files each d
   defined up to a transformation), ``scale`` (the size of the terms, when the result
   can cancel) and ``peers``: ``{name: factory}``, where ``factory(args)`` gets the
   GPU arguments (CuPy arrays, by parameter name) and returns a callable doing the same
-  operation (PyTorch, CuPy, Triton ...), or a dict ``{name: callable}`` of several
-  (pyoxide/bench/_peers.py's, which scripts/bench_kernels times too).
+  operation (PyTorch, CuPy, Triton ...; :func:`torch_peer` writes the PyTorch one), or
+  a dict ``{name: callable}`` of several (pyoxide/bench/_peers.py's, which
+  scripts/bench_kernels times too).
+
+Kernels of one family share most of these: ``functools.partial(Spec, shapes=...,
+tolerance=..., bench_shapes=...)`` gives them one home, and :meth:`Case.normal` draws
+the usual inputs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,12 +44,16 @@ __all__ = [
     "Case",
     "Out",
     "Spec",
+    "compound_tol",
+    "exact_tol",
     "np_dtype",
+    "per_element",
     "poison_value",
     "rel_err",
     "shapes_2d",
     "sizes_1d",
     "tol",
+    "torch_peer",
 ]
 
 Shape = tuple[int, ...]
@@ -76,8 +88,26 @@ class Case:
         return self.shape[0]
 
     @property
+    def size(self) -> int:
+        """The number of elements of the shape."""
+        return math.prod(self.shape)
+
+    @property
     def np_dtype(self) -> Any:
         return np_dtype(self.dtype)
+
+    def normal(
+        self,
+        rng: np.random.Generator,
+        *,
+        scale: float = 1.0,
+        shift: float = 0.0,
+        shape: int | Shape | None = None,
+    ) -> np.ndarray:
+        """Standard normal data times `scale` plus `shift`, of the case's dtype and of its
+        shape (or `shape`): the usual input of a float kernel."""
+        x = rng.standard_normal(self.shape if shape is None else shape) * scale + shift
+        return x.astype(self.np_dtype)
 
     def describe(self) -> str:
         dims = "×".join(str(d) for d in self.shape)
@@ -87,17 +117,17 @@ class Case:
 
 @dataclass(frozen=True)
 class Out:
-    """An output parameter: its shape for a case, its dtype (None: the case's) and how
-    it starts: ``"poison"`` (every element must be written) or ``"zeros"`` (an
-    accumulator the kernel adds to)."""
+    """An output parameter: its shape for a case (None: the case's shape), its dtype
+    (None: the case's) and how it starts: ``"poison"`` (every element must be written)
+    or ``"zeros"`` (an accumulator the kernel adds to)."""
 
-    shape: Callable[[Case], int | Shape]
+    shape: Callable[[Case], int | Shape] | None = None
     dtype: str | None = None
     init: str = "poison"
 
     def make(self, case: Case) -> np.ndarray:
         dt = np_dtype(self.dtype) if self.dtype else case.np_dtype
-        shape = self.shape(case)
+        shape = case.shape if self.shape is None else self.shape(case)
         if self.init == "zeros":
             return np.zeros(shape, dt)
         return np.full(shape, poison_value(dt), dt)
@@ -205,6 +235,25 @@ def rel_err(got: Any, ref: Any, scale: Any = None) -> float:
     return float(np.linalg.norm(got - ref) / max(size, 1e-300))
 
 
+def exact_tol(case: Case) -> float:
+    """The tolerance of a kernel that must match its reference exactly (copies,
+    integer work)."""
+    return 0.0
+
+
+def compound_tol(case: Case) -> float:
+    """:func:`tol` of the case's dtype for compound work (matrix products, softmax,
+    normalisations, transcendental activations)."""
+    return tol(case.np_dtype, compound=True)
+
+
+def per_element(count: float) -> Callable[[Case], int]:
+    """``bytes=`` or ``flops=`` of a kernel that moves (or computes) `count` per element
+    of the case's shape: ``bytes=per_element(8)`` for a float32 map that reads one array
+    and writes one."""
+    return lambda case: int(count * case.size)
+
+
 def tol(dtype: Any, *, compound: bool = False) -> float:
     """The one tolerance policy of pyoxide's kernels, for `rel_err` against float64:
     about 8 units of roundoff of `dtype` for elementwise work and sums; ten times that
@@ -212,3 +261,21 @@ def tol(dtype: Any, *, compound: bool = False) -> float:
     dt = np.dtype(dtype)
     eps = 2.0**-7 if dt.name == "bfloat16" else float(np.finfo(dt).eps)
     return 8 * eps * (10 if compound else 1)
+
+
+# --- peers -----------------------------------------------------------------------------
+
+
+def torch_peer(op: Callable[..., Any], *names: str) -> Callable[[Args], Callable[[], Any]]:
+    """A peer doing the operation in PyTorch: the arguments `names` (GPU arrays) become
+    tensors (zero-copy, through DLPack) and each call runs ``op(torch, *tensors)``, e.g.
+    ``torch_peer(lambda torch, x: torch.softmax(x, dim=-1), "x")``. PyTorch is imported
+    when the peer is made, not with the spec."""
+
+    def factory(args: Args) -> Callable[[], Any]:
+        import torch
+
+        tensors = [torch.from_dlpack(args[n]) for n in names]
+        return lambda: op(torch, *tensors)
+
+    return factory

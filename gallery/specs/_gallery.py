@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Shape, shapes_2d
+from pyoxide.spec import Shape, Spec, compound_tol, shapes_2d
 
 CUDA = Path(__file__).resolve().parent.parent / "cuda"
 #: The peer names scripts/bench_gallery reads: the C++ twin, and PyTorch's op.
@@ -34,8 +34,9 @@ def row_shapes(rng: np.random.Generator, count: int) -> list[Shape]:
     return [*out[:8], (1, 20000), (3, 4099), (2, 70001), *out[8:]]
 
 
-def elements(shape: Shape) -> int:
-    return int(np.prod(shape))
+#: The matrix kernels: checked at `row_shapes`, timed at BENCH_2D, compound f32 work
+#: (a spec names what differs).
+row_spec = functools.partial(Spec, shapes=row_shapes, tolerance=compound_tol, bench_shapes=BENCH_2D)
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -102,18 +103,21 @@ def row_twin(
     return lambda: kernel((rows,), (threads,), args)
 
 
+def row_map_twin(stem: str, name: str) -> Peer:
+    """The twin of a row kernel of the arguments (x, out, cols)."""
+
+    def peer(a: Args) -> Callable[[], Any]:
+        x, out = a["x"], a["out"]
+        return row_twin(stem, name, x, lambda cols: (x, out, np.int32(cols)))
+
+    return peer
+
+
 def f32(v: Any) -> np.float32:
     return np.float32(v)
 
 
 # --- PyTorch ---------------------------------------------------------------------------------
-
-
-def torch_of(*arrays: Any) -> tuple[Any, ...]:
-    """The CuPy arrays as PyTorch tensors (zero-copy)."""
-    import torch
-
-    return tuple(torch.from_dlpack(a) for a in arrays)
 
 
 def peer_outputs(names: list[str], args: Args, result: Any) -> dict[str, Any]:

@@ -10,20 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Spec, tol
+from pyoxide.spec import Case, Out, Spec, compound_tol, per_element, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import (
-    BENCH_1D,
-    BENCH_2D,
-    TORCH,
-    TWIN,
-    elements,
-    row_shapes,
-    torch_of,
-    twin_kernel,
-    vec4,
-)
+from _gallery import BENCH_1D, TORCH, TWIN, row_spec, twin_kernel, vec4
 
 F64 = np.float64
 
@@ -53,27 +43,22 @@ def _bias_gelu_twin(a: dict[str, Any]) -> Any:
     return lambda: kernel(grid, (256,), (x, bias, out, np.int32(cols)))
 
 
-def _bias_gelu_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    x, b = torch_of(a["x"], a["bias"])
-    return lambda: torch.nn.functional.gelu(x + b)
-
-
-BIAS_GELU = Spec(
+BIAS_GELU = row_spec(
     kernel="bias_gelu",
     inputs=lambda case, rng: {
-        "x": (rng.standard_normal(case.shape) * 2).astype(np.float32),
-        "bias": rng.standard_normal(case.shape[1]).astype(np.float32),
+        "x": case.normal(rng, scale=2),
+        "bias": case.normal(rng, shape=case.shape[1]),
     },
-    outputs={"out": Out(lambda case: case.shape)},
-    shapes=row_shapes,
+    outputs={"out": Out()},
     reference=_bias_gelu_ref,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * elements(case.shape) + 4 * case.shape[1],
-    flops=lambda case: 20 * elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _bias_gelu_twin, f"{TORCH} gelu(x + bias)": _bias_gelu_torch},
+    bytes=lambda case: 8 * case.size + 4 * case.shape[1],
+    flops=per_element(20),
+    peers={
+        TWIN: _bias_gelu_twin,
+        f"{TORCH} gelu(x + bias)": torch_peer(
+            lambda torch, x, b: torch.nn.functional.gelu(x + b), "x", "bias"
+        ),
+    },
 )
 
 
@@ -85,13 +70,6 @@ def _swiglu_twin(a: dict[str, Any]) -> Any:
     return lambda: kernel((-(-n4 // 256),), (256,), (gate, up, out, np.int64(n4)))
 
 
-def _swiglu_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    g, u = torch_of(a["gate"], a["up"])
-    return lambda: torch.nn.functional.silu(g) * u
-
-
 def _swiglu_ref(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     g = a["gate"].astype(F64)
     return {"out": g / (1 + np.exp(-g)) * a["up"]}
@@ -99,17 +77,19 @@ def _swiglu_ref(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
 
 SWIGLU = Spec(
     kernel="swiglu",
-    inputs=lambda case, rng: {
-        "gate": (rng.standard_normal(case.n) * 3).astype(np.float32),
-        "up": rng.standard_normal(case.n).astype(np.float32),
-    },
-    outputs={"out": Out(lambda case: case.n)},
+    inputs=lambda case, rng: {"gate": case.normal(rng, scale=3), "up": case.normal(rng)},
+    outputs={"out": Out()},
     reference=_swiglu_ref,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 12 * case.n,
-    flops=lambda case: 6 * case.n,
+    tolerance=compound_tol,
+    bytes=per_element(12),
+    flops=per_element(6),
     bench_shapes=BENCH_1D,
-    peers={TWIN: _swiglu_twin, f"{TORCH} silu(gate) * up": _swiglu_torch},
+    peers={
+        TWIN: _swiglu_twin,
+        f"{TORCH} silu(gate) * up": torch_peer(
+            lambda torch, g, u: torch.nn.functional.silu(g) * u, "gate", "up"
+        ),
+    },
 )
 
 SPECS = [BIAS_GELU, SWIGLU]

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Out, Spec, tol
+from pyoxide.spec import Out, per_element, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, torch_of, twin_kernel, vec4
+from _gallery import TORCH, TWIN, row_spec, twin_kernel, vec4
 
 F64 = np.float64
 ROWS_PER_BLOCK = 256  # gallery/cuda/columns.cu
@@ -33,25 +33,18 @@ def _twin(a: dict[str, Any]) -> Any:
     return run
 
 
-def _torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    (x,) = torch_of(a["x"])
-    return lambda: torch.sum(x, dim=0)
-
-
-COL_SUM = Spec(
+COL_SUM = row_spec(
     kernel="col_sum",
-    inputs=lambda case, rng: {"x": rng.standard_normal(case.shape).astype(np.float32)},
+    inputs=lambda case, rng: {"x": case.normal(rng)},
     outputs={"out": Out(lambda case: case.shape[1])},
-    shapes=row_shapes,
     reference=lambda a, case: {"out": a["x"].astype(F64).sum(axis=0)},
     scale=lambda a, case: {"out": np.abs(a["x"].astype(F64)).sum(axis=0)},
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 4 * elements(case.shape) + 4 * case.shape[1],
-    flops=lambda case: elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _twin, f"{TORCH} sum(dim=0)": _torch},
+    bytes=lambda case: 4 * case.size + 4 * case.shape[1],
+    flops=per_element(1),
+    peers={
+        TWIN: _twin,
+        f"{TORCH} sum(dim=0)": torch_peer(lambda torch, x: torch.sum(x, dim=0), "x"),
+    },
 )
 
 SPECS = [COL_SUM]

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Spec
+from pyoxide.spec import Case, Out, exact_tol, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, torch_of, twin_kernel, vec4
+from _gallery import TORCH, TWIN, row_spec, twin_kernel, vec4
 
 
 def _vocab(case: Case) -> int:
@@ -21,7 +21,7 @@ def _vocab(case: Case) -> int:
 def _inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     n, dim = case.shape
     return {
-        "table": rng.standard_normal((_vocab(case), dim)).astype(np.float32),
+        "table": case.normal(rng, shape=(_vocab(case), dim)),
         "ids": rng.integers(0, _vocab(case), n),
     }
 
@@ -34,24 +34,20 @@ def _twin(a: dict[str, Any]) -> Any:
     return lambda: kernel((n,), (256,), (table, ids, out, np.int32(dim)))
 
 
-def _torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    table, ids = torch_of(a["table"], a["ids"])
-    return lambda: torch.nn.functional.embedding(ids, table)
-
-
-EMBEDDING = Spec(
+EMBEDDING = row_spec(
     kernel="embedding",
     inputs=_inputs,
-    outputs={"out": Out(lambda case: case.shape)},
-    shapes=row_shapes,
+    outputs={"out": Out()},
     reference=lambda a, case: {"out": a["table"][a["ids"]]},
-    tolerance=lambda case: 0.0,
-    bytes=lambda case: 8 * elements(case.shape) + 8 * case.shape[0],
+    tolerance=exact_tol,
+    bytes=lambda case: 8 * case.size + 8 * case.shape[0],
     flops=lambda case: 0,
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _twin, f"{TORCH} embedding": _torch},
+    peers={
+        TWIN: _twin,
+        f"{TORCH} embedding": torch_peer(
+            lambda torch, table, ids: torch.nn.functional.embedding(ids, table), "table", "ids"
+        ),
+    },
 )
 
 SPECS = [EMBEDDING]

@@ -8,17 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Spec, tol
+from pyoxide.spec import Case, Out, per_element, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, f32, row_shapes, row_twin, torch_of
+from _gallery import TORCH, TWIN, f32, row_spec, row_twin
 
 F64 = np.float64
 EPS = 1e-6
-
-
-def _x(case: Case, rng: np.random.Generator) -> np.ndarray:
-    return (rng.standard_normal(case.shape) * 3).astype(np.float32)
 
 
 def _weight(case: Case, rng: np.random.Generator) -> np.ndarray:
@@ -37,24 +33,25 @@ def _rms_twin(a: dict[str, Any]) -> Any:
     return row_twin("norms", "rms_norm", x, lambda cols: (x, w, f32(a["eps"]), out, np.int32(cols)))
 
 
-def _rms_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    x, w = torch_of(a["x"], a["weight"])
-    return lambda: torch.nn.functional.rms_norm(x, (x.shape[1],), w, a["eps"])
-
-
-RMS_NORM = Spec(
+RMS_NORM = row_spec(
     kernel="rms_norm",
-    inputs=lambda case, rng: {"x": _x(case, rng), "weight": _weight(case, rng), "eps": EPS},
-    outputs={"out": Out(lambda case: case.shape)},
-    shapes=row_shapes,
+    inputs=lambda case, rng: {
+        "x": case.normal(rng, scale=3),
+        "weight": _weight(case, rng),
+        "eps": EPS,
+    },
+    outputs={"out": Out()},
     reference=lambda a, case: {"out": _rms(a["x"].astype(F64), a["weight"], a["eps"])},
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * elements(case.shape) + 4 * case.shape[1],
-    flops=lambda case: 4 * elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _rms_twin, f"{TORCH} rms_norm": _rms_torch},
+    bytes=lambda case: 8 * case.size + 4 * case.shape[1],
+    flops=per_element(4),
+    peers={
+        TWIN: _rms_twin,
+        f"{TORCH} rms_norm": torch_peer(
+            lambda torch, x, w: torch.nn.functional.rms_norm(x, (x.shape[1],), w, EPS),
+            "x",
+            "weight",
+        ),
+    },
 )
 
 
@@ -62,7 +59,8 @@ RMS_NORM = Spec(
 
 
 def _add_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    return {"x": _x(case, rng), "residual": _x(case, rng), "weight": _weight(case, rng), "eps": EPS}
+    x, residual = case.normal(rng, scale=3), case.normal(rng, scale=3)
+    return {"x": x, "residual": residual, "weight": _weight(case, rng), "eps": EPS}
 
 
 def _add_reference(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
@@ -77,29 +75,22 @@ def _add_twin(a: dict[str, Any]) -> Any:
     )
 
 
-def _add_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    x, r, w = torch_of(a["x"], a["residual"], a["weight"])
-
-    def run() -> Any:
-        h = x + r
-        return h, torch.nn.functional.rms_norm(h, (h.shape[1],), w, a["eps"])
-
-    return run
+def _add_rms(torch: Any, x: Any, r: Any, w: Any) -> Any:
+    h = x + r
+    return h, torch.nn.functional.rms_norm(h, (h.shape[1],), w, EPS)
 
 
-ADD_RMS_NORM = Spec(
+ADD_RMS_NORM = row_spec(
     kernel="add_rms_norm",
     inputs=_add_inputs,
-    outputs={"sum": Out(lambda case: case.shape), "out": Out(lambda case: case.shape)},
-    shapes=row_shapes,
+    outputs={"sum": Out(), "out": Out()},
     reference=_add_reference,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 16 * elements(case.shape) + 4 * case.shape[1],
-    flops=lambda case: 5 * elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _add_twin, f"{TORCH} add + rms_norm": _add_torch},
+    bytes=lambda case: 16 * case.size + 4 * case.shape[1],
+    flops=per_element(5),
+    peers={
+        TWIN: _add_twin,
+        f"{TORCH} add + rms_norm": torch_peer(_add_rms, "x", "residual", "weight"),
+    },
 )
 
 SPECS = [RMS_NORM, ADD_RMS_NORM]

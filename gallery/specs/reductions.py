@@ -8,19 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Spec, tol
+from pyoxide.spec import Case, Out, Spec, compound_tol, per_element, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_1D, TORCH, TWIN, torch_of, twin_kernel
+from _gallery import BENCH_1D, TORCH, TWIN, twin_kernel
 
 F64 = np.float64
 
 
 def _inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    return {
-        "x": rng.standard_normal(case.n).astype(np.float32),
-        "y": rng.standard_normal(case.n).astype(np.float32),
-    }
+    return {"x": case.normal(rng), "y": case.normal(rng)}
 
 
 def _twin(a: dict[str, Any]) -> Any:
@@ -40,24 +37,17 @@ def _twin(a: dict[str, Any]) -> Any:
     return run
 
 
-def _torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    x, y = torch_of(a["x"], a["y"])
-    return lambda: torch.dot(x, y)
-
-
 DOT = Spec(
     kernel="dot",
     inputs=_inputs,
     outputs={"out": Out(lambda case: 1, init="zeros")},  # an accumulator: starts at 0
     reference=lambda a, case: {"out": np.dot(a["x"].astype(F64), a["y"]).reshape(1)},
     scale=lambda a, case: {"out": np.abs(a["x"].astype(F64) * a["y"]).sum(keepdims=True)},
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * case.n,
-    flops=lambda case: 2 * case.n,
+    tolerance=compound_tol,
+    bytes=per_element(8),
+    flops=per_element(2),
     bench_shapes=BENCH_1D,
-    peers={TWIN: _twin, f"{TORCH} dot": _torch},
+    peers={TWIN: _twin, f"{TORCH} dot": torch_peer(lambda torch, x, y: torch.dot(x, y), "x", "y")},
 )
 
 SPECS = [DOT]

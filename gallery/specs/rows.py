@@ -9,16 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Spec, tol
+from pyoxide.spec import Case, Out, exact_tol, per_element, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, row_twin, torch_of
+from _gallery import TORCH, TWIN, row_map_twin, row_spec, row_twin
 
 F64 = np.float64
-
-
-def _x(case: Case, rng: np.random.Generator, scale: float = 4) -> np.ndarray:
-    return (rng.standard_normal(case.shape) * scale).astype(np.float32)
 
 
 def _logsumexp(x: np.ndarray) -> np.ndarray:
@@ -33,29 +29,18 @@ def _rows(case: Case) -> int:
 # --- argmax_rows --------------------------------------------------------------------------
 
 
-def _argmax_twin(a: dict[str, Any]) -> Any:
-    x, out = a["x"], a["out"]
-    return row_twin("rows", "argmax_rows", x, lambda cols: (x, out, np.int32(cols)))
-
-
-def _argmax_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    (x,) = torch_of(a["x"])
-    return lambda: torch.argmax(x, dim=1)
-
-
-ARGMAX = Spec(
+ARGMAX = row_spec(
     kernel="argmax_rows",
-    inputs=lambda case, rng: {"x": _x(case, rng)},
+    inputs=lambda case, rng: {"x": case.normal(rng, scale=4)},
     outputs={"out": Out(_rows, dtype="u32")},
-    shapes=row_shapes,
     reference=lambda a, case: {"out": a["x"].argmax(axis=1).astype(np.uint32)},
-    tolerance=lambda case: 0.0,
-    bytes=lambda case: 4 * elements(case.shape) + 4 * case.shape[0],
-    flops=lambda case: elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _argmax_twin, f"{TORCH} argmax": _argmax_torch},
+    tolerance=exact_tol,
+    bytes=lambda case: 4 * case.size + 4 * case.shape[0],
+    flops=per_element(1),
+    peers={
+        TWIN: row_map_twin("rows", "argmax_rows"),
+        f"{TORCH} argmax": torch_peer(lambda torch, x: torch.argmax(x, dim=1), "x"),
+    },
 )
 
 
@@ -63,7 +48,10 @@ ARGMAX = Spec(
 
 
 def _ce_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    return {"logits": _x(case, rng), "target": rng.integers(0, case.shape[1], case.shape[0])}
+    return {
+        "logits": case.normal(rng, scale=4),
+        "target": rng.integers(0, case.shape[1], case.shape[0]),
+    }
 
 
 def _ce_reference(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
@@ -83,88 +71,61 @@ def _ce_twin(a: dict[str, Any]) -> Any:
     return row_twin("rows", "cross_entropy_rows", x, lambda cols: (x, t, loss, np.int32(cols)))
 
 
-def _ce_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    x, t = torch_of(a["logits"], a["target"])
-    return lambda: torch.nn.functional.cross_entropy(x, t, reduction="none")
-
-
-CROSS_ENTROPY = Spec(
+CROSS_ENTROPY = row_spec(
     kernel="cross_entropy_rows",
     inputs=_ce_inputs,
     outputs={"loss": Out(_rows)},
-    shapes=row_shapes,
     reference=_ce_reference,
     scale=_ce_scale,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 4 * elements(case.shape) + 12 * case.shape[0],
-    flops=lambda case: 4 * elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _ce_twin, f"{TORCH} cross_entropy": _ce_torch},
+    bytes=lambda case: 4 * case.size + 12 * case.shape[0],
+    flops=per_element(4),
+    peers={
+        TWIN: _ce_twin,
+        f"{TORCH} cross_entropy": torch_peer(
+            lambda torch, x, t: torch.nn.functional.cross_entropy(x, t, reduction="none"),
+            "logits",
+            "target",
+        ),
+    },
 )
 
 
 # --- log_softmax_rows --------------------------------------------------------------------------
 
 
-def _ls_twin(a: dict[str, Any]) -> Any:
-    x, out = a["x"], a["out"]
-    return row_twin("rows", "log_softmax_rows", x, lambda cols: (x, out, np.int32(cols)))
-
-
-def _ls_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    (x,) = torch_of(a["x"])
-    return lambda: torch.log_softmax(x, dim=1)
-
-
-LOG_SOFTMAX = Spec(
+LOG_SOFTMAX = row_spec(
     kernel="log_softmax_rows",
-    inputs=lambda case, rng: {"x": _x(case, rng)},
-    outputs={"out": Out(lambda case: case.shape)},
-    shapes=row_shapes,
+    inputs=lambda case, rng: {"x": case.normal(rng, scale=4)},
+    outputs={"out": Out()},
     reference=lambda a, case: {"out": a["x"].astype(F64) - _logsumexp(a["x"].astype(F64))},
     scale=lambda a, case: {
         "out": np.abs(a["x"].astype(F64)) + np.abs(_logsumexp(a["x"].astype(F64)))
     },
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * elements(case.shape),
-    flops=lambda case: 4 * elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _ls_twin, f"{TORCH} log_softmax": _ls_torch},
+    bytes=per_element(8),
+    flops=per_element(4),
+    peers={
+        TWIN: row_map_twin("rows", "log_softmax_rows"),
+        f"{TORCH} log_softmax": torch_peer(lambda torch, x: torch.log_softmax(x, dim=1), "x"),
+    },
 )
 
 
 # --- cumsum_rows -------------------------------------------------------------------------------
 
 
-def _cumsum_twin(a: dict[str, Any]) -> Any:
-    x, out = a["x"], a["out"]
-    return row_twin("rows", "cumsum_rows", x, lambda cols: (x, out, np.int32(cols)))
-
-
-def _cumsum_torch(a: dict[str, Any]) -> Any:
-    import torch
-
-    (x,) = torch_of(a["x"])
-    return lambda: torch.cumsum(x, dim=1)
-
-
-CUMSUM = Spec(
+CUMSUM = row_spec(
     kernel="cumsum_rows",
-    inputs=lambda case, rng: {"x": _x(case, rng, 1)},
-    outputs={"out": Out(lambda case: case.shape)},
-    shapes=row_shapes,
+    inputs=lambda case, rng: {"x": case.normal(rng)},
+    outputs={"out": Out()},
     reference=lambda a, case: {"out": np.cumsum(a["x"].astype(F64), axis=1)},
     # Each prefix is a sum of up to `cols` terms: its rounding is a fraction of their size.
     scale=lambda a, case: {"out": np.cumsum(np.abs(a["x"].astype(F64)), axis=1)},
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * elements(case.shape),
-    flops=lambda case: elements(case.shape),
-    bench_shapes=BENCH_2D,
-    peers={TWIN: _cumsum_twin, f"{TORCH} cumsum": _cumsum_torch},
+    bytes=per_element(8),
+    flops=per_element(1),
+    peers={
+        TWIN: row_map_twin("rows", "cumsum_rows"),
+        f"{TORCH} cumsum": torch_peer(lambda torch, x: torch.cumsum(x, dim=1), "x"),
+    },
 )
 
 SPECS = [ARGMAX, CROSS_ENTROPY, LOG_SOFTMAX, CUMSUM]

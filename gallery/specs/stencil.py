@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Spec, tol
+from pyoxide.spec import Case, Out, per_element, tol
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import BENCH_2D, TORCH, TWIN, elements, row_shapes, torch_of, twin_kernel, vec4
+from _gallery import TORCH, TWIN, row_spec, twin_kernel, vec4
 
 F64 = np.float64
 STRIP, WARPS = 16, 4  # gallery/cuda/stencil.cu: rows per thread, warps per block
@@ -45,23 +45,21 @@ def _twin(a: dict[str, Any]) -> Any:
 def _torch(a: dict[str, Any]) -> Any:
     import torch
 
-    (x,) = torch_of(a["x"])
+    x = torch.from_dlpack(a["x"])
     k = torch.tensor([[0, 1, 0], [1, -4, 1], [0, 1, 0]], dtype=x.dtype, device=x.device)
     k = k.reshape(1, 1, 3, 3)
     return lambda: torch.nn.functional.conv2d(x[None, None], k, padding=1)[0, 0]
 
 
-LAPLACIAN = Spec(
+LAPLACIAN = row_spec(
     kernel="laplacian_2d",
-    inputs=lambda case, rng: {"x": rng.standard_normal(case.shape).astype(np.float32)},
-    outputs={"out": Out(lambda case: case.shape)},
-    shapes=row_shapes,
+    inputs=lambda case, rng: {"x": case.normal(rng)},
+    outputs={"out": Out()},
     reference=_reference,
     scale=_scale,
-    tolerance=lambda case: tol(np.float32),
-    bytes=lambda case: 8 * elements(case.shape),
-    flops=lambda case: 5 * elements(case.shape),
-    bench_shapes=BENCH_2D,
+    tolerance=lambda case: tol(case.np_dtype),  # five terms: plain, not compound, work
+    bytes=per_element(8),
+    flops=per_element(5),
     peers={TWIN: _twin, f"{TORCH} conv2d": _torch},
 )
 

@@ -9,15 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Spec, tol
+from pyoxide.spec import Case, Out, Spec, compound_tol, per_element
 
 F64 = np.float64
 # 2^16 … 2^26 elements, ×4: the bandwidth-vs-size curve (2^26 f32 is 256 MiB, far past the L2).
 BENCH_1D = [(1 << p,) for p in range(16, 27, 2)]
-
-
-def _normal(rng: np.random.Generator, case: Case) -> np.ndarray:
-    return rng.standard_normal(case.n).astype(case.np_dtype)
 
 
 @functools.cache
@@ -30,22 +26,20 @@ def _peers() -> Any:
     return Peers(cupy)
 
 
-def _same_shape(case: Case) -> int:
-    return case.n
-
-
 def _scalar(case: Case, v: float) -> float:
     return float(case.np_dtype.type(v))
 
 
-VECADD = Spec(
+#: The maps: `out` of the inputs' shape, timed along the bandwidth-vs-size curve.
+_map_spec = functools.partial(Spec, outputs={"out": Out()}, bench_shapes=BENCH_1D)
+
+VECADD = _map_spec(
     kernel="vecadd",
-    inputs=lambda case, rng: {"a": _normal(rng, case), "b": _normal(rng, case)},
-    outputs={"c": Out(_same_shape)},
+    inputs=lambda case, rng: {"a": case.normal(rng), "b": case.normal(rng)},
+    outputs={"c": Out()},
     reference=lambda a, case: {"c": a["a"].astype(F64) + a["b"]},
-    bytes=lambda case: 3 * 4 * case.n,
-    flops=lambda case: case.n,
-    bench_shapes=BENCH_1D,
+    bytes=per_element(3 * 4),
+    flops=per_element(1),
     peers={"bench_kernels": lambda a: _peers().vecadd(a["a"], a["b"], a["c"])},
 )
 
@@ -53,45 +47,41 @@ VECADD = Spec(
 def _saxpy_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     return {
         "a": _scalar(case, rng.uniform(-4, 4)),
-        "x": _normal(rng, case),
-        "y": _normal(rng, case),
+        "x": case.normal(rng),
+        "y": case.normal(rng),
     }
 
 
-SAXPY = Spec(
+SAXPY = _map_spec(
     kernel="saxpy",
     inputs=_saxpy_inputs,
-    outputs={"out": Out(_same_shape)},
     reference=lambda a, case: {"out": a["a"] * a["x"].astype(F64) + a["y"]},
     # a*x + y rounds twice (Rust does not fuse): measured against the terms' size.
     scale=lambda a, case: {"out": np.abs(a["a"] * a["x"].astype(F64)) + np.abs(a["y"])},
-    bytes=lambda case: 3 * 4 * case.n,
-    flops=lambda case: 2 * case.n,
-    bench_shapes=BENCH_1D,
+    bytes=per_element(3 * 4),
+    flops=per_element(2),
     peers={"bench_kernels": lambda a: _peers().saxpy(a["a"], a["x"], a["y"], a["out"])},
 )
 
 
 def _scale_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    return {"factor": _scalar(case, rng.uniform(-3, 3)), "x": _normal(rng, case)}
+    return {"factor": _scalar(case, rng.uniform(-3, 3)), "x": case.normal(rng)}
 
 
-SCALE = Spec(
+SCALE = _map_spec(
     kernel="scale",
     dtypes=("f32", "f64"),
     inputs=_scale_inputs,
-    outputs={"out": Out(_same_shape)},
     reference=lambda a, case: {"out": a["factor"] * a["x"].astype(F64)},
     bytes=lambda case: 2 * case.np_dtype.itemsize * case.n,
-    flops=lambda case: case.n,
-    bench_shapes=BENCH_1D,
+    flops=per_element(1),
     peers={"bench_kernels": lambda a: _peers().scale(a["factor"], a["x"], a["out"])},
 )
 
 
 def _activate_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     return {
-        "x": _normal(rng, case),
+        "x": case.normal(rng),
         "coeffs": rng.uniform(-1, 1, 4).astype(np.float32),
         "activation": int(rng.integers(0, 4)),
     }
@@ -118,16 +108,14 @@ def _activate_scale(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     return {"out": sum(abs(float(c)) * x**j for j, c in enumerate(a["coeffs"])) * np.ones_like(x)}
 
 
-ACTIVATE = Spec(
+ACTIVATE = _map_spec(
     kernel="activate",
     inputs=_activate_inputs,
-    outputs={"out": Out(_same_shape)},
     reference=_activate_ref,
     scale=_activate_scale,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 2 * 4 * case.n,
-    flops=lambda case: 10 * case.n,
-    bench_shapes=BENCH_1D,
+    tolerance=compound_tol,
+    bytes=per_element(2 * 4),
+    flops=per_element(10),
 )
 
 SPECS = [VECADD, SAXPY, SCALE, ACTIVATE]

@@ -8,6 +8,7 @@ product of the bf16-rounded inputs (so input rounding is not their error)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -76,15 +77,23 @@ def _torch_mm(dtype: str) -> Any:
 
 BENCH_MNK = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)]
 
-MATMUL_TILED = Spec(
-    kernel="matmul_tiled",
-    inputs=_f32_inputs,
+#: What the matrix products share: c = a · b in float64, 2mnk FLOPs, the small shapes
+#: (the 128×128-tile GEMMs) and the 1e-5 bound of the module documentation.
+_gemm_spec = functools.partial(
+    Spec,
     outputs={"c": _c_out()},
-    shapes=_mnk,
+    shapes=_mnk_small,
     reference=lambda a, case: {"c": _product(a, case)},
     tolerance=lambda case: 1e-5,
-    bytes=_bytes(4),
     flops=_gemm_flops,
+    bench_shapes=BENCH_MNK,
+)
+
+MATMUL_TILED = _gemm_spec(
+    kernel="matmul_tiled",
+    inputs=_f32_inputs,
+    shapes=_mnk,
+    bytes=_bytes(4),
     bench_shapes=BENCH_MNK[:2],
     peers={"torch.mm": _torch_mm("f32"), "cupy.matmul": lambda a: _cupy_mm(a)},
 )
@@ -97,45 +106,29 @@ def _cupy_mm(a: dict[str, Any]) -> Any:
     return lambda: cupy.matmul(x, y)
 
 
-SGEMM = Spec(
+SGEMM = _gemm_spec(
     kernel="sgemm",
     inputs=_f32_inputs,
-    outputs={"c": _c_out()},
-    shapes=_mnk_small,
-    reference=lambda a, case: {"c": _product(a, case)},
-    tolerance=lambda case: 1e-5,
     bytes=_bytes(4),
-    flops=_gemm_flops,
-    bench_shapes=BENCH_MNK,
     peers={"torch.mm": _torch_mm("f32"), "cupy.matmul": lambda a: _cupy_mm(a)},
 )
 
-GEMM_BF16 = Spec(
+GEMM_BF16 = _gemm_spec(
     kernel="gemm_bf16",
     dtypes=("bf16",),
     inputs=_bf16_inputs,
-    outputs={"c": _c_out()},
-    shapes=_mnk_small,
-    reference=lambda a, case: {"c": _product(a, case)},
-    tolerance=lambda case: 1e-5,
     bytes=_bytes(2),
-    flops=_gemm_flops,
-    bench_shapes=BENCH_MNK,
     peers={"torch.mm (bf16)": _torch_mm("bf16")},
 )
 
-GEMM_BF16_BF16 = Spec(
+GEMM_BF16_BF16 = _gemm_spec(
     kernel="gemm_bf16_bf16",
     dtypes=("bf16",),
     inputs=_bf16_inputs,
     outputs={"c": _c_out("bf16")},
-    shapes=_mnk_small,
     # c is bf16: compared within bf16's rounding (2^-9 relative).
-    reference=lambda a, case: {"c": _product(a, case)},
     tolerance=lambda case: 2.0**-8,
     bytes=_bytes(2, 2),
-    flops=_gemm_flops,
-    bench_shapes=BENCH_MNK,
     peers={"torch.mm (bf16)": _torch_mm("bf16")},
 )
 

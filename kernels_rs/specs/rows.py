@@ -5,11 +5,22 @@ see pyoxide/spec.py."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
-from pyoxide.spec import Case, Out, Shape, Spec, shapes_2d, tol
+from pyoxide.spec import (
+    Case,
+    Out,
+    Shape,
+    Spec,
+    compound_tol,
+    exact_tol,
+    per_element,
+    shapes_2d,
+    torch_peer,
+)
 
 F64 = np.float64
 EPS = 1e-5
@@ -23,8 +34,8 @@ def _rows(rng: np.random.Generator, count: int) -> list[Shape]:
     return [*out[:8], (1, 20000), (2, 70000), *out[8:]]
 
 
-def _x(case: Case, rng: np.random.Generator, scale: float = 4, shift: float = 0) -> np.ndarray:
-    return (rng.standard_normal(case.shape) * scale + shift).astype(np.float32)
+#: The row kernels: checked at `_rows`, timed at BENCH_ROWS, compound work (f32 only).
+_row_spec = functools.partial(Spec, shapes=_rows, tolerance=compound_tol, bench_shapes=BENCH_ROWS)
 
 
 def _softmax(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
@@ -33,42 +44,24 @@ def _softmax(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     return {"out": e / e.sum(axis=1, keepdims=True) if x.size else x}
 
 
-def _elems(case: Case) -> int:
-    return case.shape[0] * case.shape[1]
-
-
-def _same(case: Case) -> Shape:
-    return case.shape
-
-
-SOFTMAX = Spec(
+SOFTMAX = _row_spec(
     kernel="softmax_rows",
-    inputs=lambda case, rng: {"x": _x(case, rng)},
-    outputs={"out": Out(_same)},
-    shapes=_rows,
+    inputs=lambda case, rng: {"x": case.normal(rng, scale=4)},
+    outputs={"out": Out()},
     reference=_softmax,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * _elems(case),
-    flops=lambda case: 5 * _elems(case),
-    bench_shapes=BENCH_ROWS,
-    peers={"torch.softmax": lambda a: _torch_softmax(a)},
+    bytes=per_element(8),
+    flops=per_element(5),
+    peers={"torch.softmax": torch_peer(lambda torch, x: torch.softmax(x, dim=-1), "x")},
 )
-
-
-def _torch_softmax(a: dict[str, Any]) -> Any:
-    import torch
-
-    x = torch.from_dlpack(a["x"])
-    return lambda: torch.softmax(x, dim=-1)
 
 
 def _ln_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     cols = case.shape[1]
     return {
         # An offset far from 0 is what breaks a one-pass E[x²] − E[x]² variance.
-        "x": _x(case, rng, 3, 100),
-        "weight": rng.standard_normal(cols).astype(np.float32),
-        "bias": rng.standard_normal(cols).astype(np.float32),
+        "x": case.normal(rng, scale=3, shift=100),
+        "weight": case.normal(rng, shape=cols),
+        "bias": case.normal(rng, shape=cols),
         "eps": EPS,
     }
 
@@ -93,32 +86,23 @@ def _ln_scale(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     return {"out": worse * np.abs(ref) + np.abs(a["bias"].astype(F64))}
 
 
-LAYERNORM = Spec(
+LAYERNORM = _row_spec(
     kernel="layernorm_rows",
     inputs=_ln_inputs,
-    outputs={"out": Out(_same)},
-    shapes=_rows,
+    outputs={"out": Out()},
     reference=_layernorm,
     scale=_ln_scale,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * _elems(case),
-    flops=lambda case: 8 * _elems(case),
-    bench_shapes=BENCH_ROWS,
-    peers={"torch layer_norm": lambda a: _torch_layernorm(a)},
+    bytes=per_element(8),
+    flops=per_element(8),
+    peers={
+        "torch layer_norm": torch_peer(
+            lambda torch, x, w, b: torch.nn.functional.layer_norm(x, x.shape[1:], w, b, EPS),
+            "x",
+            "weight",
+            "bias",
+        )
+    },
 )
-
-
-def _torch_layernorm(a: dict[str, Any]) -> Any:
-    import torch
-
-    x = torch.from_dlpack(a["x"])
-    cols = x.shape[1]
-    w, b = torch.from_dlpack(a["weight"]), torch.from_dlpack(a["bias"])
-    return lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, a["eps"])
-
-
-def _tr_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    return {"x": (rng.standard_normal(case.shape) * 1000).astype(case.np_dtype)}
 
 
 def _cupy_t(a: dict[str, Any]) -> Any:
@@ -131,12 +115,12 @@ def _cupy_t(a: dict[str, Any]) -> Any:
 TRANSPOSE = Spec(
     kernel="transpose",
     dtypes=("f32", "f64", "u32"),
-    inputs=_tr_inputs,
+    inputs=lambda case, rng: {"x": case.normal(rng, scale=1000)},
     outputs={"out": Out(lambda case: case.shape[::-1])},
     shapes=lambda rng, count: shapes_2d(rng, count, max_elems=1 << 16),
     reference=lambda a, case: {"out": a["x"].T},
-    tolerance=lambda case: 0.0,
-    bytes=lambda case: 2 * case.np_dtype.itemsize * _elems(case),
+    tolerance=exact_tol,
+    bytes=lambda case: 2 * case.np_dtype.itemsize * case.size,
     flops=lambda case: 0,
     bench_shapes=[(4096, 4096), (16384, 16384)],
     peers={"cupy ascontiguousarray(x.T)": _cupy_t},
@@ -155,8 +139,8 @@ def _cols_of(case: Case) -> Shape:
 
 
 def _softmax_bw_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    y = _softmax({"x": _x(case, rng)}, case)["out"].astype(np.float32)
-    return {"out": y, "grad_out": _x(case, rng, 1)}
+    y = _softmax({"x": case.normal(rng, scale=4)}, case)["out"].astype(np.float32)
+    return {"out": y, "grad_out": case.normal(rng)}
 
 
 def _softmax_bw(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
@@ -172,25 +156,21 @@ def _softmax_bw_scale(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     return {"grad_x": y * (g + (y * g).sum(axis=1, keepdims=True))}
 
 
-def _torch_softmax_bw(a: dict[str, Any]) -> Any:
-    import torch
-
-    y, g = torch.from_dlpack(a["out"]), torch.from_dlpack(a["grad_out"])
-    return lambda: torch._softmax_backward_data(g, y, -1, torch.float32)
-
-
-SOFTMAX_BACKWARD = Spec(
+SOFTMAX_BACKWARD = _row_spec(
     kernel="softmax_rows_backward",
     inputs=_softmax_bw_inputs,
-    outputs={"grad_x": Out(_same)},
-    shapes=_rows,
+    outputs={"grad_x": Out()},
     reference=_softmax_bw,
     scale=_softmax_bw_scale,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 12 * _elems(case),
-    flops=lambda case: 4 * _elems(case),
-    bench_shapes=BENCH_ROWS,
-    peers={"torch softmax backward": _torch_softmax_bw},
+    bytes=per_element(12),
+    flops=per_element(4),
+    peers={
+        "torch softmax backward": torch_peer(
+            lambda torch, y, g: torch._softmax_backward_data(g, y, -1, torch.float32),
+            "out",
+            "grad_out",
+        )
+    },
 )
 
 
@@ -201,9 +181,9 @@ def _stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _ln_bw_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     return {
-        "x": _x(case, rng, 3),
-        "weight": rng.standard_normal(case.shape[1]).astype(np.float32),
-        "grad_out": _x(case, rng, 1),
+        "x": case.normal(rng, scale=3),
+        "weight": case.normal(rng, shape=case.shape[1]),
+        "grad_out": case.normal(rng),
         "eps": EPS,
     }
 
@@ -242,27 +222,24 @@ def _torch_ln_bw(mask: list[bool]) -> Any:
     return peer
 
 
-LAYERNORM_BACKWARD = Spec(
+LAYERNORM_BACKWARD = _row_spec(
     kernel="layernorm_rows_backward",
     inputs=_ln_bw_inputs,
-    outputs={"grad_x": Out(_same), "mean": Out(_rows_of), "rstd": Out(_rows_of)},
-    shapes=_rows,
+    outputs={"grad_x": Out(), "mean": Out(_rows_of), "rstd": Out(_rows_of)},
     reference=_ln_bw,
     scale=_ln_bw_scale,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 12 * _elems(case),
-    flops=lambda case: 12 * _elems(case),
-    bench_shapes=BENCH_ROWS,
+    bytes=per_element(12),
+    flops=per_element(12),
     peers={"torch layer_norm backward (input)": _torch_ln_bw([True, False, False])},
 )
 
 
 def _affine_inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    x = _x(case, rng, 3)
+    x = case.normal(rng, scale=3)
     mean, rstd = _stats(x)
     return {
         "x": x,
-        "grad_out": _x(case, rng, 1),
+        "grad_out": case.normal(rng),
         "mean": mean.astype(np.float32),
         "rstd": rstd.astype(np.float32),
     }
@@ -275,16 +252,13 @@ def _affine(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
     return {"grad_weight": (g * xhat).sum(axis=0), "grad_bias": g.sum(axis=0)}
 
 
-LAYERNORM_BACKWARD_AFFINE = Spec(
+LAYERNORM_BACKWARD_AFFINE = _row_spec(
     kernel="layernorm_rows_backward_affine",
     inputs=_affine_inputs,
     outputs={"grad_weight": Out(_cols_of), "grad_bias": Out(_cols_of)},
-    shapes=_rows,
     reference=_affine,
-    tolerance=lambda case: tol(np.float32, compound=True),
-    bytes=lambda case: 8 * _elems(case),
-    flops=lambda case: 5 * _elems(case),
-    bench_shapes=BENCH_ROWS,
+    bytes=per_element(8),
+    flops=per_element(5),
     peers={"torch layer_norm backward (weight, bias)": _torch_ln_bw([False, True, True])},
 )
 

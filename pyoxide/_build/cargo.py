@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from .._manifest import abi as _abi, knobs as _knobs
 from . import layout as _layout
@@ -23,6 +23,7 @@ from ..errors import BuildError, ToolchainError
 
 Profile = Literal["release", "debug"]
 Echo = Callable[[str], None]
+T = TypeVar("T")
 
 #: cargo-oxide's exit codes (oxide-abi's table, shared with the pyoxide command).
 EXIT_BUILD_FAILED = _abi.ExitCode.BUILD_FAILED
@@ -68,6 +69,22 @@ def find_cargo_oxide() -> Path:
     raise ToolchainError(
         f"cargo-oxide was not found on PATH or in ~/.cargo/bin. Fix: {_INSTALL_HINT}."
     )
+
+
+def _other_release(cmd: Sequence[str], err: str, rc: int) -> ToolchainError:
+    """cargo-oxide refused a command line that pyoxide wrote (exit 2): it is from another
+    pyoxide release, a toolchain problem like a missing one (so a checkout carried to a
+    machine with a stale copy falls back to its prebuilt kernels, as with none)."""
+    try:
+        exe: Path | str = find_cargo_oxide()
+    except ToolchainError:
+        exe = "cargo-oxide"
+    return ToolchainError(
+        f"the cargo-oxide at {exe} refused `{' '.join(cmd)}` (exit {rc}): it is from "
+        "another pyoxide release. Fix: install the cargo-oxide from the same pyoxide "
+        "release (`scripts/setup` in a checkout), or remove that copy.",
+        log=err, returncode=rc, command=list(cmd),
+    )  # fmt: skip
 
 
 def crate_manifest(path: str | Path) -> Path:
@@ -155,9 +172,12 @@ class BuildKey:
 
 def build_key(options: Sequence[str]) -> BuildKey:
     """Ask cargo-oxide for the key of ``cargo oxide build OPTIONS`` (see :func:`cargo_args`).
-    Raises ToolchainError / BuildError (a refused cache folder among them)."""
+    Raises ToolchainError (none, or one of another release) / BuildError (a refused
+    cache folder among them)."""
     rc, out, err = run_tool(["key", *options])
     cmd = ["cargo", "oxide", "key", *options]
+    if rc == EXIT_USAGE:
+        raise _other_release(cmd, err, rc)
     if rc != 0:
         cause = next((x for x in err.splitlines() if x.startswith("error:")), err.strip())
         cause = cause.removeprefix("error: ")
@@ -167,22 +187,34 @@ def build_key(options: Sequence[str]) -> BuildKey:
             f"cargo oxide key failed (exit {rc}): {cause}",
             log=err, returncode=rc, command=cmd,
         )  # fmt: skip
-    try:
-        report = json.loads(out)
-        if sorted(report) != sorted(_abi.KEY_REPORT_KEYS):
-            raise KeyError(sorted(report))
-        inputs = {str(k): str(v) for k, v in report["inputs"].items()}
-        error = report["cache_error"]
-        return BuildKey(
-            str(report["key"]), Path(report["cache_dir"]), None if error is None else str(error),
-            inputs,
-        )  # fmt: skip
-    except (ValueError, KeyError, TypeError, AttributeError):
+    key = _read_report(out, _abi.KEY_REPORT_KEYS, _build_key)
+    if key is None:
         raise BuildError(
             f"cargo-oxide printed no key report for `{' '.join(cmd)}` (got {out[:200]!r}). "
             "Fix: install the cargo-oxide from the same pyoxide release.",
             log=err, returncode=rc, command=cmd,
-        ) from None  # fmt: skip
+        )  # fmt: skip
+    return key
+
+
+def _build_key(report: dict[str, Any]) -> BuildKey:
+    error = report["cache_error"]
+    return BuildKey(
+        str(report["key"]), Path(report["cache_dir"]), None if error is None else str(error),
+        {str(k): str(v) for k, v in report["inputs"].items()},
+    )  # fmt: skip
+
+
+def _read_report(out: str, keys: Sequence[str], read: Callable[[dict[str, Any]], T]) -> T | None:
+    """`read` of the JSON report cargo-oxide printed on stdout; None where stdout is not
+    a report of exactly `keys`, or a field is not what `read` takes."""
+    try:
+        report = json.loads(out)
+        if sorted(report) != sorted(keys):
+            return None
+        return read(report)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def build(
@@ -213,33 +245,27 @@ def build(
             log=err, returncode=rc, command=cmd,
         )  # fmt: skip
     if rc == EXIT_USAGE:
-        raise BuildError(
-            f"cargo-oxide refused the command line `{' '.join(cmd)}` (exit 2): it and this "
-            "pyoxide disagree on the interface. Fix: install the cargo-oxide from the same "
-            "pyoxide release.",
-            log=err, returncode=rc, command=cmd,
-        )  # fmt: skip
+        raise _other_release(cmd, err, rc)
     if rc != 0:
         raise BuildError(
             f"cargo oxide build failed for {toml.parent.name} (exit {rc}). Fix: correct "
             "the errors in the log above (rustc, the link step or ptxas).",
             log=err, returncode=rc, command=cmd,
         )  # fmt: skip
-    try:
-        report = json.loads(out)
-        if sorted(report) != sorted(_abi.BUILD_REPORT_KEYS):
-            raise KeyError(sorted(report))
-        manifest = Path(report["manifest"])
-        crate_name = str(report["crate"])
-        artifacts = tuple(Path(a) for a in report["artifacts"])
-        emu = report["emulator"]
-        emulator_path = None if emu is None else Path(emu)
-    except (ValueError, KeyError, TypeError):
+    result = _read_report(out, _abi.BUILD_REPORT_KEYS, lambda r: _build_result(r, err))
+    if result is None:
         raise BuildError(
             "cargo-oxide succeeded but did not print its JSON build report on stdout "
             f"(got {out[:200]!r}). Fix: install the cargo-oxide from the same pyoxide release.",
             log=err, returncode=rc, command=cmd,
-        ) from None  # fmt: skip
+        )  # fmt: skip
+    return result
+
+
+def _build_result(report: dict[str, Any], log: str) -> BuildResult:
+    emu = report["emulator"]
     return BuildResult(
-        manifest=manifest, crate=crate_name, artifacts=artifacts, log=err, emulator=emulator_path
-    )
+        manifest=Path(report["manifest"]), crate=str(report["crate"]),
+        artifacts=tuple(Path(a) for a in report["artifacts"]), log=log,
+        emulator=None if emu is None else Path(emu),
+    )  # fmt: skip

@@ -106,6 +106,13 @@ def _scalar_converter(np: Any, param: ParamSpec) -> Callable[[Any], Any]:
     return _int_converter(np, param, np_type)
 
 
+def _a_bool(expected: str, v: Any, cast: str, values: str) -> Refused:
+    """A bool where a number is expected is refused: True is not 1 by accident."""
+    return Refused(
+        ArgumentTypeError, expected, describe_value(v), f"pass {cast} if you mean {values}"
+    )
+
+
 def _int_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], Any]:
     t = param.type
     lo, hi = _abi.SCALARS[t].lo, _abi.SCALARS[t].hi
@@ -116,10 +123,7 @@ def _int_converter(np: Any, param: ParamSpec, np_type: Any) -> Callable[[Any], A
         if type(v) is int:  # the common case, first
             i = v
         elif isinstance(v, (bool, np.bool_)):
-            raise Refused(
-                ArgumentTypeError, expected, describe_value(v),
-                "pass int(flag) if you mean 0 or 1",
-            )  # fmt: skip
+            raise _a_bool(expected, v, "int(flag)", "0 or 1")
         elif isinstance(v, (float, np.floating)):
             if math.isnan(v) or math.isinf(v):
                 raise Refused(
@@ -192,10 +196,7 @@ def _real_converter(
         if type(v) is float:
             f = v
         elif isinstance(v, (bool, np.bool_)):
-            raise Refused(
-                ArgumentTypeError, expected, describe_value(v),
-                "pass float(flag) if you mean 0.0 or 1.0",
-            )  # fmt: skip
+            raise _a_bool(expected, v, "float(flag)", "0.0 or 1.0")
         elif isinstance(v, (float, np.floating)):
             f = float(v)
         elif isinstance(v, (int, np.integer)):

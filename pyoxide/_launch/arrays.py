@@ -154,17 +154,14 @@ def _type_name(obj: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+#: What an array of each library is called in messages, by its top-level module.
+_LIBRARY_ARRAYS = {"cupy": "CuPy array", "torch": "torch.Tensor", "numpy": "NumPy array",
+                   "jax": "JAX array", "jaxlib": "JAX array"}  # fmt: skip
+
+
 def _source_name(obj: Any, protocol: str) -> str:
     module = type(obj).__module__.split(".")[0]
-    if module == "cupy":
-        return "CuPy array"
-    if module == "torch":
-        return "torch.Tensor"
-    if module == "numpy":
-        return "NumPy array"
-    if module in ("jax", "jaxlib"):
-        return "JAX array"
-    return f"{_type_name(obj)} (via {protocol})"
+    return _LIBRARY_ARRAYS.get(module) or f"{_type_name(obj)} (via {protocol})"
 
 
 def _device_hint(obj: Any) -> int | None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ManifestError
+
+T = TypeVar("T")
 
 
 class JsonChecker:
@@ -42,10 +44,13 @@ class JsonChecker:
                 raise self.fail(where, f"unknown field(s) {', '.join(extra)}")
         return value
 
-    def str_(self, value: Any, where: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {json.dumps(value)}")
+    def _scalar(self, value: Any, where: str, kind: type[T], expected: str) -> T:
+        if not isinstance(value, kind):
+            raise self.fail(where, f"expected {expected}, got {json.dumps(value)}")
         return value
+
+    def str_(self, value: Any, where: str) -> str:
+        return self._scalar(value, where, str, "a string")
 
     def path_inside(self, base: Path, value: Any, where: str) -> Path:
         """A relative path that stays inside `base` (an artifact beside its manifest)."""
@@ -65,9 +70,7 @@ class JsonChecker:
         return value
 
     def bool_(self, value: Any, where: str) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(where, f"expected true or false, got {json.dumps(value)}")
-        return value
+        return self._scalar(value, where, bool, "true or false")
 
     def list_(self, value: Any, where: str) -> list[Any]:
         if not isinstance(value, list):

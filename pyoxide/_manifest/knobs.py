@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast, get_args
 
 from ..errors import ConfigError
 from . import abi as _abi
@@ -44,12 +44,8 @@ def keyed() -> dict[str, str]:
 
 def backend() -> Backend:
     value = (_get(_abi.PYOXIDE_BACKEND) or "auto").lower()
-    if value == "auto":
-        return "auto"
-    if value == "cupy":
-        return "cupy"
-    if value == "emu":
-        return "emu"
+    if value in get_args(Backend):
+        return cast(Backend, value)
     raise ConfigError("PYOXIDE_BACKEND", value, "auto, cupy or emu")
 
 

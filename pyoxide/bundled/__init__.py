@@ -58,7 +58,8 @@ def _load_bundled(crate: str, arch: str | None, tuned: bool = True) -> Module | 
             if prebuilt is None:
                 raise
             # cargo-oxide is there (a checkout's pyoxide/_bin copy) but not the Rust
-            # toolchain it drives: a machine the artifacts were carried to.
+            # toolchain it drives, or it is of another release: a machine the artifacts
+            # were carried to.
     return load(prebuilt, tuned=tuned) if prebuilt is not None else None
 
 

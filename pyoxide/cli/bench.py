@@ -9,26 +9,20 @@ from pathlib import Path
 import click
 
 from .._manifest.abi import ExitCode
+from . import _options as opt
 from ._exit import reporting_errors, usage_error
 from .verify import gpu_ready
 
 
 @click.command("bench")
-@click.argument("crate", required=False, type=click.Path(path_type=Path, exists=True))
-@click.option("-k", "kernel", help="Only kernels whose name contains this.")
-@click.option(
-    "--sizes",
-    multiple=True,
-    help="Shapes instead of the specs' bench shapes: 2^24, 1e6, 4096x1024 (comma-separated "
-    "or repeated); each replaces the shapes of the kernels whose shapes have as many dims.",
-)
-@click.option("--reps", default=20, show_default=True, help="Timed repetitions per shape.")
-@click.option("--warmup", default=3, show_default=True, help="Untimed calls first.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@opt.crate_and_kernel
+@opt.shapes_option("--sizes")
+@opt.timing_options(" per shape")
+@opt.json_option
 @click.option(
     "--plot",
     "plot_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=opt.FILE,
     help="Draw a roofline chart and bandwidth-vs-size curves (matplotlib) into this PNG.",
 )
 @click.option(
@@ -53,7 +47,7 @@ def bench_command(
     fraction of the roofline (copy bandwidth measured in the same run, peak FLOP/s read
     from the device) and the ratio to each of the spec's peers (PyTorch, CuPy, ...).
     """
-    from ..bench import parse_sizes, table
+    from ..bench import table
 
     if from_json is not None:
         report = json.loads(from_json.read_text())
@@ -63,19 +57,14 @@ def bench_command(
             click.echo(f"error: pyoxide bench needs a GPU: {why}", err=True)
             raise SystemExit(int(ExitCode.NO_DEVICE))
         from ..bench import bench_crate
-        from ..verify import find_specs, load_module, load_specs, select
+        from ..verify import load_module, load_specs, select
 
-        folder = find_specs(crate)
-        if folder is None:
-            raise usage_error(f"no specs/ folder for {crate or 'the bundled kernels'}")
+        folder = opt.specs_folder(crate, "bench times the kernels that have a spec")
         specs = select(load_specs(folder), kernel)
         if not specs:
             click.echo(f"error: no spec matches -k {kernel!r} in {folder}", err=True)
             raise SystemExit(int(ExitCode.NOT_FOUND))
-        try:
-            shapes = parse_sizes(sizes) if sizes else None
-        except ValueError as e:
-            raise usage_error(f"--sizes: {e}") from None
+        shapes = opt.parsed_shapes(sizes, "--sizes")
         with reporting_errors():
             module = load_module(str(crate) if crate else None)
         report = bench_crate(module, specs, sizes=shapes, reps=reps, warmup=warmup)

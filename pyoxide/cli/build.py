@@ -19,6 +19,7 @@ from ..bundled import (
 )
 from ..errors import BuildError
 from ._exit import reporting_errors, usage_error
+from ._options import FILE
 
 
 def _archs(values: tuple[str, ...]) -> list[str] | None:
@@ -45,7 +46,7 @@ def _archs(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--stubs/--no-stubs", default=True, help="Write <crate>.pyi beside the manifest.")
 @click.option(
     "--stub-module",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FILE,
     help="Also write the stubs to this .pyi (the module that exposes the kernels).",
 )
 @click.option(

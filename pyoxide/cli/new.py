@@ -8,13 +8,14 @@ import click
 
 from .._build.scaffold import create
 from ._exit import reporting_errors
+from ._options import FOLDER
 
 
 @click.command("new")
 @click.argument("name")
 @click.option(
     "--path",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=FOLDER,
     help="Where to create the project (default: ./NAME).",
 )
 @click.option(

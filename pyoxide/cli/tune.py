@@ -11,19 +11,14 @@ from typing import Any
 import click
 
 from .._manifest.abi import ExitCode
+from . import _options as opt
 from ._exit import reporting_errors, usage_error
 from .verify import gpu_ready
 
 
 @click.command("tune")
-@click.argument("crate", required=False, type=click.Path(path_type=Path, exists=True))
-@click.option("-k", "kernel", help="Only kernels whose name contains this.")
-@click.option(
-    "--shapes",
-    multiple=True,
-    help="Shapes instead of the specs' bench shapes: 2^24, 1e6, 4096x1024 (comma-separated "
-    "or repeated); each replaces the shapes of the kernels whose shapes have as many dims.",
-)
+@opt.crate_and_kernel
+@opt.shapes_option("--shapes")
 @click.option(
     "--backend",
     type=click.Choice(["auto", "cupy", "emu"]),
@@ -38,10 +33,9 @@ from .verify import gpu_ready
     show_default=True,
     help="How much faster (a fraction) another candidate must be to replace the hand pick.",
 )
-@click.option("--reps", default=20, show_default=True, help="Timed repetitions (GPU).")
-@click.option("--warmup", default=3, show_default=True, help="Untimed calls first (GPU).")
+@opt.timing_options(" (GPU)")
 @click.option("--save/--no-save", default=True, help="Keep the choices in the cache.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (versioned).")
+@opt.json_option
 def tune_command(
     crate: Path | None,
     kernel: str | None,
@@ -61,9 +55,9 @@ def tune_command(
     GPU model, architecture and shape bucket when it beats the hand pick by --margin.
     Plain calls run the choices from then on; `pyoxide build --tuned` ships them.
     """
-    from ..bench import parse_sizes, progress_bar
+    from ..bench import progress_bar
     from ..bench import tune as _tune
-    from ..verify import find_specs, load_specs, select
+    from ..verify import load_specs, select
 
     if not 0 <= margin < 1:
         raise usage_error("--margin is a fraction from 0 to 1")
@@ -72,19 +66,14 @@ def tune_command(
     elif backend == "cupy" and (why := gpu_ready()) is not None:
         click.echo(f"error: --backend cupy needs a GPU: {why}", err=True)
         raise SystemExit(int(ExitCode.NO_DEVICE))
-    folder = find_specs(crate)
-    where = str(crate) if crate else "the bundled kernels"
-    if folder is None:
-        raise usage_error(f"no specs/ folder for {where}: tuning verifies with the specs")
-    try:
-        sizes = parse_sizes(shapes) if shapes else None
-    except ValueError as e:
-        raise usage_error(f"--shapes: {e}") from None
+    folder = opt.specs_folder(crate, "tuning verifies with the specs")
+    sizes = opt.parsed_shapes(shapes, "--shapes")
     with reporting_errors():
         module = _load(crate)
     specs = [s for s in select(load_specs(folder), kernel)
              if _tune.hand_picks(module.manifest.kernels, s)]  # fmt: skip
     if not specs:
+        where = opt.where(crate)
         click.echo(f"error: no #[tune] kernel with a spec matches -k {kernel!r} in {where}",
                    err=True)  # fmt: skip
         raise SystemExit(int(ExitCode.NOT_FOUND))

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 from .._manifest.abi import ExitCode
 from ..verify._limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINKABLE
-from ._exit import reporting_errors, usage_error
+from ._exit import reporting_errors
+from ._options import crate_and_kernel, json_option, specs_folder
 
 
 def gpu_ready() -> str | None:
@@ -69,8 +70,7 @@ def _line(r: KernelResult) -> str:
 
 
 @click.command("verify")
-@click.argument("crate", required=False, type=click.Path(path_type=Path, exists=True))
-@click.option("-k", "kernel", help="Only kernels whose name contains this.")
+@crate_and_kernel
 @click.option(
     "--backend",
     type=click.Choice(["emu", "cupy", "all"]),
@@ -106,7 +106,7 @@ def _line(r: KernelResult) -> str:
     default=None,
     help="Stop each sanitizer run after this many seconds (its errors so far count).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (versioned).")
+@json_option
 def verify_command(
     crate: Path | None,
     kernel: str | None,
@@ -132,15 +132,13 @@ def verify_command(
     spec file is unusable or Ctrl-C stopped the run (the report is still written).
     """
     # NumPy is imported here, not at module level: `pyoxide build` runs without it.
-    from ..verify import find_specs, load_module, verify_crate
+    from ..verify import load_module, verify_crate
 
-    folder = specs_path or find_specs(crate)
-    where = str(crate) if crate else "the bundled kernels"
-    if folder is None:
-        raise usage_error(
-            f"no specs/ folder for {where}: write one spec file per source file "
-            "(see docs/guide/verify.md, or `pyoxide new` for an example)"
-        )
+    folder = specs_path or specs_folder(
+        crate,
+        "write one spec file per source file "
+        "(see docs/guide/verify.md, or `pyoxide new` for an example)",
+    )
     backends = ["emu", "cupy"] if backend == "all" else [backend]
     if "cupy" in backends or sanitize:
         why = gpu_ready()

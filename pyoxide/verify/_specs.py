@@ -149,7 +149,7 @@ def spec_problem(spec: object) -> str | None:
         return f"{who}: outputs= must map each output parameter to an Out (nothing to check)"
     for name, out in spec.outputs.items():
         if not isinstance(out, Out):
-            return f"{who}: outputs[{name!r}] is {_kind(out)}. Fix: Out(lambda case: ...)"
+            return f"{who}: outputs[{name!r}] is {_kind(out)}. Fix: Out() or Out(lambda case: ...)"
     for field in ("inputs", "reference"):
         if not callable(getattr(spec, field)):
             return f"{who}: {field}= must be a function"

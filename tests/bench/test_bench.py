@@ -4,16 +4,14 @@ reports beside it, and on a GPU a real bench run of one kernel."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from helpers.bundled import emu_kernels_manifest
 from helpers.probes import requires_gpu
+from helpers.scripts import load_script
 
 from pyoxide.bench import parse_sizes
 from pyoxide.cli import cli
@@ -41,18 +39,8 @@ def test_a_saved_report_is_tabled_and_plotted_without_a_gpu(tmp_path: Path) -> N
     assert data.startswith(b"\x89PNG") and len(data) > 50_000  # two charts, not a blank
 
 
-def _scorecards() -> Any:
-    path = REPO / "scripts" / "scorecards"
-    loader = importlib.machinery.SourceFileLoader("scorecards", str(path))
-    spec = importlib.util.spec_from_loader("scorecards", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
 def test_scorecards_md_is_generated_from_the_reports() -> None:
-    text = _scorecards().render(CARDS, "scorecards/roofline.png")
+    text = load_script("scorecards").render(CARDS, "scorecards/roofline.png")
     assert text == (REPO / "docs" / "scorecards.md").read_text(), (
         "docs/scorecards.md is stale: run scripts/scorecards"
     )

@@ -5,8 +5,6 @@ no GPU instead of failing somewhere inside."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sys
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.scripts import load_script
 
 from pyoxide.bench import Table
 
@@ -22,16 +21,6 @@ SCRIPTS = sorted(p.name for p in (REPO / "scripts").glob("bench_*") if p.suffix 
 #: The scripts that time kernels on a GPU (the rest run on the host).
 GPU = {"bench_attention", "bench_gallery", "bench_gemm", "bench_kernels", "bench_launch",
        "bench_natural", "bench_rows"}  # fmt: skip
-
-
-def _perf_docs() -> Any:
-    path = REPO / "scripts" / "perf_docs"
-    loader = importlib.machinery.SourceFileLoader("perf_docs", str(path))
-    spec = importlib.util.spec_from_loader("perf_docs", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
 
 
 def _run(script: str, *args: str, env: dict[str, str] | None = None) -> Any:
@@ -47,7 +36,7 @@ def test_performance_md_is_generated_from_the_reports() -> None:
 
 
 def test_a_saved_table_lands_on_the_page(tmp_path: Path) -> None:
-    perf_docs = _perf_docs()
+    perf_docs = load_script("perf_docs")
     table = Table("bench_gemm", "GEMM", ["shape", "÷ cuBLAS"], device="NVIDIA H200")
     table.add("4096×4096×4096", "1.010×")
     table.note("Bar: met.")
@@ -66,7 +55,7 @@ def test_a_bench_script_explains_itself(script: str) -> None:
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout and "--smoke" in result.stdout
     # A script that saves a table has its command on the performance page.
-    assert ("--report" in result.stdout) == (script in _perf_docs().COMMANDS)
+    assert ("--report" in result.stdout) == (script in load_script("perf_docs").COMMANDS)
 
 
 @pytest.mark.parametrize("script", sorted(GPU))

@@ -1,4 +1,5 @@
-"""Running cargo-oxide (a fake that follows its contract: tests/helpers/fake_cargo_oxide.py)."""
+"""Running cargo-oxide (a fake that follows its contract: tests/helpers/fake_cargo_oxide.py),
+through the API and through `pyoxide build`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from helpers import fake_cargo_oxide
 from helpers.bundled import REPO, workspace_cargo_oxide
 from helpers.fixtures import make_crate
@@ -15,6 +17,8 @@ from helpers.fixtures import make_crate
 import pyoxide
 from pyoxide._build import cargo as _build
 from pyoxide._build.cargo import build, find_cargo_oxide
+from pyoxide.cli import cli
+from pyoxide.cli._exit import ExitCode
 
 
 @pytest.fixture
@@ -59,13 +63,49 @@ def test_build_passes_the_options(
     assert "--no-fmad" in argv and "--no-emu" in argv
 
 
+def test_build_writes_artifacts_and_stubs(tool: Path, crate: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_80", "--arch", "sm_90"])
+    assert r.exit_code == ExitCode.OK, r.output
+    out = crate / "target" / "oxide" / "release"
+    assert "built oxide_fixtures 0.1.0: 8 kernel(s)" in r.stdout
+    assert "Compiling kcrate" in r.stderr  # cargo-oxide's progress is streamed
+    stub = out / "oxide_fixtures.pyi"
+    assert stub.is_file() and "def __call__(self, a: Float, x: Array" in stub.read_text()
+
+
+def test_build_options(tool: Path, crate: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "o"
+    r = runner.invoke(
+        cli, ["build", str(crate), "--debug", "--out-dir", str(out), "--no-stubs", "-q"]
+    )
+    assert r.exit_code == 0, r.output
+    assert (out / "oxide_fixtures.manifest.json").is_file()
+    assert not (out / "oxide_fixtures.pyi").exists()
+    assert "Compiling" not in r.stderr
+
+
+def test_build_usage_errors(tool: Path, crate: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(cli, ["build", str(crate), "--arch", "volta"]).exit_code == ExitCode.USAGE
+    assert runner.invoke(cli, ["build", "--frobnicate"]).exit_code == ExitCode.USAGE
+    r = runner.invoke(cli, ["build", str(crate), "--bundled"])
+    assert r.exit_code == ExitCode.USAGE and "not both" in r.stderr
+    r = runner.invoke(cli, ["build", str(tmp_path)])
+    assert r.exit_code == ExitCode.USAGE and "not a Rust crate" in r.stderr
+    r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_70"])  # ptxas refuses it
+    assert r.exit_code == ExitCode.USAGE and "sm_NN with NN ≥ 75" in r.stderr
+
+
 @pytest.mark.parametrize(
-    ("mode", "error", "fragment"),
+    ("mode", "error", "code", "fragment"),
     [
-        ("fail", pyoxide.BuildError, "build failed for kcrate (exit 1)"),
-        ("usage", pyoxide.BuildError, "refused the command line"),
-        ("toolchain", pyoxide.ToolchainError, "toolchain piece is missing"),
-        ("nojson", pyoxide.BuildError, "did not print its JSON build report"),
+        ("fail", pyoxide.BuildError, ExitCode.BUILD_FAILED, "build failed for kcrate (exit 1)"),
+        ("usage", pyoxide.ToolchainError, ExitCode.TOOLCHAIN_MISSING, "another pyoxide release"),
+        ("toolchain", pyoxide.ToolchainError, ExitCode.TOOLCHAIN_MISSING, "piece is missing"),
+        ("nojson", pyoxide.BuildError, ExitCode.BUILD_FAILED, "did not print its JSON build"),
+        ("newer-schema", pyoxide.ManifestError, ExitCode.LOAD_FAILED, "upgrade pyoxide"),
     ],
 )
 def test_build_failures(
@@ -73,19 +113,26 @@ def test_build_failures(
     crate: Path,
     monkeypatch: pytest.MonkeyPatch,
     mode: str,
-    error: type[pyoxide.BuildError],
+    error: type[pyoxide.PyoxideError],
+    code: int,
     fragment: str,
 ) -> None:
+    """Each way a build fails: building and reading the manifest raises the error, with
+    what to do; `pyoxide build` prints the same message and exits with the error's code."""
     monkeypatch.setenv("FAKE_OXIDE_MODE", mode)
     with pytest.raises(error) as info:
-        build(crate)
+        pyoxide.read_manifest(build(crate).manifest)
     e = info.value
     assert fragment in str(e) and "Fix:" in str(e)
-    assert e.command[:3] == ["cargo", "oxide", "build"]
+    if isinstance(e, pyoxide.BuildError):
+        assert e.command[:3] == ["cargo", "oxide", "build"]
     if mode == "fail":
         assert e.returncode == 1
         assert "error[E0308]: mismatched types" in e.log  # the full log travels with the error
         assert "mismatched types" in str(e)  # and its tail is in the message
+    r = CliRunner().invoke(cli, ["build", str(crate)])
+    assert r.exit_code == code, r.output
+    assert fragment in r.stderr
 
 
 def test_tool_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""The `pyoxide` command: build, doctor, inspect, and their exit codes."""
+"""The `pyoxide` command: its exit codes, doctor and inspect (`pyoxide build` is tested in
+tests/build/test_build.py)."""
 
 from __future__ import annotations
 
@@ -22,16 +23,6 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
-@pytest.fixture
-def tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return fake_cargo_oxide.install(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def crate(tmp_path: Path) -> Path:
-    return make_crate(tmp_path / "kcrate")
-
-
 def test_exit_codes_are_one_table_in_help_and_the_guide() -> None:
     assert [int(c) for c in ExitCode] == list(range(9))
     shown = " ".join((cli.epilog or "").split())
@@ -39,62 +30,6 @@ def test_exit_codes_are_one_table_in_help_and_the_guide() -> None:
     for code, meaning in EXIT_MEANINGS.items():
         assert f"{code} {meaning}" in shown
         assert f"| {code} | {meaning} |" in guide
-
-
-def test_build_writes_artifacts_and_stubs(runner: CliRunner, tool: Path, crate: Path) -> None:
-    r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_80", "--arch", "sm_90"])
-    assert r.exit_code == ExitCode.OK, r.output
-    out = crate / "target" / "oxide" / "release"
-    assert "built oxide_fixtures 0.1.0: 8 kernel(s)" in r.stdout
-    assert "Compiling kcrate" in r.stderr  # cargo-oxide's progress is streamed
-    stub = out / "oxide_fixtures.pyi"
-    assert stub.is_file() and "def __call__(self, a: Float, x: Array" in stub.read_text()
-
-
-def test_build_options(runner: CliRunner, tool: Path, crate: Path, tmp_path: Path) -> None:
-    out = tmp_path / "o"
-    r = runner.invoke(
-        cli, ["build", str(crate), "--debug", "--out-dir", str(out), "--no-stubs", "-q"]
-    )
-    assert r.exit_code == 0, r.output
-    assert (out / "oxide_fixtures.manifest.json").is_file()
-    assert not (out / "oxide_fixtures.pyi").exists()
-    assert "Compiling" not in r.stderr
-
-
-@pytest.mark.parametrize(
-    ("mode", "code", "fragment"),
-    [
-        ("fail", ExitCode.BUILD_FAILED, "build failed"),
-        ("toolchain", ExitCode.TOOLCHAIN_MISSING, "toolchain piece is missing"),
-        ("usage", ExitCode.BUILD_FAILED, "refused the command line"),
-        ("newer-schema", ExitCode.LOAD_FAILED, "upgrade pyoxide"),
-    ],
-)
-def test_build_failure_exit_codes(
-    runner: CliRunner,
-    tool: Path,
-    crate: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    mode: str,
-    code: int,
-    fragment: str,
-) -> None:
-    monkeypatch.setenv("FAKE_OXIDE_MODE", mode)
-    r = runner.invoke(cli, ["build", str(crate)])
-    assert r.exit_code == code, r.output
-    assert fragment in r.stderr
-
-
-def test_build_usage_errors(runner: CliRunner, tool: Path, crate: Path, tmp_path: Path) -> None:
-    assert runner.invoke(cli, ["build", str(crate), "--arch", "volta"]).exit_code == ExitCode.USAGE
-    assert runner.invoke(cli, ["build", "--frobnicate"]).exit_code == ExitCode.USAGE
-    r = runner.invoke(cli, ["build", str(crate), "--bundled"])
-    assert r.exit_code == ExitCode.USAGE and "not both" in r.stderr
-    r = runner.invoke(cli, ["build", str(tmp_path)])
-    assert r.exit_code == ExitCode.USAGE and "not a Rust crate" in r.stderr
-    r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_70"])  # ptxas refuses it
-    assert r.exit_code == ExitCode.USAGE and "sm_NN with NN ≥ 75" in r.stderr
 
 
 def test_toolchain_missing(
@@ -108,7 +43,8 @@ def test_toolchain_missing(
     assert "cargo-oxide: MISSING" in r.stdout and "numpy:" in r.stdout
 
 
-def test_doctor(runner: CliRunner, tool: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cargo_oxide.install(tmp_path, monkeypatch)
     r = runner.invoke(cli, ["doctor"])
     assert r.exit_code == 0, r.output
     assert "cupy:" in r.stdout and "all good" in r.stdout

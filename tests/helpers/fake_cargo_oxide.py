@@ -3,7 +3,8 @@
 Tests install it with :func:`install`, which writes an executable wrapper and points
 PYOXIDE_CARGO_OXIDE at it. Behaviour is steered by environment variables:
 
-FAKE_OXIDE_MODE   ok (default) | fail | usage | toolchain | nojson | newer-schema
+FAKE_OXIDE_MODE   ok (default) | fail | usage | toolchain | nojson | newer-schema | old
+                  (old: a cargo-oxide of an earlier release, which has no `key`)
 FAKE_OXIDE_LOG    file that gets one JSON line (argv) per invocation
 FAKE_OXIDE_SLEEP  seconds to sleep while "building"
 FAKE_OXIDE_EDIT   a file whose count (lines) of builds edit src/lib.rs after "compiling"
@@ -77,6 +78,9 @@ def main(argv: list[str]) -> int:
     cmd, args = argv[1], argv[2:]
     mode = os.environ.get("FAKE_OXIDE_MODE", "ok")
     if cmd == "key":
+        if mode == "old":
+            print("error: unrecognized subcommand 'key'", file=sys.stderr)
+            return 2
         return _key(args)
     if cmd == "doctor":
         if mode == "toolchain":

@@ -105,6 +105,22 @@ def native_installed(fake: FakeCuda, backend_class: Any = None) -> Iterator[tupl
         yield cp, driver
 
 
+def warm_up(kernel: Any, *args: Any) -> None:
+    """One plain call of `kernel`: the general path launches it and builds the kernel's
+    compiled launcher."""
+    import pyoxide._launch._native as pyoxide_native
+
+    kernel(*args)
+    assert [type(launcher) for launcher in kernel.launchers] == [pyoxide_native.Launcher]
+
+
+def assert_same_launch(fast: dict[str, Any], slow: dict[str, Any]) -> None:
+    """The compiled launch `fast` (the fake driver's record) is the general launch `slow`
+    (the fake CuPy's): the same grid, block and parameter bytes."""
+    assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"])
+    assert fast["buffer"] == general_bytes(slow["args"])
+
+
 def general_bytes(words: tuple[Any, ...]) -> bytes:
     """The PTX parameter buffer of the general path's ABI words (NumPy scalars), each at
     its natural alignment."""

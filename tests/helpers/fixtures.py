@@ -29,6 +29,21 @@ def param(name: str, kind: str, type_: str, mutable: bool | None = None) -> dict
     return {"name": name, "kind": kind, "type": type_, "mutable": mutable}
 
 
+def rust_params(signature: str) -> list[dict[str, Any]]:
+    """The parameters of a Rust signature as the descriptor lists them: ``"a: f32, x:
+    &[f32], out: DisjointSlice<f32>"`` (``&[T]``, ``&mut [T]``, ``DisjointSlice<T>``,
+    ``*const T``, ``*mut T``, or a scalar)."""
+    kinds = (("&mut [", "mut_slice"), ("&[", "slice"), ("DisjointSlice<", "disjoint_slice"),
+             ("*const ", "pointer"), ("*mut ", "pointer"))  # fmt: skip
+    out = []
+    for p in signature.split(","):
+        name, ty = (t.strip() for t in p.split(":"))
+        prefix, kind = next(((pre, k) for pre, k in kinds if ty.startswith(pre)), ("", "scalar"))
+        elem = ty.removeprefix(prefix).rstrip("]>")
+        out.append(param(name, kind, elem, True if prefix == "*mut " else None))
+    return out
+
+
 def kernel(
     name: str,
     params: list[dict[str, Any]],
@@ -54,7 +69,7 @@ def kernel(
 def _scale(t: str) -> dict[str, Any]:
     return kernel(
         "scale",
-        [param("factor", "scalar", t), param("x", "slice", t), param("out", "disjoint_slice", t)],
+        rust_params(f"factor: {t}, x: &[{t}], out: DisjointSlice<{t}>"),
         entry=f"scale_{t}",
         instance=[("T", t)],
         line=20,
@@ -62,56 +77,32 @@ def _scale(t: str) -> dict[str, Any]:
 
 
 KERNELS: list[dict[str, Any]] = [
-    kernel(
-        "vecadd",
-        [
-            param("a", "slice", "f32"),
-            param("b", "slice", "f32"),
-            param("c", "disjoint_slice", "f32"),
-        ],
-        line=5,
-    ),
-    kernel(
-        "saxpy",
-        [
-            param("a", "scalar", "f32"),
-            param("x", "slice", "f32"),
-            param("y", "slice", "f32"),
-            param("out", "disjoint_slice", "f32"),
-        ],
-        line=12,
-    ),
+    kernel("vecadd", rust_params("a: &[f32], b: &[f32], c: DisjointSlice<f32>"), line=5),
+    kernel("saxpy", rust_params("a: f32, x: &[f32], y: &[f32], out: DisjointSlice<f32>"), line=12),
     _scale("f32"),
     _scale("f64"),
     kernel(
         "mix",
-        [
-            param("a", "scalar", "i8"),
-            param("b", "scalar", "u16"),
-            param("c", "scalar", "bool"),
-            param("d", "scalar", "i64"),
-            param("e", "scalar", "f64"),
-            param("f", "scalar", "u32"),
-            param("g", "scalar", "usize"),
-            param("out", "disjoint_slice", "f64"),
-        ],
+        rust_params(
+            "a: i8, b: u16, c: bool, d: i64, e: f64, f: u32, g: usize, out: DisjointSlice<f64>"
+        ),
         line=30,
     ),
     kernel(
         "iota",
-        [param("out", "disjoint_slice", "u32")],
+        rust_params("out: DisjointSlice<u32>"),
         launch_bounds={"max_threads": 128, "min_blocks": None},
         line=40,
     ),
     kernel(
         "accumulate",
-        [param("x", "pointer", "f32", False), param("y", "mut_slice", "f32")],
+        rust_params("x: *const f32, y: &mut [f32]"),
         is_unsafe=True,
         line=50,
     ),
     kernel(
         "count_positive",
-        [param("x", "slice", "f32"), param("counter", "pointer", "u32", True)],
+        rust_params("x: &[f32], counter: *mut u32"),
         is_unsafe=True,
         line=60,
     ),

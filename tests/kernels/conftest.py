@@ -5,6 +5,10 @@ the emulator only."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 from helpers.arraylibs import CHOICES, array_lib
 from helpers.bundled import (
@@ -20,51 +24,49 @@ from helpers.bundled import (
 import pyoxide
 
 
-@pytest.fixture(scope="session")
-def kernels() -> pyoxide.Module:
+def _loaded(manifest: Callable[[], Path], doc: str) -> Any:
+    """A session fixture: the module of the crate that `manifest()` builds (or finds)."""
+
+    def module() -> pyoxide.Module:
+        return pyoxide.load(manifest())
+
+    module.__doc__ = doc
+    return pytest.fixture(scope="session")(module)
+
+
+kernels = _loaded(
+    emu_kernels_manifest,
     """kernels_rs, built from this checkout with its emulator library (or, on a machine
     with no Rust, the carried build): NumPy arrays run on the emulator, GPU arrays on
-    the GPU."""
-    return pyoxide.load(emu_kernels_manifest())
-
-
-@pytest.fixture(scope="session")
-def ports() -> pyoxide.Module:
+    the GPU.""",
+)
+ports = _loaded(
+    cuda_oxide_ports_manifest,
     """NVIDIA cuda-oxide's examples, renamed and without host code
-    (crates/oxide-device/tests/fixtures/cuda_oxide_ports), built like kernels_rs."""
-    return pyoxide.load(cuda_oxide_ports_manifest())
-
-
-@pytest.fixture(scope="session")
-def half() -> pyoxide.Module:
-    """Kernels over f16 and bf16 (tests/fixtures/half_kernels), built like kernels_rs."""
-    return pyoxide.load(half_kernels_manifest())
-
-
-@pytest.fixture(scope="session")
-def clusters() -> pyoxide.Module:
-    """Kernels in thread-block clusters (tests/fixtures/cluster_kernels), built for sm_90."""
-    return pyoxide.load(cluster_kernels_manifest())
-
-
-@pytest.fixture(scope="session")
-def cluster_tma() -> pyoxide.Module:
-    """A TMA multicast kernel (tests/fixtures/cluster_tma_kernels), built for sm_90a."""
-    return pyoxide.load(cluster_tma_kernels_manifest())
-
-
-@pytest.fixture(scope="session")
-def readme() -> pyoxide.Module:
+    (crates/oxide-device/tests/fixtures/cuda_oxide_ports), built like kernels_rs.""",
+)
+half = _loaded(
+    half_kernels_manifest,
+    "Kernels over f16 and bf16 (tests/fixtures/half_kernels), built like kernels_rs.",
+)
+clusters = _loaded(
+    cluster_kernels_manifest,
+    "Kernels in thread-block clusters (tests/fixtures/cluster_kernels), built for sm_90.",
+)
+cluster_tma = _loaded(
+    cluster_tma_kernels_manifest,
+    "A TMA multicast kernel (tests/fixtures/cluster_tma_kernels), built for sm_90a.",
+)
+readme = _loaded(
+    readme_manifest,
     """The README's kernels (crates/oxide-device/tests/fixtures/readme), built like
-    kernels_rs (target/oxide/readme)."""
-    return pyoxide.load(readme_manifest())
-
-
-@pytest.fixture(scope="session")
-def natural() -> pyoxide.Module:
+    kernels_rs (target/oxide/readme).""",
+)
+natural = _loaded(
+    natural_manifest,
     """Issue 23's four kernels written as docs/guide/kernels.md teaches
-    (crates/oxide-device/tests/fixtures/natural), built like kernels_rs."""
-    return pyoxide.load(natural_manifest())
+    (crates/oxide-device/tests/fixtures/natural), built like kernels_rs.""",
+)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -23,36 +23,26 @@ def check(lib: ArrayLib, c: object, a: np.ndarray, b: np.ndarray) -> None:
     assert rel_err(lib.to_numpy(c), ref, terms) < tol(np.float32, compound=True)
 
 
+@pytest.mark.parametrize("launch", ["plain", "explicit"])
+@pytest.mark.parametrize("b_layout", ["c", "transposed"])
 @pytest.mark.parametrize(("m", "n", "k"), SHAPES)
-def test_matmul_tiled(kernels: pyoxide.Module, lib: ArrayLib, m: int, n: int, k: int) -> None:
-    a = RNG.standard_normal((m, k), dtype=np.float32)
-    b = RNG.standard_normal((k, n), dtype=np.float32)
-    c = lib.poisoned((m, n), np.float32)
-    kernels.matmul_tiled(lib.asarray(a), lib.asarray(b), c)
-    check(lib, c, a, b)
-
-
-@pytest.mark.parametrize(("m", "n", "k"), SHAPES)
-def test_matmul_tiled_explicit_launch(
-    kernels: pyoxide.Module, lib: ArrayLib, m: int, n: int, k: int
+def test_matmul_tiled(
+    kernels: pyoxide.Module, lib: ArrayLib, m: int, n: int, k: int, b_layout: str, launch: str
 ) -> None:
+    """A plain call (grid from `c`'s shape) or an explicit `[grid, block]`; `b` C-ordered,
+    or `w.T` with `w` (n, k): the transposed view goes in zero-copy."""
     a = RNG.standard_normal((m, k), dtype=np.float32)
-    b = RNG.standard_normal((k, n), dtype=np.float32)
+    if b_layout == "transposed":
+        w = RNG.standard_normal((n, k), dtype=np.float32)
+        b, b_arg = w.T, lib.asarray(w).T
+    else:
+        b = RNG.standard_normal((k, n), dtype=np.float32)
+        b_arg = lib.asarray(b)
     c = lib.poisoned((m, n), np.float32)
-    kernels.matmul_tiled[(-(-n // 16), -(-m // 16)), (16, 16)](lib.asarray(a), lib.asarray(b), c)
+    grid = (-(-n // 16), -(-m // 16))
+    matmul = kernels.matmul_tiled if launch == "plain" else kernels.matmul_tiled[grid, (16, 16)]
+    matmul(lib.asarray(a), b_arg, c)
     check(lib, c, a, b)
-
-
-@pytest.mark.parametrize(("m", "n", "k"), SHAPES)
-def test_matmul_tiled_transposed_b(
-    kernels: pyoxide.Module, lib: ArrayLib, m: int, n: int, k: int
-) -> None:
-    """`a @ w.T` with `w` (n, k): the transposed view goes in zero-copy."""
-    a = RNG.standard_normal((m, k), dtype=np.float32)
-    w = RNG.standard_normal((n, k), dtype=np.float32)
-    c = lib.poisoned((m, n), np.float32)
-    kernels.matmul_tiled(lib.asarray(a), lib.asarray(w).T, c)
-    check(lib, c, a, w.T)
 
 
 @pytest.mark.parametrize("seed", range(4))

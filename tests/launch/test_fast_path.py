@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import fake_torch
-from helpers.fake_launch import FakeNdarray, fake_native, general_bytes
+from helpers.fake_launch import FakeNdarray, assert_same_launch, fake_native, warm_up
 from helpers.fake_torch import Tensor
 from helpers.fixtures import REPO_DIR, write_manifest
 
@@ -157,8 +157,7 @@ def test_conformance(
 ) -> None:
     fake, driver = native
     k = mod[kernel]
-    k(*GOOD[kernel]())  # the general path, which builds the compiled launcher
-    assert [type(launcher) for launcher in k.launchers] == [pyoxide_native.Launcher]
+    warm_up(k, *GOOD[kernel]())
     general, compiled = len(fake.launches), len(driver.launches)
     call = args()
     if outcome is FAST:
@@ -171,8 +170,7 @@ def test_conformance(
             return
         (fast,) = driver.launches[compiled:]
         slow = fake.launches[-1]
-        assert fast["buffer"] == general_bytes(slow["args"])
-        assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"])
+        assert_same_launch(fast, slow)
         assert fast["smem"] == slow["shared_mem"] == 0
         # The general path names PyTorch's stream, or leaves CuPy's current one (0 here).
         assert fast["stream"] == (0 if slow["stream"] is None else slow["stream"].ptr)
@@ -242,13 +240,17 @@ def test_configured_launch_uses_the_checked_configuration(native, mod) -> None:
 
 def test_a_configuration_is_checked_once(native, mod) -> None:
     """`kernel[grid, block]` with the same ints is the same configured call (kept per
-    kernel), so indexing in a loop costs a dict lookup; one with a stream object is not
-    kept (it would keep the stream alive)."""
+    kernel, found by comparing its ints), so indexing in a loop costs little; one with a
+    stream object is not kept (it would keep the stream alive)."""
     import cupy
 
     assert mod.vecadd[4, 256] is mod.vecadd[4, 256]
     assert mod.vecadd[(4, 1), (256,)] is mod.vecadd[(4, 1), (256,)]
     assert mod.vecadd[4, 256] is not mod.vecadd[4, 128]
+    # The same ints in another structure are another configuration.
+    shapes = [(4, 256), ((4,), 256), (4, (256,)), ((4,), (256,)), ((4, 1), 256), (4, 256, 0)]
+    assert len({id(mod.vecadd[s]) for s in shapes}) == len(shapes)
+    assert mod.vecadd[2**70, 256] is not mod.vecadd[2**70, 256]  # beyond i64: not kept
     stream = cupy.cuda.Stream(ptr=0x9000)
     assert mod.vecadd[4, 256, 0, stream] is not mod.vecadd[4, 256, 0, stream]
     with pytest.raises(ArgumentTypeError, match="kernel\\[grid, block\\]"):

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.fake_launch import FakeNdarray, fake_native, general_bytes
+from helpers.fake_launch import FakeNdarray, assert_same_launch, fake_native, warm_up
 from helpers.fixtures import kernel, load_with_entry, param
 
-import pyoxide._launch._native as pyoxide_native
 from pyoxide.errors import ArgumentValueError
 
 native = pytest.fixture(fake_native, name="native")
@@ -127,8 +126,7 @@ def warm(native: Any, tmp_path: Path, name: str) -> Any:
     k = load_with_entry(tmp_path, KERNELS[name])
     first = {"block_per_element_2d": (2, 2), "block_per_row_cols": (2, 4),
              "block_per_row_cols_i64": (2, 4)}.get(name, (4,))  # fmt: skip
-    k(*ARGS[name](*first))
-    assert [type(launcher) for launcher in k.launchers] == [pyoxide_native.Launcher]
+    warm_up(k, *ARGS[name](*first))
     return k
 
 
@@ -156,9 +154,7 @@ def test_a_plain_call_is_sized_as_the_general_path_sizes_it(
         assert len(driver.launches) == compiled
         return
     (fast,) = driver.launches[compiled:]
-    slow = fake.launches[-1]
-    assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"])
-    assert fast["buffer"] == general_bytes(slow["args"])
+    assert_same_launch(fast, fake.launches[-1])
 
 
 @pytest.mark.parametrize(("name", "args", "message"), [r[1:] for r in REFUSED],

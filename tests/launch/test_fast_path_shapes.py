@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.fake_launch import FakeNdarray, fake_native, general_bytes
+from helpers.fake_launch import FakeNdarray, assert_same_launch, fake_native, warm_up
 from helpers.fixtures import kernel, load_with_entry, param
 
-import pyoxide._launch._native as pyoxide_native
 from pyoxide.errors import ArgumentValueError, ShapeError
 
 native = pytest.fixture(fake_native, name="native")
@@ -43,13 +42,11 @@ def test_a_plain_call_sizes_a_2d_grid_from_the_output(native, mm) -> None:
     """The general path and then the compiled one: 16×16 blocks over c (40×24)."""
     fake, driver = native
     args = arrays()
-    mm(*args)
-    assert [type(launcher) for launcher in mm.launchers] == [pyoxide_native.Launcher]
+    warm_up(mm, *args)
     mm(*args)
     ((slow,), (fast,)) = fake.launches, driver.launches
-    assert slow["grid"] == fast["grid"] == (2, 3, 1)
-    assert slow["block"] == fast["block"] == (16, 16, 1)
-    assert fast["buffer"] == general_bytes(slow["args"])
+    assert_same_launch(fast, slow)
+    assert (fast["grid"], fast["block"]) == ((2, 3, 1), (16, 16, 1))
     mm(*arrays(0, 24, 33))  # an empty output: nothing launched
     assert len(driver.launches) == 1 and len(fake.launches) == 1
 
@@ -64,11 +61,8 @@ def test_configured_calls_take_the_fast_path_with_the_general_bytes(
     mm[(2, 3), (16, 16)](*args)
     mm.launch(*args, grid=(2, 3), block=(16, 16))  # always the general path
     (fast,) = driver.launches
-    slow = fake.launches[-1]
-    assert fast["buffer"] == general_bytes(slow["args"])
-    assert (
-        (fast["grid"], fast["block"]) == (slow["grid"], slow["block"]) == ((2, 3, 1), (16, 16, 1))
-    )
+    assert_same_launch(fast, fake.launches[-1])
+    assert (fast["grid"], fast["block"]) == ((2, 3, 1), (16, 16, 1))
 
 
 def test_views_the_fast_path_is_unsure_of_go_to_the_general_path(native, mm) -> None:
@@ -119,6 +113,4 @@ def test_a_row_kernel_is_sized_as_the_general_path_sizes_it(
         assert len(driver.launches) == 0 and len(fake.launches) == 1
         return
     (fast,) = driver.launches
-    slow = fake.launches[-1]
-    assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"])
-    assert fast["buffer"] == general_bytes(slow["args"])
+    assert_same_launch(fast, fake.launches[-1])

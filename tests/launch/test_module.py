@@ -186,6 +186,12 @@ def test_a_checkout_with_a_toolchain_builds_the_bundled_kernels_over_a_stale_pre
     # toolchain it drives, nothing cached: the prebuilt artifacts (seen on the GPU machine).
     monkeypatch.setenv("FAKE_OXIDE_MODE", "toolchain")
     assert _bundled.load_bundled().manifest.path.parent == pre
+    # A cargo-oxide of another release (a stale pyoxide/_bin copy): the same.
+    monkeypatch.setenv("FAKE_OXIDE_MODE", "old")
+    assert _bundled.load_bundled().manifest.path.parent == pre
+    with pytest.raises(pyoxide.ToolchainError, match="another pyoxide release") as info:
+        pyoxide.load(tmp_path / "repo" / "kernels_rs")
+    assert str(tmp_path / "bin" / "cargo-oxide") in str(info.value)
     monkeypatch.delenv("FAKE_OXIDE_MODE")
     assert _bundled.load_bundled().manifest.path.parent != pre
     monkeypatch.setenv("PYOXIDE_CARGO_OXIDE", str(tmp_path / "missing" / "cargo-oxide"))

@@ -26,6 +26,58 @@ use crate::launcher::{Launcher, Outcome, parse_config};
 
 /// Configurations kept per kernel (more: the cache starts over).
 const MAX_CONFIGS: usize = 64;
+/// The most ints a kept configuration holds (`((gx, gy, gz), (bx, by, bz), smem)` is 7).
+const KEY_INTS: usize = 12;
+
+/// A `kernel[config]` made of exact ints and tuples of exact ints, as plain data: kept
+/// configurations are found by comparing these, without hashing a tuple or looking up a
+/// dict (this lookup is most of what `kernel[grid, block](...)` costs over a plain call).
+/// Exact ints only, as a key must equal only itself: `(1.0, 256) == (1, 256)` and
+/// `True == 1` would reach another's entry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ConfigKey {
+    /// The tuple's structure: a leading 1, then 4 bits per item, 0xF for an int or the
+    /// length of a nested tuple.
+    shape: u64,
+    ints: [i64; KEY_INTS],
+}
+
+impl ConfigKey {
+    /// The key of `config`, or None when it is not made of ints alone (or too big).
+    fn of(config: &Bound<'_, PyAny>) -> Option<ConfigKey> {
+        let items = config.cast_exact::<PyTuple>().ok()?;
+        let mut ints = [0i64; KEY_INTS];
+        let mut n = 0;
+        let mut push = |x: &Bound<'_, PyAny>| -> Option<()> {
+            if !x.is_exact_instance_of::<PyInt>() || n == KEY_INTS {
+                return None;
+            }
+            ints[n] = x.extract::<i64>().ok()?;
+            n += 1;
+            Some(())
+        };
+        let mut shape = 1u64;
+        for item in items.iter_borrowed() {
+            if shape >> 60 != 0 {
+                return None; // more items than the shape has room for
+            }
+            if let Ok(inner) = item.cast_exact::<PyTuple>() {
+                let len = inner.len();
+                if len >= 0xF {
+                    return None;
+                }
+                for x in inner.iter_borrowed() {
+                    push(&x)?;
+                }
+                shape = shape << 4 | len as u64;
+            } else {
+                push(&item)?;
+                shape = shape << 4 | 0xF;
+            }
+        }
+        Some(ConfigKey { shape, ints })
+    }
+}
 
 /// A kernel's launch paths, replaced as a whole (calls read a snapshot, lock-free after
 /// one clone of the Arc, so no lock is held while Python code runs).
@@ -110,7 +162,8 @@ pub struct KernelBase {
     paths: Mutex<Arc<Paths>>,
     general: Mutex<Hook>,
     configure: Mutex<Hook>,
-    configs: Mutex<Option<Py<PyDict>>>,
+    /// `kernel[config]`'s results kept per configuration, the newest last.
+    configs: Mutex<Vec<(ConfigKey, Py<PyAny>)>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -183,7 +236,7 @@ impl KernelBase {
             paths: Mutex::new(Arc::new(Paths::default())),
             general: Mutex::new(Hook::default()),
             configure: Mutex::new(Hook::default()),
-            configs: Mutex::new(None),
+            configs: Mutex::new(Vec::new()),
         }
     }
 
@@ -290,10 +343,10 @@ impl KernelBase {
                 hook.traverse(&visit)?;
             }
         }
-        if let Ok(configs) = self.configs.try_lock()
-            && let Some(c) = &*configs
-        {
-            visit.call(c)?;
+        if let Ok(configs) = self.configs.try_lock() {
+            for (_, c) in configs.iter() {
+                visit.call(c)?;
+            }
         }
         Ok(())
     }
@@ -302,7 +355,7 @@ impl KernelBase {
         let paths = std::mem::take(&mut *locked(&self.paths));
         let general = std::mem::take(&mut *locked(&self.general));
         let configure = std::mem::take(&mut *locked(&self.configure));
-        let configs = locked(&self.configs).take();
+        let configs = std::mem::take(&mut *locked(&self.configs));
         drop((paths, general, configure, configs));
     }
 
@@ -330,40 +383,30 @@ impl KernelBase {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let me = slf.get();
-        let keep = of_ints(config);
-        let configs = locked(&me.configs).as_ref().map(|c| c.clone_ref(py));
-        if keep
-            && let Some(configs) = &configs
-            && let Some(kept) = configs.bind(py).get_item(config)?
-        {
-            return Ok(kept);
+        let key = ConfigKey::of(config);
+        if let Some(key) = &key {
+            let configs = locked(&me.configs);
+            if let Some((_, kept)) = configs.iter().rev().find(|(k, _)| k == key) {
+                return Ok(kept.clone_ref(py).into_bound(py));
+            }
         }
         let configured = callable(py, &me.configure)?.call1((slf, config))?;
-        if keep {
-            let configs = match configs {
-                Some(c) if c.bind(py).len() < MAX_CONFIGS => c,
-                _ => {
-                    let fresh = PyDict::new(py).unbind();
-                    *locked(&me.configs) = Some(fresh.clone_ref(py));
-                    fresh
-                }
+        if let Some(key) = key {
+            let dropped = {
+                let mut configs = locked(&me.configs);
+                let full = configs.len() >= MAX_CONFIGS;
+                let dropped = if full {
+                    std::mem::take(&mut *configs)
+                } else {
+                    Vec::new()
+                };
+                configs.push((key, configured.clone().unbind()));
+                dropped
             };
-            configs.bind(py).set_item(config, &configured)?;
+            drop(dropped); // outside the lock: dropping a launcher may run Python code
         }
         Ok(configured)
     }
-}
-
-/// Whether `config` is a tuple of exact ints and tuples of exact ints: a key that equals
-/// only itself (`(1.0, 256) == (1, 256)` and `True == 1` would reach another's entry),
-/// and keeps no other object alive.
-fn of_ints(config: &Bound<'_, PyAny>) -> bool {
-    let ints = |t: &Bound<'_, PyTuple>| t.iter().all(|x| x.is_exact_instance_of::<PyInt>());
-    config.cast_exact::<PyTuple>().is_ok_and(|t| {
-        t.iter().all(|c| {
-            c.is_exact_instance_of::<PyInt>() || c.cast_exact::<PyTuple>().is_ok_and(&ints)
-        })
-    })
 }
 
 /// What a configured call needs besides the arguments, set by `_Configured.__init__`.

@@ -7,8 +7,9 @@ are tested on their own.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._launch.arrays import GPU
@@ -234,30 +235,34 @@ class CupyBackend:
 
         loaded, device = module
         host = np.frombuffer(raw, dtype=np.uint8)
-        try:
-            with self._cp.cuda.Device(device):
-                # cuModuleGetGlobal: the address of the static's `.const` bytes.
-                target = loaded.get_global_var(name)
-                runtime = self._cp.cuda.runtime
-                runtime.memcpy(target, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice)
-        except self._cp.cuda.driver.CUDADriverError as e:
-            raise LoadError(
-                f"cannot set the #[constant] static '{name}' on device {device}: {e}. "
-                "Fix: rebuild with `pyoxide build` (the PTX does not match its manifest)."
-            ) from None
+        with self._on_device(device, lambda e: (
+            f"cannot set the #[constant] static '{name}' on device {device}: {e}. "
+            "Fix: rebuild with `pyoxide build` (the PTX does not match its manifest)."
+        )):  # fmt: skip
+            # cuModuleGetGlobal: the address of the static's `.const` bytes.
+            target = loaded.get_global_var(name)
+            runtime = self._cp.cuda.runtime
+            runtime.memcpy(target, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice)
 
     def get_function(self, module: Any, entry: str) -> Any:
         loaded, device = module
+        # On the module's device: a PyTorch tensor's launch may load it for a device other
+        # than the current one.
+        with self._on_device(device, lambda e: (
+            f"the PTX has no entry '{entry}' ({e}). Fix: rebuild; the manifest and the PTX "
+            "come from different builds."
+        )):  # fmt: skip
+            return loaded.get_function(entry)
+
+    @contextlib.contextmanager
+    def _on_device(self, device: int, failure: Callable[[Exception], str]) -> Iterator[None]:
+        """On `device`; a CUDA driver error in the block is a LoadError with the message
+        ``failure(error)``."""
         try:
-            # On the module's device: a PyTorch tensor's launch may load it for a device
-            # other than the current one.
             with self._cp.cuda.Device(device):
-                return loaded.get_function(entry)
+                yield
         except self._cp.cuda.driver.CUDADriverError as e:
-            raise LoadError(
-                f"the PTX has no entry '{entry}' ({e}). Fix: rebuild; the manifest and the "
-                "PTX come from different builds."
-            ) from None
+            raise LoadError(failure(e)) from None
 
     # --- launching ---------------------------------------------------------------
 

@@ -1,0 +1,19 @@
+"""The repository's scripts (Python files without a suffix, in scripts/) as modules."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+from types import ModuleType
+
+from helpers.bundled import REPO
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/<name>, imported as the module <name> (run as a module, not as __main__)."""
+    loader = importlib.machinery.SourceFileLoader(name, str(REPO / "scripts" / name))
+    spec = importlib.util.spec_from_loader(name, loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
