@@ -47,48 +47,37 @@ pub trait Sm90Element: Copy + 'static {
     fn pack(lo: f32, hi: f32) -> u32;
 }
 
-impl Sm90Element for bf16 {
-    #[inline(always)]
-    unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_bf16::<0, 0>(acc, desc_a, desc_b, accumulate) }
-    }
-    #[inline(always)]
-    unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n64k16_f32_bf16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_bf16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        cvt_bf16x2_f32(lo, hi)
-    }
+macro_rules! sm90_element {
+    ($($t:ty: $qk:ident, $pv64:ident, $pv128:ident, $pack:ident;)*) => {$(
+        impl Sm90Element for $t {
+            #[inline(always)]
+            unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
+                // SAFETY: upheld by the caller.
+                unsafe { $qk::<0, 0>(acc, desc_a, desc_b, accumulate) }
+            }
+            #[inline(always)]
+            unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
+                // SAFETY: upheld by the caller.
+                unsafe { $pv64::<1>(acc, p, desc_b, true) }
+            }
+            #[inline(always)]
+            unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
+                // SAFETY: upheld by the caller.
+                unsafe { $pv128::<1>(acc, p, desc_b, true) }
+            }
+            #[inline(always)]
+            fn pack(lo: f32, hi: f32) -> u32 {
+                $pack(lo, hi)
+            }
+        }
+    )*};
 }
 
-impl Sm90Element for f16 {
-    #[inline(always)]
-    unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_f16::<0, 0>(acc, desc_a, desc_b, accumulate) }
-    }
-    #[inline(always)]
-    unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n64k16_f32_f16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_f16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        cvt_f16x2_f32(lo, hi)
-    }
+sm90_element! {
+    bf16: wgmma_m64n128k16_f32_bf16, wgmma_m64n64k16_f32_bf16_rs, wgmma_m64n128k16_f32_bf16_rs,
+        cvt_bf16x2_f32;
+    f16: wgmma_m64n128k16_f32_f16, wgmma_m64n64k16_f32_f16_rs, wgmma_m64n128k16_f32_f16_rs,
+        cvt_f16x2_f32;
 }
 
 /// The output accumulator of one head dimension: 32 f32 a thread for d = 64, 64 for
