@@ -248,35 +248,31 @@ pub(crate) fn cvta_to_shared(p: *const u8) -> u64 {
     a
 }
 
-/// Bytes of shared memory a block of this launch has, static and dynamic:
-/// `%total_smem_size`.
-#[inline(always)]
-pub(crate) fn total_shared_bytes() -> usize {
-    let bytes: u32;
-    // SAFETY: reading a special register has no preconditions inside a kernel.
-    unsafe {
-        asm!(
-            "mov.u32 {b}, %total_smem_size;",
-            b = out(reg32) bytes,
-            options(nomem, nostack, preserves_flags, pure)
-        )
-    };
-    bytes as usize
+/// Readers of the special registers LLVM has no intrinsic for, as `usize`.
+macro_rules! asm_special_registers {
+    ($($(#[$doc:meta])* $name:ident => $register:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $name() -> usize {
+            let value: u32;
+            // SAFETY: reading a special register has no preconditions inside a kernel.
+            unsafe {
+                asm!(
+                    concat!("mov.u32 {v}, ", $register, ";"),
+                    v = out(reg32) value,
+                    options(nomem, nostack, preserves_flags, pure)
+                )
+            };
+            value as usize
+        }
+    )*};
 }
 
-/// Bytes of dynamic shared memory the launch gave the block: `%dynamic_smem_size`.
-#[inline(always)]
-pub(crate) fn dynamic_shared_bytes() -> usize {
-    let bytes: u32;
-    // SAFETY: reading a special register has no preconditions inside a kernel.
-    unsafe {
-        asm!(
-            "mov.u32 {b}, %dynamic_smem_size;",
-            b = out(reg32) bytes,
-            options(nomem, nostack, preserves_flags, pure)
-        )
-    };
-    bytes as usize
+asm_special_registers! {
+    /// Bytes of shared memory a block of this launch has, static and dynamic.
+    total_shared_bytes => "%total_smem_size";
+    /// Bytes of dynamic shared memory the launch gave the block.
+    dynamic_shared_bytes => "%dynamic_smem_size";
 }
 
 #[inline(always)]

@@ -10,8 +10,8 @@
 
 use core::arch::asm;
 
-macro_rules! mma16 {
-    ($name:ident, $ty:literal) => {
+macro_rules! mma {
+    ($($name:ident: $shape:literal, $ty:literal;)*) => {$(
         #[inline(always)]
         pub(crate) unsafe fn $name(c: [f32; 4], a: [u32; 4], b: [u32; 2]) -> [f32; 4] {
             let mut d = c;
@@ -19,7 +19,7 @@ macro_rules! mma16 {
             unsafe {
                 asm!(
                     concat!(
-                        "mma.sync.aligned.m16n8k16.row.col.f32.", $ty, ".", $ty, ".f32 ",
+                        "mma.sync.aligned.", $shape, ".row.col.f32.", $ty, ".", $ty, ".f32 ",
                         "{{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, ",
                         "{{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};"
                     ),
@@ -32,28 +32,29 @@ macro_rules! mma16 {
             }
             d
         }
-    };
+    )*};
 }
 
-mma16!(mma_m16n8k16_bf16, "bf16");
-mma16!(mma_m16n8k16_f16, "f16");
+mma! {
+    mma_m16n8k16_bf16: "m16n8k16", "bf16";
+    mma_m16n8k16_f16: "m16n8k16", "f16";
+    mma_m16n8k8_tf32: "m16n8k8", "tf32";
+}
 
-#[inline(always)]
-pub(crate) unsafe fn mma_m16n8k8_tf32(c: [f32; 4], a: [u32; 4], b: [u32; 2]) -> [f32; 4] {
-    let mut d = c;
-    // SAFETY: as `mma_m16n8k16_bf16`.
-    unsafe {
+/// `ldmatrix` (registers `$r = $v` out) or `stmatrix` (in) of shape `$shape` (`x1`,
+/// `x2.trans`, …) at the shared row `$row` (a generic address); `$operands` places the
+/// register list `{{…}}` and the address `[s]` as the instruction takes them.
+macro_rules! matrix_asm {
+    ($ins:literal, $shape:literal, $operands:literal, $row:ident,
+     $($r:ident = $dir:ident $v:expr),*) => {
         asm!(
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{d0}, {d1}, {d2}, {d3}}}, \
-             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
-            d0 = inout(reg32) d[0], d1 = inout(reg32) d[1],
-            d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    d
+            concat!(
+                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ", $ins, ".sync.aligned.m8n8.",
+                $shape, ".shared.b16 ", $operands, "; }}"
+            ),
+            p = in(reg64) $row, $($r = $dir(reg32) $v,)* options(nostack, preserves_flags)
+        )
+    };
 }
 
 #[inline(always)]
@@ -73,26 +74,16 @@ pub(crate) unsafe fn ldmatrix<const N: usize, const TRANS: bool>(row: *const u16
     // SAFETY: the caller's warp executes this together with valid shared row addresses.
     unsafe {
         match (N, TRANS) {
-            (1, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x1.shared.b16 {{{r0}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], options(nostack, preserves_flags)),
-            (1, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {{{r0}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], options(nostack, preserves_flags)),
-            (2, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x2.shared.b16 {{{r0}, {r1}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1], options(nostack, preserves_flags)),
-            (2, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {{{r0}, {r1}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1], options(nostack, preserves_flags)),
-            (4, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1],
-                r2 = out(reg32) r[2], r3 = out(reg32) r[3], options(nostack, preserves_flags)),
-            _ => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1],
-                r2 = out(reg32) r[2], r3 = out(reg32) r[3], options(nostack, preserves_flags)),
+            (1, false) => matrix_asm!("ldmatrix", "x1", "{{{r0}}}, [s]", row, r0 = out r[0]),
+            (1, true) => matrix_asm!("ldmatrix", "x1.trans", "{{{r0}}}, [s]", row, r0 = out r[0]),
+            (2, false) => matrix_asm!("ldmatrix", "x2", "{{{r0}, {r1}}}, [s]", row,
+                r0 = out r[0], r1 = out r[1]),
+            (2, true) => matrix_asm!("ldmatrix", "x2.trans", "{{{r0}, {r1}}}, [s]", row,
+                r0 = out r[0], r1 = out r[1]),
+            (4, false) => matrix_asm!("ldmatrix", "x4", "{{{r0}, {r1}, {r2}, {r3}}}, [s]", row,
+                r0 = out r[0], r1 = out r[1], r2 = out r[2], r3 = out r[3]),
+            _ => matrix_asm!("ldmatrix", "x4.trans", "{{{r0}, {r1}, {r2}, {r3}}}, [s]", row,
+                r0 = out r[0], r1 = out r[1], r2 = out r[2], r3 = out r[3]),
         }
     }
     r
@@ -103,26 +94,16 @@ pub(crate) unsafe fn stmatrix<const N: usize, const TRANS: bool>(row: *mut u16, 
     // SAFETY: the caller's warp executes this together with valid shared row addresses.
     unsafe {
         match (N, TRANS) {
-            (1, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x1.shared.b16 [s], {{{r0}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], options(nostack, preserves_flags)),
-            (1, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [s], {{{r0}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], options(nostack, preserves_flags)),
-            (2, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x2.shared.b16 [s], {{{r0}, {r1}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1], options(nostack, preserves_flags)),
-            (2, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [s], {{{r0}, {r1}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1], options(nostack, preserves_flags)),
-            (4, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x4.shared.b16 [s], {{{r0}, {r1}, {r2}, {r3}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1],
-                r2 = in(reg32) v[2], r3 = in(reg32) v[3], options(nostack, preserves_flags)),
-            _ => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [s], {{{r0}, {r1}, {r2}, {r3}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1],
-                r2 = in(reg32) v[2], r3 = in(reg32) v[3], options(nostack, preserves_flags)),
+            (1, false) => matrix_asm!("stmatrix", "x1", "[s], {{{r0}}}", row, r0 = in v[0]),
+            (1, true) => matrix_asm!("stmatrix", "x1.trans", "[s], {{{r0}}}", row, r0 = in v[0]),
+            (2, false) => matrix_asm!("stmatrix", "x2", "[s], {{{r0}, {r1}}}", row,
+                r0 = in v[0], r1 = in v[1]),
+            (2, true) => matrix_asm!("stmatrix", "x2.trans", "[s], {{{r0}, {r1}}}", row,
+                r0 = in v[0], r1 = in v[1]),
+            (4, false) => matrix_asm!("stmatrix", "x4", "[s], {{{r0}, {r1}, {r2}, {r3}}}", row,
+                r0 = in v[0], r1 = in v[1], r2 = in v[2], r3 = in v[3]),
+            _ => matrix_asm!("stmatrix", "x4.trans", "[s], {{{r0}, {r1}, {r2}, {r3}}}", row,
+                r0 = in v[0], r1 = in v[1], r2 = in v[2], r3 = in v[3]),
         }
     }
 }
