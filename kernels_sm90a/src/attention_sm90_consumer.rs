@@ -163,15 +163,20 @@ fn desc_at(desc: u64, bytes: usize) -> u64 {
 }
 
 impl Consumer {
-    /// Issue `s = q·kᵀ` over stage `stage` of k's ring and commit it as one group.
+    /// Issue `s = q·kᵀ` over stage `stage` of k's ring and commit it as one group, for
+    /// head dimension `2·NO` (that of an output accumulator of `NO`).
     ///
     /// # Safety
     /// All 128 threads of the warpgroup, after `wgmma_fence`; the stage holds its tile.
     #[inline(always)]
-    unsafe fn issue_qk<T: Sm90Element, const D: usize>(&self, s_acc: &mut [f32; 64], stage: usize) {
+    unsafe fn issue_qk<T: Sm90Element, const NO: usize>(
+        &self,
+        s_acc: &mut [f32; 64],
+        stage: usize,
+    ) {
         let k0 = stage * 2 * BOX_BYTES;
         unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-            if kk < D / 16 {
+            if kk < 2 * NO / 16 {
                 // 16 d further: 32 bytes along the rows; 64 further: the next box.
                 let step = (kk / 4) * BOX_BYTES + (kk % 4) * 32;
                 // SAFETY: upheld by the caller.
@@ -358,7 +363,6 @@ pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize, const PINGPONG: bo
 where
     [f32; NO]: OutputAcc<T>,
 {
-    let d = 2 * NO;
     let lane = thread::threadIdx_x() as usize % 32;
     // SAFETY: one arrival per warp on a barrier initialised for 8 (both consumers).
     let release = |bar: *mut Barrier| unsafe {
@@ -384,11 +388,7 @@ where
         wait(full_k(kr.stage), kr.phase);
         turns.take();
         wgmma_fence();
-        if d == 64 {
-            c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
-        } else {
-            c.issue_qk::<T, 128>(&mut s_acc, kr.stage);
-        }
+        c.issue_qk::<T, NO>(&mut s_acc, kr.stage);
         turns.pass(false);
         wgmma_wait_group_acc::<0>(&mut s_acc);
         release(empty_k(kr.stage));
@@ -399,11 +399,7 @@ where
             wait(full_k(kr.stage), kr.phase);
             turns.take();
             wgmma_fence();
-            if d == 64 {
-                c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
-            } else {
-                c.issue_qk::<T, 128>(&mut s_acc, kr.stage);
-            }
+            c.issue_qk::<T, NO>(&mut s_acc, kr.stage);
             wait(full_v(vr.stage), vr.phase);
             c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
             turns.pass(false);

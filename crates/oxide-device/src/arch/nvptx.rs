@@ -155,29 +155,23 @@ pub(crate) fn active_mask() -> u32 {
 const CLAMP_HIGH: i32 = 0x1f;
 const CLAMP_LOW: i32 = 0;
 
-#[inline(always)]
-pub(crate) fn shfl_idx(mask: u32, v: u32, lane: u32) -> u32 {
-    // SAFETY: the caller's lanes in `mask` all execute this shuffle (documented on
-    // `warp::shuffle_sync`); an absent lane yields an unspecified value, not UB in LLVM.
-    unsafe { shfl_idx_i32(mask as i32, v as i32, lane as i32, CLAMP_HIGH) as u32 }
+macro_rules! shuffles {
+    ($($name:ident: $intrinsic:ident, $clamp:ident;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name(mask: u32, v: u32, lane_or_delta: u32) -> u32 {
+            // SAFETY: the caller's lanes in `mask` all execute this shuffle (documented
+            // on `warp::shuffle_sync`); an absent lane yields an unspecified value, not UB
+            // in LLVM.
+            unsafe { $intrinsic(mask as i32, v as i32, lane_or_delta as i32, $clamp) as u32 }
+        }
+    )*};
 }
 
-#[inline(always)]
-pub(crate) fn shfl_xor(mask: u32, v: u32, lane_mask: u32) -> u32 {
-    // SAFETY: as `shfl_idx`.
-    unsafe { shfl_bfly_i32(mask as i32, v as i32, lane_mask as i32, CLAMP_HIGH) as u32 }
-}
-
-#[inline(always)]
-pub(crate) fn shfl_down(mask: u32, v: u32, delta: u32) -> u32 {
-    // SAFETY: as `shfl_idx`.
-    unsafe { shfl_down_i32(mask as i32, v as i32, delta as i32, CLAMP_HIGH) as u32 }
-}
-
-#[inline(always)]
-pub(crate) fn shfl_up(mask: u32, v: u32, delta: u32) -> u32 {
-    // SAFETY: as `shfl_idx`.
-    unsafe { shfl_up_i32(mask as i32, v as i32, delta as i32, CLAMP_LOW) as u32 }
+shuffles! {
+    shfl_idx: shfl_idx_i32, CLAMP_HIGH;
+    shfl_xor: shfl_bfly_i32, CLAMP_HIGH;
+    shfl_down: shfl_down_i32, CLAMP_HIGH;
+    shfl_up: shfl_up_i32, CLAMP_LOW;
 }
 
 #[inline(always)]

@@ -41,22 +41,6 @@ mma! {
     mma_m16n8k8_tf32: "m16n8k8", "tf32";
 }
 
-/// `ldmatrix` (registers `$r = $v` out) or `stmatrix` (in) of shape `$shape` (`x1`,
-/// `x2.trans`, …) at the shared row `$row` (a generic address); `$operands` places the
-/// register list `{{…}}` and the address `[s]` as the instruction takes them.
-macro_rules! matrix_asm {
-    ($ins:literal, $shape:literal, $operands:literal, $row:ident,
-     $($r:ident = $dir:ident $v:expr),*) => {
-        asm!(
-            concat!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ", $ins, ".sync.aligned.m8n8.",
-                $shape, ".shared.b16 ", $operands, "; }}"
-            ),
-            p = in(reg64) $row, $($r = $dir(reg32) $v,)* options(nostack, preserves_flags)
-        )
-    };
-}
-
 #[inline(always)]
 pub(crate) fn cvt_rna_tf32(x: f32) -> u32 {
     let r: u32;
@@ -68,44 +52,50 @@ pub(crate) fn cvt_rna_tf32(x: f32) -> u32 {
     r
 }
 
+/// `ldmatrix`/`stmatrix` (`$ins`) at the shared row `$row` (a generic address) of shape
+/// `.x{N}` (`.trans` with `TRANS`): each of `$regs[..N]` an operand, written (`out`) or
+/// read (`in`). The register list `{r0, …}` comes after the address for `stmatrix`.
+macro_rules! matrix_asm {
+    ($ins:ident, $row:ident, $dir:ident $regs:ident) => {
+        match (N, TRANS) {
+            (1, false) => matrix_asm!(@ $ins, "x1", $row, $dir, r0 = $regs[0]),
+            (1, true) => matrix_asm!(@ $ins, "x1.trans", $row, $dir, r0 = $regs[0]),
+            (2, false) => matrix_asm!(@ $ins, "x2", $row, $dir, r0 = $regs[0], r1 = $regs[1]),
+            (2, true) => matrix_asm!(@ $ins, "x2.trans", $row, $dir, r0 = $regs[0], r1 = $regs[1]),
+            (4, false) => matrix_asm!(@ $ins, "x4", $row, $dir,
+                r0 = $regs[0], r1 = $regs[1], r2 = $regs[2], r3 = $regs[3]),
+            _ => matrix_asm!(@ $ins, "x4.trans", $row, $dir,
+                r0 = $regs[0], r1 = $regs[1], r2 = $regs[2], r3 = $regs[3]),
+        }
+    };
+    (@ $ins:ident, $shape:literal, $row:ident, $dir:ident, $r0:ident = $v0:expr $(, $r:ident = $v:expr)*) => {
+        asm!(
+            concat!(
+                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ", stringify!($ins),
+                ".sync.aligned.m8n8.", $shape, ".shared.b16 ",
+                matrix_asm!(@operands $ins, concat!("{{{", stringify!($r0), "}" $(, ", {", stringify!($r), "}")* , "}}")),
+                "; }}"
+            ),
+            p = in(reg64) $row, $r0 = $dir(reg32) $v0, $($r = $dir(reg32) $v,)*
+            options(nostack, preserves_flags)
+        )
+    };
+    (@operands ldmatrix, $list:expr) => { concat!($list, ", [s]") };
+    (@operands stmatrix, $list:expr) => { concat!("[s], ", $list) };
+}
+
 #[inline(always)]
 pub(crate) unsafe fn ldmatrix<const N: usize, const TRANS: bool>(row: *const u16) -> [u32; N] {
     let mut r = [0u32; N];
     // SAFETY: the caller's warp executes this together with valid shared row addresses.
-    unsafe {
-        match (N, TRANS) {
-            (1, false) => matrix_asm!("ldmatrix", "x1", "{{{r0}}}, [s]", row, r0 = out r[0]),
-            (1, true) => matrix_asm!("ldmatrix", "x1.trans", "{{{r0}}}, [s]", row, r0 = out r[0]),
-            (2, false) => matrix_asm!("ldmatrix", "x2", "{{{r0}, {r1}}}, [s]", row,
-                r0 = out r[0], r1 = out r[1]),
-            (2, true) => matrix_asm!("ldmatrix", "x2.trans", "{{{r0}, {r1}}}, [s]", row,
-                r0 = out r[0], r1 = out r[1]),
-            (4, false) => matrix_asm!("ldmatrix", "x4", "{{{r0}, {r1}, {r2}, {r3}}}, [s]", row,
-                r0 = out r[0], r1 = out r[1], r2 = out r[2], r3 = out r[3]),
-            _ => matrix_asm!("ldmatrix", "x4.trans", "{{{r0}, {r1}, {r2}, {r3}}}, [s]", row,
-                r0 = out r[0], r1 = out r[1], r2 = out r[2], r3 = out r[3]),
-        }
-    }
+    unsafe { matrix_asm!(ldmatrix, row, out r) }
     r
 }
 
 #[inline(always)]
 pub(crate) unsafe fn stmatrix<const N: usize, const TRANS: bool>(row: *mut u16, v: [u32; N]) {
     // SAFETY: the caller's warp executes this together with valid shared row addresses.
-    unsafe {
-        match (N, TRANS) {
-            (1, false) => matrix_asm!("stmatrix", "x1", "[s], {{{r0}}}", row, r0 = in v[0]),
-            (1, true) => matrix_asm!("stmatrix", "x1.trans", "[s], {{{r0}}}", row, r0 = in v[0]),
-            (2, false) => matrix_asm!("stmatrix", "x2", "[s], {{{r0}, {r1}}}", row,
-                r0 = in v[0], r1 = in v[1]),
-            (2, true) => matrix_asm!("stmatrix", "x2.trans", "[s], {{{r0}, {r1}}}", row,
-                r0 = in v[0], r1 = in v[1]),
-            (4, false) => matrix_asm!("stmatrix", "x4", "[s], {{{r0}, {r1}, {r2}, {r3}}}", row,
-                r0 = in v[0], r1 = in v[1], r2 = in v[2], r3 = in v[3]),
-            _ => matrix_asm!("stmatrix", "x4.trans", "[s], {{{r0}, {r1}, {r2}, {r3}}}", row,
-                r0 = in v[0], r1 = in v[1], r2 = in v[2], r3 = in v[3]),
-        }
-    }
+    unsafe { matrix_asm!(stmatrix, row, in v) }
 }
 
 /// `cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes`.

@@ -107,10 +107,20 @@ wait_group_acc! {
     wgmma_wait_group_acc128: 128;
 }
 
-/// `wgmma.mma_async.sync.aligned.{shape}.f32.{ty}.{ty}`, A and B from shared memory
-/// (descriptors): `N` accumulators a thread, read and written.
-macro_rules! wgmma_ss {
-    ($($name:ident: $n:tt, $shape:literal, $ty:literal;)*) => {$(
+/// `wgmma.mma_async.sync.aligned.{shape}.f32.{ty}.{ty}` over `N` accumulators a thread,
+/// read and written: `ss`, A and B from shared memory (descriptors); `rs`, A from
+/// registers (four `bf16x2`/`f16x2` a thread: its warp's 16 rows, laid out as
+/// `mma.m16n8k16`'s A) and B from shared memory. The caller (the `wgmma` function of
+/// the same shape) upholds the safety contract.
+macro_rules! wgmma {
+    ($($name:ident: $form:ident $n:tt, $shape:literal, $ty:literal;)*) => {$(
+        wgmma!(@ $form $name, $n, concat!(
+            "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
+            "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty, " ",
+            "{{", acc_list!($n), "}}, "
+        ));
+    )*};
+    (@ ss $name:ident, $n:tt, $head:expr) => {
         #[inline(always)]
         pub(crate) unsafe fn $name<const TRANS_A: u32, const TRANS_B: u32>(
             acc: &mut [f32; $n],
@@ -118,39 +128,18 @@ macro_rules! wgmma_ss {
             desc_b: u64,
             accumulate: bool,
         ) {
-            // SAFETY: upheld by the caller (the `wgmma` function of the same shape).
+            // SAFETY: upheld by the caller.
             unsafe {
                 asm_acc!(
-                    acc, $n,
-                    concat!(
-                        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
-                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty, " ",
-                        "{{", acc_list!($n), "}}, {da}, {db}, p, 1, 1, {ta}, {tb}; }}"
-                    ),
-                    da = in(reg64) desc_a,
-                    db = in(reg64) desc_b,
-                    sd = in(reg32) accumulate as u32,
-                    ta = const TRANS_A,
-                    tb = const TRANS_B,
+                    acc, $n, concat!($head, "{da}, {db}, p, 1, 1, {ta}, {tb}; }}"),
+                    da = in(reg64) desc_a, db = in(reg64) desc_b,
+                    sd = in(reg32) accumulate as u32, ta = const TRANS_A, tb = const TRANS_B,
                     options(nostack, preserves_flags),
                 );
             }
         }
-    )*};
-}
-
-wgmma_ss! {
-    wgmma_m64n64k16_bf16: 32, "m64n64k16", "bf16";
-    wgmma_m64n64k16_f16: 32, "m64n64k16", "f16";
-    wgmma_m64n128k16_bf16: 64, "m64n128k16", "bf16";
-    wgmma_m64n128k16_f16: 64, "m64n128k16", "f16";
-    wgmma_m64n256k16_bf16: 128, "m64n256k16", "bf16";
-}
-
-/// As [`wgmma_ss`] with A from registers (four `bf16x2`/`f16x2` a thread: its warp's 16
-/// rows, laid out as `mma.m16n8k16`'s A) and B from shared memory.
-macro_rules! wgmma_rs {
-    ($($name:ident: $n:tt, $shape:literal, $ty:literal;)*) => {$(
+    };
+    (@ rs $name:ident, $n:tt, $head:expr) => {
         #[inline(always)]
         pub(crate) unsafe fn $name<const TRANS_B: u32>(
             acc: &mut [f32; $n],
@@ -158,34 +147,29 @@ macro_rules! wgmma_rs {
             desc_b: u64,
             accumulate: bool,
         ) {
-            // SAFETY: upheld by the caller (the `wgmma` function of the same shape).
+            // SAFETY: upheld by the caller.
             unsafe {
                 asm_acc!(
-                    acc, $n,
-                    concat!(
-                        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
-                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty, " ",
-                        "{{", acc_list!($n), "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}"
-                    ),
-                    a0 = in(reg32) a[0],
-                    a1 = in(reg32) a[1],
-                    a2 = in(reg32) a[2],
-                    a3 = in(reg32) a[3],
-                    db = in(reg64) desc_b,
-                    sd = in(reg32) accumulate as u32,
-                    tb = const TRANS_B,
+                    acc, $n, concat!($head, "{{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}"),
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    db = in(reg64) desc_b, sd = in(reg32) accumulate as u32, tb = const TRANS_B,
                     options(nostack, preserves_flags),
                 );
             }
         }
-    )*};
+    };
 }
 
-wgmma_rs! {
-    wgmma_m64n64k16_bf16_rs: 32, "m64n64k16", "bf16";
-    wgmma_m64n64k16_f16_rs: 32, "m64n64k16", "f16";
-    wgmma_m64n128k16_bf16_rs: 64, "m64n128k16", "bf16";
-    wgmma_m64n128k16_f16_rs: 64, "m64n128k16", "f16";
+wgmma! {
+    wgmma_m64n64k16_bf16: ss 32, "m64n64k16", "bf16";
+    wgmma_m64n64k16_f16: ss 32, "m64n64k16", "f16";
+    wgmma_m64n128k16_bf16: ss 64, "m64n128k16", "bf16";
+    wgmma_m64n128k16_f16: ss 64, "m64n128k16", "f16";
+    wgmma_m64n256k16_bf16: ss 128, "m64n256k16", "bf16";
+    wgmma_m64n64k16_bf16_rs: rs 32, "m64n64k16", "bf16";
+    wgmma_m64n64k16_f16_rs: rs 32, "m64n64k16", "f16";
+    wgmma_m64n128k16_bf16_rs: rs 64, "m64n128k16", "bf16";
+    wgmma_m64n128k16_f16_rs: rs 64, "m64n128k16", "f16";
 }
 
 /// The shared-state-space address of a generic pointer into shared memory, in the 32
