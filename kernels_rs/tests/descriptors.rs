@@ -66,16 +66,7 @@ fn of(ty: ScalarType, p: ParamDescriptor) -> ParamDescriptor {
 }
 
 fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
-    let mutable = kind.always_mutable();
-    ParamDescriptor {
-        name: name.into(),
-        kind,
-        ty,
-        mutable,
-        array: None,
-        length: None,
-        record: None,
-    }
+    ParamDescriptor::new(name, kind, ty, kind.always_mutable())
 }
 
 /// The line of `pub fn NAME` in the crate's source file `file` (under src/).
