@@ -30,6 +30,21 @@ pub(super) fn cache_chunks(cols: usize, vector: bool, threads: u32) -> usize {
     }
 }
 
+/// `$path::<N, VECTOR>($args)` for the path [`cache_chunks`] and the vector check
+/// picked: the five paths a row kernel compiles.
+macro_rules! by_path {
+    ($chunks:expr, $vector:expr, $path:ident($($arg:expr),*)) => {
+        match ($chunks, $vector) {
+            (8, true) => $path::<8, true>($($arg),*),
+            (16, true) => $path::<16, true>($($arg),*),
+            (0, true) => $path::<0, true>($($arg),*),
+            (4, false) => $path::<4, false>($($arg),*),
+            _ => $path::<0, false>($($arg),*),
+        }
+    };
+}
+pub(super) use by_path;
+
 /// The largest block the row kernels take (their `launch_bounds`): 32 768 cached
 /// columns, and room for the cache in up to 128 registers a thread.
 pub(super) const MAX_BLOCK: u32 = 512;
