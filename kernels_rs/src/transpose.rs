@@ -142,6 +142,12 @@ struct Mover<T> {
 }
 
 impl<T: TileElement> Mover<T> {
+    /// The fields, as locals of a move's body.
+    #[inline(always)]
+    fn parts(self) -> (*const T, *mut T, *mut T, *mut T, usize, usize) {
+        (self.src, self.dst, self.put, self.get, self.rows, self.cols)
+    }
+
     /// Move one whole tile: this thread reads `x[r + 8k, c + 32h]` and writes
     /// `out[oc + 8k, or + 32h]`, with no bounds checks and constant strides.
     ///
@@ -150,14 +156,7 @@ impl<T: TileElement> Mover<T> {
     /// slots of the block's tile; every thread of the block calls it (two barriers).
     #[inline(always)]
     unsafe fn full_tile(self, (r, c): (usize, usize), (or, oc): (usize, usize)) {
-        let Mover {
-            src,
-            dst,
-            put,
-            get,
-            rows,
-            cols,
-        } = self;
+        let (src, dst, put, get, rows, cols) = self.parts();
         const LOADS: usize = TILE_ROWS / BLOCK_ROWS * (TILE_COLS / BLOCK_COLS);
         const H: usize = TILE_COLS / BLOCK_COLS;
         // SAFETY: upheld by the caller: every address is in the tile.
@@ -191,14 +190,7 @@ impl<T: TileElement> Mover<T> {
     /// As [`Mover::full_tile`], for the tile at `(r0, c0)` of the matrix.
     #[inline(always)]
     unsafe fn edge_tile(self, (r0, c0): (usize, usize), (tx, ty): (usize, usize)) {
-        let Mover {
-            src,
-            dst,
-            put,
-            get,
-            rows,
-            cols,
-        } = self;
+        let (src, dst, put, get, rows, cols) = self.parts();
         for k in 0..TILE_ROWS / BLOCK_ROWS {
             for h in 0..TILE_COLS / BLOCK_COLS {
                 let (r, c) = (r0 + ty + k * BLOCK_ROWS, c0 + tx + h * BLOCK_COLS);
