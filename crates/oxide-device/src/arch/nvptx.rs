@@ -12,6 +12,23 @@ use core::arch::asm;
 use core::arch::nvptx;
 use core::sync::atomic::Ordering;
 
+/// Register-only instructions of one operand (`INS d, x;`), `pure`: LLVM may move or
+/// drop them like arithmetic.
+macro_rules! register_asm {
+    ($($name:ident($t:ty) -> $r:ty = $ins:literal;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name(x: $t) -> $r {
+            let y: $r;
+            // SAFETY: a register-only instruction.
+            unsafe {
+                core::arch::asm!(concat!($ins, " {y}, {x};"), y = out(reg32) y, x = in(reg32) x,
+                     options(pure, nomem, nostack, preserves_flags));
+            }
+            y
+        }
+    )*};
+}
+
 mod approx;
 pub(crate) use approx::*;
 mod cluster;

@@ -41,15 +41,8 @@ mma! {
     mma_m16n8k8_tf32: "m16n8k8", "tf32";
 }
 
-#[inline(always)]
-pub(crate) fn cvt_rna_tf32(x: f32) -> u32 {
-    let r: u32;
-    // SAFETY: a register conversion.
-    unsafe {
-        asm!("cvt.rna.tf32.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x,
-             options(pure, nomem, nostack, preserves_flags));
-    }
-    r
+register_asm! {
+    cvt_rna_tf32(f32) -> u32 = "cvt.rna.tf32.f32";
 }
 
 /// `ldmatrix`/`stmatrix` (`$ins`) at the shared row `$row` (a generic address) of shape
