@@ -174,10 +174,10 @@ printf_str_arg! {
 // the macro puts a bound per argument, so a mismatch is a compile error at it (on a
 // GPU, `vprintf` would read the argument buffer wrongly and print garbage).
 
-/// Declares a C class: its trait, with the message a mismatch gets, the types it takes,
-/// and the hidden function `gpu_printf_c!` checks an argument with.
+/// Declares a C class: its trait, with the message a mismatch gets, and the types it
+/// takes.
 macro_rules! c_classes {
-    ($($(#[$doc:meta])* $class:ident($check:ident): $message:tt, $label:tt => $($t:ty),*;)*) => {$(
+    ($($(#[$doc:meta])* $class:ident: $message:tt, $label:tt => $($t:ty),*;)*) => {$(
         $(#[$doc])*
         #[diagnostic::on_unimplemented(
             message = $message,
@@ -189,35 +189,50 @@ macro_rules! c_classes {
         pub trait $class: PrintfArg {}
 
         $(impl $class for $t {})*
-
-        #[doc(hidden)]
-        #[inline(always)]
-        pub fn $check<T: $class>(_: &T) {}
     )*};
 }
 
 c_classes! {
     /// An argument of `gpu_printf_c!`'s `%d %i %u %x %X %o %c`: a C `int` after promotion.
-    CInt(takes_int):
+    CInt:
         "gpu_printf_c!: `{Self}` does not match %d %i %u %x %X %o %c, which read a 32-bit int",
         "printed with a 32-bit int conversion"
         => i8, i16, i32, u8, u16, u32;
     /// An argument of `%lld %llu %llx %llo` (or `%ld`…): a 64-bit integer.
-    CLongLong(takes_long_long):
+    CLongLong:
         "gpu_printf_c!: `{Self}` does not match %lld %llu %llx %llo (or %ld…), which read a 64-bit integer",
         "printed with a 64-bit integer conversion"
         => i64, u64, isize, usize;
     /// An argument of `%f %e %g %a` (and capitals): a C `double` after promotion.
-    CDouble(takes_double):
+    CDouble:
         "gpu_printf_c!: `{Self}` does not match %f %e %g %a, which read a double",
         "printed with a floating-point conversion"
         => f32, f64;
     /// An argument of `%s`: a NUL-terminated string (`bool` prints as `true`/`false`).
-    CString(takes_string):
+    CString:
         "gpu_printf_c!: `{Self}` does not match %s, which reads a C string",
         "printed with %s"
         => &CStr, bool;
 }
+
+// `gpu_printf_c!` checks each argument with the function of its conversion's class
+// (written out, so that a mismatch's note points at a plain bound).
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_int<T: CInt>(_: &T) {}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_long_long<T: CLongLong>(_: &T) {}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_double<T: CDouble>(_: &T) {}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn takes_string<T: CString>(_: &T) {}
 
 /// Longest C format string `gpu_printf!` builds, with its NUL.
 pub const FORMAT_CAPACITY: usize = 256;
