@@ -54,13 +54,7 @@ pub(super) const MAX_BLOCK: u32 = 512;
 /// register cache at run time, which moves it to local memory (DRAM).
 macro_rules! each_chunk {
     ($j:ident => $body:block) => {
-        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (@ $j:ident $body:block $($n:literal)*) => {
-        $({
-            let $j: usize = $n;
-            $body
-        })*
+        oxide_device::unrolled!(for $j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] $body)
     };
 }
 pub(super) use each_chunk;
