@@ -1,6 +1,30 @@
 // RMS norm and the fused residual add + RMS norm: one block per row, the row read once
 // into registers as float4 (VPT vectors a thread), one block reduction, float4 stores.
 
+__device__ __forceinline__ float sum_sq(float4 v) {
+    return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+}
+
+// The end both kernels share: r = 1/rms of the row from each thread's sum of squares
+// `ss`, then out = v · r · weight for this thread's vectors of the row.
+template <int VPT>
+__device__ __forceinline__ void scale_row(const float4 (&v)[VPT], float ss, float* smem,
+                                          const float* __restrict__ weight, float eps,
+                                          float* __restrict__ out, int n4, int cols) {
+    const float r = rsqrtf(block_sum(ss, smem) / cols + eps);
+    const float4* w4 = reinterpret_cast<const float4*>(weight);
+    float4* o = reinterpret_cast<float4*>(out);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+        const int c = threadIdx.x + i * blockDim.x;
+        if (c < n4) {
+            const float4 g = __ldg(w4 + c);
+            o[c] = make_float4(v[i].x * r * g.x, v[i].y * r * g.y, v[i].z * r * g.z,
+                               v[i].w * r * g.w);
+        }
+    }
+}
+
 template <int VPT>
 __global__ void __launch_bounds__(1024)
 rms_norm(const float* __restrict__ x, const float* __restrict__ weight, float eps,
@@ -15,20 +39,9 @@ rms_norm(const float* __restrict__ x, const float* __restrict__ weight, float ep
     for (int i = 0; i < VPT; ++i) {
         const int c = threadIdx.x + i * blockDim.x;
         v[i] = c < n4 ? __ldg(xr + c) : zero4();
-        ss += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;
+        ss += sum_sq(v[i]);
     }
-    const float r = rsqrtf(block_sum(ss, smem) / cols + eps);
-    const float4* w4 = reinterpret_cast<const float4*>(weight);
-    float4* o = reinterpret_cast<float4*>(out + base);
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-        const int c = threadIdx.x + i * blockDim.x;
-        if (c < n4) {
-            const float4 g = __ldg(w4 + c);
-            o[c] = make_float4(v[i].x * r * g.x, v[i].y * r * g.y, v[i].z * r * g.z,
-                               v[i].w * r * g.w);
-        }
-    }
+    scale_row<VPT>(v, ss, smem, weight, eps, out + base, n4, cols);
 }
 
 template <int VPT>
@@ -53,18 +66,7 @@ add_rms_norm(const float* __restrict__ x, const float* __restrict__ residual,
             h[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
             s4[c] = h[i];
         }
-        ss += h[i].x * h[i].x + h[i].y * h[i].y + h[i].z * h[i].z + h[i].w * h[i].w;
+        ss += sum_sq(h[i]);
     }
-    const float r = rsqrtf(block_sum(ss, smem) / cols + eps);
-    const float4* w4 = reinterpret_cast<const float4*>(weight);
-    float4* o = reinterpret_cast<float4*>(out + base);
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-        const int c = threadIdx.x + i * blockDim.x;
-        if (c < n4) {
-            const float4 g = __ldg(w4 + c);
-            o[c] = make_float4(h[i].x * r * g.x, h[i].y * r * g.y, h[i].z * r * g.z,
-                               h[i].w * r * g.w);
-        }
-    }
+    scale_row<VPT>(h, ss, smem, weight, eps, out + base, n4, cols);
 }

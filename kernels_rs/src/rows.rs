@@ -87,15 +87,7 @@ pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     };
     // SAFETY (each arm): the pointers cover `rows · cols` elements of `x` and of `out`,
     // and `out` is written nowhere else.
-    unsafe {
-        match (chunks, vector) {
-            (8, true) => softmax_path::<8, true>(rows, &MAXES, &SUMS),
-            (16, true) => softmax_path::<16, true>(rows, &MAXES, &SUMS),
-            (0, true) => softmax_path::<0, true>(rows, &MAXES, &SUMS),
-            (4, false) => softmax_path::<4, false>(rows, &MAXES, &SUMS),
-            _ => softmax_path::<0, false>(rows, &MAXES, &SUMS),
-        }
-    }
+    unsafe { by_path!(chunks, vector, softmax_path(rows, &MAXES, &SUMS)) }
 }
 
 /// One of softmax's paths (`N` cached chunks, or 0: streamed), a function of its own
@@ -289,15 +281,7 @@ pub fn layernorm_rows(
         s,
     };
     // SAFETY (each arm): as in softmax_rows; weight and bias have `cols` elements.
-    unsafe {
-        match (chunks, vector) {
-            (8, true) => layernorm_path::<8, true>(rows, affine, stats),
-            (16, true) => layernorm_path::<16, true>(rows, affine, stats),
-            (0, true) => layernorm_path::<0, true>(rows, affine, stats),
-            (4, false) => layernorm_path::<4, false>(rows, affine, stats),
-            _ => layernorm_path::<0, false>(rows, affine, stats),
-        }
-    }
+    unsafe { by_path!(chunks, vector, layernorm_path(rows, affine, stats)) }
 }
 
 /// One of layer norm's paths; see [`softmax_path`].

@@ -98,6 +98,14 @@ pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
     // (tx + 32h, ty + 8k).
     // SAFETY: both are below TILE_ROWS · PITCH (tx < 32 <= TILE_ROWS, ty < 8).
     let (put, get) = unsafe { (tile.add(ty * PITCH + tx), tile.add(tx * PITCH + ty)) };
+    let mover = Mover {
+        src,
+        dst,
+        put,
+        get,
+        rows,
+        cols,
+    };
     let mut tile_row = thread::blockIdx_y() as usize;
     while tile_row < tiles_y {
         let mut tile_col = thread::blockIdx_x() as usize;
@@ -110,21 +118,10 @@ pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
             );
             if r0 + TILE_ROWS <= rows && c0 + TILE_COLS <= cols {
                 // SAFETY: a whole tile inside the matrix.
-                unsafe {
-                    move_full_tile(
-                        src,
-                        dst,
-                        put,
-                        get,
-                        rows,
-                        cols,
-                        (r0 + ty, c0 + tx),
-                        (r0 + tx, c0 + ty),
-                    )
-                };
+                unsafe { mover.full_tile((r0 + ty, c0 + tx), (r0 + tx, c0 + ty)) };
             } else {
                 // SAFETY: a partial tile, checked element by element.
-                unsafe { move_edge_tile(src, dst, put, get, rows, cols, (r0, c0), (tx, ty)) };
+                unsafe { mover.edge_tile((r0, c0), (tx, ty)) };
             }
             tile_col += gx;
         }
@@ -132,93 +129,95 @@ pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
     }
 }
 
-/// Move one whole tile: this thread reads `x[r + 8k, c + 32h]` and writes
-/// `out[oc + 8k, or + 32h]`, with no bounds checks and constant strides.
-///
-/// # Safety
-/// The tile lies inside the `rows × cols` matrix; `put` and `get` are this thread's
-/// slots of the block's tile; every thread of the block calls it (two barriers).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn move_full_tile<T: TileElement>(
+/// What every tile move uses: the `rows × cols` matrix `src`, its transpose `dst`, and
+/// this thread's write (`put`) and read (`get`) slots of the block's tile.
+#[derive(Clone, Copy)]
+struct Mover<T> {
     src: *const T,
     dst: *mut T,
     put: *mut T,
     get: *mut T,
     rows: usize,
     cols: usize,
-    (r, c): (usize, usize),
-    (or, oc): (usize, usize),
-) {
-    const LOADS: usize = TILE_ROWS / BLOCK_ROWS * (TILE_COLS / BLOCK_COLS);
-    const H: usize = TILE_COLS / BLOCK_COLS;
-    // SAFETY: upheld by the caller: every address is in the tile.
-    unsafe {
-        let from = src.add(r * cols + c);
-        // All loads first, then the shared stores: the loads are in flight together.
-        let v: [T; LOADS] = core::array::from_fn(|i| {
-            let (k, h) = (i / H, i % H);
-            T::load_nc(from.add(k * BLOCK_ROWS * cols + h * BLOCK_COLS))
-        });
-        for (i, &e) in v.iter().enumerate() {
-            let (k, h) = (i / H, i % H);
-            put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS).write(e);
-        }
-        thread::sync_threads();
-        let to = dst.add(oc * rows + or);
-        for k in 0..TILE_COLS / BLOCK_ROWS {
-            for h in 0..TILE_ROWS / BLOCK_COLS {
-                to.add(k * BLOCK_ROWS * rows + h * BLOCK_COLS)
-                    .write(get.add(h * BLOCK_COLS * PITCH + k * BLOCK_ROWS).read());
-            }
-        }
-        // The next tile's writes wait until every thread has read this one.
-        thread::sync_threads();
-    }
 }
 
-/// Move a tile that the matrix's right or bottom edge cuts, element by element.
-///
-/// # Safety
-/// As [`move_full_tile`], for the tile at `(r0, c0)` of the matrix.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn move_edge_tile<T: TileElement>(
-    src: *const T,
-    dst: *mut T,
-    put: *mut T,
-    get: *mut T,
-    rows: usize,
-    cols: usize,
-    (r0, c0): (usize, usize),
-    (tx, ty): (usize, usize),
-) {
-    for k in 0..TILE_ROWS / BLOCK_ROWS {
-        for h in 0..TILE_COLS / BLOCK_COLS {
-            let (r, c) = (r0 + ty + k * BLOCK_ROWS, c0 + tx + h * BLOCK_COLS);
-            if r < rows && c < cols {
-                // SAFETY: in bounds of `x`; this thread's slot.
-                unsafe {
-                    put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS)
-                        .write(T::load_nc(src.add(r * cols + c)))
-                };
+impl<T: TileElement> Mover<T> {
+    /// The fields, as locals of a move's body.
+    #[inline(always)]
+    fn parts(self) -> (*const T, *mut T, *mut T, *mut T, usize, usize) {
+        (self.src, self.dst, self.put, self.get, self.rows, self.cols)
+    }
+
+    /// Move one whole tile: this thread reads `x[r + 8k, c + 32h]` and writes
+    /// `out[oc + 8k, or + 32h]`, with no bounds checks and constant strides.
+    ///
+    /// # Safety
+    /// The tile lies inside the `rows × cols` matrix; `put` and `get` are this thread's
+    /// slots of the block's tile; every thread of the block calls it (two barriers).
+    #[inline(always)]
+    unsafe fn full_tile(self, (r, c): (usize, usize), (or, oc): (usize, usize)) {
+        let (src, dst, put, get, rows, cols) = self.parts();
+        const LOADS: usize = TILE_ROWS / BLOCK_ROWS * (TILE_COLS / BLOCK_COLS);
+        const H: usize = TILE_COLS / BLOCK_COLS;
+        // SAFETY: upheld by the caller: every address is in the tile.
+        unsafe {
+            let from = src.add(r * cols + c);
+            // All loads first, then the shared stores: the loads are in flight together.
+            let v: [T; LOADS] = core::array::from_fn(|i| {
+                let (k, h) = (i / H, i % H);
+                T::load_nc(from.add(k * BLOCK_ROWS * cols + h * BLOCK_COLS))
+            });
+            for (i, &e) in v.iter().enumerate() {
+                let (k, h) = (i / H, i % H);
+                put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS).write(e);
             }
+            thread::sync_threads();
+            let to = dst.add(oc * rows + or);
+            for k in 0..TILE_COLS / BLOCK_ROWS {
+                for h in 0..TILE_ROWS / BLOCK_COLS {
+                    to.add(k * BLOCK_ROWS * rows + h * BLOCK_COLS)
+                        .write(get.add(h * BLOCK_COLS * PITCH + k * BLOCK_ROWS).read());
+                }
+            }
+            // The next tile's writes wait until every thread has read this one.
+            thread::sync_threads();
         }
     }
-    thread::sync_threads();
-    for k in 0..TILE_COLS / BLOCK_ROWS {
-        for h in 0..TILE_ROWS / BLOCK_COLS {
-            let (r, c) = (r0 + tx + h * BLOCK_COLS, c0 + ty + k * BLOCK_ROWS);
-            if r < rows && c < cols {
-                // SAFETY: slot (tx + 32h, ty + 8k) was written before the barrier (it is
-                // in bounds exactly when this element is); out[c·rows + r] is this
-                // thread's alone.
-                unsafe {
-                    dst.add(c * rows + r)
-                        .write(get.add(h * BLOCK_COLS * PITCH + k * BLOCK_ROWS).read())
-                };
+
+    /// Move a tile that the matrix's right or bottom edge cuts, element by element.
+    ///
+    /// # Safety
+    /// As [`Mover::full_tile`], for the tile at `(r0, c0)` of the matrix.
+    #[inline(always)]
+    unsafe fn edge_tile(self, (r0, c0): (usize, usize), (tx, ty): (usize, usize)) {
+        let (src, dst, put, get, rows, cols) = self.parts();
+        for k in 0..TILE_ROWS / BLOCK_ROWS {
+            for h in 0..TILE_COLS / BLOCK_COLS {
+                let (r, c) = (r0 + ty + k * BLOCK_ROWS, c0 + tx + h * BLOCK_COLS);
+                if r < rows && c < cols {
+                    // SAFETY: in bounds of `x`; this thread's slot.
+                    unsafe {
+                        put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS)
+                            .write(T::load_nc(src.add(r * cols + c)))
+                    };
+                }
             }
         }
+        thread::sync_threads();
+        for k in 0..TILE_COLS / BLOCK_ROWS {
+            for h in 0..TILE_ROWS / BLOCK_COLS {
+                let (r, c) = (r0 + tx + h * BLOCK_COLS, c0 + ty + k * BLOCK_ROWS);
+                if r < rows && c < cols {
+                    // SAFETY: slot (tx + 32h, ty + 8k) was written before the barrier (it is
+                    // in bounds exactly when this element is); out[c·rows + r] is this
+                    // thread's alone.
+                    unsafe {
+                        dst.add(c * rows + r)
+                            .write(get.add(h * BLOCK_COLS * PITCH + k * BLOCK_ROWS).read())
+                    };
+                }
+            }
+        }
+        thread::sync_threads();
     }
-    thread::sync_threads();
 }

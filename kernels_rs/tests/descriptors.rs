@@ -66,16 +66,7 @@ fn of(ty: ScalarType, p: ParamDescriptor) -> ParamDescriptor {
 }
 
 fn param(name: &str, kind: ParamKind, ty: ScalarType) -> ParamDescriptor {
-    let mutable = kind.always_mutable();
-    ParamDescriptor {
-        name: name.into(),
-        kind,
-        ty,
-        mutable,
-        array: None,
-        length: None,
-        record: None,
-    }
+    ParamDescriptor::new(name, kind, ty, kind.always_mutable())
 }
 
 /// The line of `pub fn NAME` in the crate's source file `file` (under src/).
@@ -140,20 +131,75 @@ fn device_library_kernels() {
         [param("x", Slice, F32), param("out", AtomicSlice, F32)]
     );
     assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(1024));
-    let d = descriptor("histogram");
-    assert_eq!(
-        d.params,
-        [param("x", Slice, U32), param("bins", AtomicSlice, U32)]
-    );
-    let d = descriptor("matmul_tiled");
-    assert_eq!(
-        d.params,
-        [
-            shaped("a", Array, C, &["m", "k"]),
-            shaped("b", Array, Strided, &["k", "n"]),
-            shaped("c", DisjointArray, C, &["m", "n"]),
-        ]
-    );
+    for (entry, want) in [
+        (
+            "histogram",
+            vec![param("x", Slice, U32), param("bins", AtomicSlice, U32)],
+        ),
+        (
+            "matmul_tiled",
+            vec![
+                shaped("a", Array, C, &["m", "k"]),
+                shaped("b", Array, Strided, &["k", "n"]),
+                shaped("c", DisjointArray, C, &["m", "n"]),
+            ],
+        ),
+        (
+            "layernorm_rows",
+            vec![
+                shaped("x", Array, C, &["rows", "cols"]),
+                shaped("weight", Array, C, &["cols"]),
+                shaped("bias", Array, C, &["cols"]),
+                shaped("out", DisjointArray, C, &["rows", "cols"]),
+                param("eps", Scalar, F32),
+            ],
+        ),
+        (
+            "softmax_rows_backward",
+            vec![
+                shaped("out", Array, C, &["rows", "cols"]),
+                shaped("grad_out", Array, C, &["rows", "cols"]),
+                shaped("grad_x", DisjointArray, C, &["rows", "cols"]),
+            ],
+        ),
+        (
+            "layernorm_rows_backward",
+            vec![
+                shaped("x", Array, C, &["rows", "cols"]),
+                shaped("weight", Array, C, &["cols"]),
+                shaped("grad_out", Array, C, &["rows", "cols"]),
+                shaped("grad_x", DisjointArray, C, &["rows", "cols"]),
+                shaped("mean", DisjointArray, C, &["rows"]),
+                shaped("rstd", DisjointArray, C, &["rows"]),
+                param("eps", Scalar, F32),
+            ],
+        ),
+        (
+            "layernorm_rows_backward_affine",
+            vec![
+                shaped("x", Array, C, &["rows", "cols"]),
+                shaped("grad_out", Array, C, &["rows", "cols"]),
+                shaped("mean", Array, C, &["rows"]),
+                shaped("rstd", Array, C, &["rows"]),
+                shaped("grad_weight", DisjointArray, C, &["cols"]),
+                shaped("grad_bias", DisjointArray, C, &["cols"]),
+            ],
+        ),
+        (
+            "reduce_blocks_f32",
+            vec![param("x", Slice, F32), param("partial", DisjointSlice, F32)],
+        ),
+        (
+            "histogram_global",
+            vec![param("x", Slice, U32), param("bins", AtomicSlice, U32)],
+        ),
+        (
+            "scan_blocks_u32",
+            vec![param("x", Slice, U32), param("out", DisjointSlice, U32)],
+        ),
+    ] {
+        assert_eq!(descriptor(entry).params, want, "{entry}");
+    }
     for (name, elem, out) in [
         ("sgemm", F32, F32),
         ("gemm_bf16", Bf16, F32),
@@ -187,17 +233,6 @@ fn device_library_kernels() {
         ]
     );
     assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512));
-    let d = descriptor("layernorm_rows");
-    assert_eq!(
-        d.params,
-        [
-            shaped("x", Array, C, &["rows", "cols"]),
-            shaped("weight", Array, C, &["cols"]),
-            shaped("bias", Array, C, &["cols"]),
-            shaped("out", DisjointArray, C, &["rows", "cols"]),
-            param("eps", Scalar, F32),
-        ]
-    );
     // Both row kernels: a plain call's block stops at 256 threads, where a row of
     // 16384 columns takes the 64-element register cache, two blocks an SM (rows.rs).
     for entry in ["softmax_rows", "layernorm_rows"] {
@@ -215,40 +250,6 @@ fn device_library_kernels() {
     }
     // The backward kernels: parameter names pair them with their forward kernels
     // (pyoxide.torch), and #[shapes] sizes every output from the inputs.
-    let d = descriptor("softmax_rows_backward");
-    assert_eq!(
-        d.params,
-        [
-            shaped("out", Array, C, &["rows", "cols"]),
-            shaped("grad_out", Array, C, &["rows", "cols"]),
-            shaped("grad_x", DisjointArray, C, &["rows", "cols"]),
-        ]
-    );
-    let d = descriptor("layernorm_rows_backward");
-    assert_eq!(
-        d.params,
-        [
-            shaped("x", Array, C, &["rows", "cols"]),
-            shaped("weight", Array, C, &["cols"]),
-            shaped("grad_out", Array, C, &["rows", "cols"]),
-            shaped("grad_x", DisjointArray, C, &["rows", "cols"]),
-            shaped("mean", DisjointArray, C, &["rows"]),
-            shaped("rstd", DisjointArray, C, &["rows"]),
-            param("eps", Scalar, F32),
-        ]
-    );
-    let d = descriptor("layernorm_rows_backward_affine");
-    assert_eq!(
-        d.params,
-        [
-            shaped("x", Array, C, &["rows", "cols"]),
-            shaped("grad_out", Array, C, &["rows", "cols"]),
-            shaped("mean", Array, C, &["rows"]),
-            shaped("rstd", Array, C, &["rows"]),
-            shaped("grad_weight", DisjointArray, C, &["cols"]),
-            shaped("grad_bias", DisjointArray, C, &["cols"]),
-        ]
-    );
     for (entry, ty) in [
         ("transpose_f32", F32),
         ("transpose_f64", F64),
@@ -275,21 +276,6 @@ fn device_library_kernels() {
         ]
     );
     assert!(!d.is_unsafe);
-    let d = descriptor("reduce_blocks_f32");
-    assert_eq!(
-        d.params,
-        [param("x", Slice, F32), param("partial", DisjointSlice, F32)]
-    );
-    let d = descriptor("histogram_global");
-    assert_eq!(
-        d.params,
-        [param("x", Slice, U32), param("bins", AtomicSlice, U32)]
-    );
-    let d = descriptor("scan_blocks_u32");
-    assert_eq!(
-        d.params,
-        [param("x", Slice, U32), param("out", DisjointSlice, U32)]
-    );
 }
 
 #[test]

@@ -47,48 +47,37 @@ pub trait Sm90Element: Copy + 'static {
     fn pack(lo: f32, hi: f32) -> u32;
 }
 
-impl Sm90Element for bf16 {
-    #[inline(always)]
-    unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_bf16::<0, 0>(acc, desc_a, desc_b, accumulate) }
-    }
-    #[inline(always)]
-    unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n64k16_f32_bf16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_bf16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        cvt_bf16x2_f32(lo, hi)
-    }
+macro_rules! sm90_element {
+    ($($t:ty: $qk:ident, $pv64:ident, $pv128:ident, $pack:ident;)*) => {$(
+        impl Sm90Element for $t {
+            #[inline(always)]
+            unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
+                // SAFETY: upheld by the caller.
+                unsafe { $qk::<0, 0>(acc, desc_a, desc_b, accumulate) }
+            }
+            #[inline(always)]
+            unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
+                // SAFETY: upheld by the caller.
+                unsafe { $pv64::<1>(acc, p, desc_b, true) }
+            }
+            #[inline(always)]
+            unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
+                // SAFETY: upheld by the caller.
+                unsafe { $pv128::<1>(acc, p, desc_b, true) }
+            }
+            #[inline(always)]
+            fn pack(lo: f32, hi: f32) -> u32 {
+                $pack(lo, hi)
+            }
+        }
+    )*};
 }
 
-impl Sm90Element for f16 {
-    #[inline(always)]
-    unsafe fn qk(acc: &mut [f32; 64], desc_a: u64, desc_b: u64, accumulate: bool) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_f16::<0, 0>(acc, desc_a, desc_b, accumulate) }
-    }
-    #[inline(always)]
-    unsafe fn pv64(acc: &mut [f32; 32], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n64k16_f32_f16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    unsafe fn pv128(acc: &mut [f32; 64], p: [u32; 4], desc_b: u64) {
-        // SAFETY: upheld by the caller.
-        unsafe { wgmma_m64n128k16_f32_f16_rs::<1>(acc, p, desc_b, true) }
-    }
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        cvt_f16x2_f32(lo, hi)
-    }
+sm90_element! {
+    bf16: wgmma_m64n128k16_f32_bf16, wgmma_m64n64k16_f32_bf16_rs, wgmma_m64n128k16_f32_bf16_rs,
+        cvt_bf16x2_f32;
+    f16: wgmma_m64n128k16_f32_f16, wgmma_m64n64k16_f32_f16_rs, wgmma_m64n128k16_f32_f16_rs,
+        cvt_f16x2_f32;
 }
 
 /// The output accumulator of one head dimension: 32 f32 a thread for d = 64, 64 for
@@ -174,15 +163,20 @@ fn desc_at(desc: u64, bytes: usize) -> u64 {
 }
 
 impl Consumer {
-    /// Issue `s = q·kᵀ` over stage `stage` of k's ring and commit it as one group.
+    /// Issue `s = q·kᵀ` over stage `stage` of k's ring and commit it as one group, for
+    /// head dimension `2·NO` (that of an output accumulator of `NO`).
     ///
     /// # Safety
     /// All 128 threads of the warpgroup, after `wgmma_fence`; the stage holds its tile.
     #[inline(always)]
-    unsafe fn issue_qk<T: Sm90Element, const D: usize>(&self, s_acc: &mut [f32; 64], stage: usize) {
+    unsafe fn issue_qk<T: Sm90Element, const NO: usize>(
+        &self,
+        s_acc: &mut [f32; 64],
+        stage: usize,
+    ) {
         let k0 = stage * 2 * BOX_BYTES;
         unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-            if kk < D / 16 {
+            if kk < 2 * NO / 16 {
                 // 16 d further: 32 bytes along the rows; 64 further: the next box.
                 let step = (kk / 4) * BOX_BYTES + (kk % 4) * 32;
                 // SAFETY: upheld by the caller.
@@ -369,7 +363,6 @@ pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize, const PINGPONG: bo
 where
     [f32; NO]: OutputAcc<T>,
 {
-    let d = 2 * NO;
     let lane = thread::threadIdx_x() as usize % 32;
     // SAFETY: one arrival per warp on a barrier initialised for 8 (both consumers).
     let release = |bar: *mut Barrier| unsafe {
@@ -395,11 +388,7 @@ where
         wait(full_k(kr.stage), kr.phase);
         turns.take();
         wgmma_fence();
-        if d == 64 {
-            c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
-        } else {
-            c.issue_qk::<T, 128>(&mut s_acc, kr.stage);
-        }
+        c.issue_qk::<T, NO>(&mut s_acc, kr.stage);
         turns.pass(false);
         wgmma_wait_group_acc::<0>(&mut s_acc);
         release(empty_k(kr.stage));
@@ -410,11 +399,7 @@ where
             wait(full_k(kr.stage), kr.phase);
             turns.take();
             wgmma_fence();
-            if d == 64 {
-                c.issue_qk::<T, 64>(&mut s_acc, kr.stage);
-            } else {
-                c.issue_qk::<T, 128>(&mut s_acc, kr.stage);
-            }
+            c.issue_qk::<T, NO>(&mut s_acc, kr.stage);
             wait(full_v(vr.stage), vr.phase);
             c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
             turns.pass(false);

@@ -297,6 +297,24 @@ fn defined_kernel<'k, V>(line: &str, kernels: &'k BTreeMap<String, V>) -> Option
         .find(|e| line.contains(&format!(" void @{e}(")))
 }
 
+/// `ir` with each line that defines a kernel of `kernels` replaced by `rewrite(entry,
+/// line)`, the other lines as they are.
+fn rewrite_kernel_definitions<V>(
+    ir: &str,
+    kernels: &BTreeMap<String, V>,
+    mut rewrite: impl FnMut(&String, &str) -> Result<String>,
+) -> Result<String> {
+    let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
+    for line in ir.lines() {
+        match defined_kernel(line, kernels) {
+            Some(entry) => out.push_str(&rewrite(entry, line)?),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// What [`mark_kernels`] writes on one kernel entry besides `ptx_kernel`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EntryAttrs {
@@ -335,14 +353,7 @@ impl EntryAttrs {
 /// its cluster shape.
 pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, EntryAttrs>) -> Result<String> {
     let mut found = BTreeSet::new();
-    let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
-    for line in ir.lines() {
-        let entry = defined_kernel(line, kernels);
-        let Some(entry) = entry else {
-            out.push_str(line);
-            out.push('\n');
-            continue;
-        };
+    let out = rewrite_kernel_definitions(ir, kernels, |entry, line| {
         found.insert(entry.clone());
         let mut line = line.replacen(
             &format!(" void @{entry}("),
@@ -356,9 +367,8 @@ pub fn mark_kernels(ir: &str, kernels: &BTreeMap<String, EntryAttrs>) -> Result<
             };
             line.insert_str(at, &attrs);
         }
-        out.push_str(&line);
-        out.push('\n');
-    }
+        Ok(line)
+    })?;
     let missing: Vec<&String> = kernels.keys().filter(|k| !found.contains(*k)).collect();
     if !missing.is_empty() {
         bail!(
@@ -441,14 +451,7 @@ pub fn param_facts(kernel: &KernelDescriptor) -> Vec<Vec<String>> {
 /// Add [`param_facts`] to each kernel entry's parameters (after the type, before any
 /// attribute rustc wrote; an attribute already there is not repeated).
 pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -> Result<String> {
-    let mut out = String::with_capacity(ir.len() + 64 * kernels.len());
-    for line in ir.lines() {
-        let entry = defined_kernel(line, kernels);
-        let Some(entry) = entry else {
-            out.push_str(line);
-            out.push('\n');
-            continue;
-        };
+    rewrite_kernel_definitions(ir, kernels, |entry, line| {
         let facts = &kernels[entry];
         let open = line.find(&format!("@{entry}(")).unwrap() + entry.len() + 2;
         let Some(close) = matching_paren(line, open - 1) else {
@@ -488,12 +491,13 @@ pub fn annotate_params(ir: &str, kernels: &BTreeMap<String, Vec<Vec<String>>>) -
                 }
             })
             .collect();
-        out.push_str(&line[..open]);
-        out.push_str(&rewritten.join(", "));
-        out.push_str(&line[close..]);
-        out.push('\n');
-    }
-    Ok(out)
+        Ok(format!(
+            "{}{}{}",
+            &line[..open],
+            rewritten.join(", "),
+            &line[close..]
+        ))
+    })
 }
 
 /// The index of the `)` closing the `(` at `open`.

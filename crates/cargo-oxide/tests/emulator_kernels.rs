@@ -4,10 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oxide_abi::emu::{OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_OK};
+use oxide_abi::emu::{HostEntry, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_OK, call as call_entry};
 use oxide_abi::manifest::Manifest;
-
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
 
 fn build_kernels(out_dir: &Path) -> (Manifest, PathBuf) {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels_rs");
@@ -42,20 +40,10 @@ fn call(
     args: &[u64],
 ) -> (i32, String) {
     // SAFETY: the symbol has the host entry's signature (oxide_abi::emu).
-    let entry: libloading::Symbol<Entry> = unsafe { lib.get(name.as_bytes()) }.unwrap();
-    let launch = OxideLaunch {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        shared_bytes: 0,
-    };
-    let mut error = OxideError::default();
+    let entry: libloading::Symbol<HostEntry> = unsafe { lib.get(name.as_bytes()) }.unwrap();
     // SAFETY: the buffers behind `args` outlive the call.
-    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
-    let end = error.message.iter().position(|&b| b == 0).unwrap();
-    (
-        status,
-        String::from_utf8_lossy(&error.message[..end]).into_owned(),
-    )
+    let (status, error) = unsafe { call_entry(*entry, &OxideLaunch::linear(grid, block, 0), args) };
+    (status, error.text())
 }
 
 fn words<T>(s: &[T]) -> [u64; 2] {

@@ -2,21 +2,16 @@
 //! must be exactly what the Rust types generate. Regenerate with
 //! `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current`.
 
-use std::path::Path;
+mod checked_in;
+
+use checked_in::assert_current;
 
 #[test]
 fn checked_in_schema_matches_the_rust_types() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/manifest.schema.json");
-    let generated = oxide_abi::manifest::json_schema();
-    if std::env::var_os("OXIDE_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "{} is out of date with crates/oxide-abi/src/manifest.rs; regenerate it with \
-         `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current` and commit it",
-        path.display()
+    assert_current(
+        "../oxide-abi/manifest.schema.json",
+        &oxide_abi::manifest::json_schema(),
+        "crates/oxide-abi/src/manifest.rs",
     );
 }
 
@@ -42,32 +37,18 @@ fn newer_schema_is_refused_with_a_remedy() {
 
 #[test]
 fn checked_in_verify_report_schema_matches_the_rust_types() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/verify-report.schema.json");
-    let generated = oxide_abi::verify::json_schema();
-    if std::env::var_os("OXIDE_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "{} is out of date with crates/oxide-abi/src/verify.rs; regenerate it with \
-         `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current` and commit it",
-        path.display()
+    assert_current(
+        "../oxide-abi/verify-report.schema.json",
+        &oxide_abi::verify::json_schema(),
+        "crates/oxide-abi/src/verify.rs",
     );
 }
 
 #[test]
 fn checked_in_tune_report_schema_matches_the_rust_types() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../oxide-abi/tune-report.schema.json");
-    let generated = oxide_abi::tune::json_schema();
-    if std::env::var_os("OXIDE_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "{} is out of date with crates/oxide-abi/src/tune.rs; regenerate it with \
-         `OXIDE_BLESS=1 cargo test -p cargo-oxide --test schema_is_current` and commit it",
-        path.display()
+    assert_current(
+        "../oxide-abi/tune-report.schema.json",
+        &oxide_abi::tune::json_schema(),
+        "crates/oxide-abi/src/tune.rs",
     );
 }

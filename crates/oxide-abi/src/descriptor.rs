@@ -144,6 +144,21 @@ pub struct ParamDescriptor {
     pub record: Option<RecordLayout>,
 }
 
+impl ParamDescriptor {
+    /// A parameter of scalar (or element) type `ty` with no shape, length or record.
+    pub fn new(name: &str, kind: ParamKind, ty: ScalarType, mutable: bool) -> Self {
+        ParamDescriptor {
+            name: name.into(),
+            kind,
+            ty,
+            mutable,
+            array: None,
+            length: None,
+            record: None,
+        }
+    }
+}
+
 /// One `#[constant]` static (cuda-oxide's `ConstantMemory<T>`): the host sets its
 /// value by name before launching (`module.set_<name>(value)` in Python). Encoded in
 /// the same section as the kernels' descriptors; the `constant` key tells them apart.
@@ -327,6 +342,28 @@ pub struct SourceLocation {
 }
 
 impl KernelDescriptor {
+    /// A non-generic kernel `name` (its entry too) taking `params`, declared at `source`,
+    /// safe, with none of the optional attributes: what a bare `#[kernel] fn` records.
+    pub fn new(name: &str, params: Vec<ParamDescriptor>, source: SourceLocation) -> Self {
+        KernelDescriptor {
+            version: crate::DESCRIPTOR_VERSION,
+            name: name.into(),
+            entry: name.into(),
+            instance: vec![],
+            params,
+            is_unsafe: false,
+            launch_bounds: None,
+            cluster: None,
+            launch: None,
+            variant_of: None,
+            shared_bytes: None,
+            tensor_maps: None,
+            tune: None,
+            whole_warps: None,
+            source,
+        }
+    }
+
     /// Decode one descriptor global's bytes.
     pub fn decode(bytes: &[u8]) -> Result<KernelDescriptor, DecodeError> {
         decode_versioned(bytes)
@@ -385,24 +422,8 @@ mod tests {
             entry: "saxpy".into(),
             instance: vec![],
             params: vec![
-                ParamDescriptor {
-                    name: "a".into(),
-                    kind: ParamKind::Scalar,
-                    ty: ScalarType::F32,
-                    mutable: false,
-                    array: None,
-                    length: None,
-                    record: None,
-                },
-                ParamDescriptor {
-                    name: "y".into(),
-                    kind: ParamKind::DisjointSlice,
-                    ty: ScalarType::F32,
-                    mutable: true,
-                    array: None,
-                    length: None,
-                    record: None,
-                },
+                ParamDescriptor::new("a", ParamKind::Scalar, ScalarType::F32, false),
+                ParamDescriptor::new("y", ParamKind::DisjointSlice, ScalarType::F32, true),
             ],
             is_unsafe: false,
             launch_bounds: None,

@@ -50,6 +50,46 @@ pub struct OxideError {
 
 pub const OXIDE_ERROR_MESSAGE_BYTES: usize = 1024;
 
+/// A host entry, `__oxide_host_<entry>` (see the module).
+pub type HostEntry =
+    unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
+
+/// Calls a host entry: its status and, on failure, where and why.
+///
+/// # Safety
+/// `entry` is a host entry whose kernel takes `args` (its launch-ABI words), and every
+/// buffer they address outlives the call.
+pub unsafe fn call(entry: HostEntry, launch: &OxideLaunch, args: &[u64]) -> (i32, OxideError) {
+    let mut error = OxideError::default();
+    // SAFETY: upheld by the caller.
+    let status = unsafe { entry(launch, args.as_ptr(), args.len(), &mut error) };
+    (status, error)
+}
+
+impl OxideLaunch {
+    /// A 1-D launch: `grid` blocks of `block` threads, `shared_bytes` of dynamic shared
+    /// memory a block.
+    pub fn linear(grid: u32, block: u32, shared_bytes: u64) -> Self {
+        OxideLaunch {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            shared_bytes,
+        }
+    }
+}
+
+impl OxideError {
+    /// The message, up to its NUL (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        let end = self
+            .message
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.message.len());
+        String::from_utf8_lossy(&self.message[..end]).into_owned()
+    }
+}
+
 impl Default for OxideError {
     fn default() -> Self {
         OxideError {

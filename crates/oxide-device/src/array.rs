@@ -90,10 +90,49 @@ fn offset<const R: usize, L: Layout>(
     Some(at)
 }
 
-/// The accessors of a shaped array ([`Array`], [`DisjointArray`]: both hold `shape` and
-/// `strides`).
-macro_rules! shape_accessors {
-    () => {
+/// What the shaped arrays ([`Array`], [`DisjointArray`]: both hold `ptr`, `shape` and
+/// `strides`) share: `Debug`, `from_raw_parts` (its safety section given), the shape
+/// accessors, and the 2-D `rows`/`cols`.
+macro_rules! shaped_array {
+    ($name:ident, $ptr:ty, $(#[$safety:meta])*) => {
+        impl<T, const R: usize, L: Layout> core::fmt::Debug for $name<'_, T, R, L> {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("shape", &self.shape)
+                    .field("strides", &self.strides)
+                    .finish()
+            }
+        }
+
+        impl<T, const R: usize, L: Layout> $name<'_, T, R, L> {
+            $(#[$safety])*
+            #[inline(always)]
+            pub unsafe fn from_raw_parts(ptr: $ptr, shape: [usize; R], strides: [usize; R]) -> Self {
+                let strides = layout_strides::<R, L>(shape, strides);
+                $name {
+                    ptr,
+                    shape,
+                    strides,
+                    _borrow: PhantomData,
+                }
+            }
+
+            shaped_array!(@accessors);
+        }
+
+        impl<T, L: Layout> $name<'_, T, 2, L> {
+            #[inline(always)]
+            pub fn rows(&self) -> usize {
+                self.shape[0]
+            }
+
+            #[inline(always)]
+            pub fn cols(&self) -> usize {
+                self.shape[1]
+            }
+        }
+    };
+    (@accessors) => {
         /// Extents, outermost first.
         #[inline(always)]
         pub fn shape(&self) -> [usize; R] {
@@ -144,33 +183,16 @@ impl<T, const R: usize, L: Layout> Clone for Array<'_, T, R, L> {
 }
 impl<T, const R: usize, L: Layout> Copy for Array<'_, T, R, L> {}
 
-impl<T, const R: usize, L: Layout> core::fmt::Debug for Array<'_, T, R, L> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Array")
-            .field("shape", &self.shape)
-            .field("strides", &self.strides)
-            .finish()
-    }
-}
-
-impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
+shaped_array!(
+    Array,
+    *const T,
     /// # Safety
     /// Every element `ptr + Σ idx[d]·strides[d]` with `idx < shape` must be valid for
     /// reads for `'a` and not written meanwhile; for [`C`], `strides` are ignored and the
     /// array must be C-contiguous. `ptr` may dangle when an extent is 0.
-    #[inline(always)]
-    pub unsafe fn from_raw_parts(ptr: *const T, shape: [usize; R], strides: [usize; R]) -> Self {
-        let strides = layout_strides::<R, L>(shape, strides);
-        Array {
-            ptr,
-            shape,
-            strides,
-            _borrow: PhantomData,
-        }
-    }
+);
 
-    shape_accessors!();
-
+impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
     /// The element at `idx`, or None when it is out of bounds.
     #[inline(always)]
     pub fn get(&self, idx: [usize; R]) -> Option<&'a T> {
@@ -270,16 +292,6 @@ impl<'a, T, L: Layout> Array<'a, T, 1, L> {
 }
 
 impl<'a, T, L: Layout> Array<'a, T, 2, L> {
-    #[inline(always)]
-    pub fn rows(&self) -> usize {
-        self.shape[0]
-    }
-
-    #[inline(always)]
-    pub fn cols(&self) -> usize {
-        self.shape[1]
-    }
-
     /// Row `i` as a 1-D array (panics past the last row).
     #[inline(always)]
     pub fn row(&self, i: usize) -> Array1<'a, T, L> {
@@ -393,33 +405,16 @@ pub type DisjointArray1<'a, T, L = C> = DisjointArray<'a, T, 1, L>;
 pub type DisjointArray2<'a, T, L = C> = DisjointArray<'a, T, 2, L>;
 pub type DisjointArray3<'a, T, L = C> = DisjointArray<'a, T, 3, L>;
 
-impl<T, const R: usize, L: Layout> core::fmt::Debug for DisjointArray<'_, T, R, L> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("DisjointArray")
-            .field("shape", &self.shape)
-            .field("strides", &self.strides)
-            .finish()
-    }
-}
-
-impl<'a, T, const R: usize, L: Layout> DisjointArray<'a, T, R, L> {
+shaped_array!(
+    DisjointArray,
+    *mut T,
     /// # Safety
     /// As [`Array::from_raw_parts`], for reads and writes; no two in-bounds indices may
     /// reach the same element, and for the whole launch the memory may be accessed only
     /// through this array's per-thread elements.
-    #[inline(always)]
-    pub unsafe fn from_raw_parts(ptr: *mut T, shape: [usize; R], strides: [usize; R]) -> Self {
-        let strides = layout_strides::<R, L>(shape, strides);
-        DisjointArray {
-            ptr,
-            shape,
-            strides,
-            _borrow: PhantomData,
-        }
-    }
+);
 
-    shape_accessors!();
-
+impl<'a, T, const R: usize, L: Layout> DisjointArray<'a, T, R, L> {
     /// This thread's element, or None when the witness is outside the array (a grid
     /// rounded up past an edge).
     #[inline(always)]
@@ -468,16 +463,6 @@ impl<'a, T, const R: usize> DisjointArray<'a, T, R, C> {
 }
 
 impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
-    #[inline(always)]
-    pub fn rows(&self) -> usize {
-        self.shape[0]
-    }
-
-    #[inline(always)]
-    pub fn cols(&self) -> usize {
-        self.shape[1]
-    }
-
     /// One row per block: block `b` ([`thread::block_index`](crate::thread::block_index),
     /// x fastest) owns row `b`, and each of its threads a share of the columns in
     /// [`crate::row`]'s layout (read its inputs with `map`, `x.row_slice(r)`, or a
@@ -490,13 +475,15 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
         if row >= self.shape[0] {
             return None;
         }
-        Some(ArrayRowMut {
-            // SAFETY: row < rows.
-            ptr: unsafe { self.ptr.add(row * self.strides[0]) },
-            cols: self.shape[1],
-            stride: if L::STRIDED { self.strides[1] } else { 1 },
-            row,
-            _borrow: PhantomData,
+        let stride = if L::STRIDED { self.strides[1] } else { 1 };
+        // SAFETY: row < rows, so the row lies inside the array; this block owns it.
+        Some(unsafe {
+            ArrayRowMut::new(
+                self.ptr.add(row * self.strides[0]),
+                self.shape[1],
+                stride,
+                row,
+            )
         })
     }
 }
@@ -513,6 +500,22 @@ pub struct ArrayRowMut<'s, T> {
     stride: usize,
     row: usize,
     _borrow: PhantomData<&'s mut [T]>,
+}
+
+impl<T> ArrayRowMut<'_, T> {
+    /// # Safety
+    /// `ptr + c·stride` for `c < cols` are the row's elements, valid for reads and
+    /// writes for the borrow and written by no other block.
+    #[inline(always)]
+    pub(crate) unsafe fn new(ptr: *mut T, cols: usize, stride: usize, row: usize) -> Self {
+        ArrayRowMut {
+            ptr,
+            cols,
+            stride,
+            row,
+            _borrow: PhantomData,
+        }
+    }
 }
 
 impl<T: Copy> ArrayRowMut<'_, T> {

@@ -117,10 +117,11 @@ fn reduce_numeric<T: Numeric>(value: T, warp_op: fn(T) -> T, op: fn(T, T) -> T) 
     share_totals(warp_total, warps, op)
 }
 
-/// The cross-warp stage of [`reduce`]: each warp's total (the same in all its lanes)
-/// combined over the block's `warps > 1` warps.
+/// Writes this warp's total (the same in all its lanes) to its slot of `PARTIALS`,
+/// between two barriers of the block; returns this thread's lane, its warp, and the
+/// slots' addresses (sized and aligned for `T`, as the callers assert).
 #[inline(always)]
-fn share_totals<T: Shuffle>(warp_total: T, warps: u32, op: impl Fn(T, T) -> T) -> T {
+fn publish_warp_total<T: Copy>(warp_total: T) -> (u32, u32, impl Fn(u32) -> *mut T) {
     let (lane, w) = (arch::lane_id(), thread::block_thread_index() / WARP_SIZE);
     let slot = |i: u32| PARTIALS.as_mut_ptr().wrapping_add(i as usize).cast::<T>();
     thread::sync_threads();
@@ -130,6 +131,14 @@ fn share_totals<T: Shuffle>(warp_total: T, warps: u32, op: impl Fn(T, T) -> T) -
         unsafe { slot(w).write(warp_total) };
     }
     thread::sync_threads();
+    (lane, w, slot)
+}
+
+/// The cross-warp stage of [`reduce`]: each warp's total (the same in all its lanes)
+/// combined over the block's `warps > 1` warps.
+#[inline(always)]
+fn share_totals<T: Shuffle>(warp_total: T, warps: u32, op: impl Fn(T, T) -> T) -> T {
+    let (lane, _, slot) = publish_warp_total(warp_total);
     // Every lane reads a written slot (lanes past the warp count repeat the last one,
     // whose value the tree below never uses), then the warp combines slots 0..warps.
     // SAFETY: slots below `warps` were written before the barrier.
@@ -156,14 +165,7 @@ pub(crate) fn scan_warp_totals<T: Shuffle>(
     if warps <= 1 {
         return (identity, warp_total);
     }
-    let (lane, w) = (arch::lane_id(), thread::block_thread_index() / WARP_SIZE);
-    let slot = |i: u32| PARTIALS.as_mut_ptr().wrapping_add(i as usize).cast::<T>();
-    thread::sync_threads();
-    if lane == 0 {
-        // SAFETY: as in `share_totals`.
-        unsafe { slot(w).write(warp_total) };
-    }
-    thread::sync_threads();
+    let (lane, w, slot) = publish_warp_total(warp_total);
     // SAFETY: slots below `warps` were written before the barrier.
     let partial = if lane < warps {
         unsafe { slot(lane).read() }

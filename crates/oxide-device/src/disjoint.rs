@@ -195,89 +195,18 @@ impl<'a, T> DisjointSlice<'a, T, Index1D> {
         if row >= rows {
             return None;
         }
-        Some(BlockRow {
-            // SAFETY: row < rows, so the row lies inside the slice.
-            ptr: unsafe { self.ptr.add(row * cols) },
-            cols,
-            row,
-            _borrow: PhantomData,
-        })
+        // SAFETY: row < rows, so the row's `cols` elements lie inside the slice, and
+        // they are this block's alone.
+        Some(unsafe { BlockRow::new(self.ptr.add(row * cols), cols, 1, row) })
     }
 }
 
-/// One block's row of a [`DisjointSlice`] (see [`DisjointSlice::block_row_mut`]):
-/// each thread owns its share of the columns in [`crate::row`]'s layout (16-byte
-/// vectors `t, t + blockDim, …`, and the unaligned ends one element per thread), the
-/// same for every method, so they may be mixed.
-#[derive(Debug)]
-pub struct BlockRow<'s, T> {
-    ptr: *mut T,
-    cols: usize,
-    row: usize,
-    _borrow: PhantomData<&'s mut [T]>,
-}
-
-impl<'s, T: Copy> BlockRow<'s, T> {
-    /// Elements in the row.
-    #[inline(always)]
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
-    /// The row's index (the block's, [`thread::block_index`](crate::thread::block_index)).
-    #[inline(always)]
-    pub fn row(&self) -> usize {
-        self.row
-    }
-
-    /// This thread's `(column, element)` pairs, in increasing column order.
-    #[inline(always)]
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (usize, &mut T)> + '_ {
-        let ptr = self.ptr;
-        crate::row::Layout::of_block(ptr, self.cols, true)
-            .cols()
-            // SAFETY: col < cols, one of this thread's columns (no other thread's).
-            .map(move |col| (col, unsafe { &mut *ptr.add(col) }))
-    }
-
-    /// `row[c] = f(inputs[c])` for each of this thread's columns `c`, as 128-bit
-    /// loads and stores: `inputs` is a row (`&[T]` of at least `cols` elements, e.g. a
-    /// row of an input or a broadcast row vector), a [`Cached`](crate::row::Cached)
-    /// row (served from registers), a tuple of them, or `()`. See [`crate::row`].
-    #[inline(always)]
-    pub fn map<I: crate::row::RowInputs>(&mut self, inputs: I, f: impl Fn(I::Item) -> T) {
-        self.map_indexed(inputs, |_, x| f(x))
-    }
-
-    /// [`map`](Self::map) with the column: `row[c] = f(c, inputs[c])`.
-    #[inline(always)]
-    pub fn map_indexed<I: crate::row::RowInputs>(
-        &mut self,
-        inputs: I,
-        f: impl Fn(usize, I::Item) -> T,
-    ) {
-        // SAFETY: the row's `cols` elements are this block's; `write_row` writes each
-        // thread's columns of the layout `iter_mut` uses too.
-        unsafe { crate::row::write_row(self.ptr, self.cols, 1, inputs, f) }
-    }
-
-    /// The running `op` of `x` along the row: `row[c] = x[0] ⊕ … ⊕ x[c]` (`⊕` = `op`,
-    /// associative, not necessarily commutative; `identity` its neutral element), e.g.
-    /// a prefix sum with `0.0` and `|a, b| a + b`. `x` is read once, as 128-bit vectors
-    /// when it has the row's offset from a 16-byte boundary, and the row is written
-    /// once. Every thread of the block calls it (it holds barriers) and the block is
-    /// whole warps. It writes the row in a layout of its own (warps own contiguous
-    /// slices of it: see [`crate::row`]), so it takes the row.
-    #[inline(always)]
-    pub fn scan(self, x: &[T], identity: T, op: impl Fn(T, T) -> T + Copy)
-    where
-        T: crate::shuffle::Shuffle,
-    {
-        // SAFETY: the row's elements are this block's, written by this call only (it
-        // consumes the row).
-        unsafe { crate::row::scan_row(self.ptr, self.cols, 1, x, identity, op) }
-    }
-}
+/// One block's row of a [`DisjointSlice`] (see [`DisjointSlice::block_row_mut`]): an
+/// [`ArrayRowMut`](crate::array::ArrayRowMut) whose columns are contiguous, so each
+/// thread owns its share of them in [`crate::row`]'s layout (16-byte vectors
+/// `t, t + blockDim, …`, and the unaligned ends one element per thread). Its `row()` is
+/// the block's index ([`thread::block_index`](crate::thread::block_index)).
+pub type BlockRow<'s, T> = crate::array::ArrayRowMut<'s, T>;
 
 #[cfg(test)]
 mod tests {

@@ -1,19 +1,27 @@
 //! Integer dot products of packed bytes and halfwords (`dp4a`, `dp2a.lo`), cuda-oxide's
 //! `dotprod` module: one instruction on the GPU, the same arithmetic on the emulator.
 
+/// `INS d, a, b, c;` on registers: the GPU's form of each function here.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! dot_asm {
+    ($ins:literal, $t:ty, $a:expr, $b:expr, $c:expr) => {{
+        let d: $t;
+        // SAFETY: arithmetic on registers.
+        unsafe {
+            core::arch::asm!(concat!($ins, " {}, {}, {}, {};"), out(reg32) d, in(reg32) $a,
+                in(reg32) $b, in(reg32) $c, options(pure, nomem, nostack))
+        };
+        d
+    }};
+}
+
 /// Products of the four signed bytes of `a` and `b`, summed, plus `c` (wrapping), as
 /// PTX `dp4a.s32.s32`.
 #[inline(always)]
 pub fn dp4a_s32(a: u32, b: u32, c: i32) -> i32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let d: i32;
-        // SAFETY: arithmetic on registers.
-        unsafe {
-            core::arch::asm!("dp4a.s32.s32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
-                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
-        };
-        d
+        dot_asm!("dp4a.s32.s32", i32, a, b, c)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     (0..4).fold(c, |acc, k| {
@@ -27,13 +35,7 @@ pub fn dp4a_s32(a: u32, b: u32, c: i32) -> i32 {
 pub fn dp4a_u32(a: u32, b: u32, c: u32) -> u32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let d: u32;
-        // SAFETY: arithmetic on registers.
-        unsafe {
-            core::arch::asm!("dp4a.u32.u32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
-                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
-        };
-        d
+        dot_asm!("dp4a.u32.u32", u32, a, b, c)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     (0..4).fold(c, |acc, k| {
@@ -47,13 +49,7 @@ pub fn dp4a_u32(a: u32, b: u32, c: u32) -> u32 {
 pub fn dp2a_s32(a: u32, b: u32, c: i32) -> i32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let d: i32;
-        // SAFETY: arithmetic on registers.
-        unsafe {
-            core::arch::asm!("dp2a.lo.s32.s32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
-                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
-        };
-        d
+        dot_asm!("dp2a.lo.s32.s32", i32, a, b, c)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     (0..2).fold(c, |acc, k| {
@@ -67,13 +63,7 @@ pub fn dp2a_s32(a: u32, b: u32, c: i32) -> i32 {
 pub fn dp2a_u32(a: u32, b: u32, c: u32) -> u32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let d: u32;
-        // SAFETY: arithmetic on registers.
-        unsafe {
-            core::arch::asm!("dp2a.lo.u32.u32 {}, {}, {}, {};", out(reg32) d, in(reg32) a,
-                in(reg32) b, in(reg32) c, options(pure, nomem, nostack))
-        };
-        d
+        dot_asm!("dp2a.lo.u32.u32", u32, a, b, c)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     (0..2).fold(c, |acc, k| {

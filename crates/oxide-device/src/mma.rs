@@ -217,21 +217,8 @@ stmatrix_fns! {
 /// copy's group is waited for, nor writes it meanwhile.
 #[inline(always)]
 pub unsafe fn cp_async_ca<T: Copy>(dst: *mut T, src: *const T) {
-    const {
-        assert!(
-            matches!(core::mem::size_of::<T>(), 4 | 8 | 16),
-            "cp.async copies 4, 8 or 16 bytes"
-        )
-    };
-    // SAFETY: upheld by the caller.
-    unsafe {
-        arch::cp_async::<false>(
-            dst.cast(),
-            src.cast(),
-            core::mem::size_of::<T>() as u32,
-            core::mem::size_of::<T>() as u32,
-        )
-    }
+    // SAFETY: upheld by the caller (`src` valid for the whole `T`).
+    unsafe { cp_async_ca_zfill(dst, src, core::mem::size_of::<T>() as u32) }
 }
 
 /// `cp.async.cg.shared.global` of 16 bytes (`T` must be 16 bytes): as [`cp_async_ca`],
@@ -241,14 +228,8 @@ pub unsafe fn cp_async_ca<T: Copy>(dst: *mut T, src: *const T) {
 /// As [`cp_async_ca`].
 #[inline(always)]
 pub unsafe fn cp_async_cg<T: Copy>(dst: *mut T, src: *const T) {
-    const {
-        assert!(
-            core::mem::size_of::<T>() == 16,
-            "cp.async.cg copies 16 bytes"
-        )
-    };
-    // SAFETY: upheld by the caller.
-    unsafe { arch::cp_async::<true>(dst.cast(), src.cast(), 16, 16) }
+    // SAFETY: upheld by the caller (`src` valid for the whole `T`).
+    unsafe { cp_async_cg_zfill(dst, src, 16) }
 }
 
 /// [`cp_async_ca`] reading only the first `src_bytes` bytes of `src` (0 to

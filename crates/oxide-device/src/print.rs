@@ -139,97 +139,84 @@ printf_arg! {
     f64 => f64, Float, ["g", "a", "A", "e", "f", "g"];
 }
 
-/// As Rust prints it: `true` or `false` (passed as a string).
-impl PrintfArg for bool {
-    const DISPLAY: &'static str = "s";
-    const HEX: &'static str = "s";
-    const UPPER_HEX: &'static str = "s";
-    const EXP: &'static str = "s";
-    const PRECISION: &'static str = "s";
-    const OCTAL: &'static str = "s";
-    #[inline(always)]
-    fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
-        (if self { c"true" } else { c"false" }).push_to(args)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    fn host(self) -> HostArg {
-        HostArg::Str(if self { c"true" } else { c"false" }.as_ptr())
-    }
+/// `%s` arguments: the address of a NUL-terminated string, whatever the conversion.
+macro_rules! printf_str_arg {
+    ($($(#[$doc:meta])* $t:ty => |$v:ident| $cstr:expr;)*) => {$(
+        $(#[$doc])*
+        impl PrintfArg for $t {
+            const DISPLAY: &'static str = "s";
+            const HEX: &'static str = "s";
+            const UPPER_HEX: &'static str = "s";
+            const EXP: &'static str = "s";
+            const PRECISION: &'static str = "s";
+            const OCTAL: &'static str = "s";
+            #[inline(always)]
+            fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
+                let $v = self;
+                args.push_bytes(($cstr.as_ptr() as usize as u64).to_ne_bytes());
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            fn host(self) -> HostArg {
+                let $v = self;
+                HostArg::Str($cstr.as_ptr())
+            }
+        }
+    )*};
 }
 
-impl PrintfArg for &CStr {
-    const DISPLAY: &'static str = "s";
-    const HEX: &'static str = "s";
-    const UPPER_HEX: &'static str = "s";
-    const EXP: &'static str = "s";
-    const PRECISION: &'static str = "s";
-    const OCTAL: &'static str = "s";
-    #[inline(always)]
-    fn push_to<const N: usize>(self, args: &mut PrintfArgs<N>) {
-        args.push_bytes((self.as_ptr() as usize as u64).to_ne_bytes());
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    fn host(self) -> HostArg {
-        HostArg::Str(self.as_ptr())
-    }
+printf_str_arg! {
+    /// As Rust prints it: `true` or `false` (passed as a string).
+    bool => |b| if b { c"true" } else { c"false" };
+    &CStr => |s| s;
 }
 
 // The C class of each `gpu_printf_c!` conversion, as a trait its argument must have:
 // the macro puts a bound per argument, so a mismatch is a compile error at it (on a
 // GPU, `vprintf` would read the argument buffer wrongly and print garbage).
 
-/// An argument of `gpu_printf_c!`'s `%d %i %u %x %X %o %c`: a C `int` after promotion.
-#[diagnostic::on_unimplemented(
-    message = "gpu_printf_c!: `{Self}` does not match %d %i %u %x %X %o %c, which read a 32-bit int",
-    label = "printed with a 32-bit int conversion",
-    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
-            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
-    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
-)]
-pub trait CInt: PrintfArg {}
+/// Declares a C class: its trait, with the message a mismatch gets, and the types it
+/// takes.
+macro_rules! c_classes {
+    ($($(#[$doc:meta])* $class:ident: $message:tt, $label:tt => $($t:ty),*;)*) => {$(
+        $(#[$doc])*
+        #[diagnostic::on_unimplemented(
+            message = $message,
+            label = $label,
+            note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
+                    or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
+            note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
+        )]
+        pub trait $class: PrintfArg {}
 
-/// An argument of `%lld %llu %llx %llo` (or `%ld`…): a 64-bit integer.
-#[diagnostic::on_unimplemented(
-    message = "gpu_printf_c!: `{Self}` does not match %lld %llu %llx %llo (or %ld…), which read a 64-bit integer",
-    label = "printed with a 64-bit integer conversion",
-    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
-            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
-    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
-)]
-pub trait CLongLong: PrintfArg {}
-
-/// An argument of `%f %e %g %a` (and capitals): a C `double` after promotion.
-#[diagnostic::on_unimplemented(
-    message = "gpu_printf_c!: `{Self}` does not match %f %e %g %a, which read a double",
-    label = "printed with a floating-point conversion",
-    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
-            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
-    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
-)]
-pub trait CDouble: PrintfArg {}
-
-/// An argument of `%s`: a NUL-terminated string (`bool` prints as `true`/`false`).
-#[diagnostic::on_unimplemented(
-    message = "gpu_printf_c!: `{Self}` does not match %s, which reads a C string",
-    label = "printed with %s",
-    note = "%d %i %u %x %X %o %c take i8..i32 or u8..u32; %lld %llu %llx take i64, u64, isize \
-            or usize; %f %e %g take f32 or f64; %s takes a &CStr (c\"…\") or a bool",
-    note = "gpu_printf!'s `{{}}` placeholders pick the conversion from the argument's type"
-)]
-pub trait CString: PrintfArg {}
-
-macro_rules! c_class_members {
-    ($($class:ident: $($t:ty),*;)*) => {$($(impl $class for $t {})*)*};
+        $(impl $class for $t {})*
+    )*};
 }
 
-c_class_members! {
-    CInt: i8, i16, i32, u8, u16, u32;
-    CLongLong: i64, u64, isize, usize;
-    CDouble: f32, f64;
-    CString: &CStr, bool;
+c_classes! {
+    /// An argument of `gpu_printf_c!`'s `%d %i %u %x %X %o %c`: a C `int` after promotion.
+    CInt:
+        "gpu_printf_c!: `{Self}` does not match %d %i %u %x %X %o %c, which read a 32-bit int",
+        "printed with a 32-bit int conversion"
+        => i8, i16, i32, u8, u16, u32;
+    /// An argument of `%lld %llu %llx %llo` (or `%ld`…): a 64-bit integer.
+    CLongLong:
+        "gpu_printf_c!: `{Self}` does not match %lld %llu %llx %llo (or %ld…), which read a 64-bit integer",
+        "printed with a 64-bit integer conversion"
+        => i64, u64, isize, usize;
+    /// An argument of `%f %e %g %a` (and capitals): a C `double` after promotion.
+    CDouble:
+        "gpu_printf_c!: `{Self}` does not match %f %e %g %a, which read a double",
+        "printed with a floating-point conversion"
+        => f32, f64;
+    /// An argument of `%s`: a NUL-terminated string (`bool` prints as `true`/`false`).
+    CString:
+        "gpu_printf_c!: `{Self}` does not match %s, which reads a C string",
+        "printed with %s"
+        => &CStr, bool;
 }
 
-// `gpu_printf_c!` checks each argument with the function of its conversion's class.
+// `gpu_printf_c!` checks each argument with the function of its conversion's class
+// (written out, so that a mismatch's note points at a plain bound).
 
 #[doc(hidden)]
 #[inline(always)]

@@ -235,9 +235,9 @@ pub mod emu {
         ThreadCoords, set_dynamic_shared, set_thread_coords, thread_coords,
     };
     pub use oxide_abi::emu::{
-        CHECK_STRICT, OxideError, OxideLaunch, POISON_BYTE, STATUS_BAD_LAUNCH,
+        CHECK_STRICT, HostEntry, OxideError, OxideLaunch, POISON_BYTE, STATUS_BAD_LAUNCH,
         STATUS_DIVERGENT_BARRIER, STATUS_FAULT, STATUS_INTERRUPTED, STATUS_OK, STATUS_TRAP,
-        STATUS_UNDEFINED,
+        STATUS_UNDEFINED, call,
     };
 }
 

@@ -70,13 +70,7 @@ macro_rules! with_lanes {
 /// register array indexed in a loop that LLVM leaves rolled moves to local memory.
 macro_rules! each_slot {
     ($j:ident => $body:block) => {
-        each_slot!(@ $j $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (@ $j:ident $body:block $($n:literal)*) => {
-        $({
-            let $j: usize = $n;
-            $body
-        })*
+        $crate::unrolled!(for $j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] $body)
     };
 }
 const _: () = assert!(MAX_SLOTS == 16, "each_slot! lists the slot indices");

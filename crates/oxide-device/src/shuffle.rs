@@ -225,28 +225,35 @@ pub trait Numeric: Shuffle + PartialOrd {
     }
 }
 
+/// The [`Numeric`] items shared by the integers: wrapping sum, `Ord` extrema, no NaN.
+macro_rules! int_items {
+    ($t:ty) => {
+        const ZERO: Self = 0;
+        const LOWEST: Self = <$t>::MIN;
+        const HIGHEST: Self = <$t>::MAX;
+        #[inline(always)]
+        fn sum_with(self, other: Self) -> Self {
+            self.wrapping_add(other)
+        }
+        #[inline(always)]
+        fn min_with(self, other: Self) -> Self {
+            Ord::min(self, other)
+        }
+        #[inline(always)]
+        fn max_with(self, other: Self) -> Self {
+            Ord::max(self, other)
+        }
+        #[inline(always)]
+        fn is_nan(self) -> bool {
+            false
+        }
+    };
+}
+
 macro_rules! numeric_int {
     ($($t:ty),*) => {$(
         impl Numeric for $t {
-            const ZERO: Self = 0;
-            const LOWEST: Self = <$t>::MIN;
-            const HIGHEST: Self = <$t>::MAX;
-            #[inline(always)]
-            fn sum_with(self, other: Self) -> Self {
-                self.wrapping_add(other)
-            }
-            #[inline(always)]
-            fn min_with(self, other: Self) -> Self {
-                Ord::min(self, other)
-            }
-            #[inline(always)]
-            fn max_with(self, other: Self) -> Self {
-                Ord::max(self, other)
-            }
-            #[inline(always)]
-            fn is_nan(self) -> bool {
-                false
-            }
+            int_items!($t);
         }
     )*};
 }
@@ -258,25 +265,7 @@ numeric_int!(u8, i8, u16, i16, u64, i64, usize, isize);
 macro_rules! numeric_int32 {
     ($($t:ty: $add:expr, $min:ident, $max:ident;)*) => {$(
         impl Numeric for $t {
-            const ZERO: Self = 0;
-            const LOWEST: Self = <$t>::MIN;
-            const HIGHEST: Self = <$t>::MAX;
-            #[inline(always)]
-            fn sum_with(self, other: Self) -> Self {
-                self.wrapping_add(other)
-            }
-            #[inline(always)]
-            fn min_with(self, other: Self) -> Self {
-                Ord::min(self, other)
-            }
-            #[inline(always)]
-            fn max_with(self, other: Self) -> Self {
-                Ord::max(self, other)
-            }
-            #[inline(always)]
-            fn is_nan(self) -> bool {
-                false
-            }
+            int_items!($t);
             #[inline(always)]
             fn warp_sum(self) -> Self {
                 ($add)(self)
@@ -298,8 +287,22 @@ numeric_int32! {
     i32: |v: i32| arch::redux_add_u32(FULL_MASK, v as u32) as i32, redux_min_i32, redux_max_i32;
 }
 
+/// minNum: the number when one side is NaN (`a < b` is false for NaN).
+#[inline(always)]
+fn min_num<T: PartialOrd + Numeric>(a: T, b: T) -> T {
+    if a < b || b.is_nan() { a } else { b }
+}
+
+/// maxNum, as [`min_num`].
+#[inline(always)]
+fn max_num<T: PartialOrd + Numeric>(a: T, b: T) -> T {
+    if a > b || b.is_nan() { a } else { b }
+}
+
+// `f16`/`bf16` take minNum/maxNum spelled out; `f32`/`f64` the core methods, which LLVM
+// lowers to PTX `min`/`max` (minNum).
 macro_rules! numeric_float {
-    ($($t:ty: $zero:expr, $lowest:expr, $highest:expr;)*) => {$(
+    ($($t:ty: $zero:expr, $lowest:expr, $highest:expr, $min:expr, $max:expr;)*) => {$(
         impl Numeric for $t {
             const ZERO: Self = $zero;
             const LOWEST: Self = $lowest;
@@ -310,12 +313,11 @@ macro_rules! numeric_float {
             }
             #[inline(always)]
             fn min_with(self, other: Self) -> Self {
-                // minNum: the number when one side is NaN (`a < b` is false for NaN).
-                if self < other || other.is_nan() { self } else { other }
+                $min(self, other)
             }
             #[inline(always)]
             fn max_with(self, other: Self) -> Self {
-                if self > other || other.is_nan() { self } else { other }
+                $max(self, other)
             }
             #[inline(always)]
             fn is_nan(self) -> bool {
@@ -326,38 +328,11 @@ macro_rules! numeric_float {
 }
 
 numeric_float! {
-    f16: f16::ZERO, f16::NEG_INFINITY, f16::INFINITY;
-    bf16: bf16::ZERO, bf16::NEG_INFINITY, bf16::INFINITY;
+    f16: f16::ZERO, f16::NEG_INFINITY, f16::INFINITY, min_num, max_num;
+    bf16: bf16::ZERO, bf16::NEG_INFINITY, bf16::INFINITY, min_num, max_num;
+    f32: 0.0, f32::NEG_INFINITY, f32::INFINITY, f32::min, f32::max;
+    f64: 0.0, f64::NEG_INFINITY, f64::INFINITY, f64::min, f64::max;
 }
-
-// `f32`/`f64` use the core methods, which LLVM lowers to PTX `min`/`max` (minNum).
-macro_rules! numeric_core_float {
-    ($($t:ty),*) => {$(
-        impl Numeric for $t {
-            const ZERO: Self = 0.0;
-            const LOWEST: Self = <$t>::NEG_INFINITY;
-            const HIGHEST: Self = <$t>::INFINITY;
-            #[inline(always)]
-            fn sum_with(self, other: Self) -> Self {
-                self + other
-            }
-            #[inline(always)]
-            fn min_with(self, other: Self) -> Self {
-                <$t>::min(self, other)
-            }
-            #[inline(always)]
-            fn max_with(self, other: Self) -> Self {
-                <$t>::max(self, other)
-            }
-            #[inline(always)]
-            fn is_nan(self) -> bool {
-                <$t>::is_nan(self)
-            }
-        }
-    )*};
-}
-
-numeric_core_float!(f32, f64);
 
 #[cfg(test)]
 mod tests {

@@ -95,6 +95,14 @@ impl<T: Copy> SliceVectors<T> for [T] {
     }
 }
 
+/// `X` aligned to 4, 8 or 16 bytes: what makes [`load`] and [`store`] one access.
+#[repr(C, align(4))]
+struct A4<X>(X);
+#[repr(C, align(8))]
+struct A8<X>(X);
+#[repr(C, align(16))]
+struct A16<X>(X);
+
 /// Loads `N` elements of `T` from `p` as one access when they fill 4, 8 or 16 bytes.
 ///
 /// # Safety
@@ -102,12 +110,6 @@ impl<T: Copy> SliceVectors<T> for [T] {
 /// is 4, 8 or 16 (to `T` otherwise).
 #[inline(always)]
 pub(crate) unsafe fn load<T: Copy, const N: usize>(p: *const T) -> [T; N] {
-    #[repr(C, align(4))]
-    struct A4<X>(X);
-    #[repr(C, align(8))]
-    struct A8<X>(X);
-    #[repr(C, align(16))]
-    struct A16<X>(X);
     // The match is on a constant: each instance keeps one arm. In the 4/8/16 arms the
     // wrapper adds no padding, so the read covers exactly the N elements.
     // SAFETY: upheld by the caller.
@@ -127,12 +129,6 @@ pub(crate) unsafe fn load<T: Copy, const N: usize>(p: *const T) -> [T; N] {
 /// As [`load`], for writes.
 #[inline(always)]
 pub(crate) unsafe fn store<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
-    #[repr(C, align(4))]
-    struct A4<X>(X);
-    #[repr(C, align(8))]
-    struct A8<X>(X);
-    #[repr(C, align(16))]
-    struct A16<X>(X);
     // SAFETY: upheld by the caller.
     unsafe {
         match size_of::<[T; N]>() {

@@ -106,116 +106,81 @@ mod sealed {
     impl Sealed for [f32; 128] {}
 }
 
-impl Accumulators for [f32; 32] {
-    #[inline(always)]
-    fn wait_group<const N: u32>(&mut self) {
-        arch::wgmma_wait_group_acc32::<N>(self)
-    }
+macro_rules! accumulators {
+    ($($n:literal => $wait:ident;)*) => {$(
+        impl Accumulators for [f32; $n] {
+            #[inline(always)]
+            fn wait_group<const N: u32>(&mut self) {
+                arch::$wait::<N>(self)
+            }
+        }
+    )*};
 }
 
-impl Accumulators for [f32; 64] {
-    #[inline(always)]
-    fn wait_group<const N: u32>(&mut self) {
-        arch::wgmma_wait_group_acc64::<N>(self)
-    }
+accumulators! {
+    32 => wgmma_wait_group_acc32;
+    64 => wgmma_wait_group_acc64;
+    128 => wgmma_wait_group_acc128;
 }
 
-impl Accumulators for [f32; 128] {
-    #[inline(always)]
-    fn wait_group<const N: u32>(&mut self) {
-        arch::wgmma_wait_group_acc128::<N>(self)
-    }
+macro_rules! shared_forms {
+    ($($(#[$doc:meta])* $name:ident => $arch:ident, $n:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub unsafe fn $name<const TRANS_A: u32, const TRANS_B: u32>(
+            acc: &mut [f32; $n],
+            desc_a: u64,
+            desc_b: u64,
+            accumulate: bool,
+        ) {
+            // SAFETY: upheld by the caller.
+            unsafe { arch::$arch::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+        }
+    )*};
 }
 
-/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16`: `acc = A·B (+ acc when
-/// `accumulate`)` for a 64×64 tile, A (64×16) and B (16×64) read from shared memory
-/// through descriptors. `TRANS_A`/`TRANS_B` (0 or 1) are the instruction's
-/// transpose immediates (1: the operand is stored MN-major). Each thread of the
-/// warpgroup holds 32 of the 64×64 f32 results: thread `t` (warp `w = t/32`, lane `l`)
-/// holds rows `16w + l/4` and `+8`, columns `8j + 2(l%4)` and `+1` for `j` in 0..8,
-/// in the order (row, col), (row, col+1), (row+8, col), (row+8, col+1) per `j`.
-///
-/// # Safety
-/// See the module docs: all 128 threads of the warpgroup, converged, after
-/// [`wgmma_fence`]; the descriptors describe initialised shared memory.
-#[inline(always)]
-pub unsafe fn wgmma_m64n64k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::wgmma_m64n64k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
-}
-
-/// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`: as
-/// [`wgmma_m64n64k16_f32_bf16`] for a 64×256 tile (B 16×256). Thread `t` holds 128
-/// results in the same pattern, `j` in 0..32: rows `16w + l/4` and `+8`, columns
-/// `8j + 2(l%4)` and `+1`, element `4j + i` in the order (row, col), (row, col+1),
-/// (row+8, col), (row+8, col+1).
-///
-/// # Safety
-/// As [`wgmma_m64n64k16_f32_bf16`].
-#[inline(always)]
-pub unsafe fn wgmma_m64n256k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 128],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::wgmma_m64n256k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
-}
-
-/// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16`: [`wgmma_m64n64k16_f32_bf16`]
-/// for f16 operands.
-///
-/// # Safety
-/// As [`wgmma_m64n64k16_f32_bf16`].
-#[inline(always)]
-pub unsafe fn wgmma_m64n64k16_f32_f16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::wgmma_m64n64k16_f16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
-}
-
-/// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16`: as
-/// [`wgmma_m64n64k16_f32_bf16`] for a 64×128 tile (B 16×128). Thread `t` holds 64
-/// results in the same pattern, `j` in 0..16: rows `16w + l/4` and `+8`, columns
-/// `8j + 2(l%4)` and `+1`, element `4j + i` in the order (row, col), (row, col+1),
-/// (row+8, col), (row+8, col+1).
-///
-/// # Safety
-/// As [`wgmma_m64n64k16_f32_bf16`].
-#[inline(always)]
-pub unsafe fn wgmma_m64n128k16_f32_bf16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::wgmma_m64n128k16_bf16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
-}
-
-/// [`wgmma_m64n128k16_f32_bf16`] for f16 operands.
-///
-/// # Safety
-/// As [`wgmma_m64n64k16_f32_bf16`].
-#[inline(always)]
-pub unsafe fn wgmma_m64n128k16_f32_f16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::wgmma_m64n128k16_f16::<TRANS_A, TRANS_B>(acc, desc_a, desc_b, accumulate) }
+shared_forms! {
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16`: `acc = A·B (+ acc when
+    /// `accumulate`)` for a 64×64 tile, A (64×16) and B (16×64) read from shared memory
+    /// through descriptors. `TRANS_A`/`TRANS_B` (0 or 1) are the instruction's
+    /// transpose immediates (1: the operand is stored MN-major). Each thread of the
+    /// warpgroup holds 32 of the 64×64 f32 results: thread `t` (warp `w = t/32`, lane `l`)
+    /// holds rows `16w + l/4` and `+8`, columns `8j + 2(l%4)` and `+1` for `j` in 0..8,
+    /// in the order (row, col), (row, col+1), (row+8, col), (row+8, col+1) per `j`.
+    ///
+    /// # Safety
+    /// See the module docs: all 128 threads of the warpgroup, converged, after
+    /// [`wgmma_fence`]; the descriptors describe initialised shared memory.
+    wgmma_m64n64k16_f32_bf16 => wgmma_m64n64k16_bf16, 32;
+    /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`: as
+    /// [`wgmma_m64n64k16_f32_bf16`] for a 64×256 tile (B 16×256). Thread `t` holds 128
+    /// results in the same pattern, `j` in 0..32: rows `16w + l/4` and `+8`, columns
+    /// `8j + 2(l%4)` and `+1`, element `4j + i` in the order (row, col), (row, col+1),
+    /// (row+8, col), (row+8, col+1).
+    ///
+    /// # Safety
+    /// As [`wgmma_m64n64k16_f32_bf16`].
+    wgmma_m64n256k16_f32_bf16 => wgmma_m64n256k16_bf16, 128;
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16`: [`wgmma_m64n64k16_f32_bf16`]
+    /// for f16 operands.
+    ///
+    /// # Safety
+    /// As [`wgmma_m64n64k16_f32_bf16`].
+    wgmma_m64n64k16_f32_f16 => wgmma_m64n64k16_f16, 32;
+    /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16`: as
+    /// [`wgmma_m64n64k16_f32_bf16`] for a 64×128 tile (B 16×128). Thread `t` holds 64
+    /// results in the same pattern, `j` in 0..16: rows `16w + l/4` and `+8`, columns
+    /// `8j + 2(l%4)` and `+1`, element `4j + i` in the order (row, col), (row, col+1),
+    /// (row+8, col), (row+8, col+1).
+    ///
+    /// # Safety
+    /// As [`wgmma_m64n64k16_f32_bf16`].
+    wgmma_m64n128k16_f32_bf16 => wgmma_m64n128k16_bf16, 64;
+    /// [`wgmma_m64n128k16_f32_bf16`] for f16 operands.
+    ///
+    /// # Safety
+    /// As [`wgmma_m64n64k16_f32_bf16`].
+    wgmma_m64n128k16_f32_f16 => wgmma_m64n128k16_f16, 64;
 }
 
 macro_rules! register_a_forms {

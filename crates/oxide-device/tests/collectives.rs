@@ -4,24 +4,14 @@
 //! warps of 32 lanes, real barriers, block sizes of 1 to 32 whole warps (the contract of
 //! the block collectives: a partial warp traps in the emulator).
 
-use oxide_device::__private::emu::{OxideError, OxideLaunch, STATUS_OK};
+use oxide_device::__private::emu::{HostEntry, OxideLaunch, STATUS_OK, call};
 use oxide_device::combine::{self, Welford};
 use oxide_device::prelude::*;
 
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
-
-fn run(entry: Entry, grid: u32, block: u32, args: &[u64]) {
-    let launch = OxideLaunch {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        shared_bytes: 0,
-    };
-    let mut error = OxideError::default();
+fn run(entry: HostEntry, grid: u32, block: u32, args: &[u64]) {
     // SAFETY: the tests pass buffers that outlive the call.
-    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
-    let end = error.message.iter().position(|&b| b == 0).unwrap_or(0);
-    let message = String::from_utf8_lossy(&error.message[..end]);
-    assert_eq!(status, STATUS_OK, "{message}");
+    let (status, error) = unsafe { call(entry, &OxideLaunch::linear(grid, block, 0), args) };
+    assert_eq!(status, STATUS_OK, "{}", error.text());
 }
 
 fn slice<T>(s: &[T]) -> [u64; 2] {

@@ -2,16 +2,15 @@
 //! shared memory, warps, atomics, traps and launch checks.
 
 use oxide_device::__private::emu::{
-    OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_OK, STATUS_TRAP,
+    HostEntry, OxideError, OxideLaunch, STATUS_BAD_LAUNCH, STATUS_DIVERGENT_BARRIER, STATUS_OK,
+    STATUS_TRAP, call,
 };
 use oxide_device::prelude::*;
 use oxide_device::shared::{DynamicSharedArray, SharedArray};
 use oxide_device::warp::Shuffle;
 
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
-
 fn run(
-    entry: Entry,
+    entry: HostEntry,
     grid: [u32; 3],
     block: [u32; 3],
     shared: u64,
@@ -22,15 +21,8 @@ fn run(
         block,
         shared_bytes: shared,
     };
-    let mut error = OxideError::default();
     // SAFETY: the tests pass buffers that outlive the call.
-    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
-    (status, error)
-}
-
-fn message(e: &OxideError) -> String {
-    let end = e.message.iter().position(|&b| b == 0).unwrap();
-    String::from_utf8(e.message[..end].to_vec()).unwrap()
+    unsafe { call(entry, &launch, args) }
 }
 
 fn slice<T>(s: &[T]) -> [u64; 2] {
@@ -58,7 +50,7 @@ fn a_block_reverses_through_shared_memory() {
     let out = vec![0.0f32; 1024];
     let args = [slice(&x), slice(&out)].concat();
     let (status, e) = run(__oxide_host_reverse_block, [8, 1, 1], [128, 1, 1], 0, &args);
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     for b in 0..8 {
         for t in 0..128 {
             assert_eq!(out[b * 128 + t], x[b * 128 + 127 - t]);
@@ -92,7 +84,7 @@ fn dynamic_shared_memory_is_per_block() {
         256,
         &args,
     );
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     assert_eq!(out[0], 63);
     assert_eq!(out[639], 576);
 }
@@ -127,7 +119,7 @@ fn threads_that_returned_count_as_arrived_at_a_barrier() {
         0,
         &[40, out.as_ptr() as u64],
     );
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     for b in 0..3 {
         for t in 0..64u32 {
             let want = if t < 40 { (t + 1) % 40 * 10 } else { 0 };
@@ -153,7 +145,7 @@ fn a_panic_is_a_trap_with_block_and_thread() {
     let (status, e) = run(__oxide_host_out_of_bounds, [4, 1, 1], [32, 1, 1], 0, &args);
     assert_eq!(status, STATUS_TRAP);
     assert_eq!((e.block, e.thread), ([3, 0, 0], [4, 0, 0]));
-    let m = message(&e);
+    let m = e.text();
     assert!(m.contains("index out of bounds"), "{m}");
     assert!(m.contains("emulator.rs"), "{m}");
 }
@@ -187,7 +179,7 @@ fn warps_exchange_values() {
     let (shuffled, ballots, sums) = (vec![0u32; n], vec![0u32; n], vec![0.0f32; n]);
     let args = [slice(&shuffled), slice(&ballots), slice(&sums)].concat();
     let (status, e) = run(__oxide_host_warp_ops, [2, 1, 1], [64, 1, 1], 0, &args);
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     let expected_ballot = (0..32).filter(|l| l % 3 == 0).fold(0u32, |b, l| b | 1 << l);
     for i in 0..n {
         let lane = (i % 32) as u32;
@@ -218,7 +210,7 @@ fn atomics_from_many_threads() {
     let total = [0.0f32];
     let args = [slice(&hits), slice(&total)].concat();
     let (status, e) = run(__oxide_host_count, [64, 1, 1], [256, 1, 1], 0, &args);
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     assert_eq!(hits[0], 64 * 256);
     assert_eq!(total[0], 64.0 * 256.0 * 0.5);
 }
@@ -233,15 +225,15 @@ pub fn bounded(flag: bool) {
 fn bad_launches_are_refused() {
     let (status, e) = run(__oxide_host_bounded, [1, 1, 1], [128, 1, 1], 0, &[1]);
     assert_eq!(status, STATUS_BAD_LAUNCH);
-    assert!(message(&e).contains("64"), "{}", message(&e));
+    assert!(e.text().contains("64"), "{}", e.text());
     let (status, _) = run(__oxide_host_bounded, [0, 1, 1], [32, 1, 1], 0, &[1]);
     assert_eq!(status, STATUS_BAD_LAUNCH);
     let (status, e) = run(__oxide_host_bounded, [1, 1, 1], [32, 1, 1], 0, &[]);
     assert_eq!(status, STATUS_BAD_LAUNCH);
     assert!(
-        message(&e).contains("expected 1 argument words"),
+        e.text().contains("expected 1 argument words"),
         "{}",
-        message(&e)
+        e.text()
     );
     let (status, _) = run(__oxide_host_bounded, [2, 2, 2], [4, 4, 4], 0, &[0]);
     assert_eq!(status, STATUS_OK);
@@ -267,11 +259,7 @@ fn a_panic_while_others_wait_stops_the_block() {
     );
     assert_eq!(status, STATUS_TRAP);
     assert_eq!(e.thread, [70, 0, 0]);
-    assert!(
-        message(&e).contains("thread 70 gives up"),
-        "{}",
-        message(&e)
-    );
+    assert!(e.text().contains("thread 70 gives up"), "{}", e.text());
     // The engine is usable again after a failed launch.
     let (status, _) = run(
         __oxide_host_trap_after_barrier,
@@ -297,7 +285,7 @@ fn lanes_split_between_a_warp_op_and_a_barrier_are_reported() {
     let (status, e) = run(__oxide_host_split_warp, [1, 1, 1], [32, 1, 1], 0, &[]);
     assert_eq!(status, STATUS_DIVERGENT_BARRIER);
     assert_eq!(e.thread, [0, 0, 0]);
-    assert!(message(&e).contains("warp operation"), "{}", message(&e));
+    assert!(e.text().contains("warp operation"), "{}", e.text());
 }
 
 #[kernel]
@@ -319,7 +307,7 @@ fn a_partial_last_warp_has_only_its_lanes() {
         0,
         &slice(&out),
     );
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     assert_eq!(out[0], u32::MAX);
     assert_eq!(out[39], 0xff);
 }

@@ -3,27 +3,15 @@
 //! memory past the launch's size, a stack overflow (large local array, runaway
 //! recursion). A kernel can read its launch's dynamic shared size.
 
-use oxide_device::__private::emu::{OxideError, OxideLaunch, STATUS_FAULT, STATUS_OK, STATUS_TRAP};
+use oxide_device::__private::emu::{
+    HostEntry, OxideError, OxideLaunch, STATUS_FAULT, STATUS_OK, STATUS_TRAP, call,
+};
 use oxide_device::prelude::*;
 use oxide_device::shared::DynamicSharedArray;
 
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
-
-fn run(entry: Entry, grid: u32, block: u32, shared: u64, args: &[u64]) -> (i32, OxideError) {
-    let launch = OxideLaunch {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        shared_bytes: shared,
-    };
-    let mut error = OxideError::default();
+fn run(entry: HostEntry, grid: u32, block: u32, shared: u64, args: &[u64]) -> (i32, OxideError) {
     // SAFETY: the tests pass buffers that outlive the call.
-    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
-    (status, error)
-}
-
-fn message(e: &OxideError) -> String {
-    let end = e.message.iter().position(|&b| b == 0).unwrap();
-    String::from_utf8(e.message[..end].to_vec()).unwrap()
+    unsafe { call(entry, &OxideLaunch::linear(grid, block, shared), args) }
 }
 
 fn slice<T>(s: &[T]) -> [u64; 2] {
@@ -45,7 +33,7 @@ pub fn write_shared_word(mut len: DisjointSlice<u32>) {
 fn a_kernel_reads_its_dynamic_shared_size() {
     let len = vec![0u32; 64];
     let (status, e) = run(__oxide_host_write_shared_word, 2, 32, 128, &slice(&len));
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     assert!(len.iter().all(|&l| l == 32), "{len:?}");
 }
 
@@ -60,7 +48,7 @@ fn shared_memory_past_the_launch_size_is_a_fault_not_heap_corruption() {
             shared,
             &slice(&len),
         );
-        let m = message(&e);
+        let m = e.text();
         assert_eq!(status, STATUS_FAULT, "{m}");
         assert!(m.contains(&format!("shared_mem={shared} bytes")), "{m}");
         // The first thread past the launch's bytes (rounded up to the region's 16-byte
@@ -82,9 +70,9 @@ pub fn checked_shared(mut out: DisjointSlice<u32>) {
 fn a_kernel_can_assert_its_shared_size() {
     let out = vec![0u32; 256];
     let (status, e) = run(__oxide_host_checked_shared, 1, 256, 4, &slice(&out));
-    assert_eq!(status, STATUS_TRAP, "{}", message(&e));
+    assert_eq!(status, STATUS_TRAP, "{}", e.text());
     let (status, e) = run(__oxide_host_checked_shared, 1, 256, 32, &slice(&out));
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
 }
 
 /// A local array of `N` bytes, all touched.
@@ -135,7 +123,7 @@ fn a_thread_has_room_for_what_a_gpu_thread_can_hold() {
     // ptxas accepts 280 KB of local memory per thread (at most 512 KiB).
     let out = vec![0u32; 64];
     let (status, e) = run(__oxide_host_local_280k, 2, 32, 0, &slice(&out));
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     assert_eq!(out[0], local_array::<{ 280 * 1024 }>(0));
 }
 
@@ -143,7 +131,7 @@ fn a_thread_has_room_for_what_a_gpu_thread_can_hold() {
 fn a_stack_overflow_is_a_fault_with_its_thread() {
     let out = vec![0u32; 64];
     let (status, e) = run(__oxide_host_local_4m, 2, 32, 0, &slice(&out));
-    let m = message(&e);
+    let m = e.text();
     assert_eq!(status, STATUS_FAULT, "{m}");
     assert!(m.contains("stack overflow"), "{m}");
     // Thread 0 of whichever block a worker ran first.
@@ -152,13 +140,13 @@ fn a_stack_overflow_is_a_fault_with_its_thread() {
     let out = vec![0u64; 32];
     let args = [[10_000_000u64].as_slice(), &slice(&out)].concat();
     let (status, e) = run(__oxide_host_recurse, 1, 32, 0, &args);
-    let m = message(&e);
+    let m = e.text();
     assert_eq!(status, STATUS_FAULT, "{m}");
     assert!(m.contains("stack overflow"), "{m}");
 
     // The emulator is still sound afterwards: the same stacks run a good launch.
     let args = [[100u64].as_slice(), &slice(&out)].concat();
     let (status, e) = run(__oxide_host_recurse, 1, 32, 0, &args);
-    assert_eq!(status, STATUS_OK, "{}", message(&e));
+    assert_eq!(status, STATUS_OK, "{}", e.text());
     assert_eq!(out[3], depth(100, 3));
 }

@@ -4,21 +4,14 @@
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use oxide_device::__private::emu::{OxideError, OxideLaunch, STATUS_INTERRUPTED, STATUS_OK};
+use oxide_device::__private::emu::{
+    HostEntry, OxideError, OxideLaunch, STATUS_INTERRUPTED, STATUS_OK, call,
+};
 use oxide_device::prelude::*;
 
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
-
-fn run(entry: Entry, grid: u32, block: u32, args: &[u64]) -> (i32, OxideError) {
-    let launch = OxideLaunch {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        shared_bytes: 0,
-    };
-    let mut error = OxideError::default();
+fn run(entry: HostEntry, grid: u32, block: u32, args: &[u64]) -> (i32, OxideError) {
     // SAFETY: the tests pass buffers that outlive the call.
-    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
-    (status, error)
+    unsafe { call(entry, &OxideLaunch::linear(grid, block, 0), args) }
 }
 
 /// Spins until `stop[0]` is nonzero: nothing in the loop yields to the emulator.
@@ -52,7 +45,7 @@ fn ctrl_c_stops_a_spinning_launch_and_reaches_the_previous_handler() {
     let stop = [0u32; 1];
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() };
-    let spin = __oxide_host_spin as Entry;
+    let spin = __oxide_host_spin as HostEntry;
     // To the process (any thread may take it), and to the launching thread itself,
     // which runs blocks too (as Python's main thread does, which takes SIGINT).
     for (entry, to_me) in [

@@ -15,20 +15,12 @@ use std::os::fd::FromRawFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use oxide_device::__private::emu::{OxideError, OxideLaunch, STATUS_INTERRUPTED, STATUS_OK};
+use oxide_device::__private::emu::{HostEntry, OxideLaunch, STATUS_INTERRUPTED, STATUS_OK, call};
 use oxide_device::prelude::*;
 
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
-
-fn run(entry: Entry, grid: u32, block: u32, args: &[u64]) -> i32 {
-    let launch = OxideLaunch {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        shared_bytes: 0,
-    };
-    let mut error = OxideError::default();
+fn run(entry: HostEntry, grid: u32, block: u32, args: &[u64]) -> i32 {
     // SAFETY: the callers pass buffers that outlive the call.
-    unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) }
+    unsafe { call(entry, &OxideLaunch::linear(grid, block, 0), args) }.0
 }
 
 /// Prints until `stop[0]` is nonzero: nearly all its time is spent inside `printf`.

@@ -7,17 +7,15 @@
 //!   lanes that returned.
 
 use oxide_device::__private::emu::{
-    CHECK_STRICT, OxideError, OxideLaunch, STATUS_DIVERGENT_BARRIER, STATUS_OK, STATUS_TRAP,
-    STATUS_UNDEFINED, configure,
+    CHECK_STRICT, HostEntry, OxideError, OxideLaunch, STATUS_DIVERGENT_BARRIER, STATUS_OK,
+    STATUS_TRAP, STATUS_UNDEFINED, call, configure,
 };
 use oxide_device::prelude::*;
 use oxide_device::shared::{DynamicSharedArray, SharedArray};
 
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
-
 /// Default mode, or strict with `Some(seed)`.
 fn run(
-    entry: Entry,
+    entry: HostEntry,
     strict: Option<u64>,
     (grid, block, shared): (u32, u32, u64),
     args: &[u64],
@@ -25,16 +23,9 @@ fn run(
     if let Some(seed) = strict {
         assert_eq!(configure(CHECK_STRICT, seed), STATUS_OK);
     }
-    let launch = OxideLaunch {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        shared_bytes: shared,
-    };
-    let mut error = OxideError::default();
     // SAFETY: the tests pass buffers that outlive the call.
-    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut error) };
-    let end = error.message.iter().position(|&b| b == 0).unwrap();
-    let message = String::from_utf8(error.message[..end].to_vec()).unwrap();
+    let (status, error) = unsafe { call(entry, &OxideLaunch::linear(grid, block, shared), args) };
+    let message = error.text();
     (status, error, message)
 }
 

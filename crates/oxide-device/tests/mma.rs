@@ -6,27 +6,15 @@
 // calls them, through the launch entries below.
 #![allow(clippy::missing_safety_doc)]
 
-use oxide_device::__private::emu::{OxideError, OxideLaunch, STATUS_OK, STATUS_TRAP};
+use oxide_device::__private::emu::{HostEntry, OxideLaunch, STATUS_OK, STATUS_TRAP, call};
 use oxide_device::mma::*;
 use oxide_device::prelude::*;
 use oxide_device::{bf16, f16};
 
-type Entry = unsafe extern "C" fn(*const OxideLaunch, *const u64, usize, *mut OxideError) -> i32;
-
-fn run(entry: Entry, threads: u32, args: &[u64]) -> (i32, String) {
-    let launch = OxideLaunch {
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
-        shared_bytes: 0,
-    };
-    let mut e = OxideError::default();
+fn run(entry: HostEntry, threads: u32, args: &[u64]) -> (i32, String) {
     // SAFETY: the tests pass buffers that outlive the call.
-    let status = unsafe { entry(&launch, args.as_ptr(), args.len(), &mut e) };
-    let end = e.message.iter().position(|&b| b == 0).unwrap();
-    (
-        status,
-        String::from_utf8(e.message[..end].to_vec()).unwrap(),
-    )
+    let (status, e) = unsafe { call(entry, &OxideLaunch::linear(1, threads, 0), args) };
+    (status, e.text())
 }
 
 fn slice<T>(s: &[T]) -> [u64; 2] {

@@ -401,49 +401,33 @@ mod tests {
         );
         let json = complete(&k, &k.instances[0], "my_crate::m", "src/lib.rs", 42);
         let d = KernelDescriptor::decode(json.as_bytes()).unwrap();
-        let p = |name: &str, kind, ty, mutable| ParamDescriptor {
-            name: name.into(),
-            kind,
-            ty,
-            mutable,
-            array: None,
-            length: None,
-            record: None,
-        };
+        let p = ParamDescriptor::new;
         use ParamKind::*;
         assert_eq!(
             d,
             KernelDescriptor {
-                version: DESCRIPTOR_VERSION,
-                name: "k".into(),
-                entry: "k".into(),
-                instance: vec![],
-                params: vec![
-                    p("n", Scalar, ScalarType::Usize, false),
-                    p("flag", Scalar, ScalarType::Bool, false),
-                    p("x", Slice, ScalarType::F64, false),
-                    p("y", DisjointSlice, ScalarType::I32, true),
-                    p("z", MutSlice, ScalarType::U8, true),
-                    p("p", Pointer, ScalarType::U16, false),
-                    p("q", Pointer, ScalarType::Isize, true),
-                ],
                 is_unsafe: true,
                 launch_bounds: Some(LaunchBounds {
                     max_threads: 128,
                     min_blocks: None
                 }),
-                cluster: None,
-                launch: None,
-                variant_of: None,
-                shared_bytes: None,
-                tensor_maps: None,
-                tune: None,
-                whole_warps: None,
-                source: SourceLocation {
-                    module: "my_crate::m".into(),
-                    file: "src/lib.rs".into(),
-                    line: 42
-                },
+                ..KernelDescriptor::new(
+                    "k",
+                    vec![
+                        p("n", Scalar, ScalarType::Usize, false),
+                        p("flag", Scalar, ScalarType::Bool, false),
+                        p("x", Slice, ScalarType::F64, false),
+                        p("y", DisjointSlice, ScalarType::I32, true),
+                        p("z", MutSlice, ScalarType::U8, true),
+                        p("p", Pointer, ScalarType::U16, false),
+                        p("q", Pointer, ScalarType::Isize, true),
+                    ],
+                    SourceLocation {
+                        module: "my_crate::m".into(),
+                        file: "src/lib.rs".into(),
+                        line: 42
+                    },
+                )
             }
         );
     }

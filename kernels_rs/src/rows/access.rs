@@ -30,6 +30,21 @@ pub(super) fn cache_chunks(cols: usize, vector: bool, threads: u32) -> usize {
     }
 }
 
+/// `$path::<N, VECTOR>($args)` for the path [`cache_chunks`] and the vector check
+/// picked: the five paths a row kernel compiles.
+macro_rules! by_path {
+    ($chunks:expr, $vector:expr, $path:ident($($arg:expr),*)) => {
+        match ($chunks, $vector) {
+            (8, true) => $path::<8, true>($($arg),*),
+            (16, true) => $path::<16, true>($($arg),*),
+            (0, true) => $path::<0, true>($($arg),*),
+            (4, false) => $path::<4, false>($($arg),*),
+            _ => $path::<0, false>($($arg),*),
+        }
+    };
+}
+pub(super) use by_path;
+
 /// The largest block the row kernels take (their `launch_bounds`): 32 768 cached
 /// columns, and room for the cache in up to 128 registers a thread.
 pub(super) const MAX_BLOCK: u32 = 512;
@@ -39,13 +54,7 @@ pub(super) const MAX_BLOCK: u32 = 512;
 /// register cache at run time, which moves it to local memory (DRAM).
 macro_rules! each_chunk {
     ($j:ident => $body:block) => {
-        each_chunk!(@ $j $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (@ $j:ident $body:block $($n:literal)*) => {
-        $({
-            let $j: usize = $n;
-            $body
-        })*
+        oxide_device::unrolled!(for $j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] $body)
     };
 }
 pub(super) use each_chunk;

@@ -233,40 +233,30 @@ fn aligned_dynamic_shared_names_become_the_one_array_with_the_largest_alignment(
 #[test]
 fn slice_pointers_get_what_rust_types_prove() {
     use oxide_abi::descriptor::{ParamDescriptor, SourceLocation};
-    let p = |name: &str, kind, ty| ParamDescriptor {
-        name: name.into(),
-        kind,
-        ty,
-        mutable: kind != ParamKind::Slice && kind != ParamKind::Scalar,
-        array: None,
-        length: None,
-        record: None,
+    let p = |name: &str, kind, ty| {
+        ParamDescriptor::new(
+            name,
+            kind,
+            ty,
+            kind != ParamKind::Slice && kind != ParamKind::Scalar,
+        )
     };
     let d = KernelDescriptor {
-        version: oxide_abi::DESCRIPTOR_VERSION,
-        name: "k".into(),
-        entry: "k".into(),
-        instance: vec![],
-        params: vec![
-            p("a", ParamKind::Scalar, oxide_abi::ScalarType::F32),
-            p("x", ParamKind::Slice, oxide_abi::ScalarType::F64),
-            p("o", ParamKind::DisjointSlice, oxide_abi::ScalarType::U16),
-            p("q", ParamKind::Pointer, oxide_abi::ScalarType::U8),
-        ],
         is_unsafe: true,
-        launch_bounds: None,
-        cluster: None,
-        launch: None,
-        variant_of: None,
-        shared_bytes: None,
-        tensor_maps: None,
-        tune: None,
-        whole_warps: None,
-        source: SourceLocation {
-            module: "m".into(),
-            file: "f".into(),
-            line: 1,
-        },
+        ..KernelDescriptor::new(
+            "k",
+            vec![
+                p("a", ParamKind::Scalar, oxide_abi::ScalarType::F32),
+                p("x", ParamKind::Slice, oxide_abi::ScalarType::F64),
+                p("o", ParamKind::DisjointSlice, oxide_abi::ScalarType::U16),
+                p("q", ParamKind::Pointer, oxide_abi::ScalarType::U8),
+            ],
+            SourceLocation {
+                module: "m".into(),
+                file: "f".into(),
+                line: 1,
+            },
+        )
     };
     let mut kernels = BTreeMap::new();
     kernels.insert("k".to_string(), param_facts(&d));

@@ -12,6 +12,23 @@ use core::arch::asm;
 use core::arch::nvptx;
 use core::sync::atomic::Ordering;
 
+/// Register-only instructions of one operand (`INS d, x;`), `pure`: LLVM may move or
+/// drop them like arithmetic.
+macro_rules! register_asm {
+    ($($name:ident($t:ty) -> $r:ty = $ins:literal;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name(x: $t) -> $r {
+            let y: $r;
+            // SAFETY: a register-only instruction.
+            unsafe {
+                core::arch::asm!(concat!($ins, " {y}, {x};"), y = out(reg32) y, x = in(reg32) x,
+                     options(pure, nomem, nostack, preserves_flags));
+            }
+            y
+        }
+    )*};
+}
+
 mod approx;
 pub(crate) use approx::*;
 mod cluster;
@@ -155,29 +172,23 @@ pub(crate) fn active_mask() -> u32 {
 const CLAMP_HIGH: i32 = 0x1f;
 const CLAMP_LOW: i32 = 0;
 
-#[inline(always)]
-pub(crate) fn shfl_idx(mask: u32, v: u32, lane: u32) -> u32 {
-    // SAFETY: the caller's lanes in `mask` all execute this shuffle (documented on
-    // `warp::shuffle_sync`); an absent lane yields an unspecified value, not UB in LLVM.
-    unsafe { shfl_idx_i32(mask as i32, v as i32, lane as i32, CLAMP_HIGH) as u32 }
+macro_rules! shuffles {
+    ($($name:ident: $intrinsic:ident, $clamp:ident;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name(mask: u32, v: u32, lane_or_delta: u32) -> u32 {
+            // SAFETY: the caller's lanes in `mask` all execute this shuffle (documented
+            // on `warp::shuffle_sync`); an absent lane yields an unspecified value, not UB
+            // in LLVM.
+            unsafe { $intrinsic(mask as i32, v as i32, lane_or_delta as i32, $clamp) as u32 }
+        }
+    )*};
 }
 
-#[inline(always)]
-pub(crate) fn shfl_xor(mask: u32, v: u32, lane_mask: u32) -> u32 {
-    // SAFETY: as `shfl_idx`.
-    unsafe { shfl_bfly_i32(mask as i32, v as i32, lane_mask as i32, CLAMP_HIGH) as u32 }
-}
-
-#[inline(always)]
-pub(crate) fn shfl_down(mask: u32, v: u32, delta: u32) -> u32 {
-    // SAFETY: as `shfl_idx`.
-    unsafe { shfl_down_i32(mask as i32, v as i32, delta as i32, CLAMP_HIGH) as u32 }
-}
-
-#[inline(always)]
-pub(crate) fn shfl_up(mask: u32, v: u32, delta: u32) -> u32 {
-    // SAFETY: as `shfl_idx`.
-    unsafe { shfl_up_i32(mask as i32, v as i32, delta as i32, CLAMP_LOW) as u32 }
+shuffles! {
+    shfl_idx: shfl_idx_i32, CLAMP_HIGH;
+    shfl_xor: shfl_bfly_i32, CLAMP_HIGH;
+    shfl_down: shfl_down_i32, CLAMP_HIGH;
+    shfl_up: shfl_up_i32, CLAMP_LOW;
 }
 
 #[inline(always)]
@@ -248,35 +259,31 @@ pub(crate) fn cvta_to_shared(p: *const u8) -> u64 {
     a
 }
 
-/// Bytes of shared memory a block of this launch has, static and dynamic:
-/// `%total_smem_size`.
-#[inline(always)]
-pub(crate) fn total_shared_bytes() -> usize {
-    let bytes: u32;
-    // SAFETY: reading a special register has no preconditions inside a kernel.
-    unsafe {
-        asm!(
-            "mov.u32 {b}, %total_smem_size;",
-            b = out(reg32) bytes,
-            options(nomem, nostack, preserves_flags, pure)
-        )
-    };
-    bytes as usize
+/// Readers of the special registers LLVM has no intrinsic for, as `usize`.
+macro_rules! asm_special_registers {
+    ($($(#[$doc:meta])* $name:ident => $register:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $name() -> usize {
+            let value: u32;
+            // SAFETY: reading a special register has no preconditions inside a kernel.
+            unsafe {
+                asm!(
+                    concat!("mov.u32 {v}, ", $register, ";"),
+                    v = out(reg32) value,
+                    options(nomem, nostack, preserves_flags, pure)
+                )
+            };
+            value as usize
+        }
+    )*};
 }
 
-/// Bytes of dynamic shared memory the launch gave the block: `%dynamic_smem_size`.
-#[inline(always)]
-pub(crate) fn dynamic_shared_bytes() -> usize {
-    let bytes: u32;
-    // SAFETY: reading a special register has no preconditions inside a kernel.
-    unsafe {
-        asm!(
-            "mov.u32 {b}, %dynamic_smem_size;",
-            b = out(reg32) bytes,
-            options(nomem, nostack, preserves_flags, pure)
-        )
-    };
-    bytes as usize
+asm_special_registers! {
+    /// Bytes of shared memory a block of this launch has, static and dynamic.
+    total_shared_bytes => "%total_smem_size";
+    /// Bytes of dynamic shared memory the launch gave the block.
+    dynamic_shared_bytes => "%dynamic_smem_size";
 }
 
 #[inline(always)]

@@ -38,26 +38,20 @@ fn pack(lo: u16, hi: u16) -> u32 {
     (u32::from(hi) << 16) | u32::from(lo)
 }
 
-pub(crate) fn cvt_rn_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    pack(f16_bits(lo, false, false), f16_bits(hi, false, false))
+/// The packed conversions: `bits(value, toward_zero, relu)` of each half.
+macro_rules! packed_cvt {
+    ($($name:ident: $bits:ident($toward_zero:literal, $relu:literal);)*) => {$(
+        pub(crate) fn $name(lo: f32, hi: f32) -> u32 {
+            pack($bits(lo, $toward_zero, $relu), $bits(hi, $toward_zero, $relu))
+        }
+    )*};
 }
 
-pub(crate) fn cvt_rz_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    pack(f16_bits(lo, true, false), f16_bits(hi, true, false))
-}
-
-pub(crate) fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    pack(f16_bits(lo, false, true), f16_bits(hi, false, true))
-}
-
-pub(crate) fn cvt_rn_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    pack(bf16_bits(lo, false, false), bf16_bits(hi, false, false))
-}
-
-pub(crate) fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    pack(bf16_bits(lo, false, true), bf16_bits(hi, false, true))
-}
-
-pub(crate) fn cvt_rz_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    pack(bf16_bits(lo, true, false), bf16_bits(hi, true, false))
+packed_cvt! {
+    cvt_rn_f16x2_f32: f16_bits(false, false);
+    cvt_rz_f16x2_f32: f16_bits(true, false);
+    cvt_rn_relu_f16x2_f32: f16_bits(false, true);
+    cvt_rn_bf16x2_f32: bf16_bits(false, false);
+    cvt_rn_relu_bf16x2_f32: bf16_bits(false, true);
+    cvt_rz_bf16x2_f32: bf16_bits(true, false);
 }

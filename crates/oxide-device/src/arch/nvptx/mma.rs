@@ -10,8 +10,8 @@
 
 use core::arch::asm;
 
-macro_rules! mma16 {
-    ($name:ident, $ty:literal) => {
+macro_rules! mma {
+    ($($name:ident: $shape:literal, $ty:literal;)*) => {$(
         #[inline(always)]
         pub(crate) unsafe fn $name(c: [f32; 4], a: [u32; 4], b: [u32; 2]) -> [f32; 4] {
             let mut d = c;
@@ -19,7 +19,7 @@ macro_rules! mma16 {
             unsafe {
                 asm!(
                     concat!(
-                        "mma.sync.aligned.m16n8k16.row.col.f32.", $ty, ".", $ty, ".f32 ",
+                        "mma.sync.aligned.", $shape, ".row.col.f32.", $ty, ".", $ty, ".f32 ",
                         "{{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, ",
                         "{{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};"
                     ),
@@ -32,99 +32,63 @@ macro_rules! mma16 {
             }
             d
         }
+    )*};
+}
+
+mma! {
+    mma_m16n8k16_bf16: "m16n8k16", "bf16";
+    mma_m16n8k16_f16: "m16n8k16", "f16";
+    mma_m16n8k8_tf32: "m16n8k8", "tf32";
+}
+
+register_asm! {
+    cvt_rna_tf32(f32) -> u32 = "cvt.rna.tf32.f32";
+}
+
+/// `ldmatrix`/`stmatrix` (`$ins`) at the shared row `$row` (a generic address) of shape
+/// `.x{N}` (`.trans` with `TRANS`): each of `$regs[..N]` an operand, written (`out`) or
+/// read (`in`). The register list `{r0, …}` comes after the address for `stmatrix`.
+macro_rules! matrix_asm {
+    ($ins:ident, $row:ident, $dir:ident $regs:ident) => {
+        match (N, TRANS) {
+            (1, false) => matrix_asm!(@ $ins, "x1", $row, $dir, r0 = $regs[0]),
+            (1, true) => matrix_asm!(@ $ins, "x1.trans", $row, $dir, r0 = $regs[0]),
+            (2, false) => matrix_asm!(@ $ins, "x2", $row, $dir, r0 = $regs[0], r1 = $regs[1]),
+            (2, true) => matrix_asm!(@ $ins, "x2.trans", $row, $dir, r0 = $regs[0], r1 = $regs[1]),
+            (4, false) => matrix_asm!(@ $ins, "x4", $row, $dir,
+                r0 = $regs[0], r1 = $regs[1], r2 = $regs[2], r3 = $regs[3]),
+            _ => matrix_asm!(@ $ins, "x4.trans", $row, $dir,
+                r0 = $regs[0], r1 = $regs[1], r2 = $regs[2], r3 = $regs[3]),
+        }
     };
-}
-
-mma16!(mma_m16n8k16_bf16, "bf16");
-mma16!(mma_m16n8k16_f16, "f16");
-
-#[inline(always)]
-pub(crate) unsafe fn mma_m16n8k8_tf32(c: [f32; 4], a: [u32; 4], b: [u32; 2]) -> [f32; 4] {
-    let mut d = c;
-    // SAFETY: as `mma_m16n8k16_bf16`.
-    unsafe {
+    (@ $ins:ident, $shape:literal, $row:ident, $dir:ident, $r0:ident = $v0:expr $(, $r:ident = $v:expr)*) => {
         asm!(
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{d0}, {d1}, {d2}, {d3}}}, \
-             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
-            d0 = inout(reg32) d[0], d1 = inout(reg32) d[1],
-            d2 = inout(reg32) d[2], d3 = inout(reg32) d[3],
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    d
-}
-
-#[inline(always)]
-pub(crate) fn cvt_rna_tf32(x: f32) -> u32 {
-    let r: u32;
-    // SAFETY: a register conversion.
-    unsafe {
-        asm!("cvt.rna.tf32.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x,
-             options(pure, nomem, nostack, preserves_flags));
-    }
-    r
+            concat!(
+                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ", stringify!($ins),
+                ".sync.aligned.m8n8.", $shape, ".shared.b16 ",
+                matrix_asm!(@operands $ins, concat!("{{{", stringify!($r0), "}" $(, ", {", stringify!($r), "}")* , "}}")),
+                "; }}"
+            ),
+            p = in(reg64) $row, $r0 = $dir(reg32) $v0, $($r = $dir(reg32) $v,)*
+            options(nostack, preserves_flags)
+        )
+    };
+    (@operands ldmatrix, $list:expr) => { concat!($list, ", [s]") };
+    (@operands stmatrix, $list:expr) => { concat!("[s], ", $list) };
 }
 
 #[inline(always)]
 pub(crate) unsafe fn ldmatrix<const N: usize, const TRANS: bool>(row: *const u16) -> [u32; N] {
     let mut r = [0u32; N];
     // SAFETY: the caller's warp executes this together with valid shared row addresses.
-    unsafe {
-        match (N, TRANS) {
-            (1, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x1.shared.b16 {{{r0}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], options(nostack, preserves_flags)),
-            (1, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {{{r0}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], options(nostack, preserves_flags)),
-            (2, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x2.shared.b16 {{{r0}, {r1}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1], options(nostack, preserves_flags)),
-            (2, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {{{r0}, {r1}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1], options(nostack, preserves_flags)),
-            (4, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1],
-                r2 = out(reg32) r[2], r3 = out(reg32) r[3], options(nostack, preserves_flags)),
-            _ => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [s]; }}",
-                p = in(reg64) row, r0 = out(reg32) r[0], r1 = out(reg32) r[1],
-                r2 = out(reg32) r[2], r3 = out(reg32) r[3], options(nostack, preserves_flags)),
-        }
-    }
+    unsafe { matrix_asm!(ldmatrix, row, out r) }
     r
 }
 
 #[inline(always)]
 pub(crate) unsafe fn stmatrix<const N: usize, const TRANS: bool>(row: *mut u16, v: [u32; N]) {
     // SAFETY: the caller's warp executes this together with valid shared row addresses.
-    unsafe {
-        match (N, TRANS) {
-            (1, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x1.shared.b16 [s], {{{r0}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], options(nostack, preserves_flags)),
-            (1, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [s], {{{r0}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], options(nostack, preserves_flags)),
-            (2, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x2.shared.b16 [s], {{{r0}, {r1}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1], options(nostack, preserves_flags)),
-            (2, true) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [s], {{{r0}, {r1}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1], options(nostack, preserves_flags)),
-            (4, false) => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x4.shared.b16 [s], {{{r0}, {r1}, {r2}, {r3}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1],
-                r2 = in(reg32) v[2], r3 = in(reg32) v[3], options(nostack, preserves_flags)),
-            _ => asm!(
-                "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [s], {{{r0}, {r1}, {r2}, {r3}}}; }}",
-                p = in(reg64) row, r0 = in(reg32) v[0], r1 = in(reg32) v[1],
-                r2 = in(reg32) v[2], r3 = in(reg32) v[3], options(nostack, preserves_flags)),
-        }
-    }
+    unsafe { matrix_asm!(stmatrix, row, in v) }
 }
 
 /// `cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes`.

@@ -33,40 +33,26 @@ pub(crate) fn wgmma_wait_group<const N: u32>() {
     }
 }
 
-/// `asm!` whose first operands are `acc[i]` for each listed `i` (`{0}`, `{1}`, … in the
-/// template, in list order), read and written in registers, followed by `$rest`: the
-/// one place the accumulator operands are spelled out.
+/// `asm!` whose first operands are `acc[0]` … `acc[N-1]` (`{0}`, `{1}`, … in the
+/// template), read and written in registers, followed by `$rest`: the one place the
+/// accumulator operands are spelled out. `N` is 32, 64 or 128 (an m64n64, m64n128 or
+/// m64n256 product); the template names them with [`acc_list`].
 macro_rules! asm_acc {
-    ($acc:ident [$($i:literal)*], $template:expr, $($rest:tt)*) => {
-        asm!($template, $(inout(reg32) $acc[$i],)* $($rest)*)
-    };
-}
-
-/// [`asm_acc`] over the 32 accumulators of an m64n64 product.
-macro_rules! asm_acc32 {
-    ($acc:ident, $($rest:tt)*) => {
-        asm_acc!($acc [
+    ($acc:ident, 32, $($rest:tt)*) => {
+        asm_acc!(@ $acc [
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
         ], $($rest)*)
     };
-}
-
-/// [`asm_acc`] over the 64 accumulators of an m64n128 product.
-macro_rules! asm_acc64 {
-    ($acc:ident, $($rest:tt)*) => {
-        asm_acc!($acc [
+    ($acc:ident, 64, $($rest:tt)*) => {
+        asm_acc!(@ $acc [
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19
             20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39
             40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
             60 61 62 63
         ], $($rest)*)
     };
-}
-
-/// [`asm_acc`] over the 128 accumulators of an m64n256 product.
-macro_rules! asm_acc128 {
-    ($acc:ident, $($rest:tt)*) => {
-        asm_acc!($acc [
+    ($acc:ident, 128, $($rest:tt)*) => {
+        asm_acc!(@ $acc [
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19
             20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39
             40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
@@ -76,74 +62,114 @@ macro_rules! asm_acc128 {
             120 121 122 123 124 125 126 127
         ], $($rest)*)
     };
+    (@ $acc:ident [$($i:literal)*], $template:expr, $($rest:tt)*) => {
+        asm!($template, $(inout(reg32) $acc[$i],)* $($rest)*)
+    };
 }
 
-/// `wgmma.wait_group.sync.aligned N` that names the 128 accumulators as read and
-/// written (in a PTX comment), so that LLVM schedules no use of them above the wait:
-/// ptxas serialises every wgmma of a kernel where a plain instruction reads an
-/// accumulator before its wait (its warning C7514).
-#[inline(always)]
-pub(crate) fn wgmma_wait_group_acc128<const N: u32>(acc: &mut [f32; 128]) {
-    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
-    unsafe {
-        asm_acc128!(
-            acc,
-            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63} {64} {65} {66} {67} {68} {69} {70} {71} {72} {73} {74} {75} {76} {77} {78} {79} {80} {81} {82} {83} {84} {85} {86} {87} {88} {89} {90} {91} {92} {93} {94} {95} {96} {97} {98} {99} {100} {101} {102} {103} {104} {105} {106} {107} {108} {109} {110} {111} {112} {113} {114} {115} {116} {117} {118} {119} {120} {121} {122} {123} {124} {125} {126} {127}", " */"),
-            n = const N,
-            options(nostack, preserves_flags)
-        )
-    }
+/// The template text naming [`asm_acc`]'s `N` accumulator operands, `{0}, {1}, …`.
+macro_rules! acc_list {
+    (32) => {
+        "{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}"
+    };
+    (64) => {
+        "{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}"
+    };
+    (128) => {
+        "{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}"
+    };
 }
 
-/// As `wgmma_wait_group_acc128`, for the 32 accumulators of an m64n64 product.
-#[inline(always)]
-pub(crate) fn wgmma_wait_group_acc32<const N: u32>(acc: &mut [f32; 32]) {
-    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
-    unsafe {
-        asm_acc32!(
-            acc,
-            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}", " */"),
-            n = const N,
-            options(nostack, preserves_flags)
-        )
-    }
+/// `wgmma.wait_group.sync.aligned N` that names the accumulators as read and written
+/// (in a PTX comment), so that LLVM schedules no use of them above the wait: ptxas
+/// serialises every wgmma of a kernel where a plain instruction reads an accumulator
+/// before its wait (its warning C7514). One function per accumulator count.
+macro_rules! wait_group_acc {
+    ($($name:ident: $n:tt;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name<const N: u32>(acc: &mut [f32; $n]) {
+            // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
+            unsafe {
+                asm_acc!(
+                    acc, $n,
+                    concat!("wgmma.wait_group.sync.aligned {n}; /* ", acc_list!($n), " */"),
+                    n = const N,
+                    options(nostack, preserves_flags)
+                )
+            }
+        }
+    )*};
 }
 
-/// As `wgmma_wait_group_acc128`, for the 64 accumulators of an m64n128 product.
-#[inline(always)]
-pub(crate) fn wgmma_wait_group_acc64<const N: u32>(acc: &mut [f32; 64]) {
-    // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
-    unsafe {
-        asm_acc64!(
-            acc,
-            concat!("wgmma.wait_group.sync.aligned {n}; /* ", "{0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63}", " */"),
-            n = const N,
-            options(nostack, preserves_flags)
-        )
-    }
+wait_group_acc! {
+    wgmma_wait_group_acc32: 32;
+    wgmma_wait_group_acc64: 64;
+    wgmma_wait_group_acc128: 128;
 }
 
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n64k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_bf16`).
-    unsafe {
-        asm_acc32!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {da}, {db}, p, 1, 1, {ta}, {tb}; }}"
-            ),
-            da = in(reg64) desc_a, db = in(reg64) desc_b, sd = in(reg32) accumulate as u32,
-            ta = const TRANS_A, tb = const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
+/// `wgmma.mma_async.sync.aligned.{shape}.f32.{ty}.{ty}` over `N` accumulators a thread,
+/// read and written: `ss`, A and B from shared memory (descriptors); `rs`, A from
+/// registers (four `bf16x2`/`f16x2` a thread: its warp's 16 rows, laid out as
+/// `mma.m16n8k16`'s A) and B from shared memory. The caller (the `wgmma` function of
+/// the same shape) upholds the safety contract.
+macro_rules! wgmma {
+    ($($name:ident: $form:ident $n:tt, $shape:literal, $ty:literal;)*) => {$(
+        wgmma!(@ $form $name, $n, concat!(
+            "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
+            "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty, " ",
+            "{{", acc_list!($n), "}}, "
+        ));
+    )*};
+    (@ ss $name:ident, $n:tt, $head:expr) => {
+        #[inline(always)]
+        pub(crate) unsafe fn $name<const TRANS_A: u32, const TRANS_B: u32>(
+            acc: &mut [f32; $n],
+            desc_a: u64,
+            desc_b: u64,
+            accumulate: bool,
+        ) {
+            // SAFETY: upheld by the caller.
+            unsafe {
+                asm_acc!(
+                    acc, $n, concat!($head, "{da}, {db}, p, 1, 1, {ta}, {tb}; }}"),
+                    da = in(reg64) desc_a, db = in(reg64) desc_b,
+                    sd = in(reg32) accumulate as u32, ta = const TRANS_A, tb = const TRANS_B,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+    };
+    (@ rs $name:ident, $n:tt, $head:expr) => {
+        #[inline(always)]
+        pub(crate) unsafe fn $name<const TRANS_B: u32>(
+            acc: &mut [f32; $n],
+            a: [u32; 4],
+            desc_b: u64,
+            accumulate: bool,
+        ) {
+            // SAFETY: upheld by the caller.
+            unsafe {
+                asm_acc!(
+                    acc, $n, concat!($head, "{{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, {tb}; }}"),
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    db = in(reg64) desc_b, sd = in(reg32) accumulate as u32, tb = const TRANS_B,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+    };
+}
+
+wgmma! {
+    wgmma_m64n64k16_bf16: ss 32, "m64n64k16", "bf16";
+    wgmma_m64n64k16_f16: ss 32, "m64n64k16", "f16";
+    wgmma_m64n128k16_bf16: ss 64, "m64n128k16", "bf16";
+    wgmma_m64n128k16_f16: ss 64, "m64n128k16", "f16";
+    wgmma_m64n256k16_bf16: ss 128, "m64n256k16", "bf16";
+    wgmma_m64n64k16_bf16_rs: rs 32, "m64n64k16", "bf16";
+    wgmma_m64n64k16_f16_rs: rs 32, "m64n64k16", "f16";
+    wgmma_m64n128k16_bf16_rs: rs 64, "m64n128k16", "bf16";
+    wgmma_m64n128k16_f16_rs: rs 64, "m64n128k16", "f16";
 }
 
 /// The shared-state-space address of a generic pointer into shared memory, in the 32
@@ -309,251 +335,6 @@ pub(crate) fn fence_proxy_async_shared() {
             "fence.proxy.async.shared::cta;",
             options(nostack, preserves_flags)
         )
-    }
-}
-
-/// `wgmma.mma_async …m64n256k16.f32.bf16.bf16`: 128 accumulators a thread. The operands
-/// are positional (`{0}`…`{127}` the accumulators, then the descriptors, the
-/// scale-d flag and the transposes) so that one template holds all 128.
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n256k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 128],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n256k16_f32_bf16`).
-    unsafe {
-        asm_acc128!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {130}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, ",
-                "{128}, {129}, p, 1, 1, {131}, {132}; }}"
-            ),
-            in(reg64) desc_a,
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_A,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// `wgmma.mma_async …m64n64k16.f32.f16.f16`, A and B from shared memory: 32
-/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n64k16_f16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_f16`).
-    unsafe {
-        asm_acc32!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {34}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
-                "{32}, {33}, p, 1, 1, {35}, {36}; }}"
-            ),
-            in(reg64) desc_a,
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_A,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// `wgmma.mma_async …m64n128k16.f32.bf16.bf16`, A and B from shared memory: 64
-/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n128k16_bf16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_bf16`).
-    unsafe {
-        asm_acc64!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {66}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
-                "{64}, {65}, p, 1, 1, {67}, {68}; }}"
-            ),
-            in(reg64) desc_a,
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_A,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// `wgmma.mma_async …m64n128k16.f32.f16.f16`, A and B from shared memory: 64
-/// accumulators a thread (operands positional, as in `wgmma_m64n256k16_bf16`).
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n128k16_f16<const TRANS_A: u32, const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    desc_a: u64,
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_f16`).
-    unsafe {
-        asm_acc64!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {66}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
-                "{64}, {65}, p, 1, 1, {67}, {68}; }}"
-            ),
-            in(reg64) desc_a,
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_A,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// `wgmma.mma_async …m64n64k16.f32.bf16.bf16` with A from registers (four `bf16x2` a
-/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
-/// memory: 32 accumulators a thread.
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n64k16_bf16_rs<const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    a: [u32; 4],
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_bf16_rs`).
-    unsafe {
-        asm_acc32!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {37}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
-                "{{{32}, {33}, {34}, {35}}}, {36}, p, 1, 1, {38}; }}"
-            ),
-            in(reg32) a[0],
-            in(reg32) a[1],
-            in(reg32) a[2],
-            in(reg32) a[3],
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// `wgmma.mma_async …m64n64k16.f32.f16.f16` with A from registers (four `f16x2` a
-/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
-/// memory: 32 accumulators a thread.
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n64k16_f16_rs<const TRANS_B: u32>(
-    acc: &mut [f32; 32],
-    a: [u32; 4],
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n64k16_f32_f16_rs`).
-    unsafe {
-        asm_acc32!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {37}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, ",
-                "{{{32}, {33}, {34}, {35}}}, {36}, p, 1, 1, {38}; }}"
-            ),
-            in(reg32) a[0],
-            in(reg32) a[1],
-            in(reg32) a[2],
-            in(reg32) a[3],
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// `wgmma.mma_async …m64n128k16.f32.bf16.bf16` with A from registers (four `bf16x2` a
-/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
-/// memory: 64 accumulators a thread.
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n128k16_bf16_rs<const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    a: [u32; 4],
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_bf16_rs`).
-    unsafe {
-        asm_acc64!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {69}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
-                "{{{64}, {65}, {66}, {67}}}, {68}, p, 1, 1, {70}; }}"
-            ),
-            in(reg32) a[0],
-            in(reg32) a[1],
-            in(reg32) a[2],
-            in(reg32) a[3],
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
-    }
-}
-
-/// `wgmma.mma_async …m64n128k16.f32.f16.f16` with A from registers (four `f16x2` a
-/// thread: its warp's 16 rows, laid out as `mma.m16n8k16`'s A) and B from shared
-/// memory: 64 accumulators a thread.
-#[inline(always)]
-pub(crate) unsafe fn wgmma_m64n128k16_f16_rs<const TRANS_B: u32>(
-    acc: &mut [f32; 64],
-    a: [u32; 4],
-    desc_b: u64,
-    accumulate: bool,
-) {
-    // SAFETY: upheld by the caller (`wgmma::wgmma_m64n128k16_f32_f16_rs`).
-    unsafe {
-        asm_acc64!(
-            acc,
-            concat!(
-                "{{ .reg .pred p; setp.ne.b32 p, {69}, 0; ",
-                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ",
-                "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, ",
-                "{{{64}, {65}, {66}, {67}}}, {68}, p, 1, 1, {70}; }}"
-            ),
-            in(reg32) a[0],
-            in(reg32) a[1],
-            in(reg32) a[2],
-            in(reg32) a[3],
-            in(reg64) desc_b,
-            in(reg32) accumulate as u32,
-            const TRANS_B,
-            options(nostack, preserves_flags),
-        );
     }
 }
 
