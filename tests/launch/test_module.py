@@ -15,6 +15,7 @@ import pyoxide
 from pyoxide import backends
 from pyoxide import bundled as _bundled
 from pyoxide._build import layout as _layout
+from pyoxide._launch import handles as _handles
 from pyoxide._launch.config import default_block
 
 
@@ -121,9 +122,15 @@ def test_load_refuses_what_is_neither_crate_nor_manifest(tmp_path: Path) -> None
 
 
 def _package_at(monkeypatch: pytest.MonkeyPatch, pkg: Path) -> None:
-    """Make the layout's package folder ``pkg`` (a checkout's or an installed wheel's)."""
+    """Make the layout's package folder ``pkg`` (a checkout's or an installed wheel's).
+    The bundled module this makes is the test's own: the process's one bundled module
+    (``pyoxide.kernels``, and what an unpickled kernel resolves to) is set aside and put
+    back after the test, so later tests do not get the fake one."""
     monkeypatch.setattr(_layout, "PACKAGE", pkg)
     monkeypatch.setattr(_layout, "PREBUILT", pkg / "_prebuilt")
+    monkeypatch.setattr(_handles, "_resolved", {})
+    monkeypatch.setitem(pyoxide.__dict__, "kernels", None)  # undone: removed or restored
+    monkeypatch.delitem(pyoxide.__dict__, "kernels")
 
 
 def test_bundled_kernels_from_prebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,7 +143,6 @@ def test_bundled_kernels_from_prebuilt(tmp_path: Path, monkeypatch: pytest.Monke
         (pre / a["path"]).write_text((tmp_path / "w" / a["path"]).read_text())
     (pre / "kernels_rs.manifest.json").write_text(json.dumps(value))
     _package_at(monkeypatch, pkg)
-    monkeypatch.delitem(pyoxide.__dict__, "kernels", raising=False)
     from pyoxide import kernels
 
     assert kernels.name == "kernels_rs" and "saxpy" in kernels
