@@ -33,6 +33,16 @@ pub mod verify;
 pub use shape::ArrayLayout;
 pub use types::{ParamKind, ScalarType};
 
+/// `T`'s JSON schema as the checked-in `*.schema.json` files hold it: pretty-printed,
+/// ending in a newline (the manifest's, verify's and tune's reports).
+#[cfg(feature = "schema")]
+pub(crate) fn schema_json<T: schemars::JsonSchema>() -> String {
+    let schema = schemars::schema_for!(T);
+    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
+    s.push('\n');
+    s
+}
+
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.
 pub const MANIFEST_SCHEMA_VERSION: u32 = 9;

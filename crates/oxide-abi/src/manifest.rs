@@ -199,10 +199,7 @@ pub fn artifact_file(dir: &std::path::Path, path: &str) -> Result<std::path::Pat
 #[cfg(feature = "schema")]
 /// The JSON schema of the manifest, as checked in at `crates/oxide-abi/manifest.schema.json`.
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(Manifest);
-    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
-    s.push('\n');
-    s
+    crate::schema_json::<Manifest>()
 }
 
 #[cfg(test)]

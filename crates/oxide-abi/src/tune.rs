@@ -197,10 +197,7 @@ pub struct CandidateResult {
 /// The report's JSON schema (checked in as tune-report.schema.json).
 #[cfg(feature = "schema")]
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(TuneReport);
-    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
-    s.push('\n');
-    s
+    crate::schema_json::<TuneReport>()
 }
 
 #[cfg(test)]

@@ -221,10 +221,7 @@ pub struct SanitizerTool {
 /// The report's JSON schema (checked in as verify-report.schema.json).
 #[cfg(feature = "schema")]
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(VerifyReport);
-    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
-    s.push('\n');
-    s
+    crate::schema_json::<VerifyReport>()
 }
 
 #[cfg(test)]
