@@ -115,6 +115,26 @@ def test_a_histogram_adds_the_histograms_of_the_chunks(
 GIB = 1 << 30
 
 
+def sum_and_histogram(kernels: pyoxide.Module, x: Any, bins: int, split_every: int) -> Any:
+    """The lazy sum (every chunk and partial summed by the kernel) and histogram of ``x``
+    (u32 chunks whose element j is ``j % bins``) that the cluster tests compute."""
+    step = functools.partial(sum_chunk, kernels)
+    total = da.reduction(
+        x.astype(np.float32), chunk=step, combine=step, aggregate=step,
+        dtype=np.float32, split_every=split_every,
+    )  # fmt: skip
+    block = functools.partial(histogram_block, kernels, bins)
+    counts = x.map_blocks(block, chunks=(bins,), dtype=np.uint32)
+    return total, counts.reshape(-1, bins).sum(axis=0, dtype=np.uint64)
+
+
+def assert_pattern_sums(total: Any, hist: Any, n: int, bins: int, rel: float) -> None:
+    """``total`` and ``hist`` are those of n elements ``j % bins``."""
+    period = np.arange(bins, dtype=np.float64)
+    assert float(to_host(total)) == pytest.approx(period.sum() * (n // bins), rel=rel)
+    np.testing.assert_array_equal(to_host(hist), np.full(bins, n // bins))
+
+
 def test_a_local_cluster_reduces_a_1_gib_array_on_the_emulator(kernels: pyoxide.Module) -> None:
     """Two worker processes (the kernels reach them pickled by reference), 1 GiB of f32
     made inside the workers in 64 MiB chunks: the sum and the histogram equal NumPy's
@@ -123,14 +143,7 @@ def test_a_local_cluster_reduces_a_1_gib_array_on_the_emulator(kernels: pyoxide.
     n, chunk, bins = GIB // 4, (64 << 20) // 4, 1024
     # The values of element j: j mod 1024 (whole numbers, exact in f32).
     x = da.arange(n, chunks=chunk, dtype=np.uint32) % bins
-    step = functools.partial(sum_chunk, kernels)
-    total = da.reduction(
-        x.astype(np.float32), chunk=step, combine=step, aggregate=step,
-        dtype=np.float32, split_every=4,
-    )  # fmt: skip
-    block = functools.partial(histogram_block, kernels, bins)
-    counts = x.map_blocks(block, chunks=(bins,), dtype=np.uint32)
-    hist = counts.reshape(-1, bins).sum(axis=0, dtype=np.uint64)
+    total, hist = sum_and_histogram(kernels, x, bins, split_every=4)
     with (
         distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -140,9 +153,7 @@ def test_a_local_cluster_reduces_a_1_gib_array_on_the_emulator(kernels: pyoxide.
     ):  # fmt: skip
         got_total, got_hist = client.compute([total, hist], sync=True)
         workers = client.run(lambda: "pyoxide._build.cache" in sys.modules)
-    period = np.arange(bins, dtype=np.float64)
-    assert float(got_total) == pytest.approx(period.sum() * (n // bins), rel=1e-6)
-    np.testing.assert_array_equal(got_hist, np.full(bins, n // bins))
+    assert_pattern_sums(got_total, got_hist, n, bins, rel=1e-6)
     # The workers loaded the module from its manifest: the build machinery never ran.
     assert len(workers) == 2 and not any(workers.values())
 
@@ -163,13 +174,7 @@ def test_a_cluster_with_a_worker_per_gpu_reduces_8_gib_per_gpu(kernels: pyoxide.
         functools.partial(pattern_block, bins), chunks=((chunk,) * (n // chunk),),
         dtype=np.uint32, meta=cupy.empty(0, cupy.uint32),
     )  # fmt: skip
-    step = functools.partial(sum_chunk, kernels)
-    total = da.reduction(
-        x.astype(np.float32), chunk=step, combine=step, aggregate=step,
-        dtype=np.float32, split_every=8,
-    )  # fmt: skip
-    block = functools.partial(histogram_block, kernels, bins)
-    hist = x.map_blocks(block, chunks=(bins,), dtype=np.uint32).reshape(-1, bins).sum(axis=0)
+    total, hist = sum_and_histogram(kernels, x, bins, split_every=8)
     workers = {
         f"gpu{i}": {"cls": distributed.Nanny, "options": {
             "nthreads": 1, "memory_limit": 0, "env": {"CUDA_VISIBLE_DEVICES": str(i)},
@@ -183,8 +188,6 @@ def test_a_cluster_with_a_worker_per_gpu_reduces_8_gib_per_gpu(kernels: pyoxide.
     ):
         got_total, got_hist = client.compute([total, hist], sync=True)
         seen = client.run(gpu_identity)
-    period = np.arange(bins, dtype=np.float64)
-    assert float(to_host(got_total)) == pytest.approx(period.sum() * (n // bins), rel=1e-5)
-    np.testing.assert_array_equal(to_host(got_hist), np.full(bins, n // bins))
+    assert_pattern_sums(got_total, got_hist, n, bins, rel=1e-5)
     assert len({bus for bus, _ in seen.values()}) == gpus  # a GPU per worker
     assert not any(cached for _, cached in seen.values())
