@@ -50,6 +50,7 @@ from .config import (
 )
 from .devices import device_of, torch_stream
 from .fastplan import FastPlan, fast_plan
+from .handles import check_picklable_config, configured, reduce_launcher
 from .policy import validates_grid
 
 #: Loads a kernel's code: (backend, device, entry) -> the backend's function handle.
@@ -104,8 +105,6 @@ class _Configured(ConfiguredBase):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by reference: its kernel and the configuration (pyoxide/_launch/handles.py);
         a stream is refused (it belongs to this process)."""
-        from .handles import check_picklable_config, configured
-
         config: tuple[Any, ...] = (self._grid, self._block)
         if self._shared_mem is not None or self._stream is not None:
             config += (self._shared_mem,)
@@ -163,11 +162,8 @@ class Kernel(KernelBase):
     def __repr__(self) -> str:
         return f"<pyoxide.Kernel {self.spec.signature}>"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled by reference: its module's origin and its name (pyoxide/_launch/handles.py)."""
-        from .handles import reduce_launcher
-
-        return reduce_launcher(self)
+    #: Pickled by reference: its module's origin and its name (pyoxide/_launch/handles.py).
+    __reduce__ = reduce_launcher
 
     @property
     def plan(self) -> ArgumentPlan:
@@ -363,11 +359,8 @@ class GenericKernel(KernelBase):
     def __repr__(self) -> str:
         return f"<pyoxide.GenericKernel {self.name}: {', '.join(self.instances)}>"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled by reference: its module's origin and its name (pyoxide/_launch/handles.py)."""
-        from .handles import reduce_launcher
-
-        return reduce_launcher(self)
+    #: Pickled by reference: its module's origin and its name (pyoxide/_launch/handles.py).
+    __reduce__ = reduce_launcher
 
     def _call_general(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> None:
         """A plain call: the instance's plain call (its variants first)."""
