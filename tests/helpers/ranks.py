@@ -73,11 +73,12 @@ def _rank_main(local_rank: int, world: int, env: dict[str, str], target: Any, ba
 
 
 def device_for(backend: str) -> Any:
-    """The rank's device: LOCAL_RANK's GPU under NCCL, the CPU (the emulator) under gloo."""
+    """The rank's device: its current GPU under NCCL (a spawned rank sets LOCAL_RANK's, a
+    one-rank group in the test process GPU 0), the CPU (the emulator) under gloo."""
     import torch
 
     if backend == "nccl":
-        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 
 

@@ -36,6 +36,15 @@ def layernorm64(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (x - mean) / np.sqrt(var + EPS) * w + b
 
 
+def _ln_terms(x: np.ndarray, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The size of layer norm's grad_x terms: rstd (|g w| + mean |g w| + |x̂| mean |g w x̂|)."""
+    mean = x.mean(axis=1, keepdims=True)
+    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + EPS)
+    xhat, gw = np.abs((x - mean) * rstd), np.abs(g * w)
+    mean_gw, mean_gwx = gw.mean(axis=1, keepdims=True), (gw * xhat).mean(axis=1, keepdims=True)
+    return rstd * (gw + mean_gw + xhat * mean_gwx)
+
+
 def column_gradient(loss: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
     """d loss / d x by central differences, one column of every row at a time; `loss`
     gives one value per row (or one in all), each depending on its own row only."""
@@ -93,7 +102,12 @@ def test_layernorm_rows_backward(
     want_x = column_gradient(lambda v: (layernorm64(v, w64, b64) * g).sum(axis=1), x64)
     want_w = column_gradient(lambda v: (layernorm64(x64, v, b64) * g).sum(), w64)
     want_b = column_gradient(lambda v: (layernorm64(x64, w64, v) * g).sum(), b64)
-    assert rel_err(lib.to_numpy(grad_x), want_x) < TOL
+    # grad_x = rstd (g - mean g - x̂ mean g x̂) cancels (wholly in a one-column row, where
+    # it is 0): the kernel's fused g - mean g leaves a rounding of g, so its error is
+    # measured against the size of the terms, as the kernel's spec does.
+    got_x = lib.to_numpy(grad_x).astype(np.float64)
+    assert np.isfinite(got_x).all(), "a grad_x element was not written (NaN poison left)"
+    assert np.linalg.norm(got_x - want_x) / np.linalg.norm(_ln_terms(x64, w64, g)) < TOL
     assert rel_err(lib.to_numpy(grad_w), want_w) < TOL
     assert rel_err(lib.to_numpy(grad_b), want_b) < TOL
     assert rel_err(lib.to_numpy(mean), x64.mean(axis=1)) < TOL
