@@ -112,6 +112,15 @@ def file_error(name: str, words: str) -> Expect:
     return Expect(file_errors={name: words})
 
 
+def spec_error(
+    name: str, item: str, kernel: str, spec_args: str, words: str, before: str = ""
+) -> Case:
+    """A mistake in a spec that verify must report as `kernel`'s spec error: the spec
+    file is `before`, then SPECS = [spec(kernel, spec_args)]."""
+    call = ", ".join(filter(None, (repr(kernel), spec_args)))
+    return Case(name, item, f"{before}SPECS = [spec({call})]", fails(kernel, "spec error", words))
+
+
 _NAN_REF = (  # wrong everywhere (double computes 2x), with one non-finite element
     "def _r(a, case):\n    r = 3 * a['x'].astype(np.float64)\n"
     "    if case.n:\n        r[case.n // 2] = np.{v}\n    return {{'out': r}}\n"
@@ -123,12 +132,9 @@ CASES: list[Case] = [
          fails("double", "wrong result")),
     Case("reference holds an inf", "1", _NAN_REF.format(v="inf") + "SPECS = [spec('double', _r)]",
          fails("double", "wrong result")),
-    Case("tolerance is NaN", "1", "SPECS = [spec('double', tolerance=lambda c: float('nan'))]",
-         fails("double", "spec error", "tolerance")),
-    Case("tolerance is inf", "1", "SPECS = [spec('double', tolerance=float('inf'))]",
-         fails("double", "spec error", "tolerance")),
-    Case("reference returns {}", "1", "SPECS = [spec('double', lambda a, c: {})]",
-         fails("double", "spec error", "no value for output")),
+    spec_error("tolerance is NaN", "1", "double", "tolerance=lambda c: float('nan')", "tolerance"),
+    spec_error("tolerance is inf", "1", "double", "tolerance=float('inf')", "tolerance"),
+    spec_error("reference returns {}", "1", "double", "lambda a, c: {}", "no value for output"),
     Case("reference leaves an output out", "1",
          "SPECS = [spec('pair', lambda a, c: {'twice': 2 * a['x']},"
          " outputs={'twice': Out(_n), 'thrice': Out(_n)})]",
@@ -164,35 +170,24 @@ CASES: list[Case] = [
          "    return _x(case, rng)\nSPECS = [spec('hang', inputs=_mark), spec('copy')]",
          Expect({"hang": ("interrupted", "Ctrl-C")}), how="sigint"),
     # 3. mistakes in a spec
-    Case("inputs raises", "3", "def _b(case, rng):\n    raise KeyError('x')\n"
-         "SPECS = [spec('double', inputs=_b)]", fails("double", "spec error", "inputs raised")),
-    Case("reference raises", "3", "SPECS = [spec('double', lambda a, c: 1 / 0)]",
-         fails("double", "spec error", "reference raised ZeroDivisionError")),
-    Case("reference calls sys.exit", "3", "SPECS = [spec('double', lambda a, c: sys.exit(2))]",
-         fails("double", "spec error", "SystemExit")),
-    Case("shapes gives a negative size", "3",
-         "SPECS = [spec('double', shapes=lambda r, n: [(-4,)])]",
-         fails("double", "spec error", "shapes")),
-    Case("shapes gives []", "3", "SPECS = [spec('double', shapes=lambda r, n: [])]",
-         fails("double", "spec error", "shapes")),
-    Case("reference of the wrong shape", "3",
-         "SPECS = [spec('copy', lambda a, c: {'out': np.zeros(c.n + 1)})]",
-         fails("copy", "spec error", "shape")),
-    Case("reference is a list", "3", "SPECS = [spec('copy', lambda a, c: [a['x']])]",
-         fails("copy", "spec error", "not a dict")),
-    Case("reference holds a list", "3", "SPECS = [spec('copy', lambda a, c: {'out': [1.0, 2.0]})]",
-         fails("copy", "spec error", "shape")),
-    Case("inputs returns a list", "3", "SPECS = [spec('copy', inputs=lambda c, r: [1])]",
-         fails("copy", "spec error", "not a dict")),
-    Case("an input is missing", "3", "SPECS = [spec('saxpy')]",
-         fails("saxpy", "spec error", "no value for parameter")),
-    Case("an output of negative size", "3",
-         "SPECS = [spec('copy', outputs={'out': Out(lambda c: -1)})]",
-         fails("copy", "spec error", "outputs")),
-    Case("a kernel the crate lacks", "3", "SPECS = [spec('no_such_kernel')]",
-         fails("no_such_kernel", "spec error", "no kernel")),
-    Case("tolerance is a string", "3", "SPECS = [spec('copy', tolerance=lambda c: 'tight')]",
-         fails("copy", "spec error", "tolerance")),
+    spec_error("inputs raises", "3", "double", "inputs=_b", "inputs raised",
+               before="def _b(case, rng):\n    raise KeyError('x')\n"),
+    spec_error("reference raises", "3", "double", "lambda a, c: 1 / 0",
+               "reference raised ZeroDivisionError"),
+    spec_error("reference calls sys.exit", "3", "double", "lambda a, c: sys.exit(2)", "SystemExit"),
+    spec_error("shapes gives a negative size", "3", "double", "shapes=lambda r, n: [(-4,)]",
+               "shapes"),
+    spec_error("shapes gives []", "3", "double", "shapes=lambda r, n: []", "shapes"),
+    spec_error("reference of the wrong shape", "3", "copy",
+               "lambda a, c: {'out': np.zeros(c.n + 1)}", "shape"),
+    spec_error("reference is a list", "3", "copy", "lambda a, c: [a['x']]", "not a dict"),
+    spec_error("reference holds a list", "3", "copy", "lambda a, c: {'out': [1.0, 2.0]}", "shape"),
+    spec_error("inputs returns a list", "3", "copy", "inputs=lambda c, r: [1]", "not a dict"),
+    spec_error("an input is missing", "3", "saxpy", "", "no value for parameter"),
+    spec_error("an output of negative size", "3", "copy",
+               "outputs={'out': Out(lambda c: -1)}", "outputs"),
+    spec_error("a kernel the crate lacks", "3", "no_such_kernel", "", "no kernel"),
+    spec_error("tolerance is a string", "3", "copy", "tolerance=lambda c: 'tight'", "tolerance"),
     Case("--seed -1", "3", "SPECS = [spec('copy')]", Expect(exit=2, stderr="--seed"),
          args=("--seed", "-1")),
     Case("SPECS is one Spec", "3", "SPECS = spec('copy')", file_error("specs.py", "single Spec")),

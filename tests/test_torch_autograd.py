@@ -13,6 +13,7 @@ import pytest
 import torch
 from helpers.arraylibs import rel_err, tol
 from helpers.bundled import emu_kernels_manifest
+from helpers.rows import column_gradient, layernorm64, softmax64
 from helpers.torch_ops import DEVICES
 
 import pyoxide
@@ -40,22 +41,7 @@ def norm_softmax(x: Any, w: Any, b: Any) -> Any:
 
 
 def norm_softmax64(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    h = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + EPS) * w + b
-    e = np.exp(h - h.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)  # type: ignore[no-any-return]
-
-
-def finite_difference(loss: Any, v: np.ndarray) -> np.ndarray:
-    """d loss / d v by float64 central differences, one column (of every row) at a time:
-    `loss` returns a value per row, each depending on its own row (or one value)."""
-    grad = np.zeros_like(v)
-    for c in range(v.shape[-1]):
-        up, down = v.copy(), v.copy()
-        up[..., c] += 1e-6
-        down[..., c] -= 1e-6
-        grad[..., c] = (loss(up) - loss(down)) / 2e-6
-    return grad
+    return softmax64(layernorm64(x, w, b, EPS))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -82,9 +68,9 @@ def test_gradients_match_float64_finite_differences(
     (y * torch.tensor(g, dtype=torch.float32, device=device)).sum().backward()
     grads = [t.grad.double().cpu().numpy() for t in leaves]
     want = [
-        finite_difference(lambda v: (norm_softmax64(v, w, b) * g).sum(axis=-1), x),
-        finite_difference(lambda v: (norm_softmax64(x, v, b) * g).sum(), w),
-        finite_difference(lambda v: (norm_softmax64(x, w, v) * g).sum(), b),
+        column_gradient(lambda v: (norm_softmax64(v, w, b) * g).sum(axis=-1), x),
+        column_gradient(lambda v: (norm_softmax64(x, v, b) * g).sum(), w),
+        column_gradient(lambda v: (norm_softmax64(x, w, v) * g).sum(), b),
     ]
     for name, got, ref in zip(("x", "weight", "bias"), grads, want, strict=True):
         assert rel_err(got, ref) < TOL, name

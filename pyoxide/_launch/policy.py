@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from .._manifest import abi as _abi
@@ -91,15 +91,30 @@ def needs_configuration(spec: KernelSpec) -> bool:
     return policy is None or policy.kind == "segments"
 
 
+def _unclustered(
+    spec: KernelSpec, kinds: Collection[str], *, tiled: bool = False
+) -> LaunchPolicy | None:
+    """The kernel's policy where it is one of `kinds` and a fast launcher may size it:
+    not a cluster kernel (configure() rounds its grid up to the cluster) and, for a
+    `tiled` policy, a block of whole warps where the kernel needs them (configure()
+    refuses the others, with the message); else None."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind not in kinds or spec.cluster is not None:
+        return None
+    if tiled and not _is_whole_warps(spec, policy.block3):
+        return None
+    return policy
+
+
 def plain_rule(spec: KernelSpec) -> tuple[int, int, int] | None:
     """``(param, block, elements per block)`` when a plain call launches
     ``ceil(len(param) / elements per block)`` blocks of ``block`` threads, for the fast
     launchers: elementwise policies (``block × per_thread`` elements a block),
     ``block_per_element`` (one) and ``columns`` (``per_block``); None when the grid
     depends on more than that."""
-    policy = policy_of(spec)
-    if policy is None or policy.kind not in _PLAIN_KINDS or spec.cluster is not None:
-        return None  # a cluster kernel's grid is rounded up to its cluster: configure()
+    policy = _unclustered(spec, _PLAIN_KINDS)
+    if policy is None:
+        return None
     block = default_block(spec)
     per_block = {"elementwise": block * policy.per_thread, "block_per_element": 1,
                  "columns": policy.per_block}[policy.kind]  # fmt: skip
@@ -111,8 +126,8 @@ def stride_rule(spec: KernelSpec) -> tuple[int, int, int, int] | None:
     a plain call launches ``max(1, min(ceil(len(param) / elements per block),
     blocks_per_sm × multiprocessors))`` blocks of ``block`` threads, for the fast
     launchers."""
-    policy = policy_of(spec)
-    if policy is None or policy.kind != "grid_stride" or spec.cluster is not None:
+    policy = _unclustered(spec, ("grid_stride",))
+    if policy is None:
         return None
     block = default_block(spec)
     return policy.over, block, block * policy.per_thread, policy.blocks_per_sm
@@ -122,11 +137,9 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     """``(param, block, tile)`` when a plain call launches blocks of `block` threads, one
     per `tile` of a shaped array's extents (x over its last dimension), for the fast
     launchers."""
-    policy = policy_of(spec)
-    if policy is None or policy.kind != "tiles" or spec.cluster is not None:
+    policy = _unclustered(spec, ("tiles",), tiled=True)
+    if policy is None:
         return None
-    if not _is_whole_warps(spec, policy.block3):
-        return None  # configure() refuses it, with the message
     return policy.over, policy.block3, policy.tile
 
 
@@ -136,8 +149,8 @@ def row_rule(spec: KernelSpec) -> tuple[int, int, int, int, int | None] | None:
     max(least, 32 · ceil(columns / columns per warp)))`` threads, for the fast launchers.
     The row length is the integer argument ``cols`` (which divides ``len(param)``), or,
     where ``cols`` is None, the 2-D ``param``'s second extent."""
-    policy = policy_of(spec)
-    if policy is None or policy.kind != "block_per_row" or spec.cluster is not None:
+    policy = _unclustered(spec, ("block_per_row",))
+    if policy is None:
         return None
     most = default_block(spec)
     return (policy.over, _least_row_block(policy, most), most, _columns_per_warp(spec, policy),
@@ -156,11 +169,9 @@ def persistent_rule(
     """``(param, block, tile, blocks_per_sm)`` of a ``persistent_tiles`` policy: a plain
     call launches ``min(tiles, blocks_per_sm × multiprocessors)`` blocks, for the fast
     launchers."""
-    policy = policy_of(spec)
-    if policy is None or policy.kind != "persistent_tiles" or spec.cluster is not None:
+    policy = _unclustered(spec, ("persistent_tiles",), tiled=True)
+    if policy is None:
         return None
-    if not _is_whole_warps(spec, policy.block3):
-        return None  # configure() refuses it, with the message
     return policy.over, policy.block3, policy.tile, policy.blocks_per_sm
 
 
@@ -178,7 +189,37 @@ def configure(
     scalars), `shapes` its shape; they may be empty when `grid` is given and not
     checked against the arguments. `multiprocessors()` is called only when the policy
     needs it."""
-    grid3, block3 = _configure(spec, lengths, args, grid, block, multiprocessors, shapes)
+    name = spec.entry
+    policy = policy_of(spec)
+    limit = max_threads(spec)
+    if spec.launch is not None and spec.launch.kind in _abi.ONE_D_POLICIES:
+        _one_d(spec, "grid", grid)
+        _one_d(spec, "block", block)
+    if block is None:
+        if policy is not None and policy.kind == "segments":
+            over = spec.params[policy.over].name
+            raise ArgumentValueError(
+                name, "block", f"an explicit block: each block handles blockDim.x elements "
+                f"of '{over}', so the block size is part of the result", "no block",
+                f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
+            )  # fmt: skip
+        if policy is not None and policy.kind in ("tiles", "persistent_tiles"):
+            block3 = policy.block3
+        else:
+            block3 = (_row_block(spec, policy, args, shapes)
+                      if policy and policy.kind == "block_per_row"
+                      else default_block(spec), 1, 1)  # fmt: skip
+    else:
+        block3 = block
+        threads = block3[0] * block3[1] * block3[2]
+        if threads > limit:
+            raise ArgumentValueError(
+                name, "block", f"at most {limit} threads per block "
+                "(the kernel's launch bounds or the CUDA limit)",
+                f"{block} = {threads} threads", f"pass block={limit} or fewer",
+            )  # fmt: skip
+    _check_whole_warps(spec, block3)
+    grid3 = _grid(spec, policy, block3, lengths, args, grid, multiprocessors, shapes)
     if spec.cluster is None:
         return grid3, block3
     return _fit_cluster(spec, grid3, given=grid is not None), block3
@@ -217,47 +258,22 @@ def _fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
     return fitted  # type: ignore[return-value]
 
 
-def _configure(
+def _grid(
     spec: KernelSpec,
+    policy: LaunchPolicy | None,
+    block3: Dim3,
     lengths: Sequence[int | None],
     args: Sequence[Any],
     grid: Dim3 | None,
-    block: Dim3 | None,
     multiprocessors: Callable[[], int],
     shapes: Sequence[tuple[int, ...] | None],
-) -> tuple[Dim3, Dim3]:
+) -> Dim3:
+    """The grid of :func:`configure`'s launch of blocks of `block3`, before a cluster's
+    rounding: `grid` as given where the policy gives the grid no meaning, else the
+    policy's (an explicit `grid` checked against it)."""
     name = spec.entry
-    policy = policy_of(spec)
-    limit = max_threads(spec)
-    if spec.launch is not None and spec.launch.kind in _abi.ONE_D_POLICIES:
-        _one_d(spec, "grid", grid)
-        _one_d(spec, "block", block)
-    if block is None:
-        if policy is not None and policy.kind == "segments":
-            over = spec.params[policy.over].name
-            raise ArgumentValueError(
-                name, "block", f"an explicit block: each block handles blockDim.x elements "
-                f"of '{over}', so the block size is part of the result", "no block",
-                f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
-            )  # fmt: skip
-        if policy is not None and policy.kind in ("tiles", "persistent_tiles"):
-            block3 = policy.block3
-        else:
-            block3 = (_row_block(spec, policy, args, shapes)
-                      if policy and policy.kind == "block_per_row"
-                      else default_block(spec), 1, 1)  # fmt: skip
-    else:
-        block3 = block
-        threads = block3[0] * block3[1] * block3[2]
-        if threads > limit:
-            raise ArgumentValueError(
-                name, "block", f"at most {limit} threads per block "
-                "(the kernel's launch bounds or the CUDA limit)",
-                f"{block} = {threads} threads", f"pass block={limit} or fewer",
-            )  # fmt: skip
-    _check_whole_warps(spec, block3)
     if grid is not None and (policy is None or policy.kind not in _GRID_HAS_MEANING):
-        return grid, block3
+        return grid
     if policy is None:
         raise ArgumentValueError(
             name, None, "an explicit launch configuration (the kernel has no "
@@ -270,13 +286,13 @@ def _configure(
         # A declared #[launch(tiles(..))] fixes each block's tile; the default one (one
         # thread per element) covers as many elements as the block has threads.
         tile = policy.tile if spec.launch is not None else block3
-        return tile_grid(name, spec.params[policy.over], shape, tile), block3
+        return tile_grid(name, spec.params[policy.over], shape, tile)
     if policy.kind == "persistent_tiles":
         shape = shapes[policy.over]
         assert shape is not None
         g = tile_grid(name, spec.params[policy.over], shape, policy.tile)
         tiles = g[0] * g[1] * g[2]
-        return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1), block3
+        return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1)
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:
@@ -286,13 +302,13 @@ def _configure(
                 f"{grid} = {grid[0] * grid[1] * grid[2]} blocks",
                 f"leave the grid out ({name}.launch(..., block=...)) or pass grid={blocks}",
             )  # fmt: skip
-        return grid, block3
+        return grid
     if blocks > _MAX_GRID:
         raise ArgumentValueError(
             name, over, f"at most {_MAX_GRID} blocks of work", f"{lengths[policy.over]} elements",
             "split the work, or pass an explicit grid",
         )  # fmt: skip
-    return (blocks, 1, 1), block3
+    return (blocks, 1, 1)
 
 
 def _is_whole_warps(spec: KernelSpec, block: Sequence[int]) -> bool:

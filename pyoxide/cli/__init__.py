@@ -13,16 +13,8 @@ from ._exit import help_text
 
 __all__ = ["cli", "main"]
 
-#: command -> the module (in this package) and the click command it defines.
-COMMANDS = {
-    "bench": ("bench", "bench_command"),
-    "build": ("build", "build_command"),
-    "doctor": ("doctor", "doctor_command"),
-    "inspect": ("inspect", "inspect_command"),
-    "new": ("new", "new_command"),
-    "tune": ("tune", "tune_command"),
-    "verify": ("verify", "verify_command"),
-}
+#: The subcommands: each NAME is the click command ``NAME_command`` of module ``cli/NAME.py``.
+COMMANDS = ("bench", "build", "doctor", "inspect", "new", "tune", "verify")
 
 
 class _Commands(click.Group):
@@ -34,8 +26,7 @@ class _Commands(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, command = COMMANDS[name]
-        found = getattr(importlib.import_module(f"{__name__}.{module}"), command)
+        found = getattr(importlib.import_module(f"{__name__}.{name}"), f"{name}_command")
         assert isinstance(found, click.Command)
         return found
 

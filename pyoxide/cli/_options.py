@@ -16,12 +16,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: A file to write (``--plot``, ``--stub-module``) and a folder (``pyoxide new``'s).
 FILE = click.Path(path_type=Path, dir_okay=False)
 FOLDER = click.Path(path_type=Path, file_okay=False)
+#: A path that must exist: a file or folder, a file, a folder.
+EXISTING = click.Path(path_type=Path, exists=True)
+EXISTING_FILE = click.Path(path_type=Path, exists=True, dir_okay=False)
+EXISTING_FOLDER = click.Path(path_type=Path, exists=True, file_okay=False)
 
 
 def crate_and_kernel(f: F) -> F:
     """``[CRATE]`` (default: the bundled kernels) and ``-k`` (a part of a kernel name)."""
     f = click.option("-k", "kernel", help="Only kernels whose name contains this.")(f)
-    return click.argument("crate", required=False, type=click.Path(path_type=Path, exists=True))(f)
+    return click.argument("crate", required=False, type=EXISTING)(f)
 
 
 def shapes_option(name: str) -> Callable[[F], F]:

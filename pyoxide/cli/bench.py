@@ -28,7 +28,7 @@ from .verify import gpu_ready
 @click.option(
     "--from-json",
     "from_json",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    type=opt.EXISTING_FILE,
     help="Draw --plot (or print the table) from a saved `--json` report: no GPU needed.",
 )
 def bench_command(

@@ -13,6 +13,7 @@ from .._manifest.abi import PARAM_KINDS
 from .._manifest.reader import KernelSpec, Manifest
 from ..bundled import load_bundled
 from ._exit import not_found, reporting_errors
+from ._options import EXISTING
 
 
 def entry_ptx(ptx: str, entry: str) -> str | None:
@@ -62,7 +63,7 @@ def _describe(spec: KernelSpec, manifest: Manifest, arch: str | None, show_ptx: 
 
 @click.command("inspect")
 @click.argument("kernel")
-@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+@click.argument("path", required=False, type=EXISTING)
 @click.option("--arch", help="Only this architecture (sm_90).")
 @click.option("--ptx", "show_ptx", is_flag=True, help="Print the kernel's PTX.")
 def inspect_command(kernel: str, path: Path | None, arch: str | None, show_ptx: bool) -> None:

@@ -8,7 +8,7 @@ import click
 
 from .._build.scaffold import create
 from ._exit import reporting_errors
-from ._options import FOLDER
+from ._options import EXISTING_FOLDER, FOLDER
 
 
 @click.command("new")
@@ -21,7 +21,7 @@ from ._options import FOLDER
 @click.option(
     "--crates",
     "crates_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    type=EXISTING_FOLDER,
     help="pyoxide's Rust crates folder (default: this pyoxide's source checkout's crates/).",
 )
 def new_command(name: str, path: Path | None, crates_dir: Path | None) -> None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 from .._manifest.abi import ExitCode
 from ..verify._limits import CASE_TIMEOUT, DEFAULT_CASES, SHRINKABLE
 from ._exit import reporting_errors
-from ._options import crate_and_kernel, json_option, specs_folder
+from ._options import EXISTING, crate_and_kernel, json_option, specs_folder
 
 
 def gpu_ready() -> str | None:
@@ -92,7 +92,7 @@ def _line(r: KernelResult) -> str:
     help="Seconds one case may run; past it the kernel is taken for hung and fails.",
 )  # fmt: skip
 @click.option(
-    "--specs", "specs_path", type=click.Path(path_type=Path, exists=True),
+    "--specs", "specs_path", type=EXISTING,
     help="The spec folder (or one spec file) to use instead of the crate's specs/.",
 )  # fmt: skip
 @click.option(

@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,22 +64,23 @@ __all__ = [
 DEVICE_TARGET = "nvptx64-nvidia-cuda"
 
 
-def build_wheel(
-    wheel_directory: str,
-    config_settings: dict[str, Any] | None = None,
-    metadata_directory: str | None = None,
-) -> str:
-    bundle(kit=True)
-    return str(maturin.build_wheel(wheel_directory, config_settings, metadata_directory))
+def _bundling_first(maturin_hook: Callable[..., Any], *, kit: bool) -> Callable[..., str]:
+    """The PEP 517 hook that runs :func:`bundle` (with the kit or not), then maturin's."""
+
+    def hook(
+        wheel_directory: str,
+        config_settings: dict[str, Any] | None = None,
+        metadata_directory: str | None = None,
+    ) -> str:
+        bundle(kit=kit)
+        return str(maturin_hook(wheel_directory, config_settings, metadata_directory))
+
+    hook.__name__ = maturin_hook.__name__
+    return hook
 
 
-def build_editable(
-    wheel_directory: str,
-    config_settings: dict[str, Any] | None = None,
-    metadata_directory: str | None = None,
-) -> str:
-    bundle(kit=False)
-    return str(maturin.build_editable(wheel_directory, config_settings, metadata_directory))
+build_wheel = _bundling_first(maturin.build_wheel, kit=True)
+build_editable = _bundling_first(maturin.build_editable, kit=False)
 
 
 def say(text: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, poison_value, rel_err, tol
+from helpers.rows import layernorm64, softmax64
 
 import pyoxide
 
@@ -20,19 +21,6 @@ TOL = tol(np.float32, compound=True)
 # of 4096 (vector path); 2000 (with one warp: the 16-chunk register cache, 63 elements
 # a thread); rows longer than 64 x 512 registers (the streamed path).
 SHAPES = [(1, 1), (7, 31), (300, 257), (3, 4096), (5, 1000), (3, 2000), (2, 70000)]
-
-
-def softmax64(x: np.ndarray) -> np.ndarray:
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm64(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
-    x64 = x.astype(np.float64)
-    mean = x64.mean(axis=1, keepdims=True)
-    var = ((x64 - mean) ** 2).mean(axis=1, keepdims=True)
-    return (x64 - mean) / np.sqrt(var + eps) * w + b
 
 
 def block_for(cols: int) -> int:

@@ -6,11 +6,10 @@ independent, so one perturbation of a column moves every row's term at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err, tol
+from helpers.rows import EPS, column_gradient, layernorm64, softmax64
 
 import pyoxide
 
@@ -18,22 +17,10 @@ RNG = np.random.default_rng()
 # Finite differences in float64 are good to ~1e-9 here: the float32 kernels' roundoff
 # (compound work: two reductions, then a combination) is what the tolerance allows.
 TOL = tol(np.float32, compound=True)
-EPS = 1e-5
 
 # (rows, cols): one element; a warp's worth; not multiples of 4 or of the block; more
 # columns than a block's threads (each thread takes several).
 SHAPES = [(1, 1), (7, 31), (33, 257), (3, 1000)]
-
-
-def softmax64(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm64(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    mean = x.mean(axis=1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
-    return (x - mean) / np.sqrt(var + EPS) * w + b
 
 
 def _ln_terms(x: np.ndarray, w: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -43,20 +30,6 @@ def _ln_terms(x: np.ndarray, w: np.ndarray, g: np.ndarray) -> np.ndarray:
     xhat, gw = np.abs((x - mean) * rstd), np.abs(g * w)
     mean_gw, mean_gwx = gw.mean(axis=1, keepdims=True), (gw * xhat).mean(axis=1, keepdims=True)
     return rstd * (gw + mean_gw + xhat * mean_gwx)
-
-
-def column_gradient(loss: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
-    """d loss / d x by central differences, one column of every row at a time; `loss`
-    gives one value per row (or one in all), each depending on its own row only."""
-    x = x.astype(np.float64)
-    grad = np.zeros_like(x)
-    for c in range(x.shape[-1]):
-        h = 1e-6 * max(1.0, float(np.abs(x[..., c]).max()))
-        up, down = x.copy(), x.copy()
-        up[..., c] += h
-        down[..., c] -= h
-        grad[..., c] = (loss(up) - loss(down)) / (2 * h)
-    return grad
 
 
 @pytest.mark.parametrize(("rows", "cols"), SHAPES)

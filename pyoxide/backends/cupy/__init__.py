@@ -23,6 +23,7 @@ from ...errors import (
     LoadError,
     NoCompatibleArchError,
 )
+from ._tensormap import encode_2d, encode_tiled
 
 if TYPE_CHECKING:
     from ..._launch.fastplan import FastPlan
@@ -184,22 +185,8 @@ class CupyBackend:
         """The CUDA driver's version (``13000`` for CUDA 13.0)."""
         return int(self._cp.cuda.runtime.driverGetVersion())
 
-    def encode_tensor_map(
-        self,
-        kernel: str,
-        ptr: int,
-        extents: tuple[int, ...],
-        strides: tuple[int, ...],
-        box: tuple[int, ...],
-        swizzle_bytes: int,
-        elem_bytes: int,
-    ) -> bytes:
-        """The 128 bytes of one TMA tensor map (``cuTensorMapEncodeTiled``) of any rank:
-        ``extents`` innermost first, the byte ``strides`` of all but the innermost, boxes
-        of ``box`` elements. Errors name ``kernel``."""
-        from ._tensormap import encode_tiled
-
-        return encode_tiled(kernel, ptr, extents, strides, box, swizzle_bytes, elem_bytes)
+    #: The 128 bytes of one TMA tensor map of any rank (``cuTensorMapEncodeTiled``).
+    encode_tensor_map = staticmethod(encode_tiled)
 
     def synchronize(self) -> None:
         """Wait for the current device; raises what CUDA reports (a lost context)."""
@@ -361,8 +348,6 @@ class CupyBackend:
         """Encode ``maps`` (``backends.TensorMapRequest``s) with the driver's
         ``cuTensorMapEncodeTiled`` into a CuPy array on ``device``, copied on ``stream``
         (the launch's), so that it lands before the kernel reads it."""
-        from ._tensormap import encode_2d
-
         cp = self._cp
         raw = b"".join(
             encode_2d(kernel, m.ptr, m.cols, m.rows, m.box_cols, m.box_rows,
