@@ -346,7 +346,7 @@ class Runner:
         lib = crate / "src" / "lib.rs"
         lib.write_text(lib.read_text() + "\n" + case.python)
         env = dict(self.env(case, folder), CARGO_TARGET_DIR=str(BUILD_TARGET))
-        p = subprocess.run([sys.executable, "-m", "pyoxide", "build", str(crate)], env=env,
+        p = subprocess.run([sys.executable, "-m", "pyoxide", "build"], cwd=crate, env=env,
                            capture_output=True, text=True, timeout=1800)  # fmt: skip
         if "Traceback (most recent call last)" in p.stderr:
             return Outcome(1, "", p.stderr)
