@@ -3,7 +3,9 @@
 Each case runs `pyoxide verify --json` in a child process over the kernels of
 tests/fixtures/hostile_verify with a spec file written for the case (a wrong reference,
 a raising one, a bad SPECS ...), or pokes verify another way (Ctrl-C, a pasted
-reproducer line), and classifies the outcome:
+reproducer line); the cases of issue 27's other items (stale builds, Ctrl-C in printf,
+the cache folder, manifest paths, the emulator's checks, offline builds) run as the
+kinds of scripts/chaos_cases.py. Each outcome is classified:
 
   good  verify failed what it had to fail, with the kind and the words expected
         (or passed what it had to pass), and wrote its complete report;
@@ -11,12 +13,14 @@ reproducer line), and classifies the outcome:
   bad   it passed something it never checked, died (a signal, a traceback, no report),
         hung, or refused a right kernel.
 
-Cases are rows of CASES, by issue 27's item; other areas add theirs the same way (an
-`owner` and, while their fix has not landed, `pending=True`: run and shown, not counted).
-Exits 1 on any bad case that is not pending.
+Cases are rows of CASES, by issue 27's item (and of chaos_cases.CASES); other areas add
+theirs the same way (an `owner` and, while their fix has not landed, `pending=True`: run
+and shown, not counted). Prints a verdict per case and a count per item; exits 1 on any
+bad case that is not pending.
 
     scripts/chaos --verify                    # every case
-    scripts/chaos --verify --quick            # the test suite's variant: 20 cases per kernel
+    scripts/chaos --verify --quick            # the test suite's variant: 20 cases per kernel,
+                                              # and no `slow` case (a from-scratch build)
     scripts/chaos --verify --backend cupy --manifest M   # on a GPU machine, M carried there
                                               # (target/oxide/hostile_verify/*.manifest.json)
 """
@@ -34,9 +38,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import chaos_cases
+from chaos_cases import Case, Expect, Outcome
 
 REPO = Path(__file__).resolve().parents[1]
 CRATE = REPO / "tests" / "fixtures" / "hostile_verify"
@@ -68,32 +74,6 @@ def spec(kernel, reference=_same, inputs=_x, **kw):
     return Spec(kernel=kernel, inputs=inputs, reference=reference, **kw)
 
 """
-
-
-@dataclass(frozen=True)
-class Expect:
-    """What good looks like: each kernel's failure kind (None: it passes) and words its
-    message holds; spec-file errors by file name; the exit status."""
-
-    kernels: dict[str, tuple[str | None, str]] = field(default_factory=dict)
-    file_errors: dict[str, str] = field(default_factory=dict)
-    exit: int = 7
-    stderr: str = ""  # words stderr must hold (a usage error)
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    item: str  # issue 27's item, or the owner's tag
-    specs: str | None  # the spec file (after HEADER); None: the crate's own specs/
-    expect: Expect
-    args: tuple[str, ...] = ()
-    how: str = "verify"  # "verify", "sigint", "reproducer" or "python"
-    owner: str = "verify"
-    pending: bool = False
-    file: str = "specs.py"
-    python: str = ""  # how="python": a statement run with K (the module) and np
-    words: str = ""  # how="python": what the exception it raises must say
 
 
 #: A failure of any kind will do.
@@ -228,28 +208,12 @@ CASES: list[Case] = [
 ]  # fmt: skip
 
 
-@dataclass
-class Outcome:
-    code: int | None
-    stdout: str
-    stderr: str
-    report: dict[str, Any] | None = None
-    extra: str = ""
-
-
-def run_case(case: Case, work: Path, manifest: Path, common: list[str]) -> Outcome:
+def run_case(
+    case: Case, work: Path, manifest: Path, common: list[str], other: chaos_cases.Runner
+) -> Outcome:
     folder = work / case.name.replace(" ", "_").replace("/", "_")
-    if case.how == "python":
-        code = (
-            "import numpy as np, pyoxide\n"
-            f"K = pyoxide.load({str(manifest)!r})\n"
-            f"try:\n    {case.python}\n    print('RESULT no error')\n"
-            "except Exception as e:\n    print('RESULT', type(e).__name__, e)\n"
-        )
-        p = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
-        )
-        return Outcome(p.returncode, p.stdout, p.stderr)
+    if case.how in chaos_cases.KINDS:
+        return other.run(case, folder)
     specs = folder / case.file
     specs.parent.mkdir(parents=True)
     specs.write_text(HEADER + (case.specs or ""))
@@ -325,12 +289,8 @@ def _paste_reproducer(out: Outcome, folder: Path) -> str:
 
 
 def judge(case: Case, out: Outcome) -> tuple[str, str]:
-    if case.how == "python":
-        words = case.words
-        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT")), "")
-        if out.code != 0 or not line:
-            return "bad", f"the process ended with {out.code}: {out.stderr.strip()[-200:]}"
-        return ("good", "") if words in line else ("bad", line[:200])
+    if case.how in chaos_cases.KINDS:
+        return chaos_cases.judge(case, out)
     if out.code is None or out.code < 0:
         return "bad", out.stderr[-300:]
     if "Traceback (most recent call last)" in out.stderr and out.code != 0:
@@ -398,14 +358,19 @@ def main(argv: list[str] | None = None, cases: list[Case] | None = None) -> int:
     args = ap.parse_args(argv)
     manifest = _manifest(args)
     common = ["--backend", args.backend, "--cases", "20" if args.quick else "120"]
-    chosen = [c for c in (cases or CASES) if not args.pattern or args.pattern in c.name]
+    every = sorted(cases or [*CASES, *chaos_cases.CASES], key=lambda c: _item_order(c.item))
+    chosen = [c for c in every if not args.pattern or args.pattern in c.name]
+    skipped = [c for c in chosen if c.slow and args.quick]
+    chosen = [c for c in chosen if c not in skipped]
     work = Path(tempfile.mkdtemp(prefix="pyoxide-chaos-verify-"))
     print(f"chaos --verify: {len(chosen)} cases, {manifest}, work folder {work}", flush=True)
     judged: list[tuple[Case, str, str]] = []
+    started = time.monotonic()
+    other = chaos_cases.Runner(work, manifest)
     try:
         one: Callable[[Case], tuple[Case, str, str]] = lambda c: (  # noqa: E731
             c,
-            *judge(c, run_case(c, work, manifest, common)),
+            *judge(c, run_case(c, work, manifest, common, other)),
         )
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             for case, verdict, note in pool.map(one, chosen):
@@ -413,17 +378,29 @@ def main(argv: list[str] | None = None, cases: list[Case] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"\n{'case':<48} {'item':>4}  verdict")
+    print(f"\n{'case':<52} {'item':>4}  verdict")
     for case, verdict, note in judged:
         shown = verdict
         if case.pending:
             shown += f" (pending: {case.owner})" if verdict != "good" else " (fixed: drop pending)"
-        print(f"{case.name:<48} {case.item:>4}  {shown}" + (f"  {note}" if note else ""))
+        print(f"{case.name:<52} {case.item:>4}  {shown}" + (f"  {note}" if note else ""))
+    for case in skipped:
+        print(f"{case.name:<52} {case.item:>4}  not run (--quick: full run only)")
     counted = [(c, v) for c, v, _ in judged if not c.pending]
+    print(f"\n{'item':>4} {'cases':>5} {'good':>5} {'meh':>4} {'bad':>4}")
+    for item in sorted({c.item for c, _ in counted}, key=_item_order):
+        got = [v for c, v in counted if c.item == item]
+        print(f"{item:>4} {len(got):>5}" + "".join(f" {got.count(v):>{len(v)}}"
+                                                   for v in ("good", "meh", "bad")))  # fmt: skip
     totals = {v: sum(1 for _, w in counted if w == v) for v in ("good", "meh", "bad")}
     print(f"\ntotal {len(judged)}: " + ", ".join(f"{n} {v}" for v, n in totals.items())
-          + f", {len(judged) - len(counted)} pending (not counted)")  # fmt: skip
+          + f", {len(judged) - len(counted)} pending (not counted), {len(skipped)} not run;"
+          f" {time.monotonic() - started:.0f} s")  # fmt: skip
     return 1 if totals["bad"] else 0
+
+
+def _item_order(item: str) -> tuple[int, str]:
+    return (int(item), "") if item.isdigit() else (1 << 30, item)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,19 @@ def write_kit(cargo_oxide: Path) -> None:
     """The kit's folders, each staged beside its place and renamed into it."""
     staging = _layout.PACKAGE / ".kit-staging"
     shutil.rmtree(staging, ignore_errors=True)
-    kit = staging / _layout.KIT.name
+    assemble_kit(staging / _layout.KIT.name)
+    bin_dir = staging / _layout.BIN.name
+    bin_dir.mkdir(parents=True)
+    shutil.copy2(cargo_oxide, bin_dir / _layout.CARGO_OXIDE.name)
+    for part in (_layout.KIT, _layout.BIN):
+        shutil.rmtree(part, ignore_errors=True)
+        os.replace(staging / part.name, part)
+    shutil.rmtree(staging)
+
+
+def assemble_kit(kit: Path) -> None:
+    """The kit's Rust side in ``kit`` (a new folder): the crates, their workspace and lock,
+    and the vendored crates.io sources (scripts/chaos --verify builds offline from one)."""
     for name in _layout.KIT_CRATES:
         src, dest = ROOT / "crates" / name, kit / "crates" / name
         shutil.copytree(src / "src", dest / "src")
@@ -147,13 +159,6 @@ def write_kit(cargo_oxide: Path) -> None:
     run(["cargo", "vendor", "--quiet", "--manifest-path", str(kit / "Cargo.toml"),
          str(kit / "vendor")], cwd=kit)  # fmt: skip
     stub_unused(kit)
-    bin_dir = staging / _layout.BIN.name
-    bin_dir.mkdir(parents=True)
-    shutil.copy2(cargo_oxide, bin_dir / _layout.CARGO_OXIDE.name)
-    for part in (_layout.KIT, _layout.BIN):
-        shutil.rmtree(part, ignore_errors=True)
-        os.replace(staging / part.name, part)
-    shutil.rmtree(staging)
 
 
 def kit_workspace_manifest() -> str:

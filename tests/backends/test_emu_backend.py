@@ -9,14 +9,13 @@ import hashlib
 import json
 import shutil
 import struct
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.emu import ECHO_TYPES, LIBRARY, build_library, write_emu_manifest
+from helpers.emu import ECHO_TYPES, LIBRARY, build_library, planted_library, write_emu_manifest
 from helpers.fakes import cuda
 from helpers.fixtures import write_manifest
 from helpers.probes import requires_c_compiler
@@ -284,25 +283,6 @@ def test_a_read_only_output_is_refused(mod: pyoxide.Module) -> None:
 
 # --- what a manifest may make pyoxide open ------------------------------------------------
 
-_CONSTRUCTOR = """
-#include <stdio.h>
-__attribute__((constructor)) static void planted(void) {
-    FILE *f = fopen("%s", "w");
-    if (f) { fputs("ran", f); fclose(f); }
-}
-"""
-
-
-def _planted_library(folder: Path, marker: Path) -> Path:
-    """A shared library whose constructor writes ``marker``: what dlopen would run."""
-    from helpers.probes import c_compiler
-
-    folder.mkdir(parents=True, exist_ok=True)
-    source, lib = folder / "planted.c", folder / "planted.emu.so"
-    source.write_text(_CONSTRUCTOR % marker)
-    subprocess.run([c_compiler(), "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
-    return lib
-
 
 @pytest.mark.parametrize("where", ["absolute", "parent", "inside"])
 def test_a_library_the_manifest_did_not_build_is_never_opened(tmp_path: Path, where: str) -> None:
@@ -310,7 +290,7 @@ def test_a_library_the_manifest_did_not_build_is_never_opened(tmp_path: Path, wh
     constructor ran before the descriptor check. Now paths must stay in the manifest's
     folder, and the descriptors are read from the library's bytes before dlopen."""
     marker = tmp_path / "constructor-ran"
-    outside = _planted_library(tmp_path / "elsewhere", marker)
+    outside = planted_library(tmp_path / "elsewhere", marker)
     crate_dir = tmp_path / "crate"
     path = write_emu_manifest(crate_dir)
     m = json.loads(path.read_text())

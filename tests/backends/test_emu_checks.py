@@ -20,7 +20,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.emu import write_emu_manifest
-from helpers.hostile import HOSTILE, hostile_manifest, interrupted
+from helpers.hostile import (
+    CTRL_C_IN_PRINTF,
+    CTRL_C_IN_PRINTF_LINES,
+    CTRL_C_IN_PRINTF_SAYS,
+    HOSTILE,
+    hostile_manifest,
+    interrupted,
+)
 from helpers.probes import requires_c_compiler
 
 import pyoxide
@@ -105,22 +112,10 @@ def test_a_failed_gpu_assert_carries_its_message_and_the_kernels_line(
 
 
 def test_ctrl_c_during_a_printing_kernel_leaves_printing_working() -> None:
-    body = (
-        "stop = np.zeros(1, np.uint32)\n"
-        "print('READY', file=sys.stderr, flush=True)\n"
-        "try:\n"
-        "    K.chatter[64, 128](2**32 - 1, stop)\n"
-        "    print('RESULT finished', file=sys.stderr, flush=True)\n"
-        "except KeyboardInterrupt:\n"
-        "    print('RESULT KeyboardInterrupt', file=sys.stderr, flush=True)\n"
-        "K.chatter[4, 32](3, stop)\n"  # prints: hung, or trapped, before
-        "print('AFTER ok', file=sys.stderr, flush=True)\n"
-    )
-    # (READY on stderr: the launch fills the stdout pipe meanwhile)
-    out, err = interrupted(hostile_manifest(), body, ready_on="stderr")
+    out, err = interrupted(hostile_manifest(), CTRL_C_IN_PRINTF, ready_on="stderr")
     said = [line for line in err.splitlines() if line.startswith(("RESULT", "AFTER"))]
-    assert said == ["RESULT KeyboardInterrupt", "AFTER ok"], err[-2000:]
-    assert out.count("says 0.50\n") >= 4 * 32 * 3
+    assert said == CTRL_C_IN_PRINTF_SAYS, err[-2000:]
+    assert out.count("says 0.50\n") >= CTRL_C_IN_PRINTF_LINES
 
 
 @requires_c_compiler("compiles the C emulator fixture, which predates strict mode")

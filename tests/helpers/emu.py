@@ -72,3 +72,22 @@ def write_emu_manifest(out_dir: Path, *, library: Path | None = None) -> Path:
     """A fixture manifest whose emulator is the C library (compiled unless given)."""
     lib = library if library is not None else build_library(out_dir)
     return write_manifest(out_dir, kernels=EMU_KERNELS, emulator=lib)
+
+
+_CONSTRUCTOR = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("ran", f); fclose(f); }
+}
+"""
+
+
+def planted_library(folder: Path, marker: Path) -> Path:
+    """A shared library whose constructor writes ``marker``: what dlopen would run (a
+    manifest must never make pyoxide open it; scripts/chaos --verify plants it too)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    source, lib = folder / "planted.c", folder / "planted.emu.so"
+    source.write_text(_CONSTRUCTOR % marker)
+    subprocess.run([c_compiler(), "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+    return lib

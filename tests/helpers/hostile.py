@@ -31,6 +31,26 @@ except EmulatorError as e:
 """
 
 
+#: A child's body (see :func:`child_code`): Ctrl-C (:func:`interrupted`, ready on stderr:
+#: the launch fills the stdout pipe meanwhile) lands inside a printing launch, then it
+#: prints again, which once hung or trapped ("RefCell already borrowed"). What it says on
+#: stderr is CTRL_C_IN_PRINTF_SAYS; stdout holds the lines of both launches.
+CTRL_C_IN_PRINTF = """\
+stop = np.zeros(1, np.uint32)
+print('READY', file=sys.stderr, flush=True)
+try:
+    K.chatter[64, 128](2**32 - 1, stop)
+    print('RESULT finished', file=sys.stderr, flush=True)
+except KeyboardInterrupt:
+    print('RESULT KeyboardInterrupt', file=sys.stderr, flush=True)
+K.chatter[4, 32](3, stop)
+print('AFTER ok', file=sys.stderr, flush=True)
+"""
+CTRL_C_IN_PRINTF_SAYS = ["RESULT KeyboardInterrupt", "AFTER ok"]
+#: How many lines the second launch prints at least ("thread T says 0.50").
+CTRL_C_IN_PRINTF_LINES = 4 * 32 * 3
+
+
 @functools.cache
 def hostile_manifest() -> Path:
     """The crate built by this checkout's cargo-oxide (PTX for sm_80, which a newer GPU
