@@ -24,6 +24,7 @@ the full run (build and offline compile oxide-device from scratch the first time
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -250,14 +251,19 @@ class Runner:
     @functools.cached_property
     def cache(self) -> Path:
         """A cache folder of the run's own, its core sysroot copied from the user's."""
-        from pyoxide._build.cargo import build_key
-
         with self._lock:
             cache = self.work / "cache"
             if not cache.is_dir():
-                mine = build_key(["--manifest-path", str(VERIFY_CRATE / "Cargo.toml")])
-                if (mine.cache_dir / "sysroot").is_dir():
-                    shutil.copytree(mine.cache_dir / "sysroot", cache / "sysroot", symlinks=True)
+                # The user's cache folder, as cargo-oxide (which decides it) answers.
+                tool = os.environ.get("PYOXIDE_CARGO_OXIDE") or shutil.which("cargo-oxide")
+                key = subprocess.run(
+                    [tool or "cargo-oxide", "oxide", "key", "--manifest-path",
+                     str(VERIFY_CRATE / "Cargo.toml")],
+                    capture_output=True, text=True, check=True,
+                ).stdout  # fmt: skip
+                mine = Path(json.loads(key)["cache_dir"]) / "sysroot"
+                if mine.is_dir():
+                    shutil.copytree(mine, cache / "sysroot", symlinks=True)
                 cache.mkdir(exist_ok=True)
             return cache
 
