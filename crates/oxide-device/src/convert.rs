@@ -9,41 +9,20 @@
 
 use crate::{arch, bf16, f16};
 
-/// Two `f32` to a packed `f16x2`, rounded to nearest even.
-#[inline(always)]
-pub fn cvt_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_f16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `f16x2`, rounded toward zero (no overflow to infinity).
-#[inline(always)]
-pub fn cvt_rz_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rz_f16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `f16x2`, negatives to `+0`, rounded to nearest even.
-#[inline(always)]
-pub fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_relu_f16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `bf16x2`, rounded to nearest even (one instruction for what
-/// [`bf16::from_f32`] does per value in integer arithmetic; a NaN becomes `0x7fff`).
-#[inline(always)]
-pub fn cvt_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_bf16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `bf16x2`, negatives to `+0`, rounded to nearest even.
-#[inline(always)]
-pub fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_relu_bf16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `bf16x2`, rounded toward zero.
-#[inline(always)]
-pub fn cvt_rz_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rz_bf16x2_f32(lo, hi)
+forward! {
+    /// Two `f32` to a packed `f16x2`, rounded to nearest even.
+    pub fn cvt_f16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_f16x2_f32;
+    /// Two `f32` to a packed `f16x2`, rounded toward zero (no overflow to infinity).
+    pub fn cvt_rz_f16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rz_f16x2_f32;
+    /// Two `f32` to a packed `f16x2`, negatives to `+0`, rounded to nearest even.
+    pub fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_relu_f16x2_f32;
+    /// Two `f32` to a packed `bf16x2`, rounded to nearest even (one instruction for what
+    /// [`bf16::from_f32`] does per value in integer arithmetic; a NaN becomes `0x7fff`).
+    pub fn cvt_bf16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_bf16x2_f32;
+    /// Two `f32` to a packed `bf16x2`, negatives to `+0`, rounded to nearest even.
+    pub fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_relu_bf16x2_f32;
+    /// Two `f32` to a packed `bf16x2`, rounded toward zero.
+    pub fn cvt_rz_bf16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rz_bf16x2_f32;
 }
 
 /// A packed `f16x2`'s two values, low half first (the inverse of [`cvt_f16x2_f32`]).
