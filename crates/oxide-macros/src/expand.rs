@@ -375,13 +375,8 @@ fn scalar_ident(ty: ScalarType) -> Ident {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::parse;
-    use crate::validate::validate;
+    use crate::testing::{assert_contains_all, kernel};
     use oxide_abi::descriptor::LaunchBounds;
-
-    fn kernel(attr: TokenStream, item: TokenStream) -> Kernel {
-        validate(parse(attr, item).unwrap()).unwrap_or_else(|e| panic!("{e}"))
-    }
 
     /// What `concat!` produces, given a module, file and line.
     fn complete(kernel: &Kernel, inst: &Instance, module: &str, file: &str, line: u32) -> String {
@@ -506,17 +501,18 @@ mod tests {
             ),
         );
         let code = device_entry(&k, &k.instances[0]).to_string();
-        for expected in [
-            "__oxide_arg0 : u8",
-            "__oxide_arg1 : u64",
-            "__oxide_arg2 : * const f32 , __oxide_arg2_len : usize",
-            "__oxide_arg3 : * mut f32 , __oxide_arg3_len : usize",
-            "let __oxide_arg0 : bool = __oxide_arg0 != 0",
-            "export_name = \"k\"",
-            "k (__oxide_arg0 , __oxide_arg1 , __oxide_arg2 , __oxide_arg3)",
-        ] {
-            assert!(code.contains(expected), "{expected} not in {code}");
-        }
+        assert_contains_all(
+            &code,
+            &[
+                "__oxide_arg0 : u8",
+                "__oxide_arg1 : u64",
+                "__oxide_arg2 : * const f32 , __oxide_arg2_len : usize",
+                "__oxide_arg3 : * mut f32 , __oxide_arg3_len : usize",
+                "let __oxide_arg0 : bool = __oxide_arg0 != 0",
+                "export_name = \"k\"",
+                "k (__oxide_arg0 , __oxide_arg1 , __oxide_arg2 , __oxide_arg3)",
+            ],
+        );
     }
 
     #[test]
@@ -534,14 +530,15 @@ mod tests {
         let lengths: Vec<_> = d.params.iter().map(|p| p.length.as_deref()).collect();
         assert_eq!(lengths, [None, Some("n"), Some("n"), Some("n"), Some("4")]);
         let code = device_entry(&k, &k.instances[0]).to_string();
-        for expected in [
-            "assume_one_d_launch ()",
-            "assume_equal (__oxide_arg2_len , __oxide_arg1_len)",
-            "assume_equal (__oxide_arg3_len , __oxide_arg1_len)",
-            "assume_equal (__oxide_arg4_len , 4)",
-        ] {
-            assert!(code.contains(expected), "{expected} not in {code}");
-        }
+        assert_contains_all(
+            &code,
+            &[
+                "assume_one_d_launch ()",
+                "assume_equal (__oxide_arg2_len , __oxide_arg1_len)",
+                "assume_equal (__oxide_arg3_len , __oxide_arg1_len)",
+                "assume_equal (__oxide_arg4_len , 4)",
+            ],
+        );
         // Every policy but tiles is 1-D (block_per_element too); no contract, no policy:
         // nothing assumed.
         let rows = kernel(
@@ -576,16 +573,17 @@ mod tests {
             },
         );
         let code = device_entry(&k, &k.instances[0]).to_string();
-        for expected in [
-            "assume_at_most (__oxide_arg0_d0 , 2147483647)",
-            "assume_at_most (__oxide_arg0_d1 , 2147483647)",
-            "assume_equal (__oxide_arg1_len , __oxide_arg0_d1)",
-            "assume_equal (__oxide_arg2_d0 , __oxide_arg0_d0)",
-            "assume_equal (__oxide_arg2_d1 , __oxide_arg0_d1)",
-            "assume_at_most (__oxide_arg3_d0 , 2147483647)",
-        ] {
-            assert!(code.contains(expected), "{expected} not in {code}");
-        }
+        assert_contains_all(
+            &code,
+            &[
+                "assume_at_most (__oxide_arg0_d0 , 2147483647)",
+                "assume_at_most (__oxide_arg0_d1 , 2147483647)",
+                "assume_equal (__oxide_arg1_len , __oxide_arg0_d1)",
+                "assume_equal (__oxide_arg2_d0 , __oxide_arg0_d0)",
+                "assume_equal (__oxide_arg2_d1 , __oxide_arg0_d1)",
+                "assume_at_most (__oxide_arg3_d0 , 2147483647)",
+            ],
+        );
         assert!(!code.contains("__oxide_arg3_d0 , __oxide"), "y[_] is free");
     }
 

@@ -27,6 +27,8 @@ mod printf;
 mod record_types;
 mod records;
 mod shared;
+#[cfg(test)]
+mod testing;
 mod validate;
 
 use proc_macro::TokenStream;
