@@ -25,40 +25,32 @@ forward! {
     pub fn cvt_rz_bf16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rz_bf16x2_f32;
 }
 
-/// A packed `f16x2`'s two values, low half first (the inverse of [`cvt_f16x2_f32`]).
-#[inline(always)]
-pub fn cvt_f32x2_f16x2(packed: u32) -> (f32, f32) {
-    (cvt_f32_f16x2_lo(packed), cvt_f32_f16x2_hi(packed))
+/// Unpacking, the same for both half types: the pair, then each half (exact).
+macro_rules! unpacking {
+    ($($half:ident: $pair:ident, $lo:ident, $hi:ident, $pair_doc:literal;)*) => {$(
+        #[doc = $pair_doc]
+        #[inline(always)]
+        pub fn $pair(packed: u32) -> (f32, f32) {
+            ($lo(packed), $hi(packed))
+        }
+        #[doc = concat!("The low half of a packed `", stringify!($half), "x2`, as `f32` (exact).")]
+        #[inline(always)]
+        pub fn $lo(packed: u32) -> f32 {
+            $half::from_bits(packed as u16).to_f32()
+        }
+        #[doc = concat!("The high half of a packed `", stringify!($half), "x2`, as `f32` (exact).")]
+        #[inline(always)]
+        pub fn $hi(packed: u32) -> f32 {
+            $half::from_bits((packed >> 16) as u16).to_f32()
+        }
+    )*};
 }
 
-/// The low half of a packed `f16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_f16x2_lo(packed: u32) -> f32 {
-    f16::from_bits(packed as u16).to_f32()
-}
-
-/// The high half of a packed `f16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_f16x2_hi(packed: u32) -> f32 {
-    f16::from_bits((packed >> 16) as u16).to_f32()
-}
-
-/// A packed `bf16x2`'s two values, low half first.
-#[inline(always)]
-pub fn cvt_f32x2_bf16x2(packed: u32) -> (f32, f32) {
-    (cvt_f32_bf16x2_lo(packed), cvt_f32_bf16x2_hi(packed))
-}
-
-/// The low half of a packed `bf16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_bf16x2_lo(packed: u32) -> f32 {
-    bf16::from_bits(packed as u16).to_f32()
-}
-
-/// The high half of a packed `bf16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_bf16x2_hi(packed: u32) -> f32 {
-    bf16::from_bits((packed >> 16) as u16).to_f32()
+unpacking! {
+    f16: cvt_f32x2_f16x2, cvt_f32_f16x2_lo, cvt_f32_f16x2_hi,
+        "A packed `f16x2`'s two values, low half first (the inverse of [`cvt_f16x2_f32`]).";
+    bf16: cvt_f32x2_bf16x2, cvt_f32_bf16x2_lo, cvt_f32_bf16x2_hi,
+        "A packed `bf16x2`'s two values, low half first.";
 }
 
 #[cfg(test)]

@@ -278,26 +278,7 @@ macro_rules! whole_warp_shuffles {
 
 macro_rules! cuda_oxide_shuffles {
     ($($t:ty: $idx:ident $xor:ident $down:ident $up:ident, $idx_all:ident $xor_all:ident $down_all:ident $up_all:ident;)*) => {$(
-        #[doc = concat!("[`shuffle_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $idx(mask: u32, value: $t, src_lane: u32) -> $t {
-            value.shuffle(mask, src_lane)
-        }
-        #[doc = concat!("[`shuffle_xor_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $xor(mask: u32, value: $t, lane_mask: u32) -> $t {
-            value.shuffle_xor(mask, lane_mask)
-        }
-        #[doc = concat!("[`shuffle_down_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $down(mask: u32, value: $t, delta: u32) -> $t {
-            value.shuffle_down(mask, delta)
-        }
-        #[doc = concat!("[`shuffle_up_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $up(mask: u32, value: $t, delta: u32) -> $t {
-            value.shuffle_up(mask, delta)
-        }
+        shuffle_fns!($t: $idx, $xor, $down, $up;);
         whole_warp_shuffles!($t: $idx_all $xor_all $down_all $up_all;);
     )*};
 }
