@@ -197,36 +197,22 @@ pub unsafe fn ldmatrix_modes(mode: u32, out: &mut [u32], back: &mut [u16]) {
     let row = unsafe { TILE.as_ptr().add(lane * 8) };
     let brow = unsafe { BACK.as_mut_ptr().add(lane * 8) };
     let mut regs = [0u32; 4];
+    // Load with `$ld` into the first registers, and store what it loaded with `$st`.
+    macro_rules! round_trip {
+        ($ld:ident, $st:ident) => {{
+            let r = $ld(row);
+            regs[..r.len()].copy_from_slice(&r);
+            $st(brow, r)
+        }};
+    }
     unsafe {
         match mode {
-            0 => {
-                let r = ldmatrix_x1(row);
-                regs[..1].copy_from_slice(&r);
-                stmatrix_x1(brow, r)
-            }
-            1 => {
-                let r = ldmatrix_x2(row);
-                regs[..2].copy_from_slice(&r);
-                stmatrix_x2(brow, r)
-            }
-            2 => {
-                regs = ldmatrix_x4(row);
-                stmatrix_x4(brow, regs)
-            }
-            3 => {
-                let r = ldmatrix_x1_trans(row);
-                regs[..1].copy_from_slice(&r);
-                stmatrix_x1_trans(brow, r)
-            }
-            4 => {
-                let r = ldmatrix_x2_trans(row);
-                regs[..2].copy_from_slice(&r);
-                stmatrix_x2_trans(brow, r)
-            }
-            _ => {
-                regs = ldmatrix_x4_trans(row);
-                stmatrix_x4_trans(brow, regs)
-            }
+            0 => round_trip!(ldmatrix_x1, stmatrix_x1),
+            1 => round_trip!(ldmatrix_x2, stmatrix_x2),
+            2 => round_trip!(ldmatrix_x4, stmatrix_x4),
+            3 => round_trip!(ldmatrix_x1_trans, stmatrix_x1_trans),
+            4 => round_trip!(ldmatrix_x2_trans, stmatrix_x2_trans),
+            _ => round_trip!(ldmatrix_x4_trans, stmatrix_x4_trans),
         }
     }
     thread::sync_threads();
