@@ -375,7 +375,7 @@ fn scalar_ident(ty: ScalarType) -> Ident {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{assert_contains_all, kernel};
+    use crate::testing::{assert_contains_all, entry_code, kernel};
     use oxide_abi::descriptor::LaunchBounds;
 
     /// What `concat!` produces, given a module, file and line.
@@ -494,13 +494,12 @@ mod tests {
 
     #[test]
     fn entry_abi_per_kind() {
-        let k = kernel(
-            quote!(),
+        let code = entry_code(
+            device_entry,
             quote!(
                 pub fn k(b: bool, n: usize, x: &[f32], mut y: DisjointSlice<f32>) {}
             ),
         );
-        let code = device_entry(&k, &k.instances[0]).to_string();
         assert_contains_all(
             &code,
             &[
@@ -541,38 +540,32 @@ mod tests {
         );
         // Every policy but tiles is 1-D (block_per_element too); no contract, no policy:
         // nothing assumed.
-        let rows = kernel(
-            quote!(),
+        let code = entry_code(
+            device_entry,
             quote! {
                 #[launch(block_per_element(out))]
                 pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
             },
         );
-        let code = device_entry(&rows, &rows.instances[0]).to_string();
         assert!(code.contains("assume_one_d_launch ()") && !code.contains("assume_equal"));
-        let plain = kernel(
-            quote!(),
+        let plain = entry_code(
+            device_entry,
             quote! {
                 pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
             },
         );
-        assert!(
-            !device_entry(&plain, &plain.instances[0])
-                .to_string()
-                .contains("assume")
-        );
+        assert!(!plain.contains("assume"));
     }
 
     #[test]
     fn array_extents_are_bounded_and_named_ones_equal() {
-        let k = kernel(
-            quote!(),
+        let code = entry_code(
+            device_entry,
             quote! {
                 #[shapes(x[rows, cols], w[cols], out[rows, cols])]
                 pub fn k(x: Array2<f32>, w: &[f32], mut out: DisjointArray2<f32>, y: Array1<f32>) {}
             },
         );
-        let code = device_entry(&k, &k.instances[0]).to_string();
         assert_contains_all(
             &code,
             &[

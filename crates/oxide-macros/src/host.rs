@@ -169,17 +169,16 @@ fn scalar_from_word(ty: ScalarType, w: TokenStream) -> TokenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{assert_contains_all, kernel};
+    use crate::testing::{assert_contains_all, entry_code};
 
     #[test]
     fn host_entry_decodes_words_per_kind() {
-        let k = kernel(
-            quote!(),
+        let code = entry_code(
+            host_entry,
             quote!(
                 pub fn k(b: bool, a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
             ),
         );
-        let code = host_entry(&k, &k.instances[0]).to_string();
         assert_contains_all(
             &code,
             &[
