@@ -59,9 +59,7 @@ macro_rules! read_by_kernel {
         $(#[$m])*
         #[proc_macro_attribute]
         pub fn $name(attr: TokenStream, item: TokenStream) -> TokenStream {
-            parse::move_below_kernel(parse::$attr, attr.into(), item.into())
-                .unwrap_or_else(syn::Error::into_compile_error)
-                .into()
+            expanded(parse::move_below_kernel(parse::$attr, attr.into(), item.into()))
         }
     )*};
 }
@@ -146,18 +144,14 @@ read_by_kernel! {
 /// memory; Python: `module.set_<name>(value)`). See `oxide_device::constant`.
 #[proc_macro_attribute]
 pub fn constant(attr: TokenStream, item: TokenStream) -> TokenStream {
-    constant::constant(attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(constant::constant(attr.into(), item.into()))
 }
 
 /// `#[cuda_module] mod kernels { … }`: cuda-oxide's wrapper around a file's kernels,
 /// accepted so its kernel files build unchanged (see `compat.rs`).
 #[proc_macro_attribute]
 pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
-    compat::cuda_module(attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(compat::cuda_module(attr.into(), item.into()))
 }
 
 /// `#[launch_contract(domain = 1, block = (256, 1, 1), …)]`, cuda-oxide's statement of
@@ -181,9 +175,7 @@ pub fn unroll(_attr: TokenStream, item: TokenStream) -> TokenStream {
 /// (see oxide-device's `print` module).
 #[proc_macro]
 pub fn gpu_printf(input: TokenStream) -> TokenStream {
-    printf::gpu_printf(input.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(printf::gpu_printf(input.into()))
 }
 
 /// `gpu_printf_c!("i=%d x=%f\n", i, x)`: device printf with a C format string, passed
@@ -193,9 +185,7 @@ pub fn gpu_printf(input: TokenStream) -> TokenStream {
 /// completes (CUDA's rule).
 #[proc_macro]
 pub fn gpu_printf_c(input: TokenStream) -> TokenStream {
-    printf::gpu_printf_c(input.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(printf::gpu_printf_c(input.into()))
 }
 
 /// `gpu_assert!(cond, message…)`'s failure path (oxide-device's `gpu_assert!` calls
@@ -203,9 +193,7 @@ pub fn gpu_printf_c(input: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __gpu_assert_failed(input: TokenStream) -> TokenStream {
-    printf::gpu_assert_failed(input.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(printf::gpu_assert_failed(input.into()))
 }
 
 /// `#[device]`, cuda-oxide's mark for a function called from kernels (needed there so
@@ -236,6 +224,11 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// On error, emit the item as well (less `#[launch_bounds]`), so that code using the
 /// function does not add a cascade of "cannot find" errors to the real one.
+/// A macro's result: its expansion, or its errors as `compile_error!`s.
+fn expanded(result: syn::Result<proc_macro2::TokenStream>) -> TokenStream {
+    result.unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
 fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::TokenStream {
     let error = error.to_compile_error();
     match syn::parse2::<syn::ItemFn>(item.clone()) {
