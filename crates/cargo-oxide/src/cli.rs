@@ -242,13 +242,19 @@ mod tests {
     fn every_build_option_is_in_oxide_abis_table() {
         use clap::CommandFactory;
         let cli = Cli::command();
-        let build = cli.find_subcommand("build").unwrap();
-        let mut flags: Vec<String> = build
-            .get_arguments()
-            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
-            .filter(|f| f != "--help")
-            .collect();
-        flags.sort();
+        // The long options of a subcommand, sorted.
+        let long_flags = |name: &str| {
+            let mut flags: Vec<String> = cli
+                .find_subcommand(name)
+                .unwrap()
+                .get_arguments()
+                .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+                .filter(|f| f != "--help")
+                .collect();
+            flags.sort();
+            flags
+        };
+        let flags = long_flags("build");
         let mut table: Vec<String> = oxide_abi::inputs::BUILD_OPTIONS
             .iter()
             .map(|o| o.flag.to_string())
@@ -259,13 +265,6 @@ mod tests {
             "oxide-abi's inputs::BUILD_OPTIONS and `build`'s options"
         );
         // `key` takes exactly `build`'s options, so its key is of the same command line.
-        let key = cli.find_subcommand("key").unwrap();
-        let mut key_flags: Vec<String> = key
-            .get_arguments()
-            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
-            .filter(|f| f != "--help")
-            .collect();
-        key_flags.sort();
-        assert_eq!(key_flags, flags);
+        assert_eq!(long_flags("key"), flags);
     }
 }

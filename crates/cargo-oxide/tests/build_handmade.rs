@@ -195,25 +195,31 @@ fn rustc_errors_reach_the_user_with_spans() {
     let mut text = std::fs::read_to_string(&lib).unwrap();
     text.push_str("\npub fn broken() -> u32 { \"not a number\" }\n");
     std::fs::write(&lib, text).unwrap();
-    let out = cargo_oxide(dir.path(), &["build"], &[]);
-    assert_eq!(out.status.code(), Some(1));
+    let err = failed_build(dir.path(), &[], 1);
+    assert_mentions(&err, &["error[E0308]: mismatched types", "src/lib.rs:"]);
+}
+
+/// `cargo oxide build` in `dir` with `env`, which must exit with `code`; its stderr.
+fn failed_build(dir: &Path, env: &[(&str, &str)], code: i32) -> String {
+    let out = cargo_oxide(dir, &["build"], env);
     let err = stderr(&out);
-    assert!(err.contains("error[E0308]: mismatched types"), "{err}");
-    assert!(err.contains("src/lib.rs:"), "no span in:\n{err}");
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    err
+}
+
+/// `err` mentions each of `needles`.
+fn assert_mentions(err: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(err.contains(needle), "no {needle:?} in:\n{err}");
+    }
 }
 
 #[test]
 fn missing_libdevice_is_a_clean_link_error_with_the_install_command() {
     let dir = fixture_copy();
-    let out = cargo_oxide(
-        dir.path(),
-        &["build"],
-        &[("OXIDE_LIBDEVICE", "/nonexistent/libdevice.10.bc")],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(err.contains("python3 -m pip install nvidia-nvvm"), "{err}");
-    assert!(err.contains("__nv_"), "{err}");
+    let env = [("OXIDE_LIBDEVICE", "/nonexistent/libdevice.10.bc")];
+    let err = failed_build(dir.path(), &env, 1);
+    assert_mentions(&err, &["python3 -m pip install nvidia-nvvm", "__nv_"]);
     assert!(
         !err.contains("linking with"),
         "rustc's linker dump leaked:\n{err}"
@@ -223,15 +229,8 @@ fn missing_libdevice_is_a_clean_link_error_with_the_install_command() {
 #[test]
 fn a_missing_toolchain_piece_is_named_with_its_install_command() {
     let dir = fixture_copy();
-    let out = cargo_oxide(
-        dir.path(),
-        &["build"],
-        &[("OXIDE_LLVM_BIN", "/nonexistent")],
-    );
-    assert_eq!(out.status.code(), Some(3));
-    let err = stderr(&out);
-    assert!(err.contains("llvm-link, opt, llc"), "{err}");
-    assert!(err.contains("apt-get install -y llvm-"), "{err}");
+    let err = failed_build(dir.path(), &[("OXIDE_LLVM_BIN", "/nonexistent")], 3);
+    assert_mentions(&err, &["llvm-link, opt, llc", "apt-get install -y llvm-"]);
 }
 
 #[test]

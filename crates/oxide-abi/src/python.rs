@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::types::{ParamKind, ScalarType};
-use crate::{arch, descriptor, emu, exit, inputs, limits, names, report};
+use crate::{arch, descriptor, emu, exit, inputs, limits, names, report, shape};
 
 fn py_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
@@ -122,45 +122,39 @@ pub fn module_source() -> String {
     }
     w.push_str("}\n\n");
     let dim = |d: [u32; 3]| format!("({}, {}, {})", d[0], d[1], d[2]);
-    let _ = write!(
-        w,
-        "# CUDA limits (src/limits.rs).\n\
-         MAX_THREADS_PER_BLOCK = {}\n\
-         WARP_SIZE = {}\n\
-         MAX_BLOCK_DIM = {}\n\
-         MAX_GRID_DIM = {}\n\
-         DEFAULT_DYNAMIC_SHARED_BYTES = {}\n\
-         MAX_DYNAMIC_SHARED_BYTES = {}\n\
-         MAX_SLICE_BYTES = {}\n\
-         MIN_ARCH = {}\n\
-         DYNAMIC_SHARED_ALIGN = {}\n\
-         # The block of a kernel launched without a policy or an explicit block (src/descriptor.rs).\n\
-         DEFAULT_BLOCK = {}\n\
-         MAX_ARRAY_RANK = {}\n\
-         MAX_ARRAY_EXTENT = {}\n\
-         MAX_CLUSTER_SIZE = {}\n\
-         MIN_CLUSTER_ARCH = {}\n\
-         TMA_ALIGN_BYTES = {}\n\
-         TMA_MAX_BOX = {}\n\
-         TENSOR_MAP_BYTES = {}\n\n",
-        limits::MAX_THREADS_PER_BLOCK,
-        limits::WARP_SIZE,
-        dim(limits::MAX_BLOCK_DIM),
-        dim(limits::MAX_GRID_DIM),
-        limits::DEFAULT_DYNAMIC_SHARED_BYTES,
-        limits::MAX_DYNAMIC_SHARED_BYTES,
-        limits::MAX_SLICE_BYTES,
-        limits::MIN_ARCH,
-        names::DYNAMIC_SHARED_ALIGN,
-        descriptor::DEFAULT_BLOCK,
-        crate::shape::MAX_ARRAY_RANK,
-        crate::shape::MAX_ARRAY_EXTENT,
-        limits::MAX_CLUSTER_SIZE,
-        limits::MIN_CLUSTER_ARCH,
-        limits::TMA_ALIGN_BYTES,
-        limits::TMA_MAX_BOX,
-        limits::TENSOR_MAP_BYTES,
+    // `NAME = value` under each constant's own name (`via` a function that shows it).
+    macro_rules! py_constants {
+        ($($m:ident::$n:ident $(via $show:ident)?;)*) => {$(
+            let _ = writeln!(w, "{} = {}", stringify!($n), $($show)?($m::$n));
+        )*};
+    }
+    w.push_str("# CUDA limits (src/limits.rs).\n");
+    py_constants! {
+        limits::MAX_THREADS_PER_BLOCK;
+        limits::WARP_SIZE;
+        limits::MAX_BLOCK_DIM via dim;
+        limits::MAX_GRID_DIM via dim;
+        limits::DEFAULT_DYNAMIC_SHARED_BYTES;
+        limits::MAX_DYNAMIC_SHARED_BYTES;
+        limits::MAX_SLICE_BYTES;
+        limits::MIN_ARCH;
+        names::DYNAMIC_SHARED_ALIGN;
+    }
+    w.push_str(
+        "# The block of a kernel launched without a policy or an explicit block \
+         (src/descriptor.rs).\n",
     );
+    py_constants! {
+        descriptor::DEFAULT_BLOCK;
+        shape::MAX_ARRAY_RANK;
+        shape::MAX_ARRAY_EXTENT;
+        limits::MAX_CLUSTER_SIZE;
+        limits::MIN_CLUSTER_ARCH;
+        limits::TMA_ALIGN_BYTES;
+        limits::TMA_MAX_BOX;
+        limits::TENSOR_MAP_BYTES;
+    }
+    w.push('\n');
     let one_d: Vec<String> = crate::descriptor::ONE_D_POLICIES
         .iter()
         .map(|k| format!("\"{k}\""))

@@ -223,16 +223,22 @@ impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
     }
 }
 
+/// Panics unless `len` elements are exactly `shape`'s (a C-order view over a slice).
+#[track_caller]
+fn assert_fits<const R: usize>(len: usize, shape: [usize; R]) {
+    assert_eq!(
+        len,
+        shape.iter().product::<usize>(),
+        "shape does not fit the data"
+    );
+}
+
 impl<'a, T, const R: usize> Array<'a, T, R, C> {
     /// A C-order view of `data` with `shape` (safe: the borrow is shared). Handy for
     /// calling kernels directly in host tests. Panics unless `data.len()` is the
     /// product of `shape`.
     pub fn from_slice(data: &'a [T], shape: [usize; R]) -> Self {
-        assert_eq!(
-            data.len(),
-            shape.iter().product::<usize>(),
-            "shape does not fit the data"
-        );
+        assert_fits(data.len(), shape);
         // SAFETY: C-contiguous over exactly `data`, borrowed for 'a.
         unsafe { Self::from_raw_parts(data.as_ptr(), shape, shape) }
     }
@@ -444,11 +450,7 @@ impl<'a, T, const R: usize> DisjointArray<'a, T, R, C> {
     /// A C-order output over `data` with `shape` (safe: the borrow is exclusive).
     /// Panics unless `data.len()` is the product of `shape`.
     pub fn from_mut_slice(data: &'a mut [T], shape: [usize; R]) -> Self {
-        assert_eq!(
-            data.len(),
-            shape.iter().product::<usize>(),
-            "shape does not fit the data"
-        );
+        assert_fits(data.len(), shape);
         // SAFETY: C-contiguous over exactly `data`, borrowed exclusively for 'a.
         unsafe { Self::from_raw_parts(data.as_mut_ptr(), shape, shape) }
     }

@@ -134,65 +134,43 @@ pub fn cluster_sync() {
     }
 }
 
-/// `barrier.cluster.arrive`: this thread arrives at the cluster barrier, with release
-/// semantics (PTX's default; the `.relaxed` form needs PTX 8.0, which LLVM 22 does not
-/// write for sm_90), so its earlier writes are visible to threads that then complete
-/// [`barrier_cluster_wait`]. Work that needs no other block can go between the two.
-///
-/// # Safety
-/// Every non-exited thread of the cluster arrives exactly once per phase, then calls
-/// [`barrier_cluster_wait`] before arriving again.
-#[inline(always)]
-pub unsafe fn barrier_cluster_arrive() {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::barrier_cluster_arrive() }
-}
-
-/// `barrier.cluster.arrive.aligned`: [`barrier_cluster_arrive`] for a whole warp at once.
-///
-/// # Safety
-/// As [`barrier_cluster_arrive`]; and every thread of the warp executes this same
-/// instruction in the compiled code. Keep it out of code that branches on the thread
-/// index before or after it (LLVM may copy it into both arms: see [`cluster_sync`]), or
-/// use [`barrier_cluster_arrive`].
-#[inline(always)]
-pub unsafe fn barrier_cluster_arrive_aligned() {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::barrier_cluster_arrive_aligned() }
-}
-
-/// `barrier.cluster.arrive` under cuda-oxide's name for the relaxed form. PTX 7.8 (what
-/// LLVM 22 writes for sm_90) has no `.relaxed` qualifier, so this is the release form:
-/// it orders more than asked, never less.
-///
-/// # Safety
-/// As [`barrier_cluster_arrive`].
-#[inline(always)]
-pub unsafe fn barrier_cluster_arrive_relaxed() {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::barrier_cluster_arrive() }
-}
-
-/// `barrier.cluster.wait`: wait, with acquire semantics (PTX's default), until every
-/// non-exited thread of the cluster has arrived in the current phase.
-///
-/// # Safety
-/// This thread arrived ([`barrier_cluster_arrive`]) in the current phase.
-#[inline(always)]
-pub unsafe fn barrier_cluster_wait() {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::barrier_cluster_wait() }
-}
-
-/// `barrier.cluster.wait.aligned`: [`barrier_cluster_wait`] for a whole warp at once.
-///
-/// # Safety
-/// As [`barrier_cluster_wait`]; and every thread of the warp executes this same
-/// instruction in the compiled code (as for [`barrier_cluster_arrive_aligned`]).
-#[inline(always)]
-pub unsafe fn barrier_cluster_wait_aligned() {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::barrier_cluster_wait_aligned() }
+forward! {
+    /// `barrier.cluster.arrive`: this thread arrives at the cluster barrier, with release
+    /// semantics (PTX's default; the `.relaxed` form needs PTX 8.0, which LLVM 22 does not
+    /// write for sm_90), so its earlier writes are visible to threads that then complete
+    /// [`barrier_cluster_wait`]. Work that needs no other block can go between the two.
+    ///
+    /// # Safety
+    /// Every non-exited thread of the cluster arrives exactly once per phase, then calls
+    /// [`barrier_cluster_wait`] before arriving again.
+    pub unsafe fn barrier_cluster_arrive() = arch::barrier_cluster_arrive;
+    /// `barrier.cluster.arrive.aligned`: [`barrier_cluster_arrive`] for a whole warp at once.
+    ///
+    /// # Safety
+    /// As [`barrier_cluster_arrive`]; and every thread of the warp executes this same
+    /// instruction in the compiled code. Keep it out of code that branches on the thread
+    /// index before or after it (LLVM may copy it into both arms: see [`cluster_sync`]), or
+    /// use [`barrier_cluster_arrive`].
+    pub unsafe fn barrier_cluster_arrive_aligned() = arch::barrier_cluster_arrive_aligned;
+    /// `barrier.cluster.arrive` under cuda-oxide's name for the relaxed form. PTX 7.8 (what
+    /// LLVM 22 writes for sm_90) has no `.relaxed` qualifier, so this is the release form:
+    /// it orders more than asked, never less.
+    ///
+    /// # Safety
+    /// As [`barrier_cluster_arrive`].
+    pub unsafe fn barrier_cluster_arrive_relaxed() = arch::barrier_cluster_arrive;
+    /// `barrier.cluster.wait`: wait, with acquire semantics (PTX's default), until every
+    /// non-exited thread of the cluster has arrived in the current phase.
+    ///
+    /// # Safety
+    /// This thread arrived ([`barrier_cluster_arrive`]) in the current phase.
+    pub unsafe fn barrier_cluster_wait() = arch::barrier_cluster_wait;
+    /// `barrier.cluster.wait.aligned`: [`barrier_cluster_wait`] for a whole warp at once.
+    ///
+    /// # Safety
+    /// As [`barrier_cluster_wait`]; and every thread of the warp executes this same
+    /// instruction in the compiled code (as for [`barrier_cluster_arrive_aligned`]).
+    pub unsafe fn barrier_cluster_wait_aligned() = arch::barrier_cluster_wait_aligned;
 }
 
 /// `fence.acq_rel.cluster`: order this thread's memory accesses at cluster scope (for
@@ -233,29 +211,24 @@ pub unsafe fn map_shared_rank_mut<T>(local_ptr: *mut T, target_rank: u32) -> *mu
     unsafe { arch::mapa_generic(local_ptr.cast_const().cast(), target_rank) as *mut T }
 }
 
-/// `mapa.shared::cluster` + `ld.shared::cluster.u32`: the `u32` at `local_ptr`'s offset
-/// in the shared memory of block `target_rank`.
-///
-/// # Safety
-/// `local_ptr` is 4-byte aligned and points into this block's shared memory;
-/// `target_rank < cluster_size()`; the target block wrote the value before a
-/// [`cluster_sync`] (or release arrive) that this thread has passed, and has not
-/// exited.
-#[must_use]
-#[inline(always)]
-pub unsafe fn dsmem_read_u32(local_ptr: *const u32, target_rank: u32) -> u32 {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::dsmem_read_u32(local_ptr, target_rank) }
-}
-
-/// `mapa.shared::cluster` + `st.shared::cluster.u32`: write `value` at `local_ptr`'s
-/// offset in the shared memory of block `target_rank`.
-///
-/// # Safety
-/// As [`dsmem_read_u32`], and no other thread reads or writes that location until a
-/// [`cluster_sync`] orders them.
-#[inline(always)]
-pub unsafe fn dsmem_write_u32(local_ptr: *mut u32, target_rank: u32, value: u32) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::dsmem_write_u32(local_ptr, target_rank, value) }
+forward! {
+    /// `mapa.shared::cluster` + `ld.shared::cluster.u32`: the `u32` at `local_ptr`'s offset
+    /// in the shared memory of block `target_rank`.
+    ///
+    /// # Safety
+    /// `local_ptr` is 4-byte aligned and points into this block's shared memory;
+    /// `target_rank < cluster_size()`; the target block wrote the value before a
+    /// [`cluster_sync`] (or release arrive) that this thread has passed, and has not
+    /// exited.
+    #[must_use]
+    pub unsafe fn dsmem_read_u32(local_ptr: *const u32, target_rank: u32) -> u32
+        = arch::dsmem_read_u32;
+    /// `mapa.shared::cluster` + `st.shared::cluster.u32`: write `value` at `local_ptr`'s
+    /// offset in the shared memory of block `target_rank`.
+    ///
+    /// # Safety
+    /// As [`dsmem_read_u32`], and no other thread reads or writes that location until a
+    /// [`cluster_sync`] orders them.
+    pub unsafe fn dsmem_write_u32(local_ptr: *mut u32, target_rank: u32, value: u32)
+        = arch::dsmem_write_u32;
 }

@@ -9,77 +9,48 @@
 
 use crate::{arch, bf16, f16};
 
-/// Two `f32` to a packed `f16x2`, rounded to nearest even.
-#[inline(always)]
-pub fn cvt_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_f16x2_f32(lo, hi)
+forward! {
+    /// Two `f32` to a packed `f16x2`, rounded to nearest even.
+    pub fn cvt_f16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_f16x2_f32;
+    /// Two `f32` to a packed `f16x2`, rounded toward zero (no overflow to infinity).
+    pub fn cvt_rz_f16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rz_f16x2_f32;
+    /// Two `f32` to a packed `f16x2`, negatives to `+0`, rounded to nearest even.
+    pub fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_relu_f16x2_f32;
+    /// Two `f32` to a packed `bf16x2`, rounded to nearest even (one instruction for what
+    /// [`bf16::from_f32`] does per value in integer arithmetic; a NaN becomes `0x7fff`).
+    pub fn cvt_bf16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_bf16x2_f32;
+    /// Two `f32` to a packed `bf16x2`, negatives to `+0`, rounded to nearest even.
+    pub fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rn_relu_bf16x2_f32;
+    /// Two `f32` to a packed `bf16x2`, rounded toward zero.
+    pub fn cvt_rz_bf16x2_f32(lo: f32, hi: f32) -> u32 = arch::cvt_rz_bf16x2_f32;
 }
 
-/// Two `f32` to a packed `f16x2`, rounded toward zero (no overflow to infinity).
-#[inline(always)]
-pub fn cvt_rz_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rz_f16x2_f32(lo, hi)
+/// Unpacking, the same for both half types: the pair, then each half (exact).
+macro_rules! unpacking {
+    ($($half:ident: $pair:ident, $lo:ident, $hi:ident, $pair_doc:literal;)*) => {$(
+        #[doc = $pair_doc]
+        #[inline(always)]
+        pub fn $pair(packed: u32) -> (f32, f32) {
+            ($lo(packed), $hi(packed))
+        }
+        #[doc = concat!("The low half of a packed `", stringify!($half), "x2`, as `f32` (exact).")]
+        #[inline(always)]
+        pub fn $lo(packed: u32) -> f32 {
+            $half::from_bits(packed as u16).to_f32()
+        }
+        #[doc = concat!("The high half of a packed `", stringify!($half), "x2`, as `f32` (exact).")]
+        #[inline(always)]
+        pub fn $hi(packed: u32) -> f32 {
+            $half::from_bits((packed >> 16) as u16).to_f32()
+        }
+    )*};
 }
 
-/// Two `f32` to a packed `f16x2`, negatives to `+0`, rounded to nearest even.
-#[inline(always)]
-pub fn cvt_rn_relu_f16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_relu_f16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `bf16x2`, rounded to nearest even (one instruction for what
-/// [`bf16::from_f32`] does per value in integer arithmetic; a NaN becomes `0x7fff`).
-#[inline(always)]
-pub fn cvt_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_bf16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `bf16x2`, negatives to `+0`, rounded to nearest even.
-#[inline(always)]
-pub fn cvt_rn_relu_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rn_relu_bf16x2_f32(lo, hi)
-}
-
-/// Two `f32` to a packed `bf16x2`, rounded toward zero.
-#[inline(always)]
-pub fn cvt_rz_bf16x2_f32(lo: f32, hi: f32) -> u32 {
-    arch::cvt_rz_bf16x2_f32(lo, hi)
-}
-
-/// A packed `f16x2`'s two values, low half first (the inverse of [`cvt_f16x2_f32`]).
-#[inline(always)]
-pub fn cvt_f32x2_f16x2(packed: u32) -> (f32, f32) {
-    (cvt_f32_f16x2_lo(packed), cvt_f32_f16x2_hi(packed))
-}
-
-/// The low half of a packed `f16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_f16x2_lo(packed: u32) -> f32 {
-    f16::from_bits(packed as u16).to_f32()
-}
-
-/// The high half of a packed `f16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_f16x2_hi(packed: u32) -> f32 {
-    f16::from_bits((packed >> 16) as u16).to_f32()
-}
-
-/// A packed `bf16x2`'s two values, low half first.
-#[inline(always)]
-pub fn cvt_f32x2_bf16x2(packed: u32) -> (f32, f32) {
-    (cvt_f32_bf16x2_lo(packed), cvt_f32_bf16x2_hi(packed))
-}
-
-/// The low half of a packed `bf16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_bf16x2_lo(packed: u32) -> f32 {
-    bf16::from_bits(packed as u16).to_f32()
-}
-
-/// The high half of a packed `bf16x2`, as `f32` (exact).
-#[inline(always)]
-pub fn cvt_f32_bf16x2_hi(packed: u32) -> f32 {
-    bf16::from_bits((packed >> 16) as u16).to_f32()
+unpacking! {
+    f16: cvt_f32x2_f16x2, cvt_f32_f16x2_lo, cvt_f32_f16x2_hi,
+        "A packed `f16x2`'s two values, low half first (the inverse of [`cvt_f16x2_f32`]).";
+    bf16: cvt_f32x2_bf16x2, cvt_f32_bf16x2_lo, cvt_f32_bf16x2_hi,
+        "A packed `bf16x2`'s two values, low half first.";
 }
 
 #[cfg(test)]

@@ -212,42 +212,32 @@ pub type BlockRow<'s, T> = crate::array::ArrayRowMut<'s, T>;
 mod tests {
     use super::*;
     use crate::__private::emu::{ThreadCoords, set_thread_coords};
-    use crate::thread::index_1d;
+    use crate::testing::each_thread;
+    use crate::thread::{blockIdx_x, index_1d, threadIdx_x};
 
     #[test]
     fn a_thread_writes_its_own_element() {
         let mut data = [0.0f32; 4];
-        for t in 0..6 {
-            let previous = set_thread_coords(ThreadCoords {
-                thread_idx: [t, 0, 0],
-                block_dim: [6, 1, 1],
-                ..ThreadCoords::SINGLE
-            });
+        each_thread(1, 6, || {
             let mut out = DisjointSlice::from_mut(&mut data);
             if let Some(x) = out.get_mut(index_1d()) {
-                *x = t as f32 + 1.0;
+                *x = threadIdx_x() as f32 + 1.0;
             }
-            set_thread_coords(previous);
-        }
+        });
         assert_eq!(data, [1.0, 2.0, 3.0, 4.0]);
     }
 
     #[test]
     fn chunks_tile_the_slice() {
         let mut data = [0u32; 10];
-        for t in 0..5 {
-            let previous = set_thread_coords(ThreadCoords {
-                thread_idx: [t, 0, 0],
-                block_dim: [5, 1, 1],
-                ..ThreadCoords::SINGLE
-            });
+        each_thread(1, 5, || {
+            let t = threadIdx_x();
             let mut out = DisjointSlice::from_mut(&mut data);
             match out.get_chunk_mut::<4>(index_1d()) {
                 Some(run) => run.iter_mut().for_each(|x| *x += t + 1),
                 None => assert!(t >= 3),
             }
-            set_thread_coords(previous);
-        }
+        });
         assert_eq!(data, [1, 1, 1, 1, 2, 2, 2, 2, 3, 3]);
     }
 
@@ -375,16 +365,12 @@ mod tests {
         use crate::thread::{WarpIndex, warp_index};
         // Blocks of 48 threads: warps 0 and 1 per block (the second is partial).
         let mut data = [0u32; 6];
-        for b in 0..3 {
-            for t in 0..48 {
-                let previous = as_thread([t, 0, 0], [b, 0, 0], [48, 1, 1], [3, 1, 1]);
-                let mut out = DisjointSlice::<u32, WarpIndex>::from_mut_with_space(&mut data);
-                if let Some(slot) = warp_index().and_then(|w| out.get_mut(w)) {
-                    *slot += 1 + b * 100 + t;
-                }
-                set_thread_coords(previous);
+        each_thread(3, 48, || {
+            let mut out = DisjointSlice::<u32, WarpIndex>::from_mut_with_space(&mut data);
+            if let Some(slot) = warp_index().and_then(|w| out.get_mut(w)) {
+                *slot += 1 + blockIdx_x() * 100 + threadIdx_x();
             }
-        }
+        });
         assert_eq!(data, [1, 33, 101, 133, 201, 233]);
     }
 }

@@ -15,60 +15,47 @@ macro_rules! dot_asm {
     }};
 }
 
-/// Products of the four signed bytes of `a` and `b`, summed, plus `c` (wrapping), as
-/// PTX `dp4a.s32.s32`.
-#[inline(always)]
-pub fn dp4a_s32(a: u32, b: u32, c: i32) -> i32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        dot_asm!("dp4a.s32.s32", i32, a, b, c)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    (0..4).fold(c, |acc, k| {
+/// Each function: `(0..lanes).fold(c, |acc, k| acc.wrapping_add(product))` over the
+/// `k`-th parts of `a` and `b` on the emulator; the PTX instruction named on the GPU.
+macro_rules! dot_products {
+    ($(
+        $(#[$m:meta])*
+        $name:ident -> $t:ty = $ins:literal, $lanes:literal lanes: |$a:ident, $b:ident, $k:ident| $product:expr;
+    )*) => {$(
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name($a: u32, $b: u32, c: $t) -> $t {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                dot_asm!($ins, $t, $a, $b, c)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            (0..$lanes).fold(c, |acc, $k| acc.wrapping_add($product))
+        }
+    )*};
+}
+
+dot_products! {
+    /// Products of the four signed bytes of `a` and `b`, summed, plus `c` (wrapping), as
+    /// PTX `dp4a.s32.s32`.
+    dp4a_s32 -> i32 = "dp4a.s32.s32", 4 lanes: |a, b, k| {
         let (x, y) = ((a >> (8 * k)) as u8 as i8, (b >> (8 * k)) as u8 as i8);
-        acc.wrapping_add(i32::from(x) * i32::from(y))
-    })
-}
-
-/// [`dp4a_s32`] with unsigned bytes (`dp4a.u32.u32`).
-#[inline(always)]
-pub fn dp4a_u32(a: u32, b: u32, c: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        dot_asm!("dp4a.u32.u32", u32, a, b, c)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    (0..4).fold(c, |acc, k| {
-        acc.wrapping_add(((a >> (8 * k)) & 0xFF) * ((b >> (8 * k)) & 0xFF))
-    })
-}
-
-/// The two signed halfwords of `a` times the low two signed bytes of `b`, summed, plus
-/// `c` (`dp2a.lo.s32.s32`).
-#[inline(always)]
-pub fn dp2a_s32(a: u32, b: u32, c: i32) -> i32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        dot_asm!("dp2a.lo.s32.s32", i32, a, b, c)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    (0..2).fold(c, |acc, k| {
+        i32::from(x) * i32::from(y)
+    };
+    /// [`dp4a_s32`] with unsigned bytes (`dp4a.u32.u32`).
+    dp4a_u32 -> u32 = "dp4a.u32.u32", 4 lanes: |a, b, k| {
+        ((a >> (8 * k)) & 0xFF) * ((b >> (8 * k)) & 0xFF)
+    };
+    /// The two signed halfwords of `a` times the low two signed bytes of `b`, summed, plus
+    /// `c` (`dp2a.lo.s32.s32`).
+    dp2a_s32 -> i32 = "dp2a.lo.s32.s32", 2 lanes: |a, b, k| {
         let (x, y) = ((a >> (16 * k)) as u16 as i16, (b >> (8 * k)) as u8 as i8);
-        acc.wrapping_add(i32::from(x) * i32::from(y))
-    })
-}
-
-/// [`dp2a_s32`] unsigned (`dp2a.lo.u32.u32`).
-#[inline(always)]
-pub fn dp2a_u32(a: u32, b: u32, c: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        dot_asm!("dp2a.lo.u32.u32", u32, a, b, c)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    (0..2).fold(c, |acc, k| {
-        acc.wrapping_add(((a >> (16 * k)) & 0xFFFF) * ((b >> (8 * k)) & 0xFF))
-    })
+        i32::from(x) * i32::from(y)
+    };
+    /// [`dp2a_s32`] unsigned (`dp2a.lo.u32.u32`).
+    dp2a_u32 -> u32 = "dp2a.lo.u32.u32", 2 lanes: |a, b, k| {
+        ((a >> (16 * k)) & 0xFFFF) * ((b >> (8 * k)) & 0xFF)
+    };
 }
 
 #[cfg(test)]

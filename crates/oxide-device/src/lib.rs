@@ -80,6 +80,39 @@ extern crate std;
 // resolve inside this crate too (its own tests and doc examples).
 extern crate self as oxide_device;
 
+/// Public functions that are one call of another with the same arguments (most often
+/// the `arch` function of the same operation): each entry is the function's docs and
+/// signature, then `= path;`. An `unsafe fn` passes its caller's obligations on.
+macro_rules! forward {
+    () => {};
+    (
+        $(#[$m:meta])*
+        pub fn $name:ident $(<const $c:ident: $ct:ty>)? ($($a:ident: $t:ty),*) $(-> $r:ty)?
+            = $($target:ident)::+;
+        $($rest:tt)*
+    ) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name $(<const $c: $ct>)? ($($a: $t),*) $(-> $r)? {
+            $($target)::+ $(::<$c>)? ($($a),*)
+        }
+        forward!($($rest)*);
+    };
+    (
+        $(#[$m:meta])*
+        pub unsafe fn $name:ident ($($a:ident: $t:ty),*) $(-> $r:ty)? = $($target:ident)::+;
+        $($rest:tt)*
+    ) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub unsafe fn $name($($a: $t),*) $(-> $r)? {
+            // SAFETY: upheld by the caller.
+            unsafe { $($target)::+($($a),*) }
+        }
+        forward!($($rest)*);
+    };
+}
+
 mod arch;
 pub mod array;
 pub mod async_copy;

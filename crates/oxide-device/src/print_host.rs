@@ -76,32 +76,27 @@ fn one(stem: &str, conv: u8, arg: HostArg) -> String {
     // SAFETY: every format is NUL-terminated and has exactly one conversion, matched
     // to the argument's C type; snprintf writes at most `cap` bytes.
     let n = unsafe {
-        match (conv, arg) {
-            ('d' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c', HostArg::Int(v)) => {
-                let c = if conv == 'c' { fmt("") } else { fmt("ll") };
-                if conv == 'c' {
-                    snprintf(ptr, cap, c.as_ptr().cast(), v as c_int)
-                } else {
-                    snprintf(ptr, cap, c.as_ptr().cast(), v)
-                }
+        // Signed or not, an integer reaches snprintf as its 64 bits; the conversion
+        // says how to read them.
+        let int_bits = match arg {
+            HostArg::Int(v) => Some(v),
+            HostArg::UInt(v) => Some(v as i64),
+            _ => None,
+        };
+        match (conv, int_bits, arg) {
+            ('c', Some(v), _) => snprintf(ptr, cap, fmt("").as_ptr().cast(), v as c_int),
+            ('d' | 'i' | 'u' | 'x' | 'X' | 'o', Some(v), _) => {
+                snprintf(ptr, cap, fmt("ll").as_ptr().cast(), v)
             }
-            ('d' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c', HostArg::UInt(v)) => {
-                let c = if conv == 'c' { fmt("") } else { fmt("ll") };
-                if conv == 'c' {
-                    snprintf(ptr, cap, c.as_ptr().cast(), v as c_int)
-                } else {
-                    snprintf(ptr, cap, c.as_ptr().cast(), v)
-                }
-            }
-            ('f' | 'F' | 'e' | 'E' | 'g' | 'G' | 'a' | 'A', HostArg::Float(v)) => {
+            ('f' | 'F' | 'e' | 'E' | 'g' | 'G' | 'a' | 'A', _, HostArg::Float(v)) => {
                 snprintf(ptr, cap, fmt("").as_ptr().cast(), v)
             }
-            ('s', HostArg::Str(p)) => snprintf(ptr, cap, fmt("").as_ptr().cast(), p),
+            ('s', _, HostArg::Str(p)) => snprintf(ptr, cap, fmt("").as_ptr().cast(), p),
             // A mismatch C would make undefined: print what the argument holds.
-            (_, HostArg::Int(v)) => return std::format!("{v}"),
-            (_, HostArg::UInt(v)) => return std::format!("{v}"),
-            (_, HostArg::Float(v)) => return std::format!("{v}"),
-            (_, HostArg::Str(p)) => return CStr::from_ptr(p).to_string_lossy().into_owned(),
+            (_, _, HostArg::Int(v)) => return std::format!("{v}"),
+            (_, _, HostArg::UInt(v)) => return std::format!("{v}"),
+            (_, _, HostArg::Float(v)) => return std::format!("{v}"),
+            (_, _, HostArg::Str(p)) => return CStr::from_ptr(p).to_string_lossy().into_owned(),
         }
     };
     let len = (n.max(0) as usize).min(cap - 1);

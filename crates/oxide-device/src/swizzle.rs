@@ -99,23 +99,22 @@ pub const fn banks_used(offsets: &[usize; WARP_LANES], elem_size: usize) -> usiz
 /// `i`): the access swizzles exist for.
 #[must_use]
 pub const fn column_offsets(row_stride_elems: usize, col: usize) -> [usize; WARP_LANES] {
-    let mut out = [0; WARP_LANES];
-    let mut lane = 0;
-    while lane < WARP_LANES {
-        out[lane] = lane * row_stride_elems + col;
-        lane += 1;
-    }
-    out
+    lane_offsets(col, row_stride_elems)
 }
 
 /// The offsets of a warp reading row `row` (contiguous: conflict-free unswizzled; a
 /// swizzle chosen for columns must keep it so).
 #[must_use]
 pub const fn row_offsets(row: usize, row_stride_elems: usize) -> [usize; WARP_LANES] {
+    lane_offsets(row * row_stride_elems, 1)
+}
+
+/// Lane `i` at offset `first + i * step`.
+const fn lane_offsets(first: usize, step: usize) -> [usize; WARP_LANES] {
     let mut out = [0; WARP_LANES];
     let mut lane = 0;
     while lane < WARP_LANES {
-        out[lane] = row * row_stride_elems + lane;
+        out[lane] = first + lane * step;
         lane += 1;
     }
     out

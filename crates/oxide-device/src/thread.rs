@@ -578,20 +578,11 @@ mod tests {
     #[test]
     fn grid_stride_ranges_partition_the_indices() {
         let mut seen = [0u8; 23];
-        for b in 0..2 {
-            for t in 0..3 {
-                let previous = set_thread_coords(ThreadCoords {
-                    thread_idx: [t, 0, 0],
-                    block_idx: [b, 0, 0],
-                    block_dim: [3, 1, 1],
-                    grid_dim: [2, 1, 1],
-                });
-                for i in grid_stride_range(seen.len()) {
-                    seen[i] += 1;
-                }
-                set_thread_coords(previous);
+        crate::testing::each_thread(2, 3, || {
+            for i in grid_stride_range(seen.len()) {
+                seen[i] += 1;
             }
-        }
+        });
         assert!(seen.iter().all(|&n| n == 1));
         assert_eq!(grid_stride_range(0).count(), 0);
     }

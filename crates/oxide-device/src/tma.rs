@@ -133,24 +133,15 @@ pub unsafe fn cp_async_bulk_tensor_2d_s2g(
     unsafe { arch::cp_async_bulk_tensor_2d_s2g(src, tensor_map.cast(), coord0, coord1) }
 }
 
-/// `cp.async.bulk.commit_group`: close this thread's group of bulk copies
-/// ([`cp_async_bulk_tensor_2d_s2g`]) so that the waits below can name it.
-#[inline(always)]
-pub fn cp_async_bulk_commit_group() {
-    arch::cp_async_bulk_commit_group()
-}
-
-/// `cp.async.bulk.wait_group N`: wait until at most `N` of this thread's committed bulk
-/// groups are pending, their global writes done.
-#[inline(always)]
-pub fn cp_async_bulk_wait_group<const N: u32>() {
-    arch::cp_async_bulk_wait_group::<N>()
-}
-
-/// `cp.async.bulk.wait_group.read N`: wait until at most `N` of this thread's committed
-/// bulk groups still read their shared-memory sources (their global writes may still
-/// be under way): the point after which the sources may be written again.
-#[inline(always)]
-pub fn cp_async_bulk_wait_group_read<const N: u32>() {
-    arch::cp_async_bulk_wait_group_read::<N>()
+forward! {
+    /// `cp.async.bulk.commit_group`: close this thread's group of bulk copies
+    /// ([`cp_async_bulk_tensor_2d_s2g`]) so that the waits below can name it.
+    pub fn cp_async_bulk_commit_group() = arch::cp_async_bulk_commit_group;
+    /// `cp.async.bulk.wait_group N`: wait until at most `N` of this thread's committed bulk
+    /// groups are pending, their global writes done.
+    pub fn cp_async_bulk_wait_group<const N: u32>() = arch::cp_async_bulk_wait_group;
+    /// `cp.async.bulk.wait_group.read N`: wait until at most `N` of this thread's committed
+    /// bulk groups still read their shared-memory sources (their global writes may still
+    /// be under way): the point after which the sources may be written again.
+    pub fn cp_async_bulk_wait_group_read<const N: u32>() = arch::cp_async_bulk_wait_group_read;
 }

@@ -251,28 +251,8 @@ block_reductions! {
 // cuda-oxide puts the type before `_sync` (`shuffle_xor_f32_sync`) and has mask-less
 // forms for the whole warp (`shuffle_xor_f32`); both name the functions above.
 
-macro_rules! cuda_oxide_shuffles {
-    ($($t:ty: $idx:ident $xor:ident $down:ident $up:ident, $idx_all:ident $xor_all:ident $down_all:ident $up_all:ident;)*) => {$(
-        #[doc = concat!("[`shuffle_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $idx(mask: u32, value: $t, src_lane: u32) -> $t {
-            value.shuffle(mask, src_lane)
-        }
-        #[doc = concat!("[`shuffle_xor_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $xor(mask: u32, value: $t, lane_mask: u32) -> $t {
-            value.shuffle_xor(mask, lane_mask)
-        }
-        #[doc = concat!("[`shuffle_down_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $down(mask: u32, value: $t, delta: u32) -> $t {
-            value.shuffle_down(mask, delta)
-        }
-        #[doc = concat!("[`shuffle_up_sync`] for `", stringify!($t), "` (cuda-oxide's name).")]
-        #[inline(always)]
-        pub fn $up(mask: u32, value: $t, delta: u32) -> $t {
-            value.shuffle_up(mask, delta)
-        }
+macro_rules! whole_warp_shuffles {
+    ($($t:ty: $idx_all:ident $xor_all:ident $down_all:ident $up_all:ident;)*) => {$(
         #[doc = concat!("The value of lane `src_lane`, over the whole warp (`", stringify!($t), "`).")]
         #[inline(always)]
         pub fn $idx_all(value: $t, src_lane: u32) -> $t {
@@ -296,6 +276,13 @@ macro_rules! cuda_oxide_shuffles {
     )*};
 }
 
+macro_rules! cuda_oxide_shuffles {
+    ($($t:ty: $idx:ident $xor:ident $down:ident $up:ident, $idx_all:ident $xor_all:ident $down_all:ident $up_all:ident;)*) => {$(
+        shuffle_fns!($t: $idx, $xor, $down, $up;);
+        whole_warp_shuffles!($t: $idx_all $xor_all $down_all $up_all;);
+    )*};
+}
+
 cuda_oxide_shuffles! {
     f32: shuffle_f32_sync shuffle_xor_f32_sync shuffle_down_f32_sync shuffle_up_f32_sync,
         shuffle_f32 shuffle_xor_f32 shuffle_down_f32 shuffle_up_f32;
@@ -307,28 +294,8 @@ cuda_oxide_shuffles! {
         shuffle_i32 shuffle_xor_i32 shuffle_down_i32 shuffle_up_i32;
 }
 
-/// The value of lane `src_lane`, over the whole warp (`u32`).
-#[inline(always)]
-pub fn shuffle(value: u32, src_lane: u32) -> u32 {
-    value.shuffle(FULL_MASK, src_lane)
-}
-
-/// The value of lane `lane_id ^ lane_mask`, over the whole warp (`u32`).
-#[inline(always)]
-pub fn shuffle_xor(value: u32, lane_mask: u32) -> u32 {
-    value.shuffle_xor(FULL_MASK, lane_mask)
-}
-
-/// The value of lane `lane_id + delta`, over the whole warp (`u32`).
-#[inline(always)]
-pub fn shuffle_down(value: u32, delta: u32) -> u32 {
-    value.shuffle_down(FULL_MASK, delta)
-}
-
-/// The value of lane `lane_id - delta`, over the whole warp (`u32`).
-#[inline(always)]
-pub fn shuffle_up(value: u32, delta: u32) -> u32 {
-    value.shuffle_up(FULL_MASK, delta)
+whole_warp_shuffles! {
+    u32: shuffle shuffle_xor shuffle_down shuffle_up;
 }
 
 /// [`ballot_sync`] over the whole warp.
@@ -417,29 +384,16 @@ pub fn lanemask_gt() -> u32 {
     !lanemask_le()
 }
 
-/// `redux.sync.add` over `mask` (cuda-oxide's name; wraps, so it serves `i32` too
-/// through `as u32`).
-#[inline(always)]
-pub fn redux_sync_add(mask: u32, value: u32) -> u32 {
-    arch::redux_add_u32(mask, value)
-}
-
-/// `redux.sync.and` over `mask`.
-#[inline(always)]
-pub fn redux_sync_and(mask: u32, value: u32) -> u32 {
-    arch::redux_and_u32(mask, value)
-}
-
-/// `redux.sync.or` over `mask`.
-#[inline(always)]
-pub fn redux_sync_or(mask: u32, value: u32) -> u32 {
-    arch::redux_or_u32(mask, value)
-}
-
-/// `redux.sync.xor` over `mask`.
-#[inline(always)]
-pub fn redux_sync_xor(mask: u32, value: u32) -> u32 {
-    arch::redux_xor_u32(mask, value)
+forward! {
+    /// `redux.sync.add` over `mask` (cuda-oxide's name; wraps, so it serves `i32` too
+    /// through `as u32`).
+    pub fn redux_sync_add(mask: u32, value: u32) -> u32 = arch::redux_add_u32;
+    /// `redux.sync.and` over `mask`.
+    pub fn redux_sync_and(mask: u32, value: u32) -> u32 = arch::redux_and_u32;
+    /// `redux.sync.or` over `mask`.
+    pub fn redux_sync_or(mask: u32, value: u32) -> u32 = arch::redux_or_u32;
+    /// `redux.sync.xor` over `mask`.
+    pub fn redux_sync_xor(mask: u32, value: u32) -> u32 = arch::redux_xor_u32;
 }
 
 /// One leader among the lanes of `mask` that reach the call: `(leader's lane, whether

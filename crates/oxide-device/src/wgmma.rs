@@ -222,19 +222,14 @@ register_a_forms! {
     wgmma_m64n128k16_f32_f16_rs => wgmma_m64n128k16_f16_rs, 64;
 }
 
-/// `setmaxnreg.inc.sync.aligned.u32 N` (sm_90a): raise this warpgroup's register
-/// limit to `N` (a multiple of 8, 24..=256), taking registers another warpgroup
-/// released with [`setmaxnreg_dec`]. Works only in a kernel whose register count is
-/// capped at entry (`#[launch_bounds(threads, 1)]`); each warpgroup's role should be
-/// one branch of an if/else. Executed by all threads of the warpgroup together.
-#[inline(always)]
-pub fn setmaxnreg_inc<const N: u32>() {
-    arch::setmaxnreg_inc::<N>()
-}
-
-/// `setmaxnreg.dec.sync.aligned.u32 N` (sm_90a): lower this warpgroup's register
-/// limit to `N`, returning the rest to the block's pool. See [`setmaxnreg_inc`].
-#[inline(always)]
-pub fn setmaxnreg_dec<const N: u32>() {
-    arch::setmaxnreg_dec::<N>()
+forward! {
+    /// `setmaxnreg.inc.sync.aligned.u32 N` (sm_90a): raise this warpgroup's register
+    /// limit to `N` (a multiple of 8, 24..=256), taking registers another warpgroup
+    /// released with [`setmaxnreg_dec`]. Works only in a kernel whose register count is
+    /// capped at entry (`#[launch_bounds(threads, 1)]`); each warpgroup's role should be
+    /// one branch of an if/else. Executed by all threads of the warpgroup together.
+    pub fn setmaxnreg_inc<const N: u32>() = arch::setmaxnreg_inc;
+    /// `setmaxnreg.dec.sync.aligned.u32 N` (sm_90a): lower this warpgroup's register
+    /// limit to `N`, returning the rest to the block's pool. See [`setmaxnreg_inc`].
+    pub fn setmaxnreg_dec<const N: u32>() = arch::setmaxnreg_dec;
 }

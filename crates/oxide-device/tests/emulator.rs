@@ -250,25 +250,22 @@ pub fn trap_after_barrier(who: u32) {
 
 #[test]
 fn a_panic_while_others_wait_stops_the_block() {
-    let (status, e) = run(
-        __oxide_host_trap_after_barrier,
-        [2, 1, 1],
-        [96, 1, 1],
-        0,
-        &[70],
-    );
+    // Two blocks of 96 threads; thread `who` of each gives up between the barriers.
+    let launch = |who: u64| {
+        run(
+            __oxide_host_trap_after_barrier,
+            [2, 1, 1],
+            [96, 1, 1],
+            0,
+            &[who],
+        )
+    };
+    let (status, e) = launch(70);
     assert_eq!(status, STATUS_TRAP);
     assert_eq!(e.thread, [70, 0, 0]);
     assert!(e.text().contains("thread 70 gives up"), "{}", e.text());
     // The engine is usable again after a failed launch.
-    let (status, _) = run(
-        __oxide_host_trap_after_barrier,
-        [2, 1, 1],
-        [96, 1, 1],
-        0,
-        &[999],
-    );
-    assert_eq!(status, STATUS_OK);
+    assert_eq!(launch(999).0, STATUS_OK);
 }
 
 #[kernel]

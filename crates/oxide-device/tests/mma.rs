@@ -11,6 +11,17 @@ use oxide_device::mma::*;
 use oxide_device::prelude::*;
 use oxide_device::{bf16, f16};
 
+/// `entry` on one block of `threads` threads with a one-element `f32` output traps, with a
+/// message that contains each of `needles`.
+fn assert_refused(entry: HostEntry, threads: u32, needles: &[&str]) {
+    let out = [0.0f32; 1];
+    let (status, m) = run(entry, threads, &slice(&out));
+    assert_eq!(status, STATUS_TRAP, "{m}");
+    for needle in needles {
+        assert!(m.contains(needle), "no {needle:?} in {m}");
+    }
+}
+
 fn run(entry: HostEntry, threads: u32, args: &[u64]) -> (i32, String) {
     // SAFETY: the tests pass buffers that outlive the call.
     let (status, e) = unsafe { call(entry, &OxideLaunch::linear(1, threads, 0), args) };
@@ -197,36 +208,22 @@ pub unsafe fn ldmatrix_modes(mode: u32, out: &mut [u32], back: &mut [u16]) {
     let row = unsafe { TILE.as_ptr().add(lane * 8) };
     let brow = unsafe { BACK.as_mut_ptr().add(lane * 8) };
     let mut regs = [0u32; 4];
+    // Load with `$ld` into the first registers, and store what it loaded with `$st`.
+    macro_rules! round_trip {
+        ($ld:ident, $st:ident) => {{
+            let r = $ld(row);
+            regs[..r.len()].copy_from_slice(&r);
+            $st(brow, r)
+        }};
+    }
     unsafe {
         match mode {
-            0 => {
-                let r = ldmatrix_x1(row);
-                regs[..1].copy_from_slice(&r);
-                stmatrix_x1(brow, r)
-            }
-            1 => {
-                let r = ldmatrix_x2(row);
-                regs[..2].copy_from_slice(&r);
-                stmatrix_x2(brow, r)
-            }
-            2 => {
-                regs = ldmatrix_x4(row);
-                stmatrix_x4(brow, regs)
-            }
-            3 => {
-                let r = ldmatrix_x1_trans(row);
-                regs[..1].copy_from_slice(&r);
-                stmatrix_x1_trans(brow, r)
-            }
-            4 => {
-                let r = ldmatrix_x2_trans(row);
-                regs[..2].copy_from_slice(&r);
-                stmatrix_x2_trans(brow, r)
-            }
-            _ => {
-                regs = ldmatrix_x4_trans(row);
-                stmatrix_x4_trans(brow, regs)
-            }
+            0 => round_trip!(ldmatrix_x1, stmatrix_x1),
+            1 => round_trip!(ldmatrix_x2, stmatrix_x2),
+            2 => round_trip!(ldmatrix_x4, stmatrix_x4),
+            3 => round_trip!(ldmatrix_x1_trans, stmatrix_x1_trans),
+            4 => round_trip!(ldmatrix_x2_trans, stmatrix_x2_trans),
+            _ => round_trip!(ldmatrix_x4_trans, stmatrix_x4_trans),
         }
     }
     thread::sync_threads();
@@ -342,13 +339,8 @@ pub unsafe fn warpgroup_product(out: &mut [f32]) {
 
 #[test]
 fn the_emulator_refuses_wgmma_naming_it() {
-    let out = vec![0.0f32; 1];
-    let (status, m) = run(__oxide_host_warpgroup_product, 128, &slice(&out));
-    assert_eq!(status, STATUS_TRAP);
-    assert!(
-        m.contains("wgmma.fence is not emulated") && m.contains("mma.sync"),
-        "{m}"
-    );
+    let needles = ["wgmma.fence is not emulated", "mma.sync"];
+    assert_refused(__oxide_host_warpgroup_product, 128, &needles);
 }
 
 #[kernel]
@@ -360,10 +352,8 @@ pub unsafe fn warpgroup_wait_naming_acc(out: &mut [f32]) {
 
 #[test]
 fn the_emulator_refuses_the_wait_naming_accumulators() {
-    let out = vec![0.0f32; 1];
-    let (status, m) = run(__oxide_host_warpgroup_wait_naming_acc, 128, &slice(&out));
-    assert_eq!(status, STATUS_TRAP);
-    assert!(m.contains("wgmma.wait_group is not emulated"), "{m}");
+    let needles = ["wgmma.wait_group is not emulated"];
+    assert_refused(__oxide_host_warpgroup_wait_naming_acc, 128, &needles);
 }
 
 #[kernel]
@@ -374,13 +364,8 @@ pub unsafe fn bulk_store_group(out: &mut [f32]) {
 
 #[test]
 fn the_emulator_refuses_tma_stores_naming_them() {
-    let out = vec![0.0f32; 1];
-    let (status, m) = run(__oxide_host_bulk_store_group, 32, &slice(&out));
-    assert_eq!(status, STATUS_TRAP);
-    assert!(
-        m.contains("cp.async.bulk.commit_group is not emulated"),
-        "{m}"
-    );
+    let needles = ["cp.async.bulk.commit_group is not emulated"];
+    assert_refused(__oxide_host_bulk_store_group, 32, &needles);
 }
 
 #[kernel]
@@ -392,12 +377,10 @@ pub unsafe fn block_barrier_init(out: &mut [f32]) {
 
 #[test]
 fn the_emulator_refuses_mbarrier_pointing_at_sm_80() {
-    let out = vec![0.0f32; 1];
-    let (status, m) = run(__oxide_host_block_barrier_init, 32, &slice(&out));
-    assert_eq!(status, STATUS_TRAP);
-    assert!(m.contains("mbarrier.init is not emulated"), "{m}");
-    assert!(
-        m.contains("sm_80 or newer GPU") && m.contains("sync_threads"),
-        "{m}"
-    );
+    let needles = [
+        "mbarrier.init is not emulated",
+        "sm_80 or newer GPU",
+        "sync_threads",
+    ];
+    assert_refused(__oxide_host_block_barrier_init, 32, &needles);
 }

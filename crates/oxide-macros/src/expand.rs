@@ -375,13 +375,8 @@ fn scalar_ident(ty: ScalarType) -> Ident {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::parse;
-    use crate::validate::validate;
+    use crate::testing::{assert_contains_all, entry_code, kernel};
     use oxide_abi::descriptor::LaunchBounds;
-
-    fn kernel(attr: TokenStream, item: TokenStream) -> Kernel {
-        validate(parse(attr, item).unwrap()).unwrap_or_else(|e| panic!("{e}"))
-    }
 
     /// What `concat!` produces, given a module, file and line.
     fn complete(kernel: &Kernel, inst: &Instance, module: &str, file: &str, line: u32) -> String {
@@ -499,24 +494,24 @@ mod tests {
 
     #[test]
     fn entry_abi_per_kind() {
-        let k = kernel(
-            quote!(),
+        let code = entry_code(
+            device_entry,
             quote!(
                 pub fn k(b: bool, n: usize, x: &[f32], mut y: DisjointSlice<f32>) {}
             ),
         );
-        let code = device_entry(&k, &k.instances[0]).to_string();
-        for expected in [
-            "__oxide_arg0 : u8",
-            "__oxide_arg1 : u64",
-            "__oxide_arg2 : * const f32 , __oxide_arg2_len : usize",
-            "__oxide_arg3 : * mut f32 , __oxide_arg3_len : usize",
-            "let __oxide_arg0 : bool = __oxide_arg0 != 0",
-            "export_name = \"k\"",
-            "k (__oxide_arg0 , __oxide_arg1 , __oxide_arg2 , __oxide_arg3)",
-        ] {
-            assert!(code.contains(expected), "{expected} not in {code}");
-        }
+        assert_contains_all(
+            &code,
+            &[
+                "__oxide_arg0 : u8",
+                "__oxide_arg1 : u64",
+                "__oxide_arg2 : * const f32 , __oxide_arg2_len : usize",
+                "__oxide_arg3 : * mut f32 , __oxide_arg3_len : usize",
+                "let __oxide_arg0 : bool = __oxide_arg0 != 0",
+                "export_name = \"k\"",
+                "k (__oxide_arg0 , __oxide_arg1 , __oxide_arg2 , __oxide_arg3)",
+            ],
+        );
     }
 
     #[test]
@@ -534,58 +529,54 @@ mod tests {
         let lengths: Vec<_> = d.params.iter().map(|p| p.length.as_deref()).collect();
         assert_eq!(lengths, [None, Some("n"), Some("n"), Some("n"), Some("4")]);
         let code = device_entry(&k, &k.instances[0]).to_string();
-        for expected in [
-            "assume_one_d_launch ()",
-            "assume_equal (__oxide_arg2_len , __oxide_arg1_len)",
-            "assume_equal (__oxide_arg3_len , __oxide_arg1_len)",
-            "assume_equal (__oxide_arg4_len , 4)",
-        ] {
-            assert!(code.contains(expected), "{expected} not in {code}");
-        }
+        assert_contains_all(
+            &code,
+            &[
+                "assume_one_d_launch ()",
+                "assume_equal (__oxide_arg2_len , __oxide_arg1_len)",
+                "assume_equal (__oxide_arg3_len , __oxide_arg1_len)",
+                "assume_equal (__oxide_arg4_len , 4)",
+            ],
+        );
         // Every policy but tiles is 1-D (block_per_element too); no contract, no policy:
         // nothing assumed.
-        let rows = kernel(
-            quote!(),
+        let code = entry_code(
+            device_entry,
             quote! {
                 #[launch(block_per_element(out))]
                 pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
             },
         );
-        let code = device_entry(&rows, &rows.instances[0]).to_string();
         assert!(code.contains("assume_one_d_launch ()") && !code.contains("assume_equal"));
-        let plain = kernel(
-            quote!(),
+        let plain = entry_code(
+            device_entry,
             quote! {
                 pub fn p(x: &[f32], mut out: DisjointSlice<f32>) {}
             },
         );
-        assert!(
-            !device_entry(&plain, &plain.instances[0])
-                .to_string()
-                .contains("assume")
-        );
+        assert!(!plain.contains("assume"));
     }
 
     #[test]
     fn array_extents_are_bounded_and_named_ones_equal() {
-        let k = kernel(
-            quote!(),
+        let code = entry_code(
+            device_entry,
             quote! {
                 #[shapes(x[rows, cols], w[cols], out[rows, cols])]
                 pub fn k(x: Array2<f32>, w: &[f32], mut out: DisjointArray2<f32>, y: Array1<f32>) {}
             },
         );
-        let code = device_entry(&k, &k.instances[0]).to_string();
-        for expected in [
-            "assume_at_most (__oxide_arg0_d0 , 2147483647)",
-            "assume_at_most (__oxide_arg0_d1 , 2147483647)",
-            "assume_equal (__oxide_arg1_len , __oxide_arg0_d1)",
-            "assume_equal (__oxide_arg2_d0 , __oxide_arg0_d0)",
-            "assume_equal (__oxide_arg2_d1 , __oxide_arg0_d1)",
-            "assume_at_most (__oxide_arg3_d0 , 2147483647)",
-        ] {
-            assert!(code.contains(expected), "{expected} not in {code}");
-        }
+        assert_contains_all(
+            &code,
+            &[
+                "assume_at_most (__oxide_arg0_d0 , 2147483647)",
+                "assume_at_most (__oxide_arg0_d1 , 2147483647)",
+                "assume_equal (__oxide_arg1_len , __oxide_arg0_d1)",
+                "assume_equal (__oxide_arg2_d0 , __oxide_arg0_d0)",
+                "assume_equal (__oxide_arg2_d1 , __oxide_arg0_d1)",
+                "assume_at_most (__oxide_arg3_d0 , 2147483647)",
+            ],
+        );
         assert!(!code.contains("__oxide_arg3_d0 , __oxide"), "y[_] is free");
     }
 

@@ -169,32 +169,27 @@ fn scalar_from_word(ty: ScalarType, w: TokenStream) -> TokenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::parse;
-    use crate::validate::validate;
+    use crate::testing::{assert_contains_all, entry_code};
 
     #[test]
     fn host_entry_decodes_words_per_kind() {
-        let k = validate(
-            parse(
-                quote!(),
-                quote!(
-                    pub fn k(b: bool, a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
-                ),
-            )
-            .unwrap(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let code = host_entry(&k, &k.instances[0]).to_string();
-        for expected in [
-            "fn __oxide_host_k",
-            "no_mangle",
-            "__oxide_words [0usize] != 0",
-            "f32 :: from_bits (__oxide_words [1usize] as u32)",
-            "__oxide_words [3usize] as usize",
-            "words (\"k\" , args , nargs , 6usize , error)",
-            "1024u32",
-        ] {
-            assert!(code.contains(expected), "{expected} not in {code}");
-        }
+        let code = entry_code(
+            host_entry,
+            quote!(
+                pub fn k(b: bool, a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
+            ),
+        );
+        assert_contains_all(
+            &code,
+            &[
+                "fn __oxide_host_k",
+                "no_mangle",
+                "__oxide_words [0usize] != 0",
+                "f32 :: from_bits (__oxide_words [1usize] as u32)",
+                "__oxide_words [3usize] as usize",
+                "words (\"k\" , args , nargs , 6usize , error)",
+                "1024u32",
+            ],
+        );
     }
 }

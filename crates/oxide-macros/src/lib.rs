@@ -27,6 +27,8 @@ mod printf;
 mod record_types;
 mod records;
 mod shared;
+#[cfg(test)]
+mod testing;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -50,118 +52,91 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     .into()
 }
 
-/// `#[launch_bounds(max_threads)]` or `#[launch_bounds(max_threads, min_blocks)]` on a
-/// `#[kernel]` function: the kernel is compiled for at most `max_threads` threads per
-/// block (PTX `.maxntid`) and at least `min_blocks` resident blocks per SM
-/// (`.minnctapersm`). `#[kernel]` reads it; this macro only runs when it is written
-/// above `#[kernel]`, and moves it below.
-#[proc_macro_attribute]
-pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(parse::LAUNCH_BOUNDS_ATTR, attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+/// Attributes that `#[kernel]` reads, each written above it: the macro only moves itself
+/// below `#[kernel]` (`parse::move_below_kernel`), where `#[kernel]` finds it.
+macro_rules! read_by_kernel {
+    ($($(#[$m:meta])* $name:ident => $attr:ident;)*) => {$(
+        $(#[$m])*
+        #[proc_macro_attribute]
+        pub fn $name(attr: TokenStream, item: TokenStream) -> TokenStream {
+            expanded(parse::move_below_kernel(parse::$attr, attr.into(), item.into()))
+        }
+    )*};
 }
 
-/// `#[cluster_launch(x, y, z)]` (or `(x)`, `(x, y)`; missing axes are 1) on a `#[kernel]`
-/// function (cuda-oxide's attribute): the kernel runs in thread-block clusters of
-/// `x · y · z` blocks (at most 8; sm_90+), whose blocks are scheduled together and can
-/// read each other's shared memory (`oxide_device::cluster`). PTX `.reqnctapercluster`;
-/// recorded in the descriptor, and a launch whose grid is not a multiple of it per axis
-/// is refused before it runs. `cargo oxide build` refuses such a kernel for targets
-/// below sm_90. `#[kernel]` reads it; this macro only runs when it is written above
-/// `#[kernel]`, and moves it below.
-#[proc_macro_attribute]
-pub fn cluster_launch(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(parse::CLUSTER_ATTR, attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
-}
-
-/// `#[launch(policy(param, ...))]` on a `#[kernel]` function: how a call without
-/// `[grid, block]` sizes its launch, and which explicit grids are refused. Recorded in
-/// the kernel's descriptor and applied by the Python launcher. Policies (`param` names a
-/// slice parameter of length `n`; `block = B` sets a plain call's block, 256 if absent):
-///
-/// - `elementwise(out, per_thread = N | vector)`: each thread handles `N` contiguous
-///   elements (`vector`: 16 bytes' worth of `out`'s type); `ceil(n / (N·B))` blocks;
-/// - `grid_stride(x, per_thread = N | vector, blocks_per_sm = K)`: a grid-stride loop
-///   that wants the device busy: at most `K` blocks per multiprocessor (by default half
-///   a multiprocessor's 2048 threads: one wave for kernels of up to 64 registers);
-/// - `block_per_element(partial)`: one block per element; a grid of another size is
-///   refused;
-/// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
-///   (an integer parameter) columns;
-/// - `columns(out)`: column reductions (`out.reduce_columns(x, …)`): one block per
-///   strip of 128 bytes of `out`'s columns, `ceil(n / (128 / size_of element))` blocks
-///   of 1024 threads (or the launch bounds) unless `block` says otherwise;
-/// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
-///   the block; the grid follows from it.
-///
-/// Launches of every policy but `tiles` are 1-D: the launcher refuses a grid or block
-/// with a y or z extent other than 1, and the kernel's entry assumes a 1-D launch, so
-/// `thread::index_1d()` need not check it and `thread::block_index()` is `blockIdx.x`.
-#[proc_macro_attribute]
-pub fn launch(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(parse::LAUNCH_ATTR, attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
-}
-
-/// `#[shapes(a[m, k], b[k, n], c[m, n])]` on a `#[kernel]` function: the dimensions of
-/// its shaped array parameters (`Array2<T>`, `DisjointArray2<T>` …). A name shared by
-/// several dimensions must have one extent in a call; a number is a fixed extent; `_`
-/// any. A slice parameter (`&[T]`, `DisjointSlice<T>`, `&mut [T]`, `AtomicSlice<T>`)
-/// takes one length, a name or a number: `#[shapes(x[n], y[n], out[n])]`. Recorded in
-/// the descriptor and checked by the launcher before launch, with errors that name the
-/// kernel, the parameter and the dimension; the kernel's entry then assumes the slice
-/// lengths (`x.len() == out.len()`), so a bounds check on one slice covers the others.
-#[proc_macro_attribute]
-pub fn shapes(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(parse::SHAPES_ATTR, attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
-}
-
-/// `#[variant_of(kernel)]` on a `#[kernel]` function: this kernel is a faster variant of
-/// the kernel `kernel` of another crate for the calls it takes (the same parameters a
-/// caller passes; its own shape contract, launch policy and architecture decide which
-/// calls). Recorded in the descriptor; pyoxide runs it for a plain call of `kernel` where
-/// it takes the arguments and its code runs on the device, and `kernel` everywhere else.
-#[proc_macro_attribute]
-pub fn variant_of(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(parse::VARIANT_ATTR, attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
-}
-
-/// `#[tensor_maps(maps, a(rows = 128), b(rows = 64), ...)]` on a `#[kernel]` function:
-/// the kernel reads or writes the listed 2-D arrays through TMA tensor maps, which the
-/// launcher makes (the driver's `cuTensorMapEncodeTiled`) and passes in `maps`, the
-/// kernel's last parameter (`&[u8]`, 128 bytes a map, in order, 64-byte aligned), which
-/// no caller passes. Each map copies boxes of `rows` rows of `bytes` bytes (default 128)
-/// with the `swizzle`-byte swizzle (default 128; 0 for none). A mapped array must be a
-/// C-layout `Array2`/`DisjointArray2` whose address and rows are multiples of 16 bytes;
-/// the launcher refuses other calls before launch.
-#[proc_macro_attribute]
-pub fn tensor_maps(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(parse::TENSOR_MAPS_ATTR, attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
-}
-
-/// `#[tune(TILE = [64, 128], block = [128, 256, 512])]` on a `#[kernel]` function: the
-/// candidates `pyoxide tune` tries. A const generic parameter's values each make an
-/// instance (its own entry point; the first value is the hand pick, which plain calls
-/// run until a tuned choice says otherwise); a launch parameter's values (`block`,
-/// `per_thread`, `blocks_per_sm`) replace the `#[launch]` policy's, whose own value
-/// must be among them. Recorded in the descriptor; see docs/guide/tuning.md.
-/// `#[kernel]` reads it; this macro only runs when it is written above `#[kernel]`, and
-/// moves it below.
-#[proc_macro_attribute]
-pub fn tune(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::move_below_kernel(parse::TUNE_ATTR, attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+read_by_kernel! {
+    /// `#[launch_bounds(max_threads)]` or `#[launch_bounds(max_threads, min_blocks)]` on a
+    /// `#[kernel]` function: the kernel is compiled for at most `max_threads` threads per
+    /// block (PTX `.maxntid`) and at least `min_blocks` resident blocks per SM
+    /// (`.minnctapersm`). `#[kernel]` reads it; this macro only runs when it is written
+    /// above `#[kernel]`, and moves it below.
+    launch_bounds => LAUNCH_BOUNDS_ATTR;
+    /// `#[cluster_launch(x, y, z)]` (or `(x)`, `(x, y)`; missing axes are 1) on a `#[kernel]`
+    /// function (cuda-oxide's attribute): the kernel runs in thread-block clusters of
+    /// `x · y · z` blocks (at most 8; sm_90+), whose blocks are scheduled together and can
+    /// read each other's shared memory (`oxide_device::cluster`). PTX `.reqnctapercluster`;
+    /// recorded in the descriptor, and a launch whose grid is not a multiple of it per axis
+    /// is refused before it runs. `cargo oxide build` refuses such a kernel for targets
+    /// below sm_90. `#[kernel]` reads it; this macro only runs when it is written above
+    /// `#[kernel]`, and moves it below.
+    cluster_launch => CLUSTER_ATTR;
+    /// `#[launch(policy(param, ...))]` on a `#[kernel]` function: how a call without
+    /// `[grid, block]` sizes its launch, and which explicit grids are refused. Recorded in
+    /// the kernel's descriptor and applied by the Python launcher. Policies (`param` names a
+    /// slice parameter of length `n`; `block = B` sets a plain call's block, 256 if absent):
+    ///
+    /// - `elementwise(out, per_thread = N | vector)`: each thread handles `N` contiguous
+    ///   elements (`vector`: 16 bytes' worth of `out`'s type); `ceil(n / (N·B))` blocks;
+    /// - `grid_stride(x, per_thread = N | vector, blocks_per_sm = K)`: a grid-stride loop
+    ///   that wants the device busy: at most `K` blocks per multiprocessor (by default half
+    ///   a multiprocessor's 2048 threads: one wave for kernels of up to 64 registers);
+    /// - `block_per_element(partial)`: one block per element; a grid of another size is
+    ///   refused;
+    /// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
+    ///   (an integer parameter) columns;
+    /// - `columns(out)`: column reductions (`out.reduce_columns(x, …)`): one block per
+    ///   strip of 128 bytes of `out`'s columns, `ceil(n / (128 / size_of element))` blocks
+    ///   of 1024 threads (or the launch bounds) unless `block` says otherwise;
+    /// - `segments(out)`: each block handles `blockDim.x` elements, so the caller must give
+    ///   the block; the grid follows from it.
+    ///
+    /// Launches of every policy but `tiles` are 1-D: the launcher refuses a grid or block
+    /// with a y or z extent other than 1, and the kernel's entry assumes a 1-D launch, so
+    /// `thread::index_1d()` need not check it and `thread::block_index()` is `blockIdx.x`.
+    launch => LAUNCH_ATTR;
+    /// `#[shapes(a[m, k], b[k, n], c[m, n])]` on a `#[kernel]` function: the dimensions of
+    /// its shaped array parameters (`Array2<T>`, `DisjointArray2<T>` …). A name shared by
+    /// several dimensions must have one extent in a call; a number is a fixed extent; `_`
+    /// any. A slice parameter (`&[T]`, `DisjointSlice<T>`, `&mut [T]`, `AtomicSlice<T>`)
+    /// takes one length, a name or a number: `#[shapes(x[n], y[n], out[n])]`. Recorded in
+    /// the descriptor and checked by the launcher before launch, with errors that name the
+    /// kernel, the parameter and the dimension; the kernel's entry then assumes the slice
+    /// lengths (`x.len() == out.len()`), so a bounds check on one slice covers the others.
+    shapes => SHAPES_ATTR;
+    /// `#[variant_of(kernel)]` on a `#[kernel]` function: this kernel is a faster variant of
+    /// the kernel `kernel` of another crate for the calls it takes (the same parameters a
+    /// caller passes; its own shape contract, launch policy and architecture decide which
+    /// calls). Recorded in the descriptor; pyoxide runs it for a plain call of `kernel` where
+    /// it takes the arguments and its code runs on the device, and `kernel` everywhere else.
+    variant_of => VARIANT_ATTR;
+    /// `#[tensor_maps(maps, a(rows = 128), b(rows = 64), ...)]` on a `#[kernel]` function:
+    /// the kernel reads or writes the listed 2-D arrays through TMA tensor maps, which the
+    /// launcher makes (the driver's `cuTensorMapEncodeTiled`) and passes in `maps`, the
+    /// kernel's last parameter (`&[u8]`, 128 bytes a map, in order, 64-byte aligned), which
+    /// no caller passes. Each map copies boxes of `rows` rows of `bytes` bytes (default 128)
+    /// with the `swizzle`-byte swizzle (default 128; 0 for none). A mapped array must be a
+    /// C-layout `Array2`/`DisjointArray2` whose address and rows are multiples of 16 bytes;
+    /// the launcher refuses other calls before launch.
+    tensor_maps => TENSOR_MAPS_ATTR;
+    /// `#[tune(TILE = [64, 128], block = [128, 256, 512])]` on a `#[kernel]` function: the
+    /// candidates `pyoxide tune` tries. A const generic parameter's values each make an
+    /// instance (its own entry point; the first value is the hand pick, which plain calls
+    /// run until a tuned choice says otherwise); a launch parameter's values (`block`,
+    /// `per_thread`, `blocks_per_sm`) replace the `#[launch]` policy's, whose own value
+    /// must be among them. Recorded in the descriptor; see docs/guide/tuning.md.
+    /// `#[kernel]` reads it; this macro only runs when it is written above `#[kernel]`, and
+    /// moves it below.
+    tune => TUNE_ATTR;
 }
 
 /// `#[constant] static NAME: ConstantMemory<T> = ConstantMemory::UNINIT;`: a value
@@ -169,18 +144,14 @@ pub fn tune(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// memory; Python: `module.set_<name>(value)`). See `oxide_device::constant`.
 #[proc_macro_attribute]
 pub fn constant(attr: TokenStream, item: TokenStream) -> TokenStream {
-    constant::constant(attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(constant::constant(attr.into(), item.into()))
 }
 
 /// `#[cuda_module] mod kernels { … }`: cuda-oxide's wrapper around a file's kernels,
 /// accepted so its kernel files build unchanged (see `compat.rs`).
 #[proc_macro_attribute]
 pub fn cuda_module(attr: TokenStream, item: TokenStream) -> TokenStream {
-    compat::cuda_module(attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(compat::cuda_module(attr.into(), item.into()))
 }
 
 /// `#[launch_contract(domain = 1, block = (256, 1, 1), …)]`, cuda-oxide's statement of
@@ -204,9 +175,7 @@ pub fn unroll(_attr: TokenStream, item: TokenStream) -> TokenStream {
 /// (see oxide-device's `print` module).
 #[proc_macro]
 pub fn gpu_printf(input: TokenStream) -> TokenStream {
-    printf::gpu_printf(input.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(printf::gpu_printf(input.into()))
 }
 
 /// `gpu_printf_c!("i=%d x=%f\n", i, x)`: device printf with a C format string, passed
@@ -216,9 +185,7 @@ pub fn gpu_printf(input: TokenStream) -> TokenStream {
 /// completes (CUDA's rule).
 #[proc_macro]
 pub fn gpu_printf_c(input: TokenStream) -> TokenStream {
-    printf::gpu_printf_c(input.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(printf::gpu_printf_c(input.into()))
 }
 
 /// `gpu_assert!(cond, message…)`'s failure path (oxide-device's `gpu_assert!` calls
@@ -226,9 +193,7 @@ pub fn gpu_printf_c(input: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __gpu_assert_failed(input: TokenStream) -> TokenStream {
-    printf::gpu_assert_failed(input.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    expanded(printf::gpu_assert_failed(input.into()))
 }
 
 /// `#[device]`, cuda-oxide's mark for a function called from kernels (needed there so
@@ -259,6 +224,11 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// On error, emit the item as well (less `#[launch_bounds]`), so that code using the
 /// function does not add a cascade of "cannot find" errors to the real one.
+/// A macro's result: its expansion, or its errors as `compile_error!`s.
+fn expanded(result: syn::Result<proc_macro2::TokenStream>) -> TokenStream {
+    result.unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
 fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::TokenStream {
     let error = error.to_compile_error();
     match syn::parse2::<syn::ItemFn>(item.clone()) {

@@ -88,6 +88,23 @@ struct Paths {
     instances: Vec<Py<KernelBase>>,
 }
 
+impl Paths {
+    /// A copy holding the launchers `keep` accepts, and every variant and instance.
+    fn keeping(&self, py: Python<'_>, keep: impl Fn(&Launcher) -> bool) -> Paths {
+        let refs = |ks: &[Py<KernelBase>]| ks.iter().map(|k| k.clone_ref(py)).collect();
+        Paths {
+            launchers: self
+                .launchers
+                .iter()
+                .filter(|l| keep(l.get()))
+                .map(|l| l.clone_ref(py))
+                .collect(),
+            variants: refs(&self.variants),
+            instances: refs(&self.instances),
+        }
+    }
+}
+
 /// A Python hook, and the same wrapped by `torch.compiler.disable` once needed.
 #[derive(Default)]
 struct Hook {
@@ -255,16 +272,10 @@ impl KernelBase {
     fn install(&self, py: Python<'_>, launcher: Py<Launcher>) {
         let device = launcher.get().device_id();
         self.replace_paths(
-            |p, py| Paths {
-                launchers: p
-                    .launchers
-                    .iter()
-                    .filter(|l| l.get().is_current() && l.get().device_id() != device)
-                    .map(|l| l.clone_ref(py))
-                    .chain(std::iter::once(launcher))
-                    .collect(),
-                variants: p.variants.iter().map(|k| k.clone_ref(py)).collect(),
-                instances: p.instances.iter().map(|k| k.clone_ref(py)).collect(),
+            |p, py| {
+                let mut new = p.keeping(py, |l| l.is_current() && l.device_id() != device);
+                new.launchers.push(launcher);
+                new
             },
             py,
         );
@@ -275,28 +286,15 @@ impl KernelBase {
         if self.paths().launchers.iter().all(|l| l.get().is_current()) {
             return;
         }
-        self.replace_paths(
-            |p, py| Paths {
-                launchers: p
-                    .launchers
-                    .iter()
-                    .filter(|l| l.get().is_current())
-                    .map(|l| l.clone_ref(py))
-                    .collect(),
-                variants: p.variants.iter().map(|k| k.clone_ref(py)).collect(),
-                instances: p.instances.iter().map(|k| k.clone_ref(py)).collect(),
-            },
-            py,
-        );
+        self.replace_paths(|p, py| p.keeping(py, Launcher::is_current), py);
     }
 
     /// The kernels a plain call tries before this one's launchers (its variants).
     fn set_variants(&self, py: Python<'_>, variants: Vec<Py<KernelBase>>) {
         self.replace_paths(
             |p, py| Paths {
-                launchers: p.launchers.iter().map(|l| l.clone_ref(py)).collect(),
                 variants,
-                instances: p.instances.iter().map(|k| k.clone_ref(py)).collect(),
+                ..p.keeping(py, |_| true)
             },
             py,
         );
@@ -307,9 +305,8 @@ impl KernelBase {
     fn set_instances(&self, py: Python<'_>, instances: Vec<Py<KernelBase>>) {
         self.replace_paths(
             |p, py| Paths {
-                launchers: p.launchers.iter().map(|l| l.clone_ref(py)).collect(),
-                variants: p.variants.iter().map(|k| k.clone_ref(py)).collect(),
                 instances,
+                ..p.keeping(py, |_| true)
             },
             py,
         );

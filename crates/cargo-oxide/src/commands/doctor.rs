@@ -13,6 +13,11 @@ struct Line {
     found: Result<String, String>,
 }
 
+/// What a discovery found, shown by `show`, or why it found nothing.
+fn shown<T>(found: &Result<T, String>, show: impl FnOnce(&T) -> String) -> Result<String, String> {
+    found.as_ref().map(show).map_err(Clone::clone)
+}
+
 pub fn run(args: &DoctorArgs) -> i32 {
     let d = Discovery::run();
     let rust_src = match &d.rustc {
@@ -29,18 +34,14 @@ pub fn run(args: &DoctorArgs) -> i32 {
         Line {
             piece: "rustc",
             required: true,
-            found: d
-                .rustc
-                .as_ref()
-                .map(|r| {
-                    format!(
-                        "{} at {} (LLVM {})",
-                        r.version,
-                        r.path.display(),
-                        r.llvm_version
-                    )
-                })
-                .map_err(Clone::clone),
+            found: shown(&d.rustc, |r| {
+                format!(
+                    "{} at {} (LLVM {})",
+                    r.version,
+                    r.path.display(),
+                    r.llvm_version
+                )
+            }),
         },
         Line {
             piece: "rust-src",
@@ -50,46 +51,32 @@ pub fn run(args: &DoctorArgs) -> i32 {
         Line {
             piece: "cargo",
             required: true,
-            found: d
-                .cargo
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .map_err(Clone::clone),
+            found: shown(&d.cargo, |p| p.display().to_string()),
         },
         Line {
             piece: "llvm tools",
             required: true,
-            found: d
-                .llvm
-                .as_ref()
-                .map(|l| {
-                    format!(
-                        "LLVM {}: {}, {}, {}",
-                        l.version,
-                        l.llvm_link.display(),
-                        l.opt.display(),
-                        l.llc.display()
-                    )
-                })
-                .map_err(Clone::clone),
+            found: shown(&d.llvm, |l| {
+                format!(
+                    "LLVM {}: {}, {}, {}",
+                    l.version,
+                    l.llvm_link.display(),
+                    l.opt.display(),
+                    l.llc.display()
+                )
+            }),
         },
         Line {
             piece: "libdevice",
             required: false,
-            found: d
-                .libdevice
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .map_err(Clone::clone),
+            found: shown(&d.libdevice, |p| p.display().to_string()),
         },
         Line {
             piece: "ptxas",
             required: false,
-            found: d
-                .ptxas
-                .as_ref()
-                .map(|p| format!("{} ({})", p.path.display(), p.version))
-                .map_err(Clone::clone),
+            found: shown(&d.ptxas, |p| {
+                format!("{} ({})", p.path.display(), p.version)
+            }),
         },
         Line {
             piece: "cuda driver",
