@@ -74,6 +74,10 @@ pub fn start(tc: &Toolchain, project: &Project) -> Result<HostBuild> {
         } else {
             "--message-format=json"
         })
+        // The crate's location in its fingerprint, as in the device build (there through
+        // the target's rustflags, which a user's RUSTFLAGS would replace here).
+        .arg("--")
+        .args(project.location_args())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut child = cmd

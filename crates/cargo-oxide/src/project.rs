@@ -6,6 +6,10 @@ use anyhow::{Context, Result, bail};
 use oxide_abi::names::DEVICE_TARGET;
 
 use crate::cli::{CrateArgs, Profile};
+use crate::fsutil::sha256_hex;
+
+/// The cfg that carries [`Project::location`] into rustc's arguments.
+const LOCATION_CFG: &str = "oxide_workspace";
 
 #[derive(Clone, Debug)]
 pub struct Project {
@@ -14,6 +18,8 @@ pub struct Project {
     pub crate_name: String,
     pub version: String,
     pub manifest_path: PathBuf,
+    /// Where the crate's workspace is, as a short hash (see [`Project::location_args`]).
+    pub location: String,
     pub target_dir: PathBuf,
     pub profile: Profile,
     /// Where the PTX and the manifest go.
@@ -74,6 +80,7 @@ impl Project {
             name: package.name.to_string(),
             crate_name: lib.name.replace('-', "_"),
             version: package.version.to_string(),
+            location: sha256_hex(metadata.workspace_root.as_str().as_bytes())[..16].to_string(),
             manifest_path,
             target_dir,
             profile,
@@ -108,13 +115,26 @@ impl Project {
         self.manifest_path.parent().unwrap_or(Path::new("."))
     }
 
-    /// Folder of the link step's files for this crate.
+    /// rustc arguments that tie a build's fingerprint to where the crate is. cargo hashes
+    /// a path package relative to its workspace root, so two copies of one crate in two
+    /// folders, built into one target dir (a shared `CARGO_TARGET_DIR`), share a unit
+    /// and its fingerprint: without these, a copy whose sources are older than the other
+    /// copy's build was found fresh, and its build reported the other copy's output.
+    pub fn location_args(&self) -> [String; 2] {
+        [
+            format!("--check-cfg=cfg({LOCATION_CFG}, values(any()))"),
+            format!("--cfg={LOCATION_CFG}=\"{}\"", self.location),
+        ]
+    }
+
+    /// Folder of the link step's files for this crate: one per location, since the link
+    /// step runs only when cargo links, and another copy's link must not stand in for it.
     pub fn link_dir(&self) -> PathBuf {
         self.target_dir
             .join("oxide")
             .join(self.profile.dir_name())
             .join("link")
-            .join(&self.crate_name)
+            .join(format!("{}-{}", self.crate_name, self.location))
     }
 
     /// cargo's output folder for the device build.

@@ -10,13 +10,17 @@ use oxide_abi::ParamKind;
 use oxide_abi::manifest::Manifest;
 
 fn fixture_copy() -> tempfile::TempDir {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/handmade");
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    for f in ["Cargo.toml", "src/lib.rs"] {
-        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
-    }
+    copy_fixture_into(dir.path());
     dir
+}
+
+fn copy_fixture_into(dir: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/handmade");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    for f in ["Cargo.toml", "src/lib.rs"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
 }
 
 fn cargo_oxide(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -212,6 +216,32 @@ fn assert_mentions(err: &str, needles: &[&str]) {
     for needle in needles {
         assert!(err.contains(needle), "no {needle:?} in:\n{err}");
     }
+}
+
+/// Two copies of one crate in two folders, built into one target dir (a shared
+/// `CARGO_TARGET_DIR`). cargo hashes a path package relative to its workspace root, so
+/// both copies' units have one name and one fingerprint; the copy that does not compile,
+/// its sources older than the other copy's build, was found fresh and reported built
+/// from the other copy's link step.
+#[test]
+fn a_copy_in_another_folder_is_compiled_not_taken_from_a_shared_target_dir() {
+    let target = tempfile::tempdir().unwrap();
+    let env = [("CARGO_TARGET_DIR", target.path().to_str().unwrap())];
+    let good = fixture_copy();
+    let parent = tempfile::tempdir().unwrap();
+    let broken = parent.path().join("gpu_printf_c!(\"%*d\",_6,_x)");
+    copy_fixture_into(&broken);
+    let lib = broken.join("src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).unwrap();
+    text.push_str("\npub fn broken() -> u32 { \"not a number\" }\n");
+    std::fs::write(&lib, text).unwrap();
+    let out = cargo_oxide(good.path(), &["build"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cargo_oxide(&broken, &["build", "--json"], &env);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "not refused:\n{err}");
+    assert!(err.contains("error[E0308]: mismatched types"), "{err}");
+    assert!(out.stdout.is_empty(), "a build report for a failed build");
 }
 
 #[test]

@@ -265,7 +265,14 @@ fn cargo_device_build(
 ) -> Result<BTreeSet<PathBuf>> {
     std::fs::remove_file(&config.error_file).ok();
     let self_exe = std::env::current_exe().context("locating the cargo-oxide binary")?;
-    let sysroot_flag = toml_string(&format!("--sysroot={}", sysroot.display()));
+    // The location goes to every unit of the device build (path dependencies share the
+    // kernel crate's hazard); cargo rustc's `--` arguments would reach the crate alone.
+    let rustflags = [format!("--sysroot={}", sysroot.display())]
+        .into_iter()
+        .chain(project.location_args())
+        .map(|f| toml_string(&f))
+        .collect::<Vec<_>>()
+        .join(", ");
     let color = std::io::stderr().is_terminal();
     let mut cmd = Command::new(&tc.cargo);
     cmd.current_dir(project.dir())
@@ -275,7 +282,7 @@ fn cargo_device_build(
         .args(["--lib", "--crate-type", "cdylib", "--target", DEVICE_TARGET])
         .args(&project.feature_args)
         .arg("--config")
-        .arg(format!("target.{DEVICE_TARGET}.rustflags=[{sysroot_flag}]"))
+        .arg(format!("target.{DEVICE_TARGET}.rustflags=[{rustflags}]"))
         .arg(if color {
             "--message-format=json-diagnostic-rendered-ansi"
         } else {
