@@ -73,36 +73,30 @@ pub trait AttentionElement: Copy + 'static {
     fn bits(s: &[Self]) -> &[u16];
 }
 
-impl AttentionElement for bf16 {
-    #[inline(always)]
-    unsafe fn mma(c: FragC, a: FragA16, b: FragB16) -> FragC {
-        // SAFETY: upheld by the caller.
-        unsafe { mma_m16n8k16_f32_bf16(c, a, b) }
-    }
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        cvt_bf16x2_f32(lo, hi)
-    }
-    #[inline(always)]
-    fn bits(s: &[Self]) -> &[u16] {
-        bf16::slice_as_bits(s)
-    }
+/// `AttentionElement` for one 16-bit type: its `mma` and its packing.
+macro_rules! attention_element {
+    ($($t:ident: $mma:ident, $pack:ident;)*) => {$(
+        impl AttentionElement for $t {
+            #[inline(always)]
+            unsafe fn mma(c: FragC, a: FragA16, b: FragB16) -> FragC {
+                // SAFETY: upheld by the caller.
+                unsafe { $mma(c, a, b) }
+            }
+            #[inline(always)]
+            fn pack(lo: f32, hi: f32) -> u32 {
+                $pack(lo, hi)
+            }
+            #[inline(always)]
+            fn bits(s: &[Self]) -> &[u16] {
+                $t::slice_as_bits(s)
+            }
+        }
+    )*};
 }
 
-impl AttentionElement for f16 {
-    #[inline(always)]
-    unsafe fn mma(c: FragC, a: FragA16, b: FragB16) -> FragC {
-        // SAFETY: upheld by the caller.
-        unsafe { mma_m16n8k16_f32_f16(c, a, b) }
-    }
-    #[inline(always)]
-    fn pack(lo: f32, hi: f32) -> u32 {
-        cvt_f16x2_f32(lo, hi)
-    }
-    #[inline(always)]
-    fn bits(s: &[Self]) -> &[u16] {
-        f16::slice_as_bits(s)
-    }
+attention_element! {
+    bf16: mma_m16n8k16_f32_bf16, cvt_bf16x2_f32;
+    f16: mma_m16n8k16_f32_f16, cvt_f16x2_f32;
 }
 
 /// One sequence's rows in an array: where row 0 of head 0 starts, the row and head
