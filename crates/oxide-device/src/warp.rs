@@ -44,7 +44,7 @@ pub fn active_mask() -> u32 {
     arch::active_mask()
 }
 
-pub use crate::shuffle::{Numeric, Shuffle};
+pub use crate::shuffle::{Lane, Numeric, Shuffle};
 
 macro_rules! shuffle_fns {
     ($($t:ty: $idx:ident, $xor:ident, $down:ident, $up:ident;)*) => {$(
