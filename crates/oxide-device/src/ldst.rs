@@ -135,11 +135,24 @@ pub unsafe fn store_f32x4(p: *mut f32, v: [f32; 4]) {
 /// the GPU, it is one register move.
 #[inline(always)]
 pub fn opaque_usize(x: usize) -> usize {
-    opaque_ptr(core::ptr::without_provenance::<u8>(x)).addr()
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let y: usize;
+        // SAFETY: a register move. Not `pure`, so LLVM may neither hoist nor merge it.
+        unsafe {
+            core::arch::asm!(
+                "mov.b64 {y}, {x};",
+                y = lateout(reg64) y, x = in(reg64) x,
+                options(nomem, nostack, preserves_flags),
+            )
+        };
+        y
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::hint::black_box(x)
 }
 
-/// `p`, unchanged, but opaque to the optimiser: one register move (`mov.b64`) that
-/// LLVM may neither hoist nor merge.
+/// `p`, unchanged, but opaque to the optimiser, as [`opaque_usize`]: one register move.
 ///
 /// Unlike `p.with_addr(opaque_usize(p.addr()))`, which LLVM lowers to
 /// `p + (opaque(addr) - addr)` and so keeps `-addr` live as well, this is the move alone.
