@@ -193,6 +193,22 @@ shaped_array!(
 );
 
 impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
+    /// The `S`-dimensional array (`S = R - 1`) at index `i` of the outermost dimension:
+    /// the rest of the shape and strides (panics past the end).
+    #[inline(always)]
+    fn outer<const S: usize>(&self, i: usize) -> Array<'a, T, S, L> {
+        if i >= self.shape[0] {
+            out_of_bounds();
+        }
+        Array {
+            // SAFETY: i < shape[0], so the sub-array starts inside the array.
+            ptr: unsafe { self.ptr.add(i * self.strides[0]) },
+            shape: core::array::from_fn(|k| self.shape[k + 1]),
+            strides: core::array::from_fn(|k| self.strides[k + 1]),
+            _borrow: PhantomData,
+        }
+    }
+
     /// The element at `idx`, or None when it is out of bounds.
     #[inline(always)]
     pub fn get(&self, idx: [usize; R]) -> Option<&'a T> {
@@ -284,24 +300,6 @@ impl<'a, T, L: Layout> core::ops::Index<usize> for Array<'a, T, 1, L> {
 #[track_caller]
 fn out_of_bounds() -> ! {
     panic!("array index out of bounds")
-}
-
-impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
-    /// The `S`-dimensional array (`S = R - 1`) at index `i` of the outermost dimension:
-    /// the rest of the shape and strides (panics past the end).
-    #[inline(always)]
-    fn outer<const S: usize>(&self, i: usize) -> Array<'a, T, S, L> {
-        if i >= self.shape[0] {
-            out_of_bounds();
-        }
-        Array {
-            // SAFETY: i < shape[0], so the sub-array starts inside the array.
-            ptr: unsafe { self.ptr.add(i * self.strides[0]) },
-            shape: core::array::from_fn(|k| self.shape[k + 1]),
-            strides: core::array::from_fn(|k| self.strides[k + 1]),
-            _borrow: PhantomData,
-        }
-    }
 }
 
 impl<'a, T, L: Layout> Array<'a, T, 1, L> {
