@@ -31,7 +31,7 @@
 
 use core::mem::size_of;
 
-use crate::thread::{self, StrideRange};
+use crate::thread;
 use crate::vector::VECTOR_BYTES;
 
 /// The most vectors a [`Cached`] row keeps per thread (16 × 16 bytes: 64 registers).
@@ -147,8 +147,8 @@ impl Layout {
 
     /// This thread's head columns (before the first vector).
     #[inline(always)]
-    fn head_cols(&self) -> StrideRange<u32> {
-        StrideRange::<u32> {
+    fn head_cols(&self) -> Cols {
+        Cols {
             next: self.t,
             end: self.head,
             step: self.step,
@@ -157,8 +157,8 @@ impl Layout {
 
     /// This thread's tail columns (after the last vector).
     #[inline(always)]
-    fn tail_cols(&self) -> StrideRange<u32> {
-        StrideRange::<u32> {
+    fn tail_cols(&self) -> Cols {
+        Cols {
             // No overflow: len < 2^31 and t < 1024.
             next: self.head + self.vectors * self.lanes + self.t,
             end: self.len,
@@ -170,13 +170,38 @@ impl Layout {
     #[inline(always)]
     pub(crate) fn cols(&self) -> impl Iterator<Item = usize> + use<> {
         let l = *self;
-        let vectors = StrideRange::<u32> {
+        let vectors = Cols {
             next: l.t,
             end: l.vectors,
             step: l.step,
         };
         let body = vectors.flat_map(move |v| l.col(v as u32)..l.col(v as u32) + l.lanes as usize);
         l.head_cols().chain(body).chain(l.tail_cols())
+    }
+}
+
+/// Columns `next, next + step, …` below `end`. Not `step_by`, which computes its trip
+/// count with a division (a `div.u32` per row on the GPU).
+#[derive(Clone, Copy, Debug)]
+struct Cols {
+    next: u32,
+    end: u32,
+    step: u32,
+}
+
+impl Iterator for Cols {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.next < self.end {
+            let c = self.next;
+            // No overflow: end < 2^31 and step <= 1024.
+            self.next += self.step;
+            Some(c as usize)
+        } else {
+            None
+        }
     }
 }
 

@@ -355,49 +355,23 @@ pub fn grid_stride_range(n: usize) -> GridStrideRange {
 }
 
 /// The iterator of [`grid_stride_range`].
-pub type GridStrideRange = StrideRange<usize>;
-
-/// The indices `next, next + step, …` below `end`, as `usize`, counted in `I` (`usize`,
-/// or `u32` where 32-bit arithmetic is enough). Not `step_by`, which computes its trip
-/// count with a division (a `div` per loop on the GPU).
-#[derive(Clone, Copy, Debug)]
-pub struct StrideRange<I> {
-    pub(crate) next: I,
-    pub(crate) end: I,
-    pub(crate) step: I,
+#[derive(Clone, Debug)]
+pub struct GridStrideRange {
+    next: usize,
+    end: usize,
+    step: usize,
 }
 
-/// An index type a [`StrideRange`] counts in.
-#[doc(hidden)]
-pub trait StrideIndex: Copy + PartialOrd + core::ops::AddAssign {
-    fn index(self) -> usize;
-}
-
-impl StrideIndex for usize {
-    #[inline(always)]
-    fn index(self) -> usize {
-        self
-    }
-}
-
-impl StrideIndex for u32 {
-    #[inline(always)]
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl<I: StrideIndex> Iterator for StrideRange<I> {
+impl Iterator for GridStrideRange {
     type Item = usize;
 
     #[inline(always)]
     fn next(&mut self) -> Option<usize> {
         if self.next < self.end {
             let i = self.next;
-            // No overflow: for `usize`, next < end <= isize::MAX and step < 2^42 (grid ×
-            // block); for a row's `u32` columns, end < 2^31 and step <= 1024.
+            // No overflow: next < end <= isize::MAX and step < 2^42 (grid × block).
             self.next += self.step;
-            Some(i.index())
+            Some(i)
         } else {
             None
         }
