@@ -128,8 +128,12 @@ mod device {
     }
 
     macro_rules! arg_ty {
-        (Self, $t:ty) => { $t };
-        ($at:ty, $t:ty) => { $at };
+        (Self, $t:ty) => {
+            $t
+        };
+        ($at:ty, $t:ty) => {
+            $at
+        };
     }
 
     libdevice!({
