@@ -212,7 +212,7 @@ impl Parse for TensorMapsSyntax {
                      #[tensor_maps(maps, a(rows = 128), b(rows = 64))]";
         let param: Ident = input.parse().or_usage(usage)?;
         let mut maps = Vec::new();
-        while another(&input)? {
+        while another(input)? {
             let array: Ident = input.parse().or_usage(usage)?;
             let content;
             parenthesized!(content in input);
