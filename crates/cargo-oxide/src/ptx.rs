@@ -32,27 +32,35 @@ pub fn llc(
     fmad: bool,
     out: &Path,
 ) -> Result<()> {
-    let output = Command::new(llc)
-        .arg(if optimize { "-O3" } else { "-O0" })
-        .arg(if fmad {
-            "-fp-contract=fast"
-        } else {
-            "-fp-contract=off"
-        })
-        .arg("-mtriple=nvptx64-nvidia-cuda")
-        .arg(format!("-mcpu={arch}"))
-        .arg(module)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .with_context(|| format!("running {}", llc.display()))?;
-    if !output.status.success() {
-        bail!(
-            "llc could not compile the kernels for {arch}:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    run_tool(
+        Command::new(llc)
+            .arg(if optimize { "-O3" } else { "-O0" })
+            .arg(if fmad {
+                "-fp-contract=fast"
+            } else {
+                "-fp-contract=off"
+            })
+            .arg("-mtriple=nvptx64-nvidia-cuda")
+            .arg(format!("-mcpu={arch}"))
+            .arg(module)
+            .arg("-o")
+            .arg(out),
+        || format!("llc could not compile the kernels for {arch}"),
+    )?;
     Ok(())
+}
+
+/// Run `cmd` (llc, ptxas, llvm-link, opt) to the end: its stderr, or an error that says
+/// `failed()` with that stderr below it.
+pub fn run_tool(cmd: &mut Command, failed: impl FnOnce() -> String) -> Result<String> {
+    let output = cmd
+        .output()
+        .with_context(|| format!("running {}", Path::new(cmd.get_program()).display()))?;
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() {
+        bail!("{}:\n{log}", failed());
+    }
+    Ok(log)
 }
 
 /// The `.version` the PTX declares.
@@ -65,18 +73,15 @@ pub fn ptx_version(ptx: &str) -> Option<String> {
 /// Assemble the PTX with ptxas (output discarded): a PTX that ptxas rejects is a build
 /// error carrying ptxas's message. Returns the per-kernel resource report.
 pub fn verify(ptxas: &Ptxas, ptx: &Path, arch: &str) -> Result<BTreeMap<String, KernelResources>> {
-    let output = Command::new(&ptxas.path)
-        .arg(format!("-arch={arch}"))
-        .arg("-v")
-        .arg(ptx)
-        .arg("-o")
-        .arg("/dev/null")
-        .output()
-        .with_context(|| format!("running {}", ptxas.path.display()))?;
-    let log = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        bail!("ptxas rejected {} for {arch}:\n{log}", ptx.display());
-    }
+    let log = run_tool(
+        Command::new(&ptxas.path)
+            .arg(format!("-arch={arch}"))
+            .arg("-v")
+            .arg(ptx)
+            .arg("-o")
+            .arg("/dev/null"),
+        || format!("ptxas rejected {} for {arch}", ptx.display()),
+    )?;
     Ok(parse_report(&log))
 }
 

@@ -103,267 +103,204 @@ const fn family(name: &'static str, doc: &'static str) -> Variable {
 use Effect::{Key, Resolved};
 use Reader::{Both, BuildScript, Cargo, CargoOxide, Python};
 
-// ---- where things live -----------------------------------------------------------
-pub const PYOXIDE_CACHE_DIR: Variable = var(
-    "PYOXIDE_CACHE_DIR",
-    Both,
-    Effect::None,
-    "the cache folder (built crates, the GPU's core sysroot); default \
-     $XDG_CACHE_HOME/pyoxide, else <home>/.cache/pyoxide. It must be yours and not \
-     writable by others",
-);
-pub const XDG_CACHE_HOME: Variable = var(
-    "XDG_CACHE_HOME",
-    Both,
-    Effect::None,
-    "the cache folder's parent when PYOXIDE_CACHE_DIR is unset",
-);
-pub const HOME: Variable = var(
-    "HOME",
-    Both,
-    Resolved,
-    "the home folder (when unset or empty: the user database's, never the temp folder); \
-     holds the default cache and cargo's ~/.cargo/config.toml, whose contents are keyed",
-);
-// ---- the device toolchain --------------------------------------------------------
-pub const PATH: Variable = var(
-    "PATH",
-    Both,
-    Resolved,
-    "where rustc, cargo, the LLVM tools, ptxas and cargo-oxide are found; the build key \
-     holds the tools found, not PATH itself",
-);
-pub const OXIDE_RUSTC: Variable = var(
-    "OXIDE_RUSTC",
-    CargoOxide,
-    Key,
-    "the device rustc (it needs its matching rust-src); default: the first rustc on \
-     PATH, then /usr/bin/rustc, that has it",
-);
-pub const OXIDE_CARGO: Variable = var(
-    "OXIDE_CARGO",
-    CargoOxide,
-    Key,
-    "the cargo that drives the device build; default: the one beside the device rustc",
-);
-pub const OXIDE_LLVM_BIN: Variable = var(
-    "OXIDE_LLVM_BIN",
-    CargoOxide,
-    Key,
-    "the folder of llvm-link, opt and llc of the device rustc's LLVM major",
-);
-pub const OXIDE_LIBDEVICE: Variable = var(
-    "OXIDE_LIBDEVICE",
-    CargoOxide,
-    Key,
-    "libdevice.10.bc (CUDA's math library as bitcode); default: a CUDA toolkit's, then \
-     the nvidia-nvvm wheel's",
-);
-pub const OXIDE_PTXAS: Variable = var(
-    "OXIDE_PTXAS",
-    CargoOxide,
-    Key,
-    "the ptxas that verifies the PTX (when set, a build fails without it working); \
-     default: PATH, a CUDA toolkit, the nvidia-cuda-nvcc wheel",
-);
-pub const OXIDE_PYTHON: Variable = var(
-    "OXIDE_PYTHON",
-    CargoOxide,
-    Key,
-    "the Python whose site-packages hold NVIDIA's wheels (nvidia-nvvm, nvidia-cuda-nvcc); \
-     default: python3 on PATH",
-);
-pub const CUDA_HOME: Variable = var(
-    "CUDA_HOME",
-    Both,
-    Key,
-    "a CUDA toolkit: libdevice and ptxas for builds, compute-sanitizer for \
-     `pyoxide verify --sanitize`",
-);
-pub const CUDA_PATH: Variable = var("CUDA_PATH", Both, Key, "another name for CUDA_HOME");
-// ---- code generation -------------------------------------------------------------
-pub const OXIDE_NO_FMAD: Variable = var(
-    "OXIDE_NO_FMAD",
-    CargoOxide,
-    Key,
-    "set (not 0): build as with --no-fmad, every multiply and add rounded apart",
-);
-pub const CUDA_OXIDE_NO_FMA: Variable = var(
-    "CUDA_OXIDE_NO_FMA",
-    CargoOxide,
-    Key,
-    "cuda-oxide's spelling of OXIDE_NO_FMAD, honoured so a ported project keeps its rounding",
-);
-pub const OXIDE_KEEP_TEMPS: Variable = var(
-    "OXIDE_KEEP_TEMPS",
-    CargoOxide,
-    Effect::None,
-    "keep the link step's intermediate LLVM IR files (debugging the link step)",
-);
-pub const OXIDE_LINK_CONFIG: Variable = var(
-    "OXIDE_LINK_CONFIG",
-    CargoOxide,
-    Effect::None,
-    "set by `cargo oxide build` for its own link step (the nvptx linker): the path of its \
-     configuration",
-);
-// ---- what cargo and rustc read -----------------------------------------------------
-pub const CARGO_HOME: Variable = var(
-    "CARGO_HOME",
-    Cargo,
-    Key,
-    "cargo's home: its config.toml and the registry of crates.io sources",
-);
-pub const CARGO_NET_OFFLINE: Variable = var(
-    "CARGO_NET_OFFLINE",
-    Cargo,
-    Effect::None,
-    "true: cargo uses no network (a kernel crate made by `pyoxide new` builds from the \
-     sources vendored in the pyoxide wheel)",
-);
-pub const RUSTFLAGS: Variable = var(
-    "RUSTFLAGS",
-    Cargo,
-    Key,
-    "rustc flags of the host (emulator) build (the device build drops them)",
-);
-pub const CARGO_ENCODED_RUSTFLAGS: Variable = var(
-    "CARGO_ENCODED_RUSTFLAGS",
-    Cargo,
-    Key,
-    "RUSTFLAGS in cargo's own encoding",
-);
-pub const RUSTC_WRAPPER: Variable = var(
-    "RUSTC_WRAPPER",
-    Cargo,
-    Key,
-    "a program cargo runs rustc through (the host build)",
-);
-pub const RUSTC_WORKSPACE_WRAPPER: Variable = var(
-    "RUSTC_WORKSPACE_WRAPPER",
-    Cargo,
-    Key,
-    "a program cargo runs rustc through for workspace members",
-);
-pub const CARGO_PROFILE_: Variable = family(
-    "CARGO_PROFILE_",
-    "cargo's profile settings (CARGO_PROFILE_RELEASE_OPT_LEVEL, …)",
-);
-pub const CARGO_BUILD_: Variable = family(
-    "CARGO_BUILD_",
-    "cargo's [build] settings (CARGO_BUILD_RUSTFLAGS, …)",
-);
-pub const CARGO_TARGET_: Variable = family(
-    "CARGO_TARGET_",
-    "cargo's per-target settings (CARGO_TARGET_<TRIPLE>_RUSTFLAGS, …) and CARGO_TARGET_DIR",
-);
-pub const CARGO_UNSTABLE_: Variable = family(
-    "CARGO_UNSTABLE_",
-    "cargo's -Z settings (CARGO_UNSTABLE_BUILD_STD, …)",
-);
-// ---- the Python package -------------------------------------------------------------
-pub const PYOXIDE_ARCH: Variable = var(
-    "PYOXIDE_ARCH",
-    Python,
-    Key,
-    "comma-separated architectures pyoxide.load builds for (sm_80,sm_90); default: \
-     cargo oxide's default",
-);
-pub const PYOXIDE_CARGO_OXIDE: Variable = var(
-    "PYOXIDE_CARGO_OXIDE",
-    Python,
-    Resolved,
-    "the cargo-oxide binary; default: cargo-oxide on PATH, then ~/.cargo/bin, then the \
-     one in the pyoxide wheel (the build key holds the binary's identity)",
-);
-pub const PYOXIDE_BACKEND: Variable = var(
-    "PYOXIDE_BACKEND",
-    Python,
-    Effect::None,
-    "auto (default: GPU arrays run on cupy, NumPy arrays on the emulator), cupy or emu \
-     (one backend; other arrays are refused)",
-);
-pub const PYOXIDE_VERBOSE: Variable = var(
-    "PYOXIDE_VERBOSE",
-    Python,
-    Effect::None,
-    "0 (default) quiet builds, 1 streams build progress, 2 also prints cache decisions",
-);
-pub const PYOXIDE_SYNC: Variable = var(
-    "PYOXIDE_SYNC",
-    Python,
-    Effect::None,
-    "1: synchronize after every launch, so a trap is reported by the kernel that caused \
-     it (slow; for debugging)",
-);
-pub const PYOXIDE_EMU_STRICT: Variable = var(
-    "PYOXIDE_EMU_STRICT",
-    Python,
-    Effect::None,
-    "1: the emulator runs in strict mode (uninitialised shared memory poisoned, a block's \
-     threads in shuffled orders, shuffles outside their mask trapped; slower); 0 (default) \
-     off. `pyoxide verify` and `backends.emu.strict()` turn it on too",
-);
-pub const PYOXIDE_EMU_SEED: Variable = var(
-    "PYOXIDE_EMU_SEED",
-    Python,
-    Effect::None,
-    "strict mode's seed (an integer from 0 to 2**64 - 1, default 0): the same seed runs a \
-     block's threads in the same orders again",
-);
-// ---- a kernel project's build script (oxide-build) ------------------------------------
-pub const PYOXIDE_PYTHON: Variable = var(
-    "PYOXIDE_PYTHON",
-    BuildScript,
-    Effect::None,
-    "the Python that runs `pyoxide build` in a kernel project's build script; default: \
-     the active virtualenv's, the `pyoxide` command's, python3",
-);
-pub const VIRTUAL_ENV: Variable = var(
-    "VIRTUAL_ENV",
-    BuildScript,
-    Effect::None,
-    "the active virtualenv, whose Python a kernel project's build script tries first",
-);
+/// The variables: each a constant named as the variable (`var(reader, effect, doc)`, or
+/// `family(doc)` for a prefix) and an entry of [`VARIABLES`], in the order the docs list
+/// them.
+macro_rules! variables {
+    ($($name:ident = $ctor:ident($($arg:expr),* $(,)?);)*) => {
+        $(pub const $name: Variable = $ctor(stringify!($name), $($arg),*);)*
 
-/// Every variable, in the order the docs list them.
-pub const VARIABLES: [Variable; 35] = [
-    PYOXIDE_CACHE_DIR,
-    XDG_CACHE_HOME,
-    HOME,
-    PATH,
-    OXIDE_RUSTC,
-    OXIDE_CARGO,
-    OXIDE_LLVM_BIN,
-    OXIDE_LIBDEVICE,
-    OXIDE_PTXAS,
-    OXIDE_PYTHON,
-    CUDA_HOME,
-    CUDA_PATH,
-    OXIDE_NO_FMAD,
-    CUDA_OXIDE_NO_FMA,
-    OXIDE_KEEP_TEMPS,
-    OXIDE_LINK_CONFIG,
-    CARGO_HOME,
-    CARGO_NET_OFFLINE,
-    RUSTFLAGS,
-    CARGO_ENCODED_RUSTFLAGS,
-    RUSTC_WRAPPER,
-    RUSTC_WORKSPACE_WRAPPER,
-    CARGO_PROFILE_,
-    CARGO_BUILD_,
-    CARGO_TARGET_,
-    CARGO_UNSTABLE_,
-    PYOXIDE_ARCH,
-    PYOXIDE_CARGO_OXIDE,
-    PYOXIDE_BACKEND,
-    PYOXIDE_VERBOSE,
-    PYOXIDE_SYNC,
-    PYOXIDE_EMU_STRICT,
-    PYOXIDE_EMU_SEED,
-    PYOXIDE_PYTHON,
-    VIRTUAL_ENV,
-];
+        /// Every variable, in the order the docs list them.
+        pub const VARIABLES: [Variable; [$(stringify!($name)),*].len()] = [$($name),*];
+    };
+}
+
+variables! {
+    // ---- where things live -----------------------------------------------------------
+    PYOXIDE_CACHE_DIR = var(
+        Both,
+        Effect::None,
+        "the cache folder (built crates, the GPU's core sysroot); default \
+         $XDG_CACHE_HOME/pyoxide, else <home>/.cache/pyoxide. It must be yours and not \
+         writable by others"
+    );
+    XDG_CACHE_HOME = var(
+        Both,
+        Effect::None,
+        "the cache folder's parent when PYOXIDE_CACHE_DIR is unset"
+    );
+    HOME = var(
+        Both,
+        Resolved,
+        "the home folder (when unset or empty: the user database's, never the temp folder); \
+         holds the default cache and cargo's ~/.cargo/config.toml, whose contents are keyed"
+    );
+    // ---- the device toolchain --------------------------------------------------------
+    PATH = var(
+        Both,
+        Resolved,
+        "where rustc, cargo, the LLVM tools, ptxas and cargo-oxide are found; the build key \
+         holds the tools found, not PATH itself"
+    );
+    OXIDE_RUSTC = var(
+        CargoOxide,
+        Key,
+        "the device rustc (it needs its matching rust-src); default: the first rustc on \
+         PATH, then /usr/bin/rustc, that has it"
+    );
+    OXIDE_CARGO = var(
+        CargoOxide,
+        Key,
+        "the cargo that drives the device build; default: the one beside the device rustc"
+    );
+    OXIDE_LLVM_BIN = var(
+        CargoOxide,
+        Key,
+        "the folder of llvm-link, opt and llc of the device rustc's LLVM major"
+    );
+    OXIDE_LIBDEVICE = var(
+        CargoOxide,
+        Key,
+        "libdevice.10.bc (CUDA's math library as bitcode); default: a CUDA toolkit's, then \
+         the nvidia-nvvm wheel's"
+    );
+    OXIDE_PTXAS = var(
+        CargoOxide,
+        Key,
+        "the ptxas that verifies the PTX (when set, a build fails without it working); \
+         default: PATH, a CUDA toolkit, the nvidia-cuda-nvcc wheel"
+    );
+    OXIDE_PYTHON = var(
+        CargoOxide,
+        Key,
+        "the Python whose site-packages hold NVIDIA's wheels (nvidia-nvvm, nvidia-cuda-nvcc); \
+         default: python3 on PATH"
+    );
+    CUDA_HOME = var(
+        Both,
+        Key,
+        "a CUDA toolkit: libdevice and ptxas for builds, compute-sanitizer for \
+         `pyoxide verify --sanitize`"
+    );
+    CUDA_PATH = var(
+        Both,
+        Key,
+        "another name for CUDA_HOME"
+    );
+    // ---- code generation -------------------------------------------------------------
+    OXIDE_NO_FMAD = var(
+        CargoOxide,
+        Key,
+        "set (not 0): build as with --no-fmad, every multiply and add rounded apart"
+    );
+    CUDA_OXIDE_NO_FMA = var(
+        CargoOxide,
+        Key,
+        "cuda-oxide's spelling of OXIDE_NO_FMAD, honoured so a ported project keeps its rounding"
+    );
+    OXIDE_KEEP_TEMPS = var(
+        CargoOxide,
+        Effect::None,
+        "keep the link step's intermediate LLVM IR files (debugging the link step)"
+    );
+    OXIDE_LINK_CONFIG = var(
+        CargoOxide,
+        Effect::None,
+        "set by `cargo oxide build` for its own link step (the nvptx linker): the path of its \
+         configuration"
+    );
+    // ---- what cargo and rustc read -----------------------------------------------------
+    CARGO_HOME = var(
+        Cargo,
+        Key,
+        "cargo's home: its config.toml and the registry of crates.io sources"
+    );
+    CARGO_NET_OFFLINE = var(
+        Cargo,
+        Effect::None,
+        "true: cargo uses no network (a kernel crate made by `pyoxide new` builds from the \
+         sources vendored in the pyoxide wheel)"
+    );
+    RUSTFLAGS = var(
+        Cargo,
+        Key,
+        "rustc flags of the host (emulator) build (the device build drops them)"
+    );
+    CARGO_ENCODED_RUSTFLAGS = var(
+        Cargo,
+        Key,
+        "RUSTFLAGS in cargo's own encoding"
+    );
+    RUSTC_WRAPPER = var(
+        Cargo,
+        Key,
+        "a program cargo runs rustc through (the host build)"
+    );
+    RUSTC_WORKSPACE_WRAPPER = var(
+        Cargo,
+        Key,
+        "a program cargo runs rustc through for workspace members"
+    );
+    CARGO_PROFILE_ = family("cargo's profile settings (CARGO_PROFILE_RELEASE_OPT_LEVEL, …)");
+    CARGO_BUILD_ = family("cargo's [build] settings (CARGO_BUILD_RUSTFLAGS, …)");
+    CARGO_TARGET_ = family("cargo's per-target settings (CARGO_TARGET_<TRIPLE>_RUSTFLAGS, …) and CARGO_TARGET_DIR");
+    CARGO_UNSTABLE_ = family("cargo's -Z settings (CARGO_UNSTABLE_BUILD_STD, …)");
+    // ---- the Python package -------------------------------------------------------------
+    PYOXIDE_ARCH = var(
+        Python,
+        Key,
+        "comma-separated architectures pyoxide.load builds for (sm_80,sm_90); default: \
+         cargo oxide's default"
+    );
+    PYOXIDE_CARGO_OXIDE = var(
+        Python,
+        Resolved,
+        "the cargo-oxide binary; default: cargo-oxide on PATH, then ~/.cargo/bin, then the \
+         one in the pyoxide wheel (the build key holds the binary's identity)"
+    );
+    PYOXIDE_BACKEND = var(
+        Python,
+        Effect::None,
+        "auto (default: GPU arrays run on cupy, NumPy arrays on the emulator), cupy or emu \
+         (one backend; other arrays are refused)"
+    );
+    PYOXIDE_VERBOSE = var(
+        Python,
+        Effect::None,
+        "0 (default) quiet builds, 1 streams build progress, 2 also prints cache decisions"
+    );
+    PYOXIDE_SYNC = var(
+        Python,
+        Effect::None,
+        "1: synchronize after every launch, so a trap is reported by the kernel that caused \
+         it (slow; for debugging)"
+    );
+    PYOXIDE_EMU_STRICT = var(
+        Python,
+        Effect::None,
+        "1: the emulator runs in strict mode (uninitialised shared memory poisoned, a block's \
+         threads in shuffled orders, shuffles outside their mask trapped; slower); 0 (default) \
+         off. `pyoxide verify` and `backends.emu.strict()` turn it on too"
+    );
+    PYOXIDE_EMU_SEED = var(
+        Python,
+        Effect::None,
+        "strict mode's seed (an integer from 0 to 2**64 - 1, default 0): the same seed runs a \
+         block's threads in the same orders again"
+    );
+    // ---- a kernel project's build script (oxide-build) ------------------------------------
+    PYOXIDE_PYTHON = var(
+        BuildScript,
+        Effect::None,
+        "the Python that runs `pyoxide build` in a kernel project's build script; default: \
+         the active virtualenv's, the `pyoxide` command's, python3"
+    );
+    VIRTUAL_ENV = var(
+        BuildScript,
+        Effect::None,
+        "the active virtualenv, whose Python a kernel project's build script tries first"
+    );
+}
 
 /// One option of `cargo oxide build` (by its long name, as clap spells the argument id
 /// with `-` for `_`).

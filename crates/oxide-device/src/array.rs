@@ -193,6 +193,22 @@ shaped_array!(
 );
 
 impl<'a, T, const R: usize, L: Layout> Array<'a, T, R, L> {
+    /// The `S`-dimensional array (`S = R - 1`) at index `i` of the outermost dimension:
+    /// the rest of the shape and strides (panics past the end).
+    #[inline(always)]
+    fn outer<const S: usize>(&self, i: usize) -> Array<'a, T, S, L> {
+        if i >= self.shape[0] {
+            out_of_bounds();
+        }
+        Array {
+            // SAFETY: i < shape[0], so the sub-array starts inside the array.
+            ptr: unsafe { self.ptr.add(i * self.strides[0]) },
+            shape: core::array::from_fn(|k| self.shape[k + 1]),
+            strides: core::array::from_fn(|k| self.strides[k + 1]),
+            _borrow: PhantomData,
+        }
+    }
+
     /// The element at `idx`, or None when it is out of bounds.
     #[inline(always)]
     pub fn get(&self, idx: [usize; R]) -> Option<&'a T> {
@@ -301,16 +317,7 @@ impl<'a, T, L: Layout> Array<'a, T, 2, L> {
     /// Row `i` as a 1-D array (panics past the last row).
     #[inline(always)]
     pub fn row(&self, i: usize) -> Array1<'a, T, L> {
-        if i >= self.shape[0] {
-            out_of_bounds();
-        }
-        Array {
-            // SAFETY: i < rows, so the row start is inside the array.
-            ptr: unsafe { self.ptr.add(i * self.strides[0]) },
-            shape: [self.shape[1]],
-            strides: [self.strides[1]],
-            _borrow: PhantomData,
-        }
+        self.outer(i)
     }
 
     /// The rows in order.
@@ -337,16 +344,7 @@ impl<'a, T, L: Layout> Array<'a, T, 3, L> {
     /// The 2-D array at index `i` of the outermost dimension.
     #[inline(always)]
     pub fn matrix(&self, i: usize) -> Array2<'a, T, L> {
-        if i >= self.shape[0] {
-            out_of_bounds();
-        }
-        Array {
-            // SAFETY: i < shape[0].
-            ptr: unsafe { self.ptr.add(i * self.strides[0]) },
-            shape: [self.shape[1], self.shape[2]],
-            strides: [self.strides[1], self.strides[2]],
-            _borrow: PhantomData,
-        }
+        self.outer(i)
     }
 }
 

@@ -103,32 +103,34 @@ pub trait AtomicInt: AtomicValue {
     unsafe fn xor(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self;
 }
 
-/// Implements the traits for `$t`, whose bits are `$bits` (the unsigned type the
-/// load/store/exchange/CAS instructions work on) and whose add is `$add`.
+/// Implements the traits for each `$t` whose unsigned word (the bits of [`BitsOf`]) the
+/// instructions `$load`, `$store`, `$exch` and `$cas` work on, and whose add is `$add`.
 macro_rules! atomic_value {
-    ($($t:ty: $bits:ty, $w:ident, $add:ident, $neg:expr;)*) => {$(
+    ($([$load:ident, $store:ident, $exch:ident, $cas:ident] {
+        $($t:ty: $add:ident, $neg:expr;)*
+    })*) => {$($(
         impl sealed::Sealed for $t {}
         impl AtomicValue for $t {
             #[inline(always)]
             unsafe fn load(p: *const Self, scope: Scope, order: Ordering) -> Self {
                 // SAFETY: same size and alignment; upheld by the caller.
-                <$t>::from_bits_of(unsafe { paste_w!($w, load)(p.cast(), scope, order) })
+                <$t>::from_bits_of(unsafe { arch::$load(p.cast(), scope, order) })
             }
             #[inline(always)]
             unsafe fn store(p: *mut Self, v: Self, scope: Scope, order: Ordering) {
                 // SAFETY: as `load`.
-                unsafe { paste_w!($w, store)(p.cast(), v.bits_of(), scope, order) }
+                unsafe { arch::$store(p.cast(), v.bits_of(), scope, order) }
             }
             #[inline(always)]
             unsafe fn swap(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self {
                 // SAFETY: as `load`.
-                <$t>::from_bits_of(unsafe { paste_w!($w, exch)(p.cast(), v.bits_of(), scope, order) })
+                <$t>::from_bits_of(unsafe { arch::$exch(p.cast(), v.bits_of(), scope, order) })
             }
             #[inline(always)]
             unsafe fn cas(p: *mut Self, current: Self, new: Self, scope: Scope, order: Ordering) -> Self {
                 // SAFETY: as `load`.
                 <$t>::from_bits_of(unsafe {
-                    paste_w!($w, cas)(p.cast(), current.bits_of(), new.bits_of(), scope, order)
+                    arch::$cas(p.cast(), current.bits_of(), new.bits_of(), scope, order)
                 })
             }
             #[inline(always)]
@@ -145,35 +147,7 @@ macro_rules! atomic_value {
                 a.bits_of() == b.bits_of()
             }
         }
-    )*};
-}
-
-/// `paste_w!(u32, load)` → `arch::atom_load_u32`, without a `paste` dependency.
-macro_rules! paste_w {
-    (u32, load) => {
-        arch::atom_load_u32
-    };
-    (u32, store) => {
-        arch::atom_store_u32
-    };
-    (u32, exch) => {
-        arch::atom_exch_u32
-    };
-    (u32, cas) => {
-        arch::atom_cas_u32
-    };
-    (u64, load) => {
-        arch::atom_load_u64
-    };
-    (u64, store) => {
-        arch::atom_store_u64
-    };
-    (u64, exch) => {
-        arch::atom_exch_u64
-    };
-    (u64, cas) => {
-        arch::atom_cas_u64
-    };
+    )*)*};
 }
 
 /// Bit casts between an atomic value type and its unsigned word.
@@ -210,51 +184,35 @@ bits_of! {
 
 // Signed add is unsigned add (two's complement); floats have their own instructions.
 atomic_value! {
-    u32: u32, u32, atom_add_u32, u32::wrapping_neg;
-    i32: u32, u32, atom_add_u32, i32::wrapping_neg;
-    u64: u64, u64, atom_add_u64, u64::wrapping_neg;
-    i64: u64, u64, atom_add_u64, i64::wrapping_neg;
-    f32: u32, u32, atom_add_f32, |v: f32| -v;
-    f64: u64, u64, atom_add_f64, |v: f64| -v;
+    [atom_load_u32, atom_store_u32, atom_exch_u32, atom_cas_u32] {
+        u32: atom_add_u32, u32::wrapping_neg;
+        i32: atom_add_u32, i32::wrapping_neg;
+        f32: atom_add_f32, |v: f32| -v;
+    }
+    [atom_load_u64, atom_store_u64, atom_exch_u64, atom_cas_u64] {
+        u64: atom_add_u64, u64::wrapping_neg;
+        i64: atom_add_u64, i64::wrapping_neg;
+        f64: atom_add_f64, |v: f64| -v;
+    }
 }
 
 macro_rules! atomic_int {
-    ($($t:ty: $min:ident, $max:ident, $and:ident, $or:ident, $xor:ident;)*) => {$(
-        impl AtomicInt for $t {
+    ($($t:ty: $($op:ident = $f:ident),*;)*) => {$(
+        impl AtomicInt for $t {$(
             #[inline(always)]
-            unsafe fn min(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self {
-                // SAFETY: upheld by the caller.
-                unsafe { arch::$min(p.cast(), v as _, scope, order) as $t }
-            }
-            #[inline(always)]
-            unsafe fn max(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self {
-                // SAFETY: upheld by the caller.
-                unsafe { arch::$max(p.cast(), v as _, scope, order) as $t }
-            }
-            #[inline(always)]
-            unsafe fn and(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self {
+            unsafe fn $op(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self {
                 // SAFETY: upheld by the caller; bitwise operations ignore signedness.
-                unsafe { arch::$and(p.cast(), v as _, scope, order) as $t }
+                unsafe { arch::$f(p.cast(), v as _, scope, order) as $t }
             }
-            #[inline(always)]
-            unsafe fn or(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self {
-                // SAFETY: as `and`.
-                unsafe { arch::$or(p.cast(), v as _, scope, order) as $t }
-            }
-            #[inline(always)]
-            unsafe fn xor(p: *mut Self, v: Self, scope: Scope, order: Ordering) -> Self {
-                // SAFETY: as `and`.
-                unsafe { arch::$xor(p.cast(), v as _, scope, order) as $t }
-            }
-        }
+        )*}
     )*};
 }
 
 atomic_int! {
-    u32: atom_min_u32, atom_max_u32, atom_and_u32, atom_or_u32, atom_xor_u32;
-    i32: atom_min_i32, atom_max_i32, atom_and_u32, atom_or_u32, atom_xor_u32;
-    u64: atom_min_u64, atom_max_u64, atom_and_u64, atom_or_u64, atom_xor_u64;
-    i64: atom_min_i64, atom_max_i64, atom_and_u64, atom_or_u64, atom_xor_u64;
+    u32: min = atom_min_u32, max = atom_max_u32, and = atom_and_u32, or = atom_or_u32, xor = atom_xor_u32;
+    i32: min = atom_min_i32, max = atom_max_i32, and = atom_and_u32, or = atom_or_u32, xor = atom_xor_u32;
+    u64: min = atom_min_u64, max = atom_max_u64, and = atom_and_u64, or = atom_or_u64, xor = atom_xor_u64;
+    i64: min = atom_min_i64, max = atom_max_i64, and = atom_and_u64, or = atom_or_u64, xor = atom_xor_u64;
 }
 
 /// A `T` updated atomically at scope `S`; use the aliases (`DeviceAtomicU32`, …).
@@ -387,31 +345,25 @@ impl<T: AtomicValue, S: MemoryScope> ScopedAtomic<T, S> {
     }
 }
 
+/// The integer read-modify-writes: `fetch_min` calls [`AtomicInt::min`], and so on.
+macro_rules! fetch_int {
+    ($($name:ident: $op:ident, $what:literal;)*) => {$(
+        #[doc = concat!("Replace the value with ", $what, ", returning the previous value.")]
+        #[inline(always)]
+        pub fn $name(&self, value: T, order: Ordering) -> T {
+            // SAFETY: `self` is an atomic cell.
+            unsafe { T::$op(self.as_ptr(), value, scope::<S>(), order) }
+        }
+    )*};
+}
+
 impl<T: AtomicInt, S: MemoryScope> ScopedAtomic<T, S> {
-    #[inline(always)]
-    pub fn fetch_min(&self, value: T, order: Ordering) -> T {
-        // SAFETY: `self` is an atomic cell.
-        unsafe { T::min(self.as_ptr(), value, scope::<S>(), order) }
-    }
-    #[inline(always)]
-    pub fn fetch_max(&self, value: T, order: Ordering) -> T {
-        // SAFETY: as `fetch_min`.
-        unsafe { T::max(self.as_ptr(), value, scope::<S>(), order) }
-    }
-    #[inline(always)]
-    pub fn fetch_and(&self, value: T, order: Ordering) -> T {
-        // SAFETY: as `fetch_min`.
-        unsafe { T::and(self.as_ptr(), value, scope::<S>(), order) }
-    }
-    #[inline(always)]
-    pub fn fetch_or(&self, value: T, order: Ordering) -> T {
-        // SAFETY: as `fetch_min`.
-        unsafe { T::or(self.as_ptr(), value, scope::<S>(), order) }
-    }
-    #[inline(always)]
-    pub fn fetch_xor(&self, value: T, order: Ordering) -> T {
-        // SAFETY: as `fetch_min`.
-        unsafe { T::xor(self.as_ptr(), value, scope::<S>(), order) }
+    fetch_int! {
+        fetch_min: min, "the smaller of it and `value`";
+        fetch_max: max, "the larger of it and `value`";
+        fetch_and: and, "its bitwise AND with `value`";
+        fetch_or: or, "its bitwise OR with `value`";
+        fetch_xor: xor, "its bitwise XOR with `value`";
     }
 }
 

@@ -16,7 +16,7 @@
 //! assert_eq!(block::reduce(best, combine::arg_max), (3.0, 1)); // a one-thread block
 //! ```
 
-use crate::shuffle::{Numeric, Shuffle};
+use crate::shuffle::{Lane, Numeric, Shuffle};
 
 /// `a + b` (wrapping for integers).
 #[inline(always)]
@@ -133,20 +133,8 @@ impl Welford {
 
 impl Shuffle for Welford {
     #[inline(always)]
-    fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-        Welford::from(<(f32, f32, f32)>::from(self).shuffle(mask, src_lane))
-    }
-    #[inline(always)]
-    fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-        Welford::from(<(f32, f32, f32)>::from(self).shuffle_xor(mask, lane_mask))
-    }
-    #[inline(always)]
-    fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-        Welford::from(<(f32, f32, f32)>::from(self).shuffle_down(mask, delta))
-    }
-    #[inline(always)]
-    fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-        Welford::from(<(f32, f32, f32)>::from(self).shuffle_up(mask, delta))
+    fn shuffle_lanes(self, mask: u32, lane: Lane) -> Self {
+        Welford::from(<(f32, f32, f32)>::from(self).shuffle_lanes(mask, lane))
     }
 }
 

@@ -10,6 +10,7 @@
 //! `coalesced_threads`. [`this_cluster`] is the thread-block cluster (sm_90,
 //! `#[cluster_launch]`), which the emulator refuses, as it does all of `crate::cluster`.
 
+use crate::shuffle::Shuffle;
 use crate::{cluster, thread, warp};
 
 /// A set of threads that can synchronise.
@@ -175,6 +176,11 @@ impl<const N: u32> WarpTile<N> {
         thread::block_size().div_ceil(N)
     }
 
+    /// The warp lane of the tile's thread of rank `src_rank` (taken modulo `N`).
+    #[inline(always)]
+    fn src_in_tile(&self, src_rank: u32) -> u32 {
+        self.first_lane() | (src_rank & (N - 1))
+    }
     /// The lane offset a shuffle may use, or 0 (the caller's own value) when it would
     /// leave the tile.
     #[inline(always)]
@@ -218,6 +224,21 @@ impl<const N: u32> ThreadGroup for WarpTile<N> {
     }
 }
 
+/// A tile's shuffles, `$name` for `u32` and `$name_f32` for `f32`: [`Shuffle::$op`]
+/// over the tile's lanes, with the lane argument the tile allows (`self.$lane($arg)`).
+macro_rules! tile_shuffles {
+    ($($name:ident, $name_f32:ident: $op:ident($arg:ident) at $lane:ident;)*) => {$(
+        #[inline(always)]
+        fn $name(&self, var: u32, $arg: u32) -> u32 {
+            var.$op(self.mask(), self.$lane($arg))
+        }
+        #[inline(always)]
+        fn $name_f32(&self, var: f32, $arg: u32) -> f32 {
+            var.$op(self.mask(), self.$lane($arg))
+        }
+    )*};
+}
+
 impl<const N: u32> WarpCollective for WarpTile<N> {
     #[inline(always)]
     fn ballot(&self, predicate: bool) -> u32 {
@@ -236,37 +257,11 @@ impl<const N: u32> WarpCollective for WarpTile<N> {
     fn any(&self, predicate: bool) -> bool {
         warp::any_sync(self.mask(), predicate)
     }
-    #[inline(always)]
-    fn shfl(&self, var: u32, src_rank: u32) -> u32 {
-        warp::shuffle_sync(self.mask(), var, self.first_lane() | (src_rank & (N - 1)))
-    }
-    #[inline(always)]
-    fn shfl_xor(&self, var: u32, lane_mask: u32) -> u32 {
-        warp::shuffle_xor_sync(self.mask(), var, self.xor_in_tile(lane_mask))
-    }
-    #[inline(always)]
-    fn shfl_down(&self, var: u32, delta: u32) -> u32 {
-        warp::shuffle_down_sync(self.mask(), var, self.down_in_tile(delta))
-    }
-    #[inline(always)]
-    fn shfl_up(&self, var: u32, delta: u32) -> u32 {
-        warp::shuffle_up_sync(self.mask(), var, self.up_in_tile(delta))
-    }
-    #[inline(always)]
-    fn shfl_f32(&self, var: f32, src_rank: u32) -> f32 {
-        warp::shuffle_sync_f32(self.mask(), var, self.first_lane() | (src_rank & (N - 1)))
-    }
-    #[inline(always)]
-    fn shfl_xor_f32(&self, var: f32, lane_mask: u32) -> f32 {
-        warp::shuffle_xor_sync_f32(self.mask(), var, self.xor_in_tile(lane_mask))
-    }
-    #[inline(always)]
-    fn shfl_down_f32(&self, var: f32, delta: u32) -> f32 {
-        warp::shuffle_down_sync_f32(self.mask(), var, self.down_in_tile(delta))
-    }
-    #[inline(always)]
-    fn shfl_up_f32(&self, var: f32, delta: u32) -> f32 {
-        warp::shuffle_up_sync_f32(self.mask(), var, self.up_in_tile(delta))
+    tile_shuffles! {
+        shfl, shfl_f32: shuffle(src_rank) at src_in_tile;
+        shfl_xor, shfl_xor_f32: shuffle_xor(lane_mask) at xor_in_tile;
+        shfl_down, shfl_down_f32: shuffle_down(delta) at down_in_tile;
+        shfl_up, shfl_up_f32: shuffle_up(delta) at up_in_tile;
     }
     #[inline(always)]
     fn match_any(&self, value: u32) -> u32 {
@@ -278,7 +273,7 @@ impl<const N: u32> WarpCollective for WarpTile<N> {
     }
     #[inline(always)]
     fn match_all(&self, value: u32) -> u32 {
-        warp::match_all_sync(self.mask(), value)
+        self.match_all_i64(u64::from(value))
     }
     #[inline(always)]
     fn match_all_i64(&self, value: u64) -> u32 {

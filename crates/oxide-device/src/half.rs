@@ -36,28 +36,6 @@ const fn shift_round_even(value: u32, shift: u32) -> u32 {
 }
 
 impl f16 {
-    pub const ZERO: f16 = f16(0);
-    pub const ONE: f16 = f16(0x3c00);
-    pub const INFINITY: f16 = f16(0x7c00);
-    pub const NEG_INFINITY: f16 = f16(0xfc00);
-    pub const NAN: f16 = f16(0x7e00);
-    /// The largest finite value, 65504.
-    pub const MAX: f16 = f16(0x7bff);
-    /// The smallest positive normal value, 2^-14.
-    pub const MIN_POSITIVE: f16 = f16(0x0400);
-    /// The gap between 1 and the next value, 2^-10.
-    pub const EPSILON: f16 = f16(0x1400);
-
-    #[inline(always)]
-    pub const fn from_bits(bits: u16) -> f16 {
-        f16(bits)
-    }
-
-    #[inline(always)]
-    pub const fn to_bits(self) -> u16 {
-        self.0
-    }
-
     /// The nearest `f16` (ties to even); overflow gives ±infinity, NaN stays NaN.
     pub const fn from_f32(value: f32) -> f16 {
         let x = value.to_bits();
@@ -114,42 +92,9 @@ impl f16 {
         };
         f32::from_bits(bits)
     }
-
-    /// Through `f32`: a value within half an f32 ulp of an f16 tie may round twice.
-    pub const fn from_f64(value: f64) -> f16 {
-        f16::from_f32(value as f32)
-    }
-
-    pub const fn to_f64(self) -> f64 {
-        self.to_f32() as f64
-    }
-
-    pub const fn is_nan(self) -> bool {
-        self.0 & 0x7fff > 0x7c00
-    }
 }
 
 impl bf16 {
-    pub const ZERO: bf16 = bf16(0);
-    pub const ONE: bf16 = bf16(0x3f80);
-    pub const INFINITY: bf16 = bf16(0x7f80);
-    pub const NEG_INFINITY: bf16 = bf16(0xff80);
-    pub const NAN: bf16 = bf16(0x7fc0);
-    pub const MAX: bf16 = bf16(0x7f7f);
-    pub const MIN_POSITIVE: bf16 = bf16(0x0080);
-    /// 2^-7.
-    pub const EPSILON: bf16 = bf16(0x3c00);
-
-    #[inline(always)]
-    pub const fn from_bits(bits: u16) -> bf16 {
-        bf16(bits)
-    }
-
-    #[inline(always)]
-    pub const fn to_bits(self) -> u16 {
-        self.0
-    }
-
     /// The nearest `bf16` (ties to even); NaN stays NaN (made quiet).
     pub const fn from_f32(value: f32) -> bf16 {
         let x = value.to_bits();
@@ -164,24 +109,40 @@ impl bf16 {
     pub const fn to_f32(self) -> f32 {
         f32::from_bits((self.0 as u32) << 16)
     }
-
-    /// Through `f32` (see [`f16::from_f64`](struct@f16)).
-    pub const fn from_f64(value: f64) -> bf16 {
-        bf16::from_f32(value as f32)
-    }
-
-    pub const fn to_f64(self) -> f64 {
-        self.to_f32() as f64
-    }
-
-    pub const fn is_nan(self) -> bool {
-        self.0 & 0x7fff > 0x7f80
-    }
 }
 
+/// What `f16` and `bf16` share: the constants (`$c`, by their bits), the bit and `f64`
+/// conversions, and the traits, all through `to_f32`/`from_f32`.
 macro_rules! half_traits {
-    ($($t:ident),*) => {$(
+    ($($t:ident { $($(#[$doc:meta])* $c:ident = $bits:literal,)* })*) => {$(
         impl $t {
+            $($(#[$doc])* pub const $c: $t = $t($bits);)*
+
+            #[inline(always)]
+            pub const fn from_bits(bits: u16) -> $t {
+                $t(bits)
+            }
+
+            #[inline(always)]
+            pub const fn to_bits(self) -> u16 {
+                self.0
+            }
+
+            /// Through `f32`: a value within half an f32 ulp of a tie of this type may
+            /// round twice.
+            pub const fn from_f64(value: f64) -> $t {
+                $t::from_f32(value as f32)
+            }
+
+            pub const fn to_f64(self) -> f64 {
+                self.to_f32() as f64
+            }
+
+            /// Every exponent bit set and a fraction: above infinity's bits, either sign.
+            pub const fn is_nan(self) -> bool {
+                self.0 & 0x7fff > Self::INFINITY.0
+            }
+
             /// The bit patterns of a slice of these, in place: what code that moves raw
             /// 16-bit words (`ldmatrix`, `cp.async`, TMA) reads.
             #[inline(always)]
@@ -257,7 +218,23 @@ macro_rules! half_traits {
     };
 }
 
-half_traits!(f16, bf16);
+half_traits! {
+    f16 {
+        ZERO = 0, ONE = 0x3c00, INFINITY = 0x7c00, NEG_INFINITY = 0xfc00, NAN = 0x7e00,
+        /// The largest finite value, 65504.
+        MAX = 0x7bff,
+        /// The smallest positive normal value, 2^-14.
+        MIN_POSITIVE = 0x0400,
+        /// The gap between 1 and the next value, 2^-10.
+        EPSILON = 0x1400,
+    }
+    bf16 {
+        ZERO = 0, ONE = 0x3f80, INFINITY = 0x7f80, NEG_INFINITY = 0xff80, NAN = 0x7fc0,
+        MAX = 0x7f7f, MIN_POSITIVE = 0x0080,
+        /// 2^-7.
+        EPSILON = 0x3c00,
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -126,6 +126,28 @@ pub unsafe fn store_f32x4(p: *mut f32, v: [f32; 4]) {
     }
 }
 
+/// `$x` (a 64-bit value of type `$t`), unchanged: on the GPU one register move that is
+/// not `pure`, so LLVM may neither hoist nor merge it; on the host `black_box`.
+macro_rules! opaque_move {
+    ($x:expr, $t:ty) => {{
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let y: $t;
+            // SAFETY: a register move.
+            unsafe {
+                core::arch::asm!(
+                    "mov.b64 {y}, {x};",
+                    y = lateout(reg64) y, x = in(reg64) $x,
+                    options(nomem, nostack, preserves_flags),
+                )
+            };
+            y
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        core::hint::black_box($x)
+    }};
+}
+
 /// `x`, unchanged, but opaque to the optimiser, which must compute it where it is
 /// written (it cannot hoist it out of a loop, or compute from it ahead of time).
 ///
@@ -135,21 +157,7 @@ pub unsafe fn store_f32x4(p: *mut f32, v: [f32; 4]) {
 /// the GPU, it is one register move.
 #[inline(always)]
 pub fn opaque_usize(x: usize) -> usize {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let y: usize;
-        // SAFETY: a register move. Not `pure`, so LLVM may neither hoist nor merge it.
-        unsafe {
-            core::arch::asm!(
-                "mov.b64 {y}, {x};",
-                y = lateout(reg64) y, x = in(reg64) x,
-                options(nomem, nostack, preserves_flags),
-            )
-        };
-        y
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    core::hint::black_box(x)
+    opaque_move!(x, usize)
 }
 
 /// `p`, unchanged, but opaque to the optimiser, as [`opaque_usize`]: one register move.
@@ -158,21 +166,7 @@ pub fn opaque_usize(x: usize) -> usize {
 /// `p + (opaque(addr) - addr)` and so keeps `-addr` live as well, this is the move alone.
 #[inline(always)]
 pub fn opaque_ptr<T>(p: *const T) -> *const T {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let y: *const T;
-        // SAFETY: a register move. Not `pure`, so LLVM may neither hoist nor merge it.
-        unsafe {
-            core::arch::asm!(
-                "mov.b64 {y}, {x};",
-                y = lateout(reg64) y, x = in(reg64) p,
-                options(nomem, nostack, preserves_flags),
-            )
-        };
-        y
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    core::hint::black_box(p)
+    opaque_move!(p, *const T)
 }
 
 /// [`opaque_ptr`] for a `*mut T`.

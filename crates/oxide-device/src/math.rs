@@ -104,15 +104,21 @@ pub fn rcp_approx_ftz(x: f32) -> f32 {
 mod device {
     use super::GpuFloat;
 
+    /// `GpuFloat` for `f32` and `f64` through libdevice: each row names a method and its
+    /// `f32` and `f64` functions; an argument typed `Self` has the float's type.
     macro_rules! libdevice {
-        ($t:ty { $($method:ident($($arg:ident: $at:ty),*) => $nv:ident;)* }) => {
+        ({ $($method:ident($($arg:ident: $at:tt),*) => $nv32:ident, $nv64:ident;)* }) => {
+            libdevice!(@ f32 { $($method($($arg: $at),*) => $nv32;)* });
+            libdevice!(@ f64 { $($method($($arg: $at),*) => $nv64;)* });
+        };
+        (@ $t:ty { $($method:ident($($arg:ident: $at:tt),*) => $nv:ident;)* }) => {
             unsafe extern "C" {
-                $(fn $nv(x: $t $(, $arg: $at)*) -> $t;)*
+                $(fn $nv(x: $t $(, $arg: arg_ty!($at, $t))*) -> $t;)*
             }
             impl GpuFloat for $t {
                 $(
                     #[inline(always)]
-                    fn $method(self $(, $arg: $at)*) -> $t {
+                    fn $method(self $(, $arg: arg_ty!($at, $t))*) -> $t {
                         // SAFETY: libdevice functions are pure and total.
                         unsafe { $nv(self $(, $arg)*) }
                     }
@@ -121,38 +127,33 @@ mod device {
         };
     }
 
-    libdevice!(f32 {
-        sin() => __nv_sinf; cos() => __nv_cosf; tan() => __nv_tanf;
-        asin() => __nv_asinf; acos() => __nv_acosf; atan() => __nv_atanf;
-        atan2(other: f32) => __nv_atan2f;
-        sinh() => __nv_sinhf; cosh() => __nv_coshf; tanh() => __nv_tanhf;
-        exp() => __nv_expf; exp2() => __nv_exp2f; exp10() => __nv_exp10f;
-        exp_m1() => __nv_expm1f; ln() => __nv_logf; log2() => __nv_log2f;
-        log10() => __nv_log10f; ln_1p() => __nv_log1pf;
-        powf(n: f32) => __nv_powf; powi(n: i32) => __nv_powif;
-        sqrt() => __nv_sqrtf; rsqrt() => __nv_rsqrtf; cbrt() => __nv_cbrtf;
-        hypot(other: f32) => __nv_hypotf; erf() => __nv_erff; erfc() => __nv_erfcf;
-        floor() => __nv_floorf; ceil() => __nv_ceilf; round() => __nv_roundf;
-        trunc() => __nv_truncf; mul_add(a: f32, b: f32) => __nv_fmaf;
-        asinh() => __nv_asinhf; acosh() => __nv_acoshf; atanh() => __nv_atanhf;
-        round_ties_even() => __nv_rintf;
-    });
+    macro_rules! arg_ty {
+        (Self, $t:ty) => {
+            $t
+        };
+        ($at:ty, $t:ty) => {
+            $at
+        };
+    }
 
-    libdevice!(f64 {
-        sin() => __nv_sin; cos() => __nv_cos; tan() => __nv_tan;
-        asin() => __nv_asin; acos() => __nv_acos; atan() => __nv_atan;
-        atan2(other: f64) => __nv_atan2;
-        sinh() => __nv_sinh; cosh() => __nv_cosh; tanh() => __nv_tanh;
-        exp() => __nv_exp; exp2() => __nv_exp2; exp10() => __nv_exp10;
-        exp_m1() => __nv_expm1; ln() => __nv_log; log2() => __nv_log2;
-        log10() => __nv_log10; ln_1p() => __nv_log1p;
-        powf(n: f64) => __nv_pow; powi(n: i32) => __nv_powi;
-        sqrt() => __nv_sqrt; rsqrt() => __nv_rsqrt; cbrt() => __nv_cbrt;
-        hypot(other: f64) => __nv_hypot; erf() => __nv_erf; erfc() => __nv_erfc;
-        floor() => __nv_floor; ceil() => __nv_ceil; round() => __nv_round;
-        trunc() => __nv_trunc; mul_add(a: f64, b: f64) => __nv_fma;
-        asinh() => __nv_asinh; acosh() => __nv_acosh; atanh() => __nv_atanh;
-        round_ties_even() => __nv_rint;
+    libdevice!({
+        sin() => __nv_sinf, __nv_sin; cos() => __nv_cosf, __nv_cos; tan() => __nv_tanf, __nv_tan;
+        asin() => __nv_asinf, __nv_asin; acos() => __nv_acosf, __nv_acos;
+        atan() => __nv_atanf, __nv_atan; atan2(other: Self) => __nv_atan2f, __nv_atan2;
+        sinh() => __nv_sinhf, __nv_sinh; cosh() => __nv_coshf, __nv_cosh;
+        tanh() => __nv_tanhf, __nv_tanh; exp() => __nv_expf, __nv_exp;
+        exp2() => __nv_exp2f, __nv_exp2; exp10() => __nv_exp10f, __nv_exp10;
+        exp_m1() => __nv_expm1f, __nv_expm1; ln() => __nv_logf, __nv_log;
+        log2() => __nv_log2f, __nv_log2; log10() => __nv_log10f, __nv_log10;
+        ln_1p() => __nv_log1pf, __nv_log1p; powf(n: Self) => __nv_powf, __nv_pow;
+        powi(n: i32) => __nv_powif, __nv_powi; sqrt() => __nv_sqrtf, __nv_sqrt;
+        rsqrt() => __nv_rsqrtf, __nv_rsqrt; cbrt() => __nv_cbrtf, __nv_cbrt;
+        hypot(other: Self) => __nv_hypotf, __nv_hypot; erf() => __nv_erff, __nv_erf;
+        erfc() => __nv_erfcf, __nv_erfc; floor() => __nv_floorf, __nv_floor;
+        ceil() => __nv_ceilf, __nv_ceil; round() => __nv_roundf, __nv_round;
+        trunc() => __nv_truncf, __nv_trunc; mul_add(a: Self, b: Self) => __nv_fmaf, __nv_fma;
+        asinh() => __nv_asinhf, __nv_asinh; acosh() => __nv_acoshf, __nv_acosh;
+        atanh() => __nv_atanhf, __nv_atanh; round_ties_even() => __nv_rintf, __nv_rint;
     });
 }
 
@@ -162,43 +163,23 @@ mod host {
 
     // `<$t>::m(self)` names std's inherent method (the trait's would recurse).
     macro_rules! std_backed {
+        (@same $t:ty: $($m:ident)*) => {$(
+            fn $m(self) -> $t { <$t>::$m(self) }
+        )*};
         ($($t:ty => $erf:ident, $erfc:ident;)*) => {$(
             impl GpuFloat for $t {
-                fn sin(self) -> $t { <$t>::sin(self) }
-                fn cos(self) -> $t { <$t>::cos(self) }
-                fn tan(self) -> $t { <$t>::tan(self) }
-                fn asin(self) -> $t { <$t>::asin(self) }
-                fn acos(self) -> $t { <$t>::acos(self) }
-                fn atan(self) -> $t { <$t>::atan(self) }
+                std_backed!(@same $t: sin cos tan asin acos atan sinh cosh tanh exp exp2 exp_m1 ln
+                    log2 log10 ln_1p sqrt cbrt floor ceil round trunc asinh acosh atanh
+                    round_ties_even);
                 fn atan2(self, other: $t) -> $t { <$t>::atan2(self, other) }
-                fn sinh(self) -> $t { <$t>::sinh(self) }
-                fn cosh(self) -> $t { <$t>::cosh(self) }
-                fn tanh(self) -> $t { <$t>::tanh(self) }
-                fn exp(self) -> $t { <$t>::exp(self) }
-                fn exp2(self) -> $t { <$t>::exp2(self) }
                 fn exp10(self) -> $t { <$t>::powf(10.0, self) }
-                fn exp_m1(self) -> $t { <$t>::exp_m1(self) }
-                fn ln(self) -> $t { <$t>::ln(self) }
-                fn log2(self) -> $t { <$t>::log2(self) }
-                fn log10(self) -> $t { <$t>::log10(self) }
-                fn ln_1p(self) -> $t { <$t>::ln_1p(self) }
                 fn powf(self, n: $t) -> $t { <$t>::powf(self, n) }
                 fn powi(self, n: i32) -> $t { <$t>::powi(self, n) }
-                fn sqrt(self) -> $t { <$t>::sqrt(self) }
                 fn rsqrt(self) -> $t { 1.0 / <$t>::sqrt(self) }
-                fn cbrt(self) -> $t { <$t>::cbrt(self) }
                 fn hypot(self, other: $t) -> $t { <$t>::hypot(self, other) }
                 fn erf(self) -> $t { $erf(self as f64) as $t }
                 fn erfc(self) -> $t { $erfc(self as f64) as $t }
-                fn floor(self) -> $t { <$t>::floor(self) }
-                fn ceil(self) -> $t { <$t>::ceil(self) }
-                fn round(self) -> $t { <$t>::round(self) }
-                fn trunc(self) -> $t { <$t>::trunc(self) }
                 fn mul_add(self, a: $t, b: $t) -> $t { <$t>::mul_add(self, a, b) }
-                fn asinh(self) -> $t { <$t>::asinh(self) }
-                fn acosh(self) -> $t { <$t>::acosh(self) }
-                fn atanh(self) -> $t { <$t>::atanh(self) }
-                fn round_ties_even(self) -> $t { <$t>::round_ties_even(self) }
             }
         )*};
     }

@@ -41,23 +41,14 @@ pub const MAX_SLOTS: usize = 16;
 /// worth, 1 for sizes that do not divide 16), as a constant.
 macro_rules! with_lanes {
     ($size:expr, $n:ident => $body:expr) => {
+        with_lanes!(@ $size, $n, $body; 1 => 16, 2 => 8, 4 => 4, 8 => 2)
+    };
+    (@ $size:expr, $n:ident, $body:expr; $($bytes:literal => $lanes:literal),*) => {
         match $size {
-            1 => {
-                const $n: usize = 16;
+            $($bytes => {
+                const $n: usize = $lanes;
                 $body
-            }
-            2 => {
-                const $n: usize = 8;
-                $body
-            }
-            4 => {
-                const $n: usize = 4;
-                $body
-            }
-            8 => {
-                const $n: usize = 2;
-                $body
-            }
+            })*
             _ => {
                 const $n: usize = 1;
                 $body

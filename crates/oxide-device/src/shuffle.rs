@@ -48,17 +48,53 @@ pub(crate) fn inclusive_scan<T: Shuffle>(value: T, op: impl Fn(T, T) -> T) -> T 
     v
 }
 
+/// Which lane a shuffle reads, with its operand: the four `shfl.sync` modes.
+#[derive(Clone, Copy)]
+pub enum Lane {
+    /// Lane `src_lane` (`shfl.sync.idx`).
+    Index(u32),
+    /// Lane `lane_id ^ lane_mask` (`shfl.sync.bfly`).
+    Xor(u32),
+    /// Lane `lane_id + delta` (`shfl.sync.down`).
+    Down(u32),
+    /// Lane `lane_id - delta` (`shfl.sync.up`).
+    Up(u32),
+}
+
+/// The CUDA forms of a shuffle, each [`Shuffle::shuffle_lanes`] in one mode.
+macro_rules! lane_forms {
+    ($($name:ident($arg:ident) => $lane:ident, $cuda:literal, $what:literal;)*) => {$(
+        #[doc = concat!("`", $cuda, "`: the value of lane ", $what, ".")]
+        #[inline(always)]
+        fn $name(self, mask: u32, $arg: u32) -> Self {
+            self.shuffle_lanes(mask, Lane::$lane($arg))
+        }
+    )*};
+}
+
 /// A value that can cross lanes: 32-bit values in one shuffle, 64-bit in two, tuples
-/// and arrays one part at a time.
+/// and arrays one part at a time. An implementation says how with
+/// [`shuffle_lanes`](Self::shuffle_lanes); the four CUDA forms follow from it.
 pub trait Shuffle: Copy {
-    /// `__shfl_sync`: the value of lane `src_lane`.
-    fn shuffle(self, mask: u32, src_lane: u32) -> Self;
-    /// `__shfl_xor_sync`: the value of lane `lane_id ^ lane_mask`.
-    fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self;
-    /// `__shfl_down_sync`: the value of lane `lane_id + delta` (own value past 31).
-    fn shuffle_down(self, mask: u32, delta: u32) -> Self;
-    /// `__shfl_up_sync`: the value of lane `lane_id - delta` (own value below 0).
-    fn shuffle_up(self, mask: u32, delta: u32) -> Self;
+    /// The value of the lane that `lane` names, among the lanes of `mask`.
+    fn shuffle_lanes(self, mask: u32, lane: Lane) -> Self;
+    lane_forms! {
+        shuffle(src_lane) => Index, "__shfl_sync", "`src_lane`";
+        shuffle_xor(lane_mask) => Xor, "__shfl_xor_sync", "`lane_id ^ lane_mask`";
+        shuffle_down(delta) => Down, "__shfl_down_sync", "`lane_id + delta` (own value past 31)";
+        shuffle_up(delta) => Up, "__shfl_up_sync", "`lane_id - delta` (own value below 0)";
+    }
+}
+
+/// One `shfl.sync` of a word in the mode `lane` names.
+#[inline(always)]
+fn shfl(mask: u32, word: u32, lane: Lane) -> u32 {
+    match lane {
+        Lane::Index(src_lane) => arch::shfl_idx(mask, word, src_lane),
+        Lane::Xor(lane_mask) => arch::shfl_xor(mask, word, lane_mask),
+        Lane::Down(delta) => arch::shfl_down(mask, word, delta),
+        Lane::Up(delta) => arch::shfl_up(mask, word, delta),
+    }
 }
 
 // Values of up to 32 bits cross lanes in one shuffle of a word; 64-bit values in two,
@@ -67,20 +103,8 @@ macro_rules! shuffle_32 {
     ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl Shuffle for $t {
             #[inline(always)]
-            fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-                ($from)(arch::shfl_idx(mask, ($to)(self), src_lane))
-            }
-            #[inline(always)]
-            fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-                ($from)(arch::shfl_xor(mask, ($to)(self), lane_mask))
-            }
-            #[inline(always)]
-            fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-                ($from)(arch::shfl_down(mask, ($to)(self), delta))
-            }
-            #[inline(always)]
-            fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-                ($from)(arch::shfl_up(mask, ($to)(self), delta))
+            fn shuffle_lanes(self, mask: u32, lane: Lane) -> Self {
+                ($from)(shfl(mask, ($to)(self), lane))
             }
         }
     )*};
@@ -90,29 +114,13 @@ macro_rules! shuffle_64 {
     ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl Shuffle for $t {
             #[inline(always)]
-            fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_idx(mask, w, src_lane)))
-            }
-            #[inline(always)]
-            fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_xor(mask, w, lane_mask)))
-            }
-            #[inline(always)]
-            fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_down(mask, w, delta)))
-            }
-            #[inline(always)]
-            fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-                ($from)(in_halves(($to)(self), |w| arch::shfl_up(mask, w, delta)))
+            fn shuffle_lanes(self, mask: u32, lane: Lane) -> Self {
+                let v: u64 = ($to)(self);
+                let half = |w: u64| u64::from(shfl(mask, w as u32, lane));
+                ($from)(half(v) | (half(v >> 32) << 32))
             }
         }
     )*};
-}
-
-/// Apply a 32-bit shuffle to both halves of a 64-bit word.
-#[inline(always)]
-fn in_halves(v: u64, shuffle: impl Fn(u32) -> u32) -> u64 {
-    u64::from(shuffle(v as u32)) | (u64::from(shuffle((v >> 32) as u32)) << 32)
 }
 
 shuffle_32! {
@@ -140,20 +148,8 @@ macro_rules! shuffle_tuple {
     ($($t:ident . $i:tt),+) => {
         impl<$($t: Shuffle),+> Shuffle for ($($t,)+) {
             #[inline(always)]
-            fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-                ($(self.$i.shuffle(mask, src_lane),)+)
-            }
-            #[inline(always)]
-            fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-                ($(self.$i.shuffle_xor(mask, lane_mask),)+)
-            }
-            #[inline(always)]
-            fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-                ($(self.$i.shuffle_down(mask, delta),)+)
-            }
-            #[inline(always)]
-            fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-                ($(self.$i.shuffle_up(mask, delta),)+)
+            fn shuffle_lanes(self, mask: u32, lane: Lane) -> Self {
+                ($(self.$i.shuffle_lanes(mask, lane),)+)
             }
         }
     };
@@ -165,20 +161,8 @@ shuffle_tuple!(A.0, B.1, C.2, D.3);
 
 impl<T: Shuffle, const N: usize> Shuffle for [T; N] {
     #[inline(always)]
-    fn shuffle(self, mask: u32, src_lane: u32) -> Self {
-        self.map(|v| v.shuffle(mask, src_lane))
-    }
-    #[inline(always)]
-    fn shuffle_xor(self, mask: u32, lane_mask: u32) -> Self {
-        self.map(|v| v.shuffle_xor(mask, lane_mask))
-    }
-    #[inline(always)]
-    fn shuffle_down(self, mask: u32, delta: u32) -> Self {
-        self.map(|v| v.shuffle_down(mask, delta))
-    }
-    #[inline(always)]
-    fn shuffle_up(self, mask: u32, delta: u32) -> Self {
-        self.map(|v| v.shuffle_up(mask, delta))
+    fn shuffle_lanes(self, mask: u32, lane: Lane) -> Self {
+        self.map(|v| v.shuffle_lanes(mask, lane))
     }
 }
 

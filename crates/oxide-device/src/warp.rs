@@ -44,29 +44,35 @@ pub fn active_mask() -> u32 {
     arch::active_mask()
 }
 
-pub use crate::shuffle::{Numeric, Shuffle};
+pub use crate::shuffle::{Lane, Numeric, Shuffle};
 
+/// `$t`'s four shuffles as free functions, each [`Shuffle::shuffle_lanes`] in one mode:
+/// `masked`, `name(mask, value, arg)` as CUDA's `__shfl*_sync`; `whole`, `name(value, arg)`
+/// over the whole warp.
 macro_rules! shuffle_fns {
     ($($t:ty: $idx:ident, $xor:ident, $down:ident, $up:ident;)*) => {$(
-        #[doc = concat!("`__shfl_sync` for `", stringify!($t), "`: the value of lane `src_lane`.")]
+        shuffle_fns!(@ masked $t: $idx $xor $down $up);
+    )*};
+    (@ $how:ident $t:ty: $idx:ident $xor:ident $down:ident $up:ident) => {
+        shuffle_fns!(@ $how $t;
+            $idx(src_lane) Index "__shfl_sync" "`src_lane`";
+            $xor(lane_mask) Xor "__shfl_xor_sync" "`lane_id ^ lane_mask`";
+            $down(delta) Down "__shfl_down_sync" "`lane_id + delta`";
+            $up(delta) Up "__shfl_up_sync" "`lane_id - delta`";
+        );
+    };
+    (@ masked $t:ty; $($name:ident($arg:ident) $lane:ident $cuda:literal $what:literal;)*) => {$(
+        #[doc = concat!("`", $cuda, "` for `", stringify!($t), "`: the value of lane ", $what, ".")]
         #[inline(always)]
-        pub fn $idx(mask: u32, value: $t, src_lane: u32) -> $t {
-            value.shuffle(mask, src_lane)
+        pub fn $name(mask: u32, value: $t, $arg: u32) -> $t {
+            value.shuffle_lanes(mask, Lane::$lane($arg))
         }
-        #[doc = concat!("`__shfl_xor_sync` for `", stringify!($t), "`: the value of lane `lane_id ^ lane_mask`.")]
+    )*};
+    (@ whole $t:ty; $($name:ident($arg:ident) $lane:ident $cuda:literal $what:literal;)*) => {$(
+        #[doc = concat!("The value of lane ", $what, ", over the whole warp (`", stringify!($t), "`).")]
         #[inline(always)]
-        pub fn $xor(mask: u32, value: $t, lane_mask: u32) -> $t {
-            value.shuffle_xor(mask, lane_mask)
-        }
-        #[doc = concat!("`__shfl_down_sync` for `", stringify!($t), "`: the value of lane `lane_id + delta`.")]
-        #[inline(always)]
-        pub fn $down(mask: u32, value: $t, delta: u32) -> $t {
-            value.shuffle_down(mask, delta)
-        }
-        #[doc = concat!("`__shfl_up_sync` for `", stringify!($t), "`: the value of lane `lane_id - delta`.")]
-        #[inline(always)]
-        pub fn $up(mask: u32, value: $t, delta: u32) -> $t {
-            value.shuffle_up(mask, delta)
+        pub fn $name(value: $t, $arg: u32) -> $t {
+            value.shuffle_lanes(FULL_MASK, Lane::$lane($arg))
         }
     )*};
 }
@@ -251,35 +257,10 @@ block_reductions! {
 // cuda-oxide puts the type before `_sync` (`shuffle_xor_f32_sync`) and has mask-less
 // forms for the whole warp (`shuffle_xor_f32`); both name the functions above.
 
-macro_rules! whole_warp_shuffles {
-    ($($t:ty: $idx_all:ident $xor_all:ident $down_all:ident $up_all:ident;)*) => {$(
-        #[doc = concat!("The value of lane `src_lane`, over the whole warp (`", stringify!($t), "`).")]
-        #[inline(always)]
-        pub fn $idx_all(value: $t, src_lane: u32) -> $t {
-            value.shuffle(FULL_MASK, src_lane)
-        }
-        #[doc = concat!("The value of lane `lane_id ^ lane_mask`, over the whole warp (`", stringify!($t), "`).")]
-        #[inline(always)]
-        pub fn $xor_all(value: $t, lane_mask: u32) -> $t {
-            value.shuffle_xor(FULL_MASK, lane_mask)
-        }
-        #[doc = concat!("The value of lane `lane_id + delta`, over the whole warp (`", stringify!($t), "`).")]
-        #[inline(always)]
-        pub fn $down_all(value: $t, delta: u32) -> $t {
-            value.shuffle_down(FULL_MASK, delta)
-        }
-        #[doc = concat!("The value of lane `lane_id - delta`, over the whole warp (`", stringify!($t), "`).")]
-        #[inline(always)]
-        pub fn $up_all(value: $t, delta: u32) -> $t {
-            value.shuffle_up(FULL_MASK, delta)
-        }
-    )*};
-}
-
 macro_rules! cuda_oxide_shuffles {
     ($($t:ty: $idx:ident $xor:ident $down:ident $up:ident, $idx_all:ident $xor_all:ident $down_all:ident $up_all:ident;)*) => {$(
-        shuffle_fns!($t: $idx, $xor, $down, $up;);
-        whole_warp_shuffles!($t: $idx_all $xor_all $down_all $up_all;);
+        shuffle_fns!(@ masked $t: $idx $xor $down $up);
+        shuffle_fns!(@ whole $t: $idx_all $xor_all $down_all $up_all);
     )*};
 }
 
@@ -294,9 +275,7 @@ cuda_oxide_shuffles! {
         shuffle_i32 shuffle_xor_i32 shuffle_down_i32 shuffle_up_i32;
 }
 
-whole_warp_shuffles! {
-    u32: shuffle shuffle_xor shuffle_down shuffle_up;
-}
+shuffle_fns!(@ whole u32: shuffle shuffle_xor shuffle_down shuffle_up);
 
 /// [`ballot_sync`] over the whole warp.
 #[inline(always)]

@@ -18,15 +18,36 @@ fn slice<T>(s: &[T]) -> [u64; 2] {
     [s.as_ptr() as u64, s.len() as u64]
 }
 
+/// Writes this thread's element of `out`, if it has one.
+fn put<T>(out: &mut DisjointSlice<T>, v: T) {
+    if let Some(o) = out.get_mut(thread::index_1d()) {
+        *o = v;
+    }
+}
+
+/// Runs the launch and checks that it faulted with a message containing `cause`.
+fn faults(
+    entry: HostEntry,
+    grid: u32,
+    block: u32,
+    shared: u64,
+    args: &[u64],
+    cause: &str,
+) -> OxideError {
+    let (status, e) = run(entry, grid, block, shared, args);
+    let m = e.text();
+    assert_eq!(status, STATUS_FAULT, "{m}");
+    assert!(m.contains(cause), "{m}");
+    e
+}
+
 /// Writes word `thread` of dynamic shared memory, unchecked, and records the size.
 #[kernel]
 pub fn write_shared_word(mut len: DisjointSlice<u32>) {
     let t = thread::threadIdx_x() as usize;
     // SAFETY: deliberately not checked against the launch's size.
     unsafe { DynamicSharedArray::<u32>::get().add(t).write(t as u32) };
-    if let Some(l) = len.get_mut(thread::index_1d()) {
-        *l = DynamicSharedArray::<u32>::len() as u32;
-    }
+    put(&mut len, DynamicSharedArray::<u32>::len() as u32);
 }
 
 #[test]
@@ -41,19 +62,23 @@ fn a_kernel_reads_its_dynamic_shared_size() {
 fn shared_memory_past_the_launch_size_is_a_fault_not_heap_corruption() {
     for (shared, block) in [(0u64, 32u32), (4, 256), (64, 1024)] {
         let len = vec![0u32; block as usize * 3];
-        let (status, e) = run(
+        let cause = format!("shared_mem={shared} bytes");
+        let e = faults(
             __oxide_host_write_shared_word,
             3,
             block,
             shared,
             &slice(&len),
+            &cause,
         );
-        let m = e.text();
-        assert_eq!(status, STATUS_FAULT, "{m}");
-        assert!(m.contains(&format!("shared_mem={shared} bytes")), "{m}");
         // The first thread past the launch's bytes (rounded up to the region's 16-byte
         // alignment) is the one named.
-        assert_eq!(e.thread, [shared.div_ceil(16) as u32 * 4, 0, 0], "{m}");
+        assert_eq!(
+            e.thread,
+            [shared.div_ceil(16) as u32 * 4, 0, 0],
+            "{}",
+            e.text()
+        );
     }
 }
 
@@ -61,9 +86,7 @@ fn shared_memory_past_the_launch_size_is_a_fault_not_heap_corruption() {
 pub fn checked_shared(mut out: DisjointSlice<u32>) {
     let warps = (thread::blockDim_x() / 32) as usize;
     gpu_assert!(DynamicSharedArray::<u32>::len() >= warps);
-    if let Some(o) = out.get_mut(thread::index_1d()) {
-        *o = 1;
-    }
+    put(&mut out, 1);
 }
 
 #[test]
@@ -88,17 +111,13 @@ fn local_array<const N: usize>(seed: u32) -> u32 {
 #[kernel]
 pub fn local_280k(mut out: DisjointSlice<u32>) {
     let v = local_array::<{ 280 * 1024 }>(thread::threadIdx_x());
-    if let Some(o) = out.get_mut(thread::index_1d()) {
-        *o = v;
-    }
+    put(&mut out, v);
 }
 
 #[kernel]
 pub fn local_4m(mut out: DisjointSlice<u32>) {
     let v = local_array::<{ 4 * 1024 * 1024 }>(thread::threadIdx_x());
-    if let Some(o) = out.get_mut(thread::index_1d()) {
-        *o = v;
-    }
+    put(&mut out, v);
 }
 
 #[inline(never)]
@@ -113,9 +132,7 @@ fn depth(n: u64, pad: u64) -> u64 {
 #[kernel]
 pub fn recurse(levels: u64, mut out: DisjointSlice<u64>) {
     let v = depth(levels, u64::from(thread::threadIdx_x()));
-    if let Some(o) = out.get_mut(thread::index_1d()) {
-        *o = v;
-    }
+    put(&mut out, v);
 }
 
 #[test]
@@ -130,19 +147,20 @@ fn a_thread_has_room_for_what_a_gpu_thread_can_hold() {
 #[test]
 fn a_stack_overflow_is_a_fault_with_its_thread() {
     let out = vec![0u32; 64];
-    let (status, e) = run(__oxide_host_local_4m, 2, 32, 0, &slice(&out));
-    let m = e.text();
-    assert_eq!(status, STATUS_FAULT, "{m}");
-    assert!(m.contains("stack overflow"), "{m}");
+    let e = faults(
+        __oxide_host_local_4m,
+        2,
+        32,
+        0,
+        &slice(&out),
+        "stack overflow",
+    );
     // Thread 0 of whichever block a worker ran first.
-    assert!(e.block[0] < 2 && e.thread == [0, 0, 0], "{m}");
+    assert!(e.block[0] < 2 && e.thread == [0, 0, 0], "{}", e.text());
 
     let out = vec![0u64; 32];
     let args = [[10_000_000u64].as_slice(), &slice(&out)].concat();
-    let (status, e) = run(__oxide_host_recurse, 1, 32, 0, &args);
-    let m = e.text();
-    assert_eq!(status, STATUS_FAULT, "{m}");
-    assert!(m.contains("stack overflow"), "{m}");
+    faults(__oxide_host_recurse, 1, 32, 0, &args, "stack overflow");
 
     // The emulator is still sound afterwards: the same stacks run a good launch.
     let args = [[100u64].as_slice(), &slice(&out)].concat();

@@ -29,6 +29,23 @@ fn run(
     (status, error, message)
 }
 
+/// One warp of `entry`: it runs to completion in default mode (then `check` looks at what
+/// it wrote), and traps as undefined in strict mode with `seed`; the strict run's error
+/// and message.
+fn undefined_only_when_strict(
+    entry: HostEntry,
+    args: &[u64],
+    check: impl FnOnce(),
+    seed: u64,
+) -> (OxideError, String) {
+    let (status, _, m) = run(entry, None, (1, 32, 0), args);
+    assert_eq!(status, STATUS_OK, "{m}");
+    check();
+    let (status, e, m) = run(entry, Some(seed), (1, 32, 0), args);
+    assert_eq!(status, STATUS_UNDEFINED, "{m}");
+    (e, m)
+}
+
 fn slice<T>(s: &[T]) -> [u64; 2] {
     [s.as_ptr() as u64, s.len() as u64]
 }
@@ -181,11 +198,8 @@ fn a_shuffle_outside_its_mask_traps_in_strict_mode() {
     let args = [&[16][..], &slice(&out)].concat();
     // Default mode: lane 16 did not take part, so each lane keeps its own value (a GPU
     // gives an undefined one).
-    let (status, _, m) = run(__oxide_host_read_outside_mask, None, (1, 32, 0), &args);
-    assert_eq!(status, STATUS_OK, "{m}");
-    assert_eq!(out[3], 103);
-    let (status, e, m) = run(__oxide_host_read_outside_mask, Some(4), (1, 32, 0), &args);
-    assert_eq!(status, STATUS_UNDEFINED, "{m}");
+    let check = || assert_eq!(out[3], 103);
+    let (e, m) = undefined_only_when_strict(__oxide_host_read_outside_mask, &args, check, 4);
     assert!(e.thread[0] < 16, "{:?}", e.thread);
     assert!(
         m.contains("shuffles from lane 16, outside the operation's mask 0x0000ffff")
@@ -212,11 +226,8 @@ pub fn read_returned(live: u32, mut out: DisjointSlice<u32>) {
 fn a_shuffle_from_a_lane_that_returned_traps_in_strict_mode() {
     let out = vec![0u32; 32];
     let args = [&[8][..], &slice(&out)].concat();
-    let (status, _, m) = run(__oxide_host_read_returned, None, (1, 32, 0), &args);
-    assert_eq!(status, STATUS_OK, "{m}");
-    assert_eq!(out[..8], [0, 1, 2, 3, 4, 5, 6, 7]);
-    let (status, _, m) = run(__oxide_host_read_returned, Some(5), (1, 32, 0), &args);
-    assert_eq!(status, STATUS_UNDEFINED, "{m}");
+    let check = || assert_eq!(out[..8], [0, 1, 2, 3, 4, 5, 6, 7]);
+    let (_, m) = undefined_only_when_strict(__oxide_host_read_returned, &args, check, 5);
     assert!(m.contains("which has returned"), "{m}");
     // All 32 running: lanes 24.. read past the warp's end, their own value (defined).
     let args = [&[32][..], &slice(&out)].concat();

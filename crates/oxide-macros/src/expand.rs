@@ -375,7 +375,7 @@ fn scalar_ident(ty: ScalarType) -> Ident {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{assert_contains_all, entry_code, kernel};
+    use crate::testing::{assert_contains_all, assert_entry_contains, entry_code, kernel};
     use oxide_abi::descriptor::LaunchBounds;
 
     /// What `concat!` produces, given a module, file and line.
@@ -494,14 +494,11 @@ mod tests {
 
     #[test]
     fn entry_abi_per_kind() {
-        let code = entry_code(
+        assert_entry_contains(
             device_entry,
             quote!(
                 pub fn k(b: bool, n: usize, x: &[f32], mut y: DisjointSlice<f32>) {}
             ),
-        );
-        assert_contains_all(
-            &code,
             &[
                 "__oxide_arg0 : u8",
                 "__oxide_arg1 : u64",
@@ -559,15 +556,12 @@ mod tests {
 
     #[test]
     fn array_extents_are_bounded_and_named_ones_equal() {
-        let code = entry_code(
+        let code = assert_entry_contains(
             device_entry,
             quote! {
                 #[shapes(x[rows, cols], w[cols], out[rows, cols])]
                 pub fn k(x: Array2<f32>, w: &[f32], mut out: DisjointArray2<f32>, y: Array1<f32>) {}
             },
-        );
-        assert_contains_all(
-            &code,
             &[
                 "assume_at_most (__oxide_arg0_d0 , 2147483647)",
                 "assume_at_most (__oxide_arg0_d1 , 2147483647)",

@@ -169,18 +169,15 @@ fn scalar_from_word(ty: ScalarType, w: TokenStream) -> TokenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{assert_contains_all, entry_code};
+    use crate::testing::assert_entry_contains;
 
     #[test]
     fn host_entry_decodes_words_per_kind() {
-        let code = entry_code(
+        assert_entry_contains(
             host_entry,
             quote!(
                 pub fn k(b: bool, a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
             ),
-        );
-        assert_contains_all(
-            &code,
             &[
                 "fn __oxide_host_k",
                 "no_mangle",

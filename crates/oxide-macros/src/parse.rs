@@ -10,6 +10,26 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, GenericArgument, Ident, ItemFn, LitInt, Token, parenthesized, parse_quote};
 
+/// A parse error replaced by the attribute's usage line, at the same place.
+trait OrUsage<T> {
+    fn or_usage(self, usage: &str) -> syn::Result<T>;
+}
+
+impl<T> OrUsage<T> for syn::Result<T> {
+    fn or_usage(self, usage: &str) -> syn::Result<T> {
+        self.map_err(|e| syn::Error::new(e.span(), usage))
+    }
+}
+
+/// After an item: whether a comma and another item follow (a trailing comma ends it).
+fn another(input: ParseStream) -> syn::Result<bool> {
+    if input.is_empty() {
+        return Ok(false);
+    }
+    input.parse::<Token![,]>()?;
+    Ok(!input.is_empty())
+}
+
 /// Name of the inert attribute that `#[kernel]` reads and removes.
 pub const LAUNCH_BOUNDS_ATTR: &str = "launch_bounds";
 /// The launch policy's attribute, read and removed by `#[kernel]` likewise.
@@ -68,9 +88,7 @@ impl Parse for ShapesSyntax {
                      #[shapes(a[m, k], b[k, n], c[m, n])]; a dim is a name, a number or `_`";
         let mut entries = Vec::new();
         while !input.is_empty() {
-            let param: Ident = input
-                .call(Ident::parse_any)
-                .map_err(|e| syn::Error::new(e.span(), usage))?;
+            let param: Ident = input.call(Ident::parse_any).or_usage(usage)?;
             let content;
             syn::bracketed!(content in input);
             let mut dims = Vec::new();
@@ -81,11 +99,7 @@ impl Parse for ShapesSyntax {
                 } else if content.peek(LitInt) {
                     ShapeDim::Fixed(content.parse()?)
                 } else {
-                    ShapeDim::Name(
-                        content
-                            .parse()
-                            .map_err(|e| syn::Error::new(e.span(), usage))?,
-                    )
+                    ShapeDim::Name(content.parse().or_usage(usage)?)
                 });
                 if content.is_empty() {
                     break;
@@ -132,20 +146,12 @@ impl Parse for LaunchSyntax {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let usage = "expected #[launch(policy(param, key = value, ...))], e.g. \
                      #[launch(elementwise(out, per_thread = vector))]";
-        let kind: Ident = input
-            .parse()
-            .map_err(|e| syn::Error::new(e.span(), usage))?;
+        let kind: Ident = input.parse().or_usage(usage)?;
         let content;
         parenthesized!(content in input);
-        let over: Ident = content
-            .parse()
-            .map_err(|e| syn::Error::new(e.span(), usage))?;
+        let over: Ident = content.parse().or_usage(usage)?;
         let mut options = Vec::new();
-        while !content.is_empty() {
-            content.parse::<Token![,]>()?;
-            if content.is_empty() {
-                break;
-            }
+        while another(&content)? {
             let key: Ident = content.parse()?;
             content.parse::<Token![=]>()?;
             let value = if content.peek(LitInt) {
@@ -180,7 +186,7 @@ impl Parse for VariantSyntax {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let usage = "expected #[variant_of(kernel)], naming the kernel this one is a \
                      faster variant of, e.g. #[variant_of(gemm_bf16)]";
-        let kernel = Ident::parse_any(input).map_err(|e| syn::Error::new(e.span(), usage))?;
+        let kernel = Ident::parse_any(input).or_usage(usage)?;
         if !input.is_empty() {
             return Err(syn::Error::new(input.span(), usage));
         }
@@ -204,18 +210,10 @@ impl Parse for TensorMapsSyntax {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let usage = "expected #[tensor_maps(param, array(rows = R), ...)], e.g. \
                      #[tensor_maps(maps, a(rows = 128), b(rows = 64))]";
-        let param: Ident = input
-            .parse()
-            .map_err(|e| syn::Error::new(e.span(), usage))?;
+        let param: Ident = input.parse().or_usage(usage)?;
         let mut maps = Vec::new();
-        while !input.is_empty() {
-            input.parse::<Token![,]>()?;
-            if input.is_empty() {
-                break;
-            }
-            let array: Ident = input
-                .parse()
-                .map_err(|e| syn::Error::new(e.span(), usage))?;
+        while another(input)? {
+            let array: Ident = input.parse().or_usage(usage)?;
             let content;
             parenthesized!(content in input);
             let mut options = Vec::new();
@@ -255,15 +253,9 @@ impl Parse for TuneSyntax {
         let span = input.span();
         let mut entries = Vec::new();
         while !input.is_empty() {
-            let name: Ident = input
-                .call(Ident::parse_any)
-                .map_err(|e| syn::Error::new(e.span(), usage))?;
-            input
-                .parse::<Token![=]>()
-                .map_err(|e| syn::Error::new(e.span(), usage))?;
-            let list: syn::ExprArray = input
-                .parse()
-                .map_err(|e| syn::Error::new(e.span(), usage))?;
+            let name: Ident = input.call(Ident::parse_any).or_usage(usage)?;
+            input.parse::<Token![=]>().or_usage(usage)?;
+            let list: syn::ExprArray = input.parse().or_usage(usage)?;
             let span = name
                 .span()
                 .join(list.bracket_token.span.join())
@@ -288,6 +280,13 @@ pub struct InstanceSyntax {
     /// Written as a parenthesised tuple (required with several generic parameters).
     pub is_tuple: bool,
     pub span: Span,
+}
+
+impl InstanceSyntax {
+    /// Whether it binds `n` generic parameters: `n` arguments, parenthesised when `n > 1`.
+    pub fn binds(&self, n: usize) -> bool {
+        (n <= 1 || self.is_tuple) && self.args.len() == n
+    }
 }
 
 /// `#[launch_bounds(max_threads)]` or `#[launch_bounds(max_threads, min_blocks)]`.

@@ -16,6 +16,18 @@ pub fn entry_code(entry: fn(&Kernel, &Instance) -> TokenStream, item: TokenStrea
     entry(&k, &k.instances[0]).to_string()
 }
 
+/// The entry `entry` generates for `item`'s first instance contains each of `expected`;
+/// returns the code.
+pub fn assert_entry_contains(
+    entry: fn(&Kernel, &Instance) -> TokenStream,
+    item: TokenStream,
+    expected: &[&str],
+) -> String {
+    let code = entry_code(entry, item);
+    assert_contains_all(&code, expected);
+    code
+}
+
 /// Generated code, as its token text, contains each of `expected`.
 pub fn assert_contains_all(code: &str, expected: &[&str]) {
     for e in expected {

@@ -108,6 +108,27 @@ impl Kernel {
     }
 }
 
+/// The names an attribute has given so far: each may come once.
+#[derive(Default)]
+struct Seen(Vec<String>);
+
+impl Seen {
+    /// Whether `name` comes for the first time (then it is recorded); a repeat is the
+    /// error "`name` `twice`" at `span`.
+    fn first(&mut self, name: &str, span: Span, twice: &str, errors: &mut Errors) -> bool {
+        if self.contains(name) {
+            errors.push(span, format!("`{name}` {twice}"));
+            return false;
+        }
+        self.0.push(name.to_string());
+        true
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|k| k == name)
+    }
+}
+
 /// Collects errors so that one expansion reports every broken rule.
 #[derive(Default)]
 struct Errors(Option<syn::Error>);
@@ -537,7 +558,7 @@ fn check_instances(
 
     let mut checked: Vec<Instance> = Vec::new();
     for inst in instances {
-        if (n > 1 && !inst.is_tuple) || inst.args.len() != n {
+        if !inst.binds(n) {
             errors.push(
                 inst.span,
                 format!(
@@ -545,11 +566,7 @@ fn check_instances(
                      be {}, e.g. {example}",
                     if n == 1 { "" } else { "s" },
                     names.join(", "),
-                    if n == 1 {
-                        "one argument".to_string()
-                    } else {
-                        format!("a parenthesised tuple of {n}")
-                    },
+                    arity(n, "one argument"),
                 ),
             );
             continue;
@@ -575,6 +592,15 @@ fn check_instances(
         checked.push(Instance { args, entry });
     }
     checked
+}
+
+/// What an instance of `n` generic parameters is: `one` for a single one, else a tuple.
+fn arity(n: usize, one: &str) -> String {
+    if n == 1 {
+        one.to_string()
+    } else {
+        format!("a parenthesised tuple of {n}")
+    }
 }
 
 fn instance_arg(

@@ -277,6 +277,11 @@ impl Launcher {
             }
             blocks
         };
+        // The blocks that are resident at once (none known without the SM count).
+        let resident = |blocks_per_sm: u32| {
+            (self.multiprocessors != 0)
+                .then(|| u64::from(blocks_per_sm) * u64::from(self.multiprocessors))
+        };
         let g = match &grid.kind {
             GridKind::Elements { per_block } => {
                 [layout.elements(buf, grid.param).div_ceil(*per_block), 1, 1]
@@ -285,11 +290,8 @@ impl Launcher {
                 per_block,
                 blocks_per_sm,
             } => {
-                if self.multiprocessors == 0 {
-                    return None;
-                }
+                let most = resident(*blocks_per_sm)?;
                 let cover = layout.elements(buf, grid.param).div_ceil(*per_block);
-                let most = u64::from(*blocks_per_sm) * u64::from(self.multiprocessors);
                 // An empty input still gets one block: the kernel may have an output to
                 // write (as pyoxide/_launch/policy.py sizes it).
                 [cover.min(most).max(1), 1, 1]
@@ -302,11 +304,8 @@ impl Launcher {
                 tile,
                 blocks_per_sm,
             } => {
-                if self.multiprocessors == 0 {
-                    return None;
-                }
+                let most = resident(*blocks_per_sm)?;
                 let tiles: u64 = blocks(tile).iter().product();
-                let most = u64::from(*blocks_per_sm) * u64::from(self.multiprocessors);
                 [tiles.min(most), 1, 1]
             }
             GridKind::Rows {

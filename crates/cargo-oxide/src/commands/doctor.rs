@@ -13,6 +13,24 @@ struct Line {
     found: Result<String, String>,
 }
 
+impl Line {
+    fn required(piece: &'static str, found: Result<String, String>) -> Line {
+        Line {
+            piece,
+            required: true,
+            found,
+        }
+    }
+
+    fn optional(piece: &'static str, found: Result<String, String>) -> Line {
+        Line {
+            piece,
+            required: false,
+            found,
+        }
+    }
+}
+
 /// What a discovery found, shown by `show`, or why it found nothing.
 fn shown<T>(found: &Result<T, String>, show: impl FnOnce(&T) -> String) -> Result<String, String> {
     found.as_ref().map(show).map_err(Clone::clone)
@@ -31,10 +49,9 @@ pub fn run(args: &DoctorArgs) -> i32 {
         Err(_) => Err("needs a rustc first".to_string()),
     };
     let lines = [
-        Line {
-            piece: "rustc",
-            required: true,
-            found: shown(&d.rustc, |r| {
+        Line::required(
+            "rustc",
+            shown(&d.rustc, |r| {
                 format!(
                     "{} at {} (LLVM {})",
                     r.version,
@@ -42,21 +59,12 @@ pub fn run(args: &DoctorArgs) -> i32 {
                     r.llvm_version
                 )
             }),
-        },
-        Line {
-            piece: "rust-src",
-            required: true,
-            found: rust_src,
-        },
-        Line {
-            piece: "cargo",
-            required: true,
-            found: shown(&d.cargo, |p| p.display().to_string()),
-        },
-        Line {
-            piece: "llvm tools",
-            required: true,
-            found: shown(&d.llvm, |l| {
+        ),
+        Line::required("rust-src", rust_src),
+        Line::required("cargo", shown(&d.cargo, |p| p.display().to_string())),
+        Line::required(
+            "llvm tools",
+            shown(&d.llvm, |l| {
                 format!(
                     "LLVM {}: {}, {}, {}",
                     l.version,
@@ -65,36 +73,32 @@ pub fn run(args: &DoctorArgs) -> i32 {
                     l.llc.display()
                 )
             }),
-        },
-        Line {
-            piece: "libdevice",
-            required: false,
-            found: shown(&d.libdevice, |p| p.display().to_string()),
-        },
-        Line {
-            piece: "ptxas",
-            required: false,
-            found: shown(&d.ptxas, |p| {
+        ),
+        Line::optional(
+            "libdevice",
+            shown(&d.libdevice, |p| p.display().to_string()),
+        ),
+        Line::optional(
+            "ptxas",
+            shown(&d.ptxas, |p| {
                 format!("{} ({})", p.path.display(), p.version)
             }),
-        },
-        Line {
-            piece: "cuda driver",
-            required: false,
-            found: cuda_driver_version().map(|v| format!("CUDA {v}")),
-        },
+        ),
+        Line::optional(
+            "cuda driver",
+            cuda_driver_version().map(|v| format!("CUDA {v}")),
+        ),
     ];
     let ready = lines.iter().all(|l| !l.required || l.found.is_ok());
     if args.json {
         let pieces: Vec<_> = lines
             .iter()
-            .map(|l| match &l.found {
-                Ok(v) => {
-                    json!({"piece": l.piece, "required": l.required, "found": true, "detail": v})
-                }
-                Err(e) => {
-                    json!({"piece": l.piece, "required": l.required, "found": false, "detail": e})
-                }
+            .map(|l| {
+                let (found, detail) = match &l.found {
+                    Ok(v) => (true, v),
+                    Err(e) => (false, e),
+                };
+                json!({"piece": l.piece, "required": l.required, "found": found, "detail": detail})
             })
             .collect();
         println!("{}", json!({"ready_to_build": ready, "pieces": pieces}));

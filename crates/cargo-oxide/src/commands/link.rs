@@ -145,18 +145,8 @@ fn extract_rlib(rlib: &Path, dir: &Path, index: usize) -> Result<Vec<PathBuf>> {
 }
 
 fn run_tool(tool: &Path, args: &[&std::ffi::OsStr], what: &str) -> Result<()> {
-    let output = Command::new(tool)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {}", tool.display()))?;
-    if !output.status.success() {
-        bail!(
-            "{what} failed ({}):\n{}",
-            tool.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(())
+    let failed = || format!("{what} failed ({})", tool.display());
+    crate::ptx::run_tool(Command::new(tool).args(args), failed).map(drop)
 }
 
 pub fn link(config: &LinkConfig, args: &LinkerArgs) -> Result<()> {

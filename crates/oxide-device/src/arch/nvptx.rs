@@ -370,6 +370,21 @@ fn fence_sc(scope: Scope) {
     }
 }
 
+/// The ordering of an `ld` or `st`, which has only `.relaxed` and one stronger form
+/// (`strong`: `.acquire` for `ld`, `.release` for `st`): `order` if relaxed, else
+/// `strong`, after a `fence.sc` for `SeqCst`.
+#[inline(always)]
+fn relaxed_or(strong: Ordering, scope: Scope, order: Ordering) -> Ordering {
+    match order {
+        Ordering::Relaxed => Ordering::Relaxed,
+        Ordering::SeqCst => {
+            fence_sc(scope);
+            strong
+        }
+        _ => strong,
+    }
+}
+
 macro_rules! atom_rmw {
     ($($name:ident: $ty:ty, $reg:ident, $op:literal;)*) => {$(
         /// # Safety
@@ -445,13 +460,9 @@ macro_rules! atom_load_store {
         #[inline(always)]
         pub(crate) unsafe fn $load(p: *const $ty, scope: Scope, order: Ordering) -> $ty {
             let r: $ty;
-            // `ld` has only .relaxed and .acquire; a SeqCst load is `fence.sc` first.
-            // (Release/AcqRel loads are rejected by the public API, as core's are.)
-            let order = match order {
-                Ordering::Relaxed => Ordering::Relaxed,
-                Ordering::SeqCst => { fence_sc(scope); Ordering::Acquire }
-                _ => Ordering::Acquire,
-            };
+            // `ld` has only .relaxed and .acquire. (Release/AcqRel loads are rejected by
+            // the public API, as core's are.)
+            let order = relaxed_or(Ordering::Acquire, scope, order);
             // SAFETY: upheld by the caller.
             unsafe {
                 by_scope_and_order!(scope, order, |sem, sc| asm!(
@@ -466,12 +477,8 @@ macro_rules! atom_load_store {
         /// As the read-modify-write operations.
         #[inline(always)]
         pub(crate) unsafe fn $store(p: *mut $ty, v: $ty, scope: Scope, order: Ordering) {
-            // `st` has only .relaxed and .release; a SeqCst store is `fence.sc` first.
-            let order = match order {
-                Ordering::Relaxed => Ordering::Relaxed,
-                Ordering::SeqCst => { fence_sc(scope); Ordering::Release }
-                _ => Ordering::Release,
-            };
+            // `st` has only .relaxed and .release.
+            let order = relaxed_or(Ordering::Release, scope, order);
             // SAFETY: upheld by the caller.
             unsafe {
                 by_scope_and_order!(scope, order, |sem, sc| asm!(

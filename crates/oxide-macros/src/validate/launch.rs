@@ -5,7 +5,7 @@ use oxide_abi::descriptor::{DEFAULT_BLOCK, LaunchBounds};
 use syn::Ident;
 use syn::ext::IdentExt;
 
-use super::{Elem, Errors, Param};
+use super::{Elem, Errors, Param, Seen};
 use crate::parse::{ClusterSyntax, LaunchBoundsSyntax, LaunchSyntax, LaunchValue};
 
 /// A checked `#[launch(...)]`.
@@ -246,7 +246,7 @@ pub(super) fn check_launch(
         None,
     );
     let (mut tile_block, mut tile, mut shared) = (None, None, None);
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen = Seen::default();
     for (key, value) in &l.options {
         let name = key.to_string();
         if !keys.contains(&name.as_str()) && name != SHARED {
@@ -260,11 +260,9 @@ pub(super) fn check_launch(
             );
             continue;
         }
-        if seen.contains(&name) {
-            errors.push(key.span(), format!("`{name}` is given twice"));
+        if !seen.first(&name, key.span(), "is given twice", errors) {
             continue;
         }
-        seen.push(name.clone());
         let int = |lo: u32, hi: u32, errors: &mut Errors| match value {
             LaunchValue::Int(lit) => match lit.base10_parse::<u32>() {
                 Ok(v) if (lo..=hi).contains(&v) => Some(v),
@@ -351,16 +349,12 @@ pub(super) fn check_launch(
     }
     // A column reduction splits each strip's rows among the block's threads: the more,
     // the more loads in flight on a tall matrix.
-    if kind == LaunchKind::Columns && !seen.iter().any(|k| k == "block") {
+    if kind == LaunchKind::Columns && !seen.contains("block") {
         block = max_block;
     }
     // A 2-D shaped `over` knows its rows; a flat slice needs the row length named.
     let rows_known = over.is_some_and(|i| params[i].array.as_ref().is_some_and(|a| a.rank == 2));
-    if kind == LaunchKind::BlockPerRow
-        && cols.is_none()
-        && !rows_known
-        && !seen.iter().any(|k| k == "cols")
-    {
+    if kind == LaunchKind::BlockPerRow && cols.is_none() && !rows_known && !seen.contains("cols") {
         errors.push(
             l.kind.span(),
             "`block_per_row` needs `cols = <integer parameter>` (or a 2-D `DisjointArray2` to size it)",
@@ -378,7 +372,7 @@ pub(super) fn check_launch(
         match (tile_block, tile) {
             (Some(b), Some(t)) => Some((b, t)),
             // A value given but refused above has its own error.
-            _ if seen.iter().any(|k| k == "block") && seen.iter().any(|k| k == "tile") => None,
+            _ if seen.contains("block") && seen.contains("tile") => None,
             _ => {
                 errors.push(
                     l.kind.span(),

@@ -7,7 +7,7 @@ use oxide_abi::{ArrayLayout, ParamKind};
 use syn::ext::IdentExt;
 use syn::{Expr, GenericArgument, Ident, Lit, PathArguments, Type, TypePath};
 
-use super::{Elem, Errors, Param, element};
+use super::{Elem, Errors, Param, Seen, element};
 use crate::parse::{ShapeDim, ShapesSyntax};
 
 /// A shaped array parameter, checked.
@@ -153,17 +153,17 @@ fn array_args(
 /// Apply `#[shapes(...)]` to the parameters: each entry names a shaped array parameter
 /// and gives one dimension per axis.
 pub(super) fn check_shapes(shapes: ShapesSyntax, params: &mut [Param], errors: &mut Errors) {
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen = Seen::default();
     for entry in shapes.entries {
         let name = entry.param.unraw().to_string();
-        if seen.contains(&name) {
-            errors.push(
-                entry.param.span(),
-                format!("`{name}` is given twice in #[shapes]"),
-            );
+        if !seen.first(
+            &name,
+            entry.param.span(),
+            "is given twice in #[shapes]",
+            errors,
+        ) {
             continue;
         }
-        seen.push(name.clone());
         let Some(p) = params.iter_mut().find(|p| p.ident.unraw() == name) else {
             errors.push(
                 entry.param.span(),

@@ -7,7 +7,7 @@ use oxide_abi::names::entry_symbol;
 use oxide_abi::tune::{MAX_TUNE_CANDIDATES, TUNABLE_LAUNCH, Tune, TuneConst, TuneLaunch};
 use syn::{GenericArgument, Ident};
 
-use super::{Errors, Instance, InstanceArg, Launch, Param, PerThread, compact};
+use super::{Errors, Instance, InstanceArg, Launch, Param, PerThread, Seen, compact};
 use crate::parse::{InstanceSyntax, TuneSyntax};
 
 /// A checked `#[tune]`: the tuned const generics (index among the kernel's type and const
@@ -41,20 +41,20 @@ pub(super) fn check_tune(
             "a #[variant_of] kernel is not tuned itself: tune the kernel it stands in for",
         );
     }
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen = Seen::default();
     let mut consts = Vec::new();
     let mut descriptor = Tune::default();
     let mut count: u64 = 1;
     for entry in t.entries {
         let name = entry.name.to_string();
-        if seen.contains(&name) {
-            errors.push(
-                entry.name.span(),
-                format!("`{name}` is tuned twice; keep one list"),
-            );
+        if !seen.first(
+            &name,
+            entry.name.span(),
+            "is tuned twice; keep one list",
+            errors,
+        ) {
             continue;
         }
-        seen.push(name.clone());
         if entry.values.is_empty() {
             errors.push(entry.span, format!("`{name}` lists no candidates"));
             continue;
@@ -306,18 +306,14 @@ pub(super) fn tuned_instances(
         }
         for inst in listed {
             let n = free.len();
-            if (n > 1 && !inst.is_tuple) || inst.args.len() != n {
+            if !inst.binds(n) {
                 errors.push(
                     inst.span,
                     format!(
                         "kernel `{name}`'s untuned generic parameters are {}: each instance \
                          binds {} (the tuned ones come from #[tune])",
                         names.join(", "),
-                        if n == 1 {
-                            "one".to_string()
-                        } else {
-                            format!("a parenthesised tuple of {n}")
-                        }
+                        super::arity(n, "one"),
                     ),
                 );
                 continue;

@@ -3,34 +3,44 @@
 
 use core::arch::asm;
 
-#[inline(always)]
-pub(crate) fn wgmma_fence() {
-    // SAFETY: the caller's warpgroup executes it together (`wgmma` docs).
-    unsafe {
-        asm!(
-            "wgmma.fence.sync.aligned;",
-            options(nostack, preserves_flags)
-        )
-    }
+/// Safe functions that are one instruction with no operands, or with one immediate `N`
+/// (`{n}`); the comment over each group of rows says why they ask nothing of the caller.
+macro_rules! asm_insn {
+    ($($name:ident = $insn:literal;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name() {
+            // SAFETY: given over the row.
+            unsafe { asm!($insn, options(nostack, preserves_flags)) }
+        }
+    )*};
+    ($($name:ident<N> = $insn:literal;)*) => {$(
+        #[inline(always)]
+        pub(crate) fn $name<const N: u32>() {
+            // SAFETY: given over the row.
+            unsafe { asm!($insn, n = const N, options(nostack, preserves_flags)) }
+        }
+    )*};
 }
 
-#[inline(always)]
-pub(crate) fn wgmma_commit_group() {
-    // SAFETY: as `wgmma_fence`.
-    unsafe {
-        asm!(
-            "wgmma.commit_group.sync.aligned;",
-            options(nostack, preserves_flags)
-        )
-    }
+asm_insn! {
+    // The caller's warpgroup executes these together (`wgmma` docs).
+    wgmma_fence = "wgmma.fence.sync.aligned;";
+    wgmma_commit_group = "wgmma.commit_group.sync.aligned;";
+    // Closes this thread's group of bulk copies.
+    cp_async_bulk_commit_group = "cp.async.bulk.commit_group;";
+    // A fence.
+    fence_proxy_async_shared = "fence.proxy.async.shared::cta;";
 }
 
-#[inline(always)]
-pub(crate) fn wgmma_wait_group<const N: u32>() {
-    // SAFETY: as `wgmma_fence`.
-    unsafe {
-        asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack, preserves_flags))
-    }
+asm_insn! {
+    // As `wgmma_fence`.
+    wgmma_wait_group<N> = "wgmma.wait_group.sync.aligned {n};";
+    // Waits on this thread's own bulk groups.
+    cp_async_bulk_wait_group<N> = "cp.async.bulk.wait_group {n};";
+    cp_async_bulk_wait_group_read<N> = "cp.async.bulk.wait_group.read {n};";
+    // The caller's warpgroup executes these together (`wgmma::setmaxnreg_inc`).
+    setmaxnreg_inc<N> = "setmaxnreg.inc.sync.aligned.u32 {n};";
+    setmaxnreg_dec<N> = "setmaxnreg.dec.sync.aligned.u32 {n};";
 }
 
 /// `asm!` whose first operands are `acc[0]` … `acc[N-1]` (`{0}`, `{1}`, … in the
@@ -88,7 +98,8 @@ macro_rules! wait_group_acc {
     ($($name:ident: $n:tt;)*) => {$(
         #[inline(always)]
         pub(crate) fn $name<const N: u32>(acc: &mut [f32; $n]) {
-            // SAFETY: as `wgmma_fence`; the operands are only named in a comment.
+            // SAFETY: the caller's warpgroup executes it together (`wgmma` docs); the
+            // operands are only named in a comment.
             unsafe {
                 asm_acc!(
                     acc, $n,
@@ -215,18 +226,6 @@ pub(crate) unsafe fn mbarrier_arrive_expect_tx(bar: *mut u64, bytes: u32) -> u64
 }
 
 #[inline(always)]
-pub(crate) unsafe fn mbarrier_try_wait_parity(bar: *mut u64, parity: u32) -> bool {
-    let done: u32;
-    // SAFETY: as `mbarrier_arrive`.
-    unsafe {
-        asm!("{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {d}, 1, 0, p; }}",
-             d = out(reg32) done, b = in(reg32) shared_addr(bar), q = in(reg32) parity,
-             options(nostack, preserves_flags));
-    }
-    done != 0
-}
-
-#[inline(always)]
 pub(crate) unsafe fn mbarrier_inval(bar: *mut u64) {
     // SAFETY: as `mbarrier_init`.
     unsafe {
@@ -235,45 +234,55 @@ pub(crate) unsafe fn mbarrier_inval(bar: *mut u64) {
     }
 }
 
-#[inline(always)]
-pub(crate) unsafe fn mbarrier_test_wait(bar: *mut u64, token: u64) -> bool {
-    let done: u32;
-    // SAFETY: as `mbarrier_arrive`.
-    unsafe {
-        asm!("{{ .reg .pred p; mbarrier.test_wait.shared.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
-             d = out(reg32) done, b = in(reg32) shared_addr(bar), t = in(reg64) token,
-             options(nostack, preserves_flags));
-    }
-    done != 0
+/// The mbarrier waits, each an instruction whose predicate (carried out as 0 or 1) says
+/// whether the phase named by `$arg` has completed.
+macro_rules! mbarrier_wait {
+    ($($name:ident($arg:ident: $t:ty, $reg:ident) = $insn:literal;)*) => {$(
+        #[inline(always)]
+        pub(crate) unsafe fn $name(bar: *mut u64, $arg: $t) -> bool {
+            let done: u32;
+            // SAFETY: `bar` is an initialised mbarrier (caller).
+            unsafe {
+                asm!(concat!("{{ .reg .pred p; ", $insn, " p, [{b}], {a}; selp.u32 {d}, 1, 0, p; }}"),
+                     d = out(reg32) done, b = in(reg32) shared_addr(bar), a = in($reg) $arg,
+                     options(nostack, preserves_flags));
+            }
+            done != 0
+        }
+    )*};
 }
 
-#[inline(always)]
-pub(crate) unsafe fn mbarrier_try_wait(bar: *mut u64, token: u64) -> bool {
-    let done: u32;
-    // SAFETY: as `mbarrier_arrive`.
-    unsafe {
-        asm!("{{ .reg .pred p; mbarrier.try_wait.shared::cta.b64 p, [{b}], {t}; selp.u32 {d}, 1, 0, p; }}",
-             d = out(reg32) done, b = in(reg32) shared_addr(bar), t = in(reg64) token,
-             options(nostack, preserves_flags));
-    }
-    done != 0
+mbarrier_wait! {
+    mbarrier_try_wait_parity(parity: u32, reg32) = "mbarrier.try_wait.parity.shared::cta.b64";
+    mbarrier_test_wait(token: u64, reg64) = "mbarrier.test_wait.shared.b64";
+    mbarrier_try_wait(token: u64, reg64) = "mbarrier.try_wait.shared::cta.b64";
 }
 
-#[inline(always)]
-pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s(
-    dst: *mut u8,
-    tensor_map: *const u8,
-    x: i32,
-    y: i32,
-    bar: *mut u64,
-) {
-    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_g2s`).
-    unsafe {
-        asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
-             d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y,
-             b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
-    }
+/// `cp.async.bulk.tensor.{dim}…mbarrier::complete_tx::bytes`: a box of a tensor map
+/// from global memory to `dst`, counted on `bar`; the coordinates are the operands
+/// `$c = $e`, innermost first.
+macro_rules! tensor_g2s {
+    ($name:ident($($p:ident: $t:ty),*), $dim:literal, [$c0:ident = $e0:expr $(, $c:ident = $e:expr)*]) => {
+        #[inline(always)]
+        pub(crate) unsafe fn $name(dst: *mut u8, tensor_map: *const u8, $($p: $t,)* bar: *mut u64) {
+            // SAFETY: upheld by the caller (`tma::` of the same name).
+            unsafe {
+                asm!(concat!("cp.async.bulk.tensor.", $dim,
+                             ".shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{",
+                             stringify!($c0), "}" $(, ", {", stringify!($c), "}")*, "}}], [{b}];"),
+                     d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map,
+                     $c0 = in(reg32) $e0, $($c = in(reg32) $e,)*
+                     b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
+            }
+        }
+    };
 }
+
+tensor_g2s!(cp_async_bulk_tensor_2d_g2s(x: i32, y: i32), "2d", [x = x, y = y]);
+tensor_g2s!(
+    cp_async_bulk_tensor_4d_g2s(coords: [i32; 4]), "4d",
+    [c0 = coords[0], c1 = coords[1], c2 = coords[2], c3 = coords[3]]
+);
 
 #[inline(always)]
 pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
@@ -291,31 +300,6 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
 }
 
 #[inline(always)]
-pub(crate) fn cp_async_bulk_commit_group() {
-    // SAFETY: closes this thread's group of bulk copies; no operands.
-    unsafe {
-        asm!(
-            "cp.async.bulk.commit_group;",
-            options(nostack, preserves_flags)
-        )
-    }
-}
-
-#[inline(always)]
-pub(crate) fn cp_async_bulk_wait_group<const N: u32>() {
-    // SAFETY: a wait on this thread's own bulk groups.
-    unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack, preserves_flags)) }
-}
-
-#[inline(always)]
-pub(crate) fn cp_async_bulk_wait_group_read<const N: u32>() {
-    // SAFETY: as `cp_async_bulk_wait_group`.
-    unsafe {
-        asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack, preserves_flags))
-    }
-}
-
-#[inline(always)]
 pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
     // SAFETY: upheld by the caller (`barrier::named_barrier_sync`). Not `bar.sync`
     // (= `barrier.sync.aligned`, which needs every thread of a warp at the same
@@ -328,56 +312,11 @@ pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
 }
 
 #[inline(always)]
-pub(crate) fn fence_proxy_async_shared() {
-    // SAFETY: a fence.
-    unsafe {
-        asm!(
-            "fence.proxy.async.shared::cta;",
-            options(nostack, preserves_flags)
-        )
-    }
-}
-
-/// `cp.async.bulk.tensor.4d…mbarrier::complete_tx::bytes`: the 4-D form of
-/// `cp_async_bulk_tensor_2d_g2s`.
-#[inline(always)]
-pub(crate) unsafe fn cp_async_bulk_tensor_4d_g2s(
-    dst: *mut u8,
-    tensor_map: *const u8,
-    coords: [i32; 4],
-    bar: *mut u64,
-) {
-    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_4d_g2s`).
-    unsafe {
-        asm!("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{b}];",
-             d = in(reg32) shared_addr(dst), m = in(reg64) tensor_map, c0 = in(reg32) coords[0],
-             c1 = in(reg32) coords[1], c2 = in(reg32) coords[2], c3 = in(reg32) coords[3],
-             b = in(reg32) shared_addr(bar), options(nostack, preserves_flags));
-    }
-}
-
-#[inline(always)]
 pub(crate) unsafe fn named_barrier_arrive(id: u32, threads: u32) {
     // SAFETY: upheld by the caller (`barrier::named_barrier_arrive`); the unaligned form
     // for the reason `named_barrier_sync` gives.
     unsafe {
         asm!("barrier.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads,
              options(nostack, preserves_flags));
-    }
-}
-
-#[inline(always)]
-pub(crate) fn setmaxnreg_inc<const N: u32>() {
-    // SAFETY: the caller's warpgroup executes it together (`wgmma::setmaxnreg_inc`).
-    unsafe {
-        asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack, preserves_flags))
-    }
-}
-
-#[inline(always)]
-pub(crate) fn setmaxnreg_dec<const N: u32>() {
-    // SAFETY: as `setmaxnreg_inc`.
-    unsafe {
-        asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack, preserves_flags))
     }
 }
