@@ -25,7 +25,8 @@ seed gives the same run.
 
 Launches are synchronous: the call returns when the grid has run. ``stream`` (whose
 type the launcher checked) and ``producer_streams`` mean nothing on the host. The GIL is released
-while a kernel runs.
+while a kernel runs; the launches of one library run one at a time, since they share its
+statics (:class:`._ffi.LaunchLock`).
 """
 
 from __future__ import annotations
