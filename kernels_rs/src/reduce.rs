@@ -17,8 +17,8 @@ use oxide_device::prelude::*;
 /// other blocks).
 ///
 /// The accumulator is one per loaded module and device: launches of this kernel that
-/// run at the same time (on two streams, or from two host threads on the emulator)
-/// would mix their sums. Launches on one stream never overlap.
+/// run at the same time (on two streams) would mix their sums. Launches on one stream
+/// never overlap, nor do launches of one library on the emulator (docs/guide/emulator.md).
 #[kernel]
 #[launch_bounds(1024)]
 #[launch(grid_stride(x, per_thread = 64, block = 256, blocks_per_sm = 8))]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import multiprocessing
 import shutil
 import struct
 import threading
@@ -72,16 +73,56 @@ def test_stream_is_ignored_on_the_host_but_checked(mod: pyoxide.Module) -> None:
             mod.vecadd.launch(a, a, c, stream=bad)
 
 
-def test_the_gil_is_released_while_a_kernel_runs(mod: pyoxide.Module) -> None:
+@pytest.mark.parametrize(
+    ("other", "one_at_a_time"),
+    [
+        ("this module", True),
+        ("another module, one library", True),
+        ("a copy of the library", False),
+    ],
+)
+def test_launches_of_one_library_wait_for_each_other_and_others_run_meanwhile(
+    mod: pyoxide.Module, tmp_path: Path, library: Path, other: str, one_at_a_time: bool
+) -> None:
+    """The GIL is released while a kernel runs, and a library's launches hold its lock (its
+    statics are shared by every Module that opened it): two naps from two threads take
+    twice as long on one library, and as long as one on two copies of it."""
+    second = {
+        "this module": lambda: mod,
+        "another module, one library": lambda: pyoxide.load(mod.manifest.path),
+        # write_emu_manifest copies the library beside the manifest: another file
+        "a copy of the library": lambda: pyoxide.load(
+            write_emu_manifest(tmp_path / "copy", library=library)
+        ),
+    }[other]()
     out = np.zeros(1, np.float32)
-    mod.nap(1, out)  # load the library first
+    mod.nap(1, out)  # load the libraries first
+    second.nap(1, out)
     start = time.perf_counter()
-    threads = [threading.Thread(target=mod.nap, args=(300, out)) for _ in range(4)]
+    threads = [threading.Thread(target=m.nap, args=(400, out)) for m in (mod, second)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert time.perf_counter() - start < 1.0  # 1.2 s if the naps had run one at a time
+    elapsed = time.perf_counter() - start
+    assert (elapsed >= 0.8) if one_at_a_time else (elapsed < 0.7), elapsed
+
+
+def test_a_child_forked_during_a_launch_can_launch(mod: pyoxide.Module) -> None:
+    """The parent's launch holds the library's lock; the forked child has no such launch,
+    so it must not wait for it (it would wait forever)."""
+    out = np.zeros(1, np.float32)
+    mod.nap(1, out)
+    napping = threading.Thread(target=mod.nap, args=(3000, out))
+    napping.start()
+    time.sleep(0.3)  # the nap holds the lock now
+    child = multiprocessing.get_context("fork").Process(target=mod.nap, args=(1, out))
+    child.start()
+    child.join(timeout=2)  # before the parent's nap ends
+    if child.exitcode is None:
+        child.kill()
+    napping.join()
+    assert child.exitcode == 0
 
 
 def test_an_empty_output_launches_nothing(mod: pyoxide.Module) -> None:

@@ -1,9 +1,14 @@
 """What only the CPU emulator does with the bundled kernels (the kernel suite in
 tests/kernels runs their results on every backend): its library is named by the
 manifest, and a kernel's trap comes back as an EmulatorError naming kernel, block and
-thread (on a GPU it would end the CUDA context)."""
+thread (on a GPU it would end the CUDA context); and a kernel with device statics
+(reduce_sum_f32's accumulator and ticket) gives each of several Python threads its own
+sum, because the emulator runs one library's launches one at a time."""
 
 from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -45,3 +50,32 @@ def test_a_misaligned_view_is_refused_with_the_fix(kernels: pyoxide.Module) -> N
     assert e.kernel == "vecadd" and e.param == "a"
     assert "aligned to its 4-byte elements" in str(e) and "x.copy()" in e.fix
     kernels.vecadd(a.copy(), b, c)  # the fix it names works
+
+
+@pytest.mark.parametrize("modules", ["one module", "a module per thread"])
+def test_threads_launching_a_kernel_with_device_statics_get_their_own_sums(
+    kernels: pyoxide.Module, modules: str
+) -> None:
+    """reduce_sum_f32 adds every block's sum to a static accumulator and takes a static
+    ticket; launches that overlapped would mix sums and tickets (and leave the statics
+    dirty for later launches). Two Modules of one manifest open one library, whose statics
+    they share. Integers below 2**24 make every f32 sum exact."""
+    workers, rounds = 4, 12
+    start = threading.Barrier(workers, timeout=60)  # a thread that raised breaks it
+    wrong: list[tuple[int, int, float, float]] = []
+
+    def work(seed: int) -> None:
+        mod = kernels if modules == "one module" else pyoxide.load(kernels.manifest.path)
+        rng = np.random.default_rng(seed)
+        for r in range(rounds):
+            x = rng.integers(-8, 9, int(rng.integers(1, 40_000))).astype(np.float32)
+            out = np.full(1, np.nan, np.float32)
+            start.wait()  # every thread launches at the same moment
+            mod.reduce_sum_f32(x, out)
+            if out[0] != x.sum(dtype=np.float64):
+                wrong.append((seed, r, float(out[0]), float(x.sum(dtype=np.float64))))
+
+    with ThreadPoolExecutor(workers) as pool:
+        for done in [pool.submit(work, seed) for seed in range(workers)]:
+            done.result()  # re-raises a thread's error
+    assert wrong == []

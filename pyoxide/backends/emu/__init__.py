@@ -25,7 +25,8 @@ seed gives the same run.
 
 Launches are synchronous: the call returns when the grid has run. ``stream`` (whose
 type the launcher checked) and ``producer_streams`` mean nothing on the host. The GIL is released
-while a kernel runs.
+while a kernel runs; the launches of one library run one at a time, since they share its
+statics (:class:`._ffi.LaunchLock`).
 """
 
 from __future__ import annotations
@@ -122,7 +123,6 @@ class EmuModule:
     def __init__(self, crate: str, library: ffi.Library) -> None:
         self.crate = crate
         self.library = library
-        self.symbols: Any = None  # ctypes' view of the library, for #[constant] statics
 
 
 class EmuBackend:
@@ -168,18 +168,17 @@ class EmuBackend:
     def write_constant(self, module: EmuModule, name: str, raw: bytes) -> None:
         import ctypes
 
-        # The static is an exported symbol of the library (`export_name`); ctypes finds
-        # the same mapping that cffi opened (dlopen of one path shares it).
-        if module.symbols is None:
-            module.symbols = ctypes.CDLL(str(module.library.path))
+        # The static is an exported symbol of the library (`export_name`), found through
+        # ctypes' view of the object that cffi opened.
         try:
-            cell = (ctypes.c_uint8 * len(raw)).in_dll(module.symbols, name)
+            cell = (ctypes.c_uint8 * len(raw)).in_dll(module.library.symbols, name)
         except ValueError:
             raise LoadError(
                 f"the emulator library {module.library.path} has no #[constant] static "
                 f"'{name}'; it does not match its manifest. Fix: rebuild with `pyoxide build`."
             ) from None
-        ctypes.memmove(ctypes.addressof(cell), raw, len(raw))
+        with module.library.launch_lock.lock:  # not while a launch reads it
+            ctypes.memmove(ctypes.addressof(cell), raw, len(raw))
 
     def get_function(self, module: EmuModule, entry: str) -> ffi.HostEntry:
         function = module.library.entry(entry)

@@ -7,13 +7,16 @@ Mirrors ``crates/oxide-abi/src/emu.rs``: every kernel instance has a host entry
                                  OxideError *error);
 
 This layer only opens a library, finds entries and calls them with words already
-widened to 64 bits; what a status means for the user is :mod:`.emu`'s business.
+widened to 64 bits, one call of a library's entries at a time (:class:`LaunchLock`);
+what a status means for the user is :mod:`.emu`'s business.
 cffi is imported when a library is first opened, never at ``import pyoxide``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +47,50 @@ class Outcome:
     message: str
 
 
+class LaunchLock:
+    """The lock that one loaded library's launches take, one at a time.
+
+    A library's statics (a kernel's ``static`` atomics, a grid-wide ticket, the
+    ``#[constant]`` cells) are one per loaded library, as they are one per loaded module
+    and device on a GPU, where the launches of one stream never overlap. Host launches
+    from several Python threads would: two launches of ``reduce_sum_f32`` at once mix
+    their sums. So every call of an entry holds its library's lock for the whole launch.
+
+    The lock is keyed by the loaded object (its dlopen handle), not by :class:`Library`:
+    two Modules of one manifest, or two paths to one file, open the same object and share
+    its statics. A launch's own threads are the emulator's (Rust) threads and never take
+    it; a Python thread re-enters only before its launch starts (a signal handler that
+    launches), hence an RLock. A forked child gets fresh locks: the thread that held one
+    in the parent does not exist there.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+
+
+_LOCKS: dict[int, LaunchLock] = {}  # by dlopen handle
+_LOCKS_GUARD = threading.Lock()
+
+
+def launch_lock(handle: int) -> LaunchLock:
+    """The :class:`LaunchLock` of the loaded object whose dlopen handle is ``handle``."""
+    with _LOCKS_GUARD:
+        found = _LOCKS.get(handle)
+        if found is None:
+            found = _LOCKS[handle] = LaunchLock()
+        return found
+
+
+def _fresh_locks_after_fork() -> None:
+    global _LOCKS_GUARD
+    _LOCKS_GUARD = threading.Lock()
+    for held in _LOCKS.values():
+        held.lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks_after_fork)
+
+
 class Library:
     """An emulator library opened with ``dlopen`` (cffi's ABI mode: no compiler needed).
 
@@ -58,6 +105,12 @@ class Library:
         self._ffi = cffi.FFI()
         self._ffi.cdef(_TYPES)
         self._lib: Any = self._ffi.dlopen(str(path))
+        # The same path again: the dynamic loader matches it to the object just opened
+        # (by name, before it looks at the file), so this is that object's handle, and
+        # ctypes' view of its exported statics (#[constant]). ctypes never closes it, so
+        # the handle names this object for the life of the process.
+        self.symbols = ctypes.CDLL(str(path))
+        self.launch_lock = launch_lock(self.symbols._handle)
         self._lock = threading.Lock()  # cdef and symbol lookup mutate the FFI
         self.path = path
         with self._lock:
@@ -83,19 +136,22 @@ class Library:
                 function = getattr(self._lib, symbol)
             except AttributeError:  # dlsym found nothing
                 return None
-        return HostEntry(self._ffi, function, self._configure)
+        return HostEntry(self._ffi, function, self._configure, self.launch_lock)
 
 
 class HostEntry:
     """One ``__oxide_host_<entry>`` function. Calling it releases the GIL (cffi does so
-    for every ABI-mode call), so other Python threads run while the kernel does."""
+    for every ABI-mode call), so other Python threads run while the kernel does; a call
+    holds its library's :class:`LaunchLock`, so launches of another library run meanwhile
+    and those of this one wait."""
 
-    __slots__ = ("_configure", "_ffi", "_function")
+    __slots__ = ("_configure", "_ffi", "_function", "_launch_lock")
 
-    def __init__(self, ffi: Any, function: Any, configure: Any) -> None:
+    def __init__(self, ffi: Any, function: Any, configure: Any, launch_lock: LaunchLock) -> None:
         self._ffi = ffi
         self._function = function
         self._configure = configure
+        self._launch_lock = launch_lock
 
     @property
     def has_checks(self) -> bool:
@@ -119,11 +175,12 @@ class HostEntry:
         })  # fmt: skip
         args = ffi.new("uint64_t[]", list(words) or [0])  # never a zero-sized allocation
         error = ffi.new("OxideError *")
-        if checks is not None:
-            status = int(self._configure(*checks))
-            if status != EmuStatus.OK:
-                return Outcome(status, (0, 0, 0), (0, 0, 0), f"unknown checks {checks[0]:#x}")
-        status = int(self._function(launch, args, len(words), error))
+        with self._launch_lock.lock:
+            if checks is not None:
+                status = int(self._configure(*checks))
+                if status != EmuStatus.OK:
+                    return Outcome(status, (0, 0, 0), (0, 0, 0), f"unknown checks {checks[0]:#x}")
+            status = int(self._function(launch, args, len(words), error))
         if status == EmuStatus.OK:
             return Outcome(status, (0, 0, 0), (0, 0, 0), "")
         raw = ffi.string(error.message, MESSAGE_BYTES)
