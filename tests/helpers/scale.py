@@ -96,7 +96,11 @@ def sum_chunk(kernels: Any, x: Any, axis: Any = None, keepdims: bool = False) ->
 
 
 def histogram_block(kernels: Any, bins: int, x: Any) -> Any:
-    """The histogram of one chunk of ``x`` (u32) into ``bins`` bins."""
+    """The histogram of one chunk of ``x`` (u32) into ``bins`` bins. A distributed
+    worker may rebuild a NumPy chunk at an address that is not a multiple of 4, which
+    the kernel refuses: such a chunk is copied (docs/guide/scale-out.md)."""
+    if isinstance(x, np.ndarray) and not x.flags.aligned:
+        x = x.copy()
     counts = np.zeros(bins, np.uint32, like=x)
     kernels.histogram(x.reshape(-1), counts)
     return counts
