@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err, tol
 from helpers.rows import EPS, column_gradient, layernorm64, softmax64
+from helpers.torch_ops import bundled_specs
 
 import pyoxide
+from pyoxide.spec import Case
+from pyoxide.spec import rel_err as terms_err  # the error over the size of the terms
 
 RNG = np.random.default_rng()
 # Finite differences in float64 are good to ~1e-9 here: the float32 kernels' roundoff
@@ -21,15 +24,6 @@ TOL = tol(np.float32, compound=True)
 # (rows, cols): one element; a warp's worth; not multiples of 4 or of the block; more
 # columns than a block's threads (each thread takes several).
 SHAPES = [(1, 1), (7, 31), (33, 257), (3, 1000)]
-
-
-def _ln_terms(x: np.ndarray, w: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """The size of layer norm's grad_x terms: rstd (|g w| + mean |g w| + |x̂| mean |g w x̂|)."""
-    mean = x.mean(axis=1, keepdims=True)
-    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + EPS)
-    xhat, gw = np.abs((x - mean) * rstd), np.abs(g * w)
-    mean_gw, mean_gwx = gw.mean(axis=1, keepdims=True), (gw * xhat).mean(axis=1, keepdims=True)
-    return rstd * (gw + mean_gw + xhat * mean_gwx)
 
 
 @pytest.mark.parametrize(("rows", "cols"), SHAPES)
@@ -77,10 +71,11 @@ def test_layernorm_rows_backward(
     want_b = column_gradient(lambda v: (layernorm64(x64, w64, v) * g).sum(), b64)
     # grad_x = rstd (g - mean g - x̂ mean g x̂) cancels (wholly in a one-column row, where
     # it is 0): the kernel's fused g - mean g leaves a rounding of g, so its error is
-    # measured against the size of the terms, as the kernel's spec does.
-    got_x = lib.to_numpy(grad_x).astype(np.float64)
-    assert np.isfinite(got_x).all(), "a grad_x element was not written (NaN poison left)"
-    assert np.linalg.norm(got_x - want_x) / np.linalg.norm(_ln_terms(x64, w64, g)) < TOL
+    # measured against the size of the terms, which the kernel's spec gives.
+    spec = bundled_specs()["layernorm_rows_backward"]
+    assert spec.scale is not None
+    terms = spec.scale({"x": x, "weight": w, "grad_out": g, "eps": EPS}, Case((rows, cols)))
+    assert terms_err(lib.to_numpy(grad_x), want_x, terms["grad_x"]) < TOL
     assert rel_err(lib.to_numpy(grad_w), want_w) < TOL
     assert rel_err(lib.to_numpy(grad_b), want_b) < TOL
     assert rel_err(lib.to_numpy(mean), x64.mean(axis=1)) < TOL
