@@ -189,12 +189,28 @@ def configure(
     scalars), `shapes` its shape; they may be empty when `grid` is given and not
     checked against the arguments. `multiprocessors()` is called only when the policy
     needs it."""
-    name = spec.entry
     policy = policy_of(spec)
-    limit = max_threads(spec)
     if spec.launch is not None and spec.launch.kind in _abi.ONE_D_POLICIES:
         _one_d(spec, "grid", grid)
         _one_d(spec, "block", block)
+    block3 = _block(spec, policy, block, args, shapes)
+    _check_whole_warps(spec, block3)
+    grid3 = _grid(spec, policy, block3, lengths, args, grid, multiprocessors, shapes)
+    if spec.cluster is None:
+        return grid3, block3
+    return _fit_cluster(spec, grid3, given=grid is not None), block3
+
+
+def _block(
+    spec: KernelSpec,
+    policy: LaunchPolicy | None,
+    block: Dim3 | None,
+    args: Sequence[Any],
+    shapes: Sequence[tuple[int, ...] | None],
+) -> Dim3:
+    """The block of :func:`configure`'s launch: `block` as given, within the kernel's
+    thread limit, else the policy's."""
+    name = spec.entry
     if block is None:
         if policy is not None and policy.kind == "segments":
             over = spec.params[policy.over].name
@@ -204,25 +220,19 @@ def configure(
                 f"call {name}.launch(..., block=256, ...) or {name}[grid, 256](...)",
             )  # fmt: skip
         if policy is not None and policy.kind in ("tiles", "persistent_tiles"):
-            block3 = policy.block3
-        else:
-            block3 = (_row_block(spec, policy, args, shapes)
-                      if policy and policy.kind == "block_per_row"
-                      else default_block(spec), 1, 1)  # fmt: skip
-    else:
-        block3 = block
-        threads = block3[0] * block3[1] * block3[2]
-        if threads > limit:
-            raise ArgumentValueError(
-                name, "block", f"at most {limit} threads per block "
-                "(the kernel's launch bounds or the CUDA limit)",
-                f"{block} = {threads} threads", f"pass block={limit} or fewer",
-            )  # fmt: skip
-    _check_whole_warps(spec, block3)
-    grid3 = _grid(spec, policy, block3, lengths, args, grid, multiprocessors, shapes)
-    if spec.cluster is None:
-        return grid3, block3
-    return _fit_cluster(spec, grid3, given=grid is not None), block3
+            return policy.block3
+        if policy is not None and policy.kind == "block_per_row":
+            return (_row_block(spec, policy, args, shapes), 1, 1)
+        return (default_block(spec), 1, 1)
+    threads = block[0] * block[1] * block[2]
+    limit = max_threads(spec)
+    if threads > limit:
+        raise ArgumentValueError(
+            name, "block", f"at most {limit} threads per block "
+            "(the kernel's launch bounds or the CUDA limit)",
+            f"{block} = {threads} threads", f"pass block={limit} or fewer",
+        )  # fmt: skip
+    return block
 
 
 def _fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
