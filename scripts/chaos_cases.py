@@ -239,6 +239,19 @@ CASES: list[Case] = [
 ]  # fmt: skip
 
 
+def seed_sysroot(cache: Path, cargo_oxide: str, crate: Path) -> None:
+    """Copy the user's core sysroot, where there is one, into the fresh cache folder
+    `cache` (a build there then skips compiling core). The user's cache folder is the one
+    `cargo_oxide` (which decides it) names for `crate`."""
+    out = subprocess.run(
+        [cargo_oxide, "oxide", "key", "--manifest-path", str(crate / "Cargo.toml")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    seeded = Path(json.loads(out)["cache_dir"]) / "sysroot"
+    if seeded.is_dir():
+        shutil.copytree(seeded, cache / "sysroot")
+
+
 class Runner:
     """Runs the cases of this module's kinds; `manifest` is hostile_verify's, built."""
 
@@ -254,16 +267,8 @@ class Runner:
         with self._lock:
             cache = self.work / "cache"
             if not cache.is_dir():
-                # The user's cache folder, as cargo-oxide (which decides it) answers.
                 tool = os.environ.get("PYOXIDE_CARGO_OXIDE") or shutil.which("cargo-oxide")
-                key = subprocess.run(
-                    [tool or "cargo-oxide", "oxide", "key", "--manifest-path",
-                     str(VERIFY_CRATE / "Cargo.toml")],
-                    capture_output=True, text=True, check=True,
-                ).stdout  # fmt: skip
-                mine = Path(json.loads(key)["cache_dir"]) / "sysroot"
-                if mine.is_dir():
-                    shutil.copytree(mine, cache / "sysroot", symlinks=True)
+                seed_sysroot(cache, tool or "cargo-oxide", VERIFY_CRATE)
                 cache.mkdir(exist_ok=True)
             return cache
 
