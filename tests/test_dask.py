@@ -186,7 +186,14 @@ def test_a_cluster_with_a_worker_per_gpu_reduces_8_gib_per_gpu(kernels: pyoxide.
         distributed.SpecCluster(workers=workers, scheduler=scheduler) as cluster,
         distributed.Client(cluster) as client,
     ):
-        got_total, got_hist = client.compute([total, hist], sync=True)
+        # The results come home as NumPy, made on the workers, as a user would fetch
+        # them: a CuPy result would make the client deserialise CuPy, a path through
+        # distributed's RMM support that imports numba.cuda.
+        on_host = [
+            a.map_blocks(cupy.asnumpy, dtype=a.dtype, meta=np.empty((0,) * a.ndim, a.dtype))
+            for a in (total, hist)
+        ]
+        got_total, got_hist = client.compute(on_host, sync=True)
         seen = client.run(gpu_identity)
     assert_pattern_sums(got_total, got_hist, n, bins, rel=1e-5)
     assert len({bus for bus, _ in seen.values()}) == gpus  # a GPU per worker
