@@ -13,12 +13,7 @@ use oxide_device::prelude::*;
 #[shapes(x[rows, cols], out[rows])]
 #[launch(block_per_row(x, block = 1024))]
 pub fn argmax_rows(x: Array2<f32>, mut out: DisjointSlice<u32>) {
-    let xs = x.row_slice(thread::block_index());
-    let mine = xs
-        .block_share()
-        .fold_indexed((f32::NEG_INFINITY, u32::MAX), |best, c, v| {
-            combine::arg_max(best, (v, c as u32))
-        });
+    let mine = x.row_slice(thread::block_index()).block_share().arg_max();
     let (_, col) = block::reduce(mine, combine::arg_max);
     if let Some(o) = thread::block_leader_index().and_then(|b| out.get_mut(b)) {
         *o = col;

@@ -108,7 +108,7 @@ pub fn module_source() -> String {
     for k in ParamKind::ALL {
         let _ = writeln!(
             w,
-            "    \"{n}\": Kind(\n        \"{n}\",\n        {},\n        {},\n        {},\n        {},\n        {},\n        {},\n        \"{}\",\n        \"{}\",\n    ),",
+            "    \"{n}\": Kind(\"{n}\", {}, {}, {}, {}, {}, {}, \"{}\", \"{}\"),",
             k.abi_words(),
             py_bool(k.is_array()),
             py_bool(k.is_slice()),

@@ -7,7 +7,8 @@
 //! split the strip: thread `t` owns vector `t % 8` of the strip and the rows
 //! `t / 8, t / 8 + blockDim / 8, …`, which it reads four rows at a time as 128-bit loads
 //! (a warp reads four whole 128-byte row segments per load); the block then combines its
-//! threads' partial vectors through 16 KiB of shared memory and writes the strip.
+//! threads' partial vectors through 16 KiB of shared memory, in two rounds, and writes
+//! the strip.
 //! Matrices whose rows or output are not 16-byte aligned (a view, or a column count that
 //! is not a multiple of the vector) take the same path one element at a time.
 
@@ -189,10 +190,24 @@ unsafe fn strips<T: Copy, const N: usize, const VEC: bool>(
         // SAFETY: slot t is this thread's (t < 1024), 16 bytes (N · size <= 16).
         unsafe { slot(t).write(acc) };
         thread::sync_threads();
+        // Two rounds, each a chain of about √groups partials: the first `fan` groups
+        // each fold every fan-th slot into their own, then group 0 folds those. One
+        // chain of all `groups` (128 in a block of 1024) kept the whole block waiting
+        // on 8 threads, at the end of every strip.
+        let fan = 1usize << groups.ilog2().div_ceil(2);
+        if group < fan && v < vectors {
+            for g in (group + fan..groups).step_by(fan) {
+                // SAFETY: written before the barrier by thread g · width + lane.
+                acc = combine(acc, unsafe { slot(g * width + lane).read() });
+            }
+            // SAFETY: this thread's own slot; no thread reads it in this round.
+            unsafe { slot(t).write(acc) };
+        }
+        thread::sync_threads();
         if group == 0 && v < vectors {
             let mut total = acc;
-            for g in 1..groups {
-                // SAFETY: written before the barrier by thread g · width + lane.
+            for g in 1..fan.min(groups) {
+                // SAFETY: written in the first round by thread g · width + lane.
                 total = combine(total, unsafe { slot(g * width + lane).read() });
             }
             let out = total.map(finish);

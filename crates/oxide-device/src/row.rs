@@ -31,6 +31,7 @@
 
 use core::mem::size_of;
 
+use crate::shuffle::Numeric;
 use crate::thread;
 use crate::vector::VECTOR_BYTES;
 
@@ -317,6 +318,43 @@ impl<I: RowInputs> Share<I> {
             }
         }
         acc
+    }
+}
+
+impl<T: Numeric> Share<&[T]> {
+    /// This thread's `(value, column)` of its share that `np.argmax` picks: a NaN above
+    /// every number, then the largest, ties to the first column; `(T::LOWEST,
+    /// u32::MAX)` for an empty share. Combine the threads' with
+    /// [`block::reduce`](crate::block::reduce) and [`combine::arg_max`].
+    ///
+    /// A thread meets its columns in ascending order, so a later element wins only by
+    /// being larger (or a NaN over a number): one comparison and a select per element,
+    /// where a fold through `combine::arg_max` weighs NaNs and indices both ways (enough
+    /// extra work per element to leave a wide row's argmax short of memory speed).
+    ///
+    /// [`combine::arg_max`]: crate::combine::arg_max
+    #[inline(always)]
+    pub fn arg_max(self) -> (T, u32) {
+        self.first_by(T::LOWEST, |v, best| v > best)
+    }
+
+    /// [`arg_max`](Self::arg_max)'s counterpart for `np.argmin`: a NaN first, then the
+    /// smallest, ties to the first column; `(T::HIGHEST, u32::MAX)` for an empty share.
+    #[inline(always)]
+    pub fn arg_min(self) -> (T, u32) {
+        self.first_by(T::HIGHEST, |v, best| v < best)
+    }
+
+    /// The first of this thread's elements that no later one beats: an element replaces
+    /// the best so far when `beats` it, is a NaN over a number, or is the first; `(none,
+    /// u32::MAX)` when there are none.
+    #[inline(always)]
+    fn first_by(self, none: T, beats: impl Fn(T, T) -> bool) -> (T, u32) {
+        self.fold_indexed((none, u32::MAX), |best, c, v| {
+            // `&`/`|` on booleans: selects, no branch per element.
+            let take = beats(v, best.0) | (v.is_nan() & !best.0.is_nan()) | (best.1 == u32::MAX);
+            if take { (v, c as u32) } else { best }
+        })
     }
 }
 

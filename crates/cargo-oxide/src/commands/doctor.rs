@@ -65,13 +65,8 @@ pub fn run(args: &DoctorArgs) -> i32 {
         Line::required(
             "llvm tools",
             shown(&d.llvm, |l| {
-                format!(
-                    "LLVM {}: {}, {}, {}",
-                    l.version,
-                    l.llvm_link.display(),
-                    l.opt.display(),
-                    l.llc.display()
-                )
+                let tools = [&l.llvm_link, &l.opt, &l.llc].map(|t| t.display().to_string());
+                format!("LLVM {}: {}", l.version, tools.join(", "))
             }),
         ),
         Line::optional(

@@ -50,6 +50,44 @@ fn a_share_visits_every_element_once_in_order() {
 }
 
 #[test]
+fn a_shares_arg_max_and_arg_min_pick_what_numpy_picks() {
+    use crate::combine;
+    // Ties, NaNs, all -inf and empty shares, at every phase and several block sizes:
+    // each thread's pick, combined across the block, is np.argmax's / np.argmin's.
+    let rows: [fn(usize) -> f32; 5] = [
+        |i| ((i * 7) % 5) as f32,
+        |i| if i % 9 == 4 { f32::NAN } else { (i % 3) as f32 },
+        |_| f32::NEG_INFINITY,
+        |_| f32::INFINITY,
+        |i| -(((i * 11) % 13) as f32),
+    ];
+    let first = |xs: &[f32], better: fn(f32, f32) -> bool| -> u32 {
+        let nan = xs.iter().position(|x| x.is_nan());
+        let pick = (0..xs.len()).reduce(|b, i| if better(xs[i], xs[b]) { i } else { b });
+        nan.or(pick).map_or(u32::MAX, |i| i as u32)
+    };
+    for f in rows {
+        let data = aligned(80, f);
+        for start in 0..4 {
+            for len in [0usize, 1, 2, 5, 33, 70] {
+                let row = &flat(&data)[start..start + len];
+                for block in [1u32, 3, 8, 32] {
+                    let (mut hi, mut lo) =
+                        ((f32::NEG_INFINITY, u32::MAX), (f32::INFINITY, u32::MAX));
+                    each_thread(1, block, || {
+                        hi = combine::arg_max(hi, row.block_share().arg_max());
+                        lo = combine::arg_min(lo, row.block_share().arg_min());
+                    });
+                    let what = std::format!("start {start} len {len} block {block}");
+                    assert_eq!(hi.1, first(row, |a, b| a > b), "arg_max, {what}");
+                    assert_eq!(lo.1, first(row, |a, b| a < b), "arg_min, {what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn a_tuple_share_reads_its_inputs_together() {
     let (x, y) = (aligned(64, |i| i as f32), aligned(64, |i| 2.0 * i as f32));
     for (xs, ys) in [(0, 0), (1, 1), (0, 3)] {
