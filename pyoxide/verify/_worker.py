@@ -1,8 +1,8 @@
 """Where verify runs the spec's code and the kernels: a worker process that a fault, a
 hang or a spec's own ``os.abort()`` cannot take the run down with.
 
-The parent (:class:`Worker`, used by pyoxide/verify.py) starts ``python -m
-pyoxide.verify._worker`` with one end of a socket pair, in a session of its own (Ctrl-C
+The parent (:class:`Worker`, used by pyoxide/verify.py) starts a Python that runs
+:func:`main` with one end of a socket pair, in a session of its own (Ctrl-C
 at the terminal reaches only the parent, which decides). The worker loads the module the
 parent already built (a manifest path, or the bundled kernels: never a compile) and the
 spec files, then answers requests, one case each. The parent waits for each answer at
@@ -121,7 +121,9 @@ class Worker:
         mine, theirs = socket.socketpair()
         self._tail.clear()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pyoxide.verify._worker", str(theirs.fileno())],
+            # main() by import, not `-m` on this module: the package pyoxide.verify
+            # imports it first, and runpy would then warn that it runs a second copy.
+            [sys.executable, "-c", _ENTRY, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=_knobs.environment_with(worker_environment(self.target.backend)),
@@ -263,6 +265,10 @@ def _watch_parent(parent: int) -> None:
             os._exit(3)
 
 
+#: The worker's command (``python -c``): sys.argv[1] is its end of the socket pair.
+_ENTRY = "from pyoxide.verify._worker import main; main()"
+
+
 def main() -> None:
     import faulthandler
 
@@ -288,7 +294,3 @@ def main() -> None:
 
             reply = ("error", "".join(traceback.format_exception_only(e)).strip()[-800:])
         conn.send(reply)
-
-
-if __name__ == "__main__":
-    main()
