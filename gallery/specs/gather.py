@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,4 +51,20 @@ EMBEDDING = row_spec(
     },
 )
 
-SPECS = [EMBEDDING]
+
+def _segments_twin(a: dict[str, Any]) -> Any:
+    table, ids, out = a["table"], a["ids"], a["out"]
+    n, dim = out.shape
+    vec4(out.shape, "embedding_segments")
+    kernel = twin_kernel("gather", "embedding_segments")
+    grid = (n, -(-(dim // 4) // 256))
+    return lambda: kernel(grid, (256,), (table, ids, out, np.int32(dim)))
+
+
+# The same gather by row segments (gallery/src/gather.rs): the same checks, PyTorch peer
+# and shapes, so bench_gallery shows both traversals against PyTorch in one run.
+EMBEDDING_SEGMENTS = dataclasses.replace(
+    EMBEDDING, kernel="embedding_segments", peers={**EMBEDDING.peers, TWIN: _segments_twin}
+)
+
+SPECS = [EMBEDDING, EMBEDDING_SEGMENTS]

@@ -483,6 +483,56 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
                 self.shape[1],
                 stride,
                 row,
+                0,
+            )
+        })
+    }
+
+    /// One segment of a row per block, the grid walking every row's first segment
+    /// before any row's second: block `b` ([`thread::block_index`](crate::thread::block_index))
+    /// owns segment `b / rows` of row `b % rows`. The segments split each row evenly
+    /// among `block_count / rows` of them, in whole 16-byte vectors; a block with no
+    /// segment gets None. With `#[launch(tiles(out, block = (256, 1), tile = (1024,
+    /// 1)))]` a plain call launches one block per 1024 columns of each row.
+    ///
+    /// For kernels that copy or map rows whose inputs repeat (a gather whose ids
+    /// repeat): at any time the running blocks work on one band of columns of every
+    /// row, so a row read again while its band is running comes from the L2. A row
+    /// reduction needs the whole row in one block: [`block_row_mut`](Self::block_row_mut).
+    /// Any grid of at least one block per row is right (fewer traps), whatever its
+    /// shape: the `tiles` policy puts the rows on grid axis y, at most 65,535 of them;
+    /// more rows take an explicit 1-D grid of rows × segments blocks.
+    #[inline(always)]
+    pub fn block_segment_mut(&mut self) -> Option<ArrayRowMut<'_, T>> {
+        let (rows, cols) = (self.shape[0], self.shape[1]);
+        let blocks = crate::thread::block_count();
+        assert!(
+            blocks >= rows,
+            "block_segment_mut: a grid of at least one block per row"
+        );
+        if rows == 0 {
+            return None;
+        }
+        let segments = blocks / rows;
+        // Whole vectors: each segment starts at the row's offset from a 16-byte boundary.
+        let width = cols
+            .div_ceil(segments)
+            .next_multiple_of(crate::row::lanes::<T>());
+        let b = crate::thread::block_index();
+        let (row, first) = (b % rows, (b / rows) * width);
+        if b >= segments * rows || first >= cols {
+            return None;
+        }
+        let stride = if L::STRIDED { self.strides[1] } else { 1 };
+        // SAFETY: row < rows and first < cols, so the segment's min(width, cols - first)
+        // elements lie inside the row; this block owns them (b names one (row, segment)).
+        Some(unsafe {
+            ArrayRowMut::new(
+                self.ptr.add(row * self.strides[0] + first * stride),
+                width.min(cols - first),
+                stride,
+                row,
+                first,
             )
         })
     }
@@ -499,20 +549,29 @@ pub struct ArrayRowMut<'s, T> {
     cols: usize,
     stride: usize,
     row: usize,
+    /// The array column of its first element (0 for a whole row).
+    first: usize,
     _borrow: PhantomData<&'s mut [T]>,
 }
 
 impl<T> ArrayRowMut<'_, T> {
     /// # Safety
-    /// `ptr + c·stride` for `c < cols` are the row's elements, valid for reads and
-    /// writes for the borrow and written by no other block.
+    /// `ptr + c·stride` for `c < cols` are the row's elements (array columns `first..`),
+    /// valid for reads and writes for the borrow and written by no other block.
     #[inline(always)]
-    pub(crate) unsafe fn new(ptr: *mut T, cols: usize, stride: usize, row: usize) -> Self {
+    pub(crate) unsafe fn new(
+        ptr: *mut T,
+        cols: usize,
+        stride: usize,
+        row: usize,
+        first: usize,
+    ) -> Self {
         ArrayRowMut {
             ptr,
             cols,
             stride,
             row,
+            first,
             _borrow: PhantomData,
         }
     }
@@ -525,9 +584,20 @@ impl<T: Copy> ArrayRowMut<'_, T> {
         self.row
     }
 
+    /// Its elements: the row's columns, or a segment's ([`columns`](Self::columns)).
     #[inline(always)]
     pub fn cols(&self) -> usize {
         self.cols
+    }
+
+    /// The array columns it holds: `0..cols` for a row of
+    /// [`block_row_mut`](DisjointArray::block_row_mut), a segment's for
+    /// [`block_segment_mut`](DisjointArray::block_segment_mut). Slice an input row by it
+    /// (`&x[seg.columns()]`) to read the same columns: `map` and `map_indexed` number
+    /// this handle's elements from 0.
+    #[inline(always)]
+    pub fn columns(&self) -> core::ops::Range<usize> {
+        self.first..self.first + self.cols
     }
 
     /// This thread's `(column, element)` pairs, in increasing column order.
@@ -588,5 +658,49 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 1, L> {
         let at = offset::<1, L>(&self.shape, &self.strides, [i])?;
         // SAFETY: in bounds; 1-D witnesses are distinct per thread.
         Some(unsafe { &mut *self.ptr.add(at) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::each_thread;
+    use std::vec::Vec;
+
+    #[test]
+    fn segments_cover_every_element_once_for_any_grid_of_a_block_per_row_or_more() {
+        let (rows, cols) = (5usize, 37usize);
+        let src: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+        for grid in [5u32, 6, 10, 15, 23, 200] {
+            let mut out = std::vec![-1.0f32; rows * cols];
+            let mut seen = std::vec![0u32; rows * cols];
+            each_thread(grid, 4, || {
+                let mut dst = DisjointArray2::from_mut_slice(&mut out, [rows, cols]);
+                if let Some(mut seg) = dst.block_segment_mut() {
+                    let (r, cs) = (seg.row(), seg.columns());
+                    assert_eq!(seg.cols(), cs.len());
+                    let row = &src[r * cols..(r + 1) * cols];
+                    seg.map_indexed(&row[cs.clone()], |c, v| {
+                        assert_eq!(v, (r * cols + cs.start + c) as f32);
+                        v
+                    });
+                    for (c, _) in seg.iter_mut() {
+                        seen[r * cols + cs.start + c] += 1;
+                    }
+                }
+            });
+            assert_eq!(out, src, "grid {grid}");
+            assert!(seen.iter().all(|&n| n == 1), "grid {grid}: {seen:?}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "at least one block per row")]
+    fn segments_need_a_block_per_row() {
+        let mut out = std::vec![0.0f32; 12];
+        each_thread(2, 1, || {
+            let mut dst = DisjointArray2::from_mut_slice(&mut out, [3, 4]);
+            let _ = dst.block_segment_mut();
+        });
     }
 }

@@ -197,7 +197,7 @@ impl<'a, T> DisjointSlice<'a, T, Index1D> {
         }
         // SAFETY: row < rows, so the row's `cols` elements lie inside the slice, and
         // they are this block's alone.
-        Some(unsafe { BlockRow::new(self.ptr.add(row * cols), cols, 1, row) })
+        Some(unsafe { BlockRow::new(self.ptr.add(row * cols), cols, 1, row, 0) })
     }
 }
 

@@ -208,7 +208,7 @@ impl Iterator for Cols {
 
 /// Elements of `T` in one 16-byte vector, or 1 when `T` does not divide 16 bytes.
 #[inline(always)]
-const fn lanes<T>() -> usize {
+pub(crate) const fn lanes<T>() -> usize {
     let size = size_of::<T>();
     if size == 0 || size > VECTOR_BYTES || !VECTOR_BYTES.is_multiple_of(size) {
         1
