@@ -127,11 +127,23 @@ def bench_spec(
     return row
 
 
-def progress_bar(total: int) -> Callable[[str], None]:
-    """A tqdm bar on stderr when tqdm is installed, else one line per step."""
+def _terminal_tqdm() -> Any:
+    """tqdm's bar class where stderr is a terminal and tqdm is installed, else None."""
+    if not sys.stderr.isatty():
+        return None
     try:
         from tqdm import tqdm
     except ImportError:
+        return None
+    return tqdm
+
+
+def progress_bar(total: int) -> Callable[[str], None]:
+    """A tqdm bar on stderr when it is a terminal and tqdm is installed, else one line
+    per step, flushed (a log, which a bar's carriage returns would garble, keeps every
+    step, also when a time limit cuts the run short)."""
+    tqdm = _terminal_tqdm()
+    if tqdm is None:
         done = [0]
 
         def step_plain(label: str) -> None:
