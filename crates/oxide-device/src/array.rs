@@ -475,17 +475,8 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
         if row >= self.shape[0] {
             return None;
         }
-        let stride = if L::STRIDED { self.strides[1] } else { 1 };
-        // SAFETY: row < rows, so the row lies inside the array; this block owns it.
-        Some(unsafe {
-            ArrayRowMut::new(
-                self.ptr.add(row * self.strides[0]),
-                self.shape[1],
-                stride,
-                row,
-                0,
-            )
-        })
+        // SAFETY: row < rows: the whole row lies inside the array; this block owns it.
+        Some(unsafe { self.row_part(row, 0, self.shape[1]) })
     }
 
     /// One segment of a row per block, the grid walking every row's first segment
@@ -523,18 +514,28 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
         if b >= segments * rows || first >= cols {
             return None;
         }
-        let stride = if L::STRIDED { self.strides[1] } else { 1 };
         // SAFETY: row < rows and first < cols, so the segment's min(width, cols - first)
         // elements lie inside the row; this block owns them (b names one (row, segment)).
-        Some(unsafe {
+        Some(unsafe { self.row_part(row, first, width.min(cols - first)) })
+    }
+
+    /// Columns `first..first + len` of row `row`, as a block's row handle.
+    ///
+    /// # Safety
+    /// `row < rows` and `first + len <= cols`; no other block takes these elements.
+    #[inline(always)]
+    unsafe fn row_part(&mut self, row: usize, first: usize, len: usize) -> ArrayRowMut<'_, T> {
+        let stride = if L::STRIDED { self.strides[1] } else { 1 };
+        // SAFETY: upheld by the caller.
+        unsafe {
             ArrayRowMut::new(
                 self.ptr.add(row * self.strides[0] + first * stride),
-                width.min(cols - first),
+                len,
                 stride,
                 row,
                 first,
             )
-        })
+        }
     }
 }
 
