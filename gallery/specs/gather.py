@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, exact_tol, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import TORCH, TWIN, row_spec, twin_kernel, vec4
+from _gallery import TORCH, TWIN, Peer, ceil_div, row_spec, twin_kernel, vec4
 
 
 def _vocab(case: Case) -> int:
@@ -27,12 +28,18 @@ def _inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     }
 
 
-def _twin(a: dict[str, Any]) -> Any:
-    table, ids, out = a["table"], a["ids"], a["out"]
-    n, dim = out.shape
-    vec4(out.shape, "embedding")
-    kernel = twin_kernel("gather", "embedding")
-    return lambda: kernel((n,), (256,), (table, ids, out, np.int32(dim)))
+def _twin(name: str, grid: Callable[[int, int], tuple[int, ...]]) -> Peer:
+    """The C++ twin `name` (gallery/cuda/gather.cu), 256 threads a block, on the grid
+    `grid(n, dim)`."""
+
+    def peer(a: dict[str, Any]) -> Callable[[], Any]:
+        table, ids, out = a["table"], a["ids"], a["out"]
+        n, dim = out.shape
+        vec4(out.shape, name)
+        kernel = twin_kernel("gather", name)
+        return lambda: kernel(grid(n, dim), (256,), (table, ids, out, np.int32(dim)))
+
+    return peer
 
 
 EMBEDDING = row_spec(
@@ -44,7 +51,7 @@ EMBEDDING = row_spec(
     bytes=lambda case: 8 * case.size + 8 * case.shape[0],
     flops=lambda case: 0,
     peers={
-        TWIN: _twin,
+        TWIN: _twin("embedding", lambda n, dim: (n,)),
         f"{TORCH} embedding": torch_peer(
             lambda torch, table, ids: torch.nn.functional.embedding(ids, table), "table", "ids"
         ),
@@ -52,19 +59,15 @@ EMBEDDING = row_spec(
 )
 
 
-def _segments_twin(a: dict[str, Any]) -> Any:
-    table, ids, out = a["table"], a["ids"], a["out"]
-    n, dim = out.shape
-    vec4(out.shape, "embedding_segments")
-    kernel = twin_kernel("gather", "embedding_segments")
-    grid = (n, -(-(dim // 4) // 256))
-    return lambda: kernel(grid, (256,), (table, ids, out, np.int32(dim)))
-
-
 # The same gather by row segments (gallery/src/gather.rs): the same checks, PyTorch peer
 # and shapes, so bench_gallery shows both traversals against PyTorch in one run.
 EMBEDDING_SEGMENTS = dataclasses.replace(
-    EMBEDDING, kernel="embedding_segments", peers={**EMBEDDING.peers, TWIN: _segments_twin}
+    EMBEDDING,
+    kernel="embedding_segments",
+    peers={
+        **EMBEDDING.peers,
+        TWIN: _twin("embedding_segments", lambda n, dim: (n, ceil_div(dim // 4, 256))),
+    },
 )
 
 SPECS = [EMBEDDING, EMBEDDING_SEGMENTS]
