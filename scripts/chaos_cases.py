@@ -240,9 +240,9 @@ CASES: list[Case] = [
 
 
 def seed_sysroot(cache: Path, cargo_oxide: str, crate: Path) -> None:
-    """Copy the user's core sysroot, where there is one, into the fresh cache folder
-    `cache` (a build there then skips compiling core). The user's cache folder is the one
-    `cargo_oxide` (which decides it) names for `crate`."""
+    """Make the fresh cache folder `cache`, with a copy of the user's core sysroot where
+    there is one (a build there then skips compiling core). The user's cache folder is
+    the one `cargo_oxide` (which decides it) names for `crate`."""
     out = subprocess.run(
         [cargo_oxide, "oxide", "key", "--manifest-path", str(crate / "Cargo.toml")],
         capture_output=True, text=True, check=True,
@@ -250,6 +250,7 @@ def seed_sysroot(cache: Path, cargo_oxide: str, crate: Path) -> None:
     seeded = Path(json.loads(out)["cache_dir"]) / "sysroot"
     if seeded.is_dir():
         shutil.copytree(seeded, cache / "sysroot")
+    cache.mkdir(exist_ok=True)
 
 
 class Runner:
@@ -269,7 +270,6 @@ class Runner:
             if not cache.is_dir():
                 tool = os.environ.get("PYOXIDE_CARGO_OXIDE") or shutil.which("cargo-oxide")
                 seed_sysroot(cache, tool or "cargo-oxide", VERIFY_CRATE)
-                cache.mkdir(exist_ok=True)
             return cache
 
     def kernels_manifest(self) -> Path:
