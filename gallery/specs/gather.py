@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ import numpy as np
 from pyoxide.spec import Case, Out, exact_tol, torch_peer
 
 sys.path.insert(0, str(Path(__file__).parent))  # the specs' shared helpers
-from _gallery import TORCH, TWIN, Peer, ceil_div, row_spec, twin_kernel, vec4
+from _gallery import TORCH, TWIN, ceil_div, row_spec, twin_kernel, vec4
 
 
 def _vocab(case: Case) -> int:
@@ -28,18 +27,13 @@ def _inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
     }
 
 
-def _twin(name: str, grid: Callable[[int, int], tuple[int, ...]]) -> Peer:
-    """The C++ twin `name` (gallery/cuda/gather.cu), 256 threads a block, on the grid
-    `grid(n, dim)`."""
-
-    def peer(a: dict[str, Any]) -> Callable[[], Any]:
-        table, ids, out = a["table"], a["ids"], a["out"]
-        n, dim = out.shape
-        vec4(out.shape, name)
-        kernel = twin_kernel("gather", name)
-        return lambda: kernel(grid(n, dim), (256,), (table, ids, out, np.int32(dim)))
-
-    return peer
+def _twin(a: dict[str, Any]) -> Callable[[], Any]:
+    """The C++ twin (gallery/cuda/gather.cu): grid (rows, segments of 256 float4)."""
+    table, ids, out = a["table"], a["ids"], a["out"]
+    n, dim = out.shape
+    vec4(out.shape, "embedding")
+    kernel = twin_kernel("gather", "embedding")
+    return lambda: kernel((n, ceil_div(dim // 4, 256)), (256,), (table, ids, out, np.int32(dim)))
 
 
 EMBEDDING = row_spec(
@@ -51,7 +45,7 @@ EMBEDDING = row_spec(
     bytes=lambda case: 8 * case.size + 8 * case.shape[0],
     flops=lambda case: 0,
     peers={
-        TWIN: _twin("embedding", lambda n, dim: (n,)),
+        TWIN: _twin,
         f"{TORCH} embedding": torch_peer(
             lambda torch, table, ids: torch.nn.functional.embedding(ids, table), "table", "ids"
         ),
@@ -59,15 +53,4 @@ EMBEDDING = row_spec(
 )
 
 
-# The same gather by row segments (gallery/src/gather.rs): the same checks, PyTorch peer
-# and shapes, so bench_gallery shows both traversals against PyTorch in one run.
-EMBEDDING_SEGMENTS = dataclasses.replace(
-    EMBEDDING,
-    kernel="embedding_segments",
-    peers={
-        **EMBEDDING.peers,
-        TWIN: _twin("embedding_segments", lambda n, dim: (n, ceil_div(dim // 4, 256))),
-    },
-)
-
-SPECS = [EMBEDDING, EMBEDDING_SEGMENTS]
+SPECS = [EMBEDDING]

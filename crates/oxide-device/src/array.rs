@@ -483,8 +483,9 @@ impl<'a, T, L: Layout> DisjointArray<'a, T, 2, L> {
     /// before any row's second: block `b` ([`thread::block_index`](crate::thread::block_index))
     /// owns segment `b / rows` of row `b % rows`. The segments split each row evenly
     /// among `block_count / rows` of them, in whole 16-byte vectors; a block with no
-    /// segment gets None. With `#[launch(tiles(out, block = (256, 1), tile = (1024,
-    /// 1)))]` a plain call launches one block per 1024 columns of each row.
+    /// segment gets None. With `#[launch(tiles(out, block = (64, 1), tile = (1024,
+    /// 1)))]` a plain call launches one block per 1024 columns of each row, four vectors
+    /// a thread (the block's set-up, a few divisions, is paid once per thread).
     ///
     /// For kernels that copy or map rows whose inputs repeat (a gather whose ids
     /// repeat): at any time the running blocks work on one band of columns of every
