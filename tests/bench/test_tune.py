@@ -265,3 +265,20 @@ def test_inspect_shows_the_choice_and_why(manifest: Path) -> None:
     assert "where 512 < len(out) <= 1024: which_1 block=256" in result.output
     assert "10.00 µs against the hand pick's 100.00 µs, 0.100x" in result.output
     assert "from the pyoxide tune's cache" in result.output
+
+
+def test_a_tuned_tile_launches_its_own_grid(manifest: Path) -> None:
+    """`tile = (64, ROWS)`: each instance's policy carries its own tile, and the candidate
+    with 32-row tiles, chosen, covers every row (the hand pick's grid of 64-row tiles
+    would leave half of them unwritten)."""
+    mod = pyoxide.load(manifest, tuned=False)
+    tiles = {e: mod[e].spec.launch.tile for e in ("flip_64", "flip_32")}
+    assert tiles == {"flip_64": (64, 64, 1), "flip_32": (64, 32, 1)}
+    report = tune(manifest, "flip", {"flip_32": 1.0}, (100, 70))
+    (k,) = report["kernels"]
+    assert {c["verdict"] for c in k["candidates"]} == {"passed"}
+    assert k["candidates"][k["choice"]]["entry"] == "flip_32"
+    x = np.random.default_rng(0).standard_normal((100, 70)).astype(np.float32)
+    out = np.full((70, 100), np.nan, np.float32)
+    pyoxide.load(manifest).flip(x, out)
+    np.testing.assert_array_equal(out, x.T)

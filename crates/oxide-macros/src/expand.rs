@@ -21,7 +21,7 @@ use syn::ext::IdentExt;
 use syn::{Ident, LitStr};
 
 use crate::call::{call_kernel, turbofish};
-use crate::validate::{Instance, Kernel, LaunchKind, PerThread};
+use crate::validate::{Instance, Kernel, LaunchKind, PerThread, resolve_tile};
 
 pub fn expand(kernel: &Kernel) -> TokenStream {
     let mut func = kernel.func.clone();
@@ -170,11 +170,13 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
             }
         }
         LaunchKind::Tiles => {
-            let (block, tile) = l.tiles.expect("validated");
+            let (block, tile) = l.tiles.as_ref().expect("validated");
+            let (block, tile) = (*block, resolve_tile(tile, inst));
             LaunchPolicy::Tiles { over, block, tile }
         }
         LaunchKind::PersistentTiles => {
-            let (block, tile) = l.tiles.expect("validated");
+            let (block, tile) = l.tiles.as_ref().expect("validated");
+            let (block, tile) = (*block, resolve_tile(tile, inst));
             LaunchPolicy::PersistentTiles {
                 over,
                 block,

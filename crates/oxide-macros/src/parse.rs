@@ -128,8 +128,15 @@ pub struct LaunchSyntax {
 pub enum LaunchValue {
     Int(LitInt),
     Ident(Ident),
-    /// `(16, 16)`: up to three integers (x, y, z), for `tiles`' `block` and `tile`.
-    Tuple(Vec<LitInt>, Span),
+    /// `(16, 16)`: up to three extents (x, y, z), for `tiles`' `block` and `tile`.
+    Tuple(Vec<TupleItem>, Span),
+}
+
+/// One extent of a `(x, y, z)` launch value: an integer, or (in `tile`) the name of a
+/// const generic parameter, resolved per instance.
+pub enum TupleItem {
+    Int(LitInt),
+    Name(Ident),
 }
 
 impl LaunchValue {
@@ -138,6 +145,16 @@ impl LaunchValue {
             LaunchValue::Int(l) => l.span(),
             LaunchValue::Ident(i) => i.span(),
             LaunchValue::Tuple(_, span) => *span,
+        }
+    }
+}
+
+impl Parse for TupleItem {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitInt) {
+            Ok(TupleItem::Int(input.parse()?))
+        } else {
+            Ok(TupleItem::Name(input.parse()?))
         }
     }
 }
@@ -159,8 +176,8 @@ impl Parse for LaunchSyntax {
             } else if content.peek(syn::token::Paren) {
                 let inner;
                 let parens = parenthesized!(inner in content);
-                let ints = Punctuated::<LitInt, Token![,]>::parse_terminated(&inner)?;
-                LaunchValue::Tuple(ints.into_iter().collect(), parens.span.join())
+                let items = Punctuated::<TupleItem, Token![,]>::parse_terminated(&inner)?;
+                LaunchValue::Tuple(items.into_iter().collect(), parens.span.join())
             } else {
                 LaunchValue::Ident(content.parse()?)
             };

@@ -18,6 +18,7 @@ mod shape;
 mod tune;
 mod variant;
 
+pub use launch::resolve_tile;
 pub use launch::{Launch, LaunchKind, PerThread};
 use launch::{check_cluster, check_launch, check_launch_bounds};
 pub use shape::ArrayParam;
@@ -194,7 +195,8 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
     }
 
     let launch_bounds = launch_bounds.and_then(|lb| check_launch_bounds(lb, &mut errors));
-    let launch = launch.and_then(|l| check_launch(l, &params, launch_bounds, &mut errors));
+    let launch =
+        launch.and_then(|l| check_launch(l, &params, &generics, launch_bounds, &mut errors));
     let tune_given = tune.is_some();
     let tune = tune.and_then(|t| {
         let variant = variant_of.is_some();
@@ -219,6 +221,9 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         None if tune_given && !generics.is_empty() => Vec::new(),
         _ => check_instances(&name, sig, &generics, instances, &params, &mut errors),
     };
+    if let Some(l) = &launch {
+        launch::check_tile_values(l, &instances, &mut errors);
+    }
     let cluster = cluster.and_then(|c| check_cluster(c, &mut errors));
     let variant_of = variant_of.and_then(|v| variant::check_variant(v, &name, &mut errors));
     let tensor_maps = tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &mut errors));

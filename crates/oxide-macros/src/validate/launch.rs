@@ -5,8 +5,8 @@ use oxide_abi::descriptor::{DEFAULT_BLOCK, LaunchBounds};
 use syn::Ident;
 use syn::ext::IdentExt;
 
-use super::{Elem, Errors, Param, Seen};
-use crate::parse::{ClusterSyntax, LaunchBoundsSyntax, LaunchSyntax, LaunchValue};
+use super::{Elem, Errors, Instance, Param, Seen};
+use crate::parse::{ClusterSyntax, LaunchBoundsSyntax, LaunchSyntax, LaunchValue, TupleItem};
 
 /// A checked `#[launch(...)]`.
 pub struct Launch {
@@ -19,8 +19,8 @@ pub struct Launch {
     /// Index of the integer parameter holding the row length (`block_per_row`).
     pub cols: Option<usize>,
     /// `tiles`, `persistent_tiles`: the block (x, y, z) and the extents each block
-    /// covers.
-    pub tiles: Option<([u32; 3], [u32; 3])>,
+    /// covers (an extent may name a const generic parameter: each instance its own).
+    pub tiles: Option<([u32; 3], [Extent; 3])>,
     /// `shared = N`: the dynamic shared memory a plain launch gives.
     pub shared: Option<u32>,
 }
@@ -51,6 +51,21 @@ impl LaunchKind {
         matches!(self, LaunchKind::Tiles | LaunchKind::PersistentTiles)
     }
 }
+
+/// One extent of a `tile`: written as an integer, or the name of a const generic
+/// parameter (`tile = (TILE, TILE)`), whose value each instance supplies.
+#[derive(Clone)]
+pub enum Extent {
+    Fixed(u32),
+    /// The kernel's `generic`-th type-or-const parameter, `name`.
+    Const {
+        generic: usize,
+        name: Ident,
+    },
+}
+
+/// The largest extent a `tile` may have.
+pub const MAX_TILE_EXTENT: u32 = 1 << 16;
 
 #[derive(Clone, Copy)]
 pub enum PerThread {
@@ -92,28 +107,111 @@ const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 8] = [
     ),
 ];
 
-/// `(x, y[, z])`: one to three integers from 1 to `hi`, z and y 1 when left out.
-fn triple(value: &LaunchValue, hi: u32, errors: &mut Errors) -> Option<[u32; 3]> {
-    let usage = format!("expected (x, y) or (x, y, z), integers from 1 to {hi}");
-    let LaunchValue::Tuple(ints, span) = value else {
+/// `(x, y[, z])`: one to three extents from 1 to `hi`, z and y 1 when left out. Each is
+/// an integer, or, where `generics` is given (a `tile`), a const generic parameter's name.
+fn triple(
+    value: &LaunchValue,
+    hi: u32,
+    generics: Option<&[(&Ident, bool)]>,
+    errors: &mut Errors,
+) -> Option<[Extent; 3]> {
+    let usage = if generics.is_some() {
+        format!(
+            "expected (x, y) or (x, y, z): integers from 1 to {hi}, or const generic parameters of the kernel"
+        )
+    } else {
+        format!("expected (x, y) or (x, y, z), integers from 1 to {hi}")
+    };
+    let LaunchValue::Tuple(items, span) = value else {
         errors.push(value.span(), usage);
         return None;
     };
-    if ints.is_empty() || ints.len() > 3 {
+    if items.is_empty() || items.len() > 3 {
         errors.push(*span, usage);
         return None;
     }
-    let mut out = [1u32; 3];
-    for (o, lit) in out.iter_mut().zip(ints) {
-        match lit.base10_parse::<u32>() {
-            Ok(v) if (1..=hi).contains(&v) => *o = v,
-            _ => {
-                errors.push(lit.span(), usage);
-                return None;
+    let mut out = [Extent::Fixed(1), Extent::Fixed(1), Extent::Fixed(1)];
+    for (o, item) in out.iter_mut().zip(items) {
+        match item {
+            TupleItem::Int(lit) => match lit.base10_parse::<u32>() {
+                Ok(v) if (1..=hi).contains(&v) => *o = Extent::Fixed(v),
+                _ => {
+                    errors.push(lit.span(), usage);
+                    return None;
+                }
+            },
+            TupleItem::Name(name) => {
+                let generic = generics.and_then(|g| g.iter().position(|(i, c)| *c && **i == *name));
+                let Some(generic) = generic else {
+                    errors.push(
+                        name.span(),
+                        match generics {
+                            Some(_) => format!(
+                                "`{name}` is not a const generic parameter of this kernel: \
+                                 a tile extent is an integer or `const {name}: usize` of the kernel"
+                            ),
+                            None => format!(
+                                "`{name}`: a block extent is an integer from 1 to {hi}; only \
+                                 `tile` extents may name const generic parameters"
+                            ),
+                        },
+                    );
+                    return None;
+                };
+                *o = Extent::Const {
+                    generic,
+                    name: name.clone(),
+                };
             }
         }
     }
     Some(out)
+}
+
+/// The integers of a `block = (x, y, z)` (no names there).
+fn fixed(extents: [Extent; 3]) -> [u32; 3] {
+    extents.map(|e| match e {
+        Extent::Fixed(v) => v,
+        Extent::Const { .. } => unreachable!("triple() refuses names without generics"),
+    })
+}
+
+/// Every instance gives each const generic a `tile` names a value from 1 to
+/// [`MAX_TILE_EXTENT`].
+pub(super) fn check_tile_values(l: &Launch, instances: &[Instance], errors: &mut Errors) {
+    let Some((_, tile)) = &l.tiles else { return };
+    for extent in tile {
+        let Extent::Const { generic, name } = extent else {
+            continue;
+        };
+        for inst in instances {
+            let text = &inst.args[*generic].text;
+            if !text
+                .parse::<u32>()
+                .is_ok_and(|v| (1..=MAX_TILE_EXTENT).contains(&v))
+            {
+                errors.push(
+                    name.span(),
+                    format!(
+                        "`tile` names `{name}`, which is {text} in instance `{}`: a tile \
+                         extent is an integer from 1 to {MAX_TILE_EXTENT}",
+                        inst.entry
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// A tile's extents in `inst`: its const generics' values in place of their names.
+pub fn resolve_tile(tile: &[Extent; 3], inst: &Instance) -> [u32; 3] {
+    tile.clone().map(|e| match e {
+        Extent::Fixed(v) => v,
+        Extent::Const { generic, .. } => inst.args[generic]
+            .text
+            .parse()
+            .expect("check_tile_values: every instance's value is an integer"),
+    })
 }
 
 pub(super) fn check_launch_bounds(
@@ -201,6 +299,7 @@ pub(super) fn check_cluster(c: ClusterSyntax, errors: &mut Errors) -> Option<[u3
 pub(super) fn check_launch(
     l: LaunchSyntax,
     params: &[Param],
+    generics: &[(&Ident, bool)],
     bounds: Option<LaunchBounds>,
     errors: &mut Errors,
 ) -> Option<Launch> {
@@ -300,7 +399,7 @@ pub(super) fn check_launch(
                 shared = int(1, most, errors);
             }
             "block" if kind.tiled() => {
-                if let Some(b) = triple(value, 1024, errors) {
+                if let Some(b) = triple(value, 1024, None, errors).map(fixed) {
                     let threads = b[0] * b[1] * b[2];
                     if threads > max_block {
                         errors.push(
@@ -311,7 +410,7 @@ pub(super) fn check_launch(
                     tile_block = Some(b);
                 }
             }
-            "tile" => tile = triple(value, 1 << 16, errors),
+            "tile" => tile = triple(value, MAX_TILE_EXTENT, Some(generics), errors),
             "block" => {
                 if let Some(b) = int(1, 1024, errors) {
                     if b > max_block {

@@ -4,7 +4,7 @@
 #![no_std]
 extern crate std;
 
-use oxide_abi::descriptor::KernelDescriptor;
+use oxide_abi::descriptor::{KernelDescriptor, LaunchPolicy};
 use oxide_abi::tune::{Tune, TuneConst, TuneLaunch};
 use oxide_device::prelude::*;
 
@@ -24,6 +24,14 @@ pub fn fill<T: Copy + Default, const W: i32>(mut out: DisjointSlice<T>) {
     }
 }
 
+// A tile may name a tuned const generic: each instance launches its own tile.
+#[kernel]
+#[launch(tiles(x, block = (32, 8), tile = (TILE, 16)))]
+#[tune(TILE = [64, 32])]
+pub fn tiled<const TILE: usize>(x: Array2<f32>) {
+    let _ = (x.rows(), TILE);
+}
+
 fn main() {
     let d = |bytes: &[u8]| KernelDescriptor::decode(bytes).unwrap();
     let hand = d(&__oxide_descriptor_total_4);
@@ -39,6 +47,10 @@ fn main() {
     assert_eq!(hand.tune.as_ref(), Some(&tune));
     assert_eq!(other.tune.as_ref(), Some(&tune));
     assert_eq!(other.instance[0].value, "2");
+    for (bytes, tile) in [(&__oxide_descriptor_tiled_64[..], 64), (&__oxide_descriptor_tiled_32[..], 32)] {
+        let launch = LaunchPolicy::Tiles { over: "x".into(), block: [32, 8, 1], tile: [tile, 16, 1] };
+        assert_eq!(d(bytes).launch, Some(launch));
+    }
     for (bytes, ty, w) in [
         (&__oxide_descriptor_fill_f32_1[..], "f32", "1"),
         (&__oxide_descriptor_fill_f32_m1[..], "f32", "-1"),
