@@ -143,9 +143,10 @@ def rows_benchmarks(
             )
         row = {"kernel": "transpose", "size": f"{n}×{n}", "bytes": 8 * n * n}
         # The f32 instance of the generic kernel (its parameter names come from its spec),
-        # called plainly: its `tiles` policy gives (32, 8) blocks over 64×64 tiles.
-        kern = kernels.transpose_f32
-        spec = kernels.transpose_f32.spec
+        # called plainly: its `tiles` policy gives (32, 8) blocks over 64×64 tiles (the
+        # hand pick of its tuned tile height, or the tuned choice where one was kept).
+        kern = kernels.transpose.instances["transpose_f32_64"]
+        spec = kern.spec
         try:
             flat = {"x": x.reshape(-1), "out": out.reshape(-1), "x2": x, "out2": out}
             args = _args(spec, flat, n, n, eps)

@@ -3,7 +3,9 @@
 use oxide_device::ldst::{self, ReadOnlyLoad};
 use oxide_device::prelude::*;
 
-/// Rows of `x` in one of [`transpose`]'s shared-memory tiles (a multiple of 32).
+/// Rows of `x` in the largest of [`transpose`]'s tiles (its tuned `ROWS`, a multiple of
+/// 32, is at most this): each block's shared tile has room for it. 64 rows of f64 take
+/// 33 KB of the 48 KB a block's static shared memory may have.
 pub const TILE_ROWS: usize = 64;
 /// Columns of `x` in one tile (a multiple of 32).
 pub const TILE_COLS: usize = 64;
@@ -14,7 +16,7 @@ const PITCH: usize = TILE_COLS + 1;
 
 /// An element type [`transpose`] takes: each has its own shared tile (a static cannot
 /// name the kernel's generic parameter).
-pub trait TileElement: ReadOnlyLoad {
+pub trait TileElement: ReadOnlyLoad + Default {
     /// This type's `TILE_ROWS × PITCH` shared-memory tile.
     fn tile() -> *mut Self;
 }
@@ -36,7 +38,7 @@ tile_element!(f32, f64, u32);
 /// elements of a row of `x` and writes 32 consecutive elements of a row of `out`).
 pub const BLOCK_COLS: usize = 32;
 /// Rows of threads in a [`transpose`] block; each thread moves
-/// `TILE_ROWS · TILE_COLS / (BLOCK_COLS · BLOCK_ROWS)` elements of a tile.
+/// `ROWS · TILE_COLS / (BLOCK_COLS · BLOCK_ROWS)` elements of a tile.
 pub const BLOCK_ROWS: usize = 8;
 
 const _: () = assert!(
@@ -46,26 +48,38 @@ const _: () = assert!(
     "the tile loops below assume these divide"
 );
 
+/// The loads a thread issues for a tile of [`TILE_ROWS`] rows, the most of any `ROWS`.
+const MOST_LOADS: usize = TILE_ROWS / BLOCK_ROWS * (TILE_COLS / BLOCK_COLS);
+
 /// `out = xᵀ` for the row-major `rows × cols` matrix `x`; `out` is `cols × rows`.
 ///
-/// Each block moves `64 × 64` tiles ([`TILE_ROWS`] × [`TILE_COLS`]): it reads a
+/// Each block moves tiles of `ROWS` rows × 64 columns ([`TILE_COLS`]): it reads a
 /// tile's rows (coalesced, through the read-only cache), writes them into a padded
 /// shared tile, and writes the tile's columns as rows of `out` (coalesced, and no bank
 /// conflicts thanks to the padding). Partial tiles at the right and bottom edges are
 /// handled, so any shape works.
 ///
-/// Each thread moves 16 elements of a tile, its 16 loads issued before its first
-/// shared-memory store, so that enough bytes are in flight to cover DRAM's latency;
-/// whole tiles take a path with no bounds checks and constant strides.
+/// Each thread moves `ROWS / 4` elements of a tile (16 with the hand pick's 64 rows),
+/// its loads issued before its first shared-memory store, so that enough bytes are in
+/// flight to cover DRAM's latency; whole tiles take a path with no bounds checks and
+/// constant strides. `ROWS` is tuned (`pyoxide tune`): 32-row tiles make twice the
+/// blocks, each with half the loads in flight.
 ///
-/// Launch: a plain call takes block `(32, 8)`, grid `(⌈cols / 64⌉, ⌈rows / 64⌉)`;
+/// Launch: a plain call takes block `(32, 8)`, grid `(⌈cols / 64⌉, ⌈rows / ROWS⌉)`;
 /// blocks stride over tiles, so any grid is correct (more than 65535 tile rows need an
 /// explicit one, e.g. `(⌈cols / 64⌉, 65535)`). Traps when the block is not `(32, 8)`.
 #[kernel(f32, f64, u32)]
 #[launch_bounds(256, 4)]
-#[launch(tiles(x, block = (32, 8), tile = (64, 64)))]
+#[tune(ROWS = [64, 32])]
+#[launch(tiles(x, block = (32, 8), tile = (64, ROWS)))]
 #[shapes(x[rows, cols], out[cols, rows])]
-pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
+pub fn transpose<T: TileElement, const ROWS: usize>(x: Array2<T>, out: DisjointArray2<T>) {
+    const {
+        assert!(
+            ROWS.is_multiple_of(BLOCK_COLS) && ROWS <= TILE_ROWS,
+            "ROWS: a multiple of 32, at most TILE_ROWS"
+        )
+    };
     // The body works on the flat C-order arrays (the launcher checked the shapes).
     let (rows, cols) = (x.rows(), x.cols());
     let (x, mut out) = (x.as_slice(), out.into_flat());
@@ -92,13 +106,13 @@ pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
     );
     let tile = T::tile();
     let (src, dst) = (x.as_ptr(), out.as_mut_ptr());
-    let (tiles_x, tiles_y) = (cols.div_ceil(TILE_COLS), rows.div_ceil(TILE_ROWS));
+    let (tiles_x, tiles_y) = (cols.div_ceil(TILE_COLS), rows.div_ceil(ROWS));
     let (gx, gy) = (thread::gridDim_x() as usize, thread::gridDim_y() as usize);
     // This thread's slots: it writes (ty + 8k, tx + 32h) of the tile and reads
     // (tx + 32h, ty + 8k).
-    // SAFETY: both are below TILE_ROWS · PITCH (tx < 32 <= TILE_ROWS, ty < 8).
+    // SAFETY: both are below TILE_ROWS · PITCH (tx < 32 <= ROWS <= TILE_ROWS, ty < 8).
     let (put, get) = unsafe { (tile.add(ty * PITCH + tx), tile.add(tx * PITCH + ty)) };
-    let mover = Mover {
+    let mover = Mover::<T, ROWS> {
         src,
         dst,
         put,
@@ -113,10 +127,10 @@ pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
             // Opaque, so that the tile's addresses are computed from it here, rather
             // than kept as a dozen 64-bit loop variables (which cost occupancy).
             let (r0, c0) = (
-                ldst::opaque_usize(tile_row * TILE_ROWS),
+                ldst::opaque_usize(tile_row * ROWS),
                 ldst::opaque_usize(tile_col * TILE_COLS),
             );
-            if r0 + TILE_ROWS <= rows && c0 + TILE_COLS <= cols {
+            if r0 + ROWS <= rows && c0 + TILE_COLS <= cols {
                 // SAFETY: a whole tile inside the matrix.
                 unsafe { mover.full_tile((r0 + ty, c0 + tx), (r0 + tx, c0 + ty)) };
             } else {
@@ -130,9 +144,10 @@ pub fn transpose<T: TileElement>(x: Array2<T>, out: DisjointArray2<T>) {
 }
 
 /// What every tile move uses: the `rows × cols` matrix `src`, its transpose `dst`, and
-/// this thread's write (`put`) and read (`get`) slots of the block's tile.
+/// this thread's write (`put`) and read (`get`) slots of the block's tile; tiles of
+/// `ROWS` rows.
 #[derive(Clone, Copy)]
-struct Mover<T> {
+struct Mover<T, const ROWS: usize> {
     src: *const T,
     dst: *mut T,
     put: *mut T,
@@ -141,7 +156,7 @@ struct Mover<T> {
     cols: usize,
 }
 
-impl<T: TileElement> Mover<T> {
+impl<T: TileElement, const ROWS: usize> Mover<T, ROWS> {
     /// The fields, as locals of a move's body.
     #[inline(always)]
     fn parts(self) -> (*const T, *mut T, *mut T, *mut T, usize, usize) {
@@ -157,24 +172,27 @@ impl<T: TileElement> Mover<T> {
     #[inline(always)]
     unsafe fn full_tile(self, (r, c): (usize, usize), (or, oc): (usize, usize)) {
         let (src, dst, put, get, rows, cols) = self.parts();
-        const LOADS: usize = TILE_ROWS / BLOCK_ROWS * (TILE_COLS / BLOCK_COLS);
+        // A constant once ROWS is: the loops below unroll, and the slots of `v` past
+        // `loads` are never touched (an array cannot be sized by a generic expression).
+        let loads = ROWS / BLOCK_ROWS * (TILE_COLS / BLOCK_COLS);
         const H: usize = TILE_COLS / BLOCK_COLS;
         // SAFETY: upheld by the caller: every address is in the tile.
         unsafe {
             let from = src.add(r * cols + c);
             // All loads first, then the shared stores: the loads are in flight together.
-            let v: [T; LOADS] = core::array::from_fn(|i| {
+            let mut v = [T::default(); MOST_LOADS];
+            for (i, e) in v.iter_mut().enumerate().take(loads) {
                 let (k, h) = (i / H, i % H);
-                T::load_nc(from.add(k * BLOCK_ROWS * cols + h * BLOCK_COLS))
-            });
-            for (i, &e) in v.iter().enumerate() {
+                *e = T::load_nc(from.add(k * BLOCK_ROWS * cols + h * BLOCK_COLS));
+            }
+            for (i, &e) in v.iter().enumerate().take(loads) {
                 let (k, h) = (i / H, i % H);
                 put.add(k * BLOCK_ROWS * PITCH + h * BLOCK_COLS).write(e);
             }
             thread::sync_threads();
             let to = dst.add(oc * rows + or);
             for k in 0..TILE_COLS / BLOCK_ROWS {
-                for h in 0..TILE_ROWS / BLOCK_COLS {
+                for h in 0..ROWS / BLOCK_COLS {
                     to.add(k * BLOCK_ROWS * rows + h * BLOCK_COLS)
                         .write(get.add(h * BLOCK_COLS * PITCH + k * BLOCK_ROWS).read());
                 }
@@ -191,7 +209,7 @@ impl<T: TileElement> Mover<T> {
     #[inline(always)]
     unsafe fn edge_tile(self, (r0, c0): (usize, usize), (tx, ty): (usize, usize)) {
         let (src, dst, put, get, rows, cols) = self.parts();
-        for k in 0..TILE_ROWS / BLOCK_ROWS {
+        for k in 0..ROWS / BLOCK_ROWS {
             for h in 0..TILE_COLS / BLOCK_COLS {
                 let (r, c) = (r0 + ty + k * BLOCK_ROWS, c0 + tx + h * BLOCK_COLS);
                 if r < rows && c < cols {
@@ -205,7 +223,7 @@ impl<T: TileElement> Mover<T> {
         }
         thread::sync_threads();
         for k in 0..TILE_COLS / BLOCK_ROWS {
-            for h in 0..TILE_ROWS / BLOCK_COLS {
+            for h in 0..ROWS / BLOCK_COLS {
                 let (r, c) = (r0 + tx + h * BLOCK_COLS, c0 + ty + k * BLOCK_ROWS);
                 if r < rows && c < cols {
                     // SAFETY: slot (tx + 32h, ty + 8k) was written before the barrier (it is

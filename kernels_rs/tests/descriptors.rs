@@ -19,9 +19,12 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_histogram_global[..],
         &kernels_rs::__oxide_descriptor_reduce_blocks_f32[..],
         &kernels_rs::__oxide_descriptor_layernorm_rows[..],
-        &kernels_rs::__oxide_descriptor_transpose_f32[..],
-        &kernels_rs::__oxide_descriptor_transpose_f64[..],
-        &kernels_rs::__oxide_descriptor_transpose_u32[..],
+        &kernels_rs::__oxide_descriptor_transpose_f32_64[..],
+        &kernels_rs::__oxide_descriptor_transpose_f64_64[..],
+        &kernels_rs::__oxide_descriptor_transpose_u32_64[..],
+        &kernels_rs::__oxide_descriptor_transpose_f32_32[..],
+        &kernels_rs::__oxide_descriptor_transpose_f64_32[..],
+        &kernels_rs::__oxide_descriptor_transpose_u32_32[..],
         &kernels_rs::__oxide_descriptor_sgemm[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
@@ -99,9 +102,12 @@ fn one_descriptor_per_entry() {
             "histogram_global",
             "reduce_blocks_f32",
             "layernorm_rows",
-            "transpose_f32",
-            "transpose_f64",
-            "transpose_u32",
+            "transpose_f32_64",
+            "transpose_f64_64",
+            "transpose_u32_64",
+            "transpose_f32_32",
+            "transpose_f64_32",
+            "transpose_u32_32",
             "sgemm",
             "gemm_bf16",
             "gemm_bf16_bf16",
@@ -250,20 +256,26 @@ fn device_library_kernels() {
     }
     // The backward kernels: parameter names pair them with their forward kernels
     // (pyoxide.torch), and #[shapes] sizes every output from the inputs.
-    for (entry, ty) in [
-        ("transpose_f32", F32),
-        ("transpose_f64", F64),
-        ("transpose_u32", U32),
-    ] {
-        let d = descriptor(entry);
-        assert_eq!(d.name, "transpose");
-        assert_eq!(
-            d.params,
-            [
-                of(ty, shaped("x", Array, C, &["rows", "cols"])),
-                of(ty, shaped("out", DisjointArray, C, &["cols", "rows"])),
-            ]
-        );
+    // transpose: one instance per element type and tuned tile height, each launching
+    // its own tiles.
+    for (name, ty) in [("f32", F32), ("f64", F64), ("u32", U32)] {
+        for rows in [64, 32] {
+            let d = descriptor(&format!("transpose_{name}_{rows}"));
+            assert_eq!(d.name, "transpose");
+            assert_eq!(
+                d.params,
+                [
+                    of(ty, shaped("x", Array, C, &["rows", "cols"])),
+                    of(ty, shaped("out", DisjointArray, C, &["cols", "rows"])),
+                ]
+            );
+            let tiles = LaunchPolicy::Tiles {
+                over: "x".into(),
+                block: [32, 8, 1],
+                tile: [64, rows, 1],
+            };
+            assert_eq!(d.launch, Some(tiles));
+        }
     }
     let d = descriptor("activate");
     assert_eq!(

@@ -54,8 +54,16 @@ EXPECTED = {
         r"shfl\.sync\.bfly\.b32",
         r"bar\.sync",
     ],
-    "transpose_f32": [r"ld\.global\.nc\.f32", r"st\.shared\.b32", r"ld\.shared\.b32", r"bar\.sync"],
-    "transpose_f64": [r"ld\.global\.nc\.f64", r"st\.shared\.b64", r"ld\.shared\.b64", r"bar\.sync"],
+    **{
+        f"transpose_{t}_{rows}": [
+            rf"ld\.global\.nc\.{t}",
+            rf"st\.shared\.b{bits}",
+            rf"ld\.shared\.b{bits}",
+            r"bar\.sync",
+        ]
+        for t, bits in (("f32", 32), ("f64", 64))
+        for rows in (64, 32)
+    },
 }
 
 
@@ -78,9 +86,11 @@ def test_each_row_path_is_a_function_of_its_own(entry: str) -> None:
 
 def test_transpose_fills_an_sm_without_spilling() -> None:
     """At most 64 registers a thread (launch_bounds(256, 4): four 256-thread blocks an
-    SM), none spilled, and a 64 x 65 shared tile (64 x 64 plus a padding column)."""
+    SM), none spilled, and a 64 x 65 shared tile (64 x 64 plus a padding column), for
+    both tuned tile heights (64 and 32 rows)."""
     for art in load_manifest()["artifacts"]:
-        for entry, size in (("transpose_f32", 4), ("transpose_f64", 8), ("transpose_u32", 4)):
+        for entry, size in [(f"transpose_{t}_{rows}", size) for t, size in
+                            (("f32", 4), ("f64", 8), ("u32", 4)) for rows in (64, 32)]:  # fmt: skip
             stats = art["ptxas"][entry]
             assert stats["spill_store_bytes"] == 0, (entry, art["arch"], stats)
             assert stats["registers"] <= 64, (entry, art["arch"], stats)

@@ -231,5 +231,5 @@ def test_the_link_step_marks_the_kernels_that_shuffle() -> None:
         assert marks[entry] == "shfl.sync.bfly", entry
     assert marks["scan_blocks_u32"] == "shfl.sync.up"
     assert marks["gemm_bf16"] == "ldmatrix.sync.aligned"
-    for entry in ("saxpy", "vecadd", "histogram", "transpose_f32"):
+    for entry in ("saxpy", "vecadd", "histogram", "transpose_f32_64"):
         assert marks[entry] is None, entry
