@@ -88,7 +88,7 @@ def _lse_shape(case: Case) -> Shape:
 
 
 def _inputs(case: Case, rng: np.random.Generator) -> dict[str, Any]:
-    b, sq, sk, h, hk, d, causal, varlen, bhsd = _dims(case)
+    b, _sq, sk, _h, hk, d, causal, varlen, bhsd = _dims(case)
     lq, lk = _lengths(case)
     if varlen:
         kv_shape: Shape = (int(lk.sum()), hk, d)
@@ -122,7 +122,7 @@ def _sequences(a: dict[str, Any], case: Case) -> list[tuple[np.ndarray, ...]]:
 
 
 def _reference(a: dict[str, Any], case: Case) -> dict[str, np.ndarray]:
-    b, sq, _, h, hk, d, causal, varlen, bhsd = _dims(case)
+    _b, _sq, _, h, hk, _d, causal, varlen, bhsd = _dims(case)
     outs, lses = [], []
     for q, k, v in _sequences(a, case):
         k, v = np.repeat(k, h // hk, axis=1), np.repeat(v, h // hk, axis=1)
@@ -165,14 +165,14 @@ def _launch(kernel: Any, args: list[Any], case: Case) -> None:
 
 
 def _flops(case: Case) -> int:
-    b, sq, sk, h, _, d, causal, *_ = _dims(case)
+    _b, _sq, _sk, h, _, d, causal, *_ = _dims(case)
     lq, lk = _lengths(case)
     pairs = int((lq * lk).sum())
     return int(4 * h * d * pairs * (0.5 if causal else 1.0))
 
 
 def _bytes(case: Case) -> int:
-    b, sq, sk, h, hk, d, *_ = _dims(case)
+    _b, _sq, _sk, h, hk, d, *_ = _dims(case)
     lq, lk = _lengths(case)
     return int(2 * d * (2 * h * lq.sum() + 2 * hk * lk.sum()) + 4 * h * lq.sum())
 
