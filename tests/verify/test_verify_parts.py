@@ -228,3 +228,32 @@ def test_emulator_arrays_lie_between_inaccessible_pages() -> None:
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert p.returncode == -11 and "wrote" not in p.stdout, (p.returncode, p.stderr)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_an_all_finite_output_is_judged_as_one_with_matched_specials(dtype: Any) -> None:
+    """The all-finite case takes a shorter path (fewer passes over a large output): the
+    same relative error, worst element and verdict as the general path, which a matched
+    inf in an extra element sends the same data through."""
+    rng = np.random.default_rng(3)
+    want = rng.integers(-50, 50, 64).astype(np.float64)
+    got = want.astype(dtype)
+    got[[5, 40]] += dtype(3)  # two wrong elements, the worst at 5
+    got[40] -= dtype(1)
+    plain = {"out": want}
+    special = {"out": np.append(want, np.inf)} if dtype == np.float32 else None
+    for tol in (0.0, 1.0):
+        spec = spec_with(lambda a, case: plain, tolerance=tol)
+        fast = compare(spec, Case((64,), "f32", 0, 0), {"x": X}, {"out": got})
+        assert (fast.failure is None) == (tol == 1.0)
+        if fast.failure is not None:
+            assert (fast.failure.index, fast.failure.got) == ((5,), float(got[5]))
+        if special is not None:
+            spec = spec_with(lambda a, case: special, tolerance=tol)
+            out = {"out": np.append(got, np.float32(np.inf))}
+            general = compare(spec, Case((65,), "f32", 0, 0), {"x": X}, out)
+            assert general.error == pytest.approx(fast.error, rel=1e-12)
+            assert (general.failure is None) == (fast.failure is None)
+            if fast.failure is not None:
+                assert general.failure is not None
+                assert general.failure.message == fast.failure.message
