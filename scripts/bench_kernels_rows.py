@@ -142,10 +142,10 @@ def rows_benchmarks(
                 "torch copy_(x.t())", to.copy_(tx.t())
             )
         row = {"kernel": "transpose", "size": f"{n}×{n}", "bytes": 8 * n * n}
-        # The f32 instance of the generic kernel (its parameter names come from its spec),
-        # called plainly: its `tiles` policy gives (32, 8) blocks over 64×64 tiles (the
-        # hand pick of its tuned tile height, or the tuned choice where one was kept).
-        kern = kernels.transpose.instances["transpose_f32_64"]
+        # The instance of the generic kernel a plain call picks for these arrays (its
+        # parameter names come from its spec), called plainly: its `tiles` policy gives
+        # (32, 8) blocks over 64×64 tiles, or the tuned choice's where one was kept.
+        kern, _ = kernels.transpose.dispatch((x, out))
         spec = kern.spec
         try:
             flat = {"x": x.reshape(-1), "out": out.reshape(-1), "x2": x, "out2": out}

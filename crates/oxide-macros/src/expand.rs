@@ -142,6 +142,8 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
         }
     };
     let block = l.block;
+    // tiles, persistent_tiles: the block, and this instance's tile.
+    let tiles = l.tiles.as_ref().map(|(b, t)| (*b, resolve_tile(t, inst)));
     Some(match l.kind {
         LaunchKind::Elementwise => LaunchPolicy::Elementwise {
             over,
@@ -170,13 +172,11 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
             }
         }
         LaunchKind::Tiles => {
-            let (block, tile) = l.tiles.as_ref().expect("validated");
-            let (block, tile) = (*block, resolve_tile(tile, inst));
+            let (block, tile) = tiles.expect("validated");
             LaunchPolicy::Tiles { over, block, tile }
         }
         LaunchKind::PersistentTiles => {
-            let (block, tile) = l.tiles.as_ref().expect("validated");
-            let (block, tile) = (*block, resolve_tile(tile, inst));
+            let (block, tile) = tiles.expect("validated");
             LaunchPolicy::PersistentTiles {
                 over,
                 block,

@@ -184,34 +184,36 @@ pub(super) fn check_tile_values(l: &Launch, instances: &[Instance], errors: &mut
         let Extent::Const { generic, name } = extent else {
             continue;
         };
-        for inst in instances {
-            let text = &inst.args[*generic].text;
-            if !text
-                .parse::<u32>()
-                .is_ok_and(|v| (1..=MAX_TILE_EXTENT).contains(&v))
-            {
-                errors.push(
-                    name.span(),
-                    format!(
-                        "`tile` names `{name}`, which is {text} in instance `{}`: a tile \
-                         extent is an integer from 1 to {MAX_TILE_EXTENT}",
-                        inst.entry
-                    ),
-                );
-            }
+        for inst in instances.iter().filter(|i| extent_in(extent, i).is_none()) {
+            errors.push(
+                name.span(),
+                format!(
+                    "`tile` names `{name}`, which is {} in instance `{}`: a tile extent is \
+                     an integer from 1 to {MAX_TILE_EXTENT}",
+                    inst.args[*generic].text, inst.entry
+                ),
+            );
         }
+    }
+}
+
+/// `extent` in `inst`: its integer, or the value `inst` gives the const generic it
+/// names; None when that value is not an integer from 1 to [`MAX_TILE_EXTENT`].
+fn extent_in(extent: &Extent, inst: &Instance) -> Option<u32> {
+    match extent {
+        Extent::Fixed(v) => Some(*v),
+        Extent::Const { generic, .. } => inst.args[*generic]
+            .text
+            .parse()
+            .ok()
+            .filter(|v| (1..=MAX_TILE_EXTENT).contains(v)),
     }
 }
 
 /// A tile's extents in `inst`: its const generics' values in place of their names.
 pub fn resolve_tile(tile: &[Extent; 3], inst: &Instance) -> [u32; 3] {
-    tile.clone().map(|e| match e {
-        Extent::Fixed(v) => v,
-        Extent::Const { generic, .. } => inst.args[generic]
-            .text
-            .parse()
-            .expect("check_tile_values: every instance's value is an integer"),
-    })
+    tile.each_ref()
+        .map(|e| extent_in(e, inst).expect("check_tile_values: every instance's value is valid"))
 }
 
 pub(super) fn check_launch_bounds(
