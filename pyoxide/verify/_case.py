@@ -319,20 +319,17 @@ def _reference_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarra
 
 def _judge(name: str, g: np.ndarray, ref: np.ndarray, scale: Any, tolerance: float) -> Outcome:
     got = g.astype(np.float64)
-    if np.isfinite(ref).all() and np.isfinite(got).all():
-        # The common case, in a few passes over the arrays (a tuned shape can be 2^28
-        # elements): the same error as below, with no element to match exactly.
-        diff = np.subtract(got, ref, out=got)
-        np.abs(diff, out=diff)
-        return _error_outcome(name, g, ref, diff, float(np.linalg.norm(ref)), scale, tolerance)
     floating = isinstance(poison_value(g.dtype), float)
     special = ~np.isfinite(ref)
-    if special.any() and not floating:
+    has_special = bool(special.any())
+    if has_special and not floating:
         idx = _unravel(int(np.argmax(special.reshape(-1))), g.shape)
         raise SpecMistake(
             f"the spec's reference for `{name}` (integers) is {ref[idx]} at {list(idx)}"
         )
-    bad = ~np.isfinite(got) & ~special
+    bad = ~np.isfinite(got)
+    if has_special:
+        bad &= ~special
     if bad.any():
         idx = _unravel(int(np.argmax(bad.reshape(-1))), g.shape)
         unwritten = bool(np.isnan(got[idx]))
@@ -343,28 +340,25 @@ def _judge(name: str, g: np.ndarray, ref: np.ndarray, scale: Any, tolerance: flo
             f"output `{name}` at index {list(idx)} is {g[idx]} ({why})",
             name, idx, float(got[idx]), float(ref[idx]),
         ))  # fmt: skip
-    same = (np.isnan(ref) & np.isnan(got)) | (ref == got)
-    mismatch = special & ~same
-    if mismatch.any():
-        idx = _unravel(int(np.argmax(mismatch.reshape(-1))), g.shape)
-        return Outcome(np.inf, Failure(
-            "wrong result",
-            f"output `{name}` at index {list(idx)} is {g[idx]}, the reference is {ref[idx]} "
-            "(non-finite reference elements must be matched exactly)",
-            name, idx, float(got[idx]), float(ref[idx]),
-        ))  # fmt: skip
-    finite = ~special
-    diff = np.where(finite, np.abs(got - np.where(finite, ref, 0.0)), 0.0)
-    return _error_outcome(name, g, ref, diff, float(np.linalg.norm(ref[finite])), scale, tolerance)
-
-
-def _error_outcome(
-    name: str, g: np.ndarray, ref: np.ndarray, diff: np.ndarray, size: float, scale: Any,
-    tolerance: float,
-) -> Outcome:  # fmt: skip
-    """The relative error of `diff` (|got - ref| where both are finite, 0 elsewhere)
-    against the reference's norm `size` (or the spec's scale, when larger), judged
-    against `tolerance`."""
+    if has_special:
+        same = (np.isnan(ref) & np.isnan(got)) | (ref == got)
+        mismatch = special & ~same
+        if mismatch.any():
+            idx = _unravel(int(np.argmax(mismatch.reshape(-1))), g.shape)
+            return Outcome(np.inf, Failure(
+                "wrong result",
+                f"output `{name}` at index {list(idx)} is {g[idx]}, the reference is {ref[idx]} "
+                "(non-finite reference elements must be matched exactly)",
+                name, idx, float(got[idx]), float(ref[idx]),
+            ))  # fmt: skip
+        finite = ~special
+        diff = np.where(finite, np.abs(got - np.where(finite, ref, 0.0)), 0.0)
+        size = float(np.linalg.norm(ref[finite]))
+    else:
+        # Every element finite (the common case): no masks, in place, a few passes over
+        # arrays that a tuned shape makes 2^28 elements long.
+        diff = np.abs(np.subtract(got, ref, out=got), out=got)
+        size = float(np.linalg.norm(ref))
     if scale is not None:
         s = np.asarray(scale, np.float64)
         size = max(size, float(np.linalg.norm(s[np.isfinite(s)])))
@@ -374,7 +368,7 @@ def _error_outcome(
     if err <= tolerance:
         return Outcome(err, None)
     idx = _unravel(int(np.argmax(diff.reshape(-1))), g.shape)
-    poison = not isinstance(poison_value(g.dtype), float) and g[idx] == _poison_int(g.dtype)
+    poison = not floating and g[idx] == _poison_int(g.dtype)
     return Outcome(err, Failure(
         "unwritten element" if poison else "wrong result",
         f"output `{name}`: relative error {err:.3g} > tolerance {tolerance:.3g}; "
