@@ -11,6 +11,7 @@ H200 with scripts/demo.py run against the installed package (docs/performance.md
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.bundled import REPO
+from helpers.bundled import PACKAGED, REPO
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -36,11 +37,60 @@ def only_the_venv(venv: Path, home: Path) -> dict[str, str]:
     return env
 
 
+#: Where the planted tuned choice applies: softmax_rows at 64 rows of 300.
+TUNED_SHAPE = (64, 300)
+
+
+def plant_tuned_choices() -> tuple[Path, bytes | None]:
+    """Cache two choices for the bundled kernels' build as `pyoxide tune` would keep them:
+    one measured on an H200 (a real one, from scripts/tune_bundled), one for the emulator
+    at TUNED_SHAPE, so that the installed wheel runs it here. The wheel build's bundling
+    step rebuilds the same sources with the same toolchain, so its tuning key is this
+    build's. Returns the file and what it held before (None: nothing)."""
+    from pyoxide._launch import tune_space, tune_store
+    from pyoxide._manifest import abi
+    from pyoxide.bundled import load_bundled
+
+    manifest = load_bundled(tuned=False).manifest
+    (hand,) = [k for k in manifest.kernels if k.entry == "softmax_rows"]
+    bucket = tune_space.bucket_of(tune_space.key_dims(hand), [TUNED_SHAPE, TUNED_SHAPE])
+    base = {"kernel": "softmax_rows", "entry": "softmax_rows", "launch": {"block": 64},
+            "candidates": 4, "rejected": 0}  # fmt: skip
+    choices = [
+        {**base, "device": "NVIDIA H200", "arch": "sm_90", "bucket": [4096, 1024],
+         "time_us": 16.85, "hand_us": 24.34, "shape": [4096, 1024]},
+        {**base, "device": abi.EMULATOR_DEVICE, "arch": abi.EMULATOR_ARCH,
+         "bucket": list(bucket), "time_us": 1.0, "hand_us": 2.0, "shape": list(TUNED_SHAPE)},
+    ]  # fmt: skip
+    path = tune_store.cache_file(manifest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = path.read_bytes() if path.exists() else None
+    file = {"version": abi.TUNED_FILE_VERSION, "crate": manifest.crate_name,
+            "key": tune_store.tuning_key(manifest), "choices": choices}  # fmt: skip
+    path.write_text(json.dumps(file))
+    return path, kept
+
+
 @pytest.fixture(scope="module")
 def pyoxide_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pyoxide's wheel, built with the bundled kernels' tuned choices (`-C tuned=true`)."""
     out = tmp_path_factory.mktemp("wheels")
-    wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-    run([*wheel, "--disable-pip-version-check", "-w", str(out), str(REPO)], cwd=REPO)
+    # The environment's cache (its sysroot spares the bundling step a rebuild of `core`),
+    # holding the planted choices only while the wheel is built.
+    planted, kept = plant_tuned_choices()
+    # The bundling step writes the checkout's prebuilt manifest, choices included: the
+    # tests after this one load it, and must not run the planted choice.
+    untuned = PACKAGED.read_bytes()
+    try:
+        wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+        run([*wheel, "--disable-pip-version-check", "-C", "tuned=true", "-w", str(out),
+             str(REPO)], cwd=REPO)  # fmt: skip
+    finally:  # the cache and the checkout as they were: a developer's own choices stay
+        PACKAGED.write_bytes(untuned)
+        if kept is None:
+            planted.unlink()
+        else:
+            planted.write_bytes(kept)
     (wheel,) = out.glob("pyoxide-*.whl")
     return wheel
 
@@ -105,6 +155,33 @@ def test_installed_wheel_runs_the_bundled_kernels_on_numpy_without_rust(
     # Every bundled kernel against float64 NumPy on the CPU emulator; exit 1 on a miss.
     out = run([python, "-I", str(REPO / "scripts" / "demo.py")], cwd=tmp_path, env=env)
     assert "on the CPU emulator" in out and "scan_blocks_u32" in out
+
+
+def test_installed_wheel_built_tuned_runs_its_shipped_choice_with_no_tuning(
+    venv: Path, tmp_path: Path
+) -> None:
+    """`pip wheel . -C tuned=true` put the cache's choices in the bundled manifest: the
+    installed wheel, with an empty cache, runs the emulator's choice at its shape and the
+    hand pick elsewhere, and tunes and writes nothing."""
+    env = only_the_venv(venv, tmp_path)
+    probe = (
+        "import sys, numpy as np, pyoxide\n"
+        "from pyoxide.bundled import load_bundled\n"
+        "from pyoxide._launch.tuned import tuned_for\n"
+        "mod = load_bundled()\n"
+        "print(sorted(c.device for c in mod.manifest.tuned))\n"
+        f"for shape in [{TUNED_SHAPE}, (64, 5000)]:\n"
+        "    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)\n"
+        "    out = np.full_like(x, np.nan); mod.softmax_rows(x, out)\n"
+        "    e = np.exp(x - x.max(1, keepdims=True)); want = e / e.sum(1, keepdims=True)\n"
+        "    assert np.allclose(out, want, rtol=1e-5, atol=1e-6)\n"
+        "    c = tuned_for(mod.softmax_rows, (x, out))\n"
+        "    print(None if c is None else dict(c.launch))\n"
+        "assert 'pyoxide.bench.tune' not in sys.modules\n"
+    )
+    out = run([str(venv / "bin" / "python"), "-I", "-c", probe], cwd=tmp_path, env=env)
+    assert out.split("\n")[:3] == ["['NVIDIA H200', 'emulator']", "{'block': 64}", "None"], out
+    assert not (tmp_path / "cache" / "tuned").exists()
 
 
 def test_pyoxide_new_project_builds_installs_and_runs(venv: Path, tmp_path: Path) -> None:

@@ -63,7 +63,10 @@ class Arrays:
         lo = pad + _round_up(CANARY * item, ALIGN) // item + offset  # in elements
         size = _round_up((lo + flat.size + CANARY + pad) * item, mmap.PAGESIZE)
         raw = _guarded(size) if self.cp is None else np.empty(size, np.uint8)
-        raw[:] = CANARY_BYTE
+        # Canary on both sides; the array's own bytes are written once, by the copy (a
+        # tuned shape makes them 2^28 elements long).
+        raw[: lo * item] = CANARY_BYTE
+        raw[(lo + flat.size) * item :] = CANARY_BYTE
         region: Any = raw.view(flat.dtype)
         region[lo : lo + flat.size] = flat
         if self.cp is not None:
@@ -81,12 +84,14 @@ class Arrays:
         """The first array whose canary bytes changed, with the element index written
         (negative: before the array; >= its length: past its end)."""
         for r in self._regions:
-            raw = self.get(r.region)
-            changed = (raw.view(np.uint8).reshape(raw.size, -1) != CANARY_BYTE).any(axis=1)
-            changed[r.lo : r.lo + r.length] = False  # the array itself
-            bad = np.flatnonzero(changed)
-            if bad.size:
-                return r.name, int(bad[0]) - r.lo
+            # Only the canary on each side is read back, not the array between them.
+            end = r.lo + r.length
+            for start, side in ((0, r.region[: r.lo]), (end, r.region[end:])):
+                raw = self.get(side)
+                changed = (raw.view(np.uint8).reshape(raw.size, -1) != CANARY_BYTE).any(axis=1)
+                bad = np.flatnonzero(changed)
+                if bad.size:
+                    return r.name, start + int(bad[0]) - r.lo
         return None
 
     def fault_at(self, address: int) -> tuple[str, int] | None:

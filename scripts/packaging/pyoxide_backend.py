@@ -64,6 +64,27 @@ __all__ = [
 DEVICE_TARGET = "nvptx64-nvidia-cuda"
 
 
+#: The config setting (``pip wheel . -C tuned=true``) that builds the bundled kernels with
+#: ``pyoxide build --bundled --tuned``: the choices ``pyoxide tune`` kept for this build in
+#: this machine's cache go into the wheel's manifest, so the installed wheel launches them
+#: with no tuning at the user's site.
+TUNED_SETTING = "tuned"
+
+
+def tuned_setting(config_settings: dict[str, Any] | None) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the build asks for the tuned choices, and the settings left for maturin."""
+    if not config_settings or TUNED_SETTING not in config_settings:
+        return False, config_settings
+    rest = {k: v for k, v in config_settings.items() if k != TUNED_SETTING}
+    value = str(config_settings[TUNED_SETTING]).strip().lower()
+    if value not in ("true", "1", "yes", "false", "0", "no"):
+        raise ValueError(
+            f"config setting {TUNED_SETTING}={config_settings[TUNED_SETTING]!r}: expected "
+            f"true or false (pip wheel . -C {TUNED_SETTING}=true)"
+        )
+    return value in ("true", "1", "yes"), rest or None
+
+
 def _bundling_first(maturin_hook: Callable[..., Any], *, kit: bool) -> Callable[..., str]:
     """The PEP 517 hook that runs :func:`bundle` (with the kit or not), then maturin's."""
 
@@ -72,8 +93,9 @@ def _bundling_first(maturin_hook: Callable[..., Any], *, kit: bool) -> Callable[
         config_settings: dict[str, Any] | None = None,
         metadata_directory: str | None = None,
     ) -> str:
-        bundle(kit=kit)
-        return str(maturin_hook(wheel_directory, config_settings, metadata_directory))
+        tuned, rest = tuned_setting(config_settings)
+        bundle(kit=kit, tuned=tuned)
+        return str(maturin_hook(wheel_directory, rest, metadata_directory))
 
     hook.__name__ = maturin_hook.__name__
     return hook
@@ -94,14 +116,16 @@ def run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def bundle(*, kit: bool) -> None:
-    """Write the bundled kernels and, with ``kit``, the kernel author's kit."""
+def bundle(*, kit: bool, tuned: bool = False) -> None:
+    """Write the bundled kernels (with ``tuned``, with the tuned choices in their
+    manifest) and, with ``kit``, the kernel author's kit."""
     cargo_oxide = build_cargo_oxide()
-    say("building the bundled kernels (pyoxide build --bundled)")
+    flags = ["--bundled", "--quiet", *(["--tuned"] if tuned else [])]
+    say(f"building the bundled kernels (pyoxide build {' '.join(flags)})")
     pyoxide = "import runpy; runpy.run_module('pyoxide', run_name='__main__', alter_sys=True)"
     run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {pyoxide}",
-         "build", "--bundled", "--quiet"],
+         "build", *flags],
         env={**os.environ, "PYOXIDE_CARGO_OXIDE": str(cargo_oxide)},
     )  # fmt: skip
     if kit:
