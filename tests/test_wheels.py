@@ -11,7 +11,6 @@ H200 with scripts/demo.py run against the installed package (docs/performance.md
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -50,24 +49,23 @@ def plant_tuned_choices() -> tuple[Path, bytes | None]:
     from pyoxide._launch import tune_space, tune_store
     from pyoxide._manifest import abi
     from pyoxide._manifest.reader import read_manifest
+    from pyoxide._manifest.tune_spec import TunedChoice
 
     manifest = read_manifest(PACKAGED)  # what the bundling step rebuilds, unchanged
     (hand,) = [k for k in manifest.kernels if k.entry == "softmax_rows"]
     bucket = tune_space.bucket_of(tune_space.key_dims(hand), [TUNED_SHAPE, TUNED_SHAPE])
-    base = {"kernel": "softmax_rows", "entry": "softmax_rows", "launch": {"block": 64},
+    base = {"kernel": "softmax_rows", "entry": "softmax_rows", "launch": (("block", 64),),
             "candidates": 4, "rejected": 0}  # fmt: skip
     choices = [
-        {**base, "device": "NVIDIA H200", "arch": "sm_90", "bucket": [4096, 1024],
-         "time_us": 16.85, "hand_us": 24.34, "shape": [4096, 1024]},
-        {**base, "device": abi.EMULATOR_DEVICE, "arch": abi.EMULATOR_ARCH,
-         "bucket": list(bucket), "time_us": 1.0, "hand_us": 2.0, "shape": list(TUNED_SHAPE)},
+        TunedChoice(**base, device="NVIDIA H200", arch="sm_90", bucket=(4096, 1024),
+                    time_us=16.85, hand_us=24.34, shape=(4096, 1024)),
+        TunedChoice(**base, device=abi.EMULATOR_DEVICE, arch=abi.EMULATOR_ARCH, bucket=bucket,
+                    time_us=1.0, hand_us=2.0, shape=TUNED_SHAPE),
     ]  # fmt: skip
     path = tune_store.cache_file(manifest)
-    path.parent.mkdir(parents=True, exist_ok=True)
     kept = path.read_bytes() if path.exists() else None
-    file = {"version": abi.TUNED_FILE_VERSION, "crate": manifest.crate_name,
-            "key": tune_store.tuning_key(manifest), "choices": choices}  # fmt: skip
-    path.write_text(json.dumps(file))
+    path.unlink(missing_ok=True)  # the planted choices alone, not beside a developer's
+    tune_store.save(manifest, choices)
     return path, kept
 
 

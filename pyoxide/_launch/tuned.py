@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._manifest.tune_spec import TunedChoice, launch_text
+from .._manifest.tune_spec import TunedChoice
 from . import tune_space as _tune_space
 from .kernel import CodeLoader, Kernel
 
@@ -44,8 +44,8 @@ class TunedKernel(Kernel):
 
     def __repr__(self) -> str:
         c = self.choice
-        return (f"<pyoxide.TunedKernel {c.entry} {launch_text(c.launch)} for {c.kernel} on "
-                f"{c.device} ({c.arch}), bucket {list(c.bucket)}>")  # fmt: skip
+        return (f"<pyoxide.TunedKernel {c.label} for {c.kernel} on {c.device} ({c.arch}), "
+                f"bucket {list(c.bucket)}>")  # fmt: skip
 
     def takes(self, views: Sequence[ArrayView | None]) -> bool:
         shapes = [None if v is None else tuple(v.shape) for v in views]

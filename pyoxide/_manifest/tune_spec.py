@@ -48,6 +48,11 @@ class TunedChoice:
     rejected: int = 0
 
     @property
+    def label(self) -> str:
+        """``softmax_rows block=64``: the entry and its tuned launch parameters."""
+        return f"{self.entry} {launch_text(self.launch)}".rstrip()
+
+    @property
     def place(self) -> tuple[str, str, str, tuple[int, ...]]:
         """What a choice is kept per: kernel, GPU model, architecture, bucket."""
         return (self.kernel, self.device, self.arch, self.bucket)

@@ -87,7 +87,6 @@ def _describe_tuning(spec: KernelSpec, module: Module) -> None:
     """A tuned kernel's candidates, and each tuned choice its plain calls run: where
     (GPU, architecture, bucket), what, and why (the measured times)."""
     from .._launch.tune_space import is_hand_pick, key_dims
-    from .._manifest.tune_spec import launch_text
 
     assert spec.tune is not None
     if not is_hand_pick(spec):
@@ -108,7 +107,7 @@ def _describe_tuning(spec: KernelSpec, module: Module) -> None:
         shape = "×".join(map(str, c.shape))
         ratio = f", {c.time_us / c.hand_us:.3f}x" if c.hand_us else ""
         click.echo(f"  tuned:   on {c.device} ({c.arch}) where {where or 'any shape'}: "
-                   f"{c.entry} {launch_text(c.launch)}".rstrip())  # fmt: skip
+                   f"{c.label}")  # fmt: skip
         click.echo(f"           why: {c.time_us:.2f} µs against the hand pick's "
                    f"{c.hand_us:.2f} µs{ratio} at {shape or 'its shape'}, best of "
                    f"{c.candidates - c.rejected} verified ({c.rejected} refused); from the "
