@@ -1,9 +1,9 @@
 //! Fast matrix products: `sgemm` (f32 on the FMA units) and `gemm_bf16` /
-//! `gemm_bf16_bf16` (bf16 on the tensor cores, f32 or bf16 result). Both compute `c = a · b` for row-major `a` (m×k), `b` (k×n) and
-//! `c` (m×n), for any m, n, k (tails are bounds-checked); `matmul_tiled` stays the
-//! readable version of the same product.
+//! `gemm_bf16_bf16` (bf16 on the tensor cores, f32 or bf16 result). Both compute
+//! `c = a · b` for row-major `a` (m×k), `b` (k×n) and `c` (m×n), for any m, n, k (tails
+//! are bounds-checked); `matmul_tiled` stays the readable version of the same product.
 //!
-//! Each block computes a 128×128 tile of `c`. Vector loads (16 bytes) need rows that
+//! Each block computes a 128×128 tile of `c` (sgemm: BM×128, BM tuned). Vector loads (16 bytes) need rows that
 //! start 16-byte aligned: `k` and `n` multiples of 4 (sgemm) or 8 (gemm_bf16) and
 //! 16-byte-aligned arrays; otherwise the same kernel loads element by element, slower
 //! but with the same result.
@@ -19,17 +19,16 @@ use oxide_device::prelude::*;
 #[repr(C, align(16))]
 struct Vec4([f32; 4]);
 
-/// Side of the square tile of `c` that one block of [`sgemm`] or [`gemm_bf16`] computes.
-pub const GEMM_TILE: u32 = 128;
-
-const SG_BM: usize = 128;
-const SG_BN: usize = 128;
 /// k-depth of one shared-memory tile: 16 halves the barriers of 8.
 const SG_BK: usize = 16;
-/// Row length of the transposed A tile in shared memory: 4 floats of padding put
-/// the two threads that store the same row at k and k + 4 in different banks.
-const SG_LDA: usize = SG_BM + 4;
-const SG_A_BUF: usize = SG_BK * SG_LDA;
+const SG_BN: usize = 128;
+/// The tallest tile [`sgemm`] is tuned over; its shared memory is sized for it (a
+/// `static` cannot depend on the kernel's const generic).
+const SG_MAX_BM: usize = 128;
+/// Padding of a row of the transposed A tile in shared memory: 4 floats put the
+/// threads that store the same row at k and k + 4 in different banks.
+const SG_PAD: usize = 4;
+const SG_A_BUF: usize = SG_BK * (SG_MAX_BM + SG_PAD);
 const SG_B_BUF: usize = SG_BK * SG_BN;
 
 fn aligned16<T>(p: *const T) -> bool {
@@ -37,36 +36,52 @@ fn aligned16<T>(p: *const T) -> bool {
 }
 
 /// `c = a · b` in f32 with fused multiply-adds, for C-order `a` (m×k), `b` (k×n), `c`
-/// (m×n). A plain call launches block (256, 1, 1), grid (⌈n/128⌉, ⌈m/128⌉, 1).
+/// (m×n). A plain call launches block (256, 1, 1), grid (⌈n/128⌉, ⌈m/BM⌉, 1).
 ///
-/// Each thread accumulates an 8×8 piece of the block's 128×128 tile in registers
-/// (rows `4ty..4ty+4` and `64+4ty..`, columns likewise, so its shared-memory reads
-/// are 16-byte vectors that the warp's lanes broadcast without bank conflicts). The
-/// k loop steps 16 at a time through two shared-memory buffers: the next step's
-/// global loads are in flight while the current step computes, the operands of
-/// k-row `kk + 1` are read from shared memory while row `kk` computes, and one
-/// barrier per step separates the two buffers. 183 registers: one block (8 warps)
-/// per SM.
+/// Each block computes a BM×128 tile of `c` and each thread an (BM/16)×8 piece of it in
+/// registers (rows `4ty..4ty+4`, and `64+4ty..` when BM is 128; columns `4tx..` and
+/// `64+4tx..`, so its shared-memory reads are 16-byte vectors that the warp's lanes
+/// broadcast without bank conflicts). The k loop steps 16 at a time through two
+/// shared-memory buffers: the next step's global loads are in flight while the current
+/// step computes, the operands of k-row `kk + 1` are read from shared memory while row
+/// `kk` computes, and one barrier per step separates the two buffers.
+///
+/// `BM` is tuned (`pyoxide tune`); the hand pick, 128, holds 64 accumulators a thread
+/// (183 registers: one block of 8 warps per SM). 64-row tiles make twice the blocks,
+/// which fills the SMs when `m` is small (m ≤ 128 against a few thousand columns gives
+/// 32 blocks of 128 rows), at half the products per shared-memory read.
 #[kernel]
 #[launch_bounds(256)]
-#[launch(tiles(c, block = (256, 1), tile = (128, 128)))]
+#[tune(BM = [128, 64])]
+#[launch(tiles(c, block = (256, 1), tile = (128, BM)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
-pub fn sgemm(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
+pub fn sgemm<const BM: usize>(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
+    const { assert!(BM == 64 || BM == 128, "BM: 64 or 128") };
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    sgemm_tile(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
+    sgemm_tile::<BM>(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
 }
 
-// The body lives apart from the kernel so that a variant with other launch bounds
-// is one more three-line kernel. Measured on the H200 (docs/performance.md): capping
-// the earlier 8-deep body at 128 registers for two blocks per SM
-// (`launch_bounds(256, 2)`) spilled and ran 12 % slower than one block.
+// Measured on the H200 (docs/performance.md): capping the earlier 8-deep body at 128
+// registers for two blocks per SM (`launch_bounds(256, 2)`) spilled and ran 12 % slower
+// than one block.
 //
 // The read-ahead of the next k-row is written out rather than left to ptxas: with
 // the operands read at the top of each row, whether ptxas hoists those reads over
 // the previous row's FMAs turned on small changes elsewhere in the PTX (the same
 // source ran at 0.76x cuBLAS from one link step and 0.67x from the next).
 #[inline(always)]
-fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+fn sgemm_tile<const BM: usize>(
+    a: &[f32],
+    b: &[f32],
+    mut c: DisjointSlice<f32>,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    // A's tile is BM rows × 16 k: AV vectors of 4 a thread, over 4 / AV threads a row.
+    // Each thread accumulates RI rows (two groups of 4 when BM is 128) by 8 columns.
+    const { assert!(BM <= SG_MAX_BM) };
+    let (av, ri, lda) = (BM / 64, BM / 16, BM + SG_PAD);
     #[unsafe(link_section = ".oxide.shared")]
     static A_S: SharedArray<f32, { 2 * SG_A_BUF }> = SharedArray::UNINIT;
     #[unsafe(link_section = ".oxide.shared")]
@@ -75,17 +90,18 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
     let tid = thread::threadIdx_x() as usize;
     let (m0, n0) = (
-        thread::blockIdx_y() as usize * SG_BM,
+        thread::blockIdx_y() as usize * BM,
         thread::blockIdx_x() as usize * SG_BN,
     );
     let a_vec = k.is_multiple_of(4) && aligned16(a.as_ptr());
     let b_vec = n.is_multiple_of(4) && aligned16(b.as_ptr());
-    // This thread's part of each tile load, two vectors of each matrix: of A, row
-    // `tid / 2`, k columns `4 * (tid % 2 + 2j)..+4` (a warp reads 16 rows × 32 bytes);
-    // of B, k row `tid / 32 + 8j`, columns `4 * (tid % 32)..+4` (a warp reads 512
-    // contiguous bytes).
-    let a_row = tid / 2;
-    let a_col = |j: usize| (tid % 2 + 2 * j) * 4;
+    // This thread's part of each tile load: of A, `av` vectors, row `tid / (4 / av)`,
+    // k columns `4 * (tid % (4 / av) + (4 / av) j)..+4` (with BM 128, a warp reads 16
+    // rows × 32 bytes); of B, two vectors, k row `tid / 32 + 8j`, columns
+    // `4 * (tid % 32)..+4` (a warp reads 512 contiguous bytes).
+    let a_threads = 4 / av;
+    let a_row = tid / a_threads;
+    let a_col = |j: usize| (tid % a_threads + a_threads * j) * 4;
     let (b_row, b_col) = (|j: usize| tid / 32 + 8 * j, (tid % 32) * 4);
     let load_a = |k0: usize, j: usize| -> [f32; 4] {
         let (r, col) = (m0 + a_row, k0 + a_col(j));
@@ -123,11 +139,13 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
         };
         [at(0), at(1), at(2), at(3)]
     };
-    // One tile's loads into registers: [A j=0, A j=1, B j=0, B j=1].
+    // One tile's loads into registers: [A j=0, A j=1 (BM 128), B j=0, B j=1].
     let load = |k0: usize| -> [[f32; 4]; 4] {
         let mut v = [[0.0f32; 4]; 4];
         unrolled!(for j in [0, 1] {
-            v[j] = load_a(k0, j);
+            if j < av {
+                v[j] = load_a(k0, j);
+            }
             v[2 + j] = load_b(k0, j);
         });
         v
@@ -140,25 +158,31 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
             let a_s = A_S.as_mut_ptr().add(buf * SG_A_BUF);
             let b_s = B_S.as_mut_ptr().add(buf * SG_B_BUF);
             unrolled!(for j in [0, 1] {
-                unrolled!(for e in [0, 1, 2, 3] {
-                    a_s.add((a_col(j) + e) * SG_LDA + a_row).write(v[j][e]);
-                });
+                if j < av {
+                    unrolled!(for e in [0, 1, 2, 3] {
+                        a_s.add((a_col(j) + e) * lda + a_row).write(v[j][e]);
+                    });
+                }
                 (b_s.add(b_row(j) * SG_BN + b_col) as *mut Vec4).write(Vec4(v[2 + j]));
             });
         }
     };
     let (tx, ty) = (tid % 16, tid / 16);
-    // The operands of k-row `kk` of buffer `buf`: [A rows 4ty.., A rows 64+4ty..,
-    // B columns 4tx.., B columns 64+4tx..].
+    // The operands of k-row `kk` of buffer `buf`: [A rows 4ty.., A rows 64+4ty.. (BM
+    // 128; zeros otherwise), B columns 4tx.., B columns 64+4tx..].
     let frag = |buf: usize, kk: usize| -> [[f32; 4]; 4] {
         // SAFETY: buffer `buf` was written before the last barrier; 16-byte aligned
         // vectors (offsets are multiples of 4 floats).
         unsafe {
-            let a_s = A_S.as_ptr().add(buf * SG_A_BUF + kk * SG_LDA) as *const Vec4;
+            let a_s = A_S.as_ptr().add(buf * SG_A_BUF + kk * lda) as *const Vec4;
             let b_s = B_S.as_ptr().add(buf * SG_B_BUF + kk * SG_BN) as *const Vec4;
             [
                 a_s.add(ty).read().0,
-                a_s.add(16 + ty).read().0,
+                if ri == 8 {
+                    a_s.add(16 + ty).read().0
+                } else {
+                    [0.0; 4]
+                },
                 b_s.add(tx).read().0,
                 b_s.add(16 + tx).read().0,
             ]
@@ -193,10 +217,12 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
                     frag(1 - buf, 0)
                 };
                 unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    let av = cur[i / 4][i % 4];
-                    unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        acc[i][j] = av.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
-                    });
+                    if i < ri {
+                        let a_i = cur[i / 4][i % 4];
+                        unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            acc[i][j] = a_i.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
+                        });
+                    }
                 });
                 cur = nxt;
             }
@@ -205,30 +231,32 @@ fn sgemm_tile(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
     unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
-        let r = m0 + (i / 4) * 64 + ty * 4 + i % 4;
-        unrolled!(for half in [0, 1] {
-            let col = n0 + half * 64 + tx * 4;
-            let v = [
-                acc[i][half * 4],
-                acc[i][half * 4 + 1],
-                acc[i][half * 4 + 2],
-                acc[i][half * 4 + 3],
-            ];
-            // SAFETY: every element of c belongs to exactly one thread of one block
-            // (its row and column above); bounds checked against m and n, and
-            // `c.len() >= m * n` was asserted.
-            unsafe {
-                if r < m && c_vec && col + 4 <= n {
-                    (cp.add(r * n + col) as *mut Vec4).write(Vec4(v));
-                } else if r < m {
-                    unrolled!(for j in [0, 1, 2, 3] {
-                        if col + j < n {
-                            cp.add(r * n + col + j).write(v[j]);
-                        }
-                    });
+        if i < ri {
+            let r = m0 + (i / 4) * 64 + ty * 4 + i % 4;
+            unrolled!(for half in [0, 1] {
+                let col = n0 + half * 64 + tx * 4;
+                let v = [
+                    acc[i][half * 4],
+                    acc[i][half * 4 + 1],
+                    acc[i][half * 4 + 2],
+                    acc[i][half * 4 + 3],
+                ];
+                // SAFETY: every element of c belongs to exactly one thread of one block
+                // (its row and column above); bounds checked against m and n, and
+                // `c.len() >= m * n` was asserted.
+                unsafe {
+                    if r < m && c_vec && col + 4 <= n {
+                        (cp.add(r * n + col) as *mut Vec4).write(Vec4(v));
+                    } else if r < m {
+                        unrolled!(for j in [0, 1, 2, 3] {
+                            if col + j < n {
+                                cp.add(r * n + col + j).write(v[j]);
+                            }
+                        });
+                    }
                 }
-            }
-        });
+            });
+        }
     });
 }
 

@@ -25,7 +25,8 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_transpose_f32_32[..],
         &kernels_rs::__oxide_descriptor_transpose_f64_32[..],
         &kernels_rs::__oxide_descriptor_transpose_u32_32[..],
-        &kernels_rs::__oxide_descriptor_sgemm[..],
+        &kernels_rs::__oxide_descriptor_sgemm_128[..],
+        &kernels_rs::__oxide_descriptor_sgemm_64[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
         &kernels_rs::__oxide_descriptor_copy_2d_f32[..],
@@ -108,7 +109,8 @@ fn one_descriptor_per_entry() {
             "transpose_f32_32",
             "transpose_f64_32",
             "transpose_u32_32",
-            "sgemm",
+            "sgemm_128",
+            "sgemm_64",
             "gemm_bf16",
             "gemm_bf16_bf16",
             "copy_2d_f32",
@@ -206,12 +208,14 @@ fn device_library_kernels() {
     ] {
         assert_eq!(descriptor(entry).params, want, "{entry}");
     }
-    for (name, elem, out) in [
-        ("sgemm", F32, F32),
-        ("gemm_bf16", Bf16, F32),
-        ("gemm_bf16_bf16", Bf16, Bf16),
+    // sgemm: one instance per tuned tile height (the first, 128, the hand pick).
+    for (entry, elem, out, rows) in [
+        ("sgemm_128", F32, F32, 128),
+        ("sgemm_64", F32, F32, 64),
+        ("gemm_bf16", Bf16, F32, 128),
+        ("gemm_bf16_bf16", Bf16, Bf16, 128),
     ] {
-        let d = descriptor(name);
+        let d = descriptor(entry);
         assert_eq!(
             d.params,
             [
@@ -226,7 +230,7 @@ fn device_library_kernels() {
             Some(LaunchPolicy::Tiles {
                 over: "c".into(),
                 block: [256, 1, 1],
-                tile: [128, 128, 1]
+                tile: [128, rows, 1]
             })
         );
     }

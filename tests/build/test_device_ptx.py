@@ -27,7 +27,8 @@ SIGNATURES = {
             ("c", "disjoint_array", out, True, {"layout": "c", "dims": ["m", "n"]}),
         ]
         for name, elem, out in (
-            ("sgemm", "f32", "f32"),
+            ("sgemm_128", "f32", "f32"),
+            ("sgemm_64", "f32", "f32"),
             ("gemm_bf16", "bf16", "f32"),
             ("gemm_bf16_bf16", "bf16", "bf16"),
         )
@@ -77,13 +78,17 @@ INSTRUCTIONS = {
         r"st\.shared\.",
     ],
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
-    # 16-byte global and shared vectors, FMAs on registers (no local-memory accumulator).
-    "sgemm": [
-        r"ld\.global(\.nc)?\.v4\.(f32|b32)",  # .nc: the link step marks &[T] readonly
-        r"ld\.shared\.v4\.(f32|b32)",
-        r"fma\.rn\.f32",
-        r"bar\.sync",
-    ],
+    # 16-byte global and shared vectors, FMAs on registers (no local-memory accumulator),
+    # at both tuned tile heights.
+    **{
+        entry: [
+            r"ld\.global(\.nc)?\.v4\.(f32|b32)",  # .nc: the link step marks &[T] readonly
+            r"ld\.shared\.v4\.(f32|b32)",
+            r"fma\.rn\.f32",
+            r"bar\.sync",
+        ]
+        for entry in ("sgemm_128", "sgemm_64")
+    },
     # Tensor cores fed by ldmatrix from a cp.async pipeline.
     "gemm_bf16": [
         r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32",
@@ -111,7 +116,9 @@ SHARED = {
     "histogram": 1024 * 4,
     "reduce_sum_f32": 32 * 4,
     "matmul_tiled": 2 * 16 * 16 * 4,
-    "sgemm": 2 * 16 * (132 + 128) * 4,
+    # sgemm's shared memory is sized for its tallest tuned tile, at every height.
+    "sgemm_128": 2 * 16 * (132 + 128) * 4,
+    "sgemm_64": 2 * 16 * (132 + 128) * 4,
     "gemm_bf16": 3 * 2 * 128 * 32 * 2,
     "softmax_rows": 2 * 32 * 4,
 }
@@ -198,7 +205,7 @@ def test_dynamic_shared_memory_is_one_extern_array():
         assert "__oxide_dynamic_shared" in _body(ptx, "scan_blocks_u32")
 
 
-@pytest.mark.parametrize("entry", ["sgemm", "gemm_bf16"])
+@pytest.mark.parametrize("entry", ["sgemm_128", "sgemm_64", "gemm_bf16"])
 def test_gemm_accumulators_stay_in_registers(entry: str):
     """A dynamic index into the accumulator array (a loop LLVM left rolled) puts it in
     local memory and costs the GEMMs most of their speed: ptxas must see no stack."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 from helpers.arraylibs import ArrayLib, rel_err
 
 import pyoxide
@@ -48,14 +49,17 @@ def grid(m: int, n: int) -> tuple[int, int]:
     return (-(-n // TILE), -(-m // TILE))
 
 
-def test_sgemm(kernels: pyoxide.Module, lib: ArrayLib) -> None:
+# The plain call (the hand pick, 128-row tiles) and the other tuned tile height's
+# instance, each launched with its own policy's grid: (⌈n/128⌉, ⌈m/BM⌉).
+@pytest.mark.parametrize("name", ["sgemm", "sgemm_64"])
+def test_sgemm(kernels: pyoxide.Module, lib: ArrayLib, name: str) -> None:
     for m, n, k in shapes(lib):
         a = RNG.standard_normal((m, k), dtype=np.float32)
         b = RNG.standard_normal((k, n), dtype=np.float32)
         c = lib.poisoned((m, n), np.float32)
-        kernels.sgemm(lib.asarray(a), lib.asarray(b), c)  # grid from c: (⌈n/128⌉, ⌈m/128⌉)
+        kernels[name](lib.asarray(a), lib.asarray(b), c)
         err = rel_err(lib.to_numpy(c), a.astype(np.float64) @ b)
-        assert err < 1e-5, f"sgemm {m}x{n}x{k}: relative error {err:.2e}"
+        assert err < 1e-5, f"{name} {m}x{n}x{k}: relative error {err:.2e}"
 
 
 def test_gemm_bf16(kernels: pyoxide.Module, lib: ArrayLib) -> None:
