@@ -161,12 +161,16 @@ class Module:
 
     def add_variants(self, variants: Module) -> list[str]:
         """Let each kernel of ``variants`` declared ``#[variant_of(name)]`` run the plain
-        calls of this module's kernel ``name`` that it takes (pyoxide/_launch/variants.py);
-        returns the names of the kernels that got one."""
+        calls of this module's kernel ``name`` that it takes (pyoxide/_launch/variants.py):
+        its hand pick, when it is ``#[tune]``d; returns the names of the kernels that got
+        one."""
         from .kernel import Kernel
 
         wired: list[str] = []
         for spec in variants.manifest.kernels:
+            # A tuned variant's other instances are its candidates, not more variants.
+            if not is_hand_pick(spec):
+                continue
             target = self._launchers.get(spec.variant_of) if spec.variant_of else None
             if isinstance(target, Kernel):
                 # Before the tuned choices, which were measured among the kernel's own.

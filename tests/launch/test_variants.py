@@ -52,13 +52,16 @@ VARIANT = {
 }  # fmt: skip
 
 
-def crate(out_dir: Path, name: str, k: dict[str, Any], arch: str) -> pyoxide.Module:
-    """A crate of the one kernel `k` with PTX for `arch` (the fake finds the entry)."""
+def crate(
+    out_dir: Path, name: str, k: dict[str, Any] | list[dict[str, Any]], arch: str
+) -> pyoxide.Module:
+    """A crate of the kernel(s) `k` with PTX for `arch` (the fake finds the entries)."""
+    ks = k if isinstance(k, list) else [k]
     out_dir.mkdir(parents=True)
-    value = manifest_dict(out_dir, crate=name, archs=(arch,), kernels=[k])
+    value = manifest_dict(out_dir, crate=name, archs=(arch,), kernels=ks)
     for art in value["artifacts"]:
         ptx = out_dir / art["path"]
-        ptx.write_text(ptx.read_text() + f"\n// .entry {k['entry']}(\n")
+        ptx.write_text(ptx.read_text() + "".join(f"\n// .entry {x['entry']}(\n" for x in ks))
         art["sha256"] = hashlib.sha256(ptx.read_bytes()).hexdigest()
     return pyoxide.load(write_manifest(out_dir, value))
 
@@ -145,6 +148,23 @@ def test_the_kernel_itself_runs_what_the_variant_does_not_take(mods, gpu, why, c
     with contextlib.suppress(pyoxide.ArgumentError):
         plain.mm(*args)  # the kernel runs it, or explains what is wrong with it
     assert [launch["name"] for launch in fake.launches] in ([], ["mm"]) and backend.maps == []
+
+
+def test_a_tuned_variant_takes_plain_calls_with_its_hand_pick(tmp_path: Path, gpu) -> None:
+    """A variant with `#[tune]` instances: the kernel it is a variant of gets one variant,
+    the hand pick (the instance of each tuned const's first value), whatever the order of
+    the manifest; the other instances are its tuning candidates, not more variants."""
+    tune = {"consts": [{"param": "BN", "values": ["256", "128"]}]}
+    hand, other = (
+        {**VARIANT, "entry": f"mm_sm90_{bn}", "instance": [{"param": "BN", "value": bn}],
+         "tune": tune}
+        for bn in ("256", "128")
+    )  # fmt: skip
+    plain = crate(tmp_path / "plain", "plain", PLAIN, "sm_80")
+    fast = crate(tmp_path / "fast", "fast", [other, hand], "sm_90a")
+    assert plain.add_variants(fast) == ["mm"]
+    assert [v.spec.entry for v in plain.mm.variants] == ["mm_sm90_256"]
+    assert plain.mm.picks(*arrays()) == "mm_sm90_256"
 
 
 def test_another_architecture_runs_the_kernel_itself(mods, gpu) -> None:
