@@ -13,7 +13,10 @@
 //! slab of k: A's 128×64 box and B's 64×256 (four 64×64 boxes), 48 KiB. Warpgroups 1
 //! and 2 are consumers: each multiplies its 64 rows of the block's 128×256 tile of
 //! `c` with `wgmma m64n256k16` (four per stage), accumulating 128 f32 a thread, and
-//! hands the stage back. Blocks are persistent: each walks tiles `blockIdx.x`,
+//! hands the stage back. The tile's width `BN` is tuned (`#[tune(BN = [256, 128])]`):
+//! 128-wide tiles (`wgmma m64n128k16`, 64 accumulators, B's first two boxes a stage)
+//! make twice the tiles, for shapes with too few to fill the SMs (m = 128 against a
+//! 4096-column weight is 16 tiles of 256 columns for 132 SMs). Blocks are persistent: each walks tiles `blockIdx.x`,
 //! `+ gridDim.x`, … in a grouped order (eight tile-rows at a time share B's columns
 //! in L2), so the producer fills the next tile's stages while the consumers store
 //! the last one's results. The producer gives up registers (`setmaxnreg.dec` 40) and
@@ -80,12 +83,20 @@ use oxide_device::tma::{
 };
 use oxide_device::wgmma::{
     Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
-    wgmma_m64n256k16_f32_bf16, wgmma_wait_group, wgmma_wait_group_acc,
+    wgmma_m64n128k16_f32_bf16, wgmma_m64n256k16_f32_bf16, wgmma_wait_group, wgmma_wait_group_acc,
 };
+
+/// The accumulators a 128-wide tile uses: the first 64 of the 128 a thread holds for the
+/// widest. (The rest stay zero and unread, so they take no registers.)
+#[inline(always)]
+fn live(acc: &mut [f32; 128]) -> &mut [f32; 64] {
+    acc.first_chunk_mut::<64>().expect("128 >= 64")
+}
 
 /// Rows of `c` per tile (two consumer warpgroups of 64).
 pub const SM90_BM: u32 = 128;
-/// Columns of `c` per tile (one `wgmma m64n256k16` wide).
+/// Columns of `c` per tile of the hand pick (one `wgmma m64n256k16` wide); `BN` is tuned
+/// over 256 and 128 (`wgmma m64n128k16`: twice the tiles, for shapes with few of them).
 pub const SM90_BN: u32 = 256;
 /// Threads per block: one producer and two consumer warpgroups.
 pub const SM90_THREADS: u32 = 384;
@@ -105,6 +116,7 @@ pub const TENSOR_MAP_BYTES: usize = 128; // oxide-abi's TENSOR_MAP_BYTES
 const BK: usize = 64;
 const A_BYTES: usize = SM90_BM as usize * BK * 2;
 const B_BOX_BYTES: usize = 64 * BK * 2;
+/// B's bytes a stage at the widest tile; a `BN`-wide tile uses `BN / 64` boxes of them.
 const B_BYTES: usize = SM90_BN as usize * BK * 2;
 const STAGE_BYTES: usize = A_BYTES + B_BYTES;
 /// Tile-rows that walk the columns together (L2 reuse of B).
@@ -115,7 +127,7 @@ const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 
 /// `c = a · b` on Hopper (the module docs), a variant of kernels_rs's `gemm_bf16`. Its
 /// launch is its declaration's: grid (min(tiles, SMs), 1, 1) with tiles =
-/// ⌈m/128⌉·⌈n/256⌉ (`persistent_tiles`), block (384, 1, 1), [`SM90_SHARED_BYTES`] of
+/// ⌈m/128⌉·⌈n/BN⌉ (`persistent_tiles`), block (384, 1, 1), [`SM90_SHARED_BYTES`] of
 /// dynamic shared memory. `maps` receives from the launcher the three 128-byte
 /// `CUtensorMap`s of `a` (dims k, m; box 64×128), `b` (dims n, k; box 64×64), both of
 /// 16-bit elements, and `c` (dims n, m; box 64 rows of 128 bytes: 32 f32 or 64 bf16), all
@@ -124,11 +136,17 @@ const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (256, 128), shared = 230_464))]
+#[tune(BN = [256, 128])]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_464))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_sm90(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<f32>, maps: &[u8]) {
-    gemm_sm90_body(a, b, c, maps, |x, y| {
+pub fn gemm_bf16_sm90<const BN: usize>(
+    a: Array2<bf16>,
+    b: Array2<bf16>,
+    c: DisjointArray2<f32>,
+    maps: &[u8],
+) {
+    gemm_sm90_body::<_, _, BN>(a, b, c, maps, |x, y| {
         u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
     })
 }
@@ -139,16 +157,22 @@ pub fn gemm_bf16_sm90(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<f32>, 
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16_bf16)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (256, 128), shared = 230_464))]
+#[tune(BN = [256, 128])]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_464))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_bf16_sm90(a: Array2<bf16>, b: Array2<bf16>, c: DisjointArray2<bf16>, maps: &[u8]) {
+pub fn gemm_bf16_bf16_sm90<const BN: usize>(
+    a: Array2<bf16>,
+    b: Array2<bf16>,
+    c: DisjointArray2<bf16>,
+    maps: &[u8],
+) {
     // One `cvt.rn.bf16x2.f32` a pair, not `bf16::from_f32` a value (the module docs).
-    gemm_sm90_body(a, b, c, maps, cvt_bf16x2_f32)
+    gemm_sm90_body::<_, _, BN>(a, b, c, maps, cvt_bf16x2_f32)
 }
 
 #[inline(always)]
-fn gemm_sm90_body<T: Copy, W: Copy>(
+fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
     c: DisjointArray2<T>,
@@ -157,6 +181,7 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
 ) {
     // `pair` packs two neighbours of c into one aligned shared-memory store.
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
+    const { assert!(BN == 256 || BN == 128, "BN: 256 or 128") };
     // a, b and c are read and written through the maps the launcher made of them (the
     // shape contract holds: c is m×n); their extents give the loop bounds.
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -177,7 +202,7 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
     let empty = |s: usize| bars.wrapping_add(STAGES + s);
 
     let tiles_m = m.div_ceil(SM90_BM as usize);
-    let tiles_n = n.div_ceil(SM90_BN as usize);
+    let tiles_n = n.div_ceil(BN);
     let tiles = tiles_m * tiles_n;
     let k_tiles = k.div_ceil(BK);
     // Tile `t` in grouped order: GROUP_M tile-rows at a time, column by column.
@@ -215,9 +240,9 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                 let mut t = first;
                 while t < tiles {
                     let (tm, tn) = tile_at(t);
-                    let n0 = tn * SM90_BN as usize;
+                    let n0 = tn * BN;
                     // B boxes that start right of n are skipped (see the module docs).
-                    let boxes = (n - n0).div_ceil(64).min(4);
+                    let boxes = (n - n0).div_ceil(64).min(BN / 64);
                     for kt in 0..k_tiles {
                         // A fresh barrier's "previous phase" (parity 1) counts as
                         // complete, so the first pass over the ring does not wait.
@@ -283,12 +308,14 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                     wgmma_fence();
                     unrolled!(for kk in [0, 1, 2, 3] {
                         // 16 k: 32 bytes along A's rows, 16 rows (2048 bytes) of B.
-                        wgmma_m64n256k16_f32_bf16::<0, 1>(
-                            &mut acc,
-                            da + ((kk * 32) >> 4) as u64,
-                            db + ((kk * 2048) >> 4) as u64,
-                            true,
-                        );
+                        let (da, db) =
+                            (da + ((kk * 32) >> 4) as u64, db + ((kk * 2048) >> 4) as u64);
+                        if BN == 256 {
+                            wgmma_m64n256k16_f32_bf16::<0, 1>(&mut acc, da, db, true);
+                        } else {
+                            // A 128-wide tile: the first 64 accumulators, in the same pattern.
+                            wgmma_m64n128k16_f32_bf16::<0, 1>(live(&mut acc), da, db, true);
+                        }
                     });
                     wgmma_commit_group();
                     // The stage before this one is read by wgmmas now retired: give it back.
@@ -308,7 +335,11 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                 }
                 // The wait names `acc`, so that packing results for the epilogue is not
                 // scheduled above it (which makes ptxas serialise every wgmma: C7514).
-                wgmma_wait_group_acc::<0>(&mut acc);
+                if BN == 256 {
+                    wgmma_wait_group_acc::<0>(&mut acc);
+                } else {
+                    wgmma_wait_group_acc::<0>(live(&mut acc));
+                }
                 if let (Some(p), 0) = (held, lane) {
                     let _ = mbarrier_arrive(empty(p));
                 }
@@ -322,42 +353,47 @@ fn gemm_sm90_body<T: Copy, W: Copy>(
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                     22, 23, 24, 25, 26, 27, 28, 29, 30, 31
                 ] {
-                    if j.is_multiple_of(round_j) {
-                        // The last round's copy has read the buffer (this or the
-                        // previous tile's): it may be written again.
-                        if wg_tid == 0 {
-                            cp_async_bulk_wait_group_read::<0>();
-                        }
-                        named_barrier_sync(1 + half as u32, 128);
-                    }
-                    let col = 8 * (j % round_j) + 2 * (lane % 4);
-                    let (bx, cb) = (col / box_cols, (col % box_cols) * esz);
-                    unrolled!(for h in [0, 1] {
-                        let r = 16 * w + lane / 4 + 8 * h;
-                        let at =
-                            bx * EPI_BOX_BYTES + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16;
-                        let v = pair(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                        (epi.add(at) as *mut W).write(v);
-                    });
-                    if j % round_j == round_j - 1 {
-                        fence_proxy_async_shared_cta();
-                        named_barrier_sync(1 + half as u32, 128);
-                        if wg_tid == 0 {
-                            let x0 = tn * SM90_BN as usize + (j / round_j) * round_cols;
-                            for b in 0..round_cols / box_cols {
-                                let x = x0 + b * box_cols;
-                                // Boxes wholly outside c are not stored; TMA clips
-                                // the rest to m × n.
-                                if x < n && y < m {
-                                    cp_async_bulk_tensor_2d_s2g(
-                                        epi.add(b * EPI_BOX_BYTES),
-                                        map_c,
-                                        x as i32,
-                                        y as i32,
-                                    );
-                                }
+                    // (8 columns of the tile per j: a 128-wide tile ends at j = 15.)
+                    if j < BN / 8 {
+                        if j.is_multiple_of(round_j) {
+                            // The last round's copy has read the buffer (this or the
+                            // previous tile's): it may be written again.
+                            if wg_tid == 0 {
+                                cp_async_bulk_wait_group_read::<0>();
                             }
-                            cp_async_bulk_commit_group();
+                            named_barrier_sync(1 + half as u32, 128);
+                        }
+                        let col = 8 * (j % round_j) + 2 * (lane % 4);
+                        let (bx, cb) = (col / box_cols, (col % box_cols) * esz);
+                        unrolled!(for h in [0, 1] {
+                            let r = 16 * w + lane / 4 + 8 * h;
+                            let at = bx * EPI_BOX_BYTES
+                                + r * 128
+                                + (((cb / 16) ^ (r % 8)) * 16)
+                                + cb % 16;
+                            let v = pair(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                            (epi.add(at) as *mut W).write(v);
+                        });
+                        if j % round_j == round_j - 1 {
+                            fence_proxy_async_shared_cta();
+                            named_barrier_sync(1 + half as u32, 128);
+                            if wg_tid == 0 {
+                                let x0 = tn * BN + (j / round_j) * round_cols;
+                                for b in 0..round_cols / box_cols {
+                                    let x = x0 + b * box_cols;
+                                    // Boxes wholly outside c are not stored; TMA clips
+                                    // the rest to m × n.
+                                    if x < n && y < m {
+                                        cp_async_bulk_tensor_2d_s2g(
+                                            epi.add(b * EPI_BOX_BYTES),
+                                            map_c,
+                                            x as i32,
+                                            y as i32,
+                                        );
+                                    }
+                                }
+                                cp_async_bulk_commit_group();
+                            }
                         }
                     }
                 });

@@ -191,7 +191,9 @@ class Kernel(KernelBase):
         """The first variant that takes this plain call: its argument rules accept the
         arguments (the rules of its tensor maps too), it takes their shapes
         (:meth:`takes`), they are on a GPU (or it runs on the emulator too), and its
-        code runs there. None: this kernel runs it (or explains what is wrong with it)."""
+        code runs there; or that variant's own variant that takes it (a tuned
+        ``#[variant_of]`` kernel's choice). None: this kernel runs it (or explains what is
+        wrong with it)."""
         for variant in self.variants:
             try:
                 plan = variant.plan
@@ -207,7 +209,9 @@ class Kernel(KernelBase):
             except PyoxideError:
                 continue
             if variant.takes(views) and variant.runs_on(backend, device):
-                return variant  # type: ignore[no-any-return]
+                # A variant's own variants (a tuned variant's choices) come first.
+                inner = variant.variant_for(args) if variant.variants else None
+                return inner or variant  # type: ignore[no-any-return]
         return None
 
     def takes(self, views: Sequence[ArrayView | None]) -> bool:
@@ -296,9 +300,19 @@ class Kernel(KernelBase):
             # the arrays' library): from now on launchers take the calls they can, the
             # variants' first (pyoxide/_launch/variants.py).
             self._build_launcher(backend, device, generation, function)
-            for variant in self.variants if backend.array_kind == GPU else ():
-                if variant.runs_on(backend, device):
-                    variant._build_launcher(backend, device, generation, None)
+            if backend.array_kind == GPU:
+                self._build_variant_launchers(backend, device, generation)
+
+    def _build_variant_launchers(
+        self, backend: backends.Backend, device: int, generation: int
+    ) -> None:
+        """Build the launchers of its variants that run on ``device``, and of their own
+        variants: the compiled plain call tries them before this kernel's, so all of them
+        exist before a launcher of this kernel takes a call that one of them would."""
+        for variant in self.variants:
+            if variant.runs_on(backend, device):
+                variant._build_launcher(backend, device, generation, None)
+                variant._build_variant_launchers(backend, device, generation)
 
     def _build_launcher(
         self, backend: backends.Backend, device: int, generation: int, function: Any

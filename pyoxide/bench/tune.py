@@ -70,12 +70,14 @@ def wall_timing(reps: int = 3) -> Timing:
 
 def hand_picks(kernels: Sequence[KernelSpec], spec: Spec) -> list[tuple[str, KernelSpec]]:
     """(dtype, the tuned kernel a plain call of that dtype names) for each of the spec's
-    dtypes that has one."""
+    dtypes that has one: the spec's kernel, or a ``#[variant_of]`` it (a variant computes
+    what the kernel it serves does, so that kernel's spec verifies it)."""
     out = []
     for dtype in spec.dtypes:
         for k in kernels:
             untuned = _tune_space.family_key(k)[1]
-            if (k.name == spec.kernel and k.tune is not None and _tune_space.is_hand_pick(k)
+            if (spec.kernel in (k.name, k.variant_of) and k.tune is not None
+                    and _tune_space.is_hand_pick(k)
                     and (not untuned or dtype in (v for _, v in untuned))):  # fmt: skip
                 out.append((dtype, k))
                 break

@@ -63,11 +63,12 @@ def _load_bundled(crate: str, arch: str | None, tuned: bool = True) -> Module | 
     return load(prebuilt, tuned=tuned) if prebuilt is not None else None
 
 
-def load_sm90a() -> Module | None:
+def load_sm90a(*, tuned: bool = True) -> Module | None:
     """The bundled ``kernels_sm90a`` on its own (the variants ``pyoxide.kernels`` runs where
-    it can, and theirs), or None where it is neither prebuilt nor buildable."""
+    it can, and theirs), or None where it is neither prebuilt nor buildable;
+    ``tuned=False``: without tuned choices."""
     try:
-        return _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH)
+        return _load_bundled(BUNDLED_SM90A_CRATE, BUNDLED_SM90A_ARCH, tuned)
     except ToolchainError:
         return None  # a checkout without the Rust toolchain nor a prebuilt sm_90a crate
 
@@ -85,7 +86,7 @@ def load_bundled(*, tuned: bool = True) -> Module:
             "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
             "source checkout run `pyoxide build --bundled`."
         )
-    variants = load_sm90a()
+    variants = load_sm90a(tuned=tuned)
     if variants is not None:
         module.add_variants(variants)
     add_attention(module, lambda: variants)

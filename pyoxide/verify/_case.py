@@ -91,7 +91,9 @@ def _call(what: str, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def param_names(kernel_spec: KernelSpec) -> list[str]:
-    return [p.name for p in kernel_spec.params]
+    """The parameters a caller passes, in order (not a tensor-map kernel's `maps`, which
+    its launcher makes)."""
+    return [p.name for p in kernel_spec.passed_params]
 
 
 def make_cases(spec: Spec, count: int, seed: int) -> list[Case] | Outcome:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.arraylibs import ArrayLib, rel_err
+from helpers.arraylibs import ArrayLib, rel_err, skip_on_emu
 from helpers.bundled import sm90a_kernels_manifest
 from test_gemm import BF16, bf16_normal, product
 
@@ -48,7 +48,8 @@ def _on_sm90(lib: ArrayLib) -> bool:
 @pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
 def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib, name: str):
     picker = twinned[name]
-    assert [v.name for v in picker.variants] == [f"{name}_sm90"]
+    # the variant's hand pick (256-wide tiles); its 128-wide instance is a tuning candidate
+    assert [v.name for v in picker.variants] == [f"{name}_sm90_256"]
     for m, n, k in GPU_SHAPES if lib.on_gpu else EMU_SHAPES:
         a = bf16_normal((m, k))
         b = bf16_normal((k, n))
@@ -56,7 +57,7 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
         out = np.float32 if name == "gemm_bf16" else BF16
         c = lib.poisoned((m, n), out)
         tma = n % 8 == 0 and k % 8 == 0
-        want_entry = f"{name}_sm90" if tma and _on_sm90(lib) else name
+        want_entry = f"{name}_sm90_256" if tma and _on_sm90(lib) else name
         assert picker.picks(a_dev, b_dev, c) == want_entry, (m, n, k)
         picker(a_dev, b_dev, c)
         got = lib.to_numpy(c).ravel().astype(np.float32)
@@ -93,6 +94,28 @@ def test_repeated_calls_reuse_the_checked_route(
     if _on_sm90(lib):
         (variant,) = picker.variants
         assert variant.launchers, "no compiled launcher for the variant"
+
+
+@skip_on_emu("the wgmma + TMA kernels run on sm_90 GPUs only (tests/backends/test_emu_sm90a.py)")
+@pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
+def test_the_tuned_tile_width_computes_the_same_product(lib: ArrayLib, name: str) -> None:
+    """The variant's other tuned instance, 128-wide tiles (`#[tune(BN = [256, 128])]`),
+    called itself: every element written, the same product, on the twin's shapes and
+    tails (n = 8: one partial box of the tile's two)."""
+    if not _on_sm90(lib):
+        pytest.skip("no sm_90 GPU: the wgmma + TMA kernels run on one only")
+    narrow = pyoxide.load(sm90a_kernels_manifest())[f"{name}_sm90_128"]
+    assert narrow.spec.launch is not None and narrow.spec.launch.tile[:2] == (128, 128)
+    out = np.float32 if name == "gemm_bf16" else BF16
+    tol = 1e-5 if out is np.float32 else 4e-3
+    for m, n, k in GPU_SHAPES[:6]:
+        a, b = bf16_normal((m, k)), bf16_normal((k, n))
+        c = lib.poisoned((m, n), out)
+        narrow(lib.asarray(a), lib.asarray(b), c)
+        got = lib.to_numpy(c).ravel().astype(np.float32)
+        assert not np.isnan(got).any(), f"{name} 128-wide {m}x{n}x{k}: unwritten (NaN) output"
+        err = rel_err(got, product(a, b).ravel())
+        assert err < tol, f"{name} 128-wide {m}x{n}x{k}: relative error {err:.2e}"
 
 
 def test_bf16_result_is_the_f32_result_rounded_once(twinned: pyoxide.Module, lib: ArrayLib):

@@ -53,12 +53,19 @@ VARIANT = {
 
 
 def crate(
-    out_dir: Path, name: str, k: dict[str, Any] | list[dict[str, Any]], arch: str
+    out_dir: Path,
+    name: str,
+    k: dict[str, Any] | list[dict[str, Any]],
+    arch: str,
+    tuned: list[dict[str, Any]] = [],  # noqa: B006 (read only)
 ) -> pyoxide.Module:
-    """A crate of the kernel(s) `k` with PTX for `arch` (the fake finds the entries)."""
+    """A crate of the kernel(s) `k` with PTX for `arch` (the fake finds the entries) and
+    the tuned choices `tuned` in its manifest (`pyoxide build --tuned`'s)."""
     ks = k if isinstance(k, list) else [k]
     out_dir.mkdir(parents=True)
     value = manifest_dict(out_dir, crate=name, archs=(arch,), kernels=ks)
+    if tuned:
+        value["tuned"] = tuned
     for art in value["artifacts"]:
         ptx = out_dir / art["path"]
         ptx.write_text(ptx.read_text() + "".join(f"\n// .entry {x['entry']}(\n" for x in ks))
@@ -150,21 +157,54 @@ def test_the_kernel_itself_runs_what_the_variant_does_not_take(mods, gpu, why, c
     assert [launch["name"] for launch in fake.launches] in ([], ["mm"]) and backend.maps == []
 
 
-def test_a_tuned_variant_takes_plain_calls_with_its_hand_pick(tmp_path: Path, gpu) -> None:
-    """A variant with `#[tune]` instances: the kernel it is a variant of gets one variant,
-    the hand pick (the instance of each tuned const's first value), whatever the order of
-    the manifest; the other instances are its tuning candidates, not more variants."""
+def tuned_variant() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The hand pick and the other instance of a variant declared `#[tune(BN = [256, 128])]`."""
     tune = {"consts": [{"param": "BN", "values": ["256", "128"]}]}
     hand, other = (
         {**VARIANT, "entry": f"mm_sm90_{bn}", "instance": [{"param": "BN", "value": bn}],
          "tune": tune}
         for bn in ("256", "128")
     )  # fmt: skip
+    return hand, other
+
+
+def test_a_tuned_variant_takes_plain_calls_with_its_hand_pick(tmp_path: Path, gpu) -> None:
+    """A variant with `#[tune]` instances: the kernel it is a variant of gets one variant,
+    the hand pick (the instance of each tuned const's first value), whatever the order of
+    the manifest; the other instances are its tuning candidates, not more variants."""
+    hand, other = tuned_variant()
     plain = crate(tmp_path / "plain", "plain", PLAIN, "sm_80")
     fast = crate(tmp_path / "fast", "fast", [other, hand], "sm_90a")
     assert plain.add_variants(fast) == ["mm"]
     assert [v.spec.entry for v in plain.mm.variants] == ["mm_sm90_256"]
     assert plain.mm.picks(*arrays()) == "mm_sm90_256"
+
+
+def test_a_tuned_variants_choice_runs_the_calls_in_its_bucket(tmp_path: Path) -> None:
+    """A plain call of `mm` that the tuned variant takes runs the variant's tuned choice
+    where the call falls in the choice's bucket, and the variant's hand pick elsewhere:
+    first through the general path (which makes the maps), then through the compiled
+    launchers, which try the variant's own variants (its choices) before its launcher."""
+    fake = fake_cupy.FakeCuda()
+    hand, other = tuned_variant()
+    choice = {"kernel": "mm_sm90_256", "device": fake.device_name, "arch": "sm_90",
+              "bucket": [512, 64, 256], "entry": "mm_sm90_128", "launch": {}, "time_us": 1.0,
+              "hand_us": 2.0, "shape": [300, 200, 64], "candidates": 2, "rejected": 0}  # fmt: skip
+    plain = crate(tmp_path / "plain", "plain", PLAIN, "sm_80")
+    fast = crate(tmp_path / "fast", "fast", [hand, other], "sm_90a", tuned=[choice])
+    assert plain.add_variants(fast) == ["mm"]
+    with native_installed(fake, backend_class=MapsRecorded) as (_, driver):
+        # (m, k, n) in the bucket (512, 64, 256), and m outside it
+        inside = tuple(FakeNdarray(s) for s in ((300, 64), (64, 200), (300, 200)))
+        outside = tuple(FakeNdarray(s) for s in ((1000, 64), (64, 200), (1000, 200)))
+        assert plain.mm.picks(*inside) == "mm_sm90_128"
+        assert plain.mm.picks(*outside) == "mm_sm90_256"
+        for call in (inside, inside, outside, outside, inside):
+            plain.mm(*call)
+    assert [launch["name"] for launch in fake.launches] == ["mm_sm90_128", "mm_sm90_256"]
+    functions = {hash(name) & 0xFFFF: name for name in ("mm_sm90_128", "mm_sm90_256")}
+    compiled = [functions.get(launch["f"]) for launch in driver.launches]
+    assert compiled == ["mm_sm90_128", "mm_sm90_256", "mm_sm90_128"]
 
 
 def test_another_architecture_runs_the_kernel_itself(mods, gpu) -> None:
@@ -239,7 +279,12 @@ def test_the_bundled_twins_declare_their_launch() -> None:
     for spec in specs.values():
         assert spec.shared_bytes == rust["SM90_SHARED_BYTES"]
         assert spec.launch is not None and spec.launch.kind == "persistent_tiles"
-        assert spec.launch.tile[:2] == (rust["SM90_BN"], rust["SM90_BM"])
+        # each tuned tile width launches its own tiles; the hand pick's is SM90_BN
+        width = int(dict(spec.instance)["BN"])
+        assert spec.launch.tile[:2] == (width, rust["SM90_BM"])
+        assert spec.tune is not None and spec.tune.consts == (
+            ("BN", (str(rust["SM90_BN"]), "128")),
+        )
         assert spec.launch.block3 == (rust["SM90_THREADS"], 1, 1)
         assert [(m.array, m.box_rows) for m in spec.tensor_maps] == [
             ("a", rust["SM90_BM"]), ("b", 64), ("c", 64),

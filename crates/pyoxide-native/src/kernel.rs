@@ -217,12 +217,13 @@ impl KernelBase {
         Ok(Outcome::Declined)
     }
 
-    /// A plain call: the variants' launchers, the kernel's own, the instances' plain
-    /// calls (each instance's variants first).
+    /// A plain call: the variants' plain calls (a variant's own variants, a tuned
+    /// variant's choices, before its launchers), the kernel's own launchers, the
+    /// instances' plain calls (each instance's variants first).
     fn try_plain(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Outcome> {
         let paths = self.paths();
         for kernel in &paths.variants {
-            let outcome = kernel.get().try_own(py, args, None)?;
+            let outcome = kernel.get().try_plain(py, args)?;
             if outcome != Outcome::Declined {
                 return Ok(outcome);
             }

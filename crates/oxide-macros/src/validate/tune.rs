@@ -22,7 +22,6 @@ pub(super) fn check_tune(
     generics: &[(&Ident, bool)],
     launch: Option<&Launch>,
     bounds: Option<LaunchBounds>,
-    is_variant: bool,
     errors: &mut Errors,
 ) -> Option<TunePlan> {
     let before = errors.0.is_some();
@@ -34,12 +33,6 @@ pub(super) fn check_tune(
              #[tune(block = [128, 256, 512])]",
         );
         return None;
-    }
-    if is_variant {
-        errors.push(
-            t.span,
-            "a #[variant_of] kernel is not tuned itself: tune the kernel it stands in for",
-        );
     }
     let mut seen = Seen::default();
     let mut consts = Vec::new();

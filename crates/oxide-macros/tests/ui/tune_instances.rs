@@ -21,12 +21,4 @@ pub fn unlisted<T: Copy, const N: usize>(x: &[T]) {
     let _ = (x.len(), N);
 }
 
-// A variant stands in for a kernel of another crate: that one is tuned.
-#[kernel]
-#[variant_of(other)]
-#[tune(N = [1, 2])]
-pub fn fast<const N: usize>(x: &[f32]) {
-    let _ = (x.len(), N);
-}
-
 fn main() {}
