@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.bundled import PACKAGED, REPO
+from helpers.bundled import PACKAGED, REPO, SM90A_PACKAGED
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -40,12 +40,13 @@ def only_the_venv(venv: Path, home: Path) -> dict[str, str]:
 TUNED_SHAPE = (64, 300)
 
 
-def plant_tuned_choices() -> tuple[Path, bytes | None]:
-    """Cache two choices for the bundled kernels' build as `pyoxide tune` would keep them:
+def plant_tuned_choices() -> list[tuple[Path, bytes | None]]:
+    """Cache choices for the bundled kernels' build as `pyoxide tune` would keep them:
     one measured on an H200 (a real one, from scripts/tune_bundled), one for the emulator
-    at TUNED_SHAPE, so that the installed wheel runs it here. The wheel build's bundling
-    step rebuilds the same sources with the same toolchain, so its tuning key is this
-    build's. Returns the file and what it held before (None: nothing)."""
+    at TUNED_SHAPE, so that the installed wheel runs it here, and one for kernels_sm90a's
+    tuned GEMM variant (tuned beside kernels_rs, shipped beside it). The wheel build's
+    bundling step rebuilds the same sources with the same toolchain, so its tuning keys
+    are these builds'. Returns each file and what it held before (None: nothing)."""
     from pyoxide._launch import tune_space, tune_store
     from pyoxide._manifest import abi
     from pyoxide._manifest.reader import read_manifest
@@ -62,33 +63,45 @@ def plant_tuned_choices() -> tuple[Path, bytes | None]:
         TunedChoice(**base, device=abi.EMULATOR_DEVICE, arch=abi.EMULATOR_ARCH, bucket=bucket,
                     time_us=1.0, hand_us=2.0, shape=TUNED_SHAPE),
     ]  # fmt: skip
-    path = tune_store.cache_file(manifest)
-    kept = path.read_bytes() if path.exists() else None
-    path.unlink(missing_ok=True)  # the planted choices alone, not beside a developer's
-    tune_store.save(manifest, choices)
-    return path, kept
+    sm90 = read_manifest(SM90A_PACKAGED)
+    wide = TunedChoice(kernel="gemm_bf16_sm90_256", entry="gemm_bf16_sm90_128", launch=(),
+                       device="NVIDIA H200", arch="sm_90", bucket=(128, 4096, 4096),
+                       time_us=30.0, hand_us=40.0, shape=(128, 4096, 4096), candidates=2,
+                       rejected=0)  # fmt: skip
+    planted = []
+    for m, chosen in ((manifest, choices), (sm90, [wide])):
+        path = tune_store.cache_file(m)
+        planted.append((path, path.read_bytes() if path.exists() else None))
+        path.unlink(missing_ok=True)  # the planted choices alone, not beside a developer's
+        tune_store.save(m, chosen)
+    return planted
 
 
 @pytest.fixture(scope="module")
 def pyoxide_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """pyoxide's wheel, built with the bundled kernels' tuned choices (`-C tuned=true`)."""
     out = tmp_path_factory.mktemp("wheels")
+    # The prebuilt manifests as the sources stand (a no-op build when they do), so that the
+    # choices are planted under the keys the bundling step's build will have.
+    run([sys.executable, "-m", "pyoxide", "build", "--bundled", "-q"], cwd=REPO)
     # The environment's cache (its sysroot spares the bundling step a rebuild of `core`),
     # holding the planted choices only while the wheel is built.
-    planted, kept = plant_tuned_choices()
-    # The bundling step writes the checkout's prebuilt manifest, choices included: the
-    # tests after this one load it, and must not run the planted choice.
-    untuned = PACKAGED.read_bytes()
+    planted = plant_tuned_choices()
+    # The bundling step writes the checkout's prebuilt manifests, choices included: the
+    # tests after this one load them, and must not run the planted choices.
+    untuned = {p: p.read_bytes() for p in (PACKAGED, SM90A_PACKAGED)}
     try:
         wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
         run([*wheel, "--disable-pip-version-check", "-C", "tuned=true", "-w", str(out),
              str(REPO)], cwd=REPO)  # fmt: skip
     finally:  # the cache and the checkout as they were: a developer's own choices stay
-        PACKAGED.write_bytes(untuned)
-        if kept is None:
-            planted.unlink()
-        else:
-            planted.write_bytes(kept)
+        for prebuilt, text in untuned.items():
+            prebuilt.write_bytes(text)
+        for path, kept in planted:
+            if kept is None:
+                path.unlink()
+            else:
+                path.write_bytes(kept)
     (wheel,) = out.glob("pyoxide-*.whl")
     return wheel
 
@@ -158,9 +171,10 @@ def test_installed_wheel_runs_the_bundled_kernels_on_numpy_without_rust(
 def test_installed_wheel_built_tuned_runs_its_shipped_choice_with_no_tuning(
     venv: Path, tmp_path: Path
 ) -> None:
-    """`pip wheel . -C tuned=true` put the cache's choices in the bundled manifest: the
-    installed wheel, with an empty cache, runs the emulator's choice at its shape and the
-    hand pick elsewhere, and tunes and writes nothing."""
+    """`pip wheel . -C tuned=true` put the cache's choices in the bundled manifests (the
+    GEMM variants' beside kernels_rs's): the installed wheel, with an empty cache, runs
+    the emulator's choice at its shape and the hand pick elsewhere, and tunes and writes
+    nothing."""
     env = only_the_venv(venv, tmp_path)
     probe = (
         "import sys, numpy as np, pyoxide\n"
@@ -175,10 +189,13 @@ def test_installed_wheel_built_tuned_runs_its_shipped_choice_with_no_tuning(
         "    assert np.allclose(out, want, rtol=1e-5, atol=1e-6)\n"
         "    c = tuned_for(mod.softmax_rows, (x, out))\n"
         "    print(None if c is None else dict(c.launch))\n"
+        "from pyoxide.bundled import load_sm90a\n"
+        "print([c.label for c in load_sm90a().manifest.tuned])\n"
         "assert 'pyoxide.bench.tune' not in sys.modules\n"
     )
     out = run([str(venv / "bin" / "python"), "-I", "-c", probe], cwd=tmp_path, env=env)
-    assert out.split("\n")[:3] == ["['NVIDIA H200', 'emulator']", "{'block': 64}", "None"], out
+    want = ["['NVIDIA H200', 'emulator']", "{'block': 64}", "None", "['gemm_bf16_sm90_128']"]
+    assert out.split("\n")[:4] == want, out
     assert not (tmp_path / "cache" / "tuned").exists()
 
 

@@ -144,13 +144,14 @@ def build_command(
             shutil.copytree(path / "specs", specs, ignore=shutil.ignore_patterns("__pycache__"))
             click.echo(f"  specs:    {specs}")
         if bundled:
-            _build_sm90a(release, out_dir, emulator, fmad, quiet)
+            _build_sm90a(release, out_dir, emulator, fmad, quiet, tuned)
 
 
 def _build_sm90a(
-    release: bool, out_dir: Path | None, emulator: bool, fmad: bool, quiet: bool
+    release: bool, out_dir: Path | None, emulator: bool, fmad: bool, quiet: bool, tuned: bool
 ) -> None:
-    """The bundled sm_90a variants (`#[variant_of]`), beside kernels_rs's artifacts."""
+    """The bundled sm_90a variants (`#[variant_of]`), beside kernels_rs's artifacts, with
+    their tuned choices (`tuned`: scripts/tune_bundled tunes them on an sm_90 GPU)."""
     path = bundled_crate_dir(BUNDLED_SM90A_CRATE)
     if path is None:
         raise usage_error(f"--bundled needs a source checkout with {BUNDLED_SM90A_CRATE}/")
@@ -169,3 +170,8 @@ def _build_sm90a(
         f"for {BUNDLED_SM90A_ARCH}"
     )
     click.echo(f"  manifest: {manifest.path}")
+    if tuned:
+        from .._launch.tune_store import embed
+
+        count = embed(manifest.path)
+        click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")
