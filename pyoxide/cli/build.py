@@ -126,10 +126,7 @@ def build_command(
         )
         click.echo(f"  manifest: {manifest.path}")
         if tuned:
-            from .._launch.tune_store import embed
-
-            count = embed(manifest.path)
-            click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")
+            _embed_tuned(manifest.path)
         if stubs:
             stub = write_stub(manifest, manifest.path.with_name(f"{manifest.crate_name}.pyi"))
             click.echo(f"  stubs:    {stub}")
@@ -171,7 +168,12 @@ def _build_sm90a(
     )
     click.echo(f"  manifest: {manifest.path}")
     if tuned:
-        from .._launch.tune_store import embed
+        _embed_tuned(manifest.path)
 
-        count = embed(manifest.path)
-        click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")
+
+def _embed_tuned(manifest_path: Path) -> None:
+    """Put the choices `pyoxide tune` kept for this build into its manifest (--tuned)."""
+    from .._launch.tune_store import embed
+
+    count = embed(manifest_path)
+    click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")

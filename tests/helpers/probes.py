@@ -26,6 +26,22 @@ def requires_gpu(reason: str) -> pytest.MarkDecorator:
 
 
 @functools.cache
+def sm90_device_present() -> bool:
+    """Whether CuPy's current CUDA device is an sm_90 one (H100/H200)."""
+    if not _cuda_device_present():
+        return False
+    import cupy
+
+    return str(cupy.cuda.Device().compute_capability) == "90"
+
+
+def requires_sm90(reason: str) -> pytest.MarkDecorator:
+    """Skip unless the current CUDA device is an sm_90 one (H100/H200): `sm_90a` code,
+    wgmma and TMA, loads there only."""
+    return pytest.mark.skipif(not sm90_device_present(), reason=f"no sm_90 GPU: {reason}")
+
+
+@functools.cache
 def _cuda_device_count() -> int:
     if not _cuda_device_present():
         return 0

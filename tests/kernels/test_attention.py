@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib
 from helpers.bundled import sm90a_kernels_manifest
+from helpers.probes import sm90_device_present
 
 import pyoxide
 from pyoxide.bundled.attention import Attention, add_attention
@@ -36,11 +37,7 @@ def attention(kernels: pyoxide.Module) -> Attention:
 
 
 def on_sm90(lib: ArrayLib) -> bool:
-    if not lib.on_gpu:
-        return False
-    import cupy
-
-    return str(cupy.cuda.Device().compute_capability) == "90"
+    return lib.on_gpu and sm90_device_present()
 
 
 def want(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, dtype: str = "bf16",

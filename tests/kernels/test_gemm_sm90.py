@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err, skip_on_emu
 from helpers.bundled import sm90a_kernels_manifest
+from helpers.probes import requires_sm90, sm90_device_present
 from test_gemm import BF16, bf16_normal, product
 
 import pyoxide
@@ -38,11 +39,7 @@ def twinned(kernels: pyoxide.Module) -> pyoxide.Module:
 
 
 def _on_sm90(lib: ArrayLib) -> bool:
-    if not lib.on_gpu:
-        return False
-    import cupy
-
-    return str(cupy.cuda.Device().compute_capability) == "90"
+    return lib.on_gpu and sm90_device_present()
 
 
 @pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
@@ -97,13 +94,12 @@ def test_repeated_calls_reuse_the_checked_route(
 
 
 @skip_on_emu("the wgmma + TMA kernels run on sm_90 GPUs only (tests/backends/test_emu_sm90a.py)")
+@requires_sm90("the wgmma + TMA kernels load on an sm_90 GPU only")
 @pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
 def test_the_tuned_tile_width_computes_the_same_product(lib: ArrayLib, name: str) -> None:
     """The variant's other tuned instance, 128-wide tiles (`#[tune(BN = [256, 128])]`),
     called itself: every element written, the same product, on the twin's shapes and
     tails (n = 8: one partial box of the tile's two)."""
-    if not _on_sm90(lib):
-        pytest.skip("no sm_90 GPU: the wgmma + TMA kernels run on one only")
     narrow = pyoxide.load(sm90a_kernels_manifest())[f"{name}_sm90_128"]
     assert narrow.spec.launch is not None and narrow.spec.launch.tile[:2] == (128, 128)
     out = np.float32 if name == "gemm_bf16" else BF16
