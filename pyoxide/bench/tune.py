@@ -117,11 +117,24 @@ def _param_shapes(spec: Spec, kernel: KernelSpec, case: Case) -> list[tuple[int,
             for n in param_names(kernel)]  # fmt: skip
 
 
+def _edge_step(spec: Spec, hand: KernelSpec) -> tuple[int, int]:
+    """(how far off each extent the second case is, its view offset). One element, on
+    misaligned views where the spec allows them; a kernel with tensor maps takes only
+    rows of whole TMA steps (16 bytes) on aligned views (pyoxide/_launch/variants.py's
+    check_mapped), and refuses the rest to the kernel it is a variant of, so its tails
+    are one step off."""
+    if not hand.tensor_maps:
+        return 1, 1 if spec.misaligned else 0
+    by_name = {p.name: p for p in hand.params}
+    sizes = [_abi.SCALARS[by_name[m.array].type].size for m in hand.tensor_maps]
+    return max(_abi.TMA_ALIGN_BYTES // s for s in sizes), 0
+
+
 def _cases(spec: Spec, hand: KernelSpec, case: Case, bucket: tuple[int, ...] | None) -> list[Case]:
-    """The spec's case at the tuned shape, and one more in its bucket: one off each
-    extent (when that stays in the bucket), on misaligned views where allowed."""
-    offset = 1 if spec.misaligned else 0
-    edge = Case(tuple(max(1, d - 1) for d in case.shape), case.dtype, offset, case.seed + 1)
+    """The spec's case at the tuned shape, and one more in its bucket: each extent one
+    step off (:func:`_edge_step`) when that stays in the bucket."""
+    step, offset = _edge_step(spec, hand)
+    edge = Case(tuple(max(step, d - step) for d in case.shape), case.dtype, offset, case.seed + 1)
     dims = _tune_space.key_dims(hand)
     if (
         edge.shape == case.shape

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from helpers import fake_cupy
-from helpers.bundled import TUNED_KERNELS, tuned_kernels_manifest
+from helpers.bundled import REPO, TUNED_KERNELS, sm90a_kernels_manifest, tuned_kernels_manifest
 from helpers.fake_launch import FakeNdarray, native_installed
-from helpers.probes import requires_gpu
+from helpers.probes import requires_gpu, requires_sm90
 
 import pyoxide
 from pyoxide import backends
@@ -31,7 +31,7 @@ from pyoxide._launch import tuned as _tuned
 from pyoxide._manifest import abi as _abi
 from pyoxide.bench import tune as _tune
 from pyoxide.cli import cli
-from pyoxide.spec import Spec
+from pyoxide.spec import Case, Spec
 from pyoxide.verify import load_specs
 
 SCHEMA = Path(__file__).resolve().parents[2] / "crates" / "oxide-abi" / "tune-report.schema.json"
@@ -282,3 +282,53 @@ def test_a_tuned_tile_launches_its_own_grid(manifest: Path) -> None:
     out = np.full((70, 100), np.nan, np.float32)
     pyoxide.load(manifest).flip(x, out)
     np.testing.assert_array_equal(out, x.T)
+
+
+GEMM_VARIANTS = ("gemm_bf16", "gemm_bf16_bf16")
+
+
+def bundled_spec(name: str) -> Spec:
+    return next(s for s in load_specs(REPO / "kernels_rs" / "specs") if s.kernel == name)
+
+
+def variant_hand_pick(name: str) -> Any:
+    from pyoxide._manifest.reader import read_manifest
+
+    kernels = read_manifest(sm90a_kernels_manifest()).kernels
+    return next(k for k in _tune.hand_picks(kernels, bundled_spec(name)))[1]
+
+
+@pytest.mark.parametrize("name", GEMM_VARIANTS)
+def test_a_tensor_map_variant_is_verified_on_tails_it_takes(name: str) -> None:
+    """kernels_sm90a's GEMMs take rows of whole 16-byte TMA steps on aligned views (the
+    rest go to the kernel they are variants of): their second case is 8 bf16 off each
+    extent, aligned, in the same bucket; another kernel's stays one element off."""
+    hand = variant_hand_pick(name)
+    assert hand.variant_of == name and hand.tensor_maps
+    spec = bundled_spec(name)
+    for shape, edge in [
+        ((1024, 1024, 1024), (1016, 1016, 1016)),
+        ((128, 4096, 4096), (120, 4088, 4088)),
+    ]:
+        case = Case(shape, "bf16", 0, 0)
+        bucket = _tune_space.bucket_of(
+            _tune_space.key_dims(hand), _tune._param_shapes(spec, hand, case)
+        )
+        cases = _tune._cases(spec, hand, case, bucket)
+        assert [(c.shape, c.offset) for c in cases] == [(shape, 0), (edge, 0)]
+    plain = next(k for k in pyoxide.load(tuned_kernels_manifest()).manifest.kernels)
+    assert _tune._edge_step(spec, plain)[0] == 1
+
+
+@pytest.mark.gpu
+@requires_sm90("kernels_sm90a's GEMM variants run on sm_90 only")
+@pytest.mark.parametrize("name", GEMM_VARIANTS)
+def test_every_tile_width_of_a_gemm_variant_passes_the_tuners_verification(name: str) -> None:
+    from pyoxide.bundled import load_sm90a
+
+    module = load_sm90a(tuned=False)
+    hand = next(k for k in module.manifest.kernels if k.entry == variant_hand_pick(name).entry)
+    entry, _, _ = _tune.tune_shape(module, bundled_spec(name), hand, "bf16", (200, 1024, 512),
+                                   backend="cupy", timing=planted({}))  # fmt: skip
+    verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
+    assert verdicts == {f"{name}_sm90_{bn}": ("passed", None) for bn in (256, 128)}
