@@ -50,13 +50,18 @@ use oxide_device::prelude::*;
 /// policy; what `scripts/bench_rows` calls "policy"). 256, not 512: at 16384 columns,
 /// 256 threads hold the row in registers (64 elements each) two blocks an SM, where 512
 /// threads fit one (on an H200, 1.09× against 0.89× torch.softmax). An explicit block
-/// must be 32..=512 threads, a multiple of 32; an explicit grid must have one block per
-/// row. Rows up to `64 · blockDim` columns are read once; longer ones twice. Traps when
+/// must be 32..=512 threads, a multiple of 32; any explicit grid covers every row (the
+/// blocks walk them). Rows up to `64 · blockDim` columns are read once; longer ones twice. Traps when
 /// `x.len()` is not `rows · cols` or `out.len()` differs from `x.len()`.
+///
+/// Tuned: the block, and `blocks_per_sm` (0, the hand pick: one block per row; K: at
+/// most K blocks a multiprocessor, each walking rows). Short rows want the second: at
+/// 65536 rows of 128 a block's whole life is a few hundred cycles, and launching 65536
+/// of them, not moving the bytes, sets the pace.
 #[kernel]
 #[launch_bounds(512)]
 #[launch(block_per_row(out, block = 256))]
-#[tune(block = [64, 128, 256, 512])]
+#[tune(block = [64, 128, 256, 512], blocks_per_sm = [0, 8, 16, 32])]
 #[shapes(x[rows, cols], out[rows, cols])]
 pub fn softmax_rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     // The body works on the flat rows (the launcher checked the shapes).
@@ -221,7 +226,7 @@ unsafe fn softmax_streamed<const VECTOR: bool>(
 #[kernel]
 #[launch_bounds(512)]
 #[launch(block_per_row(out, block = 256))]
-#[tune(block = [64, 128, 256, 512])]
+#[tune(block = [64, 128, 256, 512], blocks_per_sm = [0, 8, 16, 32])]
 #[shapes(x[rows, cols], weight[cols], bias[cols], out[rows, cols])]
 pub fn layernorm_rows(
     x: Array2<f32>,

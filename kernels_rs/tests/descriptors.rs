@@ -244,7 +244,8 @@ fn device_library_kernels() {
     );
     assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512));
     // Both row kernels: a plain call's block stops at 256 threads, where a row of
-    // 16384 columns takes the 64-element register cache, two blocks an SM (rows.rs).
+    // 16384 columns takes the 64-element register cache, two blocks an SM (rows.rs);
+    // one block per row unless tuned to fewer, which walk the rows.
     for entry in ["softmax_rows", "layernorm_rows"] {
         let d = descriptor(entry);
         assert_eq!(d.launch_bounds.map(|b| b.max_threads), Some(512), "{entry}");
@@ -253,8 +254,22 @@ fn device_library_kernels() {
             Some(LaunchPolicy::BlockPerRow {
                 over: "out".into(),
                 cols: None,
-                block: 256
+                block: 256,
+                blocks_per_sm: 0,
             }),
+            "{entry}"
+        );
+        let tuned = d.tune.expect("tuned").launch;
+        let lists: Vec<(&str, &[u32])> = tuned
+            .iter()
+            .map(|t| (t.param.as_str(), &t.values[..]))
+            .collect();
+        assert_eq!(
+            lists,
+            [
+                ("block", &[64, 128, 256, 512][..]),
+                ("blocks_per_sm", &[0, 8, 16, 32][..])
+            ],
             "{entry}"
         );
     }

@@ -50,7 +50,8 @@ class GridRule:
     (x over its last extent); ``persistent``, ``min(tiles, blocks_per_sm ×
     multiprocessors)`` blocks on x; ``rows``, one block per row of ``param`` (of the
     integer argument ``cols`` elements, which divides its length; ``cols`` -1: the 2-D
-    ``param``'s rows), of ``min(block.x, max(least_block, 32 · ceil(row length /
+    ``param``'s rows; with ``blocks_per_sm`` > 0, at most ``blocks_per_sm ×
+    multiprocessors`` blocks), of ``min(block.x, max(least_block, 32 · ceil(row length /
     columns_per_warp)))`` threads."""
 
     kind: str
@@ -67,7 +68,9 @@ class GridRule:
     def needs_multiprocessors(self) -> bool:
         """Whether the grid depends on the device's multiprocessor count, which the
         backend passes to the launcher it builds."""
-        return self.kind in ("stride", "persistent")
+        return self.kind in ("stride", "persistent") or (
+            self.kind == "rows" and self.blocks_per_sm > 0
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +169,8 @@ def _grid(spec: KernelSpec) -> GridRule | None:
         return GridRule("stride", param, (block, 1, 1), per_block=per_block, blocks_per_sm=per_sm)
     rows = _policy.row_rule(spec)
     if rows is not None:
-        param, least, most, columns, cols = rows
-        return GridRule("rows", param, (most, 1, 1), least_block=least,
+        param, least, most, columns, cols, per_sm = rows
+        return GridRule("rows", param, (most, 1, 1), least_block=least, blocks_per_sm=per_sm,
                         columns_per_warp=columns, cols=-1 if cols is None else cols)  # fmt: skip
     persistent = _policy.persistent_rule(spec)
     if persistent is not None:

@@ -8,10 +8,9 @@ its first ``DisjointSlice``/``&mut [T]`` output. :func:`configure` sizes a call 
 means something: one block per element, per row, per segment). :func:`plain_rule` gives
 the fast launchers the same rule, precomputed, where it is a plain division.
 
-A kernel with ``#[cluster_launch(x, y, z)]`` runs in clusters of blocks, so every grid
-must be a multiple of the cluster along each axis: an explicit grid that is not is
-refused, and a sized one is rounded up (the extra blocks find no work, as the last
-block of any grid finds part of none), except where the grid has a meaning.
+A kernel with ``#[cluster_launch(x, y, z)]`` runs in clusters of blocks: an explicit grid
+must be a multiple of the cluster along each axis, and a sized one is rounded up (the
+extra blocks find no work), except where the grid has a meaning.
 """
 
 from __future__ import annotations
@@ -31,9 +30,8 @@ from .shapes import tile_block, tile_grid
 #: `#[launch]` records when it gives no block).
 DEFAULT_BLOCK = _abi.DEFAULT_BLOCK
 _MAX_GRID = _abi.MAX_GRID_DIM[0]
-#: A row kernel's plain block: one warp per this many bytes of row a thread (each
-#: thread's share of a row in 8 vectors of 16 bytes), from _ROW_LEAST_BLOCK threads up to
-#: the policy's block (see _row_block).
+#: A row kernel's plain block: one warp per this many bytes of row a thread (8 vectors of
+#: 16 bytes), from _ROW_LEAST_BLOCK threads up to the policy's block (see _row_block).
 _ROW_BYTES_PER_THREAD = 128
 _ROW_LEAST_BLOCK = 128
 #: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
@@ -79,9 +77,13 @@ def _whole_warps(spec: KernelSpec, threads: int) -> int:
 
 def validates_grid(spec: KernelSpec) -> bool:
     """Whether an explicit grid is checked against the arguments (so a configured call
-    cannot be checked once, ahead of them)."""
+    cannot be checked once, ahead of them): not a row kernel with (or tuned over)
+    ``blocks_per_sm``, which walks its rows ``blockIdx.x, + gridDim.x, …`` itself."""
     policy = policy_of(spec)
-    return policy is not None and policy.kind in _GRID_HAS_MEANING
+    if policy is None or policy.kind not in _GRID_HAS_MEANING:
+        return False
+    tuned = [n for n, _ in spec.tune.launch] if spec.tune is not None else []
+    return policy.kind != "block_per_row" or not (policy.blocks_per_sm or "blocks_per_sm" in tuned)
 
 
 def needs_configuration(spec: KernelSpec) -> bool:
@@ -143,18 +145,18 @@ def tile_rule(spec: KernelSpec) -> tuple[int, tuple[int, ...], tuple[int, ...]] 
     return policy.over, policy.block3, policy.tile
 
 
-def row_rule(spec: KernelSpec) -> tuple[int, int, int, int, int | None] | None:
-    """``(param, least block, most block, columns per warp, cols)`` when a plain call
-    launches one block per row of ``param`` (``block_per_row``), of ``min(most,
+def row_rule(spec: KernelSpec) -> tuple[int, int, int, int, int | None, int] | None:
+    """``(param, least block, most block, columns per warp, cols, blocks_per_sm)`` when a
+    plain call launches one block per row of ``param`` (``block_per_row``; at most
+    ``blocks_per_sm × multiprocessors`` blocks where that is not 0), of ``min(most,
     max(least, 32 · ceil(columns / columns per warp)))`` threads, for the fast launchers.
-    The row length is the integer argument ``cols`` (which divides ``len(param)``), or,
-    where ``cols`` is None, the 2-D ``param``'s second extent."""
+    A row is ``cols`` (an argument dividing ``len(param)``) or the 2-D ``param``'s rows."""
     policy = _unclustered(spec, ("block_per_row",))
     if policy is None:
         return None
     most = default_block(spec)
     return (policy.over, _least_row_block(policy, most), most, _columns_per_warp(spec, policy),
-            policy.cols)  # fmt: skip
+            policy.cols, policy.blocks_per_sm)  # fmt: skip
 
 
 def _least_row_block(policy: LaunchPolicy, most: int) -> int:
@@ -247,7 +249,7 @@ def _fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
     shape = "x".join(map(str, cluster))
     attr = f"#[cluster_launch({', '.join(map(str, cluster))})]"
     policy = policy_of(spec)
-    if given or (policy is not None and policy.kind in _GRID_HAS_MEANING):
+    if given or validates_grid(spec):
         got = f"grid {grid}" if given else f"{grid} blocks ({policy.kind if policy else ''})"
         fix = (
             f"pass grid={fitted} (each axis rounded up; the kernel must let the extra "
@@ -282,7 +284,7 @@ def _grid(
     rounding: `grid` as given where the policy gives the grid no meaning, else the
     policy's (an explicit `grid` checked against it)."""
     name = spec.entry
-    if grid is not None and (policy is None or policy.kind not in _GRID_HAS_MEANING):
+    if grid is not None and not validates_grid(spec):
         return grid
     if policy is None:
         raise ArgumentValueError(
@@ -304,6 +306,8 @@ def _grid(
         tiles = g[0] * g[1] * g[2]
         return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1)
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
+    if policy.kind == "block_per_row" and policy.blocks_per_sm:  # the kernel walks rows
+        blocks = min(blocks, policy.blocks_per_sm * multiprocessors())
     over = spec.params[policy.over].name
     if grid is not None:
         if grid[0] * grid[1] * grid[2] != blocks:
@@ -359,7 +363,7 @@ def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
     why = (
         " (block b handles element or row b, its blockIdx.x: a 2-D grid would repeat "
         "blockIdx.x along y)"
-        if what == "grid" and kind in _GRID_HAS_MEANING
+        if what == "grid" and validates_grid(spec)
         else ""
     )
     raise ArgumentValueError(

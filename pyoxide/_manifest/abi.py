@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 9
+MANIFEST_SCHEMA_VERSION = 10
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 2
 
@@ -103,7 +103,7 @@ EMULATOR_ARCH = "emu"
 TUNABLE_LAUNCH: dict[str, frozenset[str]] = {
     "block": frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row"}),
     "per_thread": frozenset({"elementwise", "grid_stride"}),
-    "blocks_per_sm": frozenset({"grid_stride", "persistent_tiles"}),
+    "blocks_per_sm": frozenset({"grid_stride", "persistent_tiles", "block_per_row"}),
 }
 
 # How a verify case can fail: the report's `what` (src/verify.rs).

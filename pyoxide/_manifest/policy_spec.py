@@ -16,15 +16,16 @@ LAUNCH_KINDS: Mapping[str, tuple[str, ...]] = {
     "elementwise": ("over", "per_thread", "block"),
     "grid_stride": ("over", "per_thread", "block", "blocks_per_sm"),
     "block_per_element": ("over", "block"),
-    "block_per_row": ("over", "cols", "block"),
+    "block_per_row": ("over", "cols", "block", "blocks_per_sm"),
     "segments": ("over",),
     "columns": ("over", "per_block", "block"),
     "tiles": ("over", "block", "tile"),
     "persistent_tiles": ("over", "block", "tile", "blocks_per_sm"),
 }
 
-#: Fields a policy may leave out (schema 3: `block_per_row` over a 2-D shaped array).
-OPTIONAL_FIELDS: Mapping[str, tuple[str, ...]] = {"block_per_row": ("cols",)}
+#: Fields a policy may leave out (schema 3: `block_per_row` over a 2-D shaped array;
+#: schema 10: its `blocks_per_sm`, 0 when left out).
+OPTIONAL_FIELDS: Mapping[str, tuple[str, ...]] = {"block_per_row": ("cols", "blocks_per_sm")}
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,10 @@ class LaunchPolicy:
     per_thread: int = 1
     block: int = 256
     per_block: int = 1  # columns: the columns of `over` one block's strip covers
-    blocks_per_sm: int = 1
+    # grid_stride, persistent_tiles: at least 1 (the manifest's); block_per_row: 0 (the
+    # default) is one block per row, K > 0 at most K blocks a multiprocessor, each
+    # walking rows
+    blocks_per_sm: int = 0
     cols: int | None = None
     # tiles, persistent_tiles: the block (x, y, z) and the extents of `over` each block
     # covers (persistent_tiles: each block walks tiles, at most blocks_per_sm per SM)
@@ -70,9 +74,14 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
         "disjoint_array",
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
-    ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols")}
+    ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols") and f in v}
+    if kind == "block_per_row":
+        ints.setdefault("blocks_per_sm", 0)
     most = _abi.MAX_THREADS_PER_BLOCK
-    if any(n == 0 for n in ints.values()) or ints.get("block", 1) > most:
+    positive = [
+        n for f, n in ints.items() if not (kind == "block_per_row" and f == "blocks_per_sm")
+    ]
+    if any(n == 0 for n in positive) or ints.get("block", 1) > most:
         raise c.fail(
             w,
             f"per_thread, per_block, block and blocks_per_sm are at least 1, block at most {most}",
@@ -91,7 +100,7 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
         names.index(over),
         per_thread=ints.get("per_thread", 1),
         block=ints.get("block", 256),
-        blocks_per_sm=ints.get("blocks_per_sm", 1),
+        blocks_per_sm=ints.get("blocks_per_sm", 0),
         cols=cols,
         per_block=ints.get("per_block", 1),
     )

@@ -85,7 +85,8 @@ def read_tune(c: JsonChecker, value: Any, w: str) -> TuneSpec:
         k = c.obj(k, kw, ["param", "values"])
         name = c.choice(k["param"], kw + ".param", list(_abi.TUNABLE_LAUNCH))
         ints = tuple(c.uint(x, f"{kw}.values[{j}]") for j, x in enumerate(c.list_(k["values"], kw)))
-        if not ints or 0 in ints:
+        # A row kernel's blocks_per_sm of 0 is one block per row (its policy's default).
+        if not ints or (0 in ints and name != "blocks_per_sm"):
             raise c.fail(kw + ".values", "at least one value, each at least 1")
         launch.append((name, ints))
     return TuneSpec(tuple(consts), tuple(launch))

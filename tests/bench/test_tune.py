@@ -284,6 +284,48 @@ def test_a_tuned_tile_launches_its_own_grid(manifest: Path) -> None:
     np.testing.assert_array_equal(out, x.T)
 
 
+def test_a_row_kernel_tuned_to_fewer_blocks_than_rows_writes_every_row(manifest: Path) -> None:
+    """A tuned ``blocks_per_sm`` of a row kernel: the candidate of 2 blocks a
+    multiprocessor passes verification (its blocks walk the rows), is chosen, and plain
+    calls then write every row."""
+    report = tune(manifest, "row_scale", {"row_scale blocks_per_sm=2": 1.0}, (1000, 40))
+    (k,) = report["kernels"]
+    verdicts = {c["launch"]["blocks_per_sm"]: c["verdict"] for c in k["candidates"]}
+    assert verdicts == {0: "passed", 2: "passed"}
+    assert k["candidates"][k["choice"]]["launch"] == {"blocks_per_sm": 2}
+    x = np.random.default_rng(0).standard_normal((1000, 40)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    mod = pyoxide.load(manifest)
+    assert _tuned.tuned_for(mod.row_scale, (x, out)) is not None
+    mod.row_scale(x, out)
+    np.testing.assert_allclose(out, np.arange(1, 1001, dtype=np.float32)[:, None] * x, rtol=1e-6)
+
+
+def test_a_row_kernels_blocks_per_sm_caps_its_grid_on_both_launch_paths(manifest: Path) -> None:
+    """In its bucket a plain call launches min(rows, 2 × multiprocessors) blocks, the
+    compiled launchers as the general path; outside it one block per row. An explicit
+    grid of any size is taken: the kernel walks its rows."""
+    fake = fake_cupy.FakeCuda()
+    plant_choices(manifest, [{
+        "kernel": "row_scale", "entry": "row_scale", "bucket": [1024, 64], "shape": [1000, 40],
+        "device": fake.device_name, "arch": f"sm_{fake.compute_capability}",
+        "launch": {"blocks_per_sm": 2},
+    }])  # fmt: skip
+    grids: dict[int, set[int]] = {}
+    with native_installed(fake) as (_, driver):
+        mod = pyoxide.load(manifest)
+        for rows in (1000, 100, 2000, 1000, 100, 2000):
+            x, out = FakeNdarray((rows, 40), "float32"), FakeNdarray((rows, 40), "float32")
+            before = len(fake.launches) + len(driver.launches)
+            mod.row_scale(x, out)
+            (launch,) = (fake.launches + driver.launches)[before:]
+            grids.setdefault(rows, set()).add(launch["grid"][0])
+        mod.row_scale[7, 64](x, out)
+        assert (fake.launches + driver.launches)[-1]["grid"][0] == 7
+    assert driver.launches  # the compiled launchers took calls
+    assert grids == {1000: {2 * fake.multiprocessors}, 100: {100}, 2000: {2000}}
+
+
 GEMM_VARIANTS = ("gemm_bf16", "gemm_bf16_bf16")
 
 

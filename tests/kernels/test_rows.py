@@ -59,20 +59,19 @@ def test_softmax_rows_misaligned_views(
     assert rel_err(lib.to_numpy(out), softmax64(x)) < TOL
 
 
-def test_softmax_rows_plain_call_takes_one_block_per_row(
+def test_softmax_rows_covers_every_row_with_any_grid(
     kernels: pyoxide.Module, lib: ArrayLib
 ) -> None:
-    """The `block_per_row` policy: a plain call covers every row, and a grid that is not
-    one block per row is refused before anything runs (issue #16: `softmax_rows[10, 32]`
-    once wrote nothing, silently)."""
+    """A plain call covers every row, and so does an explicit grid of fewer blocks than
+    rows: the kernel walks rows `blockIdx.x`, `+ gridDim.x`, … (it tunes
+    `blocks_per_sm`), so the launcher takes any grid (issue #16: `softmax_rows[10, 32]`
+    once wrote nothing, silently, from blocks that did not walk)."""
     x = (RNG.standard_normal((37, 300)) * 4).astype(np.float32)
-    out = lib.poisoned(x.shape, np.float32)
-    kernels.softmax_rows(lib.asarray(x), out)
-    assert rel_err(lib.to_numpy(out), softmax64(x)) < TOL
-    untouched = lib.poisoned(x.shape, np.float32)
-    with pytest.raises(pyoxide.errors.ArgumentValueError, match="one per row of 'out'"):
-        kernels.softmax_rows[5, 64](lib.asarray(x), untouched)
-    assert np.isnan(lib.to_numpy(untouched)).all()
+    for config in (None, (5, 64), (1, 32)):
+        out = lib.poisoned(x.shape, np.float32)
+        launch = kernels.softmax_rows if config is None else kernels.softmax_rows[config]
+        launch(lib.asarray(x), out)
+        assert rel_err(lib.to_numpy(out), softmax64(x)) < TOL, config
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(2, 16384), (3, 12000), (2, 9000)])

@@ -248,11 +248,17 @@ pub enum LaunchPolicy {
     /// scalar parameter `cols`. Plain call: `n / cols` blocks; `n` not a multiple of
     /// `cols`, or an explicit grid other than `n / cols` blocks, is refused. Without
     /// `cols` (schema 3), `over` is a 2-D shaped array and its rows are its first extent.
+    /// With `blocks_per_sm` K > 0 (schema 10; 0, the default, leaves it out) the kernel
+    /// walks rows `blockIdx.x`, `+ gridDim.x`, … itself: a plain call launches
+    /// `min(rows, K · multiprocessors)` blocks (short rows: fewer, longer-lived blocks
+    /// instead of one launch-bound block per row), and any explicit grid is taken.
     BlockPerRow {
         over: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cols: Option<String>,
         block: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        blocks_per_sm: u32,
     },
     /// Each block handles `blockDim.x` consecutive elements of `over`, so the block
     /// size is part of the result: a call must give the block; the grid is
@@ -308,6 +314,11 @@ pub const ONE_D_POLICIES: [&str; 6] = [
 /// eight 16-byte vectors (32 `f32` columns; `oxide_device`'s `DisjointSlice::
 /// reduce_columns`).
 pub const COLUMN_STRIP_BYTES: u32 = 128;
+
+/// serde's test for a `blocks_per_sm` of 0 (`block_per_row`'s default: left out).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
 
 impl LaunchPolicy {
     /// Whether launches of this policy are 1-D only (one of [`ONE_D_POLICIES`]).
@@ -501,6 +512,7 @@ mod tests {
                 over: over(),
                 cols: None,
                 block: 256,
+                blocks_per_sm: 16,
             },
             LaunchPolicy::Segments { over: over() },
             LaunchPolicy::Columns {

@@ -60,8 +60,8 @@ pub const TUNABLE_LAUNCH: [TunableLaunch; 3] = [
     },
     TunableLaunch {
         name: "blocks_per_sm",
-        policies: &["grid_stride", "persistent_tiles"],
-        doc: "blocks per multiprocessor at most",
+        policies: &["grid_stride", "persistent_tiles", "block_per_row"],
+        doc: "blocks per multiprocessor at most (block_per_row: 0 is one block per row)",
     },
 ];
 
@@ -211,7 +211,7 @@ mod tests {
             ("elementwise", &["per_thread", "block"][..]),
             ("grid_stride", &["per_thread", "block", "blocks_per_sm"][..]),
             ("block_per_element", &["block"][..]),
-            ("block_per_row", &["block"][..]),
+            ("block_per_row", &["block", "blocks_per_sm"][..]),
             ("persistent_tiles", &["blocks_per_sm"][..]),
         ]
         .into_iter()

@@ -161,6 +161,7 @@ fn launch_policy(kernel: &Kernel, inst: &Instance) -> Option<LaunchPolicy> {
             over,
             cols: l.cols.map(name),
             block,
+            blocks_per_sm: l.blocks_per_sm,
         },
         LaunchKind::Segments => LaunchPolicy::Segments { over },
         LaunchKind::Columns => {
@@ -489,7 +490,8 @@ mod tests {
             Some(LaunchPolicy::BlockPerRow {
                 over: "out".into(),
                 cols: Some("n".into()),
-                block: 256
+                block: 256,
+                blocks_per_sm: 0,
             })
         );
     }

@@ -92,8 +92,10 @@ read_by_kernel! {
     ///   a multiprocessor's 2048 threads: one wave for kernels of up to 64 registers);
     /// - `block_per_element(partial)`: one block per element; a grid of another size is
     ///   refused;
-    /// - `block_per_row(out, cols = c)`: one block per row of a row-major matrix with `c`
-    ///   (an integer parameter) columns;
+    /// - `block_per_row(out, cols = c, blocks_per_sm = K)`: one block per row of a
+    ///   row-major matrix with `c` (an integer parameter) columns; with `K` > 0 (default
+    ///   0) the kernel walks rows `blockIdx.x`, `+ gridDim.x`, … and a plain call launches
+    ///   at most `K` blocks per multiprocessor (short rows: no launch-bound block per row);
     /// - `columns(out)`: column reductions (`out.reduce_columns(x, …)`): one block per
     ///   strip of 128 bytes of `out`'s columns, `ceil(n / (128 / size_of element))` blocks
     ///   of 1024 threads (or the launch bounds) unless `block` says otherwise;

@@ -312,6 +312,7 @@ impl Launcher {
                 least,
                 columns_per_warp,
                 cols,
+                blocks_per_sm,
             } => {
                 let (rows, cols) = match cols {
                     None => {
@@ -332,7 +333,12 @@ impl Launcher {
                 let warps = cols.max(1).div_ceil(*columns_per_warp);
                 let threads = 32u64.saturating_mul(warps).min(u64::from(bx));
                 bx = threads.max(u64::from(*least)) as u32;
-                [rows, 1, 1]
+                if *blocks_per_sm == 0 {
+                    [rows, 1, 1]
+                } else {
+                    // The kernel walks rows: no more blocks than fill the SMs.
+                    [rows.min(resident(*blocks_per_sm)?), 1, 1]
+                }
             }
         };
         if g[0] > MAX_GRID_X || g[1] > MAX_GRID_YZ || g[2] > MAX_GRID_YZ {

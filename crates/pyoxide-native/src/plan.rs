@@ -37,11 +37,13 @@ pub enum GridKind {
     /// One block per row of `param`, of `min(block.x, max(least, 32 · ceil(row length /
     /// columns_per_warp)))` threads. A row is `cols`'s value of elements (an integer
     /// parameter, which must divide `param`'s length), or, where `cols` is None, the 2-D
-    /// `param`'s second extent.
+    /// `param`'s second extent. With `blocks_per_sm` > 0, at most `blocks_per_sm ×
+    /// multiprocessors` blocks (the kernel walks rows).
     Rows {
         least: u32,
         columns_per_warp: u64,
         cols: Option<usize>,
+        blocks_per_sm: u32,
     },
 }
 
@@ -201,6 +203,7 @@ fn read_grid(grid: &Bound<'_, PyAny>, layout: &Layout) -> PyResult<Grid> {
                 least,
                 columns_per_warp,
                 cols,
+                blocks_per_sm: get("blocks_per_sm")?.extract()?,
             }
         }
         other => {

@@ -96,7 +96,11 @@ const LAUNCH_KINDS: [(&str, LaunchKind, &[&str]); 8] = [
         &["per_thread", "block", "blocks_per_sm"],
     ),
     ("block_per_element", LaunchKind::BlockPerElement, &["block"]),
-    ("block_per_row", LaunchKind::BlockPerRow, &["cols", "block"]),
+    (
+        "block_per_row",
+        LaunchKind::BlockPerRow,
+        &["cols", "block", "blocks_per_sm"],
+    ),
     ("segments", LaunchKind::Segments, &[]),
     ("columns", LaunchKind::Columns, &["block"]),
     ("tiles", LaunchKind::Tiles, &["block", "tile"]),
@@ -424,7 +428,11 @@ pub(super) fn check_launch(
                     block = b;
                 }
             }
-            "blocks_per_sm" => blocks_per_sm = int(1, 64, errors),
+            // block_per_row: 0 is one block per row (the kernel need not walk rows).
+            "blocks_per_sm" => {
+                let least = u32::from(kind != LaunchKind::BlockPerRow);
+                blocks_per_sm = int(least, 64, errors)
+            }
             "cols" => {
                 let LaunchValue::Ident(ident) = value else {
                     errors.push(
@@ -485,11 +493,12 @@ pub(super) fn check_launch(
     } else {
         None
     };
-    // A persistent block walks tiles: one per multiprocessor unless told otherwise.
-    let default_per_sm = if kind == LaunchKind::PersistentTiles {
-        1
-    } else {
-        (THREADS_PER_SM / 2 / block).max(1)
+    // A persistent block walks tiles: one per multiprocessor unless told otherwise; a
+    // row kernel takes one block per row unless told otherwise (0).
+    let default_per_sm = match kind {
+        LaunchKind::PersistentTiles => 1,
+        LaunchKind::BlockPerRow => 0,
+        _ => (THREADS_PER_SM / 2 / block).max(1),
     };
     Some(Launch {
         kind,

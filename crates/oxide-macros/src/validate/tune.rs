@@ -201,6 +201,8 @@ fn launch_values(
         "blocks_per_sm" => 64,
         _ => 1 << 16,
     };
+    // A row kernel's `blocks_per_sm` of 0 is one block per row (its policy's default).
+    let lo = u32::from(!(tunable.name == "blocks_per_sm" && kind == "block_per_row"));
     let mut out: Vec<u32> = Vec::new();
     for v in values {
         let parsed = match &v {
@@ -211,14 +213,14 @@ fn launch_values(
             _ => None,
         };
         match parsed {
-            Some(n) if (1..=hi).contains(&n) && !out.contains(&n) => out.push(n),
+            Some(n) if (lo..=hi).contains(&n) && !out.contains(&n) => out.push(n),
             Some(n) if out.contains(&n) => {
                 errors.push_spanned(&v, format!("`{name}` lists {n} twice"));
             }
             _ => errors.push_spanned(
                 &v,
                 format!(
-                    "the candidates of `{name}` are integers from 1 to {hi}{}",
+                    "the candidates of `{name}` are integers from {lo} to {hi}{}",
                     if tunable.name == "block" {
                         " (the kernel's launch bounds)"
                     } else {

@@ -157,7 +157,7 @@ fn main() {
     let d = KernelDescriptor::decode(&__oxide_descriptor_rows).unwrap();
     assert_eq!(
         d.launch,
-        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: Some("n".into()), block: 128 })
+        Some(LaunchPolicy::BlockPerRow { over: "out".into(), cols: Some("n".into()), block: 128, blocks_per_sm: 0 })
     );
     let d = KernelDescriptor::decode(&__oxide_descriptor_strided_f64).unwrap();
     assert_eq!(

@@ -32,8 +32,21 @@ pub fn tiled<const TILE: usize>(x: Array2<f32>) {
     let _ = (x.rows(), TILE);
 }
 
+// A row kernel tunes its blocks a multiprocessor from 0, its policy's one block per row.
+#[kernel]
+#[launch(block_per_row(out, block = 128))]
+#[tune(blocks_per_sm = [0, 16])]
+pub fn rows(x: Array2<f32>, out: DisjointArray2<f32>) {
+    let _ = (x.rows(), out.into_flat().len());
+}
+
 fn main() {
     let d = |bytes: &[u8]| KernelDescriptor::decode(bytes).unwrap();
+    let rows = d(&__oxide_descriptor_rows);
+    let policy = LaunchPolicy::BlockPerRow { over: "out".into(), cols: None, block: 128, blocks_per_sm: 0 };
+    assert_eq!(rows.launch, Some(policy));
+    let launch = std::vec![TuneLaunch { param: "blocks_per_sm".into(), values: std::vec![0, 16] }];
+    assert_eq!(rows.tune.map(|t| t.launch), Some(launch));
     let hand = d(&__oxide_descriptor_total_4);
     let other = d(&__oxide_descriptor_total_2);
     assert_eq!((hand.name.as_str(), other.entry.as_str()), ("total", "total_2"));

@@ -17,4 +17,12 @@ pub fn bare(out: DisjointSlice<f32>) {
     let _ = out.len();
 }
 
+// 0 blocks a multiprocessor: one block per row means something for a row kernel only.
+#[kernel]
+#[launch(grid_stride(x, per_thread = 8, blocks_per_sm = 4))]
+#[tune(blocks_per_sm = [4, 0])]
+pub fn strided(x: &[f32], out: AtomicSlice<f32>) {
+    let _ = (x.len(), out.len());
+}
+
 fn main() {}
