@@ -9,9 +9,7 @@ means something: one block per element, per row, per segment). :func:`plain_rule
 the fast launchers the same rule, precomputed, where it is a plain division.
 
 A kernel with ``#[cluster_launch(x, y, z)]`` runs in clusters of blocks, so every grid
-must be a multiple of the cluster along each axis: an explicit grid that is not is
-refused, and a sized one is rounded up (the extra blocks find no work, as the last
-block of any grid finds part of none), except where the grid has a meaning.
+must be a multiple of the cluster along each axis (pyoxide/_launch/clusters.py).
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from .._manifest import abi as _abi
 from .._manifest.policy_spec import LaunchPolicy
 from .._manifest.reader import KernelSpec
 from ..errors import ArgumentValueError
+from .clusters import GRID_HAS_MEANING, cluster_x, fit_cluster, persistent_blocks
 from .shapes import tile_block, tile_grid
 
 #: Threads per block of a plain call of a kernel without a policy of its own (what
@@ -36,8 +35,6 @@ _MAX_GRID = _abi.MAX_GRID_DIM[0]
 #: the policy's block (see _row_block).
 _ROW_BYTES_PER_THREAD = 128
 _ROW_LEAST_BLOCK = 128
-#: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
-_GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
 #: Policies whose plain grid is a division of one array's length (see plain_rule).
 _PLAIN_KINDS = frozenset({"elementwise", "block_per_element", "columns"})
 
@@ -81,7 +78,7 @@ def validates_grid(spec: KernelSpec) -> bool:
     """Whether an explicit grid is checked against the arguments (so a configured call
     cannot be checked once, ahead of them)."""
     policy = policy_of(spec)
-    return policy is not None and policy.kind in _GRID_HAS_MEANING
+    return policy is not None and policy.kind in GRID_HAS_MEANING
 
 
 def needs_configuration(spec: KernelSpec) -> bool:
@@ -92,14 +89,17 @@ def needs_configuration(spec: KernelSpec) -> bool:
 
 
 def _unclustered(
-    spec: KernelSpec, kinds: Collection[str], *, tiled: bool = False
+    spec: KernelSpec, kinds: Collection[str], *, tiled: bool = False, along_x: bool = False
 ) -> LaunchPolicy | None:
     """The kernel's policy where it is one of `kinds` and a fast launcher may size it:
-    not a cluster kernel (configure() rounds its grid up to the cluster) and, for a
-    `tiled` policy, a block of whole warps where the kernel needs them (configure()
-    refuses the others, with the message); else None."""
+    not a cluster kernel (configure() rounds its grid up to the cluster), or, where
+    `along_x`, one whose cluster spans x alone (the rule sizes its grid in whole
+    clusters), and, for a `tiled` policy, a block of whole warps where the kernel needs
+    them (configure() refuses the others, with the message); else None."""
     policy = policy_of(spec)
-    if policy is None or policy.kind not in kinds or spec.cluster is not None:
+    if policy is None or policy.kind not in kinds:
+        return None
+    if spec.cluster is not None and not (along_x and spec.cluster[1:] == (1, 1)):
         return None
     if tiled and not _is_whole_warps(spec, policy.block3):
         return None
@@ -165,14 +165,15 @@ def _least_row_block(policy: LaunchPolicy, most: int) -> int:
 
 def persistent_rule(
     spec: KernelSpec,
-) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int] | None:
-    """``(param, block, tile, blocks_per_sm)`` of a ``persistent_tiles`` policy: a plain
-    call launches ``min(tiles, blocks_per_sm × multiprocessors)`` blocks, for the fast
-    launchers."""
-    policy = _unclustered(spec, ("persistent_tiles",), tiled=True)
+) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int, int] | None:
+    """``(param, block, tile, blocks_per_sm, cluster)`` of a ``persistent_tiles`` policy:
+    a plain call launches ``persistent_blocks(tiles, blocks_per_sm × multiprocessors,
+    cluster)`` blocks (pyoxide/_launch/clusters.py), for the fast launchers (``cluster``:
+    the blocks of a cluster along x, 1 without one)."""
+    policy = _unclustered(spec, ("persistent_tiles",), tiled=True, along_x=True)
     if policy is None:
         return None
-    return policy.over, policy.block3, policy.tile, policy.blocks_per_sm
+    return policy.over, policy.block3, policy.tile, policy.blocks_per_sm, cluster_x(spec)
 
 
 def configure(
@@ -198,7 +199,7 @@ def configure(
     grid3 = _grid(spec, policy, block3, lengths, args, grid, multiprocessors, shapes)
     if spec.cluster is None:
         return grid3, block3
-    return _fit_cluster(spec, grid3, given=grid is not None), block3
+    return fit_cluster(spec, grid3, given=grid is not None), block3
 
 
 def _block(
@@ -235,39 +236,6 @@ def _block(
     return block
 
 
-def _fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
-    """`grid` for a kernel of `spec.cluster`: as it is when a multiple of the cluster
-    along each axis; a sized grid rounded up to one where its blocks may find no work;
-    else refused, saying which axis and the grid that would do."""
-    name, cluster = spec.entry, spec.cluster
-    assert cluster is not None
-    if all(g % c == 0 for g, c in zip(grid, cluster, strict=True)):
-        return grid
-    fitted = tuple(-(-g // c) * c for g, c in zip(grid, cluster, strict=True))
-    shape = "x".join(map(str, cluster))
-    attr = f"#[cluster_launch({', '.join(map(str, cluster))})]"
-    policy = policy_of(spec)
-    if given or (policy is not None and policy.kind in _GRID_HAS_MEANING):
-        got = f"grid {grid}" if given else f"{grid} blocks ({policy.kind if policy else ''})"
-        fix = (
-            f"pass grid={fitted} (each axis rounded up; the kernel must let the extra "
-            f"blocks do nothing), or leave the grid out"
-            if given
-            else "give it work whose block count is a multiple of the cluster, or launch it "
-            f"with an explicit grid={fitted} that the kernel guards"
-        )
-        raise ArgumentValueError(
-            name, "grid", f"a multiple of the kernel's {shape} cluster along each axis ({attr})",
-            got, fix,
-        )  # fmt: skip
-    if any(f > m for f, m in zip(fitted, _abi.MAX_GRID_DIM, strict=True)):
-        raise ArgumentValueError(
-            name, "grid", f"at most {_abi.MAX_GRID_DIM} blocks once rounded up to the "
-            f"{shape} cluster ({attr})", f"{grid} -> {fitted}", "split the work",
-        )  # fmt: skip
-    return fitted  # type: ignore[return-value]
-
-
 def _grid(
     spec: KernelSpec,
     policy: LaunchPolicy | None,
@@ -282,7 +250,7 @@ def _grid(
     rounding: `grid` as given where the policy gives the grid no meaning, else the
     policy's (an explicit `grid` checked against it)."""
     name = spec.entry
-    if grid is not None and (policy is None or policy.kind not in _GRID_HAS_MEANING):
+    if grid is not None and (policy is None or policy.kind not in GRID_HAS_MEANING):
         return grid
     if policy is None:
         raise ArgumentValueError(
@@ -302,7 +270,8 @@ def _grid(
         assert shape is not None
         g = tile_grid(name, spec.params[policy.over], shape, policy.tile)
         tiles = g[0] * g[1] * g[2]
-        return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1)
+        resident = policy.blocks_per_sm * multiprocessors()
+        return (persistent_blocks(tiles, resident, cluster_x(spec)), 1, 1)
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:
@@ -359,7 +328,7 @@ def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
     why = (
         " (block b handles element or row b, its blockIdx.x: a 2-D grid would repeat "
         "blockIdx.x along y)"
-        if what == "grid" and kind in _GRID_HAS_MEANING
+        if what == "grid" and kind in GRID_HAS_MEANING
         else ""
     )
     raise ArgumentValueError(
