@@ -128,8 +128,9 @@ def test_every_tuned_instance_computes_the_same_product(
 ) -> None:
     """Each instance of the variant called itself: 128- and 256-wide tiles, the k range
     whole or split across a cluster of 2 or 4 blocks (summed through distributed shared
-    memory), on LLM shapes with tails in m, n and k: every element written, the float64
-    product of the inputs within f32 (bf16) rounding."""
+    memory), on LLM shapes with tails in m, n and k, through the general launch path and
+    the compiled one: every element written, the float64 product of the inputs within f32
+    (bf16) rounding."""
     m, n, k = shape
     a, b, want = _operands(m, n, k)
     a_dev, b_dev = lib.asarray(a), lib.asarray(b)
@@ -142,16 +143,21 @@ def test_every_tuned_instance_computes_the_same_product(
         assert kernel.spec.launch is not None and kernel.spec.launch.tile[:2] == (bn, 128)
         assert kernel.spec.cluster == (None if split == 1 else (split, 1, 1))
         c = lib.poisoned((m, n), out)
-        kernel(a_dev, b_dev, c)
-        got = lib.to_numpy(c).ravel().astype(np.float32)
-        what = f"{kernel.name} {m}x{n}x{k}"
-        assert not np.isnan(got).any(), f"{what}: unwritten (NaN) output"
-        err = rel_err(got, want)
-        assert err < tol, f"{what}: relative error {err:.2e}"
-        # Element by element too (a wrong chunk of a rank's share would hardly move the
-        # norm): within the rounding of a sum of k unit normals' products, ~sqrt(k).
-        worst = float(np.abs(got - want).max()) / np.sqrt(k)
-        assert worst < 50 * tol, f"{what}: an element off by {worst:.2e} sqrt(k)"
+        # The general path (which makes the maps), then the compiled launcher (a split
+        # instance's grid in whole clusters: crates/pyoxide-native), on the same arrays.
+        for path in ("general", "compiled"):
+            c[...] = lib.poisoned((m, n), out)
+            kernel(a_dev, b_dev, c)
+            got = lib.to_numpy(c).ravel().astype(np.float32)
+            what = f"{kernel.name} {m}x{n}x{k} ({path} launch)"
+            assert not np.isnan(got).any(), f"{what}: unwritten (NaN) output"
+            err = rel_err(got, want)
+            assert err < tol, f"{what}: relative error {err:.2e}"
+            # Element by element too (a wrong chunk of a rank's share would hardly move
+            # the norm): within the rounding of a sum of k unit normals' products, ~sqrt(k).
+            worst = float(np.abs(got - want).max()) / np.sqrt(k)
+            assert worst < 50 * tol, f"{what}: an element off by {worst:.2e} sqrt(k)"
+        assert kernel.launchers, f"{kernel.name}: no compiled launcher"
 
 
 def test_bf16_result_is_the_f32_result_rounded_once(twinned: pyoxide.Module, lib: ArrayLib):

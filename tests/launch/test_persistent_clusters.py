@@ -4,17 +4,29 @@ launches whole clusters, one per tile, as many as the device holds at once
 (pyoxide/_launch/clusters.py: ``persistent_blocks``), and the compiled launcher sizes it
 the same (crates/pyoxide-native/src/launcher.rs), on the fake ``cupy`` of
 tests/launch/test_fast_path.py. A cluster that spans y has no compiled rule: the general
-path rounds its grid as for any cluster kernel."""
+path rounds its grid as for any cluster kernel. Last, kernels_sm90a's own split instances
+from their manifest entries, on both paths."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import pytest
-from helpers.fake_launch import FakeNdarray, assert_same_launch, fake_native, warm_up
+from helpers import fake_cupy
+from helpers.bundled import sm90a_kernels_manifest
+from helpers.fake_launch import (
+    FakeNdarray,
+    assert_same_launch,
+    fake_native,
+    native_installed,
+    warm_up,
+)
 from helpers.fixtures import kernel, load_with_entry, param
+from test_variants import MapsRecorded
 
+import pyoxide
 from pyoxide._launch.clusters import persistent_blocks
 from pyoxide.errors import ArgumentValueError
 
@@ -111,3 +123,26 @@ def test_an_explicit_grid_must_be_whole_clusters(native, tmp_path: Path) -> None
         k[6, 384](*gemm(300, 200))
     k[8, 384](*gemm(300, 200))
     assert fake.launches[-1]["grid"] == (8, 1, 1)
+
+
+@pytest.mark.parametrize("entry", ["gemm_bf16_sm90_128_4", "gemm_bf16_bf16_sm90_256_2"])
+def test_a_bundled_split_instance_launches_whole_clusters_on_both_paths(entry: str) -> None:
+    """kernels_sm90a's split-K instances, from their real manifest entries (their tensor
+    maps recorded, not encoded): the general launch, then the compiled launcher's, with the
+    same grid of whole clusters, block, shared memory and bytes."""
+    fake = fake_cupy.FakeCuda()
+    out = "float32" if entry.startswith("gemm_bf16_sm90") else ml_dtypes.bfloat16
+    m, n, k = 16, 4096, 4096
+    with native_installed(fake, backend_class=MapsRecorded) as (_, driver):
+        kernel = pyoxide.load(sm90a_kernels_manifest())[entry]
+        split = kernel.spec.cluster[0]
+        bf16 = ml_dtypes.bfloat16
+        args = (FakeNdarray((m, k), bf16), FakeNdarray((k, n), bf16), FakeNdarray((m, n), out))
+        kernel(*args)  # the general path: makes the maps, builds the launcher
+        kernel(*args)  # the compiled launcher
+    (slow,), (fast,) = fake.launches, driver.launches
+    tiles = -(-n // kernel.spec.launch.tile[0])
+    assert slow["grid"] == fast["grid"] == (persistent_blocks(tiles, 132, split), 1, 1)
+    assert slow["block"] == fast["block"] == (384, 1, 1)
+    assert fast["smem"] == slow["shared_mem"] == kernel.spec.shared_bytes
+    assert_same_launch(fast, slow)
