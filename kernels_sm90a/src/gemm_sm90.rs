@@ -16,11 +16,43 @@
 //! hands the stage back. The tile's width `BN` is tuned (`#[tune(BN = [256, 128])]`):
 //! 128-wide tiles (`wgmma m64n128k16`, 64 accumulators, B's first two boxes a stage)
 //! make twice the tiles, for shapes with too few to fill the SMs (m = 128 against a
-//! 4096-column weight is 16 tiles of 256 columns for 132 SMs). Blocks are persistent: each walks tiles `blockIdx.x`,
-//! `+ gridDim.x`, … in a grouped order (eight tile-rows at a time share B's columns
-//! in L2), so the producer fills the next tile's stages while the consumers store
-//! the last one's results. The producer gives up registers (`setmaxnreg.dec` 40) and
-//! the consumers take them (`setmaxnreg.inc` 232).
+//! 4096-column weight is 16 tiles of 256 columns for 132 SMs). Blocks are persistent: each
+//! walks tiles `blockIdx.x`, `+ gridDim.x`, … in a grouped order (eight tile-rows at a
+//! time share B's columns in L2), so the producer fills the next tile's stages while the
+//! consumers store the last one's results. The producer gives up registers
+//! (`setmaxnreg.dec` 40) and the consumers take them (`setmaxnreg.inc` 232). The k range
+//! may be split too (`SPLIT`, below).
+//!
+//! # Split-K in a cluster (`SPLIT = 2, 4`)
+//!
+//! A decode or prefill GEMM (m = 16 or 128 rows against a 4096×4096 or 4096×14336
+//! weight) has 16 to 32 tiles for 132 SMs, and each tile walked all of k alone: 0.24 to
+//! 0.33× cuBLAS on an H200. The tuned `SPLIT` (`#[tune(BN = [256, 128], SPLIT = [1, 2,
+//! 4])]`, `#[cluster_launch(SPLIT)]`) gives each tile a thread-block cluster of `SPLIT`
+//! blocks instead: the block of rank r walks the tile's k-slabs r, r + SPLIT, r + 2·SPLIT,
+//! … (interleaved, so the ranks' counts differ by one at most; a rank past the last slab
+//! has none and contributes zeros), accumulating its partial tile in registers exactly
+//! as the unsplit kernel does; then the cluster adds the partials up through distributed
+//! shared memory (`mapa` + `ld.shared::cluster`) and each rank stores a `1/SPLIT` share of
+//! the tile's columns: one launch, no workspace, no memset, no atomics, and the same f32
+//! sums on every run (added in rank order). gemm_sm90_split.rs has the protocol.
+//!
+//! The clusters are persistent as the blocks are: the launch is `min(tiles,
+//! SMs / SPLIT) · SPLIT` blocks (pyoxide/_launch/clusters.py's `persistent_blocks`), and
+//! cluster `%clusterid.x` walks tiles `%clusterid.x`, `+ %nclusterid.x`, …, its blocks in
+//! step. Shared memory stays 230 464 bytes: a block's partial (128 × `BN` f32, 64 or
+//! 128 KiB) lies over the ring's stages (192 KiB), which are idle once the tile's k loop is
+//! done. So that the producer does not refill them under it, it passes the tile's two
+//! cluster barriers with the consumers before it loads the next tile: a split instance
+//! does not prefetch across tiles, which costs only where a cluster walks several tiles
+//! (the tuner weighs it; the LLM shapes it is for have about one tile a cluster). Its
+//! results go straight from registers to c (each thread 16 contiguous bytes of f32, or 8
+//! of bf16, a chunk), since a rank's share of a row is narrower than the c map's box.
+//!
+//! `SPLIT = 1` is the kernel above, unchanged (the hand pick; no cluster, no barrier; the
+//! instruction mix of its PTX is the old kernel's but for branch layout). ptxas, sm_90a,
+//! every instance: 168 registers at launch (384 threads, one block an SM), no stack, no
+//! spills; 16 named barriers unsplit (the epilogue's per-warpgroup ids), 4 split.
 //!
 //! # Epilogue
 //!
@@ -71,10 +103,12 @@
 //! outside m×n. B boxes wholly right of n are not loaded at all, and c boxes wholly
 //! outside m×n are not stored.
 
+use crate::gemm_sm90_split as split;
 use oxide_device::barrier::{
     Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_init, mbarrier_try_wait_parity, named_barrier_sync,
 };
+use oxide_device::cluster;
 use oxide_device::convert::cvt_bf16x2_f32;
 use oxide_device::prelude::*;
 use oxide_device::tma::{
@@ -126,9 +160,9 @@ const EPI_BOX_BYTES: usize = 64 * 128;
 const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 
 /// `c = a · b` on Hopper (the module docs), a variant of kernels_rs's `gemm_bf16`. Its
-/// launch is its declaration's: grid (min(tiles, SMs), 1, 1) with tiles =
-/// ⌈m/128⌉·⌈n/BN⌉ (`persistent_tiles`), block (384, 1, 1), [`SM90_SHARED_BYTES`] of
-/// dynamic shared memory. `maps` receives from the launcher the three 128-byte
+/// launch is its declaration's: grid (min(tiles, SMs / SPLIT) · SPLIT, 1, 1) with tiles =
+/// ⌈m/128⌉·⌈n/BN⌉ (`persistent_tiles`; clusters of `SPLIT` blocks along x where
+/// `SPLIT > 1`), block (384, 1, 1), [`SM90_SHARED_BYTES`] of dynamic shared memory. `maps` receives from the launcher the three 128-byte
 /// `CUtensorMap`s of `a` (dims k, m; box 64×128), `b` (dims n, k; box 64×64), both of
 /// 16-bit elements, and `c` (dims n, m; box 64 rows of 128 bytes: 32 f32 or 64 bf16), all
 /// with the 128-byte swizzle, 64-byte aligned in device memory; their rules (k and n
@@ -136,17 +170,18 @@ const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16)]
-#[tune(BN = [256, 128])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]
+#[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_464))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_sm90<const BN: usize>(
+pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
     c: DisjointArray2<f32>,
     maps: &[u8],
 ) {
-    gemm_sm90_body::<_, _, BN>(a, b, c, maps, |x, y| {
+    gemm_sm90_body::<_, _, BN, SPLIT>(a, b, c, maps, |x, y| {
         u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
     })
 }
@@ -157,22 +192,23 @@ pub fn gemm_bf16_sm90<const BN: usize>(
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16_bf16)]
-#[tune(BN = [256, 128])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]
+#[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_464))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_bf16_sm90<const BN: usize>(
+pub fn gemm_bf16_bf16_sm90<const BN: usize, const SPLIT: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
     c: DisjointArray2<bf16>,
     maps: &[u8],
 ) {
     // One `cvt.rn.bf16x2.f32` a pair, not `bf16::from_f32` a value (the module docs).
-    gemm_sm90_body::<_, _, BN>(a, b, c, maps, cvt_bf16x2_f32)
+    gemm_sm90_body::<_, _, BN, SPLIT>(a, b, c, maps, cvt_bf16x2_f32)
 }
 
 #[inline(always)]
-fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
+fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
     c: DisjointArray2<T>,
@@ -182,10 +218,16 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
     // `pair` packs two neighbours of c into one aligned shared-memory store.
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
     const { assert!(BN == 256 || BN == 128, "BN: 256 or 128") };
+    const { assert!(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT: 1, 2 or 4") };
+    const { assert!(split::partial_bytes(BN) <= STAGES * STAGE_BYTES) };
     // a, b and c are read and written through the maps the launcher made of them (the
     // shape contract holds: c is m×n); their extents give the loop bounds.
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     debug_assert!(c.rows() == m && c.cols() == n);
+    // A split tile's sums are stored straight to c (gemm_sm90_split.rs); the others go
+    // through TMA, by the map.
+    let mut c = c;
+    let c_ptr = c.as_mut_ptr();
     assert!(maps.len() >= 3 * TENSOR_MAP_BYTES && (maps.as_ptr() as usize).is_multiple_of(64));
     assert!(DynamicSharedArray::<u8>::bytes() >= SM90_SHARED_BYTES as usize);
     let tid = thread::threadIdx_x() as usize;
@@ -212,14 +254,39 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
         let rows = (tiles_m - first_m).min(GROUP_M);
         (first_m + (t % per_group) % rows, (t % per_group) / rows)
     };
-    let (first, step) = (thread::blockIdx_x() as usize, thread::gridDim_x() as usize);
+    // Who walks which tiles, and which k-slabs of each: a block, every tile `blockIdx.x`,
+    // `+ gridDim.x`, … and every slab; or (split) a cluster, every tile `%clusterid.x`,
+    // `+ %nclusterid.x`, …, its block of rank r the slabs r, r + SPLIT, … (none where
+    // k has fewer than r + 1 slabs: its partial sums are zeros).
+    let (first, step, rank) = if SPLIT == 1 {
+        (
+            thread::blockIdx_x() as usize,
+            thread::gridDim_x() as usize,
+            0,
+        )
+    } else {
+        let (id, clusters) = (cluster::cluster_idX(), cluster::cluster_grid_dimX());
+        (
+            id as usize,
+            clusters as usize,
+            cluster::block_rank() as usize,
+        )
+    };
+    let slabs = if SPLIT == 1 {
+        k_tiles
+    } else {
+        k_tiles.saturating_sub(rank).div_ceil(SPLIT)
+    };
 
     // SAFETY (the whole body): every wgmma/setmaxnreg call is made by all 128 threads
     // of a warpgroup together (the role branches split at warpgroup boundaries and
     // loop over the same tiles and k steps); shared memory is the launch's dynamic
     // region, whose size was asserted above; a stage is written only by TMA after the
     // producer waited for its `empty` phase, and read only by wgmma after the
-    // consumers waited for its `full` phase.
+    // consumers waited for its `full` phase; in a split instance, the partial sums
+    // written over the stages are written after the tile's last wgmma retired and the
+    // next tile's loads wait for the cluster barrier after the last read of them (every
+    // thread of the cluster passes two a tile: gemm_sm90_split.rs).
     unsafe {
         if tid == 0 {
             for s in 0..STAGES {
@@ -233,48 +300,67 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
 
         if warpgroup == 0 {
             setmaxnreg_dec::<40>();
-            if tid == 0 {
-                let map_a = maps.as_ptr() as *const TmaDescriptor;
-                let map_b = map_a.add(1);
-                let (mut s, mut phase) = (0usize, 0u32);
+            let map_a = maps.as_ptr() as *const TmaDescriptor;
+            let map_b = map_a.add(1);
+            let (mut s, mut phase) = (0usize, 0u32);
+            // One thread issues a tile's loads: this block's slabs of it, into the ring.
+            let mut load_tile = |t: usize| {
+                let (tm, tn) = tile_at(t);
+                let n0 = tn * BN;
+                // B boxes that start right of n are skipped (see the module docs).
+                let boxes = (n - n0).div_ceil(64).min(BN / 64);
+                for i in 0..slabs {
+                    // A fresh barrier's "previous phase" (parity 1) counts as
+                    // complete, so the first pass over the ring does not wait.
+                    while !mbarrier_try_wait_parity(empty(s), phase ^ 1) {}
+                    let _ = mbarrier_arrive_expect_tx(
+                        full(s),
+                        0,
+                        (A_BYTES + boxes * B_BOX_BYTES) as u32,
+                    );
+                    let k0 = ((rank + i * SPLIT) * BK) as i32;
+                    cp_async_bulk_tensor_2d_g2s(
+                        a_stage(s),
+                        map_a,
+                        k0,
+                        (tm * SM90_BM as usize) as i32,
+                        full(s),
+                    );
+                    for j in 0..boxes {
+                        cp_async_bulk_tensor_2d_g2s(
+                            b_stage(s).add(j * B_BOX_BYTES),
+                            map_b,
+                            (n0 + 64 * j) as i32,
+                            k0,
+                            full(s),
+                        );
+                    }
+                    s += 1;
+                    if s == STAGES {
+                        s = 0;
+                        phase ^= 1;
+                    }
+                }
+            };
+            if SPLIT == 1 {
+                if tid == 0 {
+                    let mut t = first;
+                    while t < tiles {
+                        load_tile(t);
+                        t += step;
+                    }
+                }
+            } else {
+                // Every thread of the warpgroup passes the tile's two cluster barriers
+                // (a thread waiting at one waits for its warp's other live threads too);
+                // the next tile's loads overwrite the partial sums, so they wait for
+                // the second (gemm_sm90_split.rs).
                 let mut t = first;
                 while t < tiles {
-                    let (tm, tn) = tile_at(t);
-                    let n0 = tn * BN;
-                    // B boxes that start right of n are skipped (see the module docs).
-                    let boxes = (n - n0).div_ceil(64).min(BN / 64);
-                    for kt in 0..k_tiles {
-                        // A fresh barrier's "previous phase" (parity 1) counts as
-                        // complete, so the first pass over the ring does not wait.
-                        while !mbarrier_try_wait_parity(empty(s), phase ^ 1) {}
-                        let _ = mbarrier_arrive_expect_tx(
-                            full(s),
-                            0,
-                            (A_BYTES + boxes * B_BOX_BYTES) as u32,
-                        );
-                        let k0 = (kt * BK) as i32;
-                        cp_async_bulk_tensor_2d_g2s(
-                            a_stage(s),
-                            map_a,
-                            k0,
-                            (tm * SM90_BM as usize) as i32,
-                            full(s),
-                        );
-                        for j in 0..boxes {
-                            cp_async_bulk_tensor_2d_g2s(
-                                b_stage(s).add(j * B_BOX_BYTES),
-                                map_b,
-                                (n0 + 64 * j) as i32,
-                                k0,
-                                full(s),
-                            );
-                        }
-                        s += 1;
-                        if s == STAGES {
-                            s = 0;
-                            phase ^= 1;
-                        }
+                    if tid == 0 {
+                        load_tile(t);
                     }
+                    split::pass_tile();
                     t += step;
                 }
             }
@@ -296,7 +382,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
                 let (tm, tn) = tile_at(t);
                 let mut acc = [0.0f32; 128];
                 let mut held: Option<usize> = None;
-                for _ in 0..k_tiles {
+                for _ in 0..slabs {
                     while !mbarrier_try_wait_parity(full(s), phase) {}
                     let da = smem_descriptor(
                         a_stage(s).add(half * (A_BYTES / 2)),
@@ -342,6 +428,20 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
                 }
                 if let (Some(p), 0) = (held, lane) {
                     let _ = mbarrier_arrive(empty(p));
+                }
+                if SPLIT > 1 {
+                    // The cluster's partial sums of this tile, added up through
+                    // distributed shared memory and stored (gemm_sm90_split.rs).
+                    let tile = split::Tile {
+                        c: c_ptr,
+                        m,
+                        n,
+                        y0: tm * SM90_BM as usize,
+                        x0: tn * BN,
+                    };
+                    split::reduce::<T, W, BN, SPLIT>(&acc, smem, tid - 128, tile, &pair);
+                    t += step;
+                    continue;
                 }
                 // Through this warpgroup's 16 KiB of shared memory, a round of
                 // columns at a time, in the 128-byte-swizzled boxes the C map
@@ -399,7 +499,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize>(
                 });
                 t += step;
             }
-            if wg_tid == 0 {
+            if SPLIT == 1 && wg_tid == 0 {
                 // Shared memory must outlive the copies that read it.
                 cp_async_bulk_wait_group::<0>();
             }

@@ -47,12 +47,13 @@ class GridRule:
     """How a plain call is sized: ``elements``, ``ceil(len(param) / per_block)`` blocks;
     ``stride``, ``max(1, min(ceil(len(param) / per_block), blocks_per_sm ×
     multiprocessors))`` blocks; ``tiles``, one block per ``tile`` of the shaped ``param``
-    (x over its last extent); ``persistent``, ``min(tiles, blocks_per_sm ×
-    multiprocessors)`` blocks on x; ``rows``, one block per row of ``param`` (of the
-    integer argument ``cols`` elements, which divides its length; ``cols`` -1: the 2-D
-    ``param``'s rows; with ``blocks_per_sm`` > 0, at most ``blocks_per_sm ×
-    multiprocessors`` blocks), of ``min(block.x, max(least_block, 32 · ceil(row length /
-    columns_per_warp)))`` threads."""
+    (x over its last extent); ``persistent``, ``min(tiles, max(1, blocks_per_sm ×
+    multiprocessors // cluster)) × cluster`` blocks on x (``cluster``: blocks per cluster
+    along x, 1 for a kernel without one; clusters.persistent_blocks); ``rows``, one block
+    per row of ``param`` (of the integer argument ``cols`` elements, which divides its
+    length; ``cols`` -1: the 2-D ``param``'s rows; with ``blocks_per_sm`` > 0, at most
+    ``blocks_per_sm × multiprocessors`` blocks), of ``min(block.x, max(least_block,
+    32 · ceil(row length / columns_per_warp)))`` threads."""
 
     kind: str
     param: int
@@ -63,6 +64,7 @@ class GridRule:
     least_block: int = 1
     columns_per_warp: int = 1
     cols: int = -1
+    cluster: int = 1
 
     @property
     def needs_multiprocessors(self) -> bool:
@@ -174,11 +176,10 @@ def _grid(spec: KernelSpec) -> GridRule | None:
                         columns_per_warp=columns, cols=-1 if cols is None else cols)  # fmt: skip
     persistent = _policy.persistent_rule(spec)
     if persistent is not None:
-        param, block3, tile, per_sm = persistent
+        param, block3, tile, per_sm, cluster = persistent
         b, t = tuple(block3), tuple(tile)
-        return GridRule(
-            "persistent", param, (b[0], b[1], b[2]), (t[0], t[1], t[2]), blocks_per_sm=per_sm
-        )
+        return GridRule("persistent", param, (b[0], b[1], b[2]), (t[0], t[1], t[2]),
+                        blocks_per_sm=per_sm, cluster=cluster)  # fmt: skip
     return None
 
 

@@ -8,9 +8,8 @@ its first ``DisjointSlice``/``&mut [T]`` output. :func:`configure` sizes a call 
 means something: one block per element, per row, per segment). :func:`plain_rule` gives
 the fast launchers the same rule, precomputed, where it is a plain division.
 
-A kernel with ``#[cluster_launch(x, y, z)]`` runs in clusters of blocks: an explicit grid
-must be a multiple of the cluster along each axis, and a sized one is rounded up (the
-extra blocks find no work), except where the grid has a meaning.
+A kernel with ``#[cluster_launch(x, y, z)]`` runs in clusters of blocks, so every grid
+must be a multiple of the cluster along each axis (pyoxide/_launch/clusters.py).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from .._manifest import abi as _abi
 from .._manifest.policy_spec import LaunchPolicy
 from .._manifest.reader import KernelSpec
 from ..errors import ArgumentValueError
+from .clusters import cluster_x, fit_cluster, grid_has_meaning, persistent_blocks
 from .shapes import tile_block, tile_grid
 
 #: Threads per block of a plain call of a kernel without a policy of its own (what
@@ -34,8 +34,6 @@ _MAX_GRID = _abi.MAX_GRID_DIM[0]
 #: 16 bytes), from _ROW_LEAST_BLOCK threads up to the policy's block (see _row_block).
 _ROW_BYTES_PER_THREAD = 128
 _ROW_LEAST_BLOCK = 128
-#: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
-_GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
 #: Policies whose plain grid is a division of one array's length (see plain_rule).
 _PLAIN_KINDS = frozenset({"elementwise", "block_per_element", "columns"})
 
@@ -77,13 +75,9 @@ def _whole_warps(spec: KernelSpec, threads: int) -> int:
 
 def validates_grid(spec: KernelSpec) -> bool:
     """Whether an explicit grid is checked against the arguments (so a configured call
-    cannot be checked once, ahead of them): not a row kernel with (or tuned over)
-    ``blocks_per_sm``, which walks its rows ``blockIdx.x, + gridDim.x, …`` itself."""
-    policy = policy_of(spec)
-    if policy is None or policy.kind not in _GRID_HAS_MEANING:
-        return False
-    tuned = [n for n, _ in spec.tune.launch] if spec.tune is not None else []
-    return policy.kind != "block_per_row" or not (policy.blocks_per_sm or "blocks_per_sm" in tuned)
+    cannot be checked once, ahead of them): where the grid has a meaning
+    (clusters.grid_has_meaning)."""
+    return grid_has_meaning(spec)
 
 
 def needs_configuration(spec: KernelSpec) -> bool:
@@ -94,14 +88,17 @@ def needs_configuration(spec: KernelSpec) -> bool:
 
 
 def _unclustered(
-    spec: KernelSpec, kinds: Collection[str], *, tiled: bool = False
+    spec: KernelSpec, kinds: Collection[str], *, tiled: bool = False, along_x: bool = False
 ) -> LaunchPolicy | None:
     """The kernel's policy where it is one of `kinds` and a fast launcher may size it:
-    not a cluster kernel (configure() rounds its grid up to the cluster) and, for a
-    `tiled` policy, a block of whole warps where the kernel needs them (configure()
-    refuses the others, with the message); else None."""
+    not a cluster kernel (configure() rounds its grid up to the cluster), or, where
+    `along_x`, one whose cluster spans x alone (the rule sizes its grid in whole
+    clusters), and, for a `tiled` policy, a block of whole warps where the kernel needs
+    them (configure() refuses the others, with the message); else None."""
     policy = policy_of(spec)
-    if policy is None or policy.kind not in kinds or spec.cluster is not None:
+    if policy is None or policy.kind not in kinds:
+        return None
+    if spec.cluster is not None and not (along_x and spec.cluster[1:] == (1, 1)):
         return None
     if tiled and not _is_whole_warps(spec, policy.block3):
         return None
@@ -167,14 +164,15 @@ def _least_row_block(policy: LaunchPolicy, most: int) -> int:
 
 def persistent_rule(
     spec: KernelSpec,
-) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int] | None:
-    """``(param, block, tile, blocks_per_sm)`` of a ``persistent_tiles`` policy: a plain
-    call launches ``min(tiles, blocks_per_sm × multiprocessors)`` blocks, for the fast
-    launchers."""
-    policy = _unclustered(spec, ("persistent_tiles",), tiled=True)
+) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int, int] | None:
+    """``(param, block, tile, blocks_per_sm, cluster)`` of a ``persistent_tiles`` policy:
+    a plain call launches ``persistent_blocks(tiles, blocks_per_sm × multiprocessors,
+    cluster)`` blocks (pyoxide/_launch/clusters.py), for the fast launchers (``cluster``:
+    the blocks of a cluster along x, 1 without one)."""
+    policy = _unclustered(spec, ("persistent_tiles",), tiled=True, along_x=True)
     if policy is None:
         return None
-    return policy.over, policy.block3, policy.tile, policy.blocks_per_sm
+    return policy.over, policy.block3, policy.tile, policy.blocks_per_sm, cluster_x(spec)
 
 
 def configure(
@@ -200,7 +198,7 @@ def configure(
     grid3 = _grid(spec, policy, block3, lengths, args, grid, multiprocessors, shapes)
     if spec.cluster is None:
         return grid3, block3
-    return _fit_cluster(spec, grid3, given=grid is not None), block3
+    return fit_cluster(spec, grid3, given=grid is not None), block3
 
 
 def _block(
@@ -237,39 +235,6 @@ def _block(
     return block
 
 
-def _fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
-    """`grid` for a kernel of `spec.cluster`: as it is when a multiple of the cluster
-    along each axis; a sized grid rounded up to one where its blocks may find no work;
-    else refused, saying which axis and the grid that would do."""
-    name, cluster = spec.entry, spec.cluster
-    assert cluster is not None
-    if all(g % c == 0 for g, c in zip(grid, cluster, strict=True)):
-        return grid
-    fitted = tuple(-(-g // c) * c for g, c in zip(grid, cluster, strict=True))
-    shape = "x".join(map(str, cluster))
-    attr = f"#[cluster_launch({', '.join(map(str, cluster))})]"
-    policy = policy_of(spec)
-    if given or validates_grid(spec):
-        got = f"grid {grid}" if given else f"{grid} blocks ({policy.kind if policy else ''})"
-        fix = (
-            f"pass grid={fitted} (each axis rounded up; the kernel must let the extra "
-            f"blocks do nothing), or leave the grid out"
-            if given
-            else "give it work whose block count is a multiple of the cluster, or launch it "
-            f"with an explicit grid={fitted} that the kernel guards"
-        )
-        raise ArgumentValueError(
-            name, "grid", f"a multiple of the kernel's {shape} cluster along each axis ({attr})",
-            got, fix,
-        )  # fmt: skip
-    if any(f > m for f, m in zip(fitted, _abi.MAX_GRID_DIM, strict=True)):
-        raise ArgumentValueError(
-            name, "grid", f"at most {_abi.MAX_GRID_DIM} blocks once rounded up to the "
-            f"{shape} cluster ({attr})", f"{grid} -> {fitted}", "split the work",
-        )  # fmt: skip
-    return fitted  # type: ignore[return-value]
-
-
 def _grid(
     spec: KernelSpec,
     policy: LaunchPolicy | None,
@@ -284,7 +249,7 @@ def _grid(
     rounding: `grid` as given where the policy gives the grid no meaning, else the
     policy's (an explicit `grid` checked against it)."""
     name = spec.entry
-    if grid is not None and not validates_grid(spec):
+    if grid is not None and not grid_has_meaning(spec):
         return grid
     if policy is None:
         raise ArgumentValueError(
@@ -304,7 +269,8 @@ def _grid(
         assert shape is not None
         g = tile_grid(name, spec.params[policy.over], shape, policy.tile)
         tiles = g[0] * g[1] * g[2]
-        return (min(tiles, policy.blocks_per_sm * multiprocessors()), 1, 1)
+        resident = policy.blocks_per_sm * multiprocessors()
+        return (persistent_blocks(tiles, resident, cluster_x(spec)), 1, 1)
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     if policy.kind == "block_per_row" and policy.blocks_per_sm:  # the kernel walks rows
         blocks = min(blocks, policy.blocks_per_sm * multiprocessors())
@@ -363,7 +329,7 @@ def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
     why = (
         " (block b handles element or row b, its blockIdx.x: a 2-D grid would repeat "
         "blockIdx.x along y)"
-        if what == "grid" and validates_grid(spec)
+        if what == "grid" and grid_has_meaning(spec)
         else ""
     )
     raise ArgumentValueError(

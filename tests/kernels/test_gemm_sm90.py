@@ -9,6 +9,8 @@ The emulator's refusal of the twin is tests/backends/test_emu_sm90a.py."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err, skip_on_emu
@@ -45,8 +47,9 @@ def _on_sm90(lib: ArrayLib) -> bool:
 @pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
 def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib, name: str):
     picker = twinned[name]
-    # the variant's hand pick (256-wide tiles); its 128-wide instance is a tuning candidate
-    assert [v.name for v in picker.variants] == [f"{name}_sm90_256"]
+    # the variant's hand pick (256-wide tiles, no split); its other instances are tuning
+    # candidates
+    assert [v.name for v in picker.variants] == [f"{name}_sm90_256_1"]
     for m, n, k in GPU_SHAPES if lib.on_gpu else EMU_SHAPES:
         a = bf16_normal((m, k))
         b = bf16_normal((k, n))
@@ -54,7 +57,7 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
         out = np.float32 if name == "gemm_bf16" else BF16
         c = lib.poisoned((m, n), out)
         tma = n % 8 == 0 and k % 8 == 0
-        want_entry = f"{name}_sm90_256" if tma and _on_sm90(lib) else name
+        want_entry = f"{name}_sm90_256_1" if tma and _on_sm90(lib) else name
         assert picker.picks(a_dev, b_dev, c) == want_entry, (m, n, k)
         picker(a_dev, b_dev, c)
         got = lib.to_numpy(c).ravel().astype(np.float32)
@@ -93,25 +96,68 @@ def test_repeated_calls_reuse_the_checked_route(
         assert variant.launchers, "no compiled launcher for the variant"
 
 
+#: Every tuned instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]`), by its entry's tail.
+INSTANCES = [f"{bn}_{split}" for bn in (256, 128) for split in (1, 2, 4)]
+#: LLM decode and prefill rows (16, 128) and a tail row tile (200); n a whole number of
+#: tiles (4096) or 8 columns into the next (4104); k a whole number of 64-wide slabs, a
+#: partial last slab (4160 = 65 slabs), three slabs (136: with SPLIT = 4 the last rank gets
+#: none) and one partial slab (8: every rank but the first gets none, its partial sums
+#: zeros); then a shape with more tiles than clusters fit (each walks several).
+INSTANCE_SHAPES = [
+    *((m, n, k) for m in (16, 128, 200) for n in (4096, 4104) for k in (4096, 4160, 136, 8)),
+    (1000, 4104, 520),
+]  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4)
+def _operands(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs and their float64 product, drawn once per shape for both kernels' instances
+    (a few shapes kept: b is up to 34 MB)."""
+    a, b = bf16_normal((m, k)), bf16_normal((k, n))
+    return a, b, product(a, b).ravel()
+
+
 @skip_on_emu("the wgmma + TMA kernels run on sm_90 GPUs only (tests/backends/test_emu_sm90a.py)")
 @requires_sm90("the wgmma + TMA kernels load on an sm_90 GPU only")
+@pytest.mark.parametrize(
+    "shape", INSTANCE_SHAPES, ids=["x".join(map(str, s)) for s in INSTANCE_SHAPES]
+)
 @pytest.mark.parametrize("name", ["gemm_bf16", "gemm_bf16_bf16"])
-def test_the_tuned_tile_width_computes_the_same_product(lib: ArrayLib, name: str) -> None:
-    """The variant's other tuned instance, 128-wide tiles (`#[tune(BN = [256, 128])]`),
-    called itself: every element written, the same product, on the twin's shapes and
-    tails (n = 8: one partial box of the tile's two)."""
-    narrow = pyoxide.load(sm90a_kernels_manifest())[f"{name}_sm90_128"]
-    assert narrow.spec.launch is not None and narrow.spec.launch.tile[:2] == (128, 128)
+def test_every_tuned_instance_computes_the_same_product(
+    lib: ArrayLib, name: str, shape: tuple[int, int, int]
+) -> None:
+    """Each instance of the variant called itself: 128- and 256-wide tiles, the k range
+    whole or split across a cluster of 2 or 4 blocks (summed through distributed shared
+    memory), on LLM shapes with tails in m, n and k, through the general launch path and
+    the compiled one: every element written, the float64 product of the inputs within f32
+    (bf16) rounding."""
+    m, n, k = shape
+    a, b, want = _operands(m, n, k)
+    a_dev, b_dev = lib.asarray(a), lib.asarray(b)
     out = np.float32 if name == "gemm_bf16" else BF16
     tol = 1e-5 if out is np.float32 else 4e-3
-    for m, n, k in GPU_SHAPES[:6]:
-        a, b = bf16_normal((m, k)), bf16_normal((k, n))
+    sm90 = pyoxide.load(sm90a_kernels_manifest())
+    for tail in INSTANCES:
+        kernel = sm90[f"{name}_sm90_{tail}"]
+        bn, split = map(int, tail.split("_"))
+        assert kernel.spec.launch is not None and kernel.spec.launch.tile[:2] == (bn, 128)
+        assert kernel.spec.cluster == (None if split == 1 else (split, 1, 1))
         c = lib.poisoned((m, n), out)
-        narrow(lib.asarray(a), lib.asarray(b), c)
-        got = lib.to_numpy(c).ravel().astype(np.float32)
-        assert not np.isnan(got).any(), f"{name} 128-wide {m}x{n}x{k}: unwritten (NaN) output"
-        err = rel_err(got, product(a, b).ravel())
-        assert err < tol, f"{name} 128-wide {m}x{n}x{k}: relative error {err:.2e}"
+        # The general path (which makes the maps), then the compiled launcher (a split
+        # instance's grid in whole clusters: crates/pyoxide-native), on the same arrays.
+        for path in ("general", "compiled"):
+            c[...] = lib.poisoned((m, n), out)
+            kernel(a_dev, b_dev, c)
+            got = lib.to_numpy(c).ravel().astype(np.float32)
+            what = f"{kernel.name} {m}x{n}x{k} ({path} launch)"
+            assert not np.isnan(got).any(), f"{what}: unwritten (NaN) output"
+            err = rel_err(got, want)
+            assert err < tol, f"{what}: relative error {err:.2e}"
+            # Element by element too (a wrong chunk of a rank's share would hardly move
+            # the norm): within the rounding of a sum of k unit normals' products, ~sqrt(k).
+            worst = float(np.abs(got - want).max()) / np.sqrt(k)
+            assert worst < 50 * tol, f"{what}: an element off by {worst:.2e} sqrt(k)"
+        assert kernel.launchers, f"{kernel.name}: no compiled launcher"
 
 
 def test_bf16_result_is_the_f32_result_rounded_once(twinned: pyoxide.Module, lib: ArrayLib):

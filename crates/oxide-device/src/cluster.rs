@@ -223,6 +223,15 @@ forward! {
     #[must_use]
     pub unsafe fn dsmem_read_u32(local_ptr: *const u32, target_rank: u32) -> u32
         = arch::dsmem_read_u32;
+    /// `mapa.shared::cluster` + `ld.shared::cluster.v4.f32`: the four `f32` at
+    /// `local_ptr`'s offset in the shared memory of block `target_rank`, in one 16-byte
+    /// load (a reduction across the cluster's blocks reads its peers' partial sums so).
+    ///
+    /// # Safety
+    /// As [`dsmem_read_u32`], with `local_ptr` 16-byte aligned.
+    #[must_use]
+    pub unsafe fn dsmem_read_f32x4(local_ptr: *const f32, target_rank: u32) -> [f32; 4]
+        = arch::dsmem_read_f32x4;
     /// `mapa.shared::cluster` + `st.shared::cluster.u32`: write `value` at `local_ptr`'s
     /// offset in the shared memory of block `target_rank`.
     ///

@@ -53,6 +53,10 @@ fn each_cluster_instruction_is_refused_by_name() {
             Box::new(move || _ = unsafe { cluster::dsmem_read_u32(p, 1) }),
         ),
         (
+            "ld.shared::cluster.v4.f32",
+            Box::new(move || _ = unsafe { cluster::dsmem_read_f32x4(p.cast_const().cast(), 1) }),
+        ),
+        (
             "st.shared::cluster",
             Box::new(move || unsafe { cluster::dsmem_write_u32(p, 1, 7) }),
         ),

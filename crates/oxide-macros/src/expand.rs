@@ -21,7 +21,7 @@ use syn::ext::IdentExt;
 use syn::{Ident, LitStr};
 
 use crate::call::{call_kernel, turbofish};
-use crate::validate::{Instance, Kernel, LaunchKind, PerThread, resolve_tile};
+use crate::validate::{Instance, Kernel, LaunchKind, PerThread, resolve_cluster, resolve_tile};
 
 pub fn expand(kernel: &Kernel) -> TokenStream {
     let mut func = kernel.func.clone();
@@ -105,7 +105,10 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
             .collect(),
         is_unsafe: kernel.is_unsafe,
         launch_bounds: kernel.launch_bounds,
-        cluster: kernel.cluster,
+        cluster: kernel
+            .cluster
+            .as_ref()
+            .and_then(|c| resolve_cluster(c, inst)),
         launch: launch_policy(kernel, inst),
         variant_of: kernel.variant_of.clone(),
         shared_bytes: kernel.launch.as_ref().and_then(|l| l.shared),

@@ -77,7 +77,9 @@ read_by_kernel! {
     /// read each other's shared memory (`oxide_device::cluster`). PTX `.reqnctapercluster`;
     /// recorded in the descriptor, and a launch whose grid is not a multiple of it per axis
     /// is refused before it runs. `cargo oxide build` refuses such a kernel for targets
-    /// below sm_90. `#[kernel]` reads it; this macro only runs when it is written above
+    /// below sm_90. A count may name a const generic parameter (`#[cluster_launch(SPLIT)]`):
+    /// each instance then has its own cluster, and one whose cluster comes to one block has
+    /// none. `#[kernel]` reads it; this macro only runs when it is written above
     /// `#[kernel]`, and moves it below.
     cluster_launch => CLUSTER_ATTR;
     /// `#[launch(policy(param, ...))]` on a `#[kernel]` function: how a call without

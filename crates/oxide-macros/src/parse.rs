@@ -139,6 +139,15 @@ pub enum TupleItem {
     Name(Ident),
 }
 
+impl TupleItem {
+    pub fn span(&self) -> Span {
+        match self {
+            TupleItem::Int(l) => l.span(),
+            TupleItem::Name(i) => i.span(),
+        }
+    }
+}
+
 impl LaunchValue {
     pub fn span(&self) -> Span {
         match self {
@@ -312,26 +321,27 @@ pub struct LaunchBoundsSyntax {
     pub min_blocks: Option<LitInt>,
 }
 
-/// `#[cluster_launch(x)]`, `#[cluster_launch(x, y)]` or `#[cluster_launch(x, y, z)]`.
+/// `#[cluster_launch(x)]`, `#[cluster_launch(x, y)]` or `#[cluster_launch(x, y, z)]`:
+/// each an integer, or the name of a const generic parameter (resolved per instance).
 pub struct ClusterSyntax {
-    pub dims: Vec<LitInt>,
+    pub dims: Vec<TupleItem>,
 }
 
 impl Parse for ClusterSyntax {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let span = input.span();
-        let args = Punctuated::<LitInt, Token![,]>::parse_terminated(input).map_err(|e| {
+        let args = Punctuated::<TupleItem, Token![,]>::parse_terminated(input).map_err(|e| {
             syn::Error::new(
                 e.span(),
                 "expected #[cluster_launch(x)], #[cluster_launch(x, y)] or \
-                 #[cluster_launch(x, y, z)] with integer blocks per cluster, e.g. \
-                 #[cluster_launch(2, 1, 1)]",
+                 #[cluster_launch(x, y, z)] with integer blocks per cluster (or const generic \
+                 parameters of the kernel), e.g. #[cluster_launch(2, 1, 1)]",
             )
         })?;
-        let dims: Vec<LitInt> = args.into_iter().collect();
+        let dims: Vec<TupleItem> = args.into_iter().collect();
         if dims.is_empty() || dims.len() > 3 {
             return Err(syn::Error::new(
-                dims.get(3).map_or(span, |d| d.span()),
+                dims.get(3).map_or(span, TupleItem::span),
                 "expected #[cluster_launch(x)], #[cluster_launch(x, y)] or \
                  #[cluster_launch(x, y, z)]: one to three blocks-per-cluster counts",
             ));

@@ -18,9 +18,9 @@ mod shape;
 mod tune;
 mod variant;
 
-pub use launch::resolve_tile;
-pub use launch::{Launch, LaunchKind, PerThread};
-use launch::{check_cluster, check_launch, check_launch_bounds};
+pub use launch::{Extent, Launch, LaunchKind, PerThread};
+use launch::{check_cluster, check_cluster_values, check_launch, check_launch_bounds};
+pub use launch::{resolve_cluster, resolve_tile};
 pub use shape::ArrayParam;
 
 /// A kernel that passed every rule.
@@ -36,8 +36,9 @@ pub struct Kernel {
     pub launch_bounds: Option<LaunchBounds>,
     /// `#[launch(...)]`, checked; resolved per instance by `expand`.
     pub launch: Option<Launch>,
-    /// `#[cluster_launch(x, y, z)]`: blocks per cluster, checked.
-    pub cluster: Option<[u32; 3]>,
+    /// `#[cluster_launch(x, y, z)]`: blocks per cluster, checked; resolved per instance
+    /// by `expand` (a count may name a const generic).
+    pub cluster: Option<[Extent; 3]>,
     /// `#[variant_of(kernel)]`: the kernel this one is a variant of.
     pub variant_of: Option<String>,
     /// `#[tensor_maps(...)]`, checked.
@@ -215,7 +216,10 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
     if let Some(l) = &launch {
         launch::check_tile_values(l, &instances, &mut errors);
     }
-    let cluster = cluster.and_then(|c| check_cluster(c, &mut errors));
+    let cluster = cluster.and_then(|c| check_cluster(c, &generics, &mut errors));
+    if let Some(c) = &cluster {
+        check_cluster_values(c, &instances, &mut errors);
+    }
     let variant_of = variant_of.and_then(|v| variant::check_variant(v, &name, &mut errors));
     let tensor_maps = tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &mut errors));
 

@@ -303,10 +303,12 @@ impl Launcher {
             GridKind::Persistent {
                 tile,
                 blocks_per_sm,
+                cluster,
             } => {
-                let most = resident(*blocks_per_sm)?;
+                // Whole clusters, one per tile, as many as fit (at least one).
+                let (most, cluster) = (resident(*blocks_per_sm)?, u64::from(*cluster));
                 let tiles: u64 = blocks(tile).iter().product();
-                [tiles.min(most), 1, 1]
+                [tiles.min((most / cluster).max(1)) * cluster, 1, 1]
             }
             GridKind::Rows {
                 least,

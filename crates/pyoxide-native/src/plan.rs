@@ -9,7 +9,7 @@
 //!   passes (see derived.rs);
 //! - `grid`: how a plain call is sized (`GridRule`: `kind` "elements", "stride",
 //!   "tiles", "persistent" or "rows", `param`, `block`, `tile`, `per_block`,
-//!   `blocks_per_sm`, `least_block`, `columns_per_warp`, `cols`), or None when only
+//!   `blocks_per_sm`, `least_block`, `columns_per_warp`, `cols`, `cluster`), or None when only
 //!   configured calls may take the fast path;
 //! - `shared_mem`: the dynamic shared memory of a plain call;
 //! - `derived`: the derived parameter's source, or None;
@@ -32,8 +32,14 @@ pub enum GridKind {
     Stride { per_block: u64, blocks_per_sm: u32 },
     /// One block per `tile` of the shaped `param`'s extents (x over its last).
     Tiles { tile: [u32; 3] },
-    /// `min(tiles, blocks_per_sm × multiprocessors)` blocks on x, each walking tiles.
-    Persistent { tile: [u32; 3], blocks_per_sm: u32 },
+    /// `min(tiles, max(1, blocks_per_sm × multiprocessors / cluster)) × cluster` blocks on
+    /// x, each block (or each cluster of `cluster` blocks along x) walking tiles
+    /// (pyoxide/_launch/clusters.py: `persistent_blocks`).
+    Persistent {
+        tile: [u32; 3],
+        blocks_per_sm: u32,
+        cluster: u32,
+    },
     /// One block per row of `param`, of `min(block.x, max(least, 32 · ceil(row length /
     /// columns_per_warp)))` threads. A row is `cols`'s value of elements (an integer
     /// parameter, which must divide `param`'s length), or, where `cols` is None, the 2-D
@@ -178,9 +184,11 @@ fn read_grid(grid: &Bound<'_, PyAny>, layout: &Layout) -> PyResult<Grid> {
                 GridKind::Tiles { tile }
             } else {
                 let blocks_per_sm: u32 = get("blocks_per_sm")?.extract()?;
+                let cluster: u32 = get("cluster")?.extract()?;
                 GridKind::Persistent {
                     tile,
                     blocks_per_sm: blocks_per_sm.max(1),
+                    cluster: cluster.max(1),
                 }
             }
         }

@@ -264,42 +264,135 @@ pub(super) fn check_launch_bounds(
 }
 
 /// `#[cluster_launch(x, y, z)]`: each count at least 1, missing ones 1, and at most
-/// `MAX_CLUSTER_SIZE` blocks in all (the cluster size every sm_90+ device launches).
-pub(super) fn check_cluster(c: ClusterSyntax, errors: &mut Errors) -> Option<[u32; 3]> {
-    let mut dims = [1u32; 3];
+/// `MAX_CLUSTER_SIZE` blocks in all (the cluster size every sm_90+ device launches). A
+/// count may name a const generic parameter of the kernel (`#[cluster_launch(SPLIT)]`):
+/// each instance then has its own cluster, checked by [`check_cluster_values`].
+pub(super) fn check_cluster(
+    c: ClusterSyntax,
+    generics: &[(&Ident, bool)],
+    errors: &mut Errors,
+) -> Option<[Extent; 3]> {
+    let limit = oxide_abi::limits::MAX_CLUSTER_SIZE;
+    let mut dims = [Extent::Fixed(1), Extent::Fixed(1), Extent::Fixed(1)];
     let mut ok = true;
-    for (d, lit) in dims.iter_mut().zip(&c.dims) {
-        match lit.base10_parse::<u32>() {
-            Ok(v) if v >= 1 => *d = v,
-            _ => {
-                errors.push(
-                    lit.span(),
-                    format!(
-                        "cluster_launch: each dimension must be an integer from 1 to {}; \
-                         write 1 for an axis the cluster does not span",
-                        oxide_abi::limits::MAX_CLUSTER_SIZE
-                    ),
-                );
-                ok = false;
+    for (d, item) in dims.iter_mut().zip(&c.dims) {
+        match item {
+            TupleItem::Int(lit) => match lit.base10_parse::<u32>() {
+                Ok(v) if v >= 1 => *d = Extent::Fixed(v),
+                _ => {
+                    errors.push(
+                        lit.span(),
+                        format!(
+                            "cluster_launch: each dimension must be an integer from 1 to \
+                             {limit}; write 1 for an axis the cluster does not span"
+                        ),
+                    );
+                    ok = false;
+                }
+            },
+            TupleItem::Name(name) => {
+                match generics
+                    .iter()
+                    .position(|(g, is_const)| *is_const && **g == *name)
+                {
+                    Some(generic) => {
+                        *d = Extent::Const {
+                            generic,
+                            name: name.clone(),
+                        }
+                    }
+                    None => {
+                        errors.push(
+                            name.span(),
+                            format!(
+                                "cluster_launch: `{name}` is not a const generic parameter of \
+                                 this kernel; a dimension is an integer from 1 to {limit} or \
+                                 `const {name}: usize` of the kernel (each instance its own)"
+                            ),
+                        );
+                        ok = false;
+                    }
+                }
             }
         }
     }
-    let limit = oxide_abi::limits::MAX_CLUSTER_SIZE;
-    let blocks = dims.iter().map(|&d| u64::from(d)).product::<u64>();
-    if ok && blocks > u64::from(limit) {
-        let lits = &c.dims;
-        errors.push_spanned(
-            &quote::quote!(#(#lits),*),
-            format!(
-                "cluster_launch: {} x {} x {} = {blocks} blocks per cluster, but a cluster \
-                 that every sm_90+ GPU launches has at most {limit}; use fewer blocks per \
-                 cluster (e.g. #[cluster_launch(2, 1, 1)])",
-                dims[0], dims[1], dims[2]
-            ),
-        );
-        ok = false;
+    let fixed = dims.iter().all(|d| matches!(d, Extent::Fixed(_)));
+    if ok && fixed {
+        let values = dims.each_ref().map(|d| extent_value(d, &[]).unwrap_or(0));
+        let blocks = values.iter().map(|&d| u64::from(d)).product::<u64>();
+        if blocks > u64::from(limit) {
+            let items = c.dims.iter().map(|i| match i {
+                TupleItem::Int(l) => quote::quote!(#l),
+                TupleItem::Name(n) => quote::quote!(#n),
+            });
+            errors.push_spanned(
+                &quote::quote!(#(#items),*),
+                format!(
+                    "cluster_launch: {} x {} x {} = {blocks} blocks per cluster, but a cluster \
+                     that every sm_90+ GPU launches has at most {limit}; use fewer blocks per \
+                     cluster (e.g. #[cluster_launch(2, 1, 1)])",
+                    values[0], values[1], values[2]
+                ),
+            );
+            ok = false;
+        }
     }
     ok.then_some(dims)
+}
+
+/// An extent's value: its integer, or the text `args` gives the const generic it names,
+/// where that is an integer (None otherwise).
+fn extent_value(extent: &Extent, args: &[super::InstanceArg]) -> Option<u32> {
+    match extent {
+        Extent::Fixed(v) => Some(*v),
+        Extent::Const { generic, .. } => args.get(*generic)?.text.parse().ok(),
+    }
+}
+
+/// Every instance of a kernel whose `#[cluster_launch]` names const generics gives them
+/// values from 1 up, and at most `MAX_CLUSTER_SIZE` blocks in all.
+pub(super) fn check_cluster_values(
+    cluster: &[Extent; 3],
+    instances: &[Instance],
+    errors: &mut Errors,
+) {
+    let Some((name, span)) = cluster.iter().find_map(|e| match e {
+        Extent::Const { name, .. } => Some((name.to_string(), name.span())),
+        Extent::Fixed(_) => None,
+    }) else {
+        return;
+    };
+    let limit = oxide_abi::limits::MAX_CLUSTER_SIZE;
+    for inst in instances {
+        let values = cluster.each_ref().map(|e| extent_value(e, &inst.args));
+        let blocks = values
+            .iter()
+            .try_fold(1u64, |n, v| v.filter(|&v| v >= 1).map(|v| n * u64::from(v)));
+        if blocks.is_none_or(|b| b > u64::from(limit)) {
+            let shown = values.map(|v| v.map_or("?".to_string(), |v| v.to_string()));
+            errors.push(
+                span,
+                format!(
+                    "cluster_launch names `{name}`, and instance `{}` makes its cluster {} x {} \
+                     x {} blocks: each dimension must be at least 1 and a cluster that every \
+                     sm_90+ GPU launches has at most {limit} blocks",
+                    inst.entry, shown[0], shown[1], shown[2]
+                ),
+            );
+        }
+    }
+}
+
+/// This instance's cluster, its const generics' values in place of their names (all
+/// checked). A cluster that names a const generic and comes to one block is no cluster:
+/// the instance launches as a kernel without `#[cluster_launch]` (so a tuned `SPLIT = 1`
+/// is the plain kernel, PTX and launch alike).
+pub fn resolve_cluster(cluster: &[Extent; 3], inst: &Instance) -> Option<[u32; 3]> {
+    let dims = cluster
+        .each_ref()
+        .map(|e| extent_value(e, &inst.args).expect("check_cluster_values: every value is valid"));
+    let named = cluster.iter().any(|e| matches!(e, Extent::Const { .. }));
+    (!named || dims != [1, 1, 1]).then_some(dims)
 }
 
 pub(super) fn check_launch(

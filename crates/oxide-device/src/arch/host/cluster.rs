@@ -59,6 +59,10 @@ pub(crate) unsafe fn dsmem_read_u32(_p: *const u32, _rank: u32) -> u32 {
     not_emulated("ld.shared::cluster (mapa)")
 }
 
+pub(crate) unsafe fn dsmem_read_f32x4(_p: *const f32, _rank: u32) -> [f32; 4] {
+    not_emulated("ld.shared::cluster.v4.f32 (mapa)")
+}
+
 pub(crate) unsafe fn dsmem_write_u32(_p: *mut u32, _rank: u32, _v: u32) {
     not_emulated("st.shared::cluster (mapa)")
 }

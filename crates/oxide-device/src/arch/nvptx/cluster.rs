@@ -114,6 +114,20 @@ pub(crate) unsafe fn dsmem_read_u32(p: *const u32, rank: u32) -> u32 {
 }
 
 #[inline(always)]
+pub(crate) unsafe fn dsmem_read_f32x4(p: *const f32, rank: u32) -> [f32; 4] {
+    let (v0, v1, v2, v3): (f32, f32, f32, f32);
+    // SAFETY: upheld by the caller (`cluster::dsmem_read_f32x4`). `readonly`: it writes
+    // nothing, so independent reads may be scheduled together; it still does not move
+    // across the cluster barrier (an intrinsic that may write memory).
+    unsafe {
+        asm!("ld.shared::cluster.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) v0,
+             b = out(reg32) v1, c = out(reg32) v2, d = out(reg32) v3,
+             p = in(reg32) mapa_shared(p.cast(), rank), options(readonly, nostack, preserves_flags));
+    }
+    [v0, v1, v2, v3]
+}
+
+#[inline(always)]
 pub(crate) unsafe fn dsmem_write_u32(p: *mut u32, rank: u32, v: u32) {
     // SAFETY: upheld by the caller (`cluster::dsmem_write_u32`).
     unsafe {

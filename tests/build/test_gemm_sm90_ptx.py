@@ -1,0 +1,73 @@
+"""kernels_sm90a's GEMM instances as ptxas takes them, without a GPU: every tuned
+instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]`) keeps its accumulators in
+registers (no stack, no spill), and the split ones (`#[cluster_launch(SPLIT)]`) carry
+their cluster shape and the distributed-shared-memory reduction of
+kernels_sm90a/src/gemm_sm90_split.rs: `mapa` + `ld.shared::cluster.v4.f32` from every
+rank, cluster barriers in arrive/wait pairs (two a tile for the producer warpgroup, two
+for the consumers), the proxy fence before the ring's stages are loaded again. The
+unsplit ones have none of it (the hand pick is the kernel it was)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from helpers.bundled import sm90a_kernels_manifest
+
+ENTRIES = [
+    f"{name}_sm90_{bn}_{split}"
+    for name in ("gemm_bf16", "gemm_bf16_bf16")
+    for bn in (256, 128)
+    for split in (1, 2, 4)
+]
+#: Chunks each consumer thread sums at once (gemm_sm90_split.rs's UNROLL).
+UNROLL = 4
+
+
+def _artifact() -> tuple[dict, str]:
+    path = Path(sm90a_kernels_manifest())
+    manifest = json.loads(path.read_text())
+    (art,) = manifest["artifacts"]
+    return art, (path.parent / art["path"]).read_text()
+
+
+def _body(ptx: str, entry: str) -> str:
+    start = ptx.index(f".entry {entry}(")
+    return ptx[start : ptx.index("\n}", start)]
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_every_instance_keeps_its_accumulators_in_registers(entry: str) -> None:
+    art, ptx = _artifact()
+    stats = art["ptxas"][entry]
+    assert stats["stack_frame_bytes"] == 0 and stats["spill_store_bytes"] == 0, stats
+    assert stats["spill_load_bytes"] == 0 and stats["registers"] <= 168, stats
+    assert ".local" not in _body(ptx, entry)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_split_instance_reduces_through_distributed_shared_memory(entry: str) -> None:
+    _, ptx = _artifact()
+    body = _body(ptx, entry)
+    split = int(entry.rsplit("_", 1)[1])
+    cluster = re.findall(r"\.reqnctapercluster (\d+), (\d+), (\d+)", body)
+    arrives = body.count("barrier.cluster.arrive")
+    if split == 1:
+        assert cluster == [] and arrives == 0 and "mapa" not in body
+        assert "ld.shared::cluster" not in body and "barrier.cluster.wait" not in body
+        return
+    assert cluster == [(str(split), "1", "1")]
+    # unaligned forms (a lone thread of the producer's warp issues the loads)
+    assert "barrier.cluster.arrive.aligned" not in body
+    assert arrives == body.count("barrier.cluster.wait") == 4, arrives
+    # each rank's share: UNROLL chunks from each of the SPLIT blocks, in flight together
+    loads = re.findall(r"ld\.shared::cluster\.v4\.f32 \{[^}]*\}, \[(%r\d+)\];", body)
+    assert len(loads) == UNROLL * split, len(loads)
+    mapped = set(re.findall(r"mapa\.shared::cluster\.u32 (%r\d+), %r\d+, %r\d+;", body))
+    assert set(loads) <= mapped, "every DSMEM load reads a mapa address"
+    # the partial's generic writes are fenced before the second barrier, after which TMA
+    # loads the next tile over it
+    fenced = r"fence\.proxy\.async\.shared::cta;\s*(//[^\n]*\s*)*barrier\.cluster\.arrive;"
+    assert len(re.findall(fenced, body)) == 1
