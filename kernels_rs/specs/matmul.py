@@ -4,7 +4,10 @@ launches from their `#[launch]` policies; see pyoxide/spec.py.
 
 Tolerance: f32 sums of k products grow like sqrt(k)·2^-24 relative (Frobenius norm);
 1e-5 holds with margin to k ≈ 10^5. The bf16 GEMMs are compared with the float64
-product of the bf16-rounded inputs (so input rounding is not their error)."""
+product of the bf16-rounded inputs (so input rounding is not their error); with an f32
+result they may also lose an ulp (2^-24 relative) per k-step of 16, since the tensor
+cores' f32 accumulation behaves as if it truncated (Hopper's wgmma as cuBLAS runs it: at
+16×4096×14336 the H200 measured 1.6e-5; scripts/bench_gemm checks the same bound)."""
 
 from __future__ import annotations
 
@@ -117,6 +120,8 @@ GEMM_BF16 = _gemm_spec(
     kernel="gemm_bf16",
     dtypes=("bf16",),
     inputs=_bf16_inputs,
+    # The tensor cores' truncating f32 accumulation: an ulp per k-step of 16 (module docs).
+    tolerance=lambda case: max(1e-5, case.shape[2] / 16 * 2.0**-24),
     bytes=_bytes(2),
     peers={"torch.mm (bf16)": _torch_mm("bf16")},
 )
