@@ -55,9 +55,10 @@ use oxide_device::prelude::*;
 /// `x.len()` is not `rows · cols` or `out.len()` differs from `x.len()`.
 ///
 /// Tuned: the block, and `blocks_per_sm` (0, the hand pick: one block per row; K: at
-/// most K blocks a multiprocessor, each walking rows). Short rows want the second: at
-/// 65536 rows of 128 a block's whole life is a few hundred cycles, and launching 65536
-/// of them, not moving the bytes, sets the pace.
+/// most K blocks a multiprocessor, each walking rows). Short rows want the second: on an
+/// H200 at 65536 rows of 128, 145 µs with a 64-thread block per row, 108 µs with 8 of
+/// them an SM walking the rows (a copy of the bytes takes about 15 µs: a block's row
+/// phases, not the launches alone, leave the memory idle).
 #[kernel]
 #[launch_bounds(512)]
 #[launch(block_per_row(out, block = 256))]
