@@ -13,19 +13,6 @@ from .._manifest.reader import KernelSpec
 from ..errors import ArgumentValueError
 
 Dim3 = tuple[int, int, int]
-#: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
-GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
-
-
-def grid_has_meaning(spec: KernelSpec) -> bool:
-    """Whether block b of a launch handles element, row or segment b (GRID_HAS_MEANING),
-    so that an explicit grid must be exactly the policy's: not a row kernel with (or
-    tuned over) ``blocks_per_sm``, which walks its rows ``blockIdx.x, + gridDim.x, …``."""
-    policy = spec.launch
-    if policy is None or policy.kind not in GRID_HAS_MEANING:
-        return False
-    tuned = [n for n, _ in spec.tune.launch] if spec.tune is not None else []
-    return policy.kind != "block_per_row" or not (policy.blocks_per_sm or "blocks_per_sm" in tuned)
 
 
 def persistent_blocks(tiles: int, resident: int, cluster: int) -> int:
@@ -47,10 +34,11 @@ def cluster_x(spec: KernelSpec) -> int:
     return c[0] if c is not None and c[1:] == (1, 1) else 1
 
 
-def fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
+def fit_cluster(spec: KernelSpec, grid: Dim3, given: bool, meaningful: bool) -> Dim3:
     """`grid` for a kernel of `spec.cluster`: as it is when a multiple of the cluster
     along each axis; a sized grid rounded up to one where its blocks may find no work;
-    else refused, saying which axis and the grid that would do."""
+    else (`given`, or a grid whose blocks each own an element, row or segment:
+    `meaningful`) refused, saying which axis and the grid that would do."""
     name, cluster = spec.entry, spec.cluster
     assert cluster is not None
     if all(g % c == 0 for g, c in zip(grid, cluster, strict=True)):
@@ -59,7 +47,7 @@ def fit_cluster(spec: KernelSpec, grid: Dim3, given: bool) -> Dim3:
     shape = "x".join(map(str, cluster))
     attr = f"#[cluster_launch({', '.join(map(str, cluster))})]"
     policy = spec.launch
-    if given or grid_has_meaning(spec):
+    if given or meaningful:
         got = f"grid {grid}" if given else f"{grid} blocks ({policy.kind if policy else ''})"
         fix = (
             f"pass grid={fitted} (each axis rounded up; the kernel must let the extra "

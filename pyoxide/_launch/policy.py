@@ -23,7 +23,7 @@ from .._manifest import abi as _abi
 from .._manifest.policy_spec import LaunchPolicy
 from .._manifest.reader import KernelSpec
 from ..errors import ArgumentValueError
-from .clusters import cluster_x, fit_cluster, grid_has_meaning, persistent_blocks
+from .clusters import cluster_x, fit_cluster, persistent_blocks
 from .shapes import tile_block, tile_grid
 
 #: Threads per block of a plain call of a kernel without a policy of its own (what
@@ -34,6 +34,8 @@ _MAX_GRID = _abi.MAX_GRID_DIM[0]
 #: 16 bytes), from _ROW_LEAST_BLOCK threads up to the policy's block (see _row_block).
 _ROW_BYTES_PER_THREAD = 128
 _ROW_LEAST_BLOCK = 128
+#: Policies whose grid has a meaning: an explicit grid must be exactly theirs.
+_GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
 #: Policies whose plain grid is a division of one array's length (see plain_rule).
 _PLAIN_KINDS = frozenset({"elementwise", "block_per_element", "columns"})
 
@@ -75,9 +77,13 @@ def _whole_warps(spec: KernelSpec, threads: int) -> int:
 
 def validates_grid(spec: KernelSpec) -> bool:
     """Whether an explicit grid is checked against the arguments (so a configured call
-    cannot be checked once, ahead of them): where the grid has a meaning
-    (clusters.grid_has_meaning)."""
-    return grid_has_meaning(spec)
+    cannot be checked once, ahead of them): where block b owns element, row or segment b,
+    not a row kernel with (or tuned over) ``blocks_per_sm``, whose blocks walk rows."""
+    policy = policy_of(spec)
+    if policy is None or policy.kind not in _GRID_HAS_MEANING:
+        return False
+    tuned = [n for n, _ in spec.tune.launch] if spec.tune is not None else []
+    return policy.kind != "block_per_row" or not (policy.blocks_per_sm or "blocks_per_sm" in tuned)
 
 
 def needs_configuration(spec: KernelSpec) -> bool:
@@ -198,7 +204,7 @@ def configure(
     grid3 = _grid(spec, policy, block3, lengths, args, grid, multiprocessors, shapes)
     if spec.cluster is None:
         return grid3, block3
-    return fit_cluster(spec, grid3, given=grid is not None), block3
+    return fit_cluster(spec, grid3, given=grid is not None, meaningful=validates_grid(spec)), block3
 
 
 def _block(
@@ -249,7 +255,7 @@ def _grid(
     rounding: `grid` as given where the policy gives the grid no meaning, else the
     policy's (an explicit `grid` checked against it)."""
     name = spec.entry
-    if grid is not None and not grid_has_meaning(spec):
+    if grid is not None and not validates_grid(spec):
         return grid
     if policy is None:
         raise ArgumentValueError(
@@ -272,8 +278,6 @@ def _grid(
         resident = policy.blocks_per_sm * multiprocessors()
         return (persistent_blocks(tiles, resident, cluster_x(spec)), 1, 1)
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
-    if policy.kind == "block_per_row" and policy.blocks_per_sm:  # the kernel walks rows
-        blocks = min(blocks, policy.blocks_per_sm * multiprocessors())
     over = spec.params[policy.over].name
     if grid is not None:
         if grid[0] * grid[1] * grid[2] != blocks:
@@ -329,7 +333,7 @@ def _one_d(spec: KernelSpec, what: str, dims: Dim3 | None) -> None:
     why = (
         " (block b handles element or row b, its blockIdx.x: a 2-D grid would repeat "
         "blockIdx.x along y)"
-        if what == "grid" and grid_has_meaning(spec)
+        if what == "grid" and validates_grid(spec)
         else ""
     )
     raise ArgumentValueError(
@@ -396,19 +400,23 @@ def _blocks(
     if kind == "columns":  # any 1-D grid: the kernel strides over its strips
         return -(-n // policy.per_block), ""
     assert kind == "block_per_row"
-    if policy.cols is None:  # a 2-D shaped `over`: one block per row
+    if policy.cols is None:  # a 2-D shaped `over`
         shape = shapes[policy.over]
         assert shape is not None
-        return shape[0], f"one per row of '{over}' ({shape[0]} rows of {shape[1]})"
-    cols_name = spec.params[policy.cols].name
-    cols = operator.index(args[policy.cols])
-    if cols <= 0 or n % cols:
-        raise ArgumentValueError(
-            spec.entry, over, f"a row-major matrix of rows of {cols_name} elements",
-            f"{n} elements with {cols_name}={cols}",
-            f"pass {cols_name} = the row length, which divides len({over})",
-        )  # fmt: skip
-    return n // cols, f"one per row of '{over}' ({n // cols} rows of {cols})"
+        rows, cols = shape[0], shape[1]
+    else:
+        cols_name = spec.params[policy.cols].name
+        cols = operator.index(args[policy.cols])
+        if cols <= 0 or n % cols:
+            raise ArgumentValueError(
+                spec.entry, over, f"a row-major matrix of rows of {cols_name} elements",
+                f"{n} elements with {cols_name}={cols}",
+                f"pass {cols_name} = the row length, which divides len({over})",
+            )  # fmt: skip
+        rows = n // cols
+    if policy.blocks_per_sm:  # the kernel walks rows: no more blocks than fill the SMs
+        return min(rows, policy.blocks_per_sm * multiprocessors()), ""
+    return rows, f"one per row of '{over}' ({rows} rows of {cols})"
 
 
 def lengths_of(views: Sequence[Any]) -> list[int | None]:

@@ -74,14 +74,10 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
         "disjoint_array",
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
-    ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f not in ("over", "cols") and f in v}
-    if kind == "block_per_row":
-        ints.setdefault("blocks_per_sm", 0)
+    ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f in v and f not in ("over", "cols")}
+    may_be_zero = OPTIONAL_FIELDS.get(kind, ())  # block_per_row's blocks_per_sm: 0, one a row
     most = _abi.MAX_THREADS_PER_BLOCK
-    positive = [
-        n for f, n in ints.items() if not (kind == "block_per_row" and f == "blocks_per_sm")
-    ]
-    if any(n == 0 for n in positive) or ints.get("block", 1) > most:
+    if any(n == 0 and f not in may_be_zero for f, n in ints.items()) or ints.get("block", 1) > most:
         raise c.fail(
             w,
             f"per_thread, per_block, block and blocks_per_sm are at least 1, block at most {most}",
