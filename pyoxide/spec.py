@@ -26,6 +26,16 @@ A spec is plain Python next to the kernel: a crate's ``specs/*.py`` files each d
   a dict ``{name: callable}`` of several (pyoxide/bench/_peers.py's, which
   scripts/bench_kernels times too).
 
+For ``pyoxide tune`` (pyoxide/bench/tune.py), optionally: ``serves``, the kernels that
+run this kernel's calls besides its own instances and ``#[variant_of]`` kernels (a
+dispatcher's, e.g. ``attention``'s sm_90a kernel, whose extra parameters the call
+makes), tuned against this spec; ``derived(args, case)``, the values of the scalar
+parameters the launch hook derives from the arrays (``inputs`` gives None for them),
+which a scalar tune key (``#[tune(key = [...])]``) buckets by; and ``verify_shape(shape)``,
+the shape a candidate is verified on instead of the tuned shape when that one is too
+large for the float64 reference (the same flags, extents cut to a few hundred and not
+multiples of the tiles; the candidate's own code still runs it).
+
 Kernels of one family share most of these: ``functools.partial(Spec, shapes=...,
 tolerance=..., bench_shapes=...)`` gives them one home, and :meth:`Case.normal` draws
 the usual inputs.
@@ -156,6 +166,9 @@ class Spec:
     scale: Callable[[Args, Case], dict[str, np.ndarray]] | None = None
     peers: Mapping[str, Callable[[Args], Any]] = field(default_factory=dict)
     misaligned: bool = True
+    serves: tuple[str, ...] = ()
+    derived: Callable[[Args, Case], Args] | None = None
+    verify_shape: Callable[[Shape], Shape] | None = None
 
     def case_shapes(self, rng: np.random.Generator, count: int) -> list[Shape]:
         return (self.shapes or sizes_1d)(rng, count)

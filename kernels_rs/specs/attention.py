@@ -3,6 +3,14 @@
 run kernels_sm90a's ``attention_sm90``, misaligned views and the CPU emulator the
 mma.sync kernel. Compared with a float64 reference on the 16-bit inputs.
 
+It also verifies and tunes ``attention_sm90``'s schedules (``serves``): ``pyoxide tune``
+runs each instance through ``as_attention`` (the call's argument preparation, pinned to
+that instance), buckets by the scalars the call derives (``derived``: the kernel's tune
+key is head_dim, seqlen_k and causal) and, at the long sequences it tunes (S up to
+16384, where the float64 reference is ~10^12 flops), verifies each candidate at
+``verify_shape``: the same batch layout, head dimension, mask and GQA, S cut to 300 or
+less (not a multiple of the 64- or 128-row tiles).
+
 A case's shape is (batch, seqlen_q, seqlen_k, kv_heads, group, d128, causal, varlen,
 bhsd): heads = kv_heads · group (grouped-query attention when group > 1), head
 dimension 128 if d128 else 64, the bottom-right causal mask if causal, packed
@@ -23,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from pyoxide.bundled.attention import DERIVED, as_attention
+from pyoxide.bundled.attention import DERIVED, SM90_KERNEL, as_attention, derived_scalars
 from pyoxide.spec import Case, Out, Shape, Spec
 
 F64 = np.float64
@@ -152,16 +160,41 @@ def _observe(got: dict[str, np.ndarray], case: Case) -> dict[str, np.ndarray]:
     return {**got, "lse": np.where(np.isneginf(lse), NO_KEYS, lse)}
 
 
+def _options(named: dict[str, Any], case: Case) -> dict[str, Any]:
+    """The call's keyword arguments for a case's arguments (by parameter name)."""
+    varlen, bhsd = case.shape[7], case.shape[8]
+    return {
+        "causal": named["causal"], "scale": named["scale"],
+        "cu_seqlens_q": named["cu_seqlens_q"] if varlen else None,
+        "cu_seqlens_k": named["cu_seqlens_k"] if varlen else None,
+        "layout": "bhsd" if bhsd else "bshd",
+    }  # fmt: skip
+
+
 def _launch(kernel: Any, args: list[Any], case: Case) -> None:
     named = dict(zip((p.name for p in kernel.spec.params), args, strict=True))
-    varlen, bhsd = case.shape[7], case.shape[8]
-    as_attention(kernel)(
-        named["q"], named["k"], named["v"], named["out"], named["causal"],
-        scale=named["scale"], lse=named["lse"],
-        cu_seqlens_q=named["cu_seqlens_q"] if varlen else None,
-        cu_seqlens_k=named["cu_seqlens_k"] if varlen else None,
-        layout="bhsd" if bhsd else "bshd",
-    )  # fmt: skip
+    as_attention(kernel)(named["q"], named["k"], named["v"], named["out"], lse=named["lse"],
+                         **_options(named, case))  # fmt: skip
+
+
+def _derived(a: dict[str, Any], case: Case) -> dict[str, Any]:
+    return derived_scalars(a["q"], a["k"], a["v"], a["out"], **_options(a, case))
+
+
+#: The longest sequence a tuned candidate is verified at (verify_shape).
+VERIFY_S = 300
+
+
+def _verify_shape(shape: Shape) -> Shape:
+    """The tuned shape with each sequence cut to at most VERIFY_S (minus one a tile's
+    multiple) and the batch to 2: everything else (GQA, head dim, causal, layout) kept."""
+    b, sq, sk, *rest = shape
+
+    def cut(s: int) -> int:
+        s = min(s, VERIFY_S)
+        return s - 1 if s % 64 == 0 and s > 1 else s
+
+    return (min(b, 2), cut(sq), cut(sk), *rest)
 
 
 def _flops(case: Case) -> int:
@@ -201,6 +234,9 @@ ATTENTION = Spec(
     bytes=_bytes,
     bench_shapes=[(8, 2048, 2048, 16, 1, 1, 0, 0, 0), (8, 2048, 2048, 16, 1, 1, 1, 0, 0)],
     peers={"torch SDPA": _torch_sdpa},
+    serves=(SM90_KERNEL,),
+    derived=_derived,
+    verify_shape=_verify_shape,
 )
 
 SPECS = [ATTENTION]

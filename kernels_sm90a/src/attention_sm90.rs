@@ -77,11 +77,19 @@ pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 /// packed rows; box 64 × 128 × 1 × 1; the 128-byte swizzle), 64-byte aligned in device
 /// memory. Needs q, k, v and out 16-byte aligned with strides that are multiples of 8
 /// elements (TMA's rules, and the epilogue's 16-byte stores).
+///
+/// `PINGPONG` is the consumers' schedule, tuned per call shape (`pyoxide tune`): 0 (the
+/// hand pick) lets both consumer warpgroups run freely; 1 is FlashAttention-3's ping-pong
+/// between them (attention_sm90_consumer.rs's `Turns`), one warpgroup's softmax under the
+/// other's products. Which is faster depends on the head dimension, the mask and the
+/// number of keys, so a choice is kept per (`head_dim`, `seqlen_k`, `causal`) bucket: the
+/// tune key, the arrays being flat slices.
 #[kernel(bf16, f16)]
 #[launch_bounds(384, 1)]
+#[tune(PINGPONG = [0, 1], key = [head_dim, seqlen_k, causal])]
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn attention_sm90<T: Sm90Element>(
+pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32>(
     q: &[T],
     k: &[T],
     v: &[T],
@@ -121,55 +129,12 @@ pub fn attention_sm90<T: Sm90Element>(
         scale,
         causal,
     };
-    head_dim_body::<T, false>(&a, head_dim, out, lse)
-}
-
-/// [`attention_sm90`] with FlashAttention-3's ping-pong between the consumer
-/// warpgroups (attention_sm90_consumer.rs's `Turns`): the same arguments and launch.
-/// (Timed beside it by scripts/bench_attention; the faster one stays.)
-#[kernel(bf16, f16)]
-#[launch_bounds(384, 1)]
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub fn attention_sm90_pingpong<T: Sm90Element>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    maps: &[u8],
-    out: DisjointSlice<T>,
-    lse: DisjointSlice<f32>,
-    cu_seqlens_q: &[i32],
-    cu_seqlens_k: &[i32],
-    q_strides: [u64; 3],
-    k_strides: [u64; 3],
-    v_strides: [u64; 3],
-    out_strides: [u64; 3],
-    lse_strides: [u64; 2],
-    batch: u32,
-    heads: u32,
-    kv_heads: u32,
-    head_dim: u32,
-    seqlen_q: u32,
-    seqlen_k: u32,
-    scale: f32,
-    causal: bool,
-) {
-    let _ = (q, k, v, q_strides, k_strides, v_strides);
-    let a = Args {
-        maps,
-        cu_q: cu_seqlens_q,
-        cu_k: cu_seqlens_k,
-        out_strides,
-        lse_strides,
-        batch,
-        heads,
-        kv_heads,
-        seqlen_q,
-        seqlen_k,
-        scale,
-        causal,
-    };
-    head_dim_body::<T, true>(&a, head_dim, out, lse)
+    // A const condition: each instance keeps one body.
+    if PINGPONG == 1 {
+        head_dim_body::<T, true>(&a, head_dim, out, lse)
+    } else {
+        head_dim_body::<T, false>(&a, head_dim, out, lse)
+    }
 }
 
 #[inline(always)]

@@ -27,6 +27,8 @@ one call are refused unless ``stream=`` says which stream to use.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -208,16 +210,23 @@ class Kernel(KernelBase):
                     continue
             except PyoxideError:
                 continue
-            if variant.takes(views) and variant.runs_on(backend, device):
+            if variant.takes(args, views) and variant.runs_on(backend, device):
                 # A variant's own variants (a tuned variant's choices) come first.
                 inner = variant.variant_for(args) if variant.variants else None
                 return inner or variant  # type: ignore[no-any-return]
         return None
 
-    def takes(self, views: Sequence[ArrayView | None]) -> bool:
-        """Whether, as a variant, it takes a plain call whose arguments have these views
-        (a tuned choice: its bucket, pyoxide/_launch/tuned.py); all calls by default."""
+    def takes(self, args: Sequence[Any], views: Sequence[ArrayView | None]) -> bool:
+        """Whether, as a variant, it takes a plain call with these arguments and their
+        views (a tuned choice: its bucket, pyoxide/_launch/tuned.py); all calls by default."""
         return True
+
+    @property
+    def decides_in_compiled_code(self) -> bool:
+        """Whether its compiled launchers can tell the plain calls it takes as a variant
+        (and so can its variants): not a tuned choice keyed by scalars (tuned.py). A
+        kernel with a variant that cannot leaves its plain calls to the general path."""
+        return all(v.decides_in_compiled_code for v in self.variants)
 
     def runs_on(self, backend: backends.Backend, device: int) -> bool:
         """Whether its code loads on ``device`` (a build for another architecture, such
@@ -326,6 +335,10 @@ class Kernel(KernelBase):
         fast = self.fast_plan
         if fast is None:
             return
+        if fast.grid is not None and not self.decides_in_compiled_code:
+            # A variant's compiled launchers cannot tell its plain calls from this kernel's
+            # (a scalar tune key): those go to the general path, where variant_for decides.
+            fast = dataclasses.replace(fast, grid=None)
         if function is None:
             function = self._code(backend, device, self.name)
         launcher = backend.fast_launcher(fast, function, device)

@@ -8,10 +8,14 @@ one instance of the family with one combination of the tuned launch parameters;
 manifest entry a candidate launches as (its launch policy with the tuned values).
 
 A choice holds for a *bucket* of calls: :func:`key_dims` names the extents that matter
-(the ``#[shapes]`` names in order of first appearance, else the extents of the launch's
-``over``), and :func:`bucket_of` rounds each up to a power of two. The same function
-serves the tuner (where a measured shape falls) and the launcher (whether a call is in a
-choice's bucket), and :func:`bucket_rule` gives the compiled launchers the same test.
+(the scalar parameters of ``#[tune(key = [...])]``, each one's value; else the
+``#[shapes]`` names in order of first appearance; else the extents of the launch's
+``over``), and :func:`bucket_of` rounds each up to a power of two (0 stays 0, so a bool
+key's false and true fall in buckets 0 and 1). :func:`in_bucket` is the one test of
+whether an extent is in a bucket. The same functions serve the tuner (where a measured
+shape falls) and the launcher (whether a call is in a choice's bucket), and
+:func:`bucket_rule` gives the compiled launchers the same test where it can be written
+as theirs (array extents in nonzero buckets; None otherwise).
 """
 
 from __future__ import annotations
@@ -109,16 +113,21 @@ def tuned_spec(spec: KernelSpec, launch: Sequence[tuple[str, int]]) -> KernelSpe
 @dataclass(frozen=True)
 class KeyDim:
     """One extent that places a call in a bucket: axis ``axis`` of parameter ``param``
-    (a slice's length is its axis 0), called ``name``."""
+    (a slice's length is its axis 0), or with ``axis`` None the value of the scalar
+    parameter ``param``; called ``name``."""
 
     param: int
-    axis: int
+    axis: int | None
     name: str
 
 
 def key_dims(spec: KernelSpec) -> tuple[KeyDim, ...]:
-    """The extents a choice is kept per: the shape contract's names in order of first
-    appearance; without names, the extents of the launch's ``over``."""
+    """The extents a choice is kept per: the scalars of the kernel's tune key
+    (``#[tune(key = [...])]``, in its order); else the shape contract's names in order
+    of first appearance; without names, the extents of the launch's ``over``."""
+    if spec.tune is not None and spec.tune.key:
+        index = {p.name: i for i, p in enumerate(spec.params)}
+        return tuple(KeyDim(index[name], None, name) for name in spec.tune.key)
     dims: list[KeyDim] = []
     seen: set[str] = set()
     for i, p in enumerate(spec.params):
@@ -140,34 +149,67 @@ def key_dims(spec: KernelSpec) -> tuple[KeyDim, ...]:
 
 
 def pow2_bucket(extent: int) -> int:
-    """The power of two at or above ``extent`` (1 for 0 and 1)."""
-    return 1 << max(extent - 1, 0).bit_length()
+    """The power of two at or above ``extent`` (0 for 0: a bool's false and true, and
+    an empty extent and one element, do not share a bucket)."""
+    return 0 if extent <= 0 else 1 << (extent - 1).bit_length()
 
 
-def extents(
-    dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]
-) -> tuple[int, ...] | None:
-    """The key extents of a call whose array arguments have ``shapes`` (per parameter,
-    None for scalars); None when an argument is missing."""
+def in_bucket(extent: int, bucket: int) -> bool:
+    """Whether ``extent`` falls in ``bucket`` (``pow2_bucket(extent) == bucket``)."""
+    return extent == 0 if bucket == 0 else bucket // 2 < extent <= bucket
+
+
+#: Per parameter of a call: an array's shape (a tuple), a scalar's value, or None.
+KeyValues = Sequence[Any]
+
+
+def extents(dims: Sequence[KeyDim], values: KeyValues) -> tuple[int, ...] | None:
+    """The key extents of a call whose arguments have ``values`` (per parameter: an
+    array's shape, a scalar's value, None when unknown); None when one is missing or is
+    not an integer (a negative one has no bucket)."""
     out = []
     for d in dims:
-        shape = shapes[d.param] if d.param < len(shapes) else None
-        if shape is None or d.axis >= len(shape):
-            return None
-        out.append(int(shape[d.axis]))
+        v = values[d.param] if d.param < len(values) else None
+        if d.axis is None:
+            if isinstance(v, tuple) or v is None or not _is_integer(v) or int(v) < 0:
+                return None
+            out.append(int(v))
+        else:
+            if not isinstance(v, tuple) or d.axis >= len(v):
+                return None
+            out.append(int(v[d.axis]))
     return tuple(out)
 
 
-def bucket_of(
-    dims: Sequence[KeyDim], shapes: Sequence[tuple[int, ...] | None]
-) -> tuple[int, ...] | None:
-    found = extents(dims, shapes)
+def _is_integer(v: Any) -> bool:
+    import numbers
+
+    return isinstance(v, numbers.Integral) or (
+        hasattr(v, "dtype") and getattr(v, "shape", None) == () and v.dtype.kind in "biu"
+    )
+
+
+def bucket_of(dims: Sequence[KeyDim], values: KeyValues) -> tuple[int, ...] | None:
+    found = extents(dims, values)
     return None if found is None else tuple(pow2_bucket(e) for e in found)
+
+
+def takes(dims: Sequence[KeyDim], bucket: Sequence[int], values: KeyValues) -> bool:
+    """Whether a call whose arguments have ``values`` (as :func:`extents`) is in ``bucket``."""
+    found = extents(dims, values)
+    return found is not None and all(
+        in_bucket(e, b) for e, b in zip(found, bucket, strict=True)
+    )
 
 
 def bucket_rule(
     dims: Sequence[KeyDim], bucket: Sequence[int]
-) -> tuple[tuple[int, int, int, int], ...]:
+) -> tuple[tuple[int, int, int, int], ...] | None:
     """The compiled launchers' form of a bucket: ``(param, axis, low, high)`` per key
-    extent, taken when ``low < extent <= high``."""
-    return tuple((d.param, d.axis, b // 2, b) for d, b in zip(dims, bucket, strict=True))
+    extent, taken when ``low < extent <= high``; None when that cannot say it (a scalar
+    key, whose value the compiled rule does not read, or a bucket of 0)."""
+    if any(d.axis is None for d in dims) or 0 in bucket:
+        return None
+    return tuple(
+        (d.param, d.axis, b // 2, b) for d, b in zip(dims, bucket, strict=True) if d.axis is not None
+    )

@@ -12,6 +12,11 @@ extents fall in its bucket (:meth:`TunedKernel.takes`, and the ``bucket`` of its
 for the compiled launchers) and the device is the GPU model and architecture it was tuned
 on (:meth:`TunedKernel.runs_on`). Choices made on the emulator hold there, so the whole
 path is tested without a GPU.
+
+The compiled launchers' bucket test reads array extents only: a choice keyed by scalars
+(``#[tune(key = [...])]``) cannot be told apart there, so its launchers take configured
+calls only and the kernel it is a variant of sends its plain calls to the general path
+(:attr:`TunedKernel.decides_in_compiled_code`), where :meth:`Kernel.variant_for` decides.
 """
 
 from __future__ import annotations
@@ -47,12 +52,14 @@ class TunedKernel(Kernel):
         return (f"<pyoxide.TunedKernel {c.label} for {c.kernel} on {c.device} ({c.arch}), "
                 f"bucket {list(c.bucket)}>")  # fmt: skip
 
-    def takes(self, views: Sequence[ArrayView | None]) -> bool:
-        shapes = [None if v is None else tuple(v.shape) for v in views]
-        found = _tune_space.extents(self._dims, shapes)
-        return found is not None and all(
-            b // 2 < e <= b for e, b in zip(found, self.choice.bucket, strict=True)
-        )
+    def takes(self, args: Sequence[Any], views: Sequence[ArrayView | None]) -> bool:
+        values = [a if v is None else tuple(v.shape) for a, v in zip(args, views, strict=False)]
+        return _tune_space.takes(self._dims, self.choice.bucket, values)
+
+    @property
+    def decides_in_compiled_code(self) -> bool:
+        rule = _tune_space.bucket_rule(self._dims, self.choice.bucket)
+        return rule is not None and super().decides_in_compiled_code
 
     def runs_on(self, backend: Backend, device: int) -> bool:
         identity = (self.choice.device, self.choice.arch)
@@ -64,6 +71,8 @@ class TunedKernel(Kernel):
         if plan is None:
             return None
         rule = _tune_space.bucket_rule(self._dims, self.choice.bucket)
+        if rule is None:  # configured calls only: plain ones are variant_for's
+            return dataclasses.replace(plan, grid=None)
         return dataclasses.replace(plan, bucket=rule)
 
 

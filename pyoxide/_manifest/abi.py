@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 10
+MANIFEST_SCHEMA_VERSION = 11
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 2
 
@@ -94,7 +94,7 @@ TENSOR_MAP_BYTES = 128
 ONE_D_POLICIES = frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row", "segments", "columns"})
 
 # Tuning (src/tune.rs).
-TUNE_REPORT_VERSION = 1
+TUNE_REPORT_VERSION = 2
 TUNED_FILE_VERSION = 1
 MAX_TUNE_CANDIDATES = 64
 EMULATOR_DEVICE = "emulator"

@@ -366,7 +366,7 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         shared_bytes=shared,
         maps_param=maps_param,
         tensor_maps=maps,
-        tune=None if k.get("tune") is None else read_tune(c, k["tune"], w + ".tune"),
+        tune=None if k.get("tune") is None else read_tune(c, k["tune"], w + ".tune", params),
         whole_warps=None
         if k.get("whole_warps") is None
         else c.str_(k["whole_warps"], w + ".whole_warps"),

@@ -6,7 +6,7 @@ into candidates and buckets, pyoxide/_launch/tuned.py into launches."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +18,12 @@ from .json_checker import JsonChecker
 class TuneSpec:
     """A kernel's ``#[tune(...)]``: tuned const generics with their values as written (the
     first is the hand pick), tuned launch parameters with theirs (the policy's own value
-    is the hand pick)."""
+    is the hand pick), and the scalar parameters of its ``key`` (empty: its array
+    extents place a call in a bucket; pyoxide/_launch/tune_space.py)."""
 
     consts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     launch: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    key: tuple[str, ...] = ()
 
     @property
     def const_names(self) -> frozenset[str]:
@@ -66,9 +68,9 @@ class TunedChoice:
         }  # fmt: skip
 
 
-def read_tune(c: JsonChecker, value: Any, w: str) -> TuneSpec:
-    """A kernel descriptor's ``tune`` (schema 9)."""
-    v = c.obj(value, w, [], ["consts", "launch"])
+def read_tune(c: JsonChecker, value: Any, w: str, params: Sequence[Any] = ()) -> TuneSpec:
+    """A kernel descriptor's ``tune`` (schema 9; ``key``, schema 11)."""
+    v = c.obj(value, w, [], ["consts", "launch", "key"])
     consts = []
     for i, k in enumerate(c.list_(v.get("consts", []), w + ".consts")):
         kw = f"{w}.consts[{i}]"
@@ -89,7 +91,12 @@ def read_tune(c: JsonChecker, value: Any, w: str) -> TuneSpec:
         if not ints or (0 in ints and name != "blocks_per_sm"):
             raise c.fail(kw + ".values", "at least one value, each at least 1")
         launch.append((name, ints))
-    return TuneSpec(tuple(consts), tuple(launch))
+    key = tuple(c.str_(x, f"{w}.key[{i}]") for i, x in enumerate(c.list_(v.get("key", []), w + ".key")))
+    scalars = {p.name for p in params if p.kind == "scalar"}
+    for i, name in enumerate(key):
+        if name not in scalars:
+            raise c.fail(f"{w}.key[{i}]", f"a scalar parameter of the kernel, not {name!r}")
+    return TuneSpec(tuple(consts), tuple(launch), key)
 
 
 _CHOICE_FIELDS = ("kernel", "device", "arch", "bucket", "entry", "launch", "time_us", "hand_us",

@@ -5,8 +5,10 @@ the fastest that passed is kept for the kernel's bucket on this GPU (pyoxide/_la
 - Verified first: a candidate runs the spec's case at the shape, and one more case in the
   same bucket (one off each extent, on misaligned views where the spec allows them),
   with poisoned outputs, guard bytes around every array and the inputs checked unchanged
-  (pyoxide/verify/_case.py), against the float64 reference. One that fails is reported
-  and never timed, so never chosen.
+  (pyoxide/verify/_case.py), against the float64 reference. Where the spec has a
+  ``verify_shape`` (a tuned shape too large for its reference: attention's), the case is
+  at the shape it gives instead, run by the same candidate; the report's ``verified``
+  names the shapes. One that fails is reported and never timed, so never chosen.
 - Timed through a seam (:data:`Timing`): on the GPU, the bench harness's CUDA events with
   the L2 flushed between repetitions (pyoxide/bench/_timing.py); on the emulator, the wall
   clock (meaningless for a GPU, but it exercises everything else); tests plant their own.
@@ -70,13 +72,14 @@ def wall_timing(reps: int = 3) -> Timing:
 
 def hand_picks(kernels: Sequence[KernelSpec], spec: Spec) -> list[tuple[str, KernelSpec]]:
     """(dtype, the tuned kernel a plain call of that dtype names) for each of the spec's
-    dtypes that has one: the spec's kernel, or a ``#[variant_of]`` it (a variant computes
-    what the kernel it serves does, so that kernel's spec verifies it)."""
+    dtypes that has one: the spec's kernel, a ``#[variant_of]`` it, or a kernel the spec
+    ``serves`` (each computes what the spec's kernel does, so its spec verifies it)."""
     out = []
     for dtype in spec.dtypes:
         for k in kernels:
             untuned = _tune_space.family_key(k)[1]
-            if (spec.kernel in (k.name, k.variant_of) and k.tune is not None
+            if ((spec.kernel in (k.name, k.variant_of) or k.name in spec.serves)
+                    and k.tune is not None
                     and _tune_space.is_hand_pick(k)
                     and (not untuned or dtype in (v for _, v in untuned))):  # fmt: skip
                 out.append((dtype, k))
@@ -109,11 +112,15 @@ def _memoized(spec: Spec) -> Spec:
     )
 
 
-def _param_shapes(spec: Spec, kernel: KernelSpec, case: Case) -> list[tuple[int, ...] | None]:
-    """Each kernel parameter's array shape for ``case`` (None: a scalar)."""
+def _key_values(spec: Spec, kernel: KernelSpec, case: Case) -> list[Any]:
+    """Each kernel parameter's array shape, or scalar value, for ``case`` (as
+    :func:`~pyoxide._launch.tune_space.extents` takes them): the spec's inputs, with the
+    values its launch derives (``Spec.derived``)."""
     values = {**spec.inputs(case, np.random.default_rng(case.seed)),
               **{n: o.make(case) for n, o in spec.outputs.items()}}  # fmt: skip
-    return [np.shape(values[n]) if isinstance(values.get(n), np.ndarray) else None
+    if spec.derived is not None:
+        values.update(spec.derived(values, case))
+    return [np.shape(v) if isinstance(v := values.get(n), np.ndarray) else v
             for n in param_names(kernel)]  # fmt: skip
 
 
@@ -132,13 +139,16 @@ def _edge_step(spec: Spec, hand: KernelSpec) -> tuple[int, int]:
 
 def _cases(spec: Spec, hand: KernelSpec, case: Case, bucket: tuple[int, ...] | None) -> list[Case]:
     """The spec's case at the tuned shape, and one more in its bucket: each extent one
-    step off (:func:`_edge_step`) when that stays in the bucket."""
+    step off (:func:`_edge_step`) when that stays in the bucket. With the spec's
+    ``verify_shape``, the one case at the shape it gives."""
+    if spec.verify_shape is not None:
+        return [Case(tuple(spec.verify_shape(case.shape)), case.dtype, 0, case.seed)]
     step, offset = _edge_step(spec, hand)
     edge = Case(tuple(max(step, d - step) for d in case.shape), case.dtype, offset, case.seed + 1)
     dims = _tune_space.key_dims(hand)
     if (
         edge.shape == case.shape
-        or _tune_space.bucket_of(dims, _param_shapes(spec, hand, edge)) != bucket
+        or _tune_space.bucket_of(dims, _key_values(spec, hand, edge)) != bucket
     ):
         edge = Case(case.shape, case.dtype, offset, case.seed + 1)
     return [case] if edge == case else [case, edge]
@@ -187,7 +197,7 @@ def tune_shape(
     memo = _memoized(spec)
     case = Case(tuple(shape), dtype, 0, seed)
     dims = _tune_space.key_dims(hand)
-    bucket = _tune_space.bucket_of(dims, _param_shapes(memo, hand, case))
+    bucket = _tune_space.bucket_of(dims, _key_values(memo, hand, case))
     cases = _cases(memo, hand, case, bucket)
     arrays = Arrays(backend)
     run = ShapeRun(memo, hand, case, backend)
@@ -218,6 +228,7 @@ def tune_shape(
     choice_at = _choose(results, timed, hand_at, margin, timing, case, run)
     entry: dict[str, Any] = {
         "kernel": hand.entry, "shape": list(shape), "bucket": list(bucket or ()),
+        "verified": [list(c.shape) for c in cases],
         "seconds": round(time.perf_counter() - start, 3), "candidates": results,
         "choice": choice_at, "ratio": None,
     }  # fmt: skip

@@ -9,12 +9,18 @@ copy. This module is the one place that turns shaped arrays into those arguments
 - ``attention_sm90`` where it runs: every array on a GPU of compute capability 9.0,
   q, k, v and out 16-byte aligned with row, head and batch strides that are multiples
   of 8 elements (TMA's rules; the kernel's 16-byte stores). Its TMA tensor maps are
-  made here (the CuPy backend's ``cuTensorMapEncodeTiled``) and kept per arrays;
+  made here (the CuPy backend's ``cuTensorMapEncodeTiled``) and kept per arrays. Its
+  consumers' schedule is tuned (``#[tune(PINGPONG = [0, 1], key = [head_dim, seqlen_k,
+  causal])]``): the instance runs that ``pyoxide tune`` chose for this GPU and this
+  call's bucket of the key, found by the hand pick's ``variant_for`` with the launch's
+  arguments (pyoxide/_launch/tuned.py), else the hand pick (``PINGPONG = 0``);
 - ``attention`` everywhere else (other GPUs, the CPU emulator, other views).
 
 Which kernel a call would run: :meth:`Attention.picks`. A call with an explicit
 configuration (``kernels.attention_bf16[grid, block](...)``) is the plain kernel, with
-the kernel's own parameters.
+the kernel's own parameters. :func:`as_attention` of one ``attention_sm90`` instance is
+the call that runs that instance wherever the sm_90a kernel can (how ``pyoxide tune``
+verifies and times each candidate through the spec's launch).
 """
 
 from __future__ import annotations
@@ -33,11 +39,14 @@ PLAIN_BM, PLAIN_THREADS = 64, 128
 #: kernels_sm90a's launch: ATTENTION_SM90_BM, _THREADS and _SHARED_BYTES (the kernel
 #: asserts it got that much shared memory; a test checks these against the Rust).
 SM90_BM, SM90_THREADS, SM90_SHARED_BYTES = 128, 384, 164_936
-#: The kernel parameters the call derives from the arrays (a spec passes None for them).
+#: The kernel parameters the call derives from the arrays (a spec passes None for them;
+#: ``maps``, the sm_90a kernel's tensor maps).
 DERIVED = (
     "q_strides", "k_strides", "v_strides", "out_strides", "lse_strides",
-    "batch", "heads", "kv_heads", "head_dim", "seqlen_q", "seqlen_k",
+    "batch", "heads", "kv_heads", "head_dim", "seqlen_q", "seqlen_k", "maps",
 )  # fmt: skip
+#: kernels_sm90a's kernel (its hand-picked instances, one per dtype, are its launcher's).
+SM90_KERNEL = "attention_sm90"
 _MAPS_KEPT = 64
 
 
@@ -52,13 +61,26 @@ def add_attention(module: Module, load_twins: Callable[[], Module | None]) -> No
 
 
 def as_attention(kernel: Any) -> Attention:
-    """`kernel` as the attention call: itself when it is one (``kernels.attention``), or
+    """`kernel` as the attention call: itself when it is one (``kernels.attention``); the
+    call around one instance of kernels_sm90a's ``attention_sm90`` (any of its tuned
+    schedules), which runs exactly that instance and refuses calls it cannot take; or
     the call around one plain instance (``attention_bf16`` of a module loaded with
     :func:`pyoxide.load`, which has no sm_90a twin)."""
     if isinstance(kernel, Attention):
         return kernel
     dtype = kernel.spec.params[0].type
+    if kernel.spec.name == SM90_KERNEL:
+        return Attention(kernel.name, kernel, {}, _Twins(lambda: None, fixed=kernel))
     return Attention(kernel.name, kernel, {dtype: kernel}, _Twins(lambda: None))
+
+
+def derived_scalars(q: Any, k: Any, v: Any, out: Any, **options: Any) -> dict[str, int]:
+    """The integer parameters a call with these arguments derives from the arrays (of
+    :data:`DERIVED`), by the call's own checks: what a scalar tune key reads (NumPy
+    arrays do; nothing is launched)."""
+    p = plan(SM90_KERNEL, q, k, v, out, Options(**options))
+    names = ("batch", "heads", "kv_heads", "head_dim", "seqlen_q", "seqlen_k")
+    return {n: int(getattr(p, n)) for n in names}
 
 
 class Launch(NamedTuple):
@@ -73,10 +95,12 @@ class Launch(NamedTuple):
 
 class _Twins:
     """kernels_sm90a, loaded the first time a call could use it, with the tensor maps
-    made so far and which devices are sm_90."""
+    made so far and which devices are sm_90; or one ``fixed`` instance, the only kernel
+    the call runs."""
 
-    def __init__(self, load: Callable[[], Module | None]) -> None:
+    def __init__(self, load: Callable[[], Module | None], fixed: Any = None) -> None:
         self._load = load
+        self.fixed = fixed
         self._module: Module | None = None
         self._tried = False
         self.maps: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -164,20 +188,28 @@ class Attention:
         twin = self._twin(p)
         if twin is not None:
             values["maps"] = self._tensor_maps(lib, p)
-            kernel, rows, block, shared = twin, SM90_BM, SM90_THREADS, SM90_SHARED_BYTES
-        else:
-            kernel = self._plain.get(p.dtype)
-            if kernel is None:
-                raise refuse(self.name, "q", f"a {'/'.join(self._plain)} array", first.describe(),
-                             "call kernels.attention, which takes both", kind=True)  # fmt: skip
-            rows, block, shared = PLAIN_BM, PLAIN_THREADS, 0
-        grid = (-(-p.seqlen_q // rows), p.heads, p.batch)
-        return Launch(kernel, grid, block, shared, [values[x.name] for x in kernel.spec.params])
+            args = [values[x.name] for x in twin.spec.params]
+            # The schedule tuned for this GPU and this call's bucket, else the hand pick.
+            kernel = twin if self._twins.fixed is not None else twin.variant_for(args) or twin
+            grid = (-(-p.seqlen_q // SM90_BM), p.heads, p.batch)
+            return Launch(kernel, grid, SM90_THREADS, SM90_SHARED_BYTES, args)
+        kernel = self._plain.get(p.dtype)
+        if kernel is None:
+            if self._twins.fixed is not None:
+                raise refuse(self.name, "q", "CuPy arrays on an sm_90 GPU, 16-byte aligned "
+                             "with strides of whole 8 elements", first.describe(),
+                             "call kernels.attention, which runs another kernel there")  # fmt: skip
+            raise refuse(self.name, "q", f"a {'/'.join(self._plain)} array", first.describe(),
+                         "call kernels.attention, which takes both", kind=True)  # fmt: skip
+        grid = (-(-p.seqlen_q // PLAIN_BM), p.heads, p.batch)
+        args = [values[x.name] for x in kernel.spec.params]
+        return Launch(kernel, grid, PLAIN_THREADS, 0, args)
 
     # --- the sm_90a twin -----------------------------------------------------------
 
     def _twin(self, p: Plan) -> Any:
-        """kernels_sm90a's instance for this call when it can run it, else None."""
+        """kernels_sm90a's hand-picked instance for this call's dtype (or the fixed one)
+        when it can run the call, else None."""
         t = p.tensors
         if any(x.view.kind != GPU for x in t.values()) or 0 in (t["q"].rows, t["k"].rows):
             return None  # (and a tensor map cannot describe an empty array)
@@ -188,8 +220,14 @@ class Attention:
         device = backends.gpu().device_of_pointer(t["q"].view.ptr)
         if device is None or not self._on_sm90(device):
             return None
+        fixed = self._twins.fixed
+        if fixed is not None:
+            return fixed if fixed.spec.params[0].type == p.dtype else None
         module = self._twins.module()
-        return None if module is None else module[f"attention_sm90_{p.dtype}"]
+        if module is None or SM90_KERNEL not in module:
+            return None
+        hand_picks = module[SM90_KERNEL].instances.values()  # one per dtype
+        return next((k for k in hand_picks if k.spec.params[0].type == p.dtype), None)
 
     def _on_sm90(self, device: int) -> bool:
         known = self._twins.cc90.get(device)

@@ -108,6 +108,10 @@ def table(report: dict[str, Any]) -> str:
         shape = "×".join(map(str, k["shape"]))
         bucket = "×".join(map(str, k["bucket"]))
         lines.append(f"{k['kernel']} at {shape} (bucket {bucket}, {k['seconds']:.1f} s)")
+        if k["verified"] and list(k["shape"]) not in k["verified"]:
+            smaller = ", ".join("×".join(map(str, v)) for v in k["verified"])
+            lines.append(f"  verified at {smaller} (the spec's verify_shape: the tuned shape "
+                         "is too large for its reference)")  # fmt: skip
         for i, c in enumerate(k["candidates"]):
             label = f"{c['entry']} {' '.join(f'{n}={v}' for n, v in c['launch'].items())}".strip()
             mark = "*" if i == k["choice"] else " "

@@ -7,11 +7,15 @@
 //! unless a choice says otherwise, and candidates: each combination of tuned const values
 //! is an instance of the kernel (its own entry point, as generic instances are), run with
 //! each combination of tuned launch values. A choice holds for one kernel, one GPU model
-//! and architecture, and one *shape bucket*: per key extent of the kernel (its
+//! and architecture, and one *shape bucket*: per key extent of the kernel, the power of
+//! two at or above it (0 for 0); a call whose extents `e` satisfy `bucket / 2 < e <=
+//! bucket` (`e == 0` for a bucket of 0) is in it. The key extents are the scalar
+//! parameters `#[tune(key = [...])]` names ([`Tune::key`]), each one's value (a bool is 0
+//! or 1, so false and true never share a bucket), when the kernel declares them: a kernel
+//! whose arrays are flat slices (attention's) has its shape in scalars. Else they are its
 //! `#[shapes]` names in order of first appearance, else the length of its launch's
-//! `over`), the power of two at or above it; a call whose extents `e` satisfy
-//! `bucket / 2 < e <= bucket` is in it. pyoxide/_launch/tune_space.py computes buckets and
-//! candidates; this module holds the data.
+//! `over`. pyoxide/_launch/tune_space.py computes buckets and candidates; this module
+//! holds the data.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the tune report (`pyoxide tune --json`). Bump on any change a reader could
 /// trip over.
-pub const TUNE_REPORT_VERSION: u32 = 1;
+pub const TUNE_REPORT_VERSION: u32 = 2;
 
 /// Version of the tuned-choices file `pyoxide tune` keeps in the cache.
 pub const TUNED_FILE_VERSION: u32 = 1;
@@ -65,7 +69,8 @@ pub const TUNABLE_LAUNCH: [TunableLaunch; 3] = [
     },
 ];
 
-/// `#[tune(...)]` of a kernel (schema 9), the same in each of its instances.
+/// `#[tune(...)]` of a kernel (schema 9; `key`, schema 11), the same in each of its
+/// instances.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
@@ -78,6 +83,10 @@ pub struct Tune {
     /// each, which the list holds, is the hand pick.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub launch: Vec<TuneLaunch>,
+    /// `key = [...]`: the scalar parameters (integers or bools) whose values place a call
+    /// in a bucket, in the order written; empty: its array extents do (module docs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,6 +178,10 @@ pub struct KernelTuning {
     /// The spec's shape and the bucket it falls in.
     pub shape: Vec<u64>,
     pub bucket: Vec<u64>,
+    /// The shapes every candidate was verified on (version 2): the tuned shape and one
+    /// more in its bucket, or, where the spec's `verify_shape` says the tuned shape is too
+    /// large for its reference, the smaller shape it gives.
+    pub verified: Vec<Vec<u64>>,
     pub seconds: f64,
     pub candidates: Vec<CandidateResult>,
     /// The chosen candidate (the hand pick unless another was faster by the margin), or

@@ -5,9 +5,11 @@
 use oxide_abi::descriptor::LaunchBounds;
 use oxide_abi::names::entry_symbol;
 use oxide_abi::tune::{MAX_TUNE_CANDIDATES, TUNABLE_LAUNCH, Tune, TuneConst, TuneLaunch};
+use oxide_abi::ScalarType;
+use syn::ext::IdentExt;
 use syn::{GenericArgument, Ident};
 
-use super::{Errors, Instance, InstanceArg, Launch, Param, PerThread, Seen, compact};
+use super::{Elem, Errors, Instance, InstanceArg, Launch, Param, PerThread, Seen, compact};
 use crate::parse::{InstanceSyntax, TuneSyntax};
 
 /// A checked `#[tune]`: the tuned const generics (index among the kernel's type and const
@@ -20,6 +22,7 @@ pub struct TunePlan {
 pub(super) fn check_tune(
     t: TuneSyntax,
     generics: &[(&Ident, bool)],
+    params: &[Param],
     launch: Option<&Launch>,
     bounds: Option<LaunchBounds>,
     errors: &mut Errors,
@@ -46,6 +49,10 @@ pub(super) fn check_tune(
             "is tuned twice; keep one list",
             errors,
         ) {
+            continue;
+        }
+        if name == "key" {
+            descriptor.key = key_params(entry, params, errors);
             continue;
         }
         if entry.values.is_empty() {
@@ -121,6 +128,76 @@ pub(super) fn check_tune(
         .consts
         .sort_by_key(|c| order.iter().position(|o| *o == c.param));
     (!failed(errors)).then_some(TunePlan { consts, descriptor })
+}
+
+/// `key = [a, b]`: the scalar parameters whose values place a call in a bucket (integers
+/// or bools: a float has no power-of-two bucket), each once.
+fn key_params(
+    entry: crate::parse::TuneEntry,
+    params: &[Param],
+    errors: &mut Errors,
+) -> Vec<String> {
+    let scalars: Vec<String> = params
+        .iter()
+        .filter(|p| is_key_scalar(p))
+        .map(|p| format!("`{}`", p.ident.unraw()))
+        .collect();
+    let fix = if scalars.is_empty() {
+        "this kernel has no integer or bool parameter; leave `key` out (its array extents \
+         are the key)"
+            .to_string()
+    } else {
+        format!("name some of {}", scalars.join(", "))
+    };
+    if entry.values.is_empty() {
+        errors.push(
+            entry.span,
+            format!("#[tune] `key` names no parameter: {fix}"),
+        );
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for v in entry.values {
+        let found = match &v {
+            syn::Expr::Path(p) => p.path.get_ident().cloned(),
+            _ => None,
+        };
+        let Some(ident) = found else {
+            errors.push_spanned(
+                &v,
+                format!("#[tune] `key` lists parameter names, got `{}`: {fix}", compact(&v)),
+            );
+            continue;
+        };
+        let name = ident.unraw().to_string();
+        match params.iter().find(|p| p.ident.unraw() == name) {
+            Some(p) if is_key_scalar(p) => {
+                if out.contains(&name) {
+                    errors.push_spanned(&v, format!("#[tune] `key` lists `{name}` twice"));
+                } else {
+                    out.push(name);
+                }
+            }
+            Some(_) => errors.push_spanned(
+                &v,
+                format!(
+                    "#[tune] `key` takes integer or bool parameters, got `{name}`, which is \
+                     not one: {fix}"
+                ),
+            ),
+            None => errors.push_spanned(
+                &v,
+                format!("#[tune] `key` names `{name}`, which is not a parameter: {fix}"),
+            ),
+        }
+    }
+    out
+}
+
+/// An integer or bool scalar parameter (a float has no power-of-two bucket).
+fn is_key_scalar(p: &Param) -> bool {
+    matches!(p.kind, oxide_abi::ParamKind::Scalar)
+        && matches!(&p.elem, Elem::Scalar(t) if t.is_integer() || *t == ScalarType::Bool)
 }
 
 /// A const's candidates: integer literals, possibly negated, each once.

@@ -40,8 +40,25 @@ pub fn rows(x: Array2<f32>, out: DisjointArray2<f32>) {
     let _ = (x.rows(), out.into_flat().len());
 }
 
+// A tune key of scalar parameters (a kernel whose shape is in scalars, not array extents).
+#[kernel]
+#[tune(V = [0, 1], key = [n, flag])]
+pub fn keyed<const V: u32>(n: u32, scale: f32, flag: bool, mut out: DisjointSlice<f32>) {
+    let idx = thread::index_1d();
+    if let Some(o) = out.get_mut(idx) {
+        *o = scale * (n + V + u32::from(flag)) as f32;
+    }
+}
+
+fn d_keyed() -> std::vec::Vec<std::string::String> {
+    KernelDescriptor::decode(&__oxide_descriptor_keyed_0).unwrap().tune.unwrap().key
+}
+
 fn main() {
+    let keyed = d_keyed();
+    assert_eq!(keyed, ["n", "flag"]);
     let d = |bytes: &[u8]| KernelDescriptor::decode(bytes).unwrap();
+    assert_eq!(d(&__oxide_descriptor_keyed_1).tune.unwrap().key, keyed);
     let rows = d(&__oxide_descriptor_rows);
     let policy = LaunchPolicy::BlockPerRow { over: "out".into(), cols: None, block: 128, blocks_per_sm: 0 };
     assert_eq!(rows.launch, Some(policy));
@@ -56,6 +73,7 @@ fn main() {
             TuneLaunch { param: "block".into(), values: std::vec![128, 256] },
             TuneLaunch { param: "blocks_per_sm".into(), values: std::vec![4, 8] },
         ],
+        key: std::vec![],
     };
     assert_eq!(hand.tune.as_ref(), Some(&tune));
     assert_eq!(other.tune.as_ref(), Some(&tune));
