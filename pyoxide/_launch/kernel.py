@@ -28,7 +28,6 @@ one call are refused unless ``stream=`` says which stream to use.
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 

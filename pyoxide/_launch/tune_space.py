@@ -197,9 +197,7 @@ def bucket_of(dims: Sequence[KeyDim], values: KeyValues) -> tuple[int, ...] | No
 def takes(dims: Sequence[KeyDim], bucket: Sequence[int], values: KeyValues) -> bool:
     """Whether a call whose arguments have ``values`` (as :func:`extents`) is in ``bucket``."""
     found = extents(dims, values)
-    return found is not None and all(
-        in_bucket(e, b) for e, b in zip(found, bucket, strict=True)
-    )
+    return found is not None and all(in_bucket(e, b) for e, b in zip(found, bucket, strict=True))
 
 
 def bucket_rule(
@@ -211,5 +209,7 @@ def bucket_rule(
     if any(d.axis is None for d in dims) or 0 in bucket:
         return None
     return tuple(
-        (d.param, d.axis, b // 2, b) for d, b in zip(dims, bucket, strict=True) if d.axis is not None
+        (d.param, d.axis, b // 2, b)
+        for d, b in zip(dims, bucket, strict=True)
+        if d.axis is not None
     )

@@ -91,7 +91,9 @@ def read_tune(c: JsonChecker, value: Any, w: str, params: Sequence[Any] = ()) ->
         if not ints or (0 in ints and name != "blocks_per_sm"):
             raise c.fail(kw + ".values", "at least one value, each at least 1")
         launch.append((name, ints))
-    key = tuple(c.str_(x, f"{w}.key[{i}]") for i, x in enumerate(c.list_(v.get("key", []), w + ".key")))
+    key = tuple(
+        c.str_(x, f"{w}.key[{i}]") for i, x in enumerate(c.list_(v.get("key", []), w + ".key"))
+    )
     scalars = {p.name for p in params if p.kind == "scalar"}
     for i, name in enumerate(key):
         if name not in scalars:

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from helpers import fake_cupy
 from helpers.bundled import REPO, TUNED_KERNELS, sm90a_kernels_manifest, tuned_kernels_manifest
 from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.probes import requires_gpu, requires_sm90
+from helpers.tuning import plant_choices, planted, tune
 
 import pyoxide
 from pyoxide import backends
@@ -49,27 +49,6 @@ def manifest() -> Path:
     return tuned_kernels_manifest()
 
 
-def spec(name: str) -> Spec:
-    return next(s for s in load_specs(TUNED_KERNELS / "specs") if s.kernel == name)
-
-
-def planted(times: dict[str, float], default: float = 100.0) -> _tune.Timing:
-    """Microseconds by candidate label (``which_1 block=256``); each run is called once."""
-
-    def timing(candidate: _tune_space.Candidate, shape: Any, run: Callable[[], None]) -> float:
-        run()
-        return times.get(candidate.label, default)
-
-    return timing
-
-
-def tune(manifest: Path, name: str, times: dict[str, float], *shapes: tuple[int, ...],
-         backend: str = "emu", **kw: Any) -> dict[str, Any]:  # fmt: skip
-    module = pyoxide.load(manifest, tuned=False)
-    return _tune.tune_crate(module, [spec(name)], backend=backend, timing=planted(times),
-                            sizes=list(shapes) or None, **kw)  # fmt: skip
-
-
 def test_a_tuned_kernel_is_its_hand_pick_and_its_candidates_are_instances(manifest: Path) -> None:
     mod = pyoxide.load(manifest, tuned=False)
     assert mod.affine.name == "affine_0"  # the first value of PLANT
@@ -88,7 +67,7 @@ def test_buckets_are_powers_of_two() -> None:
     dims = (_tune_space.KeyDim(0, 0, "n"), _tune_space.KeyDim(1, 1, "cols"))
     assert _tune_space.bucket_of(dims, [(1000,), (3, 4097)]) == (1024, 8192)
     assert [_tune_space.pow2_bucket(e) for e in (0, 1, 2, 3, 1024, 1025)] == [
-        1,
+        0,
         1,
         2,
         4,
@@ -169,19 +148,6 @@ def test_the_hand_pick_stays_unless_beaten_by_the_margin(manifest: Path, cache: 
     assert which(pyoxide.load(manifest), 1000) == {128}
 
 
-def plant_choices(manifest: Path, choices: list[dict[str, Any]]) -> None:
-    """Cache ``which``'s choices (each: which_1 for 512 < n <= 1024 unless it says
-    otherwise) as `pyoxide tune` would."""
-    mod = pyoxide.load(manifest, tuned=False)
-    base = {"kernel": "which_0", "entry": "which_1", "bucket": [1024], "time_us": 1.0,
-            "hand_us": 2.0, "shape": [1000], "candidates": 4, "rejected": 0}  # fmt: skip
-    path = _tune_store.cache_file(mod.manifest)
-    path.parent.mkdir(parents=True)
-    key = _tune_store.tuning_key(mod.manifest)
-    file = {"version": _abi.TUNED_FILE_VERSION, "crate": "tuned_kernels", "key": key}
-    path.write_text(json.dumps({**file, "choices": [{**base, **c} for c in choices]}))
-
-
 def test_the_compiled_launchers_run_the_choice_in_its_bucket(manifest: Path) -> None:
     """On a (fake) GPU the compiled launchers decide: each call's launch block is the
     choice's (256) inside its bucket, the hand pick's (128) outside it."""
@@ -246,7 +212,7 @@ def test_cli_tune_reports_json_by_the_schema_and_a_table(manifest: Path) -> None
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     jsonschema.validate(report, json.loads(SCHEMA.read_text()))
-    (k,) = report["kernels"]
+    (k,) = [k for k in report["kernels"] if k["kernel"] == "affine_0"]  # (not affine_keyed)
     assert [c["verdict"] for c in k["candidates"]].count("failed") == 2  # the planted ones
     assert k["candidates"][k["choice"]]["entry"] == "affine_0"
     text = runner.invoke(cli, ["tune", str(manifest), "-k", "which", "--shapes", "300",
@@ -354,7 +320,7 @@ def test_a_tensor_map_variant_is_verified_on_tails_it_takes(name: str) -> None:
     ]:
         case = Case(shape, "bf16", 0, 0)
         bucket = _tune_space.bucket_of(
-            _tune_space.key_dims(hand), _tune._param_shapes(spec, hand, case)
+            _tune_space.key_dims(hand), _tune._key_values(spec, hand, case)
         )
         cases = _tune._cases(spec, hand, case, bucket)
         assert [(c.shape, c.offset) for c in cases] == [(shape, 0), (edge, 0)]

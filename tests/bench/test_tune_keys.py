@@ -1,0 +1,175 @@
+"""Tune keys over scalar parameters (``#[tune(key = [...])]``): the bucket rule
+(pyoxide/_launch/tune_space.py), a fixture kernel keyed by scalars tuned on the emulator
+(tests/fixtures/tuned_kernels), the planted wrong candidate refused under a scalar key,
+the compiled launchers declining plain calls they cannot place, and attention's
+sm_90a kernel, whose schedule is tuned per (head_dim, seqlen_k, causal)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import fake_cupy
+from helpers.bundled import REPO, sm90a_kernels_manifest, tuned_kernels_manifest
+from helpers.fake_launch import FakeNdarray, native_installed
+from helpers.tuning import plant_choices, tune
+
+import pyoxide
+from pyoxide._launch import tune_space as _tune_space
+from pyoxide._launch import tuned as _tuned
+from pyoxide._manifest.reader import read_manifest
+from pyoxide.bench import tune as _tune
+from pyoxide.spec import Case, Spec
+from pyoxide.verify import load_specs
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def manifest() -> Path:
+    return tuned_kernels_manifest()
+
+
+def test_a_scalar_key_buckets_by_value_and_a_bools_false_and_true_apart() -> None:
+    dims = (_tune_space.KeyDim(0, None, "n"), _tune_space.KeyDim(2, None, "flag"))
+    assert _tune_space.bucket_of(dims, [1000, (64,), True]) == (1024, 1)
+    assert _tune_space.bucket_of(dims, [1000, (64,), False]) == (1024, 0)
+    assert _tune_space.bucket_of(dims, [np.uint32(3), None, np.bool_(True)]) == (4, 1)
+    assert [_tune_space.pow2_bucket(e) for e in (0, 1, 2, 3, 1025)] == [0, 1, 2, 4, 2048]
+    assert _tune_space.takes(dims, (1024, 1), [600, None, True])
+    assert not _tune_space.takes(dims, (1024, 1), [600, None, False])
+    assert not _tune_space.takes(dims, (1024, 0), [600, None, True])
+    assert not _tune_space.takes(dims, (1024, 1), [1025, None, True])
+    # Not an integer, negative, or an array where a scalar is keyed: no bucket.
+    for bad in ([2.5, None, True], [-1, None, True], [(3,), None, True], [None, None, True]):
+        assert _tune_space.bucket_of(dims, bad) is None
+    # The compiled launchers' rule reads array extents only.
+    assert _tune_space.bucket_rule(dims, (1024, 1)) is None
+    array = (_tune_space.KeyDim(0, 0, "n"),)
+    assert _tune_space.bucket_rule(array, (0,)) is None
+    assert _tune_space.bucket_rule(array, (8,)) == ((0, 0, 4, 8),)
+
+
+def test_the_manifest_records_the_key_and_key_dims_read_it(manifest: Path) -> None:
+    mod = pyoxide.load(manifest, tuned=False)
+    spec = mod.which_keyed.spec
+    assert spec.tune is not None and spec.tune.key == ("size", "flag")
+    assert _tune_space.key_dims(spec) == (
+        _tune_space.KeyDim(0, None, "size"),
+        _tune_space.KeyDim(1, None, "flag"),
+    )
+    assert mod["which_keyed_1"].spec.tune == spec.tune
+
+
+def which_keyed(mod: Any, size: int, flag: bool) -> set[int]:
+    out = np.zeros(64, np.uint32)
+    mod.which_keyed(size, flag, out)
+    return set(out.tolist())
+
+
+def test_a_scalar_keyed_choice_runs_only_in_its_bucket(manifest: Path) -> None:
+    report = tune(manifest, "which_keyed", {"which_keyed_1": 10.0}, (1000, 1))
+    (k,) = report["kernels"]
+    assert (k["bucket"], k["verified"]) == ([1024, 1], [[1000, 1], [999, 1]])
+    mod = pyoxide.load(manifest)
+    assert which_keyed(mod, 1000, True) == which_keyed(mod, 513, True) == {10128}
+    assert which_keyed(mod, 1000, False) == {128}  # false and true: other buckets
+    assert which_keyed(mod, 512, True) == which_keyed(mod, 1025, True) == {128}
+    assert mod.which_keyed.picks(700, True, np.zeros(64, np.uint32)) == "which_keyed_1"
+    assert mod.which_keyed.picks(700, False, np.zeros(64, np.uint32)) == "which_keyed_0"
+
+
+def test_a_planted_wrong_candidate_is_never_chosen_under_a_scalar_key(manifest: Path) -> None:
+    report = tune(manifest, "affine_keyed", {"affine_keyed_1": 1.0, "affine_keyed_0": 50.0},
+                  (1000, 3))  # fmt: skip
+    (k,) = report["kernels"]
+    assert k["bucket"] == [4]
+    verdicts = {c["entry"]: c["verdict"] for c in k["candidates"]}
+    assert verdicts == {"affine_keyed_0": "passed", "affine_keyed_1": "failed"}
+    assert k["candidates"][k["choice"]]["hand_pick"]
+    mod = pyoxide.load(manifest)
+    x, out = np.arange(1000, dtype=np.float32), np.zeros(1000, np.float32)
+    assert _tuned.tuned_for(mod.affine_keyed, (3, x, out)) is None
+    mod.affine_keyed(3, x, out)
+    np.testing.assert_array_equal(out, 3 * x + 1)
+
+
+def test_the_compiled_launchers_leave_scalar_keyed_plain_calls_to_the_general_path(
+    manifest: Path,
+) -> None:
+    """Their bucket rule reads array extents: with a choice keyed by scalars, the plain
+    calls go where variant_for decides (each runs the right instance, every time), and
+    configured calls keep the compiled path."""
+    fake = fake_cupy.FakeCuda()
+    plant_choices(manifest, [{"kernel": "which_keyed_0", "entry": "which_keyed_1",
+                              "bucket": [1024, 1], "device": fake.device_name,
+                              "arch": f"sm_{fake.compute_capability}", "launch": {}}])  # fmt: skip
+    with native_installed(fake) as (_, driver):
+        mod = pyoxide.load(manifest)
+        (variant,) = mod.tuned
+        assert not variant.decides_in_compiled_code and variant.fast_plan.grid is None
+        assert not mod.which_keyed.decides_in_compiled_code
+        ran = []
+        for size, flag in [(1000, True), (1000, False), (2000, True)] * 3:
+            mod.which_keyed(size, flag, FakeNdarray((64,), "uint32"))
+            ran.append(fake.launches[-1]["name"])
+        assert driver.launches == []  # no plain call took the compiled path
+        assert ran == ["which_keyed_1", "which_keyed_0", "which_keyed_0"] * 3
+        for _ in range(3):
+            mod.which_keyed[1, 64](1000, True, FakeNdarray((64,), "uint32"))
+        assert driver.launches  # a configured call names its kernel: compiled
+
+
+# --- attention's sm_90a kernel -------------------------------------------------------
+
+
+def attention_spec() -> Spec:
+    return next(s for s in load_specs(REPO / "kernels_rs" / "specs") if s.kernel == "attention")
+
+
+def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
+    kernels = read_manifest(sm90a_kernels_manifest()).kernels
+    spec = attention_spec()
+    picks = _tune.hand_picks(kernels, spec)
+    assert [(d, k.entry) for d, k in picks] == [
+        ("bf16", "attention_sm90_bf16_0"), ("f16", "attention_sm90_f16_0")]  # fmt: skip
+    hand = picks[0][1]
+    assert [c.entry for c in _tune_space.candidates(kernels, hand)] == [
+        "attention_sm90_bf16_0", "attention_sm90_bf16_1"]  # fmt: skip
+    assert not any(k.name == "attention_sm90_pingpong" for k in kernels)
+    dims = _tune_space.key_dims(hand)
+    assert [d.name for d in dims] == ["head_dim", "seqlen_k", "causal"]
+    # The bench grid's bucket: the call's own derived scalars, causal apart.
+    for shape, bucket in [
+        ((1, 16384, 16384, 16, 1, 1, 1, 0, 0), (128, 16384, 1)),
+        ((8, 2048, 2048, 32, 1, 0, 0, 0, 0), (64, 2048, 0)),
+    ]:
+        case = Case(shape, "bf16", 0, 0)
+        assert _tune_space.bucket_of(dims, _tune._key_values(spec, hand, case)) == bucket
+        # Verified at a shape the float64 reference affords: S cut, everything else kept.
+        (verify,) = _tune._cases(spec, hand, case, bucket)
+        assert verify.shape == (min(shape[0], 2), 300, 300, *shape[3:])
+
+
+def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> None:
+    """as_attention of one attention_sm90 instance runs exactly it: on the emulator (no
+    sm_90 GPU) it refuses the call rather than run another kernel."""
+    from pyoxide.bundled import load_sm90a
+    from pyoxide.bundled.attention import as_attention
+    from pyoxide.errors import ArgumentError
+
+    module = load_sm90a(tuned=False)
+    assert module is not None
+    call = as_attention(module["attention_sm90_bf16_1"])
+    spec = attention_spec()
+    case = Case((1, 70, 70, 1, 1, 0, 0, 0, 0), "bf16", 0, 0)
+    a = spec.inputs(case, np.random.default_rng(0))
+    out = np.zeros_like(a["q"])
+    with pytest.raises(ArgumentError, match="sm_90 GPU"):
+        call(a["q"], a["k"], a["v"], out)
