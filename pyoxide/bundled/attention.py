@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from .. import backends
 from .._launch.arrays import GPU
+from .._launch.kernel import GenericKernel
 from .._launch.module import Module
 from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, refuse
 
@@ -226,7 +227,8 @@ class Attention:
         module = self._twins.module()
         if module is None or SM90_KERNEL not in module:
             return None
-        hand_picks = module[SM90_KERNEL].instances.values()  # one per dtype
+        generic = module[SM90_KERNEL]  # its hand picks, one per dtype
+        hand_picks = generic.instances.values() if isinstance(generic, GenericKernel) else ()
         return next((k for k in hand_picks if k.spec.params[0].type == p.dtype), None)
 
     def _on_sm90(self, device: int) -> bool:

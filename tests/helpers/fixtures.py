@@ -166,7 +166,7 @@ def manifest_dict(
     toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
     return {
         # pyoxide._manifest.reader.SCHEMA_VERSION (tests/manifest/test_manifest.py checks it)
-        "schema": 10,
+        "schema": 11,
         "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
         "profile": profile,
         "toolchain": toolchain,

@@ -15,12 +15,12 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers.arraylibs import ArrayLib
+from helpers.arraylibs import ArrayLib, skip_on_emu
 from helpers.bundled import sm90a_kernels_manifest
-from helpers.probes import sm90_device_present
+from helpers.probes import requires_sm90, sm90_device_present
 
 import pyoxide
-from pyoxide.bundled.attention import Attention, add_attention
+from pyoxide.bundled.attention import SM90_KERNEL, Attention, add_attention, as_attention
 from pyoxide.spec import Case
 from pyoxide.verify import find_specs, load_specs
 
@@ -34,6 +34,27 @@ def attention(kernels: pyoxide.Module) -> Attention:
     module = pyoxide.load(kernels.manifest)
     add_attention(module, lambda: pyoxide.load(sm90a_kernels_manifest()))
     return module.attention  # type: ignore[no-any-return]
+
+
+#: The call, or one schedule of the sm_90a kernel on its own (its tuned const PINGPONG:
+#: each instance must compute the same attention, whichever a tuned choice runs).
+SCHEDULES = [
+    "call",
+    *(pytest.param(f"PINGPONG={v}", marks=[pytest.mark.gpu, skip_on_emu("sm_90a code"),
+                                           requires_sm90("the sm_90a kernel's schedules")])
+      for v in ("0", "1")),
+]  # fmt: skip
+
+
+def schedule_call(attention: Attention, schedule: str, dtype: str) -> Attention:
+    """``attention``, or the call pinned to the sm_90a instance of ``schedule``."""
+    if schedule == "call":
+        return attention
+    sm90 = pyoxide.load(sm90a_kernels_manifest(), tuned=False)
+    want = {"T": dtype, "PINGPONG": schedule.split("=")[1]}
+    entry = next(k.entry for k in sm90.manifest.kernels
+                 if k.name == SM90_KERNEL and dict(k.instance) == want)  # fmt: skip
+    return as_attention(sm90[entry])
 
 
 def on_sm90(lib: ArrayLib) -> bool:
@@ -94,13 +115,18 @@ def test_layouts_and_views_need_no_copy(attention: Attention, lib: ArrayLib) -> 
     attention(q, k, v, out_t, causal=True, layout="bhsd")
     check(lib, flat_out, ref.reshape(-1), what="(B, H, S, D) views")
     if on_sm90(lib):
-        assert attention.picks(q, k, v, out_t, layout="bhsd") == "attention_sm90_bf16"
+        # The hand pick (PINGPONG = 0) unless a tuned choice for this bucket says otherwise.
+        picked = attention.picks(q, k, v, out_t, layout="bhsd")
+        assert picked.startswith("attention_sm90_bf16_"), picked
 
 
+@pytest.mark.parametrize("schedule", SCHEDULES)
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
-def test_gqa_causal_and_lse(attention: Attention, lib: ArrayLib, dtype: str) -> None:
+def test_gqa_causal_and_lse(attention: Attention, lib: ArrayLib, dtype: str, schedule: str) -> None:
     """Grouped-query attention (4 query heads a key head) at both head dimensions, causal
-    and not, with fewer and more keys than queries; the log-sum-exp too."""
+    and not, with fewer and more keys than queries; the log-sum-exp too. Through the call,
+    and (on an sm_90 GPU) through each schedule of the sm_90a kernel on its own."""
+    attention = schedule_call(attention, schedule, dtype)
     rng = np.random.default_rng(1)
     dt = BF16 if dtype == "bf16" else np.float16
     shapes = [(1, 65, 130, 64), (1, 130, 65, 128), (2, 1, 200, 64)]

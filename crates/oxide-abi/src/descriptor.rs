@@ -456,6 +456,7 @@ mod tests {
                     param: "block".into(),
                     values: vec![128, 256],
                 }],
+                key: vec!["n".into()],
             }),
             whole_warps: Some("shfl.sync.bfly".into()),
             source: SourceLocation {

@@ -199,10 +199,16 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
     let launch =
         launch.and_then(|l| check_launch(l, &params, &generics, launch_bounds, &mut errors));
     let tune_given = tune.is_some();
-    let tune = tune
-        .and_then(|t| {
-            tune::check_tune(t, &generics, &params, launch.as_ref(), launch_bounds, &mut errors)
-        });
+    let tune = tune.and_then(|t| {
+        tune::check_tune(
+            t,
+            &generics,
+            &params,
+            launch.as_ref(),
+            launch_bounds,
+            &mut errors,
+        )
+    });
     let instances = match &tune {
         Some(plan) if !plan.consts.is_empty() => {
             tune::tuned_instances(&name, sig, &generics, plan, instances, &params, &mut errors)

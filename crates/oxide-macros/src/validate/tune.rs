@@ -2,10 +2,10 @@
 //! per combination of its tuned const values, times the instances `#[kernel(...)]` lists
 //! for its other generic parameters).
 
+use oxide_abi::ScalarType;
 use oxide_abi::descriptor::LaunchBounds;
 use oxide_abi::names::entry_symbol;
 use oxide_abi::tune::{MAX_TUNE_CANDIDATES, TUNABLE_LAUNCH, Tune, TuneConst, TuneLaunch};
-use oxide_abi::ScalarType;
 use syn::ext::IdentExt;
 use syn::{GenericArgument, Ident};
 
@@ -165,7 +165,10 @@ fn key_params(
         let Some(ident) = found else {
             errors.push_spanned(
                 &v,
-                format!("#[tune] `key` lists parameter names, got `{}`: {fix}", compact(&v)),
+                format!(
+                    "#[tune] `key` lists parameter names, got `{}`: {fix}",
+                    compact(&v)
+                ),
             );
             continue;
         };
