@@ -304,7 +304,8 @@ fn pack_p<T: Sm90Element>(s_acc: &[f32; 64]) -> [[u32; 4]; BN / 16] {
     pf
 }
 
-/// FlashAttention-3's ping-pong between the two consumer warpgroups (when `on`): they
+/// FlashAttention-3's ping-pong between the two consumer warpgroups (when `on`:
+/// `attention_sm90`'s tuned `PINGPONG = 1`): they
 /// take turns to issue their products, so that one's softmax runs while the tensor
 /// cores work for the other. Named barrier 3 is "warpgroup 0 may issue", 4 "warpgroup 1
 /// may issue"; each use is the 128 threads that wait there and the 128 of the other

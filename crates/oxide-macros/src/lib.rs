@@ -137,7 +137,9 @@ read_by_kernel! {
     /// instance (its own entry point; the first value is the hand pick, which plain calls
     /// run until a tuned choice says otherwise); a launch parameter's values (`block`,
     /// `per_thread`, `blocks_per_sm`) replace the `#[launch]` policy's, whose own value
-    /// must be among them. Recorded in the descriptor; see docs/guide/tuning.md.
+    /// must be among them. `key = [a, b]` names integer or bool parameters whose values
+    /// (not the array extents) place a call in a shape bucket, for a kernel whose shape is
+    /// in scalars. Recorded in the descriptor; see docs/guide/tuning.md.
     /// `#[kernel]` reads it; this macro only runs when it is written above `#[kernel]`, and
     /// moves it below.
     tune => TUNE_ATTR;

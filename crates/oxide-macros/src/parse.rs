@@ -275,7 +275,8 @@ impl Parse for TuneSyntax {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let usage = "expected #[tune(NAME = [value, ...], ...)], e.g. \
                      #[tune(TILE = [64, 128], block = [128, 256])]: a const generic \
-                     parameter or a launch parameter, and its candidate values";
+                     parameter or a launch parameter, and its candidate values (and \
+                     optionally key = [param, ...], scalar parameters that bucket calls)";
         let span = input.span();
         let mut entries = Vec::new();
         while !input.is_empty() {
