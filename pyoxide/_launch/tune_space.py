@@ -159,6 +159,11 @@ def in_bucket(extent: int, bucket: int) -> bool:
     return extent == 0 if bucket == 0 else bucket // 2 < extent <= bucket
 
 
+def bucket_text(name: str, bucket: int) -> str:
+    """:func:`in_bucket` in words: ``512 < n <= 1024``, ``causal == 0``."""
+    return f"{name} == 0" if bucket == 0 else f"{bucket // 2} < {name} <= {bucket}"
+
+
 #: Per parameter of a call: an array's shape (a tuple), a scalar's value, or None.
 KeyValues = Sequence[Any]
 

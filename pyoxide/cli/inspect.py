@@ -86,7 +86,7 @@ def inspect_command(kernel: str, path: Path | None, arch: str | None, show_ptx: 
 def _describe_tuning(spec: KernelSpec, module: Module) -> None:
     """A tuned kernel's candidates, and each tuned choice its plain calls run: where
     (GPU, architecture, bucket), what, and why (the measured times)."""
-    from .._launch.tune_space import is_hand_pick, key_dims
+    from .._launch.tune_space import bucket_text, is_hand_pick, key_dims
 
     assert spec.tune is not None
     if not is_hand_pick(spec):
@@ -94,6 +94,7 @@ def _describe_tuning(spec: KernelSpec, module: Module) -> None:
         return
     lists = [f"{n} in {list(v)}" for n, v in spec.tune.consts]
     lists += [f"{n} in {list(v)}" for n, v in spec.tune.launch]
+    lists += [f"key {', '.join(spec.tune.key)}"] if spec.tune.key else []
     click.echo(f"  tuning:  {'; '.join(lists)} (the first const value and the #[launch] "
                "value are the hand pick)")  # fmt: skip
     names = [d.name for d in key_dims(spec)]
@@ -102,7 +103,7 @@ def _describe_tuning(spec: KernelSpec, module: Module) -> None:
         click.echo("  tuned:   no choices for this build (plain calls run the hand pick; "
                    "`pyoxide tune` makes them)")  # fmt: skip
     for c in tuned:
-        where = ", ".join(f"{b // 2} < {n} <= {b}" for n, b in zip(names, c.bucket, strict=True))
+        where = ", ".join(bucket_text(n, b) for n, b in zip(names, c.bucket, strict=True))
         source = "manifest" if c in module.manifest.tuned else "pyoxide tune's cache"
         shape = "×".join(map(str, c.shape))
         ratio = f", {c.time_us / c.hand_us:.3f}x" if c.hand_us else ""

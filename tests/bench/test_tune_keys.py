@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from helpers import fake_cupy
 from helpers.bundled import REPO, sm90a_kernels_manifest, tuned_kernels_manifest
 from helpers.fake_launch import FakeNdarray, native_installed
@@ -21,6 +22,7 @@ from pyoxide._launch import tune_space as _tune_space
 from pyoxide._launch import tuned as _tuned
 from pyoxide._manifest.reader import read_manifest
 from pyoxide.bench import tune as _tune
+from pyoxide.cli import cli
 from pyoxide.spec import Case, Spec
 from pyoxide.verify import load_specs
 
@@ -54,6 +56,8 @@ def test_a_scalar_key_buckets_by_value_and_a_bools_false_and_true_apart() -> Non
     array = (_tune_space.KeyDim(0, 0, "n"),)
     assert _tune_space.bucket_rule(array, (0,)) is None
     assert _tune_space.bucket_rule(array, (8,)) == ((0, 0, 4, 8),)
+    assert [_tune_space.bucket_text("causal", b) for b in (0, 1)] == [
+        "causal == 0", "0 < causal <= 1"]  # fmt: skip
 
 
 def test_the_manifest_records_the_key_and_key_dims_read_it(manifest: Path) -> None:
@@ -83,6 +87,9 @@ def test_a_scalar_keyed_choice_runs_only_in_its_bucket(manifest: Path) -> None:
     assert which_keyed(mod, 512, True) == which_keyed(mod, 1025, True) == {128}
     assert mod.which_keyed.picks(700, True, np.zeros(64, np.uint32)) == "which_keyed_1"
     assert mod.which_keyed.picks(700, False, np.zeros(64, np.uint32)) == "which_keyed_0"
+    shown = CliRunner().invoke(cli, ["inspect", "which_keyed", str(manifest)])
+    assert "V in ['0', '1']; key size, flag" in shown.output, shown.output
+    assert "where 512 < size <= 1024, 0 < flag <= 1: which_keyed_1" in shown.output
 
 
 def test_a_planted_wrong_candidate_is_never_chosen_under_a_scalar_key(manifest: Path) -> None:
