@@ -13,9 +13,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from helpers import fake_cupy
-from helpers.bundled import REPO, sm90a_kernels_manifest, tuned_kernels_manifest
+from helpers.bundled import (
+    REPO,
+    emu_kernels_manifest,
+    sm90a_kernels_manifest,
+    tuned_kernels_manifest,
+)
 from helpers.fake_launch import FakeNdarray, native_installed
-from helpers.tuning import plant_choices, tune
+from helpers.tuning import cache_choices, plant_choices, tune
 
 import pyoxide
 from pyoxide._launch import tune_space as _tune_space
@@ -180,3 +185,47 @@ def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> N
     out = np.zeros_like(a["q"])
     with pytest.raises(ArgumentError, match="sm_90 GPU"):
         call(a["q"], a["k"], a["v"], out)
+
+
+def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu() -> None:
+    """On a (fake) sm_90 GPU the call asks the hand pick's variant_for which instance runs:
+    the choice in its (head_dim, seqlen_k, causal) bucket, the hand pick elsewhere; picks
+    names it and the launch is of it."""
+    from pyoxide.backends.cupy import CupyBackend
+    from pyoxide.bundled.attention import add_attention
+
+    class NoDriverMaps(CupyBackend):
+        """The fake GPU has no driver to encode TMA maps: 128 zero bytes each."""
+
+        encode_tensor_map = staticmethod(lambda *args: bytes(128))
+
+    fake = fake_cupy.FakeCuda()
+    sm90_manifest = sm90a_kernels_manifest()
+    cache_choices(sm90_manifest, [{
+        "kernel": "attention_sm90_f16_0", "entry": "attention_sm90_f16_1",
+        "bucket": [128, 512, 1], "device": fake.device_name,
+        "arch": f"sm_{fake.compute_capability}", "launch": {},
+    }])  # fmt: skip
+
+    def gpu_array(shape: tuple[int, ...], dtype: str) -> FakeNdarray:
+        a = FakeNdarray(shape, dtype)
+        fake.pointers[a.ptr] = (2, 0)  # cudaMemoryTypeDevice, device 0
+        return a
+
+    with native_installed(fake, backend_class=NoDriverMaps) as (cp, _):
+        # The few CuPy calls the attention call makes for its small arrays.
+        cp.empty = lambda n, dtype: gpu_array((n,), dtype)
+        cp.asarray = lambda a: gpu_array(a.shape, a.dtype.str)
+        module = pyoxide.load(emu_kernels_manifest())
+        add_attention(module, lambda: pyoxide.load(sm90_manifest))
+        ran = {}
+        for s, causal in [(300, True), (300, False), (600, True), (300, True)]:
+            q, k, v, out = (gpu_array((1, s, 4, 128), "float16") for _ in range(4))
+            picked = module.attention.picks(q, k, v, out, causal=causal)
+            module.attention(q, k, v, out, causal)
+            ran[(s, causal)] = (picked, fake.launches[-1]["name"])
+    assert ran == {
+        (300, True): ("attention_sm90_f16_1", "attention_sm90_f16_1"),
+        (300, False): ("attention_sm90_f16_0", "attention_sm90_f16_0"),
+        (600, True): ("attention_sm90_f16_0", "attention_sm90_f16_0"),
+    }

@@ -43,11 +43,17 @@ def tune(manifest: Path, name: str, times: dict[str, float], *shapes: tuple[int,
 def plant_choices(manifest: Path, choices: list[dict[str, Any]]) -> None:
     """Cache ``which``'s choices (each: which_1 for 512 < n <= 1024 unless it says
     otherwise) as `pyoxide tune` would."""
+    base = {"kernel": "which_0", "entry": "which_1", "bucket": [1024]}
+    cache_choices(manifest, [{**base, **c} for c in choices])
+
+
+def cache_choices(manifest: Path, choices: list[dict[str, Any]]) -> None:
+    """Cache the crate's ``choices`` (kernel, entry, bucket, device, arch, launch; the
+    times made up) as `pyoxide tune` would."""
     mod = pyoxide.load(manifest, tuned=False)
-    base = {"kernel": "which_0", "entry": "which_1", "bucket": [1024], "time_us": 1.0,
-            "hand_us": 2.0, "shape": [1000], "candidates": 4, "rejected": 0}  # fmt: skip
+    why = {"time_us": 1.0, "hand_us": 2.0, "shape": [1000], "candidates": 4, "rejected": 0}
     path = _tune_store.cache_file(mod.manifest)
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     key = _tune_store.tuning_key(mod.manifest)
-    file = {"version": _abi.TUNED_FILE_VERSION, "crate": "tuned_kernels", "key": key}
-    path.write_text(json.dumps({**file, "choices": [{**base, **c} for c in choices]}))
+    file = {"version": _abi.TUNED_FILE_VERSION, "crate": mod.manifest.crate_name, "key": key}
+    path.write_text(json.dumps({**file, "choices": [{**why, **c} for c in choices]}))
