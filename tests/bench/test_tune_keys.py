@@ -20,7 +20,8 @@ from helpers.bundled import (
     tuned_kernels_manifest,
 )
 from helpers.fake_launch import FakeNdarray, native_installed
-from helpers.tuning import cache_choices, plant_choices, tune
+from helpers.probes import requires_sm90
+from helpers.tuning import cache_choices, plant_choices, planted, tune
 
 import pyoxide
 from pyoxide._launch import tune_space as _tune_space
@@ -167,6 +168,23 @@ def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
         # Verified at a shape the float64 reference affords: S cut, everything else kept.
         (verify,) = _tune._cases(spec, hand, case, bucket)
         assert verify.shape == (min(shape[0], 2), 300, 300, *shape[3:])
+
+
+@pytest.mark.gpu
+@requires_sm90("kernels_sm90a's attention runs on sm_90 only")
+def test_both_schedules_pass_the_tuners_verification_at_their_verify_shape() -> None:
+    from pyoxide.bundled import load_sm90a
+
+    module = load_sm90a(tuned=False)
+    assert module is not None
+    hand = module["attention_sm90_bf16_0"].spec
+    shape = (1, 4096, 4096, 16, 1, 1, 1, 0, 0)
+    entry, _, bucket = _tune.tune_shape(module, attention_spec(), hand, "bf16", shape,
+                                        backend="cupy", timing=planted({}))  # fmt: skip
+    assert bucket == (128, 4096, 1) and entry["verified"] == [[1, 300, 300, 16, 1, 1, 1, 0, 0]]
+    verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
+    assert verdicts == dict.fromkeys(["attention_sm90_bf16_0", "attention_sm90_bf16_1"],
+                                     ("passed", None))  # fmt: skip
 
 
 def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> None:
