@@ -197,7 +197,7 @@ class Attention:
         kernel = self._plain.get(p.dtype)
         if kernel is None:
             if self._twins.fixed is not None:
-                raise refuse(self.name, "q", "CuPy arrays on an sm_90 GPU, 16-byte aligned "
+                raise refuse(self.name, "q", "GPU arrays on an sm_90 device, 16-byte aligned "
                              "with strides of whole 8 elements", first.describe(),
                              "call kernels.attention, which runs another kernel there")  # fmt: skip
             raise refuse(self.name, "q", f"a {'/'.join(self._plain)} array", first.describe(),
