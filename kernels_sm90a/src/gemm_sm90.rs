@@ -9,14 +9,16 @@
 //! # Shape of the computation
 //!
 //! A block of 384 threads is three warpgroups. Warpgroup 0 is the producer: one of
-//! its threads keeps a ring of [`STAGES`] shared-memory stages full, each one 64-wide
-//! slab of k: A's 128×64 box and B's 64×256 (four 64×64 boxes), 48 KiB. Warpgroups 1
+//! its threads keeps a ring of shared-memory stages full ([`RING_BYTES`], 192 KiB), each
+//! one 64-wide slab of k: A's 128×64 box and B's 64×256 (four 64×64 boxes), 48 KiB, so
+//! four stages ([`stages`]). Warpgroups 1
 //! and 2 are consumers: each multiplies its 64 rows of the block's 128×256 tile of
 //! `c` with `wgmma m64n256k16` (four per stage), accumulating 128 f32 a thread, and
 //! hands the stage back. The tile's width `BN` is tuned (`#[tune(BN = [256, 128])]`):
-//! 128-wide tiles (`wgmma m64n128k16`, 64 accumulators, B's first two boxes a stage)
-//! make twice the tiles, for shapes with too few to fill the SMs (m = 128 against a
-//! 4096-column weight is 16 tiles of 256 columns for 132 SMs). Blocks are persistent: each
+//! 128-wide tiles (`wgmma m64n128k16`, 64 accumulators, two B boxes a stage: 32 KiB, so
+//! the same ring holds six stages and more loads are in flight) make twice the tiles,
+//! for shapes with too few to fill the SMs (m = 128 against a 4096-column weight is 16
+//! tiles of 256 columns for 132 SMs). Blocks are persistent: each
 //! walks tiles `blockIdx.x`, `+ gridDim.x`, … in a grouped order (eight tile-rows at a
 //! time share B's columns in L2), so the producer fills the next tile's stages while the
 //! consumers store the last one's results. The producer gives up registers
@@ -40,7 +42,7 @@
 //! The clusters are persistent as the blocks are: the launch is `min(tiles,
 //! SMs / SPLIT) · SPLIT` blocks (pyoxide/_launch/clusters.py's `persistent_blocks`), and
 //! cluster `%clusterid.x` walks tiles `%clusterid.x`, `+ %nclusterid.x`, …, its blocks in
-//! step. Shared memory stays 230 464 bytes: a block's partial (128 × `BN` f32, 64 or
+//! step. Shared memory stays 230 496 bytes: a block's partial (128 × `BN` f32, 64 or
 //! 128 KiB) lies over the ring's stages (192 KiB), which are idle once the tile's k loop is
 //! done. So that the producer does not refill them under it, it passes the tile's two
 //! cluster barriers with the consumers before it loads the next tile: a split instance
@@ -134,15 +136,18 @@ pub const SM90_BM: u32 = 128;
 pub const SM90_BN: u32 = 256;
 /// Threads per block: one producer and two consumer warpgroups.
 pub const SM90_THREADS: u32 = 384;
-/// Stages of the shared-memory ring.
-pub const STAGES: usize = 4;
+/// Bytes of the shared-memory ring of stages: four stages of the widest tile, six of a
+/// 128-wide one ([`stages`]).
+pub const RING_BYTES: usize = 4 * stage_bytes(SM90_BN as usize);
+/// The most stages any instance has (its barriers are laid out for this many).
+const MAX_STAGES: usize = stages(128);
 /// Dynamic shared memory a launch must give: the stages, the epilogue's buffer, the
 /// barriers, and 1 KiB of slack to align the first stage to 1024 bytes. The kernels'
-/// `#[launch(..., shared = 230_464)]` states it to the launcher (an attribute takes a
+/// `#[launch(..., shared = 230_496)]` states it to the launcher (an attribute takes a
 /// literal; tests/launch/test_variants.py checks the two agree).
-pub const SM90_SHARED_BYTES: u32 = 230_464;
+pub const SM90_SHARED_BYTES: u32 = 230_496;
 const _: () = assert!(
-    SM90_SHARED_BYTES as usize == STAGES * STAGE_BYTES + 2 * EPI_WG_BYTES + 2 * STAGES * 8 + 1024
+    SM90_SHARED_BYTES as usize == RING_BYTES + 2 * EPI_WG_BYTES + 2 * MAX_STAGES * 8 + 1024
 );
 /// The three tensor maps (A's, B's, then C's), 128 bytes each, in the `maps` argument.
 pub const TENSOR_MAP_BYTES: usize = 128; // oxide-abi's TENSOR_MAP_BYTES
@@ -150,9 +155,19 @@ pub const TENSOR_MAP_BYTES: usize = 128; // oxide-abi's TENSOR_MAP_BYTES
 const BK: usize = 64;
 const A_BYTES: usize = SM90_BM as usize * BK * 2;
 const B_BOX_BYTES: usize = 64 * BK * 2;
-/// B's bytes a stage at the widest tile; a `BN`-wide tile uses `BN / 64` boxes of them.
-const B_BYTES: usize = SM90_BN as usize * BK * 2;
-const STAGE_BYTES: usize = A_BYTES + B_BYTES;
+
+/// Bytes of one stage of a `bn`-wide tile: A's box and `bn / 64` B boxes.
+const fn stage_bytes(bn: usize) -> usize {
+    A_BYTES + (bn / 64) * B_BOX_BYTES
+}
+
+/// Stages of a `bn`-wide tile's ring: as many as [`RING_BYTES`] holds (4 at 256, 6 at
+/// 128). The consumers hand a stage back one slab late (below), so the loads in flight
+/// are about two fewer than the stages: the narrow tile's extra stages matter most where
+/// a few blocks stream a long k (decode and prefill GEMMs).
+pub const fn stages(bn: usize) -> usize {
+    RING_BYTES / stage_bytes(bn)
+}
 /// Tile-rows that walk the columns together (L2 reuse of B).
 const GROUP_M: usize = 8;
 /// Each consumer warpgroup's epilogue buffer: 64 rows of 128 bytes per box, two boxes.
@@ -172,7 +187,7 @@ const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 #[variant_of(gemm_bf16)]
 #[tune(BN = [256, 128], SPLIT = [1, 2, 4])]
 #[cluster_launch(SPLIT)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_464))]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_496))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
 pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize>(
@@ -194,7 +209,7 @@ pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize>(
 #[variant_of(gemm_bf16_bf16)]
 #[tune(BN = [256, 128], SPLIT = [1, 2, 4])]
 #[cluster_launch(SPLIT)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_464))]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_496))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
 pub fn gemm_bf16_bf16_sm90<const BN: usize, const SPLIT: usize>(
@@ -219,7 +234,10 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
     const { assert!(BN == 256 || BN == 128, "BN: 256 or 128") };
     const { assert!(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT: 1, 2 or 4") };
-    const { assert!(split::partial_bytes(BN) <= STAGES * STAGE_BYTES) };
+    const { assert!(split::partial_bytes(BN) <= RING_BYTES) };
+    const { assert!(stages(BN) <= MAX_STAGES && stages(BN) * stage_bytes(BN) <= RING_BYTES) };
+    let stages = const { stages(BN) };
+    let b_bytes = const { (BN / 64) * B_BOX_BYTES };
     // a, b and c are read and written through the maps the launcher made of them (the
     // shape contract holds: c is m×n); their extents give the loop bounds.
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -237,11 +255,11 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     let skew = (1024 - (oxide_device::wgmma::shared_address(raw) as usize % 1024)) % 1024;
     let smem = raw.wrapping_add(skew);
     let a_stage = |s: usize| smem.wrapping_add(s * A_BYTES);
-    let b_stage = |s: usize| smem.wrapping_add(STAGES * A_BYTES + s * B_BYTES);
-    let epi_at = |half: usize| smem.wrapping_add(STAGES * STAGE_BYTES + half * EPI_WG_BYTES);
-    let bars = smem.wrapping_add(STAGES * STAGE_BYTES + 2 * EPI_WG_BYTES) as *mut Barrier;
+    let b_stage = |s: usize| smem.wrapping_add(stages * A_BYTES + s * b_bytes);
+    let epi_at = |half: usize| smem.wrapping_add(RING_BYTES + half * EPI_WG_BYTES);
+    let bars = smem.wrapping_add(RING_BYTES + 2 * EPI_WG_BYTES) as *mut Barrier;
     let full = |s: usize| bars.wrapping_add(s);
-    let empty = |s: usize| bars.wrapping_add(STAGES + s);
+    let empty = |s: usize| bars.wrapping_add(MAX_STAGES + s);
 
     let tiles_m = m.div_ceil(SM90_BM as usize);
     let tiles_n = n.div_ceil(BN);
@@ -289,7 +307,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     // thread of the cluster passes two a tile: gemm_sm90_split.rs).
     unsafe {
         if tid == 0 {
-            for s in 0..STAGES {
+            for s in 0..stages {
                 mbarrier_init(full(s), 1);
                 // One arrival per consumer warp (see the release below).
                 mbarrier_init(empty(s), 2 * 4);
@@ -336,7 +354,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
                         );
                     }
                     s += 1;
-                    if s == STAGES {
+                    if s == stages {
                         s = 0;
                         phase ^= 1;
                     }
@@ -414,7 +432,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
                     }
                     held = Some(s);
                     s += 1;
-                    if s == STAGES {
+                    if s == stages {
                         s = 0;
                         phase ^= 1;
                     }
