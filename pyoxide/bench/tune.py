@@ -300,6 +300,7 @@ def tune_crate(
     step = progress(total) if progress is not None else (lambda label: None)
     entries, choices, places = [], [], []
     device, arch = _identity(backend)
+    saved = None
     for spec, hand, dtype, shape in work:
         entry, choice, bucket = tune_shape(module, spec, hand, dtype, shape, backend=backend,
                                            timing=timing, margin=margin, step=step)  # fmt: skip
@@ -308,7 +309,8 @@ def tune_crate(
             places.append((hand.entry, device, arch, bucket))
         if choice is not None:
             choices.append(choice)
-    saved = _tune_store.save(manifest, choices, places) if save else None
+        if save:  # after each shape, so a search stopped later keeps what it measured
+            saved = _tune_store.save(manifest, choices, places)
     return {
         "version": _abi.TUNE_REPORT_VERSION, "crate": manifest.crate_name,
         "key": _tune_store.tuning_key(manifest), "backend": backend, "device": device,

@@ -118,15 +118,11 @@ class _CudaView:
         }  # fmt: skip
 
 
-def array_lib(name: str, emu_skip_reason: str | None = None) -> Any:
-    """A pytest param for the library `name`, with the marks its tests need; with
-    `emu_skip_reason` (a test marked `skip_on_emu`), the emulator's param is skipped
-    with that reason."""
+def array_lib(name: str) -> Any:
+    """A pytest param for the library `name`, with the marks its tests need (a test
+    marked `skip_on_emu` is skipped on the emulator by tests/kernels/conftest.py)."""
     if name == "emu":
-        marks = [] if emu_skip_reason is None else [
-            pytest.mark.skip(reason=f"not on the emulator: {emu_skip_reason}")
-        ]  # fmt: skip
-        return pytest.param(ArrayLib("emu"), id="emu", marks=marks)
+        return pytest.param(ArrayLib("emu"), id="emu")
     marks = [pytest.mark.gpu, requires_gpu(f"runs the kernels on {name} arrays")]
     return pytest.param(ArrayLib(name), id=name, marks=marks)
 
