@@ -96,8 +96,8 @@ def _shapes(spec: Spec, sizes: Sequence[Shape] | None) -> list[Shape]:
 
 
 def _memoized(spec: Spec) -> Spec:
-    """``spec`` drawing each case's inputs and reference once (every candidate runs the
-    same cases)."""
+    """``spec`` drawing each case's inputs, reference and error scale once (every
+    candidate runs the same cases; at a bench shape each is a pass over the whole data)."""
 
     @functools.cache
     def inputs(case: Case) -> dict[str, Any]:
@@ -107,9 +107,15 @@ def _memoized(spec: Spec) -> Spec:
     def reference(case: Case) -> dict[str, np.ndarray]:
         return spec.reference(inputs(case), case)
 
+    @functools.cache
+    def scale(case: Case) -> dict[str, np.ndarray]:
+        assert spec.scale is not None
+        return spec.scale(inputs(case), case)
+
     return dataclasses.replace(
-        spec, inputs=lambda case, rng: inputs(case), reference=lambda args, case: reference(case)
-    )
+        spec, inputs=lambda case, rng: inputs(case), reference=lambda args, case: reference(case),
+        scale=None if spec.scale is None else lambda args, case: scale(case),
+    )  # fmt: skip
 
 
 def _key_values(spec: Spec, kernel: KernelSpec, case: Case) -> list[Any]:
