@@ -89,9 +89,13 @@ MIN_CLUSTER_ARCH = 90
 TMA_ALIGN_BYTES = 16
 TMA_MAX_BOX = 256
 TENSOR_MAP_BYTES = 128
+MAX_BLOCKS_PER_SM = 64
 
 # Launch policies whose launches are 1-D only (src/descriptor.rs).
 ONE_D_POLICIES = frozenset({"elementwise", "grid_stride", "block_per_element", "block_per_row", "segments", "columns"})
+
+# Launch policies whose blocks_per_sm may be 0, one block per row (src/descriptor.rs).
+BLOCKS_PER_SM_ZERO_KINDS = frozenset({"block_per_row"})
 
 # Tuning (src/tune.rs).
 TUNE_REPORT_VERSION = 2

@@ -75,12 +75,18 @@ def read_launch_policy(c: JsonChecker, value: Any, w: str, params: Sequence[Any]
     ):
         raise c.fail(w + ".over", f"parameter {over!r} is not a slice")
     ints = {f: c.uint(v[f], f"{w}.{f}", 32) for f in fields if f in v and f not in ("over", "cols")}
-    may_be_zero = OPTIONAL_FIELDS.get(kind, ())  # block_per_row's blocks_per_sm: 0, one a row
-    most = _abi.MAX_THREADS_PER_BLOCK
-    if any(n == 0 and f not in may_be_zero for f, n in ints.items()) or ints.get("block", 1) > most:
+    may_be_zero = ("blocks_per_sm",) if kind in _abi.BLOCKS_PER_SM_ZERO_KINDS else ()
+    most, most_per_sm = _abi.MAX_THREADS_PER_BLOCK, _abi.MAX_BLOCKS_PER_SM
+    if (
+        any(n == 0 and f not in may_be_zero for f, n in ints.items())
+        or ints.get("block", 1) > most
+        or ints.get("blocks_per_sm", 0) > most_per_sm
+    ):
         raise c.fail(
             w,
-            f"per_thread, per_block, block and blocks_per_sm are at least 1, block at most {most}",
+            f"per_thread, per_block, block and blocks_per_sm are at least 1 (blocks_per_sm "
+            f"of {', '.join(sorted(_abi.BLOCKS_PER_SM_ZERO_KINDS))}: 0, one block a row), "
+            f"block at most {most}, blocks_per_sm at most {most_per_sm}",
         )
     cols = None
     if "cols" in v:
@@ -120,8 +126,8 @@ def _read_tiles(
     per_sm = 1
     if kind == "persistent_tiles":
         per_sm = c.uint(v["blocks_per_sm"], w + ".blocks_per_sm", 32)
-        if per_sm == 0:
-            raise c.fail(w + ".blocks_per_sm", "at least 1")
+        if not 1 <= per_sm <= _abi.MAX_BLOCKS_PER_SM:
+            raise c.fail(w + ".blocks_per_sm", f"from 1 to {_abi.MAX_BLOCKS_PER_SM}")
     return LaunchPolicy(kind, over, block=block3[0] * block3[1] * block3[2],
                         blocks_per_sm=per_sm, block3=block3, tile=tile)  # fmt: skip
 

@@ -346,6 +346,11 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
     if shared > _abi.MAX_DYNAMIC_SHARED_BYTES:
         raise c.fail(w + ".shared_bytes", f"at most {_abi.MAX_DYNAMIC_SHARED_BYTES}")
     variant_of = k.get("variant_of")
+    launch = (
+        None
+        if k.get("launch") is None
+        else read_launch_policy(c, k["launch"], w + ".launch", params)
+    )
     return KernelSpec(
         name=name,
         entry=c.str_(k["entry"], w + ".entry"),
@@ -358,15 +363,15 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         instance=tuple(instance),
         is_unsafe=c.bool_(k.get("is_unsafe", False), w + ".is_unsafe"),
         launch_bounds=bounds,
-        launch=None
-        if k.get("launch") is None
-        else read_launch_policy(c, k["launch"], w + ".launch", params),
+        launch=launch,
         cluster=None if k.get("cluster") is None else read_cluster(c, k["cluster"], w + ".cluster"),
         variant_of=None if variant_of is None else c.str_(variant_of, w + ".variant_of"),
         shared_bytes=shared,
         maps_param=maps_param,
         tensor_maps=maps,
-        tune=None if k.get("tune") is None else read_tune(c, k["tune"], w + ".tune", params),
+        tune=None
+        if k.get("tune") is None
+        else read_tune(c, k["tune"], w + ".tune", params, None if launch is None else launch.kind),
         whole_warps=None
         if k.get("whole_warps") is None
         else c.str_(k["whole_warps"], w + ".whole_warps"),

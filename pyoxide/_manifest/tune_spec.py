@@ -68,8 +68,11 @@ class TunedChoice:
         }  # fmt: skip
 
 
-def read_tune(c: JsonChecker, value: Any, w: str, params: Sequence[Any] = ()) -> TuneSpec:
-    """A kernel descriptor's ``tune`` (schema 9; ``key``, schema 11)."""
+def read_tune(
+    c: JsonChecker, value: Any, w: str, params: Sequence[Any] = (), kind: str | None = None
+) -> TuneSpec:
+    """A kernel descriptor's ``tune`` (schema 9; ``key``, schema 11) of a kernel with
+    ``params`` and a launch policy of ``kind``."""
     v = c.obj(value, w, [], ["consts", "launch", "key"])
     consts = []
     for i, k in enumerate(c.list_(v.get("consts", []), w + ".consts")):
@@ -87,9 +90,11 @@ def read_tune(c: JsonChecker, value: Any, w: str, params: Sequence[Any] = ()) ->
         k = c.obj(k, kw, ["param", "values"])
         name = c.choice(k["param"], kw + ".param", list(_abi.TUNABLE_LAUNCH))
         ints = tuple(c.uint(x, f"{kw}.values[{j}]") for j, x in enumerate(c.list_(k["values"], kw)))
-        # A row kernel's blocks_per_sm of 0 is one block per row (its policy's default).
-        if not ints or (0 in ints and name != "blocks_per_sm"):
+        zero = name == "blocks_per_sm" and kind in _abi.BLOCKS_PER_SM_ZERO_KINDS
+        if not ints or (0 in ints and not zero):
             raise c.fail(kw + ".values", "at least one value, each at least 1")
+        if name == "blocks_per_sm" and max(ints) > _abi.MAX_BLOCKS_PER_SM:
+            raise c.fail(kw + ".values", f"each at most {_abi.MAX_BLOCKS_PER_SM}")
         launch.append((name, ints))
     key = tuple(
         c.str_(x, f"{w}.key[{i}]") for i, x in enumerate(c.list_(v.get("key", []), w + ".key"))

@@ -78,10 +78,32 @@ def test_launch_policies_are_read_and_checked(good: dict[str, Any], tmp_path: Pa
         ({**ok, "over": "nope"}, "expected one of"),
         ({**ok, "block": 2048}, "block at most 1024"),
         ({**ok, "per_thread": 0}, "at least 1"),
+        ({**ok, "kind": "grid_stride", "blocks_per_sm": 0}, "at least 1"),
+        ({**ok, "kind": "grid_stride", "blocks_per_sm": 65}, "blocks_per_sm at most 64"),
         ({"kind": "segments", "over": "out", "block": 1}, "unknown field"),
     ]:
         with pytest.raises(pyoxide.ManifestError, match=message):
             parse_manifest(with_launch(bad), tmp_path / "m")
+
+
+def test_a_tuned_blocks_per_sm_of_0_is_one_block_a_row_only(
+    good: dict[str, Any], tmp_path: Path
+) -> None:
+    """oxide-abi's BLOCKS_PER_SM_ZERO_KINDS: a #[tune] candidate blocks_per_sm = 0 of a
+    grid_stride kernel is refused (its blocks walk the data; 0 would launch none), as is
+    one above MAX_BLOCKS_PER_SM; the row kernels' 0 is read (the bundled manifest's)."""
+    m = copy.deepcopy(good)
+    saxpy = next(k for k in m["kernels"] if k["entry"] == "saxpy")
+    saxpy["launch"] = {"kind": "grid_stride", "over": "out", "per_thread": 4, "block": 128,
+                       "blocks_per_sm": 2}  # fmt: skip
+    for values, message in [([0, 2], "each at least 1"), ([2, 65], "each at most 64")]:
+        saxpy["tune"] = {"launch": [{"param": "blocks_per_sm", "values": values}]}
+        with pytest.raises(pyoxide.ManifestError, match=message):
+            parse_manifest(m, tmp_path / "m")
+    from pyoxide.bundled import load_bundled
+
+    rows = next(k for k in load_bundled().manifest.kernels if k.name == "softmax_rows")
+    assert rows.tune is not None and 0 in dict(rows.tune.launch)["blocks_per_sm"]
 
 
 def test_reads_a_manifest(tmp_path: Path) -> None:

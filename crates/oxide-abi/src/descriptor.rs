@@ -216,6 +216,19 @@ pub struct LaunchBounds {
 /// without a policy (generated into pyoxide/_manifest/abi.py).
 pub const DEFAULT_BLOCK: u32 = 256;
 
+/// The most blocks per multiprocessor a policy's `blocks_per_sm`, or a `#[tune]`
+/// candidate of it, may ask for.
+pub const MAX_BLOCKS_PER_SM: u32 = 64;
+
+/// The launch policies whose `blocks_per_sm` may be 0: one block per row, so the kernel
+/// need not walk rows (`block_per_row`'s default). Every other policy's is at least 1.
+pub const BLOCKS_PER_SM_ZERO_KINDS: [&str; 1] = ["block_per_row"];
+
+/// The least `blocks_per_sm` a policy of `kind` takes (0 or 1).
+pub fn least_blocks_per_sm(kind: &str) -> u32 {
+    u32::from(!BLOCKS_PER_SM_ZERO_KINDS.contains(&kind))
+}
+
 /// A kernel's launch policy, declared with `#[launch(...)]` and applied by the Python
 /// launcher (one function, `pyoxide/_launch/policy.py`). `over` names a slice parameter, whose
 /// length `n` sizes the launch; `block` is the threads per block of a plain call (an

@@ -153,17 +153,25 @@ pub fn module_source() -> String {
         limits::TMA_ALIGN_BYTES;
         limits::TMA_MAX_BOX;
         limits::TENSOR_MAP_BYTES;
+        descriptor::MAX_BLOCKS_PER_SM;
     }
     w.push('\n');
-    let one_d: Vec<String> = crate::descriptor::ONE_D_POLICIES
-        .iter()
-        .map(|k| format!("\"{k}\""))
-        .collect();
+    let names = |kinds: &[&str]| -> String {
+        let quoted: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
+        quoted.join(", ")
+    };
     let _ = writeln!(
         w,
         "# Launch policies whose launches are 1-D only (src/descriptor.rs).\n\
          ONE_D_POLICIES = frozenset({{{}}})\n",
-        one_d.join(", ")
+        names(&crate::descriptor::ONE_D_POLICIES)
+    );
+    let _ = writeln!(
+        w,
+        "# Launch policies whose blocks_per_sm may be 0, one block per row \
+         (src/descriptor.rs).\n\
+         BLOCKS_PER_SM_ZERO_KINDS = frozenset({{{}}})\n",
+        names(&crate::descriptor::BLOCKS_PER_SM_ZERO_KINDS)
     );
     tune_tables(w);
     w.push_str(

@@ -1,7 +1,7 @@
 //! `#[launch_bounds(...)]` and `#[launch(policy(...))]`: their rules and checked forms.
 
 use oxide_abi::ParamKind;
-use oxide_abi::descriptor::{DEFAULT_BLOCK, LaunchBounds};
+use oxide_abi::descriptor::{DEFAULT_BLOCK, LaunchBounds, MAX_BLOCKS_PER_SM, least_blocks_per_sm};
 use syn::Ident;
 use syn::ext::IdentExt;
 
@@ -521,10 +521,9 @@ pub(super) fn check_launch(
                     block = b;
                 }
             }
-            // block_per_row: 0 is one block per row (the kernel need not walk rows).
             "blocks_per_sm" => {
-                let least = u32::from(kind != LaunchKind::BlockPerRow);
-                blocks_per_sm = int(least, 64, errors)
+                let least = least_blocks_per_sm(kind.name());
+                blocks_per_sm = int(least, MAX_BLOCKS_PER_SM, errors)
             }
             "cols" => {
                 let LaunchValue::Ident(ident) = value else {

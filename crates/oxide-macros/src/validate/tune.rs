@@ -3,7 +3,7 @@
 //! for its other generic parameters).
 
 use oxide_abi::ScalarType;
-use oxide_abi::descriptor::LaunchBounds;
+use oxide_abi::descriptor::{LaunchBounds, MAX_BLOCKS_PER_SM, least_blocks_per_sm};
 use oxide_abi::names::entry_symbol;
 use oxide_abi::tune::{MAX_TUNE_CANDIDATES, TUNABLE_LAUNCH, Tune, TuneConst, TuneLaunch};
 use syn::ext::IdentExt;
@@ -278,11 +278,13 @@ fn launch_values(
     }
     let hi = match tunable.name {
         "block" => bounds.map_or(1024, |b| b.max_threads.min(1024)),
-        "blocks_per_sm" => 64,
+        "blocks_per_sm" => MAX_BLOCKS_PER_SM,
         _ => 1 << 16,
     };
-    // A row kernel's `blocks_per_sm` of 0 is one block per row (its policy's default).
-    let lo = u32::from(!(tunable.name == "blocks_per_sm" && kind == "block_per_row"));
+    let lo = match tunable.name {
+        "blocks_per_sm" => least_blocks_per_sm(kind),
+        _ => 1,
+    };
     let mut out: Vec<u32> = Vec::new();
     for v in values {
         let parsed = match &v {
