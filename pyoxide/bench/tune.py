@@ -87,6 +87,17 @@ def hand_picks(kernels: Sequence[KernelSpec], spec: Spec) -> list[tuple[str, Ker
     return out
 
 
+def tuning_crates(specs: Sequence[Spec], modules: Sequence[Any]) -> list[tuple[Any, list[Spec]]]:
+    """The specs grouped by the module that tunes each: the first of ``modules`` (in
+    order) with a hand pick for it (:func:`hand_picks`); a spec none has is left out."""
+    groups: dict[int, tuple[Any, list[Spec]]] = {}
+    for spec in specs:
+        module = next((m for m in modules if hand_picks(m.manifest.kernels, spec)), None)
+        if module is not None:
+            groups.setdefault(id(module), (module, []))[1].append(spec)
+    return list(groups.values())
+
+
 def _shapes(spec: Spec, sizes: Sequence[Shape] | None) -> list[Shape]:
     shapes = [tuple(s) for s in spec.bench_shapes]
     if sizes:

@@ -47,7 +47,8 @@ def tune_command(
     save: bool,
     as_json: bool,
 ) -> None:
-    """Tune the #[tune] kernels of CRATE (default: the bundled kernels).
+    """Tune the #[tune] kernels of CRATE (default: the bundled kernels, and on an sm_90
+    GPU the kernels_sm90a variants their GEMM and attention calls run there).
 
     Each candidate (an instance of the tuned const generics, with a combination of the
     tuned launch parameters) is verified against the kernel's spec at the shape, then
@@ -69,10 +70,9 @@ def tune_command(
     folder = opt.specs_folder(crate, "tuning verifies with the specs")
     sizes = opt.parsed_shapes(shapes, "--shapes")
     with reporting_errors():
-        module = _load(crate)
-    specs = [s for s in select(load_specs(folder), kernel)
-             if _tune.hand_picks(module.manifest.kernels, s)]  # fmt: skip
-    if not specs:
+        modules = [_load(crate), *_variants(crate, backend)]
+    groups = _tune.tuning_crates(select(load_specs(folder), kernel), modules)
+    if not groups:
         where = opt.where(crate)
         click.echo(f"error: no #[tune] kernel with a spec matches -k {kernel!r} in {where}",
                    err=True)  # fmt: skip
@@ -81,12 +81,14 @@ def tune_command(
         click.echo("note: tuning on the emulator: its timings say nothing about a GPU; the "
                    "choices hold on the emulator only", err=True)  # fmt: skip
     timing = _tune.gpu_timing(reps, warmup) if backend == "cupy" else _tune.wall_timing()
+    reports = []
     with reporting_errors():
-        report = _tune.tune_crate(
-            module, specs, backend=backend, timing=timing, sizes=sizes, margin=margin,
-            save=save, progress=progress_bar,
-        )  # fmt: skip
-    click.echo(json.dumps(report, indent=1) if as_json else table(report))
+        for module, specs in groups:
+            reports.append(_tune.tune_crate(
+                module, specs, backend=backend, timing=timing, sizes=sizes, margin=margin,
+                save=save, progress=progress_bar,
+            ))  # fmt: skip
+    click.echo(json.dumps(reports, indent=1) if as_json else "\n\n".join(map(table, reports)))
 
 
 def _load(crate: Path | None) -> Any:
@@ -95,6 +97,24 @@ def _load(crate: Path | None) -> Any:
     from ..bundled import load_bundled
 
     return load(crate, tuned=False) if crate is not None else load_bundled(tuned=False)
+
+
+def _variants(crate: Path | None, backend: str) -> list[Any]:
+    """The bundled kernels_sm90a where its code runs (an sm_90 GPU): on such a device
+    ``pyoxide.kernels``' GEMM and attention calls run its #[tune] kernels, tuned there."""
+    if crate is not None or backend != "cupy":
+        return []
+    from .. import backends
+    from ..bundled import load_sm90a
+
+    module = load_sm90a(tuned=False)
+    if module is None or not module.manifest.kernels:
+        return []
+    from .._launch.kernel import Kernel
+
+    b = backends.get("cupy")
+    first = module[module.manifest.kernels[0].entry]
+    return [module] if isinstance(first, Kernel) and first.runs_on(b, b.current_device()) else []
 
 
 def table(report: dict[str, Any]) -> str:

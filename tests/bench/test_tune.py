@@ -210,7 +210,7 @@ def test_cli_tune_reports_json_by_the_schema_and_a_table(manifest: Path) -> None
     result = runner.invoke(cli, ["tune", str(manifest), "-k", "affine", "--shapes", "1000",
                                  "--backend", "emu", "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
+    (report,) = json.loads(result.stdout)  # a report per tuned crate
     jsonschema.validate(report, json.loads(SCHEMA.read_text()))
     (k,) = [k for k in report["kernels"] if k["kernel"] == "affine_0"]  # (not affine_keyed)
     assert [c["verdict"] for c in k["candidates"]].count("failed") == 2  # the planted ones
@@ -341,3 +341,32 @@ def test_every_instance_of_a_gemm_variant_passes_the_tuners_verification(name: s
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
     instances = [f"{name}_sm90_{bn}_{split}" for bn in (256, 128) for split in (1, 2, 4)]
     assert verdicts == dict.fromkeys(instances, ("passed", None))
+
+
+def test_each_spec_is_tuned_in_the_first_crate_with_a_tune_kernel_for_it() -> None:
+    """`pyoxide tune` and scripts/tune_bundled share the rule: the bundled specs whose
+    plain calls run kernels_sm90a's #[tune] kernels on an sm_90 GPU (the GEMMs' variants,
+    attention's served kernel) are tuned there, the rest in kernels_rs."""
+    from pyoxide.bundled import load_bundled, load_sm90a
+    from pyoxide.verify import find_specs, load_specs
+
+    rs, sm90a = load_bundled(tuned=False), load_sm90a(tuned=False)
+    assert sm90a is not None
+    groups = _tune.tuning_crates(load_specs(find_specs(None)), [rs, sm90a])
+    by_crate = {m.manifest.crate_name: sorted(s.kernel for s in specs) for m, specs in groups}
+    assert by_crate["kernels_sm90a"] == ["attention", "gemm_bf16", "gemm_bf16_bf16"]
+    assert {"reduce_sum_f32", "softmax_rows", "layernorm_rows", "transpose", "sgemm"} <= set(
+        by_crate["kernels_rs"]
+    )
+    assert _tune.tuning_crates(load_specs(find_specs(None)), [rs])[0][0] is rs
+
+
+@pytest.mark.gpu
+@requires_sm90("kernels_sm90a's GEMM variants run on sm_90 only")
+def test_cli_tune_of_the_bundled_kernels_reaches_the_sm90a_variants() -> None:
+    result = CliRunner().invoke(cli, ["tune", "-k", "gemm_bf16_bf16", "--shapes", "200x1024x512",
+                                      "--backend", "cupy", "--no-save", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (report,) = json.loads(result.stdout)
+    assert report["crate"] == "kernels_sm90a"
+    assert {k["kernel"] for k in report["kernels"]} == {"gemm_bf16_bf16_sm90_256_1"}
