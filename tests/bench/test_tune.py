@@ -38,15 +38,8 @@ SCHEMA = Path(__file__).resolve().parents[2] / "crates" / "oxide-abi" / "tune-re
 EMU = (_abi.EMULATOR_DEVICE, _abi.EMULATOR_ARCH)
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-@pytest.fixture(scope="module")
-def manifest() -> Path:
-    return tuned_kernels_manifest()
+#: Each test with a cache of its own (tests/bench/conftest.py).
+pytestmark = pytest.mark.usefixtures("cache")
 
 
 def test_a_tuned_kernel_is_its_hand_pick_and_its_candidates_are_instances(manifest: Path) -> None:

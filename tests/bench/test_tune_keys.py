@@ -17,7 +17,6 @@ from helpers.bundled import (
     REPO,
     emu_kernels_manifest,
     sm90a_kernels_manifest,
-    tuned_kernels_manifest,
 )
 from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.probes import requires_sm90
@@ -32,16 +31,8 @@ from pyoxide.cli import cli
 from pyoxide.spec import Case, Spec
 from pyoxide.verify import load_specs
 
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-@pytest.fixture(scope="module")
-def manifest() -> Path:
-    return tuned_kernels_manifest()
+#: Each test with a cache of its own (tests/bench/conftest.py).
+pytestmark = pytest.mark.usefixtures("cache")
 
 
 def test_a_scalar_key_buckets_by_value_and_a_bools_false_and_true_apart() -> None:
