@@ -79,6 +79,11 @@ def load_bundled(*, tuned: bool = True) -> Module:
     (pyoxide/_launch/variants.py), and ``attention`` served by its call
     (pyoxide/bundled/attention.py), which picks kernels_sm90a's ``attention_sm90`` the
     same way; ``tuned=False``: without tuned choices (the hand-picked configurations)."""
+    return _with_variants(load_sm90a(tuned=tuned), tuned)
+
+
+def _with_variants(variants: Module | None, tuned: bool) -> Module:
+    """kernels_rs with ``variants`` (kernels_sm90a, where there is one) wired in."""
     module = _load_bundled(BUNDLED_CRATE, None, tuned)
     if module is None:
         raise LoadError(
@@ -86,7 +91,6 @@ def load_bundled(*, tuned: bool = True) -> Module:
             "no kernels_rs source beside the package. Fix: reinstall pyoxide, or from a "
             "source checkout run `pyoxide build --bundled`."
         )
-    variants = load_sm90a(tuned=tuned)
     if variants is not None:
         module.add_variants(variants)
     add_attention(module, lambda: variants)
@@ -99,3 +103,22 @@ def bundled_origin(*, tuned: bool = True) -> Origin:
     pickling by reference: whatever this process's pyoxide bundles."""
     options = () if tuned else (("tuned", False),)
     return Origin(BUNDLED_CRATE, "bundled", "", load_bundled, (), options)
+
+
+def tuning_modules(backend: str, *, tuned: bool = False) -> list[Module]:
+    """The bundled crates whose ``#[tune]`` kernels ``pyoxide.kernels``' plain calls run on
+    ``backend``'s current device: kernels_rs, and kernels_sm90a where its code loads (an
+    sm_90 GPU: the GEMMs' variants and attention's kernel). ``pyoxide tune`` and
+    scripts/tune_bundled tune each spec in the first of them with a #[tune] kernel for it
+    (pyoxide.bench.tune.tuning_crates). ``tuned=False``: without tuned choices."""
+    variants = load_sm90a(tuned=tuned)
+    modules = [_with_variants(variants, tuned)]
+    if backend != "emu" and variants is not None and variants.manifest.kernels:
+        from .. import backends
+        from .._launch.kernel import Kernel
+
+        b = backends.get(backend)
+        first = variants[variants.manifest.kernels[0].entry]
+        if isinstance(first, Kernel) and first.runs_on(b, b.current_device()):
+            modules.append(variants)
+    return modules

@@ -70,7 +70,7 @@ def tune_command(
     folder = opt.specs_folder(crate, "tuning verifies with the specs")
     sizes = opt.parsed_shapes(shapes, "--shapes")
     with reporting_errors():
-        modules = [_load(crate), *_variants(crate, backend)]
+        modules = _modules(crate, backend)
     groups = _tune.tuning_crates(select(load_specs(folder), kernel), modules)
     if not groups:
         where = opt.where(crate)
@@ -91,30 +91,13 @@ def tune_command(
     click.echo(json.dumps(reports, indent=1) if as_json else "\n\n".join(map(table, reports)))
 
 
-def _load(crate: Path | None) -> Any:
-    """The crate's module without tuned choices (each candidate runs as itself)."""
+def _modules(crate: Path | None, backend: str) -> list[Any]:
+    """The crate's module, or the bundled crates that tune on this device, without tuned
+    choices (each candidate runs as itself)."""
     from .._launch.module import load
-    from ..bundled import load_bundled
+    from ..bundled import tuning_modules
 
-    return load(crate, tuned=False) if crate is not None else load_bundled(tuned=False)
-
-
-def _variants(crate: Path | None, backend: str) -> list[Any]:
-    """The bundled kernels_sm90a where its code runs (an sm_90 GPU): on such a device
-    ``pyoxide.kernels``' GEMM and attention calls run its #[tune] kernels, tuned there."""
-    if crate is not None or backend != "cupy":
-        return []
-    from .. import backends
-    from ..bundled import load_sm90a
-
-    module = load_sm90a(tuned=False)
-    if module is None or not module.manifest.kernels:
-        return []
-    from .._launch.kernel import Kernel
-
-    b = backends.get("cupy")
-    first = module[module.manifest.kernels[0].entry]
-    return [module] if isinstance(first, Kernel) and first.runs_on(b, b.current_device()) else []
+    return [load(crate, tuned=False)] if crate is not None else tuning_modules(backend)
 
 
 def table(report: dict[str, Any]) -> str:
