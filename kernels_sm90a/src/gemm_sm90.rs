@@ -156,9 +156,14 @@ const BK: usize = 64;
 const A_BYTES: usize = SM90_BM as usize * BK * 2;
 const B_BOX_BYTES: usize = 64 * BK * 2;
 
-/// Bytes of one stage of a `bn`-wide tile: A's box and `bn / 64` B boxes.
+/// B's bytes a stage of a `bn`-wide tile: `bn / 64` boxes.
+const fn b_stage_bytes(bn: usize) -> usize {
+    (bn / 64) * B_BOX_BYTES
+}
+
+/// Bytes of one stage of a `bn`-wide tile: A's box and B's boxes.
 const fn stage_bytes(bn: usize) -> usize {
-    A_BYTES + (bn / 64) * B_BOX_BYTES
+    A_BYTES + b_stage_bytes(bn)
 }
 
 /// Stages of a `bn`-wide tile's ring: as many as [`RING_BYTES`] holds (4 at 256, 6 at
@@ -235,9 +240,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     const { assert!(BN == 256 || BN == 128, "BN: 256 or 128") };
     const { assert!(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT: 1, 2 or 4") };
     const { assert!(split::partial_bytes(BN) <= RING_BYTES) };
-    const { assert!(stages(BN) <= MAX_STAGES && stages(BN) * stage_bytes(BN) <= RING_BYTES) };
+    const { assert!(stages(BN) <= MAX_STAGES) };
     let stages = const { stages(BN) };
-    let b_bytes = const { (BN / 64) * B_BOX_BYTES };
+    let b_bytes = const { b_stage_bytes(BN) };
     // a, b and c are read and written through the maps the launcher made of them (the
     // shape contract holds: c is m×n); their extents give the loop bounds.
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
