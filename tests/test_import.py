@@ -76,3 +76,25 @@ def test_with_cupy_unimportable_the_first_gpu_call_says_how_to_fix_it() -> None:
     )  # fmt: skip
     assert r.stdout.startswith("OK") and "pip install 'pyoxide[cuda]'" in r.stdout, r.stderr
     assert "cuda13" not in r.stdout  # no such extra
+
+
+def test_pyoxide_build_runs_before_the_native_module_is_built() -> None:
+    # The wheel's build backend runs `pyoxide build --bundled` from the source tree before
+    # maturin compiles pyoxide._launch._native (scripts/packaging/pyoxide_backend.py).
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent("""
+            import sys
+            class NoNative:
+                def find_spec(self, name, path=None, target=None):
+                    if name == "pyoxide._launch._native":
+                        raise ImportError("the native module is not built yet")
+            sys.meta_path.insert(0, NoNative())
+            import pyoxide.cli.build, pyoxide._launch.tune_store
+            from pyoxide.cli import main
+            sys.argv = ["pyoxide", "build", "--help"]
+            main()
+        """)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "--bundled" in r.stdout

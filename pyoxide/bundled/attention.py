@@ -31,7 +31,6 @@ from typing import Any, NamedTuple
 
 from .. import backends
 from .._launch.arrays import GPU
-from .._launch.kernel import GenericKernel
 from .._launch.module import Module
 from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, refuse
 
@@ -227,6 +226,10 @@ class Attention:
         module = self._twins.module()
         if module is None or SM90_KERNEL not in module:
             return None
+        # Imported here: the launch runtime's native module is not built yet when the
+        # wheel's build runs `pyoxide build --bundled`, which imports this package.
+        from .._launch.kernel import GenericKernel
+
         generic = module[SM90_KERNEL]  # its hand picks, one per dtype
         hand_picks = generic.instances.values() if isinstance(generic, GenericKernel) else ()
         return next((k for k in hand_picks if k.spec.params[0].type == p.dtype), None)
