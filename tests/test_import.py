@@ -8,22 +8,27 @@ import textwrap
 
 from helpers.fixtures import TESTS_DIR
 
+#: The imports `import pyoxide` must not make.
+HEAVY = ("cupy", "numpy", "click", "torch", "cffi")
+
 _BLOCKER = """
 import sys
 
 class Blocker:
-    # Refuse the heavy imports outright: an attempt fails the import, not just a check after it.
+    # Refuse the imports outright: an attempt fails the import, not just a check after it.
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("cupy", "numpy", "click", "torch", "cffi"):
-            raise ImportError(f"pyoxide imported {name} too early")
+        if any(name == r or name.startswith(r + ".") for r in {refused!r}):
+            raise ImportError(f"pyoxide imported {{name}} too early")
         return None
 
 sys.meta_path.insert(0, Blocker())
 """
 
 
-def run(code: str) -> subprocess.CompletedProcess[str]:
-    script = _BLOCKER + textwrap.dedent(code)
+def run(code: str, refused: tuple[str, ...] = HEAVY) -> subprocess.CompletedProcess[str]:
+    """`code` in a fresh interpreter that refuses to import ``refused`` (and their
+    submodules)."""
+    script = _BLOCKER.format(refused=refused) + textwrap.dedent(code)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
 
 
@@ -81,20 +86,11 @@ def test_with_cupy_unimportable_the_first_gpu_call_says_how_to_fix_it() -> None:
 def test_pyoxide_build_runs_before_the_native_module_is_built() -> None:
     # The wheel's build backend runs `pyoxide build --bundled` from the source tree before
     # maturin compiles pyoxide._launch._native (scripts/packaging/pyoxide_backend.py).
-    r = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent("""
-            import sys
-            class NoNative:
-                def find_spec(self, name, path=None, target=None):
-                    if name == "pyoxide._launch._native":
-                        raise ImportError("the native module is not built yet")
-            sys.meta_path.insert(0, NoNative())
-            import pyoxide.cli.build, pyoxide._launch.tune_store
-            from pyoxide.cli import main
-            sys.argv = ["pyoxide", "build", "--help"]
-            main()
-        """)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    r = run("""
+        import pyoxide.cli.build, pyoxide._launch.tune_store
+        from pyoxide.cli import main
+        sys.argv = ["pyoxide", "build", "--help"]
+        main()
+    """, refused=("pyoxide._launch._native",))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "--bundled" in r.stdout
