@@ -18,6 +18,7 @@ from helpers.fixtures import write_manifest
 from helpers.probes import requires_gpu
 
 import pyoxide
+from pyoxide.errors import ArgumentValueError
 
 pytestmark = [pytest.mark.gpu, requires_gpu("launches kernels through CuPy")]
 
@@ -59,6 +60,30 @@ def test_vecadd(cp, mod, rng, n):
     c = poisoned(cp, n, np.float32)
     mod.vecadd(cp.asarray(a), cp.asarray(b), c)
     assert_close(c.get(), a.astype(np.float64) + b, 2**-24)
+
+
+def test_arrays_met_again_launch_as_they_are_now(cp, mod, rng):
+    """The compiled launcher remembers what it read from a CuPy array
+    (crates/pyoxide-native/src/facts.rs): the same arrays again, one reshaped in place
+    and back, and new arrays at addresses that come by again all launch as they are."""
+    x, y = (cp.asarray(rng.standard_normal(4096, dtype=np.float32)) for _ in range(2))
+    out = poisoned(cp, 4096, np.float32)
+
+    def check(x, y, out):
+        mod.vecadd(x, y, out)
+        assert_close(out.get(), x.get().astype(np.float64) + y.get(), 2**-24)
+        out.fill(np.nan)
+
+    for _ in range(3):
+        y += 1
+        check(x, y, out)
+    x.shape = (64, 64)
+    with pytest.raises(ArgumentValueError, match="expected a 1-D array"):
+        mod.vecadd(x, y, out)
+    x.shape = (4096,)
+    check(x, y, out)
+    for n in (100, 5000, 100, 5000, 1):
+        check(*(cp.asarray(rng.standard_normal(n, dtype=np.float32)) for _ in range(3)))
 
 
 @pytest.mark.parametrize("n", SIZES)

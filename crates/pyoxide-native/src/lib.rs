@@ -13,11 +13,12 @@
 //! [`launcher::Launcher`] is built once per kernel and device by the backend;
 //! [`kernel::KernelBase`] and [`kernel::ConfiguredBase`] are the compiled `__call__` of
 //! pyoxide's `Kernel` classes, which try their launchers and otherwise call the general
-//! path's hook. Modules depend on each other one way: kernel → launcher → params,
-//! runtime → libraries, stream, driver, record, generation.
+//! path's hook. Modules depend on each other one way: kernel → launcher → params → facts,
+//! runtime → libraries → facts, stream; runtime → driver, record, generation.
 
 mod derived;
 mod driver;
+mod facts;
 mod generation;
 mod kernel;
 mod launcher;

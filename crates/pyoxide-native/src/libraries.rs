@@ -14,6 +14,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyType};
 
+use crate::facts::KnownArrays;
 use crate::stream::CurrentStream;
 
 /// At most this many libraries are bound (two are known).
@@ -23,8 +24,9 @@ const MAX_REFUSED: usize = 16;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// `cupy.ndarray`: `dtype`, `shape`, `strides` (bytes), `data.ptr`, `data.device_id`;
-    /// CuPy's current stream.
+    /// `cupy.ndarray`: `dtype`, `shape`, `strides` (bytes), `data.ptr`, `data.device_id`,
+    /// read once while the array lives and keeps its shape (facts.rs); CuPy's current
+    /// stream.
     Cupy,
     /// `torch.Tensor`: `dtype`, `shape`, `requires_grad`, `is_contiguous()`,
     /// `get_device()`, `data_ptr()`; PyTorch's current stream on the tensor's device.
@@ -44,6 +46,8 @@ pub struct Library {
     /// The dtype object of each Rust element type, in `ScalarType::ALL`'s order.
     dtypes: Vec<Option<Py<PyAny>>>,
     stream: Stream,
+    /// CuPy arrays read by the last calls (None: PyTorch's, read on every call).
+    known: Option<KnownArrays>,
 }
 
 impl Library {
@@ -54,12 +58,14 @@ impl Library {
             .iter()
             .map(|t| Ok(dtypes.get_item(t.rust_name())?.map(Bound::unbind)))
             .collect::<PyResult<Vec<_>>>()?;
-        let (kind, stream) = match kind.as_str() {
+        let py = binding.py();
+        let (kind, stream, known) = match kind.as_str() {
             "cupy" => (
                 Kind::Cupy,
                 Stream::Current(CurrentStream::new(stream, capsule)?),
+                Some(KnownArrays::new(py)),
             ),
-            "torch" => (Kind::Torch, Stream::PerDevice(stream.unbind())),
+            "torch" => (Kind::Torch, Stream::PerDevice(stream.unbind()), None),
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown array library kind {other:?} (cupy or torch)"
@@ -71,7 +77,13 @@ impl Library {
             ty: ty.unbind(),
             dtypes,
             stream,
+            known,
         })
+    }
+
+    /// The CuPy arrays the last calls read (None for PyTorch's tensors).
+    pub fn known_arrays(&self) -> Option<&KnownArrays> {
+        self.known.as_ref()
     }
 
     /// The library's dtype object for element type `t` (None: it has none, e.g. CuPy's

@@ -5,22 +5,19 @@
 //! general path applies: anything not certainly fine is declined (the caller returns
 //! False), never refused. tests/launch/test_fast_path.py holds both to the same table.
 
-use std::ffi::c_ulong;
-
 use oxide_abi::ScalarType;
 
 use pyo3::exceptions::PyValueError;
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
 
-use crate::libraries::{Kind as LibKind, Libraries, Library};
-use crate::scalars::{self, Class, Scalars};
+use crate::facts::{ArrayFacts, MAX_RANK};
+use crate::libraries::{Libraries, Library};
+use crate::scalars::{self, Class, Scalars, u64_of};
 
 const F32_MAX: f64 = 3.402_823_466_385_288_6e38;
-/// Highest rank (oxide-abi's `MAX_ARRAY_RANK`) and most shared dimension names the fast
-/// path handles (a kernel with more takes the general path).
-const MAX_RANK: usize = oxide_abi::shape::MAX_ARRAY_RANK;
+/// Most shared dimension names the fast path handles (a kernel with more takes the
+/// general path).
 pub const MAX_NAMES: usize = 8;
 
 /// The extra rules of an array that a tensor map describes (TMA's): its address a
@@ -84,14 +81,10 @@ pub struct Param {
     pub offset: usize,
 }
 
-/// The attribute names the checks read, interned once.
+/// The attribute names a tensor is read by, interned once (a CuPy array's: facts.rs).
 pub struct Names {
     dtype: Py<PyString>,
     shape: Py<PyString>,
-    strides: Py<PyString>,
-    data: Py<PyString>,
-    device_id: Py<PyString>,
-    ptr: Py<PyString>,
     requires_grad: Py<PyString>,
     is_contiguous: Py<PyString>,
     get_device: Py<PyString>,
@@ -104,10 +97,6 @@ impl Names {
         Names {
             dtype: n("dtype"),
             shape: n("shape"),
-            strides: n("strides"),
-            data: n("data"),
-            device_id: n("device_id"),
-            ptr: n("ptr"),
             requires_grad: n("requires_grad"),
             is_contiguous: n("is_contiguous"),
             get_device: n("get_device"),
@@ -487,85 +476,52 @@ fn array(
     a: &Bound<'_, PyAny>,
     rank: usize,
 ) -> Option<(u64, [u64; MAX_RANK])> {
-    let py = a.py();
-    let names = cx.names;
     let dtype = lib.dtype(memory.ty)?;
-    if !a.getattr(names.dtype.bind(py)).ok()?.is(dtype) {
-        return None;
-    }
-    let shape_obj = a.getattr(names.shape.bind(py)).ok()?;
-    let shape_tuple = shape_obj.cast::<PyTuple>().ok()?; // torch.Size is a tuple
-    if shape_tuple.len() != rank {
-        return None;
-    }
-    let mut shape = [0u64; MAX_RANK];
-    let mut elements = 1u64;
-    for (d, n) in shape_tuple.iter_borrowed().enumerate() {
-        shape[d] = u64_of(&n)?;
-        elements = elements.checked_mul(shape[d])?;
-    }
-    let (ptr, device) = match lib.kind {
-        LibKind::Cupy => {
-            let strides = a.getattr(names.strides.bind(py)).ok()?;
-            if !c_contiguous(
-                &shape[..rank],
-                strides.cast::<PyTuple>().ok()?,
-                memory.itemsize,
-            )? {
-                return None;
-            }
-            let data = a.getattr(names.data.bind(py)).ok()?;
-            let device: i64 = data
-                .getattr(names.device_id.bind(py))
-                .ok()?
-                .extract()
-                .ok()?;
-            (u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?, device)
-        }
-        LibKind::Torch => {
-            if a.getattr(names.requires_grad.bind(py))
-                .ok()?
-                .is_truthy()
-                .ok()?
-                || !a
-                    .call_method0(names.is_contiguous.bind(py))
-                    .ok()?
-                    .is_truthy()
-                    .ok()?
-            {
-                return None; // the general path refuses a tensor that requires grad
-            }
-            let device: i64 = a
-                .call_method0(names.get_device.bind(py))
-                .ok()?
-                .extract()
-                .ok()?;
-            (
-                u64_of(&a.call_method0(names.data_ptr.bind(py)).ok()?)?,
-                device,
-            )
-        }
+    let facts = match lib.known_arrays() {
+        Some(known) => known.facts(a)?,
+        None => tensor(cx, a, rank)?,
     };
-    if device != cx.device {
+    if facts.dtype != dtype.as_ptr() as usize
+        || facts.rank != rank
+        || !facts.c_contiguous(memory.itemsize)
+        || facts.device != cx.device
+    {
         return None;
     }
-    Some((span(memory, ptr, &shape[..rank], elements)?, shape))
+    let ptr = span(memory, facts.ptr, &facts.shape[..rank], facts.elements)?;
+    Some((ptr, facts.shape))
 }
 
-/// Whether `strides` (bytes) are a C-contiguous array's, extents of 1 (or 0) aside, as
-/// pyoxide/_launch/arrays.py's `is_c_contiguous`; None when they are not a tuple of ints.
-fn c_contiguous(shape: &[u64], strides: &Bound<'_, PyTuple>, itemsize: u64) -> Option<bool> {
-    if strides.len() != shape.len() {
-        return Some(false);
+/// The facts of a `torch.Tensor` that needs no gradient and is contiguous (its
+/// strides are then a C-contiguous array's, which is all the facts say of them).
+/// PyTorch can change a tensor's extents and memory in place (`resize_`, `set_`), so
+/// they are read on every call.
+fn tensor(cx: &Context<'_>, a: &Bound<'_, PyAny>, rank: usize) -> Option<ArrayFacts> {
+    let py = a.py();
+    let names = cx.names;
+    let dtype = a.getattr(names.dtype.bind(py)).ok()?.as_ptr() as usize;
+    let shape_obj = a.getattr(names.shape.bind(py)).ok()?;
+    let shape = shape_obj.cast::<PyTuple>().ok()?; // torch.Size is a tuple
+    if shape.len() != rank
+        || a.getattr(names.requires_grad.bind(py))
+            .ok()?
+            .is_truthy()
+            .ok()?
+        || !a
+            .call_method0(names.is_contiguous.bind(py))
+            .ok()?
+            .is_truthy()
+            .ok()?
+    {
+        return None; // the general path refuses a tensor that requires grad
     }
-    let mut expected = itemsize;
-    for (&n, s) in shape.iter().rev().zip(strides.iter_borrowed().rev()) {
-        if n > 1 && u64_of(&s)? != expected {
-            return Some(false);
-        }
-        expected = expected.saturating_mul(n);
-    }
-    Some(true)
+    let device = a
+        .call_method0(names.get_device.bind(py))
+        .ok()?
+        .extract()
+        .ok()?;
+    let ptr = u64_of(&a.call_method0(names.data_ptr.bind(py)).ok()?)?;
+    ArrayFacts::contiguous(dtype, shape, ptr, device)
 }
 
 /// The launch ABI's pointer for an array of `elements` elements at `ptr` (for an empty
@@ -627,26 +583,6 @@ fn truth(cx: &Context<'_>, a: &Bound<'_, PyAny>) -> Option<bool> {
         (Class::Bool, v) => v.is_truthy().ok(),
         _ => None,
     }
-}
-
-/// An int's value as a u64 (None: not an int, or out of range), as `extract::<u64>`.
-fn u64_of(a: &Bound<'_, PyAny>) -> Option<u64> {
-    if size_of::<c_ulong>() == 8 && a.is_exact_instance_of::<PyInt>() {
-        // PyLong_AsUnsignedLongLong converts any int above 2**30 (every device pointer)
-        // through _PyLong_AsByteArray; PyLong_AsUnsignedLong, as wide here, walks the
-        // digits, several times faster.
-        // SAFETY: `a` is a live int and the GIL is held.
-        let v = unsafe { ffi::PyLong_AsUnsignedLong(a.as_ptr()) };
-        // SAFETY: the GIL is held.
-        if v == c_ulong::MAX && unsafe { !ffi::PyErr_Occurred().is_null() } {
-            // SAFETY: the GIL is held; the error (negative or too large) is a decline.
-            unsafe { ffi::PyErr_Clear() };
-            return None;
-        }
-        #[allow(clippy::useless_conversion)] // c_ulong is u32 where it is not u64
-        return Some(u64::from(v));
-    }
-    a.extract::<u64>().ok()
 }
 
 pub fn put(buf: &mut [u8], offset: usize, bytes: &[u8]) {

@@ -3,11 +3,11 @@
 //! arrays, read by value. The table of NumPy scalar types comes from pyoxide/_launch/args.py
 //! (`fast_scalar_types`), the one statement of what a scalar parameter accepts.
 
-use std::ffi::c_double;
+use std::ffi::{c_double, c_ulong};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyInt, PyTuple, PyType};
 
 /// What a NumPy scalar type holds (NumPy's dtype kind letters).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -89,4 +89,24 @@ pub fn as_int<'py>(a: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
         }
         Some(Bound::from_owned_ptr(a.py(), i))
     }
+}
+
+/// An int's value as a u64 (None: not an int, or out of range), as `extract::<u64>`.
+pub fn u64_of(a: &Bound<'_, PyAny>) -> Option<u64> {
+    if size_of::<c_ulong>() == 8 && a.is_exact_instance_of::<PyInt>() {
+        // PyLong_AsUnsignedLongLong converts any int above 2**30 (every device pointer)
+        // through _PyLong_AsByteArray; PyLong_AsUnsignedLong, as wide here, walks the
+        // digits, several times faster.
+        // SAFETY: `a` is a live int and the GIL is held.
+        let v = unsafe { ffi::PyLong_AsUnsignedLong(a.as_ptr()) };
+        // SAFETY: the GIL is held.
+        if v == c_ulong::MAX && unsafe { !ffi::PyErr_Occurred().is_null() } {
+            // SAFETY: the GIL is held; the error (negative or too large) is a decline.
+            unsafe { ffi::PyErr_Clear() };
+            return None;
+        }
+        #[allow(clippy::useless_conversion)] // c_ulong is u32 where it is not u64
+        return Some(u64::from(v));
+    }
+    a.extract::<u64>().ok()
 }

@@ -1,0 +1,223 @@
+//! What the fast path reads from a `cupy.ndarray`, and the arrays it remembers.
+//!
+//! Reading a CuPy array takes six attribute reads (`dtype`, `shape`, `strides`, `data`,
+//! `data.device_id`, `data.ptr`); `shape` and `strides` build a tuple each (through a
+//! list, in CuPy's Cython), and with three arrays these reads are most of a launch's host
+//! cost. CuPy fixes an array's dtype, memory (pointer and device) and size when it makes
+//! it: those attributes are read-only. Only `shape` can be set, and only to a reshape
+//! without a copy: the same elements in the same order, from the same first element. So
+//! while the same array object lives:
+//! - at rank 1, `ndim == 1` means the same extent (its size) and the same stride (the
+//!   step from the first element to the second, which such a reshape keeps);
+//! - at a higher rank, the same `shape` means the same strides (but those of extents of
+//!   1, which no check reads).
+//!
+//! [`KnownArrays`] remembers what was read from the arrays of the last calls, each known
+//! by a weak reference (a remembered array is never kept alive, and a dead one is never
+//! confused with a new object at its address). An object is remembered the second time
+//! its address comes by, so a call with fresh arrays each time makes no weak references.
+
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple, PyWeakrefMethods, PyWeakrefReference};
+
+use crate::scalars::u64_of;
+
+/// Highest rank (oxide-abi's `MAX_ARRAY_RANK`) the fast path reads.
+pub const MAX_RANK: usize = oxide_abi::shape::MAX_ARRAY_RANK;
+/// Arrays remembered (by address, hashed): a power of two.
+const SLOTS: usize = 16;
+
+/// An array's element type, extents, strides, memory and device, as read.
+#[derive(Clone, Copy)]
+pub struct ArrayFacts {
+    /// The address of its dtype object (the library's dtype objects are compared by
+    /// identity; the array keeps its own alive).
+    pub dtype: usize,
+    pub rank: usize,
+    pub shape: [u64; MAX_RANK],
+    /// In bytes; None: known to be C-contiguous.
+    strides: Option<[i64; MAX_RANK]>,
+    pub elements: u64,
+    pub ptr: u64,
+    pub device: i64,
+}
+
+impl ArrayFacts {
+    /// Whether the strides are a C-contiguous array's for elements of `itemsize` bytes,
+    /// extents of 1 (or 0) aside, as pyoxide/_launch/arrays.py's `is_c_contiguous`.
+    pub fn c_contiguous(&self, itemsize: u64) -> bool {
+        let Some(strides) = &self.strides else {
+            return true;
+        };
+        let mut expected = itemsize;
+        for d in (0..self.rank).rev() {
+            let n = self.shape[d];
+            if n > 1 && u64::try_from(strides[d]).ok() != Some(expected) {
+                return false;
+            }
+            expected = expected.saturating_mul(n);
+        }
+        true
+    }
+
+    /// The facts of a C-contiguous array of `shape` (a contiguous tensor, or a CuPy
+    /// array before its strides are read); None when an extent is not an int or the rank
+    /// is above [`MAX_RANK`].
+    pub fn contiguous(
+        dtype: usize,
+        shape: &Bound<'_, PyTuple>,
+        ptr: u64,
+        device: i64,
+    ) -> Option<ArrayFacts> {
+        let mut facts = ArrayFacts {
+            dtype,
+            rank: shape.len(),
+            shape: [0; MAX_RANK],
+            strides: None,
+            elements: 1,
+            ptr,
+            device,
+        };
+        if facts.rank > MAX_RANK {
+            return None;
+        }
+        for (d, n) in shape.iter_borrowed().enumerate() {
+            facts.shape[d] = u64_of(&n)?;
+            facts.elements = facts.elements.checked_mul(facts.shape[d])?;
+        }
+        Some(facts)
+    }
+}
+
+enum Slot {
+    Empty,
+    /// An object at this address was read once.
+    Seen(usize),
+    Known(Py<PyWeakrefReference>, ArrayFacts),
+}
+
+/// The attribute names a CuPy array is read by, interned once.
+struct Names {
+    dtype: Py<PyString>,
+    ndim: Py<PyString>,
+    shape: Py<PyString>,
+    strides: Py<PyString>,
+    data: Py<PyString>,
+    device_id: Py<PyString>,
+    ptr: Py<PyString>,
+}
+
+pub struct KnownArrays {
+    names: Names,
+    slots: Mutex<[Slot; SLOTS]>,
+}
+
+impl KnownArrays {
+    pub fn new(py: Python<'_>) -> KnownArrays {
+        let n = |s: &str| PyString::intern(py, s).unbind();
+        KnownArrays {
+            names: Names {
+                dtype: n("dtype"),
+                ndim: n("ndim"),
+                shape: n("shape"),
+                strides: n("strides"),
+                data: n("data"),
+                device_id: n("device_id"),
+                ptr: n("ptr"),
+            },
+            slots: Mutex::new(std::array::from_fn(|_| Slot::Empty)),
+        }
+    }
+
+    /// The facts of CuPy array `a`: remembered, or read (None: an attribute is missing or
+    /// not as CuPy's are, or the rank is above [`MAX_RANK`]).
+    pub fn facts(&self, a: &Bound<'_, PyAny>) -> Option<ArrayFacts> {
+        let address = a.as_ptr() as usize;
+        let at = slot_of(address);
+        // No Python code runs under the lock: the attributes are read after it.
+        let (known, seen) = match &self.lock()[at] {
+            Slot::Known(array, facts) => {
+                let alive = array.bind(a.py()).upgrade();
+                (alive.is_some_and(|o| o.is(a)).then_some(*facts), false)
+            }
+            Slot::Seen(seen) => (None, *seen == address),
+            Slot::Empty => (None, false),
+        };
+        if let Some(facts) = known
+            && self.unchanged(a, &facts)
+        {
+            return Some(facts);
+        }
+        let facts = self.read(a)?;
+        // The same object (reshaped), or one whose address came by before, is remembered
+        // (a weak reference to an object that has one is that one again).
+        let slot = match (known.is_some() || seen).then(|| PyWeakrefReference::new(a)) {
+            Some(Ok(array)) => Slot::Known(array.unbind(), facts),
+            _ => Slot::Seen(address), // first sight, or a type without weak references
+        };
+        let old = std::mem::replace(&mut self.lock()[at], slot);
+        drop(old); // after the lock
+        Some(facts)
+    }
+
+    /// Whether remembered `facts` still hold for `a` (the same object): its rank, or at
+    /// a rank above 1 its shape, unchanged (false when the attribute cannot be read: the
+    /// array is read afresh).
+    fn unchanged(&self, a: &Bound<'_, PyAny>, facts: &ArrayFacts) -> bool {
+        let py = a.py();
+        if facts.rank == 1 {
+            let ndim = a.getattr(self.names.ndim.bind(py));
+            return ndim.is_ok_and(|n| u64_of(&n) == Some(1));
+        }
+        let Ok(shape) = a.getattr(self.names.shape.bind(py)) else {
+            return false;
+        };
+        shape.cast::<PyTuple>().is_ok_and(|shape| {
+            shape.len() == facts.rank
+                && shape
+                    .iter_borrowed()
+                    .zip(&facts.shape)
+                    .all(|(n, &known)| u64_of(&n) == Some(known))
+        })
+    }
+
+    /// Read `a`'s facts from its attributes.
+    fn read(&self, a: &Bound<'_, PyAny>) -> Option<ArrayFacts> {
+        let py = a.py();
+        let names = &self.names;
+        let dtype = a.getattr(names.dtype.bind(py)).ok()?.as_ptr() as usize;
+        let shape = a.getattr(names.shape.bind(py)).ok()?;
+        let strides = a.getattr(names.strides.bind(py)).ok()?;
+        let data = a.getattr(names.data.bind(py)).ok()?;
+        let device = data
+            .getattr(names.device_id.bind(py))
+            .ok()?
+            .extract()
+            .ok()?;
+        let ptr = u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?;
+        let mut facts = ArrayFacts::contiguous(dtype, shape.cast::<PyTuple>().ok()?, ptr, device)?;
+        let strides = strides.cast::<PyTuple>().ok()?;
+        if strides.len() != facts.rank {
+            return None;
+        }
+        let mut bytes = [0i64; MAX_RANK];
+        for (b, s) in bytes.iter_mut().zip(strides.iter_borrowed()) {
+            *b = s.extract().ok()?;
+        }
+        facts.strides = Some(bytes);
+        Some(facts)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [Slot; SLOTS]> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The slot of the object at `address` (objects are 16-byte aligned: the low bits say
+/// nothing).
+fn slot_of(address: usize) -> usize {
+    let hash = (address as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> (u64::BITS - SLOTS.trailing_zeros())) as usize
+}

@@ -1,0 +1,117 @@
+"""The compiled fast path remembers what it read from a CuPy array
+(crates/pyoxide-native/src/facts.rs): an array met again is not read again while it keeps
+its shape, and every launch still carries the general path's exact bytes, for arrays that
+are reshaped in place (CuPy's ``shape`` setter), freed and made again at a reused address,
+or new on every call. On the fake ``cupy`` of tests/launch/test_fast_path.py."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.fake_launch import FakeNdarray, assert_same_launch, c_strides, fake_native, warm_up
+from helpers.fixtures import kernel, load_with_entry, param, write_manifest
+
+import pyoxide
+from pyoxide.errors import ArgumentValueError, ShapeError
+
+native = pytest.fixture(fake_native, name="native")
+
+
+def reshape_in_place(a: FakeNdarray, shape: tuple[int, ...]) -> None:
+    """``a.shape = shape`` as CuPy does it for a C-contiguous array: the same memory, new
+    extents, ndim and strides."""
+    a.shape = a.iface["shape"] = shape
+    a.ndim = len(shape)
+    a.strides = c_strides(shape, a.dtype.itemsize)
+
+
+@pytest.fixture
+def mod(tmp_path: Path) -> pyoxide.Module:
+    return pyoxide.load(write_manifest(tmp_path))
+
+
+def shaped(name: str, kind: str, dims: list[str]) -> dict[str, Any]:
+    return {**param(name, kind, "f32", kind == "disjoint_array"),
+            "array": {"layout": "c", "dims": dims}}  # fmt: skip
+
+
+@pytest.fixture
+def copy2d(tmp_path: Path) -> Any:
+    entry = kernel("copy2d", [shaped("x", "array", ["m", "n"]),
+                              shaped("out", "disjoint_array", ["m", "n"])])  # fmt: skip
+    return load_with_entry(tmp_path, entry)
+
+
+def test_an_array_met_again_is_not_read_again(native, mod, monkeypatch) -> None:
+    fake, driver = native
+    x, y, out = (FakeNdarray(1000) for _ in range(3))
+    warm_up(mod.vecadd, x, y, out)
+    reads = []  # of `strides`, which the launcher reads when it reads an array afresh
+
+    def counted(self: FakeNdarray, name: str) -> Any:
+        reads.extend([name] if name == "strides" else [])
+        return object.__getattribute__(self, name)
+
+    monkeypatch.setattr(FakeNdarray, "__getattribute__", counted)
+    for _ in range(5):
+        mod.vecadd(x, y, out)
+    monkeypatch.undo()
+    # Read on the first compiled call (their addresses were seen once), and on the
+    # second, which remembers them.
+    assert len(reads) == 2 * 3
+    mod.vecadd.launch(x, y, out)  # the general path
+    assert len(driver.launches) == 5
+    for fast in driver.launches:
+        assert_same_launch(fast, fake.launches[-1])
+
+
+def test_new_arrays_at_reused_addresses_are_read_afresh(native, mod) -> None:
+    """Arrays freed and made again (CPython hands their addresses out again): each
+    launch carries its own arrays' pointers and lengths, whatever was remembered."""
+    fake, driver = native
+    warm_up(mod.vecadd, *(FakeNdarray(8) for _ in range(3)))
+    seen: set[int] = set()
+    for i in range(60):
+        args = tuple(FakeNdarray(8 + i % 3) for _ in range(3))
+        seen.update(id(a) for a in args)
+        mod.vecadd(*args)
+        mod.vecadd.launch(*args)
+        assert_same_launch(driver.launches[-1], fake.launches[-1])
+        del args
+        gc.collect()
+    assert len(driver.launches) == 60
+    assert len(seen) < 3 * 60  # addresses came by again: the weak references were tested
+
+
+def test_a_slice_reshaped_in_place_is_read_again(native, mod) -> None:
+    fake, driver = native
+    x, y, out = (FakeNdarray(1024) for _ in range(3))
+    for _ in range(3):
+        mod.vecadd(x, y, out)  # remembered from the second call
+    reshape_in_place(x, (32, 32))
+    with pytest.raises(ArgumentValueError, match="expected a 1-D array"):
+        mod.vecadd(x, y, out)  # declined, then refused by the general path
+    reshape_in_place(x, (1024,))
+    mod.vecadd(x, y, out)
+    assert len(driver.launches) == 3
+    mod.vecadd.launch(x, y, out)
+    assert_same_launch(driver.launches[-1], fake.launches[-1])
+
+
+def test_a_shaped_array_reshaped_in_place_is_read_again(native, copy2d) -> None:
+    fake, driver = native
+    x, out = FakeNdarray((64, 32)), FakeNdarray((64, 32))
+    for _ in range(3):
+        copy2d(x, out)
+    reshape_in_place(x, (32, 64))  # the contract (out's shape) no longer holds
+    with pytest.raises(ShapeError):
+        copy2d(x, out)
+    reshape_in_place(out, (32, 64))
+    copy2d(x, out)  # both read afresh: the new extents and strides reach the kernel
+    copy2d.launch(x, out)
+    assert len(driver.launches) == 3  # the first call took the general path
+    assert_same_launch(driver.launches[-1], fake.launches[-1])
+    assert driver.launches[-1]["grid"] != driver.launches[0]["grid"]
