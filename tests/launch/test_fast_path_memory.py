@@ -1,8 +1,9 @@
-"""The compiled fast path remembers what it read from a CuPy array
-(crates/pyoxide-native/src/facts.rs): an array met again is not read again while it keeps
-its shape, and every launch still carries the general path's exact bytes, for arrays that
-are reshaped in place (CuPy's ``shape`` setter), freed and made again at a reused address,
-or new on every call. On the fake ``cupy`` of tests/launch/test_fast_path.py."""
+"""A compiled launcher remembers, for each parameter, what it read from the CuPy array
+of its last call there (crates/pyoxide-native/src/facts.rs): an array met again is not
+read again while it keeps its shape, and every launch still carries the general path's
+exact bytes, for arrays that are reshaped in place (CuPy's ``shape`` setter), freed and
+made again at a reused address, or new on every call. On the fake ``cupy`` of
+tests/launch/test_fast_path.py."""
 
 from __future__ import annotations
 

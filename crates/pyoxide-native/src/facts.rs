@@ -12,10 +12,11 @@
 //! - at a higher rank, the same `shape` means the same strides (but those of extents of
 //!   1, which no check reads).
 //!
-//! [`KnownArrays`] remembers what was read from the arrays of the last calls, each known
-//! by a weak reference (a remembered array is never kept alive, and a dead one is never
-//! confused with a new object at its address). An object is remembered the second time
-//! its address comes by, so a call with fresh arrays each time makes no weak references.
+//! A launcher's [`LastArrays`] remembers, for each of its parameters, what was read from
+//! the array last passed there, known by a weak reference (a remembered array is never
+//! kept alive, and a dead one is never confused with a new object at its address). An
+//! array is remembered the second time its address comes by in that place, so calls with
+//! new arrays each time make few weak references. [`CupyReader`] reads an array afresh.
 
 use std::sync::Mutex;
 
@@ -26,8 +27,6 @@ use crate::scalars::u64_of;
 
 /// Highest rank (oxide-abi's `MAX_ARRAY_RANK`) the fast path reads.
 pub const MAX_RANK: usize = oxide_abi::shape::MAX_ARRAY_RANK;
-/// Arrays remembered (by address, hashed): a power of two.
-const SLOTS: usize = 16;
 
 /// An array's element type, extents, strides, memory and device, as read.
 #[derive(Clone, Copy)]
@@ -91,11 +90,65 @@ impl ArrayFacts {
     }
 }
 
+/// What a parameter remembers of the array last passed there.
 enum Slot {
     Empty,
-    /// An object at this address was read once.
+    /// The address of an array read afresh.
     Seen(usize),
     Known(Py<PyWeakrefReference>, ArrayFacts),
+}
+
+/// What one launcher remembers, a slot per parameter.
+pub struct LastArrays {
+    slots: Mutex<Vec<Slot>>,
+}
+
+impl LastArrays {
+    pub fn new(params: usize) -> LastArrays {
+        LastArrays {
+            slots: Mutex::new((0..params).map(|_| Slot::Empty).collect()),
+        }
+    }
+
+    /// The facts of CuPy array `a` passed as parameter `param`: remembered, or read by
+    /// `reader` (None: an attribute is missing or not as CuPy's are, or the rank is above
+    /// [`MAX_RANK`]).
+    pub fn facts(
+        &self,
+        param: usize,
+        a: &Bound<'_, PyAny>,
+        reader: &CupyReader,
+    ) -> Option<ArrayFacts> {
+        let address = a.as_ptr() as usize;
+        // No Python code runs under the lock: the attributes are read after it.
+        let (known, seen) = match self.lock().get(param)? {
+            Slot::Known(array, facts) => {
+                let alive = array.bind(a.py()).upgrade();
+                (alive.is_some_and(|o| o.is(a)).then_some(*facts), false)
+            }
+            Slot::Seen(seen) => (None, *seen == address),
+            Slot::Empty => (None, false),
+        };
+        if let Some(facts) = known
+            && reader.unchanged(a, &facts)
+        {
+            return Some(facts);
+        }
+        let facts = reader.read(a)?;
+        // The same object (reshaped), or one whose address came by before, is remembered
+        // (a weak reference to an object that has one is that one again).
+        let slot = match (known.is_some() || seen).then(|| PyWeakrefReference::new(a)) {
+            Some(Ok(array)) => Slot::Known(array.unbind(), facts),
+            _ => Slot::Seen(address), // first sight, or a type without weak references
+        };
+        let old = std::mem::replace(&mut self.lock()[param], slot);
+        drop(old); // after the lock
+        Some(facts)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The attribute names a CuPy array is read by, interned once.
@@ -109,15 +162,15 @@ struct Names {
     ptr: Py<PyString>,
 }
 
-pub struct KnownArrays {
+/// Reads a `cupy.ndarray`'s facts, and checks remembered ones.
+pub struct CupyReader {
     names: Names,
-    slots: Mutex<[Slot; SLOTS]>,
 }
 
-impl KnownArrays {
-    pub fn new(py: Python<'_>) -> KnownArrays {
+impl CupyReader {
+    pub fn new(py: Python<'_>) -> CupyReader {
         let n = |s: &str| PyString::intern(py, s).unbind();
-        KnownArrays {
+        CupyReader {
             names: Names {
                 dtype: n("dtype"),
                 ndim: n("ndim"),
@@ -127,39 +180,7 @@ impl KnownArrays {
                 device_id: n("device_id"),
                 ptr: n("ptr"),
             },
-            slots: Mutex::new(std::array::from_fn(|_| Slot::Empty)),
         }
-    }
-
-    /// The facts of CuPy array `a`: remembered, or read (None: an attribute is missing or
-    /// not as CuPy's are, or the rank is above [`MAX_RANK`]).
-    pub fn facts(&self, a: &Bound<'_, PyAny>) -> Option<ArrayFacts> {
-        let address = a.as_ptr() as usize;
-        let at = slot_of(address);
-        // No Python code runs under the lock: the attributes are read after it.
-        let (known, seen) = match &self.lock()[at] {
-            Slot::Known(array, facts) => {
-                let alive = array.bind(a.py()).upgrade();
-                (alive.is_some_and(|o| o.is(a)).then_some(*facts), false)
-            }
-            Slot::Seen(seen) => (None, *seen == address),
-            Slot::Empty => (None, false),
-        };
-        if let Some(facts) = known
-            && self.unchanged(a, &facts)
-        {
-            return Some(facts);
-        }
-        let facts = self.read(a)?;
-        // The same object (reshaped), or one whose address came by before, is remembered
-        // (a weak reference to an object that has one is that one again).
-        let slot = match (known.is_some() || seen).then(|| PyWeakrefReference::new(a)) {
-            Some(Ok(array)) => Slot::Known(array.unbind(), facts),
-            _ => Slot::Seen(address), // first sight, or a type without weak references
-        };
-        let old = std::mem::replace(&mut self.lock()[at], slot);
-        drop(old); // after the lock
-        Some(facts)
     }
 
     /// Whether remembered `facts` still hold for `a` (the same object): its rank, or at
@@ -209,15 +230,4 @@ impl KnownArrays {
         facts.strides = Some(bytes);
         Some(facts)
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, [Slot; SLOTS]> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// The slot of the object at `address` (objects are 16-byte aligned: the low bits say
-/// nothing).
-fn slot_of(address: usize) -> usize {
-    let hash = (address as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (hash >> (u64::BITS - SLOTS.trailing_zeros())) as usize
 }

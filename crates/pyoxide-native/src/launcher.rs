@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
 use crate::driver;
+use crate::facts::LastArrays;
 use crate::generation;
 use crate::params::{self, Context};
 use crate::plan::{GridKind, Plan};
@@ -50,6 +51,8 @@ pub struct Launcher {
     runtime: Py<Runtime>,
     /// The knob generation it was built in; it declines every call of another.
     generation: u64,
+    /// What it read from the CuPy arrays of its last calls (facts.rs).
+    last: LastArrays,
 }
 
 #[pymethods]
@@ -67,6 +70,7 @@ impl Launcher {
         multiprocessors: u32,
     ) -> PyResult<Launcher> {
         let plan = Plan::read(plan)?;
+        let plan_params = plan.layout.passed;
         let context = match runtime.get().driver.current_context() {
             Some(ctx) if ctx != 0 => ctx,
             _ => {
@@ -84,6 +88,7 @@ impl Launcher {
             multiprocessors,
             runtime: runtime.unbind(),
             generation: generation::current(),
+            last: LastArrays::new(plan_params),
         })
     }
 
@@ -181,6 +186,7 @@ impl Launcher {
         let runtime = self.runtime.get();
         let cx = Context {
             names: &runtime.names,
+            last: &self.last,
             libraries: &runtime.libraries,
             scalars: &runtime.scalars,
             device: self.device,

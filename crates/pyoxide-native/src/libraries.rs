@@ -14,7 +14,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyType};
 
-use crate::facts::KnownArrays;
+use crate::facts::CupyReader;
 use crate::stream::CurrentStream;
 
 /// At most this many libraries are bound (two are known).
@@ -46,8 +46,8 @@ pub struct Library {
     /// The dtype object of each Rust element type, in `ScalarType::ALL`'s order.
     dtypes: Vec<Option<Py<PyAny>>>,
     stream: Stream,
-    /// CuPy arrays read by the last calls (None: PyTorch's, read on every call).
-    known: Option<KnownArrays>,
+    /// How a CuPy array is read (None: PyTorch's tensors, read by params.rs).
+    reader: Option<CupyReader>,
 }
 
 impl Library {
@@ -59,11 +59,11 @@ impl Library {
             .map(|t| Ok(dtypes.get_item(t.rust_name())?.map(Bound::unbind)))
             .collect::<PyResult<Vec<_>>>()?;
         let py = binding.py();
-        let (kind, stream, known) = match kind.as_str() {
+        let (kind, stream, reader) = match kind.as_str() {
             "cupy" => (
                 Kind::Cupy,
                 Stream::Current(CurrentStream::new(stream, capsule)?),
-                Some(KnownArrays::new(py)),
+                Some(CupyReader::new(py)),
             ),
             "torch" => (Kind::Torch, Stream::PerDevice(stream.unbind()), None),
             other => {
@@ -77,13 +77,14 @@ impl Library {
             ty: ty.unbind(),
             dtypes,
             stream,
-            known,
+            reader,
         })
     }
 
-    /// The CuPy arrays the last calls read (None for PyTorch's tensors).
-    pub fn known_arrays(&self) -> Option<&KnownArrays> {
-        self.known.as_ref()
+    /// How this library's arrays are read and remembered (None for PyTorch's tensors,
+    /// which can change in place and are read on every call).
+    pub fn cupy_reader(&self) -> Option<&CupyReader> {
+        self.reader.as_ref()
     }
 
     /// The library's dtype object for element type `t` (None: it has none, e.g. CuPy's

@@ -11,7 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
 
-use crate::facts::{ArrayFacts, MAX_RANK};
+use crate::facts::{ArrayFacts, LastArrays, MAX_RANK};
 use crate::libraries::{Libraries, Library};
 use crate::scalars::{self, Class, Scalars, u64_of};
 
@@ -108,6 +108,8 @@ impl Names {
 /// What packing a call needs besides the arguments.
 pub struct Context<'a> {
     pub names: &'a Names,
+    /// The launcher's memory of the CuPy arrays of its last calls.
+    pub last: &'a LastArrays,
     pub libraries: &'a Libraries,
     pub scalars: &'a Scalars,
     pub device: i64,
@@ -237,7 +239,7 @@ impl Layout {
         // Extents bound to the shared dimension names so far (a shape contract).
         let mut named = [u64::MAX; MAX_NAMES];
         let mut library: Option<&Library> = None;
-        for (p, a) in self.params.iter().zip(args.iter_borrowed()) {
+        for (i, (p, a)) in self.params.iter().zip(args.iter_borrowed()).enumerate() {
             let ok = match &p.kind {
                 Kind::Shaped { memory, dims } => {
                     let lib = cx.libraries.of(&a)?;
@@ -245,7 +247,7 @@ impl Layout {
                         return None; // a mix of libraries: the general path says why
                     }
                     library = Some(lib);
-                    let (ptr, shape) = array(cx, lib, memory, &a, dims.len())?;
+                    let (ptr, shape) = array(cx, lib, memory, i, &a, dims.len())?;
                     for (d, &n) in dims.iter().zip(&shape[..dims.len()]) {
                         if n > oxide_abi::shape::MAX_ARRAY_EXTENT || !bind(&mut named, *d, n) {
                             return None;
@@ -270,7 +272,7 @@ impl Layout {
                         return None;
                     }
                     library = Some(lib);
-                    let (ptr, shape) = array(cx, lib, memory, &a, 1)?;
+                    let (ptr, shape) = array(cx, lib, memory, i, &a, 1)?;
                     if !bind(&mut named, *length, shape[0]) {
                         return None;
                     }
@@ -467,18 +469,19 @@ fn bind(named: &mut [u64; MAX_NAMES], d: i64, n: u64) -> bool {
 }
 
 /// (the launch ABI's pointer, extents) of a C-contiguous array of `lib` of `memory`'s
-/// element type and `rank` dimensions on the launcher's device; None for anything the
-/// general path must look at.
+/// element type and `rank` dimensions on the launcher's device, passed as parameter
+/// `param`; None for anything the general path must look at.
 fn array(
     cx: &Context<'_>,
     lib: &Library,
     memory: &Memory,
+    param: usize,
     a: &Bound<'_, PyAny>,
     rank: usize,
 ) -> Option<(u64, [u64; MAX_RANK])> {
     let dtype = lib.dtype(memory.ty)?;
-    let facts = match lib.known_arrays() {
-        Some(known) => known.facts(a)?,
+    let facts = match lib.cupy_reader() {
+        Some(reader) => cx.last.facts(param, a, reader)?,
         None => tensor(cx, a, rank)?,
     };
     if facts.dtype != dtype.as_ptr() as usize
