@@ -1,4 +1,5 @@
-//! What the fast path reads from a `cupy.ndarray`, and the arrays it remembers.
+//! What the fast path reads from an array ([`Reader`], one per array library), and the
+//! CuPy arrays it remembers.
 //!
 //! Reading a CuPy array takes six attribute reads (`dtype`, `shape`, `strides`, `data`,
 //! `data.device_id`, `data.ptr`); `shape` and `strides` build a tuple each (through a
@@ -16,7 +17,8 @@
 //! the array last passed there, known by a weak reference (a remembered array is never
 //! kept alive, and a dead one is never confused with a new object at its address). An
 //! array is remembered the second time its address comes by in that place, so calls with
-//! new arrays each time make few weak references. [`CupyReader`] reads an array afresh.
+//! new arrays each time make few weak references. PyTorch can change a tensor's extents
+//! and memory in place (`resize_`, `set_`): tensors are read on every call.
 
 use std::sync::Mutex;
 
@@ -92,8 +94,7 @@ impl ArrayFacts {
 
 /// What a parameter remembers of the array last passed there.
 enum Slot {
-    Empty,
-    /// The address of an array read afresh.
+    /// The address of an array read afresh (0: none yet).
     Seen(usize),
     Known(Py<PyWeakrefReference>, ArrayFacts),
 }
@@ -106,7 +107,7 @@ pub struct LastArrays {
 impl LastArrays {
     pub fn new(params: usize) -> LastArrays {
         LastArrays {
-            slots: Mutex::new((0..params).map(|_| Slot::Empty).collect()),
+            slots: Mutex::new((0..params).map(|_| Slot::Seen(0)).collect()),
         }
     }
 
@@ -127,7 +128,6 @@ impl LastArrays {
                 (alive.is_some_and(|o| o.is(a)).then_some(*facts), false)
             }
             Slot::Seen(seen) => (None, *seen == address),
-            Slot::Empty => (None, false),
         };
         if let Some(facts) = known
             && reader.unchanged(a, &facts)
@@ -151,6 +151,38 @@ impl LastArrays {
     }
 }
 
+/// How one array library's arrays are read.
+pub enum Reader {
+    Cupy(CupyReader),
+    Torch(TensorReader),
+}
+
+impl Reader {
+    pub fn cupy(py: Python<'_>) -> Reader {
+        Reader::Cupy(CupyReader::new(py))
+    }
+
+    pub fn torch(py: Python<'_>) -> Reader {
+        Reader::Torch(TensorReader::new(py))
+    }
+
+    /// The facts of array `a` passed as parameter `param` of a launcher remembering
+    /// `last`, when it has `rank` dimensions (None: it is not an array the fast path
+    /// reads, or a tensor of another rank, or one the general path must look at).
+    pub fn facts(
+        &self,
+        last: &LastArrays,
+        param: usize,
+        a: &Bound<'_, PyAny>,
+        rank: usize,
+    ) -> Option<ArrayFacts> {
+        match self {
+            Reader::Cupy(reader) => last.facts(param, a, reader),
+            Reader::Torch(reader) => reader.read(a, rank),
+        }
+    }
+}
+
 /// The attribute names a CuPy array is read by, interned once.
 struct Names {
     dtype: Py<PyString>,
@@ -168,7 +200,7 @@ pub struct CupyReader {
 }
 
 impl CupyReader {
-    pub fn new(py: Python<'_>) -> CupyReader {
+    fn new(py: Python<'_>) -> CupyReader {
         let n = |s: &str| PyString::intern(py, s).unbind();
         CupyReader {
             names: Names {
@@ -229,5 +261,60 @@ impl CupyReader {
         }
         facts.strides = Some(bytes);
         Some(facts)
+    }
+}
+
+/// Reads a `torch.Tensor`'s facts: `dtype`, `shape`, `requires_grad`, `is_contiguous()`,
+/// `get_device()`, `data_ptr()`.
+pub struct TensorReader {
+    dtype: Py<PyString>,
+    shape: Py<PyString>,
+    requires_grad: Py<PyString>,
+    is_contiguous: Py<PyString>,
+    get_device: Py<PyString>,
+    data_ptr: Py<PyString>,
+}
+
+impl TensorReader {
+    fn new(py: Python<'_>) -> TensorReader {
+        let n = |s: &str| PyString::intern(py, s).unbind();
+        TensorReader {
+            dtype: n("dtype"),
+            shape: n("shape"),
+            requires_grad: n("requires_grad"),
+            is_contiguous: n("is_contiguous"),
+            get_device: n("get_device"),
+            data_ptr: n("data_ptr"),
+        }
+    }
+
+    /// The facts of a tensor of `rank` dimensions that needs no gradient and is
+    /// contiguous (its strides are then a C-contiguous array's, which is all the facts
+    /// say of them); None for any other.
+    fn read(&self, a: &Bound<'_, PyAny>, rank: usize) -> Option<ArrayFacts> {
+        let py = a.py();
+        let dtype = a.getattr(self.dtype.bind(py)).ok()?.as_ptr() as usize;
+        let shape_obj = a.getattr(self.shape.bind(py)).ok()?;
+        let shape = shape_obj.cast::<PyTuple>().ok()?; // torch.Size is a tuple
+        if shape.len() != rank
+            || a.getattr(self.requires_grad.bind(py))
+                .ok()?
+                .is_truthy()
+                .ok()?
+            || !a
+                .call_method0(self.is_contiguous.bind(py))
+                .ok()?
+                .is_truthy()
+                .ok()?
+        {
+            return None; // the general path refuses a tensor that requires grad
+        }
+        let device = a
+            .call_method0(self.get_device.bind(py))
+            .ok()?
+            .extract()
+            .ok()?;
+        let ptr = u64_of(&a.call_method0(self.data_ptr.bind(py)).ok()?)?;
+        ArrayFacts::contiguous(dtype, shape, ptr, device)
     }
 }

@@ -185,7 +185,6 @@ impl Launcher {
     ) -> PyResult<Outcome> {
         let runtime = self.runtime.get();
         let cx = Context {
-            names: &runtime.names,
             last: &self.last,
             libraries: &runtime.libraries,
             scalars: &runtime.scalars,

@@ -14,7 +14,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyType};
 
-use crate::facts::CupyReader;
+use crate::facts::Reader;
 use crate::stream::CurrentStream;
 
 /// At most this many libraries are bound (two are known).
@@ -24,12 +24,11 @@ const MAX_REFUSED: usize = 16;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// `cupy.ndarray`: `dtype`, `shape`, `strides` (bytes), `data.ptr`, `data.device_id`,
-    /// read once while the array lives and keeps its shape (facts.rs); CuPy's current
-    /// stream.
+    /// `cupy.ndarray`, read by facts.rs's `CupyReader` and remembered while it keeps its
+    /// shape; CuPy's current stream.
     Cupy,
-    /// `torch.Tensor`: `dtype`, `shape`, `requires_grad`, `is_contiguous()`,
-    /// `get_device()`, `data_ptr()`; PyTorch's current stream on the tensor's device.
+    /// `torch.Tensor`, read by facts.rs's `TensorReader` on every call; PyTorch's
+    /// current stream on the tensor's device.
     Torch,
 }
 
@@ -46,8 +45,8 @@ pub struct Library {
     /// The dtype object of each Rust element type, in `ScalarType::ALL`'s order.
     dtypes: Vec<Option<Py<PyAny>>>,
     stream: Stream,
-    /// How a CuPy array is read (None: PyTorch's tensors, read by params.rs).
-    reader: Option<CupyReader>,
+    /// How its arrays are read (and whether they are remembered).
+    pub reader: Reader,
 }
 
 impl Library {
@@ -63,9 +62,13 @@ impl Library {
             "cupy" => (
                 Kind::Cupy,
                 Stream::Current(CurrentStream::new(stream, capsule)?),
-                Some(CupyReader::new(py)),
+                Reader::cupy(py),
             ),
-            "torch" => (Kind::Torch, Stream::PerDevice(stream.unbind()), None),
+            "torch" => (
+                Kind::Torch,
+                Stream::PerDevice(stream.unbind()),
+                Reader::torch(py),
+            ),
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown array library kind {other:?} (cupy or torch)"
@@ -79,12 +82,6 @@ impl Library {
             stream,
             reader,
         })
-    }
-
-    /// How this library's arrays are read and remembered (None for PyTorch's tensors,
-    /// which can change in place and are read on every call).
-    pub fn cupy_reader(&self) -> Option<&CupyReader> {
-        self.reader.as_ref()
     }
 
     /// The library's dtype object for element type `t` (None: it has none, e.g. CuPy's

@@ -11,7 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
 
-use crate::facts::{ArrayFacts, LastArrays, MAX_RANK};
+use crate::facts::{LastArrays, MAX_RANK};
 use crate::libraries::{Libraries, Library};
 use crate::scalars::{self, Class, Scalars, u64_of};
 
@@ -81,33 +81,8 @@ pub struct Param {
     pub offset: usize,
 }
 
-/// The attribute names a tensor is read by, interned once (a CuPy array's: facts.rs).
-pub struct Names {
-    dtype: Py<PyString>,
-    shape: Py<PyString>,
-    requires_grad: Py<PyString>,
-    is_contiguous: Py<PyString>,
-    get_device: Py<PyString>,
-    data_ptr: Py<PyString>,
-}
-
-impl Names {
-    pub fn new(py: Python<'_>) -> Names {
-        let n = |s: &str| PyString::intern(py, s).unbind();
-        Names {
-            dtype: n("dtype"),
-            shape: n("shape"),
-            requires_grad: n("requires_grad"),
-            is_contiguous: n("is_contiguous"),
-            get_device: n("get_device"),
-            data_ptr: n("data_ptr"),
-        }
-    }
-}
-
 /// What packing a call needs besides the arguments.
 pub struct Context<'a> {
-    pub names: &'a Names,
     /// The launcher's memory of the CuPy arrays of its last calls.
     pub last: &'a LastArrays,
     pub libraries: &'a Libraries,
@@ -480,10 +455,7 @@ fn array(
     rank: usize,
 ) -> Option<(u64, [u64; MAX_RANK])> {
     let dtype = lib.dtype(memory.ty)?;
-    let facts = match lib.cupy_reader() {
-        Some(reader) => cx.last.facts(param, a, reader)?,
-        None => tensor(cx, a, rank)?,
-    };
+    let facts = lib.reader.facts(cx.last, param, a, rank)?;
     if facts.dtype != dtype.as_ptr() as usize
         || facts.rank != rank
         || !facts.c_contiguous(memory.itemsize)
@@ -493,38 +465,6 @@ fn array(
     }
     let ptr = span(memory, facts.ptr, &facts.shape[..rank], facts.elements)?;
     Some((ptr, facts.shape))
-}
-
-/// The facts of a `torch.Tensor` that needs no gradient and is contiguous (its
-/// strides are then a C-contiguous array's, which is all the facts say of them).
-/// PyTorch can change a tensor's extents and memory in place (`resize_`, `set_`), so
-/// they are read on every call.
-fn tensor(cx: &Context<'_>, a: &Bound<'_, PyAny>, rank: usize) -> Option<ArrayFacts> {
-    let py = a.py();
-    let names = cx.names;
-    let dtype = a.getattr(names.dtype.bind(py)).ok()?.as_ptr() as usize;
-    let shape_obj = a.getattr(names.shape.bind(py)).ok()?;
-    let shape = shape_obj.cast::<PyTuple>().ok()?; // torch.Size is a tuple
-    if shape.len() != rank
-        || a.getattr(names.requires_grad.bind(py))
-            .ok()?
-            .is_truthy()
-            .ok()?
-        || !a
-            .call_method0(names.is_contiguous.bind(py))
-            .ok()?
-            .is_truthy()
-            .ok()?
-    {
-        return None; // the general path refuses a tensor that requires grad
-    }
-    let device = a
-        .call_method0(names.get_device.bind(py))
-        .ok()?
-        .extract()
-        .ok()?;
-    let ptr = u64_of(&a.call_method0(names.data_ptr.bind(py)).ok()?)?;
-    ArrayFacts::contiguous(dtype, shape, ptr, device)
 }
 
 /// The launch ABI's pointer for an array of `elements` elements at `ptr` (for an empty

@@ -9,7 +9,6 @@ use pyo3::types::{PyDict, PyString, PyType};
 
 use crate::driver::Driver;
 use crate::libraries::Libraries;
-use crate::params::Names;
 use crate::record::LaunchRecord;
 use crate::scalars::Scalars;
 
@@ -22,7 +21,6 @@ pub struct Runtime {
     /// `on_error(kernel, previous_kernel, text) -> exception`: the exception a failed
     /// launch raises (the backend's, as its general path words it).
     on_error: Py<PyAny>,
-    pub names: Names,
 }
 
 #[pymethods]
@@ -41,7 +39,6 @@ impl Runtime {
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
         bind_array_type: Bound<'_, PyAny>,
         default_array_type: Bound<'_, PyType>,
         scalar_types: Bound<'_, PyDict>,
@@ -69,7 +66,6 @@ impl Runtime {
             scalars: Scalars::new(scalar_types, host_ndarray),
             record: record.unbind(),
             on_error: on_error.unbind(),
-            names: Names::new(py),
         })
     }
 
