@@ -5,8 +5,12 @@
 //!
 //! # Shape of the computation
 //!
-//! A block of 384 threads takes 128 query rows of one head: three warpgroups.
-//! Warpgroup 0 is the producer: one thread loads the q tile once and keeps a ring of
+//! A block of 384 threads takes tiles of 128 query rows of one head: one tile on the
+//! grid (⌈seqlen_q / 128⌉, heads, batch), or, on a persistent grid of one block an SM,
+//! every grid-size-th tile in turn, the tiles numbered so that the blocks running at
+//! once work on the same head (sharing its keys and values in L2), longest tiles first.
+//! Three warpgroups.
+//! Warpgroup 0 is the producer: one thread loads each tile's q and keeps a ring of
 //! [`ATTENTION_SM90_STAGES`] key and value tiles of 128 rows full, by TMA (`cp.async.bulk.tensor`,
 //! 4-D maps over (d, row, head, batch), so any layout with a contiguous d loads the
 //! same way), each tile completing on its own `mbarrier` so that `q·kᵀ` can start
@@ -22,12 +26,16 @@
 //! intra-warpgroup overlap). The exponentials are `ex2.approx.ftz` with `log2(e)`
 //! folded into the scale (one FFMA and one MUFU an element); the causal and length
 //! masks are applied only to the tiles that cross the diagonal or the end of the keys.
-//! Causal blocks stop at the diagonal, and the longest row blocks start first.
+//! Causal tiles stop at the diagonal. The producer runs ahead across tiles: the next
+//! tile's q loads as soon as the consumers' last `q·kᵀ` of this one retires, and its
+//! first key and value tiles as stages free up, so a persistent block's next tile
+//! starts under this one's last `p·v` and epilogue.
 //!
 //! # Epilogue
 //!
 //! Each consumer scales its rows by `1/sum`, packs them to 16 bits and writes them into
-//! its own half of the q tile in shared memory (q is no longer read), 128-byte rows
+//! its own half of a staging tile in shared memory (q's own tile is the next tile's
+//! by then), 128-byte rows
 //! swizzled as TMA swizzles them so the stores are conflict-free; after a named barrier
 //! over its 128 threads each thread copies 16-byte chunks out, coalesced, skipping rows
 //! past the sequence (a variable-length batch's next sequence starts there).
@@ -41,55 +49,63 @@
 //! the N-major B of `p·v` (16 keys further is 2048 bytes; the next 64 d, the next box,
 //! is the leading byte offset).
 
+use core::num::NonZero;
 use oxide_device::barrier::{
     Barrier, fence_proxy_async_shared_cta, mbarrier_arrive_expect_tx, mbarrier_init,
 };
+
 use oxide_device::prelude::*;
 use oxide_device::tma::{TmaDescriptor, cp_async_bulk_tensor_4d_g2s};
 use oxide_device::wgmma::{Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor};
 
 pub use crate::attention_sm90_consumer::{ATTENTION_SM90_STAGES, Sm90Element};
 use crate::attention_sm90_consumer::{
-    BN, BOX_BYTES, Consumer, HALF_BOX_BYTES, OutputAcc, Ring, Tile, consume, epilogue, wait,
+    BN, BOX_BYTES, Bars, Consumer, HALF_BOX_BYTES, OutputAcc, Ring, Rings, Tile, consume, epilogue,
+    wait,
 };
 
 /// Query rows per block of [`attention_sm90`] (two consumer warpgroups of 64).
 pub const ATTENTION_SM90_BM: u32 = 128;
 /// Threads per block: one producer and two consumer warpgroups.
 pub const ATTENTION_SM90_THREADS: u32 = 384;
-/// Dynamic shared memory a launch must give: q, the ring of k and v tiles (sized for
-/// d = 128), the barriers, and 1 KiB of slack to align the first tile to 1024 bytes.
-/// (A literal, so that pyoxide/_bundled/attention.py's copy can be checked against it by a test.)
-pub const ATTENTION_SM90_SHARED_BYTES: u32 = 164_936;
+/// Dynamic shared memory a launch must give: q, the ring of k and v tiles, the output's
+/// staging tile (each sized for d = 128), the barriers, and 1 KiB of slack to align the
+/// first tile to 1024 bytes. (A literal, so that pyoxide/bundled/attention.py's copy can
+/// be checked against it by a test.)
+pub const ATTENTION_SM90_SHARED_BYTES: u32 = 197_712;
 const _: () = assert!(
     ATTENTION_SM90_SHARED_BYTES as usize
-        == (1 + 2 * ATTENTION_SM90_STAGES) * 2 * BOX_BYTES
-            + (1 + 4 * ATTENTION_SM90_STAGES) * 8
+        == (2 + 2 * ATTENTION_SM90_STAGES) * 2 * BOX_BYTES
+            + (2 + 4 * ATTENTION_SM90_STAGES) * 8
             + 1024
 );
 /// The three tensor maps (q's, k's, then v's), 128 bytes each, in the `maps` argument.
 pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 
-/// [`attention_sm90`]'s launch: grid (⌈seqlen_q / 128⌉, heads, batch), block (384, 1,
-/// 1), [`ATTENTION_SM90_SHARED_BYTES`] of dynamic shared memory. The arguments are
-/// kernels_rs `attention`'s plus `maps`: the three 128-byte `CUtensorMap`s of q, k and
-/// v (16-bit elements; dims (d, rows, heads, batch), a varlen batch as one entry of the
-/// packed rows; box 64 × 128 × 1 × 1; the 128-byte swizzle), 64-byte aligned in device
-/// memory. Needs q, k, v and out 16-byte aligned with strides that are multiples of 8
-/// elements (TMA's rules, and the epilogue's 16-byte stores).
+/// [`attention_sm90`]'s launch: block (384, 1, 1), [`ATTENTION_SM90_SHARED_BYTES`] of
+/// dynamic shared memory, and grid (⌈seqlen_q / 128⌉, heads, batch) (`PERSISTENT = 0`)
+/// or (min(tiles, multiprocessors), 1, 1) (`PERSISTENT = 1`, one block an SM walking
+/// the tiles). The arguments are kernels_rs `attention`'s plus `maps`: the three
+/// 128-byte `CUtensorMap`s of q, k and v (16-bit elements; dims (d, rows, heads,
+/// batch), a varlen batch as one entry of the packed rows; box 64 × 128 × 1 × 1; the
+/// 128-byte swizzle), 64-byte aligned in device memory. Needs q, k, v and out 16-byte
+/// aligned with strides that are multiples of 8 elements (TMA's rules, and the
+/// epilogue's 16-byte stores).
 ///
-/// `PINGPONG` is the consumers' schedule, tuned per call shape (`pyoxide tune`): 0 (the
-/// hand pick) lets both consumer warpgroups run freely; 1 is FlashAttention-3's ping-pong
-/// between them (attention_sm90_consumer.rs's `Turns`), one warpgroup's softmax under the
-/// other's products. Which is faster depends on the head dimension, the mask and the
-/// number of keys, so a choice is kept per (`head_dim`, `seqlen_k`, `causal`) bucket: the
-/// tune key, the arrays being flat slices.
+/// The body takes any grid (module docs: each block walks its share of the tiles);
+/// `PERSISTENT` only tells the launcher which grid to make, so that `pyoxide tune`
+/// chooses between them like any schedule. `PINGPONG` is the consumers' schedule: 0
+/// (the hand pick) lets both consumer warpgroups run freely; 1 is FlashAttention-3's
+/// ping-pong between them (attention_sm90_consumer.rs's `Turns`), one warpgroup's
+/// softmax under the other's products. Which is faster depends on the head dimension,
+/// the mask, the number of keys and of tiles, so a choice is kept per (`head_dim`,
+/// `seqlen_k`, `causal`) bucket: the tune key, the arrays being flat slices.
 #[kernel(bf16, f16)]
 #[launch_bounds(384, 1)]
-#[tune(PINGPONG = [0, 1], key = [head_dim, seqlen_k, causal])]
+#[tune(PINGPONG = [0, 1], PERSISTENT = [0, 1], key = [head_dim, seqlen_k, causal])]
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32>(
+pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32, const PERSISTENT: u32>(
     q: &[T],
     k: &[T],
     v: &[T],
@@ -167,26 +183,144 @@ struct Args<'a> {
     causal: bool,
 }
 
-/// Sequence `b`'s first row in its array and its length: `cu[b]..cu[b + 1]` of the
-/// packed rows, or rows `0..seqlen` of batch entry `b`.
-#[inline(always)]
-fn sequence(cu: &[i32], b: usize, seqlen: u32) -> (usize, usize) {
-    if cu.is_empty() {
-        return (0, seqlen as usize);
+/// The sequences of the batch: `cu[b]..cu[b + 1]` of the packed rows, or rows
+/// `0..seqlen` of each batch entry. Checked once, before the roles split: a panic inside
+/// a `setmaxnreg` region costs the consumers their registers (see `attention_body`).
+#[derive(Clone, Copy)]
+struct Sequences<'a> {
+    cu: &'a [i32],
+    seqlen: u32,
+}
+
+impl<'a> Sequences<'a> {
+    /// The sequences after checking that `cu` (when given) has `batch + 1` offsets that
+    /// start at 0 or more and do not decrease; and the end of the last one's rows.
+    #[inline(always)]
+    fn checked(cu: &'a [i32], seqlen: u32, batch: usize) -> (Sequences<'a>, usize) {
+        if cu.is_empty() {
+            return (Sequences { cu, seqlen }, seqlen as usize);
+        }
+        assert!(cu.len() > batch, "cu_seqlens needs batch + 1 offsets");
+        assert!(
+            cu[0] >= 0,
+            "cu_seqlens must start at 0 or more and not decrease"
+        );
+        for b in 0..batch {
+            assert!(
+                cu[b] <= cu[b + 1],
+                "cu_seqlens must start at 0 or more and not decrease"
+            );
+        }
+        (Sequences { cu, seqlen }, cu[batch] as usize)
     }
-    let (lo, hi) = (cu[b], cu[b + 1]);
-    assert!(
-        0 <= lo && lo <= hi,
-        "cu_seqlens must start at 0 or more and not decrease"
-    );
-    (lo as usize, (hi - lo) as usize)
+
+    /// Sequence `b`'s first row in its array and its length (`b < batch`).
+    #[inline(always)]
+    fn get(self, b: usize) -> (usize, usize) {
+        if self.cu.is_empty() {
+            return (0, self.seqlen as usize);
+        }
+        // SAFETY: `checked` found batch + 1 offsets, and callers pass b < batch.
+        let (lo, hi) = unsafe { (*self.cu.get_unchecked(b), *self.cu.get_unchecked(b + 1)) };
+        (lo as usize, (hi - lo) as usize)
+    }
+}
+
+/// The blocks' work: tiles of 128 query rows of one head, numbered so that the 128-row
+/// blocks of one head are neighbours (the blocks running at once share its keys and
+/// values in L2) and the longest blocks of each head come first (causal ones see the
+/// most keys). A block takes tiles `first, first + step, ...`: one tile on the grid
+/// (⌈seqlen_q / 128⌉, heads, batch), a share of them on a persistent grid (x only).
+#[derive(Clone, Copy)]
+struct Tiles {
+    m_blocks: NonZero<usize>,
+    heads: NonZero<usize>,
+    count: usize,
+    first: usize,
+    step: usize,
+}
+
+/// One tile: its batch entry, head, and first query row.
+#[derive(Clone, Copy)]
+struct TileAt {
+    b: usize,
+    h: usize,
+    m0: usize,
+}
+
+impl Tiles {
+    #[inline(always)]
+    fn new(a: &Args<'_>) -> Tiles {
+        let m_blocks = (a.seqlen_q as usize).div_ceil(ATTENTION_SM90_BM as usize);
+        let (x, y, z) = (
+            thread::blockIdx_x(),
+            thread::blockIdx_y(),
+            thread::blockIdx_z(),
+        );
+        let (gx, gy, gz) = (
+            thread::gridDim_x(),
+            thread::gridDim_y(),
+            thread::gridDim_z(),
+        );
+        Tiles {
+            m_blocks: NonZero::new(m_blocks).expect("seqlen_q is not 0"),
+            heads: NonZero::new(a.heads as usize).expect("heads is not 0"),
+            count: m_blocks * a.heads as usize * a.batch as usize,
+            first: (x + gx * (y + gy * z)) as usize,
+            step: (gx * gy * gz) as usize,
+        }
+    }
+
+    /// Tile `t` (`t < count`).
+    #[inline(always)]
+    fn at(self, t: usize) -> TileAt {
+        let hb = t / self.m_blocks;
+        TileAt {
+            b: hb / self.heads,
+            h: hb % self.heads,
+            m0: (self.m_blocks.get() - 1 - t % self.m_blocks) * ATTENTION_SM90_BM as usize,
+        }
+    }
+}
+
+/// What one tile computes: its rows' sequence and the key tiles they see.
+#[derive(Clone, Copy)]
+struct Work {
+    q_start: usize,
+    sq: usize,
+    k_start: usize,
+    sk: usize,
+    /// Row i sees keys j <= i + diag (causal).
+    diag: isize,
+    n_blocks: usize,
+}
+
+#[inline(always)]
+fn work(a: &Args<'_>, seq_q: Sequences<'_>, seq_k: Sequences<'_>, at: TileAt) -> Work {
+    let (q_start, sq) = seq_q.get(at.b);
+    let (k_start, sk) = seq_k.get(at.b);
+    let diag = sk as isize - sq as isize;
+    let n_end = if a.causal {
+        ((at.m0 + ATTENTION_SM90_BM as usize) as isize + diag).clamp(0, sk as isize) as usize
+    } else {
+        sk
+    };
+    Work {
+        q_start,
+        sq,
+        k_start,
+        sk,
+        diag,
+        // A tile past its (shorter) sequence's rows computes nothing.
+        n_blocks: if at.m0 < sq { n_end.div_ceil(BN) } else { 0 },
+    }
 }
 
 #[inline(always)]
 fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPONG: bool>(
     a: &Args<'_>,
     mut out: DisjointSlice<T>,
-    lse: DisjointSlice<f32>,
+    mut lse: DisjointSlice<f32>,
 ) where
     [f32; NO]: OutputAcc<T>,
 {
@@ -196,57 +330,59 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
         kv_heads > 0 && heads.is_multiple_of(kv_heads),
         "heads must be a multiple of kv_heads"
     );
+    let group = NonZero::new(heads / kv_heads).expect("kv_heads <= heads");
     assert!(a.scale > 0.0, "scale must be positive");
     assert!(
         a.maps.len() >= 3 * ATTENTION_TENSOR_MAP_BYTES
             && (a.maps.as_ptr() as usize).is_multiple_of(64)
     );
     assert!(DynamicSharedArray::<u8>::bytes() >= ATTENTION_SM90_SHARED_BYTES as usize);
-    let (b, h) = (thread::blockIdx_z() as usize, thread::blockIdx_y() as usize);
-    if b >= a.batch as usize || h >= heads {
+    let batch = a.batch as usize;
+    if batch == 0 || heads == 0 || a.seqlen_q == 0 {
         return;
     }
-    let hk = h / (heads / kv_heads);
-    // The longest row blocks first (causal ones see the most keys).
-    let m_block = (thread::gridDim_x() - 1 - thread::blockIdx_x()) as usize;
-    let (q_start, sq) = sequence(a.cu_q, b, a.seqlen_q);
-    let (k_start, sk) = sequence(a.cu_k, b, a.seqlen_k);
-    let m0 = m_block * ATTENTION_SM90_BM as usize;
-    if m0 >= sq {
-        return;
-    }
-    let diag = sk as isize - sq as isize; // row i sees keys j <= i + diag
-    let n_end = if a.causal {
-        ((m0 + ATTENTION_SM90_BM as usize) as isize + diag).clamp(0, sk as isize) as usize
-    } else {
-        sk
-    };
-    let n_blocks = n_end.div_ceil(BN);
-    let boxes = D / 64;
-    // Every check of what the consumers write, here: a call (a panic, IEEE division's
-    // slow path) inside a `setmaxnreg` region keeps ptxas from giving it the registers
-    // it asked for, and the wgmmas are serialised (its info C7512).
-    let last_row = sq.min(m0 + ATTENTION_SM90_BM as usize) - 1;
+    let tiles = Tiles::new(a);
+    // Every check of what the consumers write, here, for every tile a block may take: a
+    // call (a panic, IEEE division's slow path) inside a `setmaxnreg` region keeps ptxas
+    // from giving it the registers it asked for, and the wgmmas are serialised (its info
+    // C7512). So the tile loops below index nothing that can panic.
+    let (seq_q, q_rows) = Sequences::checked(a.cu_q, a.seqlen_q, batch);
+    let (seq_k, _) = Sequences::checked(a.cu_k, a.seqlen_k, batch);
     let [o0, o1, o2] = a.out_strides.map(|s| s as usize);
     assert!(
         (out.as_mut_ptr() as usize).is_multiple_of(16) && (o0 % 8, o1 % 8, o2 % 8) == (0, 0, 0)
     );
-    assert!(
-        b * o0 + (q_start + last_row) * o1 + h * o2 + D <= out.len(),
-        "a row lies past out"
-    );
-    if !lse.is_empty() {
-        let [l0, l1] = a.lse_strides.map(|s| s as usize);
+    // The last row of every sequence: row q_rows - 1 of the last batch entry and head
+    // (a packed batch's sequences end at cu_seqlens_q[batch]; a padded one's rows stop
+    // at seqlen_q, and a sequence never reaches past that).
+    if q_rows > 0 {
+        let last = if a.cu_q.is_empty() { batch - 1 } else { 0 };
         assert!(
-            b * l0 + h * l1 + q_start + last_row < lse.len(),
-            "lse is too short"
+            last * o0 + (q_rows - 1) * o1 + (heads - 1) * o2 + D <= out.len(),
+            "a row lies past out"
         );
+        if !lse.is_empty() {
+            let [l0, l1] = a.lse_strides.map(|s| s as usize);
+            assert!(
+                last * l0 + (heads - 1) * l1 + q_rows - 1 < lse.len(),
+                "lse is too short"
+            );
+        }
     }
+
+    // The epilogue's stores: each 16-byte chunk of out (and each element of lse) belongs
+    // to one thread of one tile; in bounds by the checks above.
+    let out_ptr = out.as_mut_ptr() as *mut u16;
+    let lse_ptr = if lse.is_empty() {
+        core::ptr::null_mut()
+    } else {
+        lse.as_mut_ptr()
+    };
 
     let tid = thread::threadIdx_x() as usize;
     let warpgroup = tid / 128;
-    // The tiles from the first 1024-byte boundary: q, k's ring, v's ring, then the
-    // barriers.
+    // The tiles from the first 1024-byte boundary: q, k's ring, v's ring, the output's
+    // staging tile, then the barriers.
     let raw = DynamicSharedArray::<u8>::get();
     let skew = (1024 - (oxide_device::wgmma::shared_address(raw) as usize % 1024)) % 1024;
     let smem = raw.wrapping_add(skew);
@@ -254,19 +390,23 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
     let q_s = smem;
     let k_stage = |s: usize| smem.wrapping_add((1 + s) * tile_bytes);
     let v_stage = |s: usize| smem.wrapping_add((1 + ATTENTION_SM90_STAGES + s) * tile_bytes);
-    let bars = smem.wrapping_add((1 + 2 * ATTENTION_SM90_STAGES) * tile_bytes) as *mut Barrier;
+    let o_s = smem.wrapping_add((1 + 2 * ATTENTION_SM90_STAGES) * tile_bytes);
+    let bars = smem.wrapping_add((2 + 2 * ATTENTION_SM90_STAGES) * tile_bytes) as *mut Barrier;
     let full_q = bars;
     let full_k = |s: usize| bars.wrapping_add(1 + s);
     let full_v = |s: usize| bars.wrapping_add(1 + ATTENTION_SM90_STAGES + s);
     let empty_k = |s: usize| bars.wrapping_add(1 + 2 * ATTENTION_SM90_STAGES + s);
     let empty_v = |s: usize| bars.wrapping_add(1 + 3 * ATTENTION_SM90_STAGES + s);
+    let empty_q = bars.wrapping_add(1 + 4 * ATTENTION_SM90_STAGES);
 
     // SAFETY (the whole body): every wgmma/setmaxnreg call is made by all 128 threads
     // of a warpgroup together (the role branches split at warpgroup boundaries and the
     // consumers loop over the same tiles); shared memory is the launch's dynamic region,
-    // whose size was asserted above; a stage is written only by TMA after the producer
-    // waited for its `empty` phase, and read only by wgmma after the consumers waited
-    // for its `full` phase.
+    // whose size was asserted above; a stage (and q) is written only by TMA after the
+    // producer waited for its `empty` phase, and read only by wgmma after the consumers
+    // waited for its `full` phase. Producer and consumers walk the same tiles and take
+    // the same key tiles of each, so every `full` phase the consumers wait for is one the
+    // producer fills, and every `empty` phase it waits for is one they release.
     unsafe {
         if tid == 0 {
             mbarrier_init(full_q, 1);
@@ -278,87 +418,116 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                 mbarrier_init(empty_k(s), 2 * 4);
                 mbarrier_init(empty_v(s), 2 * 4);
             }
+            mbarrier_init(empty_q, 2 * 4);
         }
         fence_proxy_async_shared_cta();
         thread::sync_threads();
 
         if warpgroup == 0 {
             setmaxnreg_dec::<24>();
-            if tid == 0 && n_blocks > 0 {
-                let map_q = a.maps.as_ptr() as *const TmaDescriptor;
-                let (map_k, map_v) = (map_q.add(1), map_q.add(2));
-                // A varlen batch is one entry of the maps, its sequences at row offsets.
-                let (bq, bk) = (
-                    if a.cu_q.is_empty() { b } else { 0 },
-                    if a.cu_k.is_empty() { b } else { 0 },
-                );
-                let bytes = (boxes * BOX_BYTES) as u32;
-                let _ = mbarrier_arrive_expect_tx(full_q, 0, bytes);
+            if tid != 0 {
+                return;
+            }
+            let map_q = a.maps.as_ptr() as *const TmaDescriptor;
+            let (map_k, map_v) = (map_q.add(1), map_q.add(2));
+            let boxes = D / 64;
+            let bytes = (boxes * BOX_BYTES) as u32;
+            let load = |map: *const TmaDescriptor,
+                        dst: *mut u8,
+                        row: usize,
+                        h: usize,
+                        b: usize,
+                        bar: *mut Barrier| {
+                let _ = mbarrier_arrive_expect_tx(bar, 0, bytes);
                 for x in 0..boxes {
-                    let at = [(64 * x) as i32, (q_start + m0) as i32, h as i32, bq as i32];
-                    cp_async_bulk_tensor_4d_g2s(q_s.add(x * BOX_BYTES), map_q, at, full_q);
+                    let at = [(64 * x) as i32, row as i32, h as i32, b as i32];
+                    cp_async_bulk_tensor_4d_g2s(dst.add(x * BOX_BYTES), map, at, bar);
                 }
-                let mut ring = Ring::START;
-                for j in 0..n_blocks {
+            };
+            // A varlen batch is one entry of the maps, its sequences at row offsets.
+            let (packed_q, packed_k) = (!a.cu_q.is_empty(), !a.cu_k.is_empty());
+            let (mut ring, mut q_phase) = (Ring::START, 0u32);
+            let mut t = tiles.first;
+            while t < tiles.count {
+                let at = tiles.at(t);
+                t += tiles.step;
+                let w = work(a, seq_q, seq_k, at);
+                if w.n_blocks == 0 {
+                    continue;
+                }
+                let hk = at.h / group;
+                // The consumers' last q·kᵀ of the previous tile has retired (a fresh
+                // barrier's "previous phase", parity 1, counts as complete).
+                wait(empty_q, q_phase ^ 1);
+                let bq = if packed_q { 0 } else { at.b };
+                load(map_q, q_s, w.q_start + at.m0, at.h, bq, full_q);
+                q_phase ^= 1;
+                let bk = if packed_k { 0 } else { at.b };
+                for j in 0..w.n_blocks {
                     let s = ring.stage;
-                    let row = (k_start + j * BN) as i32;
-                    // A fresh barrier's "previous phase" (parity 1) counts as complete.
+                    let row = w.k_start + j * BN;
                     wait(empty_k(s), ring.phase ^ 1);
-                    let _ = mbarrier_arrive_expect_tx(full_k(s), 0, bytes);
-                    for x in 0..boxes {
-                        let at = [(64 * x) as i32, row, hk as i32, bk as i32];
-                        cp_async_bulk_tensor_4d_g2s(
-                            k_stage(s).add(x * BOX_BYTES),
-                            map_k,
-                            at,
-                            full_k(s),
-                        );
-                    }
+                    load(map_k, k_stage(s), row, hk, bk, full_k(s));
                     wait(empty_v(s), ring.phase ^ 1);
-                    let _ = mbarrier_arrive_expect_tx(full_v(s), 0, bytes);
-                    for x in 0..boxes {
-                        let at = [(64 * x) as i32, row, hk as i32, bk as i32];
-                        cp_async_bulk_tensor_4d_g2s(
-                            v_stage(s).add(x * BOX_BYTES),
-                            map_v,
-                            at,
-                            full_v(s),
-                        );
-                    }
+                    load(map_v, v_stage(s), row, hk, bk, full_v(s));
                     ring = ring.next();
                 }
             }
         } else {
             setmaxnreg_inc::<240>();
             let half = warpgroup - 1;
-            let c = Consumer {
-                half,
-                q_desc: smem_descriptor(q_s.add(half * HALF_BOX_BYTES), 16, 1024, Swizzle::B128),
-                k_desc: smem_descriptor(k_stage(0), 16, 1024, Swizzle::B128),
-                v_desc: smem_descriptor(v_stage(0), BOX_BYTES as u32, 1024, Swizzle::B128),
-                m_wg: m0 + 64 * half,
-                sk,
-                diag,
-                causal: a.causal,
-                scale_log2: a.scale * core::f32::consts::LOG2_E,
+            let k_desc = smem_descriptor(k_stage(0), 16, 1024, Swizzle::B128);
+            let v_desc = smem_descriptor(v_stage(0), BOX_BYTES as u32, 1024, Swizzle::B128);
+            let q_desc = smem_descriptor(q_s.add(half * HALF_BOX_BYTES), 16, 1024, Swizzle::B128);
+            let mut rings = Rings {
+                kv: Ring::START,
+                q_phase: 0,
             };
-            let (o_acc, row_max, row_sum) = if n_blocks > 0 {
-                consume::<T, NO, PINGPONG>(&c, n_blocks, full_q, full_k, full_v, empty_k, empty_v)
-            } else {
-                ([0.0; NO], [f32::NEG_INFINITY; 2], [0.0; 2])
-            };
-            let tile = Tile {
-                q_s,
-                half,
-                b,
-                h,
-                q_start,
-                sq,
-                m_wg: c.m_wg,
-                out_strides: a.out_strides,
-                lse_strides: a.lse_strides,
-            };
-            epilogue::<T, D, NO>(&o_acc, row_max, row_sum, out, lse, tile);
+            let mut t = tiles.first;
+            while t < tiles.count {
+                let at = tiles.at(t);
+                t += tiles.step;
+                let w = work(a, seq_q, seq_k, at);
+                if at.m0 >= w.sq {
+                    continue; // no row of this tile is in its sequence
+                }
+                let c = Consumer {
+                    half,
+                    q_desc,
+                    k_desc,
+                    v_desc,
+                    m_wg: at.m0 + 64 * half,
+                    sk: w.sk,
+                    diag: w.diag,
+                    causal: a.causal,
+                    scale_log2: a.scale * core::f32::consts::LOG2_E,
+                };
+                let (o_acc, row_max, row_sum) = if w.n_blocks > 0 {
+                    let bars = Bars {
+                        full_q,
+                        empty_q,
+                        full_k: full_k(0),
+                        full_v: full_v(0),
+                        empty_k: empty_k(0),
+                        empty_v: empty_v(0),
+                    };
+                    consume::<T, NO, PINGPONG>(&c, w.n_blocks, &bars, &mut rings)
+                } else {
+                    ([0.0; NO], [f32::NEG_INFINITY; 2], [0.0; 2])
+                };
+                let tile = Tile {
+                    o_s,
+                    half,
+                    b: at.b,
+                    h: at.h,
+                    q_start: w.q_start,
+                    sq: w.sq,
+                    m_wg: c.m_wg,
+                    out_strides: a.out_strides,
+                    lse_strides: a.lse_strides,
+                };
+                epilogue::<T, D, NO>(&o_acc, row_max, row_sum, out_ptr, lse_ptr, tile);
+            }
         }
     }
 }

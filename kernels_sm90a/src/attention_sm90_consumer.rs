@@ -344,26 +344,51 @@ impl Turns {
     }
 }
 
-/// A consumer warpgroup's main loop over `n_blocks` key tiles: o (unnormalised), and
-/// each of this thread's rows' maximum and partial sum.
+/// The barriers the consumers wait on and release: q's, and stage 0 of each ring's
+/// (stage `s`'s is `s` further).
+pub(crate) struct Bars {
+    pub(crate) full_q: *mut Barrier,
+    pub(crate) empty_q: *mut Barrier,
+    pub(crate) full_k: *mut Barrier,
+    pub(crate) full_v: *mut Barrier,
+    pub(crate) empty_k: *mut Barrier,
+    pub(crate) empty_v: *mut Barrier,
+}
+
+/// Where a consumer is in the producer's sequence, carried from tile to tile of a
+/// persistent block: the key/value ring's position (k's and v's move together) and the
+/// parity of q's current phase.
+pub(crate) struct Rings {
+    pub(crate) kv: Ring,
+    pub(crate) q_phase: u32,
+}
+
+/// A consumer warpgroup's main loop over one tile's `n_blocks` key tiles: o
+/// (unnormalised), and each of this thread's rows' maximum and partial sum. q is
+/// released as soon as its last `q·kᵀ` retires, so that the producer can load the next
+/// tile's q under this one's last `p·v` and epilogue.
 ///
 /// # Safety
 /// All 128 threads of a consumer warpgroup; the barriers and rings as
 /// `attention_body` sets them up, the producer filling them in order.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize, const PINGPONG: bool>(
     c: &Consumer,
     n_blocks: usize,
-    full_q: *mut Barrier,
-    full_k: impl Fn(usize) -> *mut Barrier,
-    full_v: impl Fn(usize) -> *mut Barrier,
-    empty_k: impl Fn(usize) -> *mut Barrier,
-    empty_v: impl Fn(usize) -> *mut Barrier,
+    bars: &Bars,
+    rings: &mut Rings,
 ) -> ([f32; NO], [f32; 2], [f32; 2])
 where
     [f32; NO]: OutputAcc<T>,
 {
+    let (full_k, full_v) = (
+        |s: usize| bars.full_k.wrapping_add(s),
+        |s| bars.full_v.wrapping_add(s),
+    );
+    let (empty_k, empty_v) = (
+        |s: usize| bars.empty_k.wrapping_add(s),
+        |s| bars.empty_v.wrapping_add(s),
+    );
     let lane = thread::threadIdx_x() as usize % 32;
     // SAFETY: one arrival per warp on a barrier initialised for 8 (both consumers).
     let release = |bar: *mut Barrier| unsafe {
@@ -375,7 +400,7 @@ where
     let mut o_acc = [0.0f32; NO];
     let mut row_max = [f32::NEG_INFINITY; 2];
     let mut row_sum = [0.0f32; 2];
-    let (mut kr, mut vr) = (Ring::START, Ring::START);
+    let (mut kr, mut vr) = (rings.kv, rings.kv);
     let turns = Turns {
         on: PINGPONG,
         half: c.half,
@@ -384,7 +409,7 @@ where
     // and its `empty` release, after the wgmma that read it retired.
     unsafe {
         turns.start();
-        wait(full_q, 0);
+        wait(bars.full_q, rings.q_phase);
         // Tile 0: q·kᵀ alone, then its softmax (o is still zero: no rescale).
         wait(full_k(kr.stage), kr.phase);
         turns.take();
@@ -423,6 +448,8 @@ where
             );
             pf = pack_p::<T>(&s_acc);
         }
+        // Every q·kᵀ of the tile has retired: q may be overwritten.
+        release(bars.empty_q);
         wait(full_v(vr.stage), vr.phase);
         turns.take();
         wgmma_fence();
@@ -430,14 +457,17 @@ where
         turns.pass(true);
         wgmma_wait_group_acc::<0>(&mut o_acc);
         release(empty_v(vr.stage));
+        vr = vr.next();
     }
+    rings.kv = vr;
+    rings.q_phase ^= 1;
     (o_acc, row_max, row_sum)
 }
 
-/// Where a consumer's rows go: its staging half of the q tile, its batch entry, head
-/// and sequence, and out's and lse's strides.
+/// Where a consumer's rows go: its half of the output's staging tile, its batch entry,
+/// head and sequence, and out's and lse's strides.
 pub(crate) struct Tile {
-    pub(crate) q_s: *mut u8,
+    pub(crate) o_s: *mut u8,
     pub(crate) half: usize,
     pub(crate) b: usize,
     pub(crate) h: usize,
@@ -449,7 +479,7 @@ pub(crate) struct Tile {
 }
 
 /// `out = o / sum` and `lse = ln(sum) + max` for one consumer's 64 rows, through its
-/// half of the q tile (module docs).
+/// half of the staging tile (module docs).
 ///
 /// # Safety
 /// Called by all 128 threads of consumer warpgroup `tile.half` after its last wgmma
@@ -459,8 +489,8 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
     o_acc: &[f32; NO],
     row_max: [f32; 2],
     row_sum: [f32; 2],
-    mut out: DisjointSlice<T>,
-    mut lse: DisjointSlice<f32>,
+    out: *mut u16,
+    lse: *mut f32,
     tile: Tile,
 ) {
     let tid = thread::threadIdx_x() as usize;
@@ -478,13 +508,17 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
             row_lse[r] = (row_max[r] + l.log2()) * core::f32::consts::LN_2;
         }
     });
-    let stage = tile.q_s.wrapping_add(tile.half * HALF_BOX_BYTES);
+    // The warpgroup's threads have all read the staging rows of its previous tile.
+    // SAFETY: the 128 threads of this warpgroup, ids 1 and 2 one per warpgroup.
+    unsafe { named_barrier_sync(1 + tile.half as u32, 128) };
+    let stage = tile.o_s.wrapping_add(tile.half * HALF_BOX_BYTES);
     // Row r, 16-byte chunk c (of 8 elements) of the staged rows: box c / 8, swizzled.
     let chunk_at = |r: usize, c: usize| {
         stage.wrapping_add((c / 8) * BOX_BYTES + r * 128 + (((c % 8) ^ (r % 8)) * 16))
     };
-    // SAFETY: this warpgroup's half of the q tile, which its retired wgmmas no longer
-    // read and the other warpgroup never touches; each thread writes its own pairs.
+    // SAFETY: this warpgroup's half of the staging tile, which the other warpgroup never
+    // touches and no thread of this one still reads (the barrier above); each thread
+    // writes its own pairs.
     unsafe {
         unrolled!(
             for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
@@ -504,7 +538,6 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
     // SAFETY: the 128 threads of this warpgroup, ids 1 and 2 one per warpgroup.
     unsafe { named_barrier_sync(1 + tile.half as u32, 128) };
     let [o0, o1, o2] = tile.out_strides.map(|s| s as usize);
-    let op = out.as_mut_ptr() as *mut u16;
     let base = tile.b * o0 + tile.q_start * o1 + tile.h * o2;
     let chunks = D / 8;
     for i in 0..64 * chunks / 128 {
@@ -517,18 +550,18 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
             // row and chunk); in bounds; 16-byte aligned (asserted above).
             unsafe {
                 let v = (chunk_at(r, c) as *const [u32; 4]).read();
-                (op.add(at) as *mut [u32; 4]).write(v);
+                (out.add(at) as *mut [u32; 4]).write(v);
             }
         }
     }
-    if t == 0 && !lse.is_empty() {
+    if t == 0 && !lse.is_null() {
         let [l0, l1] = tile.lse_strides.map(|s| s as usize);
         unrolled!(for r in [0, 1] {
             let row = tile.m_wg + 16 * w + g + 8 * r;
             if row < tile.sq {
                 let i = tile.b * l0 + tile.h * l1 + tile.q_start + row;
                 // SAFETY: one lane per row writes its element; in bounds.
-                unsafe { lse.as_mut_ptr().add(i).write(row_lse[r]) };
+                unsafe { lse.add(i).write(row_lse[r]) };
             }
         });
     }

@@ -1,56 +1,63 @@
 //! The descriptors that `#[kernel]` embeds in kernels_sm90a, decoded as the link step
-//! will decode them: attention's schedule is a tuned const with a scalar tune key.
+//! will decode them: attention's schedule and grid are tuned consts with a scalar tune key.
 
 use oxide_abi::descriptor::KernelDescriptor;
 use oxide_abi::tune::{Tune, TuneConst};
 
 #[test]
-fn attention_sm90_tunes_its_schedule_per_head_dim_seqlen_k_and_causal() {
+fn attention_sm90_tunes_its_schedule_and_grid_per_head_dim_seqlen_k_and_causal() {
+    let both = || vec!["0".into(), "1".into()];
     let tune = Tune {
-        consts: vec![TuneConst {
-            param: "PINGPONG".into(),
-            values: vec!["0".into(), "1".into()],
-        }],
+        consts: vec![
+            TuneConst {
+                param: "PINGPONG".into(),
+                values: both(),
+            },
+            TuneConst {
+                param: "PERSISTENT".into(),
+                values: both(),
+            },
+        ],
         launch: vec![],
         key: vec!["head_dim".into(), "seqlen_k".into(), "causal".into()],
     };
-    for (bytes, entry, ty, schedule) in [
-        (
-            &kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_0[..],
-            "attention_sm90_bf16_0",
-            "bf16",
-            "0",
-        ),
-        (
-            &kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_1[..],
-            "attention_sm90_bf16_1",
-            "bf16",
-            "1",
-        ),
-        (
-            &kernels_sm90a::__oxide_descriptor_attention_sm90_f16_0[..],
-            "attention_sm90_f16_0",
-            "f16",
-            "0",
-        ),
-        (
-            &kernels_sm90a::__oxide_descriptor_attention_sm90_f16_1[..],
-            "attention_sm90_f16_1",
-            "f16",
-            "1",
-        ),
-    ] {
-        let d = KernelDescriptor::decode(bytes).unwrap();
-        assert_eq!(
-            (d.name.as_str(), d.entry.as_str()),
-            ("attention_sm90", entry)
-        );
-        let args: Vec<(&str, &str)> = d
-            .instance
-            .iter()
-            .map(|a| (a.param.as_str(), a.value.as_str()))
-            .collect();
-        assert_eq!(args, [("T", ty), ("PINGPONG", schedule)]);
-        assert_eq!(d.tune.as_ref(), Some(&tune));
+    let d = |bytes: &[u8]| KernelDescriptor::decode(bytes).unwrap();
+    let descriptors = [
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_0_0[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_0_1[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_1_0[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_1_1[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_0_0[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_0_1[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_1_0[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_1_1[..]),
+    ];
+    let mut i = 0;
+    for ty in ["bf16", "f16"] {
+        for pingpong in ["0", "1"] {
+            for persistent in ["0", "1"] {
+                let d = &descriptors[i];
+                i += 1;
+                let entry = format!("attention_sm90_{ty}_{pingpong}_{persistent}");
+                assert_eq!(
+                    (d.name.as_str(), d.entry.as_str()),
+                    ("attention_sm90", &*entry)
+                );
+                let args: Vec<(&str, &str)> = d
+                    .instance
+                    .iter()
+                    .map(|a| (a.param.as_str(), a.value.as_str()))
+                    .collect();
+                assert_eq!(
+                    args,
+                    [
+                        ("T", ty),
+                        ("PINGPONG", pingpong),
+                        ("PERSISTENT", persistent)
+                    ]
+                );
+                assert_eq!(d.tune.as_ref(), Some(&tune));
+            }
+        }
     }
 }

@@ -10,10 +10,11 @@ copy. This module is the one place that turns shaped arrays into those arguments
   q, k, v and out 16-byte aligned with row, head and batch strides that are multiples
   of 8 elements (TMA's rules; the kernel's 16-byte stores). Its TMA tensor maps are
   made here (the CuPy backend's ``cuTensorMapEncodeTiled``) and kept per arrays. Its
-  consumers' schedule is tuned (``#[tune(PINGPONG = [0, 1], key = [head_dim, seqlen_k,
-  causal])]``): the instance runs that ``pyoxide tune`` chose for this GPU and this
-  call's bucket of the key, found by the hand pick's ``variant_for`` with the launch's
-  arguments (pyoxide/_launch/tuned.py), else the hand pick (``PINGPONG = 0``);
+  consumers' schedule and its grid are tuned (``#[tune(PINGPONG = [0, 1], PERSISTENT =
+  [0, 1], key = [head_dim, seqlen_k, causal])]``): the instance runs that ``pyoxide
+  tune`` chose for this GPU and this call's bucket of the key, found by the hand pick's
+  ``variant_for`` with the launch's arguments (pyoxide/_launch/tuned.py), else the hand
+  pick (``PINGPONG = 0``, ``PERSISTENT = 0``: a block a tile; 1 is a block an SM);
 - ``attention`` everywhere else (other GPUs, the CPU emulator, other views).
 
 Which kernel a call would run: :meth:`Attention.picks`. A call with an explicit
@@ -38,7 +39,7 @@ from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, 
 PLAIN_BM, PLAIN_THREADS = 64, 128
 #: kernels_sm90a's launch: ATTENTION_SM90_BM, _THREADS and _SHARED_BYTES (the kernel
 #: asserts it got that much shared memory; a test checks these against the Rust).
-SM90_BM, SM90_THREADS, SM90_SHARED_BYTES = 128, 384, 164_936
+SM90_BM, SM90_THREADS, SM90_SHARED_BYTES = 128, 384, 197_712
 #: The kernel parameters the call derives from the arrays (a spec passes None for them;
 #: ``maps``, the sm_90a kernel's tensor maps).
 DERIVED = (
@@ -191,8 +192,8 @@ class Attention:
             args = [values[x.name] for x in twin.spec.params]
             # The schedule tuned for this GPU and this call's bucket, else the hand pick.
             kernel = twin if self._twins.fixed is not None else twin.variant_for(args) or twin
-            grid = (-(-p.seqlen_q // SM90_BM), p.heads, p.batch)
-            return Launch(kernel, grid, SM90_THREADS, SM90_SHARED_BYTES, args)
+            return Launch(kernel, self._sm90_grid(kernel, p), SM90_THREADS, SM90_SHARED_BYTES,
+                          args)  # fmt: skip
         kernel = self._plain.get(p.dtype)
         if kernel is None:
             if self._twins.fixed is not None:
@@ -233,6 +234,15 @@ class Attention:
         generic = module[SM90_KERNEL]  # its hand picks, one per dtype
         hand_picks = generic.instances.values() if isinstance(generic, GenericKernel) else ()
         return next((k for k in hand_picks if k.spec.params[0].type == p.dtype), None)
+
+    def _sm90_grid(self, kernel: Any, p: Plan) -> tuple[int, int, int]:
+        """One block a tile, or (``PERSISTENT = 1``) one block an SM walking the tiles."""
+        tiles = (-(-p.seqlen_q // SM90_BM), p.heads, p.batch)
+        if dict(kernel.spec.instance).get("PERSISTENT") != "1":
+            return tiles
+        gpu = backends.gpu()
+        sms = gpu.multiprocessors(gpu.device_of_pointer(p.tensors["q"].view.ptr) or 0)
+        return (min(tiles[0] * tiles[1] * tiles[2], sms), 1, 1)
 
     def _on_sm90(self, device: int) -> bool:
         known = self._twins.cc90.get(device)

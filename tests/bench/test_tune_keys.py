@@ -142,10 +142,10 @@ def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
     spec = attention_spec()
     picks = _tune.hand_picks(kernels, spec)
     assert [(d, k.entry) for d, k in picks] == [
-        ("bf16", "attention_sm90_bf16_0"), ("f16", "attention_sm90_f16_0")]  # fmt: skip
+        ("bf16", "attention_sm90_bf16_0_0"), ("f16", "attention_sm90_f16_0_0")]  # fmt: skip
     hand = picks[0][1]
     assert [c.entry for c in _tune_space.candidates(kernels, hand)] == [
-        "attention_sm90_bf16_0", "attention_sm90_bf16_1"]  # fmt: skip
+        f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "01"]
     assert not any(k.name == "attention_sm90_pingpong" for k in kernels)
     dims = _tune_space.key_dims(hand)
     assert [d.name for d in dims] == ["head_dim", "seqlen_k", "causal"]
@@ -163,19 +163,19 @@ def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
 
 @pytest.mark.gpu
 @requires_sm90("kernels_sm90a's attention runs on sm_90 only")
-def test_both_schedules_pass_the_tuners_verification_at_their_verify_shape() -> None:
+def test_every_schedule_passes_the_tuners_verification_at_its_verify_shape() -> None:
     from pyoxide.bundled import load_sm90a
 
     module = load_sm90a(tuned=False)
     assert module is not None
-    hand = module["attention_sm90_bf16_0"].spec
+    hand = module["attention_sm90_bf16_0_0"].spec
     shape = (1, 4096, 4096, 16, 1, 1, 1, 0, 0)
     entry, _, bucket = _tune.tune_shape(module, attention_spec(), hand, "bf16", shape,
                                         backend="cupy", timing=planted({}))  # fmt: skip
     assert bucket == (128, 4096, 1) and entry["verified"] == [[1, 300, 300, 16, 1, 1, 1, 0, 0]]
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
-    assert verdicts == dict.fromkeys(["attention_sm90_bf16_0", "attention_sm90_bf16_1"],
-                                     ("passed", None))  # fmt: skip
+    every = [f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "01"]
+    assert verdicts == dict.fromkeys(every, ("passed", None))
 
 
 def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> None:
@@ -187,7 +187,7 @@ def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> N
 
     module = load_sm90a(tuned=False)
     assert module is not None
-    call = as_attention(module["attention_sm90_bf16_1"])
+    call = as_attention(module["attention_sm90_bf16_1_1"])
     spec = attention_spec()
     case = Case((1, 70, 70, 1, 1, 0, 0, 0, 0), "bf16", 0, 0)
     a = spec.inputs(case, np.random.default_rng(0))
@@ -210,11 +210,13 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
 
     fake = fake_cupy.FakeCuda()
     sm90_manifest = sm90a_kernels_manifest()
-    cache_choices(sm90_manifest, [{
-        "kernel": "attention_sm90_f16_0", "entry": "attention_sm90_f16_1",
-        "bucket": [128, 512, 1], "device": fake.device_name,
-        "arch": f"sm_{fake.compute_capability}", "launch": {},
-    }])  # fmt: skip
+    where = {"device": fake.device_name, "arch": f"sm_{fake.compute_capability}", "launch": {}}
+    cache_choices(sm90_manifest, [
+        {"kernel": "attention_sm90_f16_0_0", "entry": "attention_sm90_f16_1_0",
+         "bucket": [128, 512, 1], **where},
+        *({"kernel": "attention_sm90_f16_0_0", "entry": "attention_sm90_f16_0_1",
+           "bucket": [128, s, 0], **where} for s in (2048, 8192)),
+    ])  # fmt: skip
 
     def gpu_array(shape: tuple[int, ...], dtype: str) -> FakeNdarray:
         a = FakeNdarray(shape, dtype)
@@ -228,13 +230,19 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
         module = pyoxide.load(emu_kernels_manifest())
         add_attention(module, lambda: pyoxide.load(sm90_manifest))
         ran = {}
-        for s, causal in [(300, True), (300, False), (600, True), (300, True)]:
+        for s, causal in [(300, True), (300, False), (600, True), (300, True), (2000, False),
+                          (5000, False)]:  # fmt: skip
             q, k, v, out = (gpu_array((1, s, 4, 128), "float16") for _ in range(4))
             picked = module.attention.picks(q, k, v, out, causal=causal)
             module.attention(q, k, v, out, causal)
-            ran[(s, causal)] = (picked, fake.launches[-1]["name"])
+            launch = fake.launches[-1]
+            ran[(s, causal)] = (picked, launch["name"], launch["grid"])
+    # One block a tile of 128 rows and head, or (PERSISTENT = 1) one an SM, at most one a
+    # tile: 16 x 4 tiles of 2000 rows, 40 x 4 of 5000 on the fake's 132 SMs.
     assert ran == {
-        (300, True): ("attention_sm90_f16_1", "attention_sm90_f16_1"),
-        (300, False): ("attention_sm90_f16_0", "attention_sm90_f16_0"),
-        (600, True): ("attention_sm90_f16_0", "attention_sm90_f16_0"),
+        (300, True): ("attention_sm90_f16_1_0", "attention_sm90_f16_1_0", (3, 4, 1)),
+        (300, False): ("attention_sm90_f16_0_0", "attention_sm90_f16_0_0", (3, 4, 1)),
+        (600, True): ("attention_sm90_f16_0_0", "attention_sm90_f16_0_0", (5, 4, 1)),
+        (2000, False): ("attention_sm90_f16_0_1", "attention_sm90_f16_0_1", (64, 1, 1)),
+        (5000, False): ("attention_sm90_f16_0_1", "attention_sm90_f16_0_1", (132, 1, 1)),
     }

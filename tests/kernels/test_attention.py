@@ -36,13 +36,15 @@ def attention(kernels: pyoxide.Module) -> Attention:
     return module.attention  # type: ignore[no-any-return]
 
 
-#: The call, or one schedule of the sm_90a kernel on its own (its tuned const PINGPONG:
-#: each instance must compute the same attention, whichever a tuned choice runs).
+#: The call, or one instance of the sm_90a kernel on its own (its tuned consts PINGPONG
+#: and PERSISTENT: each instance must compute the same attention, whichever a tuned choice
+#: runs).
 SCHEDULES = [
     "call",
-    *(pytest.param(f"PINGPONG={v}", marks=[pytest.mark.gpu, skip_on_emu("sm_90a code"),
-                                           requires_sm90("the sm_90a kernel's schedules")])
-      for v in ("0", "1")),
+    *(pytest.param(f"PINGPONG={p},PERSISTENT={g}",
+                   marks=[pytest.mark.gpu, skip_on_emu("sm_90a code"),
+                          requires_sm90("the sm_90a kernel's schedules")])
+      for p in ("0", "1") for g in ("0", "1")),
 ]  # fmt: skip
 
 
@@ -51,7 +53,7 @@ def schedule_call(attention: Attention, schedule: str, dtype: str) -> Attention:
     if schedule == "call":
         return attention
     sm90 = pyoxide.load(sm90a_kernels_manifest(), tuned=False)
-    want = {"T": dtype, "PINGPONG": schedule.split("=")[1]}
+    want = {"T": dtype, **dict(c.split("=") for c in schedule.split(","))}
     entry = next(k.entry for k in sm90.manifest.kernels
                  if k.name == SM90_KERNEL and dict(k.instance) == want)  # fmt: skip
     return as_attention(sm90[entry])
