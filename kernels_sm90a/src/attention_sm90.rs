@@ -7,8 +7,9 @@
 //!
 //! A block of 384 threads takes tiles of 128 query rows of one head: one tile on the
 //! grid (⌈seqlen_q / 128⌉, heads, batch), or, on a persistent grid of one block an SM,
-//! every grid-size-th tile in turn, the tiles numbered so that the blocks running at
-//! once work on the same head (sharing its keys and values in L2), longest tiles first.
+//! every grid-size-th tile in turn, longest tiles first, numbered so that the blocks
+//! running at once share a head's keys and values in L2, or (causal, persistent) so that
+//! each block's share is as much work as another's (`Tiles`).
 //! Three warpgroups.
 //! Warpgroup 0 is the producer: one thread loads each tile's q and keeps a ring of
 //! [`ATTENTION_SM90_STAGES`] key and value tiles of 128 rows full, by TMA (`cp.async.bulk.tensor`,
@@ -93,8 +94,8 @@ pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 /// epilogue's 16-byte stores).
 ///
 /// The body takes any grid (module docs: each block walks its share of the tiles);
-/// `PERSISTENT` only tells the launcher which grid to make, so that `pyoxide tune`
-/// chooses between them like any schedule. `PINGPONG` is the consumers' schedule: 0
+/// `PERSISTENT` tells the launcher which grid to make (and the body how to number a
+/// causal call's tiles), so that `pyoxide tune` chooses between them like any schedule. `PINGPONG` is the consumers' schedule: 0
 /// (the hand pick) lets both consumer warpgroups run freely; 1 is FlashAttention-3's
 /// ping-pong between them (attention_sm90_consumer.rs's `Turns`), one warpgroup's
 /// softmax under the other's products. Which is faster depends on the head dimension,
@@ -144,6 +145,7 @@ pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32, const PERSISTENT: u32
         seqlen_k,
         scale,
         causal,
+        persistent: PERSISTENT == 1,
     };
     // A const condition: each instance keeps one body.
     if PINGPONG == 1 {
@@ -181,6 +183,8 @@ struct Args<'a> {
     seqlen_k: u32,
     scale: f32,
     causal: bool,
+    /// `PERSISTENT == 1` (how the tiles are numbered; see `Tiles`).
+    persistent: bool,
 }
 
 /// The sequences of the batch: `cu[b]..cu[b + 1]` of the packed rows, or rows
@@ -226,18 +230,28 @@ impl<'a> Sequences<'a> {
     }
 }
 
-/// The blocks' work: tiles of 128 query rows of one head, numbered so that the 128-row
-/// blocks of one head are neighbours (the blocks running at once share its keys and
-/// values in L2) and the longest blocks of each head come first (causal ones see the
-/// most keys). A block takes tiles `first, first + step, ...`: one tile on the grid
-/// (⌈seqlen_q / 128⌉, heads, batch), a share of them on a persistent grid (x only).
+/// The blocks' work: tiles of 128 query rows of one head, longest first. A block takes
+/// tiles `first, first + step, ...`: one tile on the grid (⌈seqlen_q / 128⌉, heads,
+/// batch), a share of them on a persistent grid (x only). Without a mask every tile is
+/// the same work, and the 128-row tiles of one head are numbered together, so that the
+/// blocks running at once share that head's keys and values in L2. A causal tile's work
+/// grows with its row, so there the tiles are numbered row block by row block, from the
+/// last (each over every head), on a persistent grid: a block's share then holds long
+/// and short tiles alike (numbered head by head, the blocks whose turn falls on a head's
+/// early rows would take only short tiles, and the rest of the grid would wait on the
+/// others). One block a tile keeps the head-by-head numbering: the hardware hands out
+/// those blocks as others finish.
 #[derive(Clone, Copy)]
 struct Tiles {
-    m_blocks: NonZero<usize>,
-    heads: NonZero<usize>,
-    count: usize,
-    first: usize,
-    step: usize,
+    m_blocks: NonZero<u32>,
+    heads: NonZero<u32>,
+    /// heads × batch (the row-block-major numbering's divisor).
+    head_tiles: NonZero<u32>,
+    /// Numbered row block by row block (a causal call on a persistent grid).
+    causal: bool,
+    count: u32,
+    first: u32,
+    step: u32,
 }
 
 /// One tile: its batch entry, head, and first query row.
@@ -251,7 +265,7 @@ struct TileAt {
 impl Tiles {
     #[inline(always)]
     fn new(a: &Args<'_>) -> Tiles {
-        let m_blocks = (a.seqlen_q as usize).div_ceil(ATTENTION_SM90_BM as usize);
+        let m_blocks = a.seqlen_q.div_ceil(ATTENTION_SM90_BM);
         let (x, y, z) = (
             thread::blockIdx_x(),
             thread::blockIdx_y(),
@@ -262,23 +276,32 @@ impl Tiles {
             thread::gridDim_y(),
             thread::gridDim_z(),
         );
+        let count = (m_blocks as u64) * (a.heads as u64) * (a.batch as u64);
+        assert!(count <= u32::MAX as u64, "more than 2^32 tiles of 128 rows");
         Tiles {
             m_blocks: NonZero::new(m_blocks).expect("seqlen_q is not 0"),
-            heads: NonZero::new(a.heads as usize).expect("heads is not 0"),
-            count: m_blocks * a.heads as usize * a.batch as usize,
-            first: (x + gx * (y + gy * z)) as usize,
-            step: (gx * gy * gz) as usize,
+            heads: NonZero::new(a.heads).expect("heads is not 0"),
+            head_tiles: NonZero::new(a.heads * a.batch).expect("heads and batch are not 0"),
+            causal: a.causal && a.persistent,
+            count: count as u32,
+            first: x + gx * (y + gy * z),
+            step: gx * gy * gz,
         }
     }
 
-    /// Tile `t` (`t < count`).
+    /// Tile `t` (`t < count`). (32-bit divisions: a 64-bit one is a call, see
+    /// `attention_body`.)
     #[inline(always)]
-    fn at(self, t: usize) -> TileAt {
-        let hb = t / self.m_blocks;
+    fn at(self, t: u32) -> TileAt {
+        let (from_last, hb) = if self.causal {
+            (t / self.head_tiles, t % self.head_tiles)
+        } else {
+            (t % self.m_blocks, t / self.m_blocks)
+        };
         TileAt {
-            b: hb / self.heads,
-            h: hb % self.heads,
-            m0: (self.m_blocks.get() - 1 - t % self.m_blocks) * ATTENTION_SM90_BM as usize,
+            b: (hb / self.heads) as usize,
+            h: (hb % self.heads) as usize,
+            m0: ((self.m_blocks.get() - 1 - from_last) * ATTENTION_SM90_BM) as usize,
         }
     }
 }
@@ -330,7 +353,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
         kv_heads > 0 && heads.is_multiple_of(kv_heads),
         "heads must be a multiple of kv_heads"
     );
-    let group = NonZero::new(heads / kv_heads).expect("kv_heads <= heads");
+    let group = NonZero::new(a.heads / a.kv_heads).expect("kv_heads <= heads");
     assert!(a.scale > 0.0, "scale must be positive");
     assert!(
         a.maps.len() >= 3 * ATTENTION_TENSOR_MAP_BYTES
@@ -455,7 +478,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                 if w.n_blocks == 0 {
                     continue;
                 }
-                let hk = at.h / group;
+                let hk = (at.h as u32 / group) as usize;
                 // The consumers' last q·kᵀ of the previous tile has retired (a fresh
                 // barrier's "previous phase", parity 1, counts as complete).
                 wait(empty_q, q_phase ^ 1);
