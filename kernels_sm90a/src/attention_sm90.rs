@@ -7,9 +7,8 @@
 //!
 //! A block of 384 threads takes tiles of 128 query rows of one head: one tile on the
 //! grid (⌈seqlen_q / 128⌉, heads, batch), or, on a persistent grid of one block an SM,
-//! every grid-size-th tile in turn, longest tiles first, numbered so that the blocks
-//! running at once share a head's keys and values in L2, or (causal, persistent) so that
-//! each block's share is as much work as another's (`Tiles`).
+//! every grid-size-th tile in turn, the tiles numbered so that the blocks running at
+//! once work on the same head (sharing its keys and values in L2), longest tiles first.
 //! Three warpgroups.
 //! Warpgroup 0 is the producer: one thread loads each tile's q and keeps a ring of
 //! [`ATTENTION_SM90_STAGES`] key and value tiles of 128 rows full, by TMA (`cp.async.bulk.tensor`,
@@ -94,8 +93,8 @@ pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 /// epilogue's 16-byte stores).
 ///
 /// The body takes any grid (module docs: each block walks its share of the tiles);
-/// `PERSISTENT` tells the launcher which grid to make (and the body how to number a
-/// causal call's tiles), so that `pyoxide tune` chooses between them like any schedule. `PINGPONG` is the consumers' schedule: 0
+/// `PERSISTENT` only tells the launcher which grid to make, so that `pyoxide tune`
+/// chooses between them like any schedule. `PINGPONG` is the consumers' schedule: 0
 /// (the hand pick) lets both consumer warpgroups run freely; 1 is FlashAttention-3's
 /// ping-pong between them (attention_sm90_consumer.rs's `Turns`), one warpgroup's
 /// softmax under the other's products. Which is faster depends on the head dimension,
@@ -145,7 +144,6 @@ pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32, const PERSISTENT: u32
         seqlen_k,
         scale,
         causal,
-        persistent: PERSISTENT == 1,
     };
     // A const condition: each instance keeps one body.
     if PINGPONG == 1 {
@@ -183,8 +181,6 @@ struct Args<'a> {
     seqlen_k: u32,
     scale: f32,
     causal: bool,
-    /// `PERSISTENT == 1` (how the tiles are numbered; see `Tiles`).
-    persistent: bool,
 }
 
 /// The sequences of the batch: `cu[b]..cu[b + 1]` of the packed rows, or rows
@@ -230,25 +226,23 @@ impl<'a> Sequences<'a> {
     }
 }
 
-/// The blocks' work: tiles of 128 query rows of one head, longest first. A block takes
-/// tiles `first, first + step, ...`: one tile on the grid (⌈seqlen_q / 128⌉, heads,
-/// batch), a share of them on a persistent grid (x only). Without a mask every tile is
-/// the same work, and the 128-row tiles of one head are numbered together, so that the
-/// blocks running at once share that head's keys and values in L2. A causal tile's work
-/// grows with its row, so there the tiles are numbered row block by row block, from the
-/// last (each over every head), on a persistent grid: a block's share then holds long
-/// and short tiles alike (numbered head by head, the blocks whose turn falls on a head's
-/// early rows would take only short tiles, and the rest of the grid would wait on the
-/// others). One block a tile keeps the head-by-head numbering: the hardware hands out
-/// those blocks as others finish.
+/// The blocks' work: tiles of 128 query rows of one head, numbered so that the 128-row
+/// tiles of one head are neighbours (the blocks running at once share its keys and
+/// values in L2) and the longest tiles of each head come first (causal ones see the most
+/// keys). A block takes tiles `first, first + step, ...`: one tile on the grid
+/// (⌈seqlen_q / 128⌉, heads, batch), a share of them on a persistent grid (x only).
+///
+/// A persistent grid deals a causal call's tiles unevenly when a head has about as many
+/// tiles as there are blocks (a block whose turns fall on a head's early rows takes only
+/// short tiles): at S = 16384, D = 128 it ran 1.5× the time of a block a tile, and the
+/// tuner keeps `PERSISTENT = 0` there. Dealing causal tiles row block by row block (two
+/// more values live across the tile loop) was tried: ptxas then rebuilt the `wgmma`
+/// descriptors in every step of the consumers' inner loop (LOP3 and R2UR, 930 -> 1204
+/// instructions), and every persistent call lost 5-20 % on the H200.
 #[derive(Clone, Copy)]
 struct Tiles {
     m_blocks: NonZero<u32>,
     heads: NonZero<u32>,
-    /// heads × batch (the row-block-major numbering's divisor).
-    head_tiles: NonZero<u32>,
-    /// Numbered row block by row block (a causal call on a persistent grid).
-    causal: bool,
     count: u32,
     first: u32,
     step: u32,
@@ -281,8 +275,6 @@ impl Tiles {
         Tiles {
             m_blocks: NonZero::new(m_blocks).expect("seqlen_q is not 0"),
             heads: NonZero::new(a.heads).expect("heads is not 0"),
-            head_tiles: NonZero::new(a.heads * a.batch).expect("heads and batch are not 0"),
-            causal: a.causal && a.persistent,
             count: count as u32,
             first: x + gx * (y + gy * z),
             step: gx * gy * gz,
@@ -293,15 +285,11 @@ impl Tiles {
     /// `attention_body`.)
     #[inline(always)]
     fn at(self, t: u32) -> TileAt {
-        let (from_last, hb) = if self.causal {
-            (t / self.head_tiles, t % self.head_tiles)
-        } else {
-            (t % self.m_blocks, t / self.m_blocks)
-        };
+        let hb = t / self.m_blocks;
         TileAt {
             b: (hb / self.heads) as usize,
             h: (hb % self.heads) as usize,
-            m0: ((self.m_blocks.get() - 1 - from_last) * ATTENTION_SM90_BM) as usize,
+            m0: ((self.m_blocks.get() - 1 - t % self.m_blocks) * ATTENTION_SM90_BM) as usize,
         }
     }
 }
