@@ -7,8 +7,9 @@
 //!
 //! A block of 384 threads takes tiles of 128 query rows of one head: one tile on the
 //! grid (⌈seqlen_q / 128⌉, heads, batch), or, on a persistent grid of one block an SM,
-//! every grid-size-th tile in turn, the tiles numbered so that the blocks running at
-//! once work on the same head (sharing its keys and values in L2), longest tiles first.
+//! every grid-size-th tile in turn, longest tiles first, numbered head by head (the
+//! blocks running at once share a head's keys and values in L2) or row block by row
+//! block (each block's share of a causal call is as much work as another's): `Tiles`.
 //! Three warpgroups.
 //! Warpgroup 0 is the producer: one thread loads each tile's q and keeps a ring of
 //! [`ATTENTION_SM90_STAGES`] key and value tiles of 128 rows full, by TMA (`cp.async.bulk.tensor`,
@@ -84,25 +85,26 @@ pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 
 /// [`attention_sm90`]'s launch: block (384, 1, 1), [`ATTENTION_SM90_SHARED_BYTES`] of
 /// dynamic shared memory, and grid (⌈seqlen_q / 128⌉, heads, batch) (`PERSISTENT = 0`)
-/// or (min(tiles, multiprocessors), 1, 1) (`PERSISTENT = 1`, one block an SM walking
-/// the tiles). The arguments are kernels_rs `attention`'s plus `maps`: the three
-/// 128-byte `CUtensorMap`s of q, k and v (16-bit elements; dims (d, rows, heads,
-/// batch), a varlen batch as one entry of the packed rows; box 64 × 128 × 1 × 1; the
-/// 128-byte swizzle), 64-byte aligned in device memory. Needs q, k, v and out 16-byte
-/// aligned with strides that are multiples of 8 elements (TMA's rules, and the
-/// epilogue's 16-byte stores).
+/// or (min(tiles, multiprocessors), 1, 1) (`PERSISTENT` 1 and 2: one block an SM walking
+/// the tiles, numbered head by head or row block by row block: `Tiles`). The arguments
+/// are kernels_rs `attention`'s plus `maps`: the three 128-byte `CUtensorMap`s of q, k
+/// and v (16-bit elements; dims (d, rows, heads, batch), a varlen batch as one entry of
+/// the packed rows; box 64 × 128 × 1 × 1; the 128-byte swizzle), 64-byte aligned in
+/// device memory. Needs q, k, v and out 16-byte aligned with strides that are multiples
+/// of 8 elements (TMA's rules, and the epilogue's 16-byte stores).
 ///
 /// The body takes any grid (module docs: each block walks its share of the tiles);
-/// `PERSISTENT` only tells the launcher which grid to make, so that `pyoxide tune`
-/// chooses between them like any schedule. `PINGPONG` is the consumers' schedule: 0
-/// (the hand pick) lets both consumer warpgroups run freely; 1 is FlashAttention-3's
-/// ping-pong between them (attention_sm90_consumer.rs's `Turns`), one warpgroup's
-/// softmax under the other's products. Which is faster depends on the head dimension,
-/// the mask, the number of keys and of tiles, so a choice is kept per (`head_dim`,
-/// `seqlen_k`, `causal`) bucket: the tune key, the arrays being flat slices.
+/// `PERSISTENT` tells the launcher which grid to make and the body how to number the
+/// tiles, so that `pyoxide tune` chooses between them like any schedule. `PINGPONG` is
+/// the consumers' schedule: 0 (the hand pick) lets both consumer warpgroups run freely;
+/// 1 is FlashAttention-3's ping-pong between them (attention_sm90_consumer.rs's
+/// `Turns`), one warpgroup's softmax under the other's products. Which is faster depends
+/// on the head dimension, the mask, the number of keys and of tiles, so a choice is kept
+/// per (`head_dim`, `seqlen_k`, `causal`) bucket: the tune key, the arrays being flat
+/// slices.
 #[kernel(bf16, f16)]
 #[launch_bounds(384, 1)]
-#[tune(PINGPONG = [0, 1], PERSISTENT = [0, 1], key = [head_dim, seqlen_k, causal])]
+#[tune(PINGPONG = [0, 1], PERSISTENT = [0, 1, 2], key = [head_dim, seqlen_k, causal])]
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32, const PERSISTENT: u32>(
@@ -144,6 +146,7 @@ pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32, const PERSISTENT: u32
         seqlen_k,
         scale,
         causal,
+        by_rows: PERSISTENT == 2,
     };
     // A const condition: each instance keeps one body.
     if PINGPONG == 1 {
@@ -181,6 +184,8 @@ struct Args<'a> {
     seqlen_k: u32,
     scale: f32,
     causal: bool,
+    /// `PERSISTENT == 2` (see `Tiles`).
+    by_rows: bool,
 }
 
 /// The sequences of the batch: `cu[b]..cu[b + 1]` of the packed rows, or rows
@@ -226,23 +231,31 @@ impl<'a> Sequences<'a> {
     }
 }
 
-/// The blocks' work: tiles of 128 query rows of one head, numbered so that the 128-row
-/// tiles of one head are neighbours (the blocks running at once share its keys and
-/// values in L2) and the longest tiles of each head come first (causal ones see the most
-/// keys). A block takes tiles `first, first + step, ...`: one tile on the grid
+/// The blocks' work: tiles of 128 query rows of one head, longest first (causal ones see
+/// the most keys). A block takes tiles `first, first + step, ...`: one tile on the grid
 /// (⌈seqlen_q / 128⌉, heads, batch), a share of them on a persistent grid (x only).
 ///
-/// A persistent grid deals a causal call's tiles unevenly when a head has about as many
-/// tiles as there are blocks (a block whose turns fall on a head's early rows takes only
-/// short tiles): at S = 16384, D = 128 it ran 1.5× the time of a block a tile, and the
-/// tuner keeps `PERSISTENT = 0` there. Dealing causal tiles row block by row block (two
-/// more values live across the tile loop) was tried: ptxas then rebuilt the `wgmma`
-/// descriptors in every step of the consumers' inner loop (LOP3 and R2UR, 930 -> 1204
-/// instructions), and every persistent call lost 5-20 % on the H200.
+/// Numbered head by head (`PERSISTENT` 0 and 1), the tiles of one head are neighbours:
+/// the blocks running at once share its keys and values in L2. But a persistent grid
+/// then deals a causal call's tiles unevenly: a block's turns come every grid-size
+/// tiles, so they fall on the same few row blocks of each head, and a block whose turns
+/// fall on early rows takes only short tiles (at S = 512, four row blocks a head, each
+/// block always gets the same one: the longest share is 1.65× the mean; at S = 16384,
+/// D = 128 it ran 1.5× the time of a block a tile on the H200). Numbered row block by row
+/// block (`PERSISTENT = 2`: the last row block of every head, then the one before, ...),
+/// every block's share holds long and short tiles alike (1.03-1.06× the mean on the bench
+/// grid), at the price of L2 sharing. Which is faster is the tuner's to measure. The order
+/// is a const: choosing it at run time (a branch on `causal` in the tile loop) made ptxas
+/// rebuild the `wgmma` descriptors in every step of the consumers' inner loop (LOP3 and
+/// R2UR, 930 -> 1204 instructions; 5-20 % slower on the H200).
 #[derive(Clone, Copy)]
 struct Tiles {
     m_blocks: NonZero<u32>,
     heads: NonZero<u32>,
+    /// heads × batch.
+    head_tiles: NonZero<u32>,
+    /// Numbered row block by row block.
+    by_rows: bool,
     count: u32,
     first: u32,
     step: u32,
@@ -275,6 +288,8 @@ impl Tiles {
         Tiles {
             m_blocks: NonZero::new(m_blocks).expect("seqlen_q is not 0"),
             heads: NonZero::new(a.heads).expect("heads is not 0"),
+            head_tiles: NonZero::new(a.heads * a.batch).expect("heads and batch are not 0"),
+            by_rows: a.by_rows,
             count: count as u32,
             first: x + gx * (y + gy * z),
             step: gx * gy * gz,
@@ -285,11 +300,15 @@ impl Tiles {
     /// `attention_body`.)
     #[inline(always)]
     fn at(self, t: u32) -> TileAt {
-        let hb = t / self.m_blocks;
+        let (from_last, hb) = if self.by_rows {
+            (t / self.head_tiles, t % self.head_tiles)
+        } else {
+            (t % self.m_blocks, t / self.m_blocks)
+        };
         TileAt {
             b: (hb / self.heads) as usize,
             h: (hb % self.heads) as usize,
-            m0: ((self.m_blocks.get() - 1 - t % self.m_blocks) * ATTENTION_SM90_BM) as usize,
+            m0: ((self.m_blocks.get() - 1 - from_last) * ATTENTION_SM90_BM) as usize,
         }
     }
 }
@@ -538,6 +557,51 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                     lse_strides: a.lse_strides,
                 };
                 epilogue::<T, D, NO>(&o_acc, row_max, row_sum, out_ptr, lse_ptr, tile);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiles(m_blocks: u32, heads: u32, batch: u32, by_rows: bool) -> Tiles {
+        Tiles {
+            m_blocks: NonZero::new(m_blocks).unwrap(),
+            heads: NonZero::new(heads).unwrap(),
+            head_tiles: NonZero::new(heads * batch).unwrap(),
+            by_rows,
+            count: m_blocks * heads * batch,
+            first: 0,
+            step: 1,
+        }
+    }
+
+    /// Both numberings name every tile once, and each head's tiles longest first; row
+    /// block by row block, every head's longest tile comes before any head's next.
+    #[test]
+    fn the_tile_numberings_cover_every_tile_once_longest_first() {
+        for (m_blocks, heads, batch) in [(1, 1, 1), (4, 3, 2), (16, 32, 8), (5, 1, 7)] {
+            for by_rows in [false, true] {
+                let t = tiles(m_blocks, heads, batch, by_rows);
+                let mut seen = [[[false; 16]; 32]; 8];
+                let mut last_m0 = [[usize::MAX; 32]; 8];
+                let mut prev_m0 = usize::MAX;
+                for i in 0..t.count {
+                    let at = t.at(i);
+                    assert!(at.b < batch as usize && at.h < heads as usize);
+                    let m = at.m0 / ATTENTION_SM90_BM as usize;
+                    assert!(m < m_blocks as usize && at.m0 % ATTENTION_SM90_BM as usize == 0);
+                    assert!(!seen[at.b][at.h][m], "tile {i} twice");
+                    seen[at.b][at.h][m] = true;
+                    assert!(at.m0 < last_m0[at.b][at.h], "a head's tiles longest first");
+                    last_m0[at.b][at.h] = at.m0;
+                    if by_rows {
+                        assert!(at.m0 <= prev_m0, "row block by row block");
+                        prev_m0 = at.m0;
+                    }
+                }
             }
         }
     }

@@ -6,16 +6,16 @@ use oxide_abi::tune::{Tune, TuneConst};
 
 #[test]
 fn attention_sm90_tunes_its_schedule_and_grid_per_head_dim_seqlen_k_and_causal() {
-    let both = || vec!["0".into(), "1".into()];
+    let values = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
     let tune = Tune {
         consts: vec![
             TuneConst {
                 param: "PINGPONG".into(),
-                values: both(),
+                values: values(&["0", "1"]),
             },
             TuneConst {
                 param: "PERSISTENT".into(),
-                values: both(),
+                values: values(&["0", "1", "2"]),
             },
         ],
         launch: vec![],
@@ -25,17 +25,21 @@ fn attention_sm90_tunes_its_schedule_and_grid_per_head_dim_seqlen_k_and_causal()
     let descriptors = [
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_0_0[..]),
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_0_1[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_0_2[..]),
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_1_0[..]),
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_1_1[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_bf16_1_2[..]),
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_0_0[..]),
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_0_1[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_0_2[..]),
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_1_0[..]),
         d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_1_1[..]),
+        d(&kernels_sm90a::__oxide_descriptor_attention_sm90_f16_1_2[..]),
     ];
     let mut i = 0;
     for ty in ["bf16", "f16"] {
         for pingpong in ["0", "1"] {
-            for persistent in ["0", "1"] {
+            for persistent in ["0", "1", "2"] {
                 let d = &descriptors[i];
                 i += 1;
                 let entry = format!("attention_sm90_{ty}_{pingpong}_{persistent}");

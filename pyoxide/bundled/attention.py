@@ -11,10 +11,10 @@ copy. This module is the one place that turns shaped arrays into those arguments
   of 8 elements (TMA's rules; the kernel's 16-byte stores). Its TMA tensor maps are
   made here (the CuPy backend's ``cuTensorMapEncodeTiled``) and kept per arrays. Its
   consumers' schedule and its grid are tuned (``#[tune(PINGPONG = [0, 1], PERSISTENT =
-  [0, 1], key = [head_dim, seqlen_k, causal])]``): the instance runs that ``pyoxide
+  [0, 1, 2], key = [head_dim, seqlen_k, causal])]``): the instance runs that ``pyoxide
   tune`` chose for this GPU and this call's bucket of the key, found by the hand pick's
   ``variant_for`` with the launch's arguments (pyoxide/_launch/tuned.py), else the hand
-  pick (``PINGPONG = 0``, ``PERSISTENT = 0``: a block a tile; 1 is a block an SM);
+  pick (``PINGPONG = 0``, ``PERSISTENT = 0``: a block a tile; 1 and 2, a block an SM);
 - ``attention`` everywhere else (other GPUs, the CPU emulator, other views).
 
 Which kernel a call would run: :meth:`Attention.picks`. A call with an explicit
@@ -236,9 +236,10 @@ class Attention:
         return next((k for k in hand_picks if k.spec.params[0].type == p.dtype), None)
 
     def _sm90_grid(self, kernel: Any, p: Plan) -> tuple[int, int, int]:
-        """One block a tile, or (``PERSISTENT = 1``) one block an SM walking the tiles."""
+        """One block a tile (``PERSISTENT = 0``), or one block an SM walking the tiles (1 and
+        2, which number them differently: kernels_sm90a/src/attention_sm90.rs's ``Tiles``)."""
         tiles = (-(-p.seqlen_q // SM90_BM), p.heads, p.batch)
-        if dict(kernel.spec.instance).get("PERSISTENT") != "1":
+        if dict(kernel.spec.instance).get("PERSISTENT", "0") == "0":
             return tiles
         gpu = backends.gpu()
         sms = gpu.multiprocessors(gpu.device_of_pointer(p.tensors["q"].view.ptr) or 0)

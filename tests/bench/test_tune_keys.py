@@ -145,7 +145,7 @@ def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
         ("bf16", "attention_sm90_bf16_0_0"), ("f16", "attention_sm90_f16_0_0")]  # fmt: skip
     hand = picks[0][1]
     assert [c.entry for c in _tune_space.candidates(kernels, hand)] == [
-        f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "01"]
+        f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "012"]
     assert not any(k.name == "attention_sm90_pingpong" for k in kernels)
     dims = _tune_space.key_dims(hand)
     assert [d.name for d in dims] == ["head_dim", "seqlen_k", "causal"]
@@ -174,7 +174,7 @@ def test_every_schedule_passes_the_tuners_verification_at_its_verify_shape() -> 
                                         backend="cupy", timing=planted({}))  # fmt: skip
     assert bucket == (128, 4096, 1) and entry["verified"] == [[1, 300, 300, 16, 1, 1, 1, 0, 0]]
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
-    every = [f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "01"]
+    every = [f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "012"]
     assert verdicts == dict.fromkeys(every, ("passed", None))
 
 
@@ -214,8 +214,8 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
     cache_choices(sm90_manifest, [
         {"kernel": "attention_sm90_f16_0_0", "entry": "attention_sm90_f16_1_0",
          "bucket": [128, 512, 1], **where},
-        *({"kernel": "attention_sm90_f16_0_0", "entry": "attention_sm90_f16_0_1",
-           "bucket": [128, s, 0], **where} for s in (2048, 8192)),
+        *({"kernel": "attention_sm90_f16_0_0", "entry": f"attention_sm90_f16_0_{g}",
+           "bucket": [128, s, 0], **where} for s, g in ((2048, 1), (8192, 2))),
     ])  # fmt: skip
 
     def gpu_array(shape: tuple[int, ...], dtype: str) -> FakeNdarray:
@@ -237,12 +237,12 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
             module.attention(q, k, v, out, causal)
             launch = fake.launches[-1]
             ran[(s, causal)] = (picked, launch["name"], launch["grid"])
-    # One block a tile of 128 rows and head, or (PERSISTENT = 1) one an SM, at most one a
-    # tile: 16 x 4 tiles of 2000 rows, 40 x 4 of 5000 on the fake's 132 SMs.
+    # One block a tile of 128 rows and head, or (PERSISTENT = 1 or 2) one an SM, at most one
+    # a tile: 16 x 4 tiles of 2000 rows, 40 x 4 of 5000 on the fake's 132 SMs.
     assert ran == {
         (300, True): ("attention_sm90_f16_1_0", "attention_sm90_f16_1_0", (3, 4, 1)),
         (300, False): ("attention_sm90_f16_0_0", "attention_sm90_f16_0_0", (3, 4, 1)),
         (600, True): ("attention_sm90_f16_0_0", "attention_sm90_f16_0_0", (5, 4, 1)),
         (2000, False): ("attention_sm90_f16_0_1", "attention_sm90_f16_0_1", (64, 1, 1)),
-        (5000, False): ("attention_sm90_f16_0_1", "attention_sm90_f16_0_1", (132, 1, 1)),
+        (5000, False): ("attention_sm90_f16_0_2", "attention_sm90_f16_0_2", (132, 1, 1)),
     }

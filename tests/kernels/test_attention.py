@@ -44,7 +44,7 @@ SCHEDULES = [
     *(pytest.param(f"PINGPONG={p},PERSISTENT={g}",
                    marks=[pytest.mark.gpu, skip_on_emu("sm_90a code"),
                           requires_sm90("the sm_90a kernel's schedules")])
-      for p in ("0", "1") for g in ("0", "1")),
+      for p in ("0", "1") for g in ("0", "1", "2")),
 ]  # fmt: skip
 
 
