@@ -6,18 +6,18 @@ use oxide_abi::tune::{Tune, TuneConst};
 
 #[test]
 fn attention_sm90_tunes_its_schedule_and_grid_per_head_dim_seqlen_k_and_causal() {
-    let values = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    let consts = [
+        ("PINGPONG", &["0", "1"][..]),
+        ("PERSISTENT", &["0", "1", "2"][..]),
+    ];
     let tune = Tune {
-        consts: vec![
-            TuneConst {
-                param: "PINGPONG".into(),
-                values: values(&["0", "1"]),
-            },
-            TuneConst {
-                param: "PERSISTENT".into(),
-                values: values(&["0", "1", "2"]),
-            },
-        ],
+        consts: consts
+            .iter()
+            .map(|(param, values)| TuneConst {
+                param: param.to_string(),
+                values: values.iter().map(|v| v.to_string()).collect(),
+            })
+            .collect(),
         launch: vec![],
         key: vec!["head_dim".into(), "seqlen_k".into(), "causal".into()],
     };

@@ -70,22 +70,22 @@ pub const TUNABLE_LAUNCH: [TunableLaunch; 3] = [
 ];
 
 /// `#[tune(...)]` of a kernel (schema 9; `key`, schema 11), the same in each of its
-/// instances.
+/// instances. Each list may be absent (empty).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Tune {
     /// Tuned const generic parameters, in declaration order; the first value of each is
     /// the hand pick. Each instance binds one value of each (its `instance`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub consts: Vec<TuneConst>,
     /// Tuned launch parameters ([`TUNABLE_LAUNCH`]); the `#[launch]` policy's value of
     /// each, which the list holds, is the hand pick.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub launch: Vec<TuneLaunch>,
     /// `key = [...]`: the scalar parameters (integers or bools) whose values place a call
     /// in a bucket, in the order written; empty: its array extents do (module docs).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub key: Vec<String>,
 }
 

@@ -244,11 +244,7 @@ impl CupyReader {
         let shape = a.getattr(names.shape.bind(py)).ok()?;
         let strides = a.getattr(names.strides.bind(py)).ok()?;
         let data = a.getattr(names.data.bind(py)).ok()?;
-        let device = data
-            .getattr(names.device_id.bind(py))
-            .ok()?
-            .extract()
-            .ok()?;
+        let device = device_of(data.getattr(names.device_id.bind(py)))?;
         let ptr = u64_of(&data.getattr(names.ptr.bind(py)).ok()?)?;
         let mut facts = ArrayFacts::contiguous(dtype, shape.cast::<PyTuple>().ok()?, ptr, device)?;
         let strides = strides.cast::<PyTuple>().ok()?;
@@ -309,12 +305,14 @@ impl TensorReader {
         {
             return None; // the general path refuses a tensor that requires grad
         }
-        let device = a
-            .call_method0(self.get_device.bind(py))
-            .ok()?
-            .extract()
-            .ok()?;
+        let device = device_of(a.call_method0(self.get_device.bind(py)))?;
         let ptr = u64_of(&a.call_method0(self.data_ptr.bind(py)).ok()?)?;
         ArrayFacts::contiguous(dtype, shape, ptr, device)
     }
+}
+
+/// The device an attribute read or method call returned (None: it raised, or it is not
+/// an int).
+fn device_of(got: PyResult<Bound<'_, PyAny>>) -> Option<i64> {
+    got.ok()?.extract().ok()
 }
