@@ -592,7 +592,9 @@ mod tests {
                     let at = t.at(i);
                     assert!(at.b < batch as usize && at.h < heads as usize);
                     let m = at.m0 / ATTENTION_SM90_BM as usize;
-                    assert!(m < m_blocks as usize && at.m0 % ATTENTION_SM90_BM as usize == 0);
+                    assert!(
+                        m < m_blocks as usize && at.m0.is_multiple_of(ATTENTION_SM90_BM as usize)
+                    );
                     assert!(!seen[at.b][at.h][m], "tile {i} twice");
                     seen[at.b][at.h][m] = true;
                     assert!(at.m0 < last_m0[at.b][at.h], "a head's tiles longest first");
