@@ -405,3 +405,26 @@ def test_architecture_names_are_parsed_by_one_rule() -> None:
     parsing = re.compile(r"""startswith\(\s*["']sm_|["']\^?sm_[\\(\[]""")
     files = [p for p in sources("*.py") if p != PACKAGE / "_manifest" / "abi.py"]
     assert [p.name for p in files if parsing.search(p.read_text())] == []
+
+
+def test_device_run_collect_builds_every_fixture_crate_the_gpu_suite_loads() -> None:
+    """Each ``*_manifest`` builder in tests/helpers is in gpu_carry.BUILDERS, which
+    ``scripts/device_run collect`` runs: a builder left out is a crate the GPU machine,
+    which has no Rust toolchain, would not have."""
+    from helpers import gpu_carry
+
+    builders = {
+        f"{path.stem}.{node.name}"
+        for path in (REPO_DIR / "tests" / "helpers").glob("*.py")
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef) and node.name.endswith("_manifest")
+        # a builder takes nothing and returns the manifest's path (write_manifest(out_dir)
+        # writes one; load_manifest() reads kernels_rs's)
+        and not node.args.args and ast.unparse(node.returns or ast.Constant(None)) == "Path"
+    }  # fmt: skip
+    listed = {f"{b.__module__.rsplit('.', 1)[-1]}.{b.__name__}" for b in gpu_carry.BUILDERS}
+    assert builders == listed
+    assert (
+        "from helpers.gpu_carry import build_all"
+        in (REPO_DIR / "scripts" / "device_run").read_text()
+    )

@@ -145,7 +145,8 @@ def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
         ("bf16", "attention_sm90_bf16_0_0"), ("f16", "attention_sm90_f16_0_0")]  # fmt: skip
     hand = picks[0][1]
     assert [c.entry for c in _tune_space.candidates(kernels, hand)] == [
-        f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "012"]
+        f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "012"
+    ]
     assert not any(k.name == "attention_sm90_pingpong" for k in kernels)
     dims = _tune_space.key_dims(hand)
     assert [d.name for d in dims] == ["head_dim", "seqlen_k", "causal"]

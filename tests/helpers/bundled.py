@@ -231,3 +231,12 @@ HOSTILE_VERIFY = REPO / "tests" / "fixtures" / "hostile_verify"
 def hostile_verify_manifest() -> Path:
     """Kernels and specs that attack `pyoxide verify` (target/oxide/hostile_verify)."""
     return fixture_manifest(HOSTILE_VERIFY, REPO / "target" / "oxide" / "hostile_verify")
+
+
+GALLERY = REPO / "gallery"
+
+
+@functools.cache
+def gallery_manifest() -> Path:
+    """The gallery crate, built with its emulator (target/oxide/gallery)."""
+    return fixture_manifest(GALLERY, REPO / "target" / "oxide" / "gallery")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib
-from helpers.bundled import REPO, fixture_manifest
+from helpers.bundled import GALLERY, gallery_manifest
 from helpers.probes import requires_gpu
 
 import pyoxide
@@ -21,9 +21,8 @@ from pyoxide.spec import Case, Spec
 from pyoxide.verify import instance, load_specs, verify_crate
 from pyoxide.verify._case import compare, param_names
 
-GALLERY = REPO / "gallery"
 sys.path.insert(0, str(GALLERY / "specs"))
-from _gallery import TORCH, TWIN, peer_outputs  # noqa: E402
+from _gallery import TORCH, TWIN, peer_outputs
 
 SPECS = load_specs(GALLERY / "specs")
 BY_NAME = {s.kernel: s for s in SPECS}
@@ -36,7 +35,7 @@ PEER_2D, PEER_1D = (64, 1028), (1 << 20,)
 @pytest.fixture(scope="module")
 def gallery() -> pyoxide.Module:
     """The gallery crate, built once with its emulator (target/oxide/gallery)."""
-    return pyoxide.load(fixture_manifest(GALLERY, REPO / "target" / "oxide" / "gallery"))
+    return pyoxide.load(gallery_manifest())
 
 
 def _case(spec: Spec, two_d: tuple[int, ...], one_d: tuple[int, ...]) -> Case:
