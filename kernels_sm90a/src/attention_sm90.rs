@@ -76,9 +76,7 @@ pub const ATTENTION_SM90_THREADS: u32 = 384;
 pub const ATTENTION_SM90_SHARED_BYTES: u32 = 197_712;
 const _: () = assert!(
     ATTENTION_SM90_SHARED_BYTES as usize
-        == (2 + 2 * ATTENTION_SM90_STAGES) * 2 * BOX_BYTES
-            + (2 + 4 * ATTENTION_SM90_STAGES) * 8
-            + 1024
+        == (2 + 2 * ATTENTION_SM90_STAGES) * 2 * BOX_BYTES + Bars::COUNT * 8 + 1024
 );
 /// The three tensor maps (q's, k's, then v's), 128 bytes each, in the `maps` argument.
 pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
@@ -283,16 +281,25 @@ impl Tiles {
             thread::gridDim_y(),
             thread::gridDim_z(),
         );
-        let count = (m_blocks as u64) * (a.heads as u64) * (a.batch as u64);
-        assert!(count <= u32::MAX as u64, "more than 2^32 tiles of 128 rows");
+        let head_tiles = a.heads.checked_mul(a.batch);
+        let count = head_tiles.and_then(|n| n.checked_mul(m_blocks));
         Tiles {
             m_blocks: NonZero::new(m_blocks).expect("seqlen_q is not 0"),
             heads: NonZero::new(a.heads).expect("heads is not 0"),
-            head_tiles: NonZero::new(a.heads * a.batch).expect("heads and batch are not 0"),
+            head_tiles: NonZero::new(head_tiles.unwrap_or(0)).expect("heads and batch are not 0"),
             by_rows: a.by_rows,
-            count: count as u32,
+            count: count.expect("at most 2^32 tiles of 128 rows"),
             first: x + gx * (y + gy * z),
             step: gx * gy * gz,
+        }
+    }
+
+    /// This block's tiles, in turn.
+    #[inline(always)]
+    fn walk(self) -> TileWalk {
+        TileWalk {
+            tiles: self,
+            next: self.first,
         }
     }
 
@@ -310,6 +317,26 @@ impl Tiles {
             h: (hb % self.heads) as usize,
             m0: ((self.m_blocks.get() - 1 - from_last) * ATTENTION_SM90_BM) as usize,
         }
+    }
+}
+
+/// A block's tiles (`Tiles::walk`): the producer and the consumers walk the same ones.
+struct TileWalk {
+    tiles: Tiles,
+    next: u32,
+}
+
+impl Iterator for TileWalk {
+    type Item = TileAt;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<TileAt> {
+        let t = self.next;
+        if t >= self.tiles.count {
+            return None;
+        }
+        self.next = t + self.tiles.step;
+        Some(self.tiles.at(t))
     }
 }
 
@@ -421,13 +448,8 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
     let k_stage = |s: usize| smem.wrapping_add((1 + s) * tile_bytes);
     let v_stage = |s: usize| smem.wrapping_add((1 + ATTENTION_SM90_STAGES + s) * tile_bytes);
     let o_s = smem.wrapping_add((1 + 2 * ATTENTION_SM90_STAGES) * tile_bytes);
-    let bars = smem.wrapping_add((2 + 2 * ATTENTION_SM90_STAGES) * tile_bytes) as *mut Barrier;
-    let full_q = bars;
-    let full_k = |s: usize| bars.wrapping_add(1 + s);
-    let full_v = |s: usize| bars.wrapping_add(1 + ATTENTION_SM90_STAGES + s);
-    let empty_k = |s: usize| bars.wrapping_add(1 + 2 * ATTENTION_SM90_STAGES + s);
-    let empty_v = |s: usize| bars.wrapping_add(1 + 3 * ATTENTION_SM90_STAGES + s);
-    let empty_q = bars.wrapping_add(1 + 4 * ATTENTION_SM90_STAGES);
+    let bars =
+        Bars::at(smem.wrapping_add((2 + 2 * ATTENTION_SM90_STAGES) * tile_bytes) as *mut Barrier);
 
     // SAFETY (the whole body): every wgmma/setmaxnreg call is made by all 128 threads
     // of a warpgroup together (the role branches split at warpgroup boundaries and the
@@ -439,16 +461,16 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
     // producer fills, and every `empty` phase it waits for is one they release.
     unsafe {
         if tid == 0 {
-            mbarrier_init(full_q, 1);
+            mbarrier_init(bars.full_q(), 1);
             for s in 0..ATTENTION_SM90_STAGES {
-                mbarrier_init(full_k(s), 1);
-                mbarrier_init(full_v(s), 1);
+                mbarrier_init(bars.full_k(s), 1);
+                mbarrier_init(bars.full_v(s), 1);
                 // One arrival per consumer warp (lane 0 of each, once its warpgroup's
                 // wgmma that read the stage has retired).
-                mbarrier_init(empty_k(s), 2 * 4);
-                mbarrier_init(empty_v(s), 2 * 4);
+                mbarrier_init(bars.empty_k(s), 2 * 4);
+                mbarrier_init(bars.empty_v(s), 2 * 4);
             }
-            mbarrier_init(empty_q, 2 * 4);
+            mbarrier_init(bars.empty_q(), 2 * 4);
         }
         fence_proxy_async_shared_cta();
         thread::sync_threads();
@@ -477,10 +499,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
             // A varlen batch is one entry of the maps, its sequences at row offsets.
             let (packed_q, packed_k) = (!a.cu_q.is_empty(), !a.cu_k.is_empty());
             let (mut ring, mut q_phase) = (Ring::START, 0u32);
-            let mut t = tiles.first;
-            while t < tiles.count {
-                let at = tiles.at(t);
-                t += tiles.step;
+            for at in tiles.walk() {
                 let w = work(a, seq_q, seq_k, at);
                 if w.n_blocks == 0 {
                     continue;
@@ -488,18 +507,18 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                 let hk = (at.h as u32 / group) as usize;
                 // The consumers' last q·kᵀ of the previous tile has retired (a fresh
                 // barrier's "previous phase", parity 1, counts as complete).
-                wait(empty_q, q_phase ^ 1);
+                wait(bars.empty_q(), q_phase ^ 1);
                 let bq = if packed_q { 0 } else { at.b };
-                load(map_q, q_s, w.q_start + at.m0, at.h, bq, full_q);
+                load(map_q, q_s, w.q_start + at.m0, at.h, bq, bars.full_q());
                 q_phase ^= 1;
                 let bk = if packed_k { 0 } else { at.b };
                 for j in 0..w.n_blocks {
                     let s = ring.stage;
                     let row = w.k_start + j * BN;
-                    wait(empty_k(s), ring.phase ^ 1);
-                    load(map_k, k_stage(s), row, hk, bk, full_k(s));
-                    wait(empty_v(s), ring.phase ^ 1);
-                    load(map_v, v_stage(s), row, hk, bk, full_v(s));
+                    wait(bars.empty_k(s), ring.phase ^ 1);
+                    load(map_k, k_stage(s), row, hk, bk, bars.full_k(s));
+                    wait(bars.empty_v(s), ring.phase ^ 1);
+                    load(map_v, v_stage(s), row, hk, bk, bars.full_v(s));
                     ring = ring.next();
                 }
             }
@@ -513,10 +532,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                 kv: Ring::START,
                 q_phase: 0,
             };
-            let mut t = tiles.first;
-            while t < tiles.count {
-                let at = tiles.at(t);
-                t += tiles.step;
+            for at in tiles.walk() {
                 let w = work(a, seq_q, seq_k, at);
                 if at.m0 >= w.sq {
                     continue; // no row of this tile is in its sequence
@@ -533,15 +549,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                     scale_log2: a.scale * core::f32::consts::LOG2_E,
                 };
                 let (o_acc, row_max, row_sum) = if w.n_blocks > 0 {
-                    let bars = Bars {
-                        full_q,
-                        empty_q,
-                        full_k: full_k(0),
-                        full_v: full_v(0),
-                        empty_k: empty_k(0),
-                        empty_v: empty_v(0),
-                    };
-                    consume::<T, NO, PINGPONG>(&c, w.n_blocks, &bars, &mut rings)
+                    consume::<T, NO, PINGPONG>(&c, w.n_blocks, bars, &mut rings)
                 } else {
                     ([0.0; NO], [f32::NEG_INFINITY; 2], [0.0; 2])
                 };
@@ -578,8 +586,9 @@ mod tests {
         }
     }
 
-    /// Both numberings name every tile once, and each head's tiles longest first; row
-    /// block by row block, every head's longest tile comes before any head's next.
+    /// A block walking the whole grid's tiles (first 0, step 1) meets every tile once, in
+    /// both numberings, and each head's tiles longest first; row block by row block, every
+    /// head's longest tile comes before any head's next.
     #[test]
     fn the_tile_numberings_cover_every_tile_once_longest_first() {
         for (m_blocks, heads, batch) in [(1, 1, 1), (4, 3, 2), (16, 32, 8), (5, 1, 7)] {
@@ -588,8 +597,8 @@ mod tests {
                 let mut seen = [[[false; 16]; 32]; 8];
                 let mut last_m0 = [[usize::MAX; 32]; 8];
                 let mut prev_m0 = usize::MAX;
-                for i in 0..t.count {
-                    let at = t.at(i);
+                assert_eq!(t.walk().count(), t.count as usize, "every tile, once each");
+                for (i, at) in t.walk().enumerate() {
                     assert!(at.b < batch as usize && at.h < heads as usize);
                     let m = at.m0 / ATTENTION_SM90_BM as usize;
                     assert!(

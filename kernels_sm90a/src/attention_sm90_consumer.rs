@@ -344,15 +344,67 @@ impl Turns {
     }
 }
 
-/// The barriers the consumers wait on and release: q's, and stage 0 of each ring's
-/// (stage `s`'s is `s` further).
+/// The block's barriers, in shared memory from `base` on: q's `full`, then each ring
+/// stage's `full` (k's stages, then v's), each stage's `empty` (k's, then v's), and q's
+/// `empty`: [`Bars::COUNT`] of them, laid out here only. Kept as each kind's first
+/// barrier, a stage's `s` further: indexed from `base` instead, ptxas moved the `wgmma`
+/// descriptors of the ping-pong consumers' inner loop out of uniform registers (1056 ->
+/// 1101 SASS instructions a step).
+#[derive(Clone, Copy)]
 pub(crate) struct Bars {
-    pub(crate) full_q: *mut Barrier,
-    pub(crate) empty_q: *mut Barrier,
-    pub(crate) full_k: *mut Barrier,
-    pub(crate) full_v: *mut Barrier,
-    pub(crate) empty_k: *mut Barrier,
-    pub(crate) empty_v: *mut Barrier,
+    full_q: *mut Barrier,
+    full_k: *mut Barrier,
+    full_v: *mut Barrier,
+    empty_k: *mut Barrier,
+    empty_v: *mut Barrier,
+    empty_q: *mut Barrier,
+}
+
+impl Bars {
+    pub(crate) const COUNT: usize = 2 + 4 * ATTENTION_SM90_STAGES;
+
+    #[inline(always)]
+    pub(crate) fn at(base: *mut Barrier) -> Bars {
+        let nth = |i: usize| base.wrapping_add(i);
+        Bars {
+            full_q: nth(0),
+            full_k: nth(1),
+            full_v: nth(1 + ATTENTION_SM90_STAGES),
+            empty_k: nth(1 + 2 * ATTENTION_SM90_STAGES),
+            empty_v: nth(1 + 3 * ATTENTION_SM90_STAGES),
+            empty_q: nth(1 + 4 * ATTENTION_SM90_STAGES),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn full_q(self) -> *mut Barrier {
+        self.full_q
+    }
+
+    #[inline(always)]
+    pub(crate) fn full_k(self, s: usize) -> *mut Barrier {
+        self.full_k.wrapping_add(s)
+    }
+
+    #[inline(always)]
+    pub(crate) fn full_v(self, s: usize) -> *mut Barrier {
+        self.full_v.wrapping_add(s)
+    }
+
+    #[inline(always)]
+    pub(crate) fn empty_k(self, s: usize) -> *mut Barrier {
+        self.empty_k.wrapping_add(s)
+    }
+
+    #[inline(always)]
+    pub(crate) fn empty_v(self, s: usize) -> *mut Barrier {
+        self.empty_v.wrapping_add(s)
+    }
+
+    #[inline(always)]
+    pub(crate) fn empty_q(self) -> *mut Barrier {
+        self.empty_q
+    }
 }
 
 /// Where a consumer is in the producer's sequence, carried from tile to tile of a
@@ -375,20 +427,12 @@ pub(crate) struct Rings {
 pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize, const PINGPONG: bool>(
     c: &Consumer,
     n_blocks: usize,
-    bars: &Bars,
+    bars: Bars,
     rings: &mut Rings,
 ) -> ([f32; NO], [f32; 2], [f32; 2])
 where
     [f32; NO]: OutputAcc<T>,
 {
-    let (full_k, full_v) = (
-        |s: usize| bars.full_k.wrapping_add(s),
-        |s| bars.full_v.wrapping_add(s),
-    );
-    let (empty_k, empty_v) = (
-        |s: usize| bars.empty_k.wrapping_add(s),
-        |s| bars.empty_v.wrapping_add(s),
-    );
     let lane = thread::threadIdx_x() as usize % 32;
     // SAFETY: one arrival per warp on a barrier initialised for 8 (both consumers).
     let release = |bar: *mut Barrier| unsafe {
@@ -409,33 +453,33 @@ where
     // and its `empty` release, after the wgmma that read it retired.
     unsafe {
         turns.start();
-        wait(bars.full_q, rings.q_phase);
+        wait(bars.full_q(), rings.q_phase);
         // Tile 0: q·kᵀ alone, then its softmax (o is still zero: no rescale).
-        wait(full_k(kr.stage), kr.phase);
+        wait(bars.full_k(kr.stage), kr.phase);
         turns.take();
         wgmma_fence();
         c.issue_qk::<T, NO>(&mut s_acc, kr.stage);
         turns.pass(false);
         wgmma_wait_group_acc::<0>(&mut s_acc);
-        release(empty_k(kr.stage));
+        release(bars.empty_k(kr.stage));
         kr = kr.next();
         let _ = c.softmax(&mut s_acc, 0, &mut row_max, &mut row_sum);
         let mut pf = pack_p::<T>(&s_acc);
         for j in 1..n_blocks {
-            wait(full_k(kr.stage), kr.phase);
+            wait(bars.full_k(kr.stage), kr.phase);
             turns.take();
             wgmma_fence();
             c.issue_qk::<T, NO>(&mut s_acc, kr.stage);
-            wait(full_v(vr.stage), vr.phase);
+            wait(bars.full_v(vr.stage), vr.phase);
             c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
             turns.pass(false);
             // q·kᵀ retired (the older group); p·v runs on under the softmax.
             wgmma_wait_group_acc::<1>(&mut s_acc);
-            release(empty_k(kr.stage));
+            release(bars.empty_k(kr.stage));
             kr = kr.next();
             let alpha = c.softmax(&mut s_acc, j, &mut row_max, &mut row_sum);
             wgmma_wait_group_acc::<0>(&mut o_acc);
-            release(empty_v(vr.stage));
+            release(bars.empty_v(vr.stage));
             vr = vr.next();
             unrolled!(
                 for x in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
@@ -449,14 +493,14 @@ where
             pf = pack_p::<T>(&s_acc);
         }
         // Every q·kᵀ of the tile has retired: q may be overwritten.
-        release(bars.empty_q);
-        wait(full_v(vr.stage), vr.phase);
+        release(bars.empty_q());
+        wait(bars.full_v(vr.stage), vr.phase);
         turns.take();
         wgmma_fence();
         c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
         turns.pass(true);
         wgmma_wait_group_acc::<0>(&mut o_acc);
-        release(empty_v(vr.stage));
+        release(bars.empty_v(vr.stage));
         vr = vr.next();
     }
     rings.kv = vr;
