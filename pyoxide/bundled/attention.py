@@ -186,14 +186,15 @@ class Attention:
             "seqlen_k": p.seqlen_k, "scale": p.scale, "causal": options.causal,
         })  # fmt: skip
         values.update({f"{n}_strides": t.strides for n, t in p.tensors.items()})
-        twin = self._twin(p)
-        if twin is not None:
+        found = self._twin(p)
+        if found is not None:
+            twin, device = found
             values["maps"] = self._tensor_maps(lib, p)
             args = [values[x.name] for x in twin.spec.params]
             # The schedule tuned for this GPU and this call's bucket, else the hand pick.
             kernel = twin if self._twins.fixed is not None else twin.variant_for(args) or twin
-            return Launch(kernel, self._sm90_grid(kernel, p), SM90_THREADS, SM90_SHARED_BYTES,
-                          args)  # fmt: skip
+            grid = self._sm90_grid(kernel, p, device)
+            return Launch(kernel, grid, SM90_THREADS, SM90_SHARED_BYTES, args)
         kernel = self._plain.get(p.dtype)
         if kernel is None:
             if self._twins.fixed is not None:
@@ -208,9 +209,9 @@ class Attention:
 
     # --- the sm_90a twin -----------------------------------------------------------
 
-    def _twin(self, p: Plan) -> Any:
+    def _twin(self, p: Plan) -> tuple[Any, int] | None:
         """kernels_sm90a's hand-picked instance for this call's dtype (or the fixed one)
-        when it can run the call, else None."""
+        and the arrays' device, when it can run the call; else None."""
         t = p.tensors
         if any(x.view.kind != GPU for x in t.values()) or 0 in (t["q"].rows, t["k"].rows):
             return None  # (and a tensor map cannot describe an empty array)
@@ -223,7 +224,7 @@ class Attention:
             return None
         fixed = self._twins.fixed
         if fixed is not None:
-            return fixed if fixed.spec.params[0].type == p.dtype else None
+            return (fixed, device) if fixed.spec.params[0].type == p.dtype else None
         module = self._twins.module()
         if module is None or SM90_KERNEL not in module:
             return None
@@ -233,17 +234,17 @@ class Attention:
 
         generic = module[SM90_KERNEL]  # its hand picks, one per dtype
         hand_picks = generic.instances.values() if isinstance(generic, GenericKernel) else ()
-        return next((k for k in hand_picks if k.spec.params[0].type == p.dtype), None)
+        pick = next((k for k in hand_picks if k.spec.params[0].type == p.dtype), None)
+        return None if pick is None else (pick, device)
 
-    def _sm90_grid(self, kernel: Any, p: Plan) -> tuple[int, int, int]:
-        """One block a tile (``PERSISTENT = 0``), or one block an SM walking the tiles (1 and
-        2, which number them differently: kernels_sm90a/src/attention_sm90.rs's ``Tiles``)."""
+    def _sm90_grid(self, kernel: Any, p: Plan, device: int) -> tuple[int, int, int]:
+        """One block a tile (``PERSISTENT = 0``), or one block an SM of ``device`` walking
+        the tiles (1 and 2, which number them differently: kernels_sm90a/src/
+        attention_sm90.rs's ``Tiles``)."""
         tiles = (-(-p.seqlen_q // SM90_BM), p.heads, p.batch)
         if dict(kernel.spec.instance).get("PERSISTENT", "0") == "0":
             return tiles
-        gpu = backends.gpu()
-        sms = gpu.multiprocessors(gpu.device_of_pointer(p.tensors["q"].view.ptr) or 0)
-        return (min(tiles[0] * tiles[1] * tiles[2], sms), 1, 1)
+        return (min(tiles[0] * tiles[1] * tiles[2], backends.gpu().multiprocessors(device)), 1, 1)
 
     def _on_sm90(self, device: int) -> bool:
         known = self._twins.cc90.get(device)
