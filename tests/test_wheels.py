@@ -64,7 +64,7 @@ def plant_tuned_choices() -> list[tuple[Path, bytes | None]]:
                     time_us=1.0, hand_us=2.0, shape=TUNED_SHAPE),
     ]  # fmt: skip
     sm90 = read_manifest(SM90A_PACKAGED)
-    wide = TunedChoice(kernel="gemm_bf16_sm90_256_1", entry="gemm_bf16_sm90_128_4", launch=(),
+    wide = TunedChoice(kernel="gemm_bf16_sm90_256_1_128", entry="gemm_bf16_sm90_128_4_64", launch=(),
                        device="NVIDIA H200", arch="sm_90", bucket=(128, 4096, 4096),
                        time_us=30.0, hand_us=40.0, shape=(128, 4096, 4096), candidates=2,
                        rejected=0)  # fmt: skip
@@ -194,7 +194,7 @@ def test_installed_wheel_built_tuned_runs_its_shipped_choice_with_no_tuning(
         "assert 'pyoxide.bench.tune' not in sys.modules\n"
     )
     out = run([str(venv / "bin" / "python"), "-I", "-c", probe], cwd=tmp_path, env=env)
-    want = ["['NVIDIA H200', 'emulator']", "{'block': 64}", "None", "['gemm_bf16_sm90_128_4']"]
+    want = ["['NVIDIA H200', 'emulator']", "{'block': 64}", "None", "['gemm_bf16_sm90_128_4_64']"]
     assert out.split("\n")[:4] == want, out
     assert not (tmp_path / "cache" / "tuned").exists()
 

@@ -51,6 +51,17 @@
 //! results go straight from registers to c (each thread 16 contiguous bytes of f32, or 8
 //! of bf16, a chunk), since a rank's share of a row is narrower than the c map's box.
 //!
+//! # Swapped tiles for few rows (`BM = 64`)
+//!
+//! wgmma's products are 64 rows tall, so a 128-row tile of a 16-row product multiplies
+//! 112 rows of zeros, and its second consumer warpgroup computes nothing but zeros. The
+//! tuned `BM = 64` instances compute `cᵀ = bᵀ · aᵀ` instead (gemm_sm90_swap.rs): b's
+//! columns are wgmma's rows (each consumer warpgroup takes half of the tile's `BN`), the
+//! tile's 64 rows of c are wgmma's columns, so a 16-row product wastes 4× instead of 8×
+//! with both warpgroups busy, and m = 128 makes twice the tiles. The producer and the
+//! ring are the ones above (a's 128-row box, its first 64 rows read); the results go
+//! straight from registers to c.
+//!
 //! `SPLIT = 1` is the kernel above, unchanged (the hand pick; no cluster, no barrier; the
 //! instruction mix of its PTX is the old kernel's but for branch layout). ptxas, sm_90a,
 //! every instance: 168 registers at launch (384 threads, one block an SM), no stack, no
@@ -106,6 +117,7 @@
 //! outside m×n are not stored.
 
 use crate::gemm_sm90_split as split;
+use crate::gemm_sm90_swap as swap;
 use oxide_device::barrier::{
     Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_arrive_expect_tx,
     mbarrier_init, mbarrier_try_wait_parity, named_barrier_sync,
@@ -154,7 +166,7 @@ pub const TENSOR_MAP_BYTES: usize = 128; // oxide-abi's TENSOR_MAP_BYTES
 
 const BK: usize = 64;
 const A_BYTES: usize = SM90_BM as usize * BK * 2;
-const B_BOX_BYTES: usize = 64 * BK * 2;
+pub(crate) const B_BOX_BYTES: usize = 64 * BK * 2;
 
 /// B's bytes a stage of a `bn`-wide tile: `bn / 64` boxes.
 const fn b_stage_bytes(bn: usize) -> usize {
@@ -179,9 +191,43 @@ const GROUP_M: usize = 8;
 const EPI_BOX_BYTES: usize = 64 * 128;
 const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 
+/// A block's ring: `stages` stages from the 1024-byte-aligned `smem`, A's boxes first,
+/// then B's (`b_bytes` a stage), and each stage's `full` and `empty` barriers at `bars`.
+#[derive(Clone, Copy)]
+pub(crate) struct RingAt {
+    smem: *mut u8,
+    pub stages: usize,
+    b_bytes: usize,
+    bars: *mut Barrier,
+}
+
+impl RingAt {
+    /// Stage `s`'s A box.
+    #[inline(always)]
+    pub fn a(self, s: usize) -> *mut u8 {
+        self.smem.wrapping_add(s * A_BYTES)
+    }
+    /// Stage `s`'s B boxes.
+    #[inline(always)]
+    pub fn b(self, s: usize) -> *mut u8 {
+        self.smem
+            .wrapping_add(self.stages * A_BYTES + s * self.b_bytes)
+    }
+    /// Completes when stage `s` is loaded.
+    #[inline(always)]
+    pub fn full(self, s: usize) -> *mut Barrier {
+        self.bars.wrapping_add(s)
+    }
+    /// Completes when the consumers gave stage `s` back (one arrival a consumer warp).
+    #[inline(always)]
+    pub fn empty(self, s: usize) -> *mut Barrier {
+        self.bars.wrapping_add(MAX_STAGES + s)
+    }
+}
+
 /// `c = a · b` on Hopper (the module docs), a variant of kernels_rs's `gemm_bf16`. Its
 /// launch is its declaration's: grid (min(tiles, SMs / SPLIT) · SPLIT, 1, 1) with tiles =
-/// ⌈m/128⌉·⌈n/BN⌉ (`persistent_tiles`; clusters of `SPLIT` blocks along x where
+/// ⌈m/BM⌉·⌈n/BN⌉ (`persistent_tiles`; clusters of `SPLIT` blocks along x where
 /// `SPLIT > 1`), block (384, 1, 1), [`SM90_SHARED_BYTES`] of dynamic shared memory. `maps` receives from the launcher the three 128-byte
 /// `CUtensorMap`s of `a` (dims k, m; box 64×128), `b` (dims n, k; box 64×64), both of
 /// 16-bit elements, and `c` (dims n, m; box 64 rows of 128 bytes: 32 f32 or 64 bf16), all
@@ -190,18 +236,18 @@ const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64])]
 #[cluster_launch(SPLIT)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_496))]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_496))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize>(
+pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
     c: DisjointArray2<f32>,
     maps: &[u8],
 ) {
-    gemm_sm90_body::<_, _, BN, SPLIT>(a, b, c, maps, |x, y| {
+    gemm_sm90_body::<_, _, BN, SPLIT, BM>(a, b, c, maps, |x, y| {
         u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32
     })
 }
@@ -212,23 +258,23 @@ pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize>(
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64])]
 #[cluster_launch(SPLIT)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, 128), shared = 230_496))]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_496))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
-pub fn gemm_bf16_bf16_sm90<const BN: usize, const SPLIT: usize>(
+pub fn gemm_bf16_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
     c: DisjointArray2<bf16>,
     maps: &[u8],
 ) {
     // One `cvt.rn.bf16x2.f32` a pair, not `bf16::from_f32` a value (the module docs).
-    gemm_sm90_body::<_, _, BN, SPLIT>(a, b, c, maps, cvt_bf16x2_f32)
+    gemm_sm90_body::<_, _, BN, SPLIT, BM>(a, b, c, maps, cvt_bf16x2_f32)
 }
 
 #[inline(always)]
-fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
+fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const BM: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
     c: DisjointArray2<T>,
@@ -239,6 +285,12 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
     const { assert!(BN == 256 || BN == 128, "BN: 256 or 128") };
     const { assert!(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT: 1, 2 or 4") };
+    const {
+        assert!(
+            BM == SM90_BM as usize || BM == swap::ROWS,
+            "BM: 128 or 64 (swapped)"
+        )
+    };
     const { assert!(split::partial_bytes(BN) <= RING_BYTES) };
     const { assert!(stages(BN) <= MAX_STAGES) };
     let stages = const { stages(BN) };
@@ -259,14 +311,17 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     let raw = DynamicSharedArray::<u8>::get();
     let skew = (1024 - (oxide_device::wgmma::shared_address(raw) as usize % 1024)) % 1024;
     let smem = raw.wrapping_add(skew);
-    let a_stage = |s: usize| smem.wrapping_add(s * A_BYTES);
-    let b_stage = |s: usize| smem.wrapping_add(stages * A_BYTES + s * b_bytes);
+    let ring = RingAt {
+        smem,
+        stages,
+        b_bytes,
+        bars: smem.wrapping_add(RING_BYTES + 2 * EPI_WG_BYTES) as *mut Barrier,
+    };
+    let (a_stage, b_stage) = (|s: usize| ring.a(s), |s: usize| ring.b(s));
+    let (full, empty) = (|s: usize| ring.full(s), |s: usize| ring.empty(s));
     let epi_at = |half: usize| smem.wrapping_add(RING_BYTES + half * EPI_WG_BYTES);
-    let bars = smem.wrapping_add(RING_BYTES + 2 * EPI_WG_BYTES) as *mut Barrier;
-    let full = |s: usize| bars.wrapping_add(s);
-    let empty = |s: usize| bars.wrapping_add(MAX_STAGES + s);
 
-    let tiles_m = m.div_ceil(SM90_BM as usize);
+    let tiles_m = m.div_ceil(BM);
     let tiles_n = n.div_ceil(BN);
     let tiles = tiles_m * tiles_n;
     let k_tiles = k.div_ceil(BK);
@@ -342,13 +397,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
                         (A_BYTES + boxes * B_BOX_BYTES) as u32,
                     );
                     let k0 = ((rank + i * SPLIT) * BK) as i32;
-                    cp_async_bulk_tensor_2d_g2s(
-                        a_stage(s),
-                        map_a,
-                        k0,
-                        (tm * SM90_BM as usize) as i32,
-                        full(s),
-                    );
+                    cp_async_bulk_tensor_2d_g2s(a_stage(s), map_a, k0, (tm * BM) as i32, full(s));
                     for j in 0..boxes {
                         cp_async_bulk_tensor_2d_g2s(
                             b_stage(s).add(j * B_BOX_BYTES),
@@ -387,6 +436,15 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
                     t += step;
                 }
             }
+        } else if BM == swap::ROWS {
+            setmaxnreg_inc::<232>();
+            let walk = swap::Walk {
+                first,
+                step,
+                count: tiles,
+                at: tile_at,
+            };
+            swap::consume::<T, W, BN, SPLIT>(ring, slabs, walk, c_ptr, (m, n), tid - 128, pair);
         } else {
             setmaxnreg_inc::<232>();
             let half = warpgroup - 1;

@@ -82,19 +82,10 @@ pub unsafe fn reduce<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     tile: Tile<T>,
     pair: impl Fn(f32, f32) -> W,
 ) {
-    const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
-    const {
-        assert!(
-            BN.is_multiple_of(32 * SPLIT),
-            "a rank's columns are whole 128-byte rows"
-        )
-    };
     let (half, wg_tid) = (ct / 128, ct % 128);
     let (w, lane) = (wg_tid / 32, wg_tid % 32);
     let rows = (tile.m - tile.y0).min(BM);
-    // SAFETY (the whole body): as the caller promised; each chunk of `P` is written by
-    // one thread and read only after the cluster barrier that follows the writes; each
-    // element of c is written by one thread of one block (its rank's columns, its chunk).
+    // SAFETY: as the caller promised (see `finish` for the steps after the writes).
     unsafe {
         // 1.
         named_barrier_sync(3, THREADS as u32);
@@ -116,6 +107,75 @@ pub unsafe fn reduce<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
                 }
             });
         }
+        finish::<T, W, BN, SPLIT>(p, ct, tile, rows, pair);
+    }
+}
+
+/// Steps 1 to 5 for a consumer thread of a swapped instance (`BM = 64`,
+/// gemm_sm90_swap.rs), whose accumulators hold its warpgroup's `BN / 2` columns of `c`
+/// (wgmma's rows) for the tile's 64 rows of `c` (wgmma's columns): `BN / 128` products
+/// of `m64n64`, 32 results each. `P` is laid out as [`reduce`]'s, rows being rows of `c`.
+///
+/// # Safety
+/// As [`reduce`].
+#[inline(always)]
+pub unsafe fn reduce_swapped<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
+    acc: &[f32; 64],
+    p: *mut u8,
+    ct: usize,
+    tile: Tile<T>,
+    pair: impl Fn(f32, f32) -> W,
+) {
+    let (half, wg_tid) = (ct / 128, ct % 128);
+    let (w, lane) = (wg_tid / 32, wg_tid % 32);
+    let rows = (tile.m - tile.y0).min(64);
+    // SAFETY: as the caller promised (see `finish` for the steps after the writes).
+    unsafe {
+        // 1.
+        named_barrier_sync(3, THREADS as u32);
+        // 2. One f32 a store: a warp's lanes cover 8 columns of 4 rows, which the swizzle
+        // puts in 32 different banks. Rows at or past m are never read.
+        unrolled!(for i in [0, 1] {
+            if i < BN / 128 {
+                unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    unrolled!(for e in [0, 1, 2, 3] {
+                        let col = half * (BN / 2) + 64 * i + 16 * w + lane / 4 + 8 * (e / 2);
+                        let row = 8 * j + 2 * (lane % 4) + e % 2;
+                        if row < rows {
+                            let q = p.add(at(row, col / 4, BN) + (col % 4) * 4) as *mut f32;
+                            q.write(acc[32 * i + 4 * j + e]);
+                        }
+                    });
+                });
+            }
+        });
+        finish::<T, W, BN, SPLIT>(p, ct, tile, rows, pair);
+    }
+}
+
+/// Steps 3 to 5, once this block's partial tile (its first `rows` rows) is in `P`.
+///
+/// # Safety
+/// As [`reduce`], called by it or [`reduce_swapped`] after step 2.
+#[inline(always)]
+unsafe fn finish<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
+    p: *mut u8,
+    ct: usize,
+    tile: Tile<T>,
+    rows: usize,
+    pair: impl Fn(f32, f32) -> W,
+) {
+    const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
+    const {
+        assert!(
+            BN.is_multiple_of(32 * SPLIT),
+            "a rank's columns are whole 128-byte rows"
+        )
+    };
+    // SAFETY (the whole body): as `reduce`'s caller promised; each chunk of `P` is read
+    // only after the cluster barrier that follows the writes; each element of c is
+    // written by one thread of one block (its rank's columns, its chunk).
+    unsafe {
         // 3.
         cluster::cluster_sync();
         // 4. This rank's chunks, UNROLL at a time per thread; a chunk past the last is

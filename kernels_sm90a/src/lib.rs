@@ -7,6 +7,7 @@ mod attention_sm90;
 mod attention_sm90_consumer;
 mod gemm_sm90;
 mod gemm_sm90_split;
+mod gemm_sm90_swap;
 
 pub use attention_sm90::*;
 pub use gemm_sm90::*;

@@ -332,7 +332,8 @@ def test_every_instance_of_a_gemm_variant_passes_the_tuners_verification(name: s
     entry, _, _ = _tune.tune_shape(module, bundled_spec(name), hand, "bf16", (200, 1024, 512),
                                    backend="cupy", timing=planted({}))  # fmt: skip
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
-    instances = [f"{name}_sm90_{bn}_{split}" for bn in (256, 128) for split in (1, 2, 4)]
+    instances = [f"{name}_sm90_{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 4)
+                 for bm in (128, 64)]
     assert verdicts == dict.fromkeys(instances, ("passed", None))
 
 
@@ -362,4 +363,4 @@ def test_cli_tune_of_the_bundled_kernels_reaches_the_sm90a_variants() -> None:
     assert result.exit_code == 0, result.output
     (report,) = json.loads(result.stdout)
     assert report["crate"] == "kernels_sm90a"
-    assert {k["kernel"] for k in report["kernels"]} == {"gemm_bf16_bf16_sm90_256_1"}
+    assert {k["kernel"] for k in report["kernels"]} == {"gemm_bf16_bf16_sm90_256_1_128"}

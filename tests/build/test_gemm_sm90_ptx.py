@@ -1,5 +1,5 @@
 """kernels_sm90a's GEMM instances as ptxas takes them, without a GPU: every tuned
-instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]`) keeps its accumulators in
+instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64])]`) keeps its accumulators in
 registers (no stack, no spill), and the split ones (`#[cluster_launch(SPLIT)]`) carry
 their cluster shape and the distributed-shared-memory reduction of
 kernels_sm90a/src/gemm_sm90_split.rs: `mapa` + `ld.shared::cluster.v4.f32` from every
@@ -17,10 +17,11 @@ import pytest
 from helpers.bundled import sm90a_kernels_manifest
 
 ENTRIES = [
-    f"{name}_sm90_{bn}_{split}"
+    f"{name}_sm90_{bn}_{split}_{bm}"
     for name in ("gemm_bf16", "gemm_bf16_bf16")
     for bn in (256, 128)
     for split in (1, 2, 4)
+    for bm in (128, 64)
 ]
 #: Chunks each consumer thread sums at once (gemm_sm90_split.rs's UNROLL).
 UNROLL = 4
@@ -51,7 +52,7 @@ def test_every_instance_keeps_its_accumulators_in_registers(entry: str) -> None:
 def test_a_split_instance_reduces_through_distributed_shared_memory(entry: str) -> None:
     _, ptx = _artifact()
     body = _body(ptx, entry)
-    split = int(entry.rsplit("_", 1)[1])
+    split = int(entry.split("_")[-2])
     cluster = re.findall(r"\.reqnctapercluster (\d+), (\d+), (\d+)", body)
     arrives = body.count("barrier.cluster.arrive")
     if split == 1:
@@ -71,3 +72,21 @@ def test_a_split_instance_reduces_through_distributed_shared_memory(entry: str) 
     # loads the next tile over it
     fenced = r"fence\.proxy\.async\.shared::cta;\s*(//[^\n]*\s*)*barrier\.cluster\.arrive;"
     assert len(re.findall(fenced, body)) == 1
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_swapped_instance_multiplies_b_columns_by_a_rows(entry: str) -> None:
+    """BM = 64 instances compute cᵀ = bᵀ·aᵀ (gemm_sm90_swap.rs): every product is an
+    m64n64k16 with b's stage as the transposed (MN-major) A operand and a's rows as the
+    K-major B operand, BN / 128 of them per 16 k; the 128-row instances keep their
+    m64nBNk16 with B transposed."""
+    _, ptx = _artifact()
+    body = _body(ptx, entry)
+    bn, bm = int(entry.split("_")[-3]), int(entry.split("_")[-1])
+    forms = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\.f32\.bf16\.bf16 "
+                       r"\{[^}]*\}, %rd\d+, %rd\d+, p, 1, 1, (\d), (\d);", body)  # fmt: skip
+    if bm == 64:
+        assert forms and set(forms) == {("m64n64k16", "1", "0")}, set(forms)
+        assert len(forms) == 4 * bn // 128, len(forms)
+    else:
+        assert forms and set(forms) == {(f"m64n{bn}k16", "0", "1")}, set(forms)

@@ -49,7 +49,7 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
     picker = twinned[name]
     # the variant's hand pick (256-wide tiles, no split); its other instances are tuning
     # candidates
-    assert [v.name for v in picker.variants] == [f"{name}_sm90_256_1"]
+    assert [v.name for v in picker.variants] == [f"{name}_sm90_256_1_128"]
     for m, n, k in GPU_SHAPES if lib.on_gpu else EMU_SHAPES:
         a = bf16_normal((m, k))
         b = bf16_normal((k, n))
@@ -57,7 +57,7 @@ def test_plain_call_picks_the_fast_kernel(twinned: pyoxide.Module, lib: ArrayLib
         out = np.float32 if name == "gemm_bf16" else BF16
         c = lib.poisoned((m, n), out)
         tma = n % 8 == 0 and k % 8 == 0
-        want_entry = f"{name}_sm90_256_1" if tma and _on_sm90(lib) else name
+        want_entry = f"{name}_sm90_256_1_128" if tma and _on_sm90(lib) else name
         assert picker.picks(a_dev, b_dev, c) == want_entry, (m, n, k)
         picker(a_dev, b_dev, c)
         got = lib.to_numpy(c).ravel().astype(np.float32)
@@ -97,7 +97,7 @@ def test_repeated_calls_reuse_the_checked_route(
 
 
 #: Every tuned instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]`), by its entry's tail.
-INSTANCES = [f"{bn}_{split}" for bn in (256, 128) for split in (1, 2, 4)]
+INSTANCES = [f"{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 4) for bm in (128, 64)]
 #: LLM decode and prefill rows (16, 128) and a tail row tile (200); n a whole number of
 #: tiles (4096) or 8 columns into the next (4104); k a whole number of 64-wide slabs, a
 #: partial last slab (4160 = 65 slabs), three slabs (136: with SPLIT = 4 the last rank gets
@@ -139,8 +139,8 @@ def test_every_tuned_instance_computes_the_same_product(
     sm90 = pyoxide.load(sm90a_kernels_manifest())
     for tail in INSTANCES:
         kernel = sm90[f"{name}_sm90_{tail}"]
-        bn, split = map(int, tail.split("_"))
-        assert kernel.spec.launch is not None and kernel.spec.launch.tile[:2] == (bn, 128)
+        bn, split, bm = map(int, tail.split("_"))
+        assert kernel.spec.launch is not None and kernel.spec.launch.tile[:2] == (bn, bm)
         assert kernel.spec.cluster == (None if split == 1 else (split, 1, 1))
         c = lib.poisoned((m, n), out)
         # The general path (which makes the maps), then the compiled launcher (a split

@@ -125,7 +125,7 @@ def test_an_explicit_grid_must_be_whole_clusters(native, tmp_path: Path) -> None
     assert fake.launches[-1]["grid"] == (8, 1, 1)
 
 
-@pytest.mark.parametrize("entry", ["gemm_bf16_sm90_128_4", "gemm_bf16_bf16_sm90_256_2"])
+@pytest.mark.parametrize("entry", ["gemm_bf16_sm90_128_4_128", "gemm_bf16_bf16_sm90_256_2_64"])
 def test_a_bundled_split_instance_launches_whole_clusters_on_both_paths(entry: str) -> None:
     """kernels_sm90a's split-K instances, from their real manifest entries (their tensor
     maps recorded, not encoded): the general launch, then the compiled launcher's, with the
