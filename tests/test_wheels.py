@@ -64,7 +64,8 @@ def plant_tuned_choices() -> list[tuple[Path, bytes | None]]:
                     time_us=1.0, hand_us=2.0, shape=TUNED_SHAPE),
     ]  # fmt: skip
     sm90 = read_manifest(SM90A_PACKAGED)
-    wide = TunedChoice(kernel="gemm_bf16_sm90_256_1_128", entry="gemm_bf16_sm90_128_4_64", launch=(),
+    wide = TunedChoice(kernel="gemm_bf16_sm90_256_1_128", entry="gemm_bf16_sm90_128_4_64",
+                       launch=(),
                        device="NVIDIA H200", arch="sm_90", bucket=(128, 4096, 4096),
                        time_us=30.0, hand_us=40.0, shape=(128, 4096, 4096), candidates=2,
                        rejected=0)  # fmt: skip

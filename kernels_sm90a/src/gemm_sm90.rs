@@ -42,7 +42,7 @@
 //! The clusters are persistent as the blocks are: the launch is `min(tiles,
 //! SMs / SPLIT) · SPLIT` blocks (pyoxide/_launch/clusters.py's `persistent_blocks`), and
 //! cluster `%clusterid.x` walks tiles `%clusterid.x`, `+ %nclusterid.x`, …, its blocks in
-//! step. Shared memory stays 230 496 bytes: a block's partial (128 × `BN` f32, 64 or
+//! step. Shared memory stays 230 560 bytes: a block's partial (128 × `BN` f32, 64 or
 //! 128 KiB) lies over the ring's stages (192 KiB), which are idle once the tile's k loop is
 //! done. So that the producer does not refill them under it, it passes the tile's two
 //! cluster barriers with the consumers before it loads the next tile: a split instance
@@ -150,14 +150,15 @@ pub const SM90_BN: u32 = 256;
 pub const SM90_THREADS: u32 = 384;
 /// Bytes of the shared-memory ring of stages: four stages of the widest tile, six of a
 /// 128-wide one ([`stages`]).
-pub const RING_BYTES: usize = 4 * stage_bytes(SM90_BN as usize);
-/// The most stages any instance has (its barriers are laid out for this many).
-const MAX_STAGES: usize = stages(128);
+pub const RING_BYTES: usize = 4 * stage_bytes(SM90_BN as usize, SM90_BM as usize);
+/// The most stages any instance has (its barriers are laid out for this many): a
+/// 128-wide tile of 16 rows.
+const MAX_STAGES: usize = stages(128, 16);
 /// Dynamic shared memory a launch must give: the stages, the epilogue's buffer, the
 /// barriers, and 1 KiB of slack to align the first stage to 1024 bytes. The kernels'
-/// `#[launch(..., shared = 230_496)]` states it to the launcher (an attribute takes a
+/// `#[launch(..., shared = 230_560)]` states it to the launcher (an attribute takes a
 /// literal; tests/launch/test_variants.py checks the two agree).
-pub const SM90_SHARED_BYTES: u32 = 230_496;
+pub const SM90_SHARED_BYTES: u32 = 230_560;
 const _: () = assert!(
     SM90_SHARED_BYTES as usize == RING_BYTES + 2 * EPI_WG_BYTES + 2 * MAX_STAGES * 8 + 1024
 );
@@ -165,7 +166,13 @@ const _: () = assert!(
 pub const TENSOR_MAP_BYTES: usize = 128; // oxide-abi's TENSOR_MAP_BYTES
 
 const BK: usize = 64;
-const A_BYTES: usize = SM90_BM as usize * BK * 2;
+/// A's box of a 128-row tile.
+const A_BYTES: usize = a_bytes(SM90_BM as usize);
+
+/// A's box of a `bm`-row tile (the map's box is `bm` rows: `a(rows = BM)`).
+const fn a_bytes(bm: usize) -> usize {
+    bm * BK * 2
+}
 pub(crate) const B_BOX_BYTES: usize = 64 * BK * 2;
 
 /// B's bytes a stage of a `bn`-wide tile: `bn / 64` boxes.
@@ -173,17 +180,18 @@ const fn b_stage_bytes(bn: usize) -> usize {
     (bn / 64) * B_BOX_BYTES
 }
 
-/// Bytes of one stage of a `bn`-wide tile: A's box and B's boxes.
-const fn stage_bytes(bn: usize) -> usize {
-    A_BYTES + b_stage_bytes(bn)
+/// Bytes of one stage of a `bm`×`bn` tile: A's box and B's boxes.
+const fn stage_bytes(bn: usize, bm: usize) -> usize {
+    a_bytes(bm) + b_stage_bytes(bn)
 }
 
-/// Stages of a `bn`-wide tile's ring: as many as [`RING_BYTES`] holds (4 at 256, 6 at
-/// 128). The consumers hand a stage back one slab late (below), so the loads in flight
-/// are about two fewer than the stages: the narrow tile's extra stages matter most where
-/// a few blocks stream a long k (decode and prefill GEMMs).
-pub const fn stages(bn: usize) -> usize {
-    RING_BYTES / stage_bytes(bn)
+/// Stages of a `bm`×`bn` tile's ring: as many as [`RING_BYTES`] holds (128 rows: 4 at
+/// 256 columns, 6 at 128; 64 rows: 4 and 8; 16 rows: 5 and 10). The consumers hand a
+/// stage back one slab late (below), so the loads in flight are about two fewer than
+/// the stages: the extra stages of narrow and short tiles matter most where a few
+/// blocks stream a long k (decode and prefill GEMMs).
+pub const fn stages(bn: usize, bm: usize) -> usize {
+    RING_BYTES / stage_bytes(bn, bm)
 }
 /// Tile-rows that walk the columns together (L2 reuse of B).
 const GROUP_M: usize = 8;
@@ -191,12 +199,13 @@ const GROUP_M: usize = 8;
 const EPI_BOX_BYTES: usize = 64 * 128;
 const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
 
-/// A block's ring: `stages` stages from the 1024-byte-aligned `smem`, A's boxes first,
-/// then B's (`b_bytes` a stage), and each stage's `full` and `empty` barriers at `bars`.
+/// A block's ring: `stages` stages from the 1024-byte-aligned `smem`, A's boxes first
+/// (`a_bytes` a stage), then B's (`b_bytes` a stage), and each stage's `full` and `empty` barriers at `bars`.
 #[derive(Clone, Copy)]
 pub(crate) struct RingAt {
     smem: *mut u8,
     pub stages: usize,
+    a_bytes: usize,
     b_bytes: usize,
     bars: *mut Barrier,
 }
@@ -205,13 +214,13 @@ impl RingAt {
     /// Stage `s`'s A box.
     #[inline(always)]
     pub fn a(self, s: usize) -> *mut u8 {
-        self.smem.wrapping_add(s * A_BYTES)
+        self.smem.wrapping_add(s * self.a_bytes)
     }
     /// Stage `s`'s B boxes.
     #[inline(always)]
     pub fn b(self, s: usize) -> *mut u8 {
         self.smem
-            .wrapping_add(self.stages * A_BYTES + s * self.b_bytes)
+            .wrapping_add(self.stages * self.a_bytes + s * self.b_bytes)
     }
     /// Completes when stage `s` is loaded.
     #[inline(always)]
@@ -236,11 +245,11 @@ impl RingAt {
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64, 16])]
 #[cluster_launch(SPLIT)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_496))]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
-#[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
+#[tensor_maps(maps, a(rows = BM), b(rows = 64), c(rows = 64))]
 pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
@@ -258,11 +267,11 @@ pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64, 16])]
 #[cluster_launch(SPLIT)]
-#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_496))]
+#[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
-#[tensor_maps(maps, a(rows = 128), b(rows = 64), c(rows = 64))]
+#[tensor_maps(maps, a(rows = BM), b(rows = 64), c(rows = 64))]
 pub fn gemm_bf16_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
     a: Array2<bf16>,
     b: Array2<bf16>,
@@ -287,13 +296,13 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
     const { assert!(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT: 1, 2 or 4") };
     const {
         assert!(
-            BM == SM90_BM as usize || BM == swap::ROWS,
-            "BM: 128 or 64 (swapped)"
+            BM == SM90_BM as usize || BM == 64 || BM == 16,
+            "BM: 128, or 64 and 16 (swapped)"
         )
     };
     const { assert!(split::partial_bytes(BN) <= RING_BYTES) };
-    const { assert!(stages(BN) <= MAX_STAGES) };
-    let stages = const { stages(BN) };
+    const { assert!(stages(BN, BM) <= MAX_STAGES) };
+    let stages = const { stages(BN, BM) };
     let b_bytes = const { b_stage_bytes(BN) };
     // a, b and c are read and written through the maps the launcher made of them (the
     // shape contract holds: c is m×n); their extents give the loop bounds.
@@ -314,6 +323,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
     let ring = RingAt {
         smem,
         stages,
+        a_bytes: const { a_bytes(BM) },
         b_bytes,
         bars: smem.wrapping_add(RING_BYTES + 2 * EPI_WG_BYTES) as *mut Barrier,
     };
@@ -394,7 +404,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     let _ = mbarrier_arrive_expect_tx(
                         full(s),
                         0,
-                        (A_BYTES + boxes * B_BOX_BYTES) as u32,
+                        (a_bytes(BM) + boxes * B_BOX_BYTES) as u32,
                     );
                     let k0 = ((rank + i * SPLIT) * BK) as i32;
                     cp_async_bulk_tensor_2d_g2s(a_stage(s), map_a, k0, (tm * BM) as i32, full(s));
@@ -436,7 +446,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     t += step;
                 }
             }
-        } else if BM == swap::ROWS {
+        } else if BM < SM90_BM as usize {
             setmaxnreg_inc::<232>();
             let walk = swap::Walk {
                 first,
@@ -444,7 +454,13 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 count: tiles,
                 at: tile_at,
             };
-            swap::consume::<T, W, BN, SPLIT>(ring, slabs, walk, c_ptr, (m, n), tid - 128, pair);
+            // (BM as a literal: a const generic argument cannot be computed from another.)
+            let (ct, shape) = (tid - 128, (m, n));
+            if BM == 64 {
+                swap::consume::<T, W, BN, SPLIT, 64>(ring, slabs, walk, c_ptr, shape, ct, pair);
+            } else {
+                swap::consume::<T, W, BN, SPLIT, 16>(ring, slabs, walk, c_ptr, shape, ct, pair);
+            }
         } else {
             setmaxnreg_inc::<232>();
             let half = warpgroup - 1;

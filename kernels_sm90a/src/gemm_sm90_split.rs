@@ -111,15 +111,22 @@ pub unsafe fn reduce<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     }
 }
 
-/// Steps 1 to 5 for a consumer thread of a swapped instance (`BM = 64`,
+/// Steps 1 to 5 for a consumer thread of a swapped instance (`BM = TM`, 64 or 16:
 /// gemm_sm90_swap.rs), whose accumulators hold its warpgroup's `BN / 2` columns of `c`
-/// (wgmma's rows) for the tile's 64 rows of `c` (wgmma's columns): `BN / 128` products
-/// of `m64n64`, 32 results each. `P` is laid out as [`reduce`]'s, rows being rows of `c`.
+/// (wgmma's rows) for the tile's `TM` rows of `c` (wgmma's columns): `BN / 128` products
+/// of `m64nTM`, `TM / 2` results each. `P` is laid out as [`reduce`]'s, rows being rows
+/// of `c`.
 ///
 /// # Safety
 /// As [`reduce`].
 #[inline(always)]
-pub unsafe fn reduce_swapped<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
+pub unsafe fn reduce_swapped<
+    T: Copy,
+    W: Copy,
+    const BN: usize,
+    const SPLIT: usize,
+    const TM: usize,
+>(
     acc: &[f32; 64],
     p: *mut u8,
     ct: usize,
@@ -128,7 +135,7 @@ pub unsafe fn reduce_swapped<T: Copy, W: Copy, const BN: usize, const SPLIT: usi
 ) {
     let (half, wg_tid) = (ct / 128, ct % 128);
     let (w, lane) = (wg_tid / 32, wg_tid % 32);
-    let rows = (tile.m - tile.y0).min(64);
+    let rows = (tile.m - tile.y0).min(TM);
     // SAFETY: as the caller promised (see `finish` for the steps after the writes).
     unsafe {
         // 1.
@@ -138,14 +145,16 @@ pub unsafe fn reduce_swapped<T: Copy, W: Copy, const BN: usize, const SPLIT: usi
         unrolled!(for i in [0, 1] {
             if i < BN / 128 {
                 unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    unrolled!(for e in [0, 1, 2, 3] {
-                        let col = half * (BN / 2) + 64 * i + 16 * w + lane / 4 + 8 * (e / 2);
-                        let row = 8 * j + 2 * (lane % 4) + e % 2;
-                        if row < rows {
-                            let q = p.add(at(row, col / 4, BN) + (col % 4) * 4) as *mut f32;
-                            q.write(acc[32 * i + 4 * j + e]);
-                        }
-                    });
+                    if j < TM / 8 {
+                        unrolled!(for e in [0, 1, 2, 3] {
+                            let col = half * (BN / 2) + 64 * i + 16 * w + lane / 4 + 8 * (e / 2);
+                            let row = 8 * j + 2 * (lane % 4) + e % 2;
+                            if row < rows {
+                                let q = p.add(at(row, col / 4, BN) + (col % 4) * 4) as *mut f32;
+                                q.write(acc[i * (TM / 2) + 4 * j + e]);
+                            }
+                        });
+                    }
                 });
             }
         });

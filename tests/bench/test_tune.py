@@ -332,8 +332,12 @@ def test_every_instance_of_a_gemm_variant_passes_the_tuners_verification(name: s
     entry, _, _ = _tune.tune_shape(module, bundled_spec(name), hand, "bf16", (200, 1024, 512),
                                    backend="cupy", timing=planted({}))  # fmt: skip
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
-    instances = [f"{name}_sm90_{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 4)
-                 for bm in (128, 64)]
+    instances = [
+        f"{name}_sm90_{bn}_{split}_{bm}"
+        for bn in (256, 128)
+        for split in (1, 2, 4)
+        for bm in (128, 64, 16)
+    ]
     assert verdicts == dict.fromkeys(instances, ("passed", None))
 
 

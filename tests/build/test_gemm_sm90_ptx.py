@@ -1,11 +1,12 @@
 """kernels_sm90a's GEMM instances as ptxas takes them, without a GPU: every tuned
-instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64])]`) keeps its accumulators in
-registers (no stack, no spill), and the split ones (`#[cluster_launch(SPLIT)]`) carry
-their cluster shape and the distributed-shared-memory reduction of
-kernels_sm90a/src/gemm_sm90_split.rs: `mapa` + `ld.shared::cluster.v4.f32` from every
-rank, cluster barriers in arrive/wait pairs (two a tile for the producer warpgroup, two
-for the consumers), the proxy fence before the ring's stages are loaded again. The
-unsplit ones have none of it (the hand pick is the kernel it was)."""
+instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64, 16])]`) keeps its
+accumulators in registers (no stack, no spill), and the split ones
+(`#[cluster_launch(SPLIT)]`) carry their cluster shape and the distributed-shared-memory
+reduction of kernels_sm90a/src/gemm_sm90_split.rs: `mapa` + `ld.shared::cluster.v4.f32`
+from every rank, cluster barriers in arrive/wait pairs (two a tile for the producer
+warpgroup, two for the consumers), the proxy fence before the ring's stages are loaded
+again. The unsplit ones have none of it (the hand pick is the kernel it was). The
+swapped ones (BM 64 and 16) multiply b's columns by a's rows."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ ENTRIES = [
     for name in ("gemm_bf16", "gemm_bf16_bf16")
     for bn in (256, 128)
     for split in (1, 2, 4)
-    for bm in (128, 64)
+    for bm in (128, 64, 16)
 ]
 #: Chunks each consumer thread sums at once (gemm_sm90_split.rs's UNROLL).
 UNROLL = 4
@@ -76,17 +77,21 @@ def test_a_split_instance_reduces_through_distributed_shared_memory(entry: str) 
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_a_swapped_instance_multiplies_b_columns_by_a_rows(entry: str) -> None:
-    """BM = 64 instances compute cᵀ = bᵀ·aᵀ (gemm_sm90_swap.rs): every product is an
-    m64n64k16 with b's stage as the transposed (MN-major) A operand and a's rows as the
+    """BM = 64 and 16 instances compute cᵀ = bᵀ·aᵀ (gemm_sm90_swap.rs): every product is
+    an m64nBMk16 with b's stage as the transposed (MN-major) A operand and a's rows as the
     K-major B operand, BN / 128 of them per 16 k; the 128-row instances keep their
-    m64nBNk16 with B transposed."""
+    m64nBNk16 with B transposed. Each instance's map of a boxes its BM rows."""
     _, ptx = _artifact()
     body = _body(ptx, entry)
     bn, bm = int(entry.split("_")[-3]), int(entry.split("_")[-1])
     forms = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\.f32\.bf16\.bf16 "
                        r"\{[^}]*\}, %rd\d+, %rd\d+, p, 1, 1, (\d), (\d);", body)  # fmt: skip
-    if bm == 64:
-        assert forms and set(forms) == {("m64n64k16", "1", "0")}, set(forms)
+    manifest = json.loads(Path(sm90a_kernels_manifest()).read_text())
+    (spec,) = [k for k in manifest["kernels"] if k["entry"] == entry]
+    boxes = {m["array"]: m["box_rows"] for m in spec["tensor_maps"]["maps"]}
+    assert boxes == {"a": bm, "b": 64, "c": 64}, boxes
+    if bm < 128:
+        assert forms and set(forms) == {(f"m64n{bm}k16", "1", "0")}, set(forms)
         assert len(forms) == 4 * bn // 128, len(forms)
     else:
         assert forms and set(forms) == {(f"m64n{bn}k16", "0", "1")}, set(forms)

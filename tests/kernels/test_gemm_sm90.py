@@ -97,7 +97,9 @@ def test_repeated_calls_reuse_the_checked_route(
 
 
 #: Every tuned instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]`), by its entry's tail.
-INSTANCES = [f"{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 4) for bm in (128, 64)]
+INSTANCES = [
+    f"{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 4) for bm in (128, 64, 16)
+]
 #: LLM decode and prefill rows (16, 128) and a tail row tile (200); n a whole number of
 #: tiles (4096) or 8 columns into the next (4104); k a whole number of 64-wide slabs, a
 #: partial last slab (4160 = 65 slabs), three slabs (136: with SPLIT = 4 the last rank gets

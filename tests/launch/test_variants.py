@@ -38,7 +38,7 @@ PLAIN = {
     **kernel("mm", ARRAYS),
     "launch": {"kind": "tiles", "over": "c", "block": [16, 16, 1], "tile": [16, 16, 1]},
 }
-SHARED = 230_496
+SHARED = 230_560
 VARIANT = {
     **kernel("mm_sm90", [*ARRAYS, param("maps", "slice", "u8")]),
     "variant_of": "mm",
@@ -276,20 +276,22 @@ def test_the_bundled_twins_declare_their_launch() -> None:
     # tests/bundled/test_attention_call.py)
     specs = {k.entry: k for k in sm90.kernels if k.name.startswith("gemm")}
     assert {s.variant_of for s in specs.values()} == {"gemm_bf16", "gemm_bf16_bf16"}
-    assert len(specs) == 2 * 2 * 3  # two kernels, BN × SPLIT
+    assert len(specs) == 2 * 2 * 3 * 3  # two kernels, BN × SPLIT × BM
     for spec in specs.values():
         assert spec.shared_bytes == rust["SM90_SHARED_BYTES"]
         assert spec.launch is not None and spec.launch.kind == "persistent_tiles"
-        # each tuned tile width launches its own tiles (the hand pick's is SM90_BN), each
-        # split in clusters of its own (SPLIT blocks share a tile; the hand pick's has none)
-        width, split = int(dict(spec.instance)["BN"]), int(dict(spec.instance)["SPLIT"])
-        assert spec.launch.tile[:2] == (width, rust["SM90_BM"])
+        # each tuned tile launches its own tiles (the hand pick's is SM90_BN × SM90_BM),
+        # each split in clusters of its own (SPLIT blocks share a tile; the hand pick's
+        # has none), and a's map boxes the tile's rows
+        inst = dict(spec.instance)
+        width, split, rows = int(inst["BN"]), int(inst["SPLIT"]), int(inst["BM"])
+        assert spec.launch.tile[:2] == (width, rows)
         assert spec.cluster == (None if split == 1 else (split, 1, 1))
+        assert [m.box_rows for m in spec.tensor_maps] == [rows, 64, 64]  # (a, b, c)
         assert spec.tune is not None and spec.tune.consts == (
             ("BN", (str(rust["SM90_BN"]), "128")), ("SPLIT", ("1", "2", "4")),
+            ("BM", (str(rust["SM90_BM"]), "64", "16")),
         )  # fmt: skip
         assert spec.launch.block3 == (rust["SM90_THREADS"], 1, 1)
-        assert [(m.array, m.box_rows) for m in spec.tensor_maps] == [
-            ("a", rust["SM90_BM"]), ("b", 64), ("c", 64),
-        ]  # fmt: skip
+        assert [m.array for m in spec.tensor_maps] == ["a", "b", "c"]
     assert rust["TENSOR_MAP_BYTES"] == _abi.TENSOR_MAP_BYTES

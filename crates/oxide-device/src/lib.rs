@@ -18,7 +18,7 @@
 //! | [`math`] | `x.exp()`, `x.tanh()`… through libdevice ([`math::GpuFloat`]) |
 //! | [`float`] | rounding spelled out: `mul_rn_f32`, `add_rn_f32` (never fused, whatever `--no-fmad` says), `fma_rn_f32`, and `f64` |
 //! | [`mma`] | tensor cores: `mma_m16n8k16_f32_bf16`…, `ldmatrix_x4`…, `stmatrix_x4`…, `cp_async_*` with commit/wait groups |
-//! | [`wgmma`] | sm_90a: `wgmma_m64n64k16_f32_bf16`, `wgmma_m64n256k16_f32_bf16` with fence/commit/wait (`wgmma_wait_group_acc` names the accumulators), `smem_descriptor`, `shared_address`, `setmaxnreg_inc`/`_dec`; not emulated (refused by name) |
+//! | [`wgmma`] | sm_90a: `wgmma_m64n{16,64,128,256}k16_f32_bf16` (and f16, register-A forms) with fence/commit/wait (`wgmma_wait_group_acc` names the accumulators), `smem_descriptor`, `shared_address`, `setmaxnreg_inc`/`_dec`; not emulated (refused by name) |
 //! | [`async_copy`] | cuda-oxide's `cp.async` names: `cp_async_ca_{4,8,16}`, `cp_async_cg_16`, `_zfill` forms, commit/wait, `cp_async_mbarrier_arrive*` |
 //! | [`f16x2`] | packed half arithmetic (`add_f16x2`, `fma_relu_f16x2`, …), bit-exact on the emulator |
 //! | [`barrier`] | `mbarrier` ([`Barrier`](barrier::Barrier), `mbarrier_init`, `mbarrier_arrive`, `mbarrier_arrive_expect_tx`, `mbarrier_try_wait_parity`, `mbarrier_wait`…), `fence_proxy_async_shared_cta`, `named_barrier_sync` (`barrier.sync id, n`); not emulated |

@@ -101,6 +101,7 @@ pub trait Accumulators: sealed::Sealed {
 
 mod sealed {
     pub trait Sealed {}
+    impl Sealed for [f32; 8] {}
     impl Sealed for [f32; 32] {}
     impl Sealed for [f32; 64] {}
     impl Sealed for [f32; 128] {}
@@ -118,6 +119,7 @@ macro_rules! accumulators {
 }
 
 accumulators! {
+    8 => wgmma_wait_group_acc8;
     32 => wgmma_wait_group_acc32;
     64 => wgmma_wait_group_acc64;
     128 => wgmma_wait_group_acc128;
@@ -152,6 +154,14 @@ shared_forms! {
     /// See the module docs: all 128 threads of the warpgroup, converged, after
     /// [`wgmma_fence`]; the descriptors describe initialised shared memory.
     wgmma_m64n64k16_f32_bf16 => wgmma_m64n64k16_bf16, 32;
+    /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16`: as
+    /// [`wgmma_m64n64k16_f32_bf16`] for a 64×16 tile (B 16×16: a product of few columns,
+    /// such as a GEMM's 16 tokens as wgmma's `n`). Thread `t` holds 8 results in the same
+    /// pattern, `j` in 0..2: rows `16w + l/4` and `+8`, columns `8j + 2(l%4)` and `+1`.
+    ///
+    /// # Safety
+    /// As [`wgmma_m64n64k16_f32_bf16`].
+    wgmma_m64n16k16_f32_bf16 => wgmma_m64n16k16_bf16, 8;
     /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`: as
     /// [`wgmma_m64n64k16_f32_bf16`] for a 64×256 tile (B 16×256). Thread `t` holds 128
     /// results in the same pattern, `j` in 0..32: rows `16w + l/4` and `+8`, columns

@@ -338,6 +338,14 @@ pub unsafe fn warpgroup_product(out: &mut [f32]) {
 }
 
 #[kernel]
+pub unsafe fn warpgroup_few_columns(out: &mut [f32]) {
+    let mut acc = [0.0f32; 8];
+    unsafe { oxide_device::wgmma::wgmma_m64n16k16_f32_bf16::<1, 0>(&mut acc, 0, 0, false) };
+    oxide_device::wgmma::wgmma_wait_group_acc::<0>(&mut acc);
+    out[0] = acc[0];
+}
+
+#[kernel]
 pub unsafe fn warpgroup_wait_naming_acc(out: &mut [f32]) {
     let mut acc = [0.0f32; 128];
     oxide_device::wgmma::wgmma_wait_group_acc::<0>(&mut acc);
@@ -361,11 +369,16 @@ pub unsafe fn block_barrier_init(out: &mut [f32]) {
 /// size and the phrases its refusal must contain.
 #[test]
 fn the_emulator_refuses_what_it_does_not_emulate_naming_it() {
-    let cases: [(HostEntry, u32, &[&str]); 4] = [
+    let cases: [(HostEntry, u32, &[&str]); 5] = [
         (
             __oxide_host_warpgroup_product,
             128,
             &["wgmma.fence is not emulated", "mma.sync"],
+        ),
+        (
+            __oxide_host_warpgroup_few_columns,
+            128,
+            &["wgmma.mma_async is not emulated"],
         ),
         (
             __oxide_host_warpgroup_wait_naming_acc,

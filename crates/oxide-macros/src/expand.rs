@@ -112,7 +112,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
         launch: launch_policy(kernel, inst),
         variant_of: kernel.variant_of.clone(),
         shared_bytes: kernel.launch.as_ref().and_then(|l| l.shared),
-        tensor_maps: kernel.tensor_maps.clone(),
+        tensor_maps: kernel.tensor_maps.as_ref().map(|t| t.resolve(inst)),
         tune: kernel.tune.clone(),
         whole_warps: None,
         source: SourceLocation {

@@ -128,7 +128,8 @@ read_by_kernel! {
     /// launcher makes (the driver's `cuTensorMapEncodeTiled`) and passes in `maps`, the
     /// kernel's last parameter (`&[u8]`, 128 bytes a map, in order, 64-byte aligned), which
     /// no caller passes. Each map copies boxes of `rows` rows of `bytes` bytes (default 128)
-    /// with the `swizzle`-byte swizzle (default 128; 0 for none). A mapped array must be a
+    /// with the `swizzle`-byte swizzle (default 128; 0 for none); `rows` may name a const
+    /// generic parameter (`a(rows = BM)`), so that each instance has its own box. A mapped array must be a
     /// C-layout `Array2`/`DisjointArray2` whose address and rows are multiples of 16 bytes;
     /// the launcher refuses other calls before launch.
     tensor_maps => TENSOR_MAPS_ATTR;

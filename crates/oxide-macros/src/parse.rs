@@ -221,7 +221,8 @@ impl Parse for VariantSyntax {
 }
 
 /// `#[tensor_maps(maps, a(rows = 128), b(rows = 64, bytes = 128, swizzle = 128))]`: the
-/// derived parameter, then one map per entry (an array parameter and its box).
+/// derived parameter, then one map per entry (an array parameter and its box; `rows`
+/// may name a const generic parameter, `a(rows = BM)`, resolved per instance).
 pub struct TensorMapsSyntax {
     pub param: Ident,
     pub maps: Vec<TensorMapSyntax>,
@@ -229,7 +230,8 @@ pub struct TensorMapsSyntax {
 
 pub struct TensorMapSyntax {
     pub array: Ident,
-    pub options: Vec<(Ident, LitInt)>,
+    /// Each option's value: an integer, or (`rows` only) a const generic's name.
+    pub options: Vec<(Ident, TupleItem)>,
 }
 
 impl Parse for TensorMapsSyntax {
@@ -246,7 +248,7 @@ impl Parse for TensorMapsSyntax {
             while !content.is_empty() {
                 let key: Ident = content.parse()?;
                 content.parse::<Token![=]>()?;
-                options.push((key, content.parse::<LitInt>()?));
+                options.push((key, content.parse::<TupleItem>()?));
                 if !content.is_empty() {
                     content.parse::<Token![,]>()?;
                 }

@@ -22,6 +22,7 @@ pub use launch::{Extent, Launch, LaunchKind, PerThread};
 use launch::{check_cluster, check_cluster_values, check_launch, check_launch_bounds};
 pub use launch::{resolve_cluster, resolve_tile};
 pub use shape::ArrayParam;
+pub use variant::KernelTensorMaps;
 
 /// A kernel that passed every rule.
 pub struct Kernel {
@@ -42,7 +43,7 @@ pub struct Kernel {
     /// `#[variant_of(kernel)]`: the kernel this one is a variant of.
     pub variant_of: Option<String>,
     /// `#[tensor_maps(...)]`, checked.
-    pub tensor_maps: Option<oxide_abi::descriptor::TensorMaps>,
+    pub tensor_maps: Option<KernelTensorMaps>,
     /// `#[tune(...)]`, as the descriptor records it.
     pub tune: Option<oxide_abi::tune::Tune>,
 }
@@ -229,7 +230,11 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         check_cluster_values(c, &instances, &mut errors);
     }
     let variant_of = variant_of.and_then(|v| variant::check_variant(v, &name, &mut errors));
-    let tensor_maps = tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &mut errors));
+    let tensor_maps =
+        tensor_maps.and_then(|t| variant::check_tensor_maps(t, &params, &generics, &mut errors));
+    if let Some(t) = &tensor_maps {
+        t.check_values(&instances, &mut errors);
+    }
 
     match errors.0 {
         Some(e) => Err(e),

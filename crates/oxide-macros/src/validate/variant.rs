@@ -5,10 +5,12 @@ use oxide_abi::ScalarType;
 use oxide_abi::descriptor::{TensorMap, TensorMaps};
 use oxide_abi::limits::{TMA_ALIGN_BYTES, TMA_MAX_BOX};
 use oxide_abi::shape::ArrayLayout;
+use syn::Ident;
 use syn::ext::IdentExt;
 
-use super::{Elem, Errors, Param};
-use crate::parse::{TensorMapsSyntax, VariantSyntax};
+use super::launch::Extent;
+use super::{Elem, Errors, Instance, Param};
+use crate::parse::{TensorMapsSyntax, TupleItem, VariantSyntax};
 
 /// Swizzle spans TMA has (bytes); 0: none.
 const SWIZZLES: [u32; 4] = [0, 32, 64, 128];
@@ -28,8 +30,9 @@ pub(super) fn check_variant(v: VariantSyntax, name: &str, errors: &mut Errors) -
 pub(super) fn check_tensor_maps(
     t: TensorMapsSyntax,
     params: &[Param],
+    generics: &[(&Ident, bool)],
     errors: &mut Errors,
-) -> Option<TensorMaps> {
+) -> Option<KernelTensorMaps> {
     let find = |ident: &syn::Ident| params.iter().position(|p| p.ident.unraw() == ident.unraw());
     let mut ok = true;
     match find(&t.param) {
@@ -55,7 +58,7 @@ pub(super) fn check_tensor_maps(
         );
         ok = false;
     }
-    let mut maps = Vec::new();
+    let (mut maps, mut box_rows) = (Vec::new(), Vec::new());
     for m in t.maps {
         let shaped = find(&m.array).and_then(|i| params[i].array.as_ref());
         if !shaped.is_some_and(|a| a.rank == 2 && a.layout == ArrayLayout::C) {
@@ -70,12 +73,47 @@ pub(super) fn check_tensor_maps(
         }
         let (mut rows, mut bytes, mut swizzle) = (None, 128u32, 128u32);
         let mut rows_given = false;
-        for (key, lit) in &m.options {
-            let value = lit.base10_parse::<u32>().ok();
+        for (key, item) in &m.options {
             let key_name = key.to_string();
+            let lit = match item {
+                TupleItem::Int(lit) => lit,
+                TupleItem::Name(name) if key_name == "rows" => {
+                    rows_given = true;
+                    match generics.iter().position(|(i, c)| *c && **i == *name) {
+                        Some(generic) => {
+                            rows = Some(Extent::Const {
+                                generic,
+                                name: name.clone(),
+                            })
+                        }
+                        None => {
+                            errors.push(
+                                name.span(),
+                                format!(
+                                    "`{name}` is not a const generic parameter of this kernel: \
+                                     a box's rows are an integer or `const {name}: usize` of the kernel"
+                                ),
+                            );
+                            ok = false;
+                        }
+                    }
+                    continue;
+                }
+                TupleItem::Name(name) => {
+                    errors.push(
+                        name.span(),
+                        format!(
+                            "`{key_name}` is an integer (only `rows` may name a const generic)"
+                        ),
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            let value = lit.base10_parse::<u32>().ok();
             let rule = match (key_name.as_str(), value) {
                 ("rows", Some(v)) if (1..=TMA_MAX_BOX).contains(&v) => {
-                    rows = Some(v);
+                    rows = Some(Extent::Fixed(v));
                     None
                 }
                 ("bytes", Some(v)) if v >= TMA_ALIGN_BYTES && v.is_multiple_of(TMA_ALIGN_BYTES) => {
@@ -132,13 +170,71 @@ pub(super) fn check_tensor_maps(
         }
         maps.push(TensorMap {
             array: m.array.unraw().to_string(),
-            box_rows: rows,
+            box_rows: match rows {
+                Extent::Fixed(v) => v,
+                Extent::Const { .. } => 0, // each instance's, by `KernelTensorMaps::resolve`
+            },
             box_bytes: bytes,
             swizzle_bytes: swizzle,
         });
+        box_rows.push(rows);
     }
-    ok.then(|| TensorMaps {
-        param: t.param.unraw().to_string(),
-        maps,
+    ok.then(|| KernelTensorMaps {
+        maps: TensorMaps {
+            param: t.param.unraw().to_string(),
+            maps,
+        },
+        rows: box_rows,
     })
+}
+
+/// A kernel's checked `#[tensor_maps]`: the maps, and each one's box rows as written (an
+/// integer or a const generic's name).
+pub struct KernelTensorMaps {
+    maps: TensorMaps,
+    rows: Vec<Extent>,
+}
+
+impl KernelTensorMaps {
+    /// The maps of one instance: each named box row count is that instance's value.
+    pub fn resolve(&self, inst: &Instance) -> TensorMaps {
+        let mut maps = self.maps.clone();
+        for (map, rows) in maps.maps.iter_mut().zip(&self.rows) {
+            map.box_rows = box_rows_in(rows, inst)
+                .expect("check_tensor_map_values: every instance's value is valid");
+        }
+        maps
+    }
+
+    /// Every instance gives each const generic a box names a row count from 1 to
+    /// [`TMA_MAX_BOX`].
+    pub(super) fn check_values(&self, instances: &[Instance], errors: &mut Errors) {
+        for rows in &self.rows {
+            let Extent::Const { generic, name } = rows else {
+                continue;
+            };
+            for inst in instances.iter().filter(|i| box_rows_in(rows, i).is_none()) {
+                errors.push(
+                    name.span(),
+                    format!(
+                        "a tensor map's `rows` names `{name}`, which is {} in instance `{}`: a \
+                         box's rows are an integer from 1 to {TMA_MAX_BOX}",
+                        inst.args[*generic].text, inst.entry
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// `rows` in `inst`, when it is a row count TMA takes.
+fn box_rows_in(rows: &Extent, inst: &Instance) -> Option<u32> {
+    match rows {
+        Extent::Fixed(v) => Some(*v),
+        Extent::Const { generic, .. } => inst.args[*generic]
+            .text
+            .parse()
+            .ok()
+            .filter(|v| (1..=TMA_MAX_BOX).contains(v)),
+    }
 }

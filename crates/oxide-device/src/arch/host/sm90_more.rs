@@ -1,5 +1,6 @@
-//! The emulator's answer to the sm_90 instructions added for attention (`wgmma`'s
-//! m64n128k16 and register-A forms, 4-D TMA loads, `barrier.arrive`): refused by name,
+//! The emulator's answer to the sm_90 instructions added for attention and the GEMM's
+//! few-row tiles (`wgmma`'s m64n16k16, m64n128k16 and register-A forms, 4-D TMA loads,
+//! `barrier.arrive`): refused by name,
 //! as `mma.rs` refuses the rest of sm_90's asynchronous engines.
 
 use super::mma::refuse;
@@ -13,6 +14,10 @@ fn not_emulated(instruction: &str) -> ! {
 }
 
 pub(crate) fn wgmma_wait_group_acc64<const N: u32>(_acc: &mut [f32; 64]) {
+    not_emulated("wgmma.wait_group")
+}
+
+pub(crate) fn wgmma_wait_group_acc8<const N: u32>(_acc: &mut [f32; 8]) {
     not_emulated("wgmma.wait_group")
 }
 
@@ -43,6 +48,7 @@ macro_rules! refused_rs {
 }
 
 refused_ss! {
+    wgmma_m64n16k16_bf16: 8;
     wgmma_m64n64k16_f16: 32;
     wgmma_m64n128k16_bf16: 64;
     wgmma_m64n128k16_f16: 64;

@@ -45,9 +45,12 @@ asm_insn! {
 
 /// `asm!` whose first operands are `acc[0]` … `acc[N-1]` (`{0}`, `{1}`, … in the
 /// template), read and written in registers, followed by `$rest`: the one place the
-/// accumulator operands are spelled out. `N` is 32, 64 or 128 (an m64n64, m64n128 or
-/// m64n256 product); the template names them with [`acc_list`].
+/// accumulator operands are spelled out. `N` is 8, 32, 64 or 128 (an m64n16, m64n64,
+/// m64n128 or m64n256 product); the template names them with [`acc_list`].
 macro_rules! asm_acc {
+    ($acc:ident, 8, $($rest:tt)*) => {
+        asm_acc!(@ $acc [0 1 2 3 4 5 6 7], $($rest)*)
+    };
     ($acc:ident, 32, $($rest:tt)*) => {
         asm_acc!(@ $acc [
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
@@ -79,6 +82,9 @@ macro_rules! asm_acc {
 
 /// The template text naming [`asm_acc`]'s `N` accumulator operands, `{0}, {1}, …`.
 macro_rules! acc_list {
+    (8) => {
+        "{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}"
+    };
     (32) => {
         "{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}"
     };
@@ -113,6 +119,7 @@ macro_rules! wait_group_acc {
 }
 
 wait_group_acc! {
+    wgmma_wait_group_acc8: 8;
     wgmma_wait_group_acc32: 32;
     wgmma_wait_group_acc64: 64;
     wgmma_wait_group_acc128: 128;
@@ -172,6 +179,7 @@ macro_rules! wgmma {
 }
 
 wgmma! {
+    wgmma_m64n16k16_bf16: ss 8, "m64n16k16", "bf16";
     wgmma_m64n64k16_bf16: ss 32, "m64n64k16", "bf16";
     wgmma_m64n64k16_f16: ss 32, "m64n64k16", "f16";
     wgmma_m64n128k16_bf16: ss 64, "m64n128k16", "bf16";
