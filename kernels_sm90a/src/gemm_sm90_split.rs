@@ -82,14 +82,9 @@ pub unsafe fn reduce<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     tile: Tile<T>,
     pair: impl Fn(f32, f32) -> W,
 ) {
-    let (half, wg_tid) = (ct / 128, ct % 128);
-    let (w, lane) = (wg_tid / 32, wg_tid % 32);
     let rows = (tile.m - tile.y0).min(BM);
-    // SAFETY: as the caller promised (see `finish` for the steps after the writes).
-    unsafe {
-        // 1.
-        named_barrier_sync(3, THREADS as u32);
-        // 2. Rows at or past m are never read: a warpgroup wholly below m skips them.
+    // 2. Rows at or past m are never read: a warpgroup wholly below m skips them.
+    let write = |Lanes { half, w, lane }: Lanes| {
         if half * 64 < rows {
             unrolled!(for j in [
                 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
@@ -101,14 +96,18 @@ pub unsafe fn reduce<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
                         let col = 8 * j + 2 * (lane % 4);
                         let (x, y) = (acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
                         // One 8-byte store a pair (`st.shared.v2`-sized), x first.
-                        let q = p.add(at(r, col / 4, BN) + (col % 4) * 4) as *mut u64;
-                        q.write(u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32);
+                        // SAFETY: inside P (the caller's promise), this thread's chunk.
+                        unsafe {
+                            let q = p.add(at(r, col / 4, BN) + (col % 4) * 4) as *mut u64;
+                            q.write(u64::from(x.to_bits()) | u64::from(y.to_bits()) << 32);
+                        }
                     });
                 }
             });
         }
-        finish::<T, W, BN, SPLIT>(p, ct, tile, rows, pair);
-    }
+    };
+    // SAFETY: as the caller promised.
+    unsafe { sum_tile::<T, W, BN, SPLIT>(p, ct, tile, rows, pair, write) }
 }
 
 /// Steps 1 to 5 for a consumer thread of a swapped instance (`BM = TM`, 64 or 16:
@@ -133,15 +132,10 @@ pub unsafe fn reduce_swapped<
     tile: Tile<T>,
     pair: impl Fn(f32, f32) -> W,
 ) {
-    let (half, wg_tid) = (ct / 128, ct % 128);
-    let (w, lane) = (wg_tid / 32, wg_tid % 32);
     let rows = (tile.m - tile.y0).min(TM);
-    // SAFETY: as the caller promised (see `finish` for the steps after the writes).
-    unsafe {
-        // 1.
-        named_barrier_sync(3, THREADS as u32);
-        // 2. One f32 a store: a warp's lanes cover 8 columns of 4 rows, which the swizzle
-        // puts in 32 different banks. Rows at or past m are never read.
+    // 2. One f32 a store: a warp's lanes cover 8 columns of 4 rows, which the swizzle
+    // puts in 32 different banks. Rows at or past m are never read.
+    let write = |Lanes { half, w, lane }: Lanes| {
         unrolled!(for i in [0, 1] {
             if i < BN / 128 {
                 unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -150,29 +144,43 @@ pub unsafe fn reduce_swapped<
                             let col = half * (BN / 2) + 64 * i + 16 * w + lane / 4 + 8 * (e / 2);
                             let row = 8 * j + 2 * (lane % 4) + e % 2;
                             if row < rows {
-                                let q = p.add(at(row, col / 4, BN) + (col % 4) * 4) as *mut f32;
-                                q.write(acc[i * (TM / 2) + 4 * j + e]);
+                                // SAFETY: inside P (the caller's promise), this thread's.
+                                unsafe {
+                                    let at = at(row, col / 4, BN) + (col % 4) * 4;
+                                    (p.add(at) as *mut f32).write(acc[i * (TM / 2) + 4 * j + e]);
+                                }
                             }
                         });
                     }
                 });
             }
         });
-        finish::<T, W, BN, SPLIT>(p, ct, tile, rows, pair);
-    }
+    };
+    // SAFETY: as the caller promised.
+    unsafe { sum_tile::<T, W, BN, SPLIT>(p, ct, tile, rows, pair, write) }
 }
 
-/// Steps 3 to 5, once this block's partial tile (its first `rows` rows) is in `P`.
+/// A consumer thread's place: its warpgroup (`half`), its warp in it and its lane.
+#[derive(Clone, Copy)]
+struct Lanes {
+    half: usize,
+    w: usize,
+    lane: usize,
+}
+
+/// Steps 1 to 5: the barrier, `write` (step 2: this thread's part of the block's partial
+/// tile, its first `rows` rows, into `P`), then the sums.
 ///
 /// # Safety
-/// As [`reduce`], called by it or [`reduce_swapped`] after step 2.
+/// As [`reduce`]; `write` writes only this thread's part of `P`.
 #[inline(always)]
-unsafe fn finish<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
+unsafe fn sum_tile<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     p: *mut u8,
     ct: usize,
     tile: Tile<T>,
     rows: usize,
     pair: impl Fn(f32, f32) -> W,
+    write: impl FnOnce(Lanes),
 ) {
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
     const {
@@ -185,6 +193,14 @@ unsafe fn finish<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     // only after the cluster barrier that follows the writes; each element of c is
     // written by one thread of one block (its rank's columns, its chunk).
     unsafe {
+        // 1.
+        named_barrier_sync(3, THREADS as u32);
+        let wg_tid = ct % 128;
+        write(Lanes {
+            half: ct / 128,
+            w: wg_tid / 32,
+            lane: wg_tid % 32,
+        });
         // 3.
         cluster::cluster_sync();
         // 4. This rank's chunks, UNROLL at a time per thread; a chunk past the last is

@@ -184,40 +184,76 @@ fn fixed(extents: [Extent; 3]) -> [u32; 3] {
 /// [`MAX_TILE_EXTENT`].
 pub(super) fn check_tile_values(l: &Launch, instances: &[Instance], errors: &mut Errors) {
     let Some((_, tile)) = &l.tiles else { return };
-    for extent in tile {
+    check_named_values(
+        tile,
+        instances,
+        MAX_TILE_EXTENT,
+        errors,
+        |name, value, entry| {
+            format!(
+                "`tile` names `{name}`, which is {value} in instance `{entry}`: a tile extent is \
+             an integer from 1 to {MAX_TILE_EXTENT}"
+            )
+        },
+    );
+}
+
+/// An error at each named extent for each instance whose value of it is not an integer
+/// from 1 to `max`, worded by `rule(name, value, instance)`.
+pub(super) fn check_named_values<'a>(
+    extents: impl IntoIterator<Item = &'a Extent>,
+    instances: &[Instance],
+    max: u32,
+    errors: &mut Errors,
+    rule: impl Fn(&Ident, &str, &str) -> String,
+) {
+    for extent in extents {
         let Extent::Const { generic, name } = extent else {
             continue;
         };
-        for inst in instances.iter().filter(|i| extent_in(extent, i).is_none()) {
+        for inst in instances
+            .iter()
+            .filter(|i| value_in(extent, i, max).is_none())
+        {
             errors.push(
                 name.span(),
-                format!(
-                    "`tile` names `{name}`, which is {} in instance `{}`: a tile extent is \
-                     an integer from 1 to {MAX_TILE_EXTENT}",
-                    inst.args[*generic].text, inst.entry
-                ),
+                rule(name, &inst.args[*generic].text, &inst.entry),
             );
         }
     }
 }
 
 /// `extent` in `inst`: its integer, or the value `inst` gives the const generic it
-/// names; None when that value is not an integer from 1 to [`MAX_TILE_EXTENT`].
-fn extent_in(extent: &Extent, inst: &Instance) -> Option<u32> {
+/// names; None when that value is not an integer from 1 to `max`.
+pub(super) fn value_in(extent: &Extent, inst: &Instance, max: u32) -> Option<u32> {
     match extent {
         Extent::Fixed(v) => Some(*v),
         Extent::Const { generic, .. } => inst.args[*generic]
             .text
             .parse()
             .ok()
-            .filter(|v| (1..=MAX_TILE_EXTENT).contains(v)),
+            .filter(|v| (1..=max).contains(v)),
     }
+}
+
+/// The extent `name` stands for: the kernel's const generic parameter of that name (each
+/// instance gives its value); None when the kernel has no such const generic.
+pub(super) fn named_extent(name: &Ident, generics: &[(&Ident, bool)]) -> Option<Extent> {
+    let generic = generics
+        .iter()
+        .position(|(g, is_const)| *is_const && **g == *name)?;
+    Some(Extent::Const {
+        generic,
+        name: name.clone(),
+    })
 }
 
 /// A tile's extents in `inst`: its const generics' values in place of their names.
 pub fn resolve_tile(tile: &[Extent; 3], inst: &Instance) -> [u32; 3] {
-    tile.each_ref()
-        .map(|e| extent_in(e, inst).expect("check_tile_values: every instance's value is valid"))
+    tile.each_ref().map(|e| {
+        value_in(e, inst, MAX_TILE_EXTENT)
+            .expect("check_tile_values: every instance's value is valid")
+    })
 }
 
 pub(super) fn check_launch_bounds(
@@ -290,30 +326,20 @@ pub(super) fn check_cluster(
                     ok = false;
                 }
             },
-            TupleItem::Name(name) => {
-                match generics
-                    .iter()
-                    .position(|(g, is_const)| *is_const && **g == *name)
-                {
-                    Some(generic) => {
-                        *d = Extent::Const {
-                            generic,
-                            name: name.clone(),
-                        }
-                    }
-                    None => {
-                        errors.push(
-                            name.span(),
-                            format!(
-                                "cluster_launch: `{name}` is not a const generic parameter of \
+            TupleItem::Name(name) => match named_extent(name, generics) {
+                Some(extent) => *d = extent,
+                None => {
+                    errors.push(
+                        name.span(),
+                        format!(
+                            "cluster_launch: `{name}` is not a const generic parameter of \
                                  this kernel; a dimension is an integer from 1 to {limit} or \
                                  `const {name}: usize` of the kernel (each instance its own)"
-                            ),
-                        );
-                        ok = false;
-                    }
+                        ),
+                    );
+                    ok = false;
                 }
-            }
+            },
         }
     }
     let fixed = dims.iter().all(|d| matches!(d, Extent::Fixed(_)));

@@ -8,7 +8,7 @@ use oxide_abi::shape::ArrayLayout;
 use syn::Ident;
 use syn::ext::IdentExt;
 
-use super::launch::Extent;
+use super::launch::{Extent, check_named_values, named_extent, value_in};
 use super::{Elem, Errors, Instance, Param};
 use crate::parse::{TensorMapsSyntax, TupleItem, VariantSyntax};
 
@@ -79,13 +79,8 @@ pub(super) fn check_tensor_maps(
                 TupleItem::Int(lit) => lit,
                 TupleItem::Name(name) if key_name == "rows" => {
                     rows_given = true;
-                    match generics.iter().position(|(i, c)| *c && **i == *name) {
-                        Some(generic) => {
-                            rows = Some(Extent::Const {
-                                generic,
-                                name: name.clone(),
-                            })
-                        }
+                    match named_extent(name, generics) {
+                        Some(extent) => rows = Some(extent),
                         None => {
                             errors.push(
                                 name.span(),
@@ -200,8 +195,8 @@ impl KernelTensorMaps {
     pub fn resolve(&self, inst: &Instance) -> TensorMaps {
         let mut maps = self.maps.clone();
         for (map, rows) in maps.maps.iter_mut().zip(&self.rows) {
-            map.box_rows = box_rows_in(rows, inst)
-                .expect("check_tensor_map_values: every instance's value is valid");
+            map.box_rows = value_in(rows, inst, TMA_MAX_BOX)
+                .expect("check_values: every instance's value is valid");
         }
         maps
     }
@@ -209,32 +204,17 @@ impl KernelTensorMaps {
     /// Every instance gives each const generic a box names a row count from 1 to
     /// [`TMA_MAX_BOX`].
     pub(super) fn check_values(&self, instances: &[Instance], errors: &mut Errors) {
-        for rows in &self.rows {
-            let Extent::Const { generic, name } = rows else {
-                continue;
-            };
-            for inst in instances.iter().filter(|i| box_rows_in(rows, i).is_none()) {
-                errors.push(
-                    name.span(),
-                    format!(
-                        "a tensor map's `rows` names `{name}`, which is {} in instance `{}`: a \
-                         box's rows are an integer from 1 to {TMA_MAX_BOX}",
-                        inst.args[*generic].text, inst.entry
-                    ),
-                );
-            }
-        }
-    }
-}
-
-/// `rows` in `inst`, when it is a row count TMA takes.
-fn box_rows_in(rows: &Extent, inst: &Instance) -> Option<u32> {
-    match rows {
-        Extent::Fixed(v) => Some(*v),
-        Extent::Const { generic, .. } => inst.args[*generic]
-            .text
-            .parse()
-            .ok()
-            .filter(|v| (1..=TMA_MAX_BOX).contains(v)),
+        check_named_values(
+            &self.rows,
+            instances,
+            TMA_MAX_BOX,
+            errors,
+            |name, value, entry| {
+                format!(
+                    "a tensor map's `rows` names `{name}`, which is {value} in instance `{entry}`: \
+                 a box's rows are an integer from 1 to {TMA_MAX_BOX}"
+                )
+            },
+        );
     }
 }
