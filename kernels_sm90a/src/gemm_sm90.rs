@@ -327,8 +327,6 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
         b_bytes,
         bars: smem.wrapping_add(RING_BYTES + 2 * EPI_WG_BYTES) as *mut Barrier,
     };
-    let (a_stage, b_stage) = (|s: usize| ring.a(s), |s: usize| ring.b(s));
-    let (full, empty) = (|s: usize| ring.full(s), |s: usize| ring.empty(s));
     let epi_at = |half: usize| smem.wrapping_add(RING_BYTES + half * EPI_WG_BYTES);
 
     let tiles_m = m.div_ceil(BM);
@@ -378,9 +376,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
     unsafe {
         if tid == 0 {
             for s in 0..stages {
-                mbarrier_init(full(s), 1);
+                mbarrier_init(ring.full(s), 1);
                 // One arrival per consumer warp (see the release below).
-                mbarrier_init(empty(s), 2 * 4);
+                mbarrier_init(ring.empty(s), 2 * 4);
             }
         }
         fence_proxy_async_shared_cta();
@@ -400,21 +398,27 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 for i in 0..slabs {
                     // A fresh barrier's "previous phase" (parity 1) counts as
                     // complete, so the first pass over the ring does not wait.
-                    while !mbarrier_try_wait_parity(empty(s), phase ^ 1) {}
+                    while !mbarrier_try_wait_parity(ring.empty(s), phase ^ 1) {}
                     let _ = mbarrier_arrive_expect_tx(
-                        full(s),
+                        ring.full(s),
                         0,
-                        (a_bytes(BM) + boxes * B_BOX_BYTES) as u32,
+                        (ring.a_bytes + boxes * B_BOX_BYTES) as u32,
                     );
                     let k0 = ((rank + i * SPLIT) * BK) as i32;
-                    cp_async_bulk_tensor_2d_g2s(a_stage(s), map_a, k0, (tm * BM) as i32, full(s));
+                    cp_async_bulk_tensor_2d_g2s(
+                        ring.a(s),
+                        map_a,
+                        k0,
+                        (tm * BM) as i32,
+                        ring.full(s),
+                    );
                     for j in 0..boxes {
                         cp_async_bulk_tensor_2d_g2s(
-                            b_stage(s).add(j * B_BOX_BYTES),
+                            ring.b(s).add(j * B_BOX_BYTES),
                             map_b,
                             (n0 + 64 * j) as i32,
                             k0,
-                            full(s),
+                            ring.full(s),
                         );
                     }
                     s += 1;
@@ -480,14 +484,14 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 let mut acc = [0.0f32; 128];
                 let mut held: Option<usize> = None;
                 for _ in 0..slabs {
-                    while !mbarrier_try_wait_parity(full(s), phase) {}
+                    while !mbarrier_try_wait_parity(ring.full(s), phase) {}
                     let da = smem_descriptor(
-                        a_stage(s).add(half * (A_BYTES / 2)),
+                        ring.a(s).add(half * (A_BYTES / 2)),
                         16,
                         1024,
                         Swizzle::B128,
                     );
-                    let db = smem_descriptor(b_stage(s), B_BOX_BYTES as u32, 1024, Swizzle::B128);
+                    let db = smem_descriptor(ring.b(s), B_BOX_BYTES as u32, 1024, Swizzle::B128);
                     wgmma_fence();
                     unrolled!(for kk in [0, 1, 2, 3] {
                         // 16 k: 32 bytes along A's rows, 16 rows (2048 bytes) of B.
@@ -507,7 +511,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     // warp arrives (256 arrivals a stage cost issue slots).
                     wgmma_wait_group::<1>();
                     if let (Some(p), 0) = (held, lane) {
-                        let _ = mbarrier_arrive(empty(p));
+                        let _ = mbarrier_arrive(ring.empty(p));
                     }
                     held = Some(s);
                     s += 1;
@@ -524,7 +528,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     wgmma_wait_group_acc::<0>(live(&mut acc));
                 }
                 if let (Some(p), 0) = (held, lane) {
-                    let _ = mbarrier_arrive(empty(p));
+                    let _ = mbarrier_arrive(ring.empty(p));
                 }
                 if SPLIT > 1 {
                     // The cluster's partial sums of this tile, added up through
