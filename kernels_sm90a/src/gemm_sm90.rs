@@ -25,19 +25,24 @@
 //! (`setmaxnreg.dec` 40) and the consumers take them (`setmaxnreg.inc` 232). The k range
 //! may be split too (`SPLIT`, below).
 //!
-//! # Split-K in a cluster (`SPLIT = 2, 4`)
+//! # Split-K in a cluster (`SPLIT = 2, 3, 4`)
 //!
 //! A decode or prefill GEMM (m = 16 or 128 rows against a 4096×4096 or 4096×14336
 //! weight) has 16 to 32 tiles for 132 SMs, and each tile walked all of k alone: 0.24 to
 //! 0.33× cuBLAS on an H200. The tuned `SPLIT` (`#[tune(BN = [256, 128], SPLIT = [1, 2,
-//! 4])]`, `#[cluster_launch(SPLIT)]`) gives each tile a thread-block cluster of `SPLIT`
-//! blocks instead: the block of rank r walks the tile's k-slabs r, r + SPLIT, r + 2·SPLIT,
-//! … (interleaved, so the ranks' counts differ by one at most; a rank past the last slab
-//! has none and contributes zeros), accumulating its partial tile in registers exactly
-//! as the unsplit kernel does; then the cluster adds the partials up through distributed
-//! shared memory (`mapa` + `ld.shared::cluster`) and each rank stores a `1/SPLIT` share of
-//! the tile's columns: one launch, no workspace, no memset, no atomics, and the same f32
-//! sums on every run (added in rank order). gemm_sm90_split.rs has the protocol.
+//! 3, 4], BM = ...)]`, `#[cluster_launch(SPLIT)]`) gives each tile a thread-block cluster
+//! of `SPLIT` blocks instead: the block of rank r walks the tile's k-slabs r, r + SPLIT,
+//! r + 2·SPLIT, … (interleaved, so the ranks' counts differ by one at most; a rank past
+//! the last slab has none and contributes zeros), accumulating its partial tile in
+//! registers exactly as the unsplit kernel does; then the cluster adds the partials up
+//! through distributed shared memory (`mapa` + `ld.shared::cluster`) and each rank stores
+//! a `1/SPLIT` share of the tile: one launch, no workspace, no memset, no atomics, and
+//! the same f32 sums on every run (added in rank order). gemm_sm90_split.rs has the
+//! protocol. Why 3 beside 2 and 4: a cluster's blocks share a GPC, and with one block an
+//! SM (230 KB of shared memory) the H200 holds 30 clusters of 4 at once
+//! (`cuOccupancyMaxActiveClusters`) but 39 of 3, so the 32 tiles of a 128-row product
+//! against a 4096-column weight (128 wide) ran in two waves of clusters of 4 and fit one
+//! of 3 (96 blocks, each streaming 1/96 of the weight).
 //!
 //! The clusters are persistent as the blocks are: the launch is `min(tiles,
 //! SMs / SPLIT) · SPLIT` blocks (pyoxide/_launch/clusters.py's `persistent_blocks`), and
@@ -245,7 +250,7 @@ impl RingAt {
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64, 16])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]
 #[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
@@ -267,7 +272,7 @@ pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64, 16])]
+#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]
 #[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
@@ -293,7 +298,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
     // `pair` packs two neighbours of c into one aligned shared-memory store.
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
     const { assert!(BN == 256 || BN == 128, "BN: 256 or 128") };
-    const { assert!(SPLIT == 1 || SPLIT == 2 || SPLIT == 4, "SPLIT: 1, 2 or 4") };
+    const { assert!(SPLIT >= 1 && SPLIT <= 4, "SPLIT: 1 to 4") };
     const {
         assert!(
             BM == SM90_BM as usize || BM == 64 || BM == 16,

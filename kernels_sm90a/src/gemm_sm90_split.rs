@@ -14,11 +14,14 @@
 //!    chunk `c ^ (r % 8)`, so that a warp's stores and loads hit every bank).
 //! 3. Cluster barrier (arrive: release; wait: acquire): every block's partial is written
 //!    and visible to the cluster.
-//! 4. Rank `r` owns columns `[r · BN/SPLIT, (r+1) · BN/SPLIT)` of the tile, for the rows
-//!    inside `m`: for each 16-byte chunk of those, it reads the chunk from every block's
-//!    `P` (`mapa.shared::cluster` + `ld.shared::cluster.v4.f32`, its own included), adds
-//!    them in rank order (the same f32 sums on every run), and stores the four results
-//!    (f32, or two `cvt.rn.bf16x2.f32` pairs) straight to `c`, dropping columns past `n`.
+//! 4. The tile's 16-byte chunks in the rows inside `m`, counted row by row, are dealt
+//!    to the ranks in `SPLIT` runs as even as whole chunks allow (rank `r` owns chunks
+//!    `[r · total / SPLIT, (r+1) · total / SPLIT)`: any `SPLIT`, 3 included, and each
+//!    run's stores walk rows of `c` contiguously): for each chunk of its run, a rank reads
+//!    the chunk from every block's `P` (`mapa.shared::cluster` + `ld.shared::cluster.v4.f32`,
+//!    its own included), adds them in rank order (the same f32 sums on every run), and
+//!    stores the four results (f32, or two `cvt.rn.bf16x2.f32` pairs) straight to `c`,
+//!    dropping columns past `n`.
 //! 5. `fence.proxy.async` (the next writes there are the TMA's), then the second cluster
 //!    barrier: no block reads any `P` any more, so each may load its next tile into its
 //!    stages, and none exits while another still reads its shared memory.
@@ -183,15 +186,10 @@ unsafe fn sum_tile<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
     write: impl FnOnce(Lanes),
 ) {
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
-    const {
-        assert!(
-            BN.is_multiple_of(32 * SPLIT),
-            "a rank's columns are whole 128-byte rows"
-        )
-    };
+    const { assert!(SPLIT <= 8, "a rank reads at most 8 peers") };
     // SAFETY (the whole body): as `reduce`'s caller promised; each chunk of `P` is read
     // only after the cluster barrier that follows the writes; each element of c is
-    // written by one thread of one block (its rank's columns, its chunk).
+    // written by one thread of one block (its rank's run, its chunk).
     unsafe {
         // 1.
         named_barrier_sync(3, THREADS as u32);
@@ -203,20 +201,21 @@ unsafe fn sum_tile<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
         });
         // 3.
         cluster::cluster_sync();
-        // 4. This rank's chunks, UNROLL at a time per thread; a chunk past the last is
-        // read as chunk 0 (every thread's loads then go out together) and not stored.
+        // 4. This rank's run of chunks, UNROLL at a time per thread; a chunk past the
+        // run's end is read as its first (every thread's loads then go out together) and
+        // not stored.
         let rank = cluster::block_rank() as usize;
-        let per_row = BN / 4 / SPLIT;
+        let per_row = BN / 4;
         let total = rows * per_row;
-        let mut i = ct;
-        while i < total {
+        let (lo, hi) = (rank * total / SPLIT, (rank + 1) * total / SPLIT);
+        let mut i = lo + ct;
+        while i < hi {
             let mut sums = [[0.0f32; 4]; UNROLL];
             let mut offsets = [0usize; UNROLL];
             unrolled!(for u in [0, 1, 2, 3] {
                 let idx = i + u * THREADS;
-                let idx = if idx < total { idx } else { 0 };
-                let (row, chunk) = (idx / per_row, rank * per_row + idx % per_row);
-                offsets[u] = at(row, chunk, BN);
+                let idx = if idx < hi { idx } else { lo };
+                offsets[u] = at(idx / per_row, idx % per_row, BN);
             });
             unrolled!(for peer in [0, 1, 2, 3, 4, 5, 6, 7] {
                 if peer < SPLIT {
@@ -231,10 +230,9 @@ unsafe fn sum_tile<T: Copy, W: Copy, const BN: usize, const SPLIT: usize>(
             });
             unrolled!(for u in [0, 1, 2, 3] {
                 let idx = i + u * THREADS;
-                let (row, col) = (idx / per_row, (rank * per_row + idx % per_row) * 4);
-                let (y, x) = (tile.y0 + row, tile.x0 + col);
+                let (y, x) = (tile.y0 + idx / per_row, tile.x0 + (idx % per_row) * 4);
                 // n is a multiple of 8: a chunk's four columns are all in or all out.
-                if idx < total && x < tile.n {
+                if idx < hi && x < tile.n {
                     let out = tile.c.add(y * tile.n + x) as *mut W;
                     out.write(pair(sums[u][0], sums[u][1]));
                     out.add(1).write(pair(sums[u][2], sums[u][3]));

@@ -1,5 +1,5 @@
 """kernels_sm90a's GEMM instances as ptxas takes them, without a GPU: every tuned
-instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4], BM = [128, 64, 16])]`) keeps its
+instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]`) keeps its
 accumulators in registers (no stack, no spill), and the split ones
 (`#[cluster_launch(SPLIT)]`) carry their cluster shape and the distributed-shared-memory
 reduction of kernels_sm90a/src/gemm_sm90_split.rs: `mapa` + `ld.shared::cluster.v4.f32`
@@ -21,7 +21,7 @@ ENTRIES = [
     f"{name}_sm90_{bn}_{split}_{bm}"
     for name in ("gemm_bf16", "gemm_bf16_bf16")
     for bn in (256, 128)
-    for split in (1, 2, 4)
+    for split in (1, 2, 3, 4)
     for bm in (128, 64, 16)
 ]
 #: Chunks each consumer thread sums at once (gemm_sm90_split.rs's UNROLL).

@@ -96,9 +96,10 @@ def test_repeated_calls_reuse_the_checked_route(
         assert variant.launchers, "no compiled launcher for the variant"
 
 
-#: Every tuned instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 4])]`), by its entry's tail.
+#: Every tuned instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]`),
+#: by its entry's tail.
 INSTANCES = [
-    f"{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 4) for bm in (128, 64, 16)
+    f"{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 3, 4) for bm in (128, 64, 16)
 ]
 #: LLM decode and prefill rows (16, 128) and a tail row tile (200); n a whole number of
 #: tiles (4096) or 8 columns into the next (4104); k a whole number of 64-wide slabs, a
@@ -129,7 +130,7 @@ def test_every_tuned_instance_computes_the_same_product(
     lib: ArrayLib, name: str, shape: tuple[int, int, int]
 ) -> None:
     """Each instance of the variant called itself: 128- and 256-wide tiles, the k range
-    whole or split across a cluster of 2 or 4 blocks (summed through distributed shared
+    whole or split across a cluster of 2, 3 or 4 blocks (summed through distributed shared
     memory), on LLM shapes with tails in m, n and k, through the general launch path and
     the compiled one: every element written, the float64 product of the inputs within f32
     (bf16) rounding."""
