@@ -14,10 +14,12 @@ use oxide_device::mma::{
 };
 use oxide_device::prelude::*;
 
+use crate::sgemm_tall::{TALL_BM, sgemm_tall};
+
 /// Sixteen bytes of f32 or bf16, aligned for one vector load or store.
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
-struct Vec4([f32; 4]);
+pub(crate) struct Vec4(pub(crate) [f32; 4]);
 
 /// k-depth of one shared-memory tile: 16 halves the barriers of 8.
 const SG_BK: usize = 16;
@@ -31,7 +33,7 @@ const SG_PAD: usize = 4;
 const SG_A_BUF: usize = SG_BK * (SG_MAX_BM + SG_PAD);
 const SG_B_BUF: usize = SG_BK * SG_BN;
 
-fn aligned16<T>(p: *const T) -> bool {
+pub(crate) fn aligned16<T>(p: *const T) -> bool {
     (p as usize).is_multiple_of(16)
 }
 
@@ -49,16 +51,24 @@ fn aligned16<T>(p: *const T) -> bool {
 /// `BM` is tuned (`pyoxide tune`); the hand pick, 128, holds 64 accumulators a thread
 /// (183 registers: one block of 8 warps per SM). 64-row tiles make twice the blocks,
 /// which fills the SMs when `m` is small (m ≤ 128 against a few thousand columns gives
-/// 32 blocks of 128 rows), at half the products per shared-memory read.
+/// 32 blocks of 128 rows), at half the products per shared-memory read. 256-row tiles
+/// (16×8 a thread, k steps of 8) run another body (`sgemm_tall`): twice the products
+/// per shared-memory read (each read one wavefront, not two) and a third more per byte
+/// from L2, and fewer instructions per FMA, for the large products where the 128-row
+/// body spends issue slots and power on shared-memory reads and load bookkeeping.
 #[kernel]
 #[launch_bounds(256)]
-#[tune(BM = [128, 64])]
+#[tune(BM = [128, 64, 256])]
 #[launch(tiles(c, block = (256, 1), tile = (128, BM)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 pub fn sgemm<const BM: usize>(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
-    const { assert!(BM == 64 || BM == 128, "BM: 64 or 128") };
+    const { assert!(BM == 64 || BM == 128 || BM == TALL_BM, "BM: 64, 128 or 256") };
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);
-    sgemm_tile::<BM>(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
+    if BM == TALL_BM {
+        sgemm_tall(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
+    } else {
+        sgemm_tile::<BM>(a.as_slice(), b.as_slice(), c.into_flat(), m, n, k)
+    }
 }
 
 // Measured on the H200 (docs/performance.md): capping the earlier 8-deep body at 128
@@ -80,7 +90,8 @@ fn sgemm_tile<const BM: usize>(
 ) {
     // A's tile is BM rows × 16 k: AV vectors of 4 a thread, over 4 / AV threads a row.
     // Each thread accumulates RI rows (two groups of 4 when BM is 128) by 8 columns.
-    const { assert!(BM <= SG_MAX_BM) };
+    // (Also instantiated, never called, for `TALL_BM`, which runs `sgemm_tall`.)
+    const { assert!(BM <= SG_MAX_BM || BM == TALL_BM) };
     let (av, ri, lda) = (BM / 64, BM / 16, BM + SG_PAD);
     #[unsafe(link_section = ".oxide.shared")]
     static A_S: SharedArray<f32, { 2 * SG_A_BUF }> = SharedArray::UNINIT;

@@ -9,6 +9,7 @@ mod histogram;
 mod matmul;
 mod reduce;
 mod rows;
+mod sgemm_tall;
 mod strided;
 mod transpose;
 

@@ -29,6 +29,7 @@ SIGNATURES = {
         for name, elem, out in (
             ("sgemm_128", "f32", "f32"),
             ("sgemm_64", "f32", "f32"),
+            ("sgemm_256", "f32", "f32"),
             ("gemm_bf16", "bf16", "f32"),
             ("gemm_bf16_bf16", "bf16", "bf16"),
         )
@@ -79,7 +80,7 @@ INSTRUCTIONS = {
     ],
     "matmul_tiled": [r"bar\.sync", r"st\.shared\.", r"ld\.shared\.", r"(fma|mul)\.rn\.f32"],
     # 16-byte global and shared vectors, FMAs on registers (no local-memory accumulator),
-    # at both tuned tile heights.
+    # at every tuned tile height.
     **{
         entry: [
             r"ld\.global(\.nc)?\.v4\.(f32|b32)",  # .nc: the link step marks &[T] readonly
@@ -87,7 +88,7 @@ INSTRUCTIONS = {
             r"fma\.rn\.f32",
             r"bar\.sync",
         ]
-        for entry in ("sgemm_128", "sgemm_64")
+        for entry in ("sgemm_128", "sgemm_64", "sgemm_256")
     },
     # Tensor cores fed by ldmatrix from a cp.async pipeline.
     "gemm_bf16": [
@@ -119,6 +120,8 @@ SHARED = {
     # sgemm's shared memory is sized for its tallest tuned tile, at every height.
     "sgemm_128": 2 * 16 * (132 + 128) * 4,
     "sgemm_64": 2 * 16 * (132 + 128) * 4,
+    # sgemm_256's own body: two buffers of 8 k (A transposed, rows padded by 4).
+    "sgemm_256": 2 * 8 * (260 + 128) * 4,
     "gemm_bf16": 3 * 2 * 128 * 32 * 2,
     "softmax_rows": 2 * 32 * 4,
 }
@@ -205,7 +208,7 @@ def test_dynamic_shared_memory_is_one_extern_array():
         assert "__oxide_dynamic_shared" in _body(ptx, "scan_blocks_u32")
 
 
-@pytest.mark.parametrize("entry", ["sgemm_128", "sgemm_64", "gemm_bf16"])
+@pytest.mark.parametrize("entry", ["sgemm_128", "sgemm_64", "sgemm_256", "gemm_bf16"])
 def test_gemm_accumulators_stay_in_registers(entry: str):
     """A dynamic index into the accumulator array (a loop LLVM left rolled) puts it in
     local memory and costs the GEMMs most of their speed: ptxas must see no stack."""

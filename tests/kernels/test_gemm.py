@@ -22,8 +22,16 @@ RNG = np.random.default_rng()
 TILE = 128
 
 # (72, 136, 24): 16-byte vector loads (k, n multiples of 4) with sgemm's last 16-deep
-# k tile half full, so its zero fill is what the sums see.
-EMU_SHAPES = [(1, 1, 1), (33, 17, 8), (130, 129, 40), (64, 136, 33), (72, 136, 24)]
+# k tile half full, so its zero fill is what the sums see. (264, 72, 20): two of
+# sgemm_256's row tiles, the second mostly past m, and a half-full last 8-deep k step.
+EMU_SHAPES = [
+    (1, 1, 1),
+    (33, 17, 8),
+    (130, 129, 40),
+    (64, 136, 33),
+    (72, 136, 24),
+    (264, 72, 20),
+]
 GPU_SHAPES = [(1, 1, 1), (1000, 1000, 1000), (4095, 4097, 129), (300, 200, 8), (256, 384, 512)]
 
 
@@ -49,9 +57,10 @@ def grid(m: int, n: int) -> tuple[int, int]:
     return (-(-n // TILE), -(-m // TILE))
 
 
-# The plain call (the hand pick, 128-row tiles) and the other tuned tile height's
-# instance, each launched with its own policy's grid: (⌈n/128⌉, ⌈m/BM⌉).
-@pytest.mark.parametrize("name", ["sgemm", "sgemm_64"])
+# The plain call (the hand pick, 128-row tiles) and the other tuned tile heights'
+# instances, each launched with its own policy's grid: (⌈n/128⌉, ⌈m/BM⌉). sgemm_256 runs
+# its own body (16×8 a thread, k steps of 8).
+@pytest.mark.parametrize("name", ["sgemm", "sgemm_64", "sgemm_256"])
 def test_sgemm(kernels: pyoxide.Module, lib: ArrayLib, name: str) -> None:
     for m, n, k in shapes(lib):
         a = RNG.standard_normal((m, k), dtype=np.float32)
