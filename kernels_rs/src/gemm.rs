@@ -49,13 +49,15 @@ pub(crate) fn aligned16<T>(p: *const T) -> bool {
 /// `kk` computes, and one barrier per step separates the two buffers.
 ///
 /// `BM` is tuned (`pyoxide tune`); the hand pick, 128, holds 64 accumulators a thread
-/// (183 registers: one block of 8 warps per SM). 64-row tiles make twice the blocks,
+/// (175 registers on sm_90: one block of 8 warps per SM). 64-row tiles make twice the blocks,
 /// which fills the SMs when `m` is small (m ≤ 128 against a few thousand columns gives
 /// 32 blocks of 128 rows), at half the products per shared-memory read. 256-row tiles
 /// (16×8 a thread, k steps of 8) run another body (`sgemm_tall`): twice the products
 /// per shared-memory read (each read one wavefront, not two) and a third more per byte
 /// from L2, and fewer instructions per FMA, for the large products where the 128-row
-/// body spends issue slots and power on shared-memory reads and load bookkeeping.
+/// body spends issue slots and power on shared-memory reads and load bookkeeping (H200:
+/// the tuner timed it at 4096³ in 3064 µs against the hand pick's 3313, and under
+/// sustained load it ran at 0.873× cuBLAS there, against 0.816× for the hand pick).
 #[kernel]
 #[launch_bounds(256)]
 #[tune(BM = [128, 64, 256])]
