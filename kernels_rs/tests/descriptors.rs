@@ -27,6 +27,7 @@ fn descriptors() -> Vec<KernelDescriptor> {
         &kernels_rs::__oxide_descriptor_transpose_u32_32[..],
         &kernels_rs::__oxide_descriptor_sgemm_128[..],
         &kernels_rs::__oxide_descriptor_sgemm_64[..],
+        &kernels_rs::__oxide_descriptor_sgemm_256[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16[..],
         &kernels_rs::__oxide_descriptor_gemm_bf16_bf16[..],
         &kernels_rs::__oxide_descriptor_copy_2d_f32[..],
@@ -111,6 +112,7 @@ fn one_descriptor_per_entry() {
             "transpose_u32_32",
             "sgemm_128",
             "sgemm_64",
+            "sgemm_256",
             "gemm_bf16",
             "gemm_bf16_bf16",
             "copy_2d_f32",
@@ -212,6 +214,7 @@ fn device_library_kernels() {
     for (entry, elem, out, rows) in [
         ("sgemm_128", F32, F32, 128),
         ("sgemm_64", F32, F32, 64),
+        ("sgemm_256", F32, F32, 256),
         ("gemm_bf16", Bf16, F32, 128),
         ("gemm_bf16_bf16", Bf16, Bf16, 128),
     ] {
