@@ -99,6 +99,15 @@ pub fn parse_report(log: &str) -> BTreeMap<String, KernelResources> {
             current = Some(name);
             continue;
         }
+        // ptxas also reports the device functions it kept out of line (a panic's
+        // `core::option::expect_failed`, say) after an entry's report, each under its own
+        // `Function properties for`: those lines are not the entry's (read as the entry's,
+        // their zeros overwrote its stack and spills).
+        if let Some(rest) = line.split("Function properties for ").nth(1) {
+            let name = rest.trim();
+            current = report.contains_key(name).then(|| name.to_string());
+            continue;
+        }
         let Some(entry) = current.as_ref().and_then(|n| report.get_mut(n)) else {
             continue;
         };
@@ -274,12 +283,26 @@ ptxas info    : Function properties for saxpy
     16 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
 ptxas info    : Used 255 registers, 380 bytes cmem[0]
 ptxas info    : Compile time = 3.054 ms
+ptxas info    : Function properties for _RNvNtCs1_4core6option13expect_failed
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'scale' for 'sm_90'
+ptxas info    : Function properties for scale
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers
+ptxas info    : Function properties for _RNvNtCs1_4core9panicking5panic
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ";
 
     #[test]
     fn resource_report_is_read_per_entry() {
         let r = parse_report(REPORT);
-        assert_eq!(r.len(), 2);
+        // (the out-of-line device functions are not entries, and their zeros are not
+        // the entries' before them)
+        assert_eq!(r.keys().collect::<Vec<_>>(), ["saxpy", "scale", "vecadd"]);
+        assert_eq!(
+            (r["scale"].registers, r["scale"].stack_frame_bytes),
+            (12, 8)
+        );
         let v = &r["vecadd"];
         assert_eq!((v.registers, v.barriers, v.shared_bytes), (10, 1, 1024));
         let s = &r["saxpy"];
