@@ -15,11 +15,7 @@ use oxide_device::mma::{
 use oxide_device::prelude::*;
 
 use crate::sgemm_tall::{TALL_BM, sgemm_tall};
-
-/// Sixteen bytes of f32 or bf16, aligned for one vector load or store.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-pub(crate) struct Vec4(pub(crate) [f32; 4]);
+use crate::vec16::{Vec4, aligned16};
 
 /// k-depth of one shared-memory tile: 16 halves the barriers of 8.
 const SG_BK: usize = 16;
@@ -32,10 +28,6 @@ const SG_MAX_BM: usize = 128;
 const SG_PAD: usize = 4;
 const SG_A_BUF: usize = SG_BK * (SG_MAX_BM + SG_PAD);
 const SG_B_BUF: usize = SG_BK * SG_BN;
-
-pub(crate) fn aligned16<T>(p: *const T) -> bool {
-    (p as usize).is_multiple_of(16)
-}
 
 /// `c = a · b` in f32 with fused multiply-adds, for C-order `a` (m×k), `b` (k×n), `c`
 /// (m×n). A plain call launches block (256, 1, 1), grid (⌈n/128⌉, ⌈m/BM⌉, 1).

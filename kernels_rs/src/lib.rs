@@ -12,6 +12,7 @@ mod rows;
 mod sgemm_tall;
 mod strided;
 mod transpose;
+mod vec16;
 
 pub use attention::*;
 pub use elementwise::*;

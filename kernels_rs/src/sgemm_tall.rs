@@ -22,7 +22,7 @@
 
 use oxide_device::prelude::*;
 
-use crate::gemm::{Vec4, aligned16};
+use crate::vec16::{Vec4, aligned16};
 
 /// The tile's rows (the instance's BM), columns and k-depth.
 pub(crate) const TALL_BM: usize = 256;
