@@ -44,8 +44,9 @@
 //! against a 4096-column weight (128 wide) ran in two waves of clusters of 4 and fit one
 //! of 3 (96 blocks, each streaming 1/96 of the weight).
 //!
-//! The clusters are persistent as the blocks are: the launch is `min(tiles,
-//! SMs / SPLIT) · SPLIT` blocks (pyoxide/_launch/clusters.py's `persistent_blocks`), and
+//! The clusters are persistent as the blocks are: the launch is `min(tiles, clusters) ·
+//! SPLIT` blocks, `clusters` being the fewer of SMs / SPLIT and the clusters the device
+//! runs at once (pyoxide/_launch/clusters.py's `persistent_blocks`), and
 //! cluster `%clusterid.x` walks tiles `%clusterid.x`, `+ %nclusterid.x`, …, its blocks in
 //! step. Shared memory stays 230 560 bytes: a block's partial (128 × `BN` f32, 64 or
 //! 128 KiB) lies over the ring's stages (192 KiB), which are idle once the tile's k loop is

@@ -14,6 +14,7 @@ class Launcher:
         function: int,
         device: int,
         multiprocessors: int = 0,
+        active_clusters: int = 0,
     ) -> None: ...
     def __call__(self, args: Sequence[Any], cfg: tuple[int, ...] | None, /) -> bool: ...
     @property

@@ -15,15 +15,22 @@ from ..errors import ArgumentValueError
 Dim3 = tuple[int, int, int]
 
 
-def persistent_blocks(tiles: int, resident: int, cluster: int) -> int:
+def persistent_blocks(tiles: int, resident: int, cluster: int, active: int = 0) -> int:
     """A persistent grid's blocks for `tiles` tiles where `resident` blocks fit on the
     device at once: a block per tile, up to that many (each walks tiles ``blockIdx.x``,
     ``+ gridDim.x``, …); for a kernel in clusters of `cluster` blocks along x, a cluster
     per tile (its blocks share the tile: a split of its k range), up to the clusters that
-    fit (at least one), so the grid is always whole clusters. The compiled launchers
-    compute the same from the rule's fields (crates/pyoxide-native/src/launcher.rs;
-    tests/launch/test_persistent_clusters.py holds the two to the same grids)."""
-    return min(tiles, max(1, resident // cluster)) * cluster
+    fit (at least one), so the grid is always whole clusters. `active`, where known (not
+    0), is how many clusters the device runs at once (the backend's ``active_clusters``):
+    fewer than ``resident // cluster`` where a cluster's blocks must share a GPC, and a
+    cluster beyond them would start its tiles only when another had finished all of its.
+    The compiled launchers compute the same from the rule's fields
+    (crates/pyoxide-native/src/launcher.rs; tests/launch/test_persistent_clusters.py holds
+    the two to the same grids)."""
+    fit = max(1, resident // cluster)
+    if active > 0:
+        fit = min(fit, active)
+    return min(tiles, fit) * cluster
 
 
 def cluster_x(spec: KernelSpec) -> int:

@@ -57,12 +57,14 @@ def launch_config(
     block: Dim | None,
     args: Sequence[Any] = (),
     multiprocessors: Callable[[], int] | None = None,
+    active_clusters: Callable[[Dim3], int] = lambda block: 0,
 ) -> tuple[Dim3, Dim3]:
     """The grid and block of one launch: as given (checked against the CUDA limits, the
     kernel's launch bounds and, where the grid has a meaning, its launch policy), or,
     where None, the kernel's launch policy's (``#[launch]``, pyoxide/_launch/policy.py; without
     one, one thread per element of the first output in blocks of :func:`default_block`).
-    ``multiprocessors()`` (the device's SM count) is called only by grid-stride policies.
+    ``multiprocessors()`` (the device's SM count) is called only by grid-stride policies,
+    ``active_clusters(block)`` only by a persistent grid of clusters (_policy.configure).
     The compiled fast path sizes a plain call the same way (``_policy.plain_rule``)."""
     name = plan.spec.entry
     block3 = None if block is None else dim3(name, "block", block, _abi.MAX_BLOCK_DIM)
@@ -73,7 +75,7 @@ def launch_config(
 
     return _policy.configure(
         plan.spec, _policy.lengths_of(views), args, grid3, block3, multiprocessors or unknown,
-        [None if v is None else v.shape for v in views],
+        [None if v is None else v.shape for v in views], active_clusters,
     )  # fmt: skip
 
 

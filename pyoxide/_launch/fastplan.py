@@ -49,7 +49,8 @@ class GridRule:
     multiprocessors))`` blocks; ``tiles``, one block per ``tile`` of the shaped ``param``
     (x over its last extent); ``persistent``, ``min(tiles, max(1, blocks_per_sm ×
     multiprocessors // cluster)) × cluster`` blocks on x (``cluster``: blocks per cluster
-    along x, 1 for a kernel without one; clusters.persistent_blocks); ``rows``, one block
+    along x, 1 for a kernel without one; no more clusters than the device runs at once,
+    where its backend says: clusters.persistent_blocks); ``rows``, one block
     per row of ``param`` (of the integer argument ``cols`` elements, which divides its
     length; ``cols`` -1: the 2-D ``param``'s rows; with ``blocks_per_sm`` > 0, at most
     ``blocks_per_sm × multiprocessors`` blocks), of ``min(block.x, max(least_block,

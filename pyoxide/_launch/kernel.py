@@ -281,7 +281,17 @@ class Kernel(KernelBase):
             chosen = backends.select(name, arrays)
             return chosen.multiprocessors(chosen.current_device())
 
-        grid3, block3 = launch_config(plan, views, grid, block, args, multiprocessors)
+        def active_clusters(block3: tuple[int, int, int]) -> int:
+            chosen = backends.select(name, arrays)
+            on = device_of(name, chosen, arrays, stream)[0] if chosen.array_kind == GPU else 0
+            cluster = self.spec.cluster
+            assert cluster is not None
+            code = self._code(chosen, on, name)
+            return chosen.active_clusters(code, on, cluster, block3, shared_mem)
+
+        grid3, block3 = launch_config(
+            plan, views, grid, block, args, multiprocessors, active_clusters
+        )
         backend = backends.select(name, arrays)
         torch_owned = False
         device = 0

@@ -173,8 +173,8 @@ def persistent_rule(
 ) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int, int] | None:
     """``(param, block, tile, blocks_per_sm, cluster)`` of a ``persistent_tiles`` policy:
     a plain call launches ``persistent_blocks(tiles, blocks_per_sm × multiprocessors,
-    cluster)`` blocks (pyoxide/_launch/clusters.py), for the fast launchers (``cluster``:
-    the blocks of a cluster along x, 1 without one)."""
+    cluster, active clusters)`` blocks (pyoxide/_launch/clusters.py), for the fast
+    launchers (``cluster``: the blocks of a cluster along x, 1 without one)."""
     policy = _unclustered(spec, ("persistent_tiles",), tiled=True, along_x=True)
     if policy is None:
         return None
@@ -189,19 +189,23 @@ def configure(
     block: Dim3 | None,
     multiprocessors: Callable[[], int],
     shapes: Sequence[tuple[int, ...] | None] = (),
+    active_clusters: Callable[[Dim3], int] = lambda block: 0,
 ) -> tuple[Dim3, Dim3]:
     """The launch's (grid, block), from the call's (grid, block) if given (already
     read as 3-tuples). `lengths` has each array argument's element count (None for
     scalars), `shapes` its shape; they may be empty when `grid` is given and not
     checked against the arguments. `multiprocessors()` is called only when the policy
-    needs it."""
+    needs it; `active_clusters(block)` (the clusters of the kernel the device runs at
+    once, 0 where unknown) only for a persistent grid of clusters."""
     policy = policy_of(spec)
     if spec.launch is not None and spec.launch.kind in _abi.ONE_D_POLICIES:
         _one_d(spec, "grid", grid)
         _one_d(spec, "block", block)
     block3 = _block(spec, policy, block, args, shapes)
     _check_whole_warps(spec, block3)
-    grid3 = _grid(spec, policy, block3, lengths, args, grid, multiprocessors, shapes)
+    grid3 = _grid(
+        spec, policy, block3, lengths, args, grid, multiprocessors, shapes, active_clusters
+    )
     if spec.cluster is None:
         return grid3, block3
     return fit_cluster(spec, grid3, given=grid is not None, meaningful=validates_grid(spec)), block3
@@ -250,6 +254,7 @@ def _grid(
     grid: Dim3 | None,
     multiprocessors: Callable[[], int],
     shapes: Sequence[tuple[int, ...] | None],
+    active_clusters: Callable[[Dim3], int],
 ) -> Dim3:
     """The grid of :func:`configure`'s launch of blocks of `block3`, before a cluster's
     rounding: `grid` as given where the policy gives the grid no meaning, else the
@@ -275,8 +280,9 @@ def _grid(
         assert shape is not None
         g = tile_grid(name, spec.params[policy.over], shape, policy.tile)
         tiles = g[0] * g[1] * g[2]
-        resident = policy.blocks_per_sm * multiprocessors()
-        return (persistent_blocks(tiles, resident, cluster_x(spec)), 1, 1)
+        resident, cluster = policy.blocks_per_sm * multiprocessors(), cluster_x(spec)
+        active = active_clusters(block3) if cluster > 1 else 0
+        return (persistent_blocks(tiles, resident, cluster, active), 1, 1)
     blocks, what = _blocks(spec, policy, lengths, args, block3, multiprocessors, shapes)
     over = spec.params[policy.over].name
     if grid is not None:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Backend", "TensorMapRequest", "get", "gpu", "override", "select"]
 
+Dim3 = tuple[int, int, int]
+
 
 class TensorMapRequest(NamedTuple):
     """One TMA tensor map to encode: a row-major ``rows`` × ``cols`` array of
@@ -66,6 +68,16 @@ class Backend(Protocol):
     def multiprocessors(self, device: int) -> int:
         """How many blocks ``device`` runs at once, to first order: its streaming
         multiprocessors (GPU) or its cores (emulator). Sizes grid-stride launches."""
+        ...
+
+    def active_clusters(
+        self, function: Any, device: int, cluster: Dim3, block: Dim3, shared_mem: int
+    ) -> int:
+        """How many clusters of ``cluster`` blocks of the kernel ``function`` (compiled
+        for that cluster) ``device`` runs at once with blocks of ``block`` and
+        ``shared_mem`` bytes of dynamic shared memory, or 0 where the backend cannot
+        say. Caps a persistent grid of clusters (pyoxide/_launch/clusters.py), which the
+        SM count alone overestimates."""
         ...
 
     def load_module(self, manifest: Manifest, device: int) -> Any:

@@ -47,9 +47,19 @@ class FakeCuda:
     syncs: int = 0
     multiprocessors: int = 132
     multiprocessors_of: dict[int, int] = field(default_factory=dict)  # device -> count
+    # What the driver's cuOccupancyMaxActiveClusters answers (0: it cannot say), and
+    # what it was asked: (function, cluster, block, shared memory).
+    active_clusters: int = 0
+    occupancy_queries: list[tuple[int, Any, Any, int]] = field(default_factory=list)
     # Export `cupy.cuda.stream.__pyx_capi__["get_current_stream_ptr"]`, as CuPy's Cython
     # module does: a capsule named "intptr_t (void)" around a C function.
     stream_capsule: bool = False
+
+    def max_active_clusters(self, function: int, cluster: Any, block: Any, smem: int) -> int:
+        """The backend's occupancy query (``_occupancy.max_active_clusters``), answered
+        from ``active_clusters`` and recorded."""
+        self.occupancy_queries.append((function, cluster, block, smem))
+        return self.active_clusters
 
     def module(self) -> types.ModuleType:
         fake = self
@@ -240,6 +250,9 @@ def installed(
     cp = fake.module()
     with replaced_module("cupy", cp):
         cls = backend_class or CupyBackend
-        backend = cls(compiled=entry_points is not None, entry_points=entry_points)
+        backend = cls(
+            compiled=entry_points is not None, entry_points=entry_points,
+            occupancy=fake.max_active_clusters,
+        )  # fmt: skip
         with backends.override("cupy", backend):
             yield cp

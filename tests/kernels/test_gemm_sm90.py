@@ -10,6 +10,7 @@ The emulator's refusal of the twin is tests/backends/test_emu_sm90a.py."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -161,6 +162,43 @@ def test_every_tuned_instance_computes_the_same_product(
             worst = float(np.abs(got - want).max()) / np.sqrt(k)
             assert worst < 50 * tol, f"{what}: an element off by {worst:.2e} sqrt(k)"
         assert kernel.launchers, f"{kernel.name}: no compiled launcher"
+
+
+@pytest.mark.gpu
+@requires_sm90("the driver counts a split instance's co-resident clusters on an sm_90 GPU")
+@pytest.mark.parametrize("split", [2, 3, 4])
+def test_a_split_instance_launches_the_clusters_the_device_runs_at_once(split: int) -> None:
+    """A split instance launched with more tiles than clusters fit launches as many
+    clusters as the driver says run at once (cuOccupancyMaxActiveClusters), which is no
+    more than SMs ÷ cluster (fewer where GPCs strand SMs), and computes the product."""
+    import cupy as cp
+
+    from pyoxide.backends.cupy import CupyBackend
+
+    class LaunchesRecorded(CupyBackend):
+        def __init__(self) -> None:
+            super().__init__()
+            self.launches: list[tuple[Any, dict[str, Any]]] = []
+
+        def launch(self, function: Any, **kw: Any) -> None:
+            self.launches.append((function, kw))
+            super().launch(function, **kw)
+
+    m, n, k = 128, 14336, 520  # 112 tiles of 128×128
+    a, b, want = _operands(m, n, k)
+    backend = LaunchesRecorded()
+    with pyoxide.backends.override("cupy", backend):
+        kernel = pyoxide.load(sm90a_kernels_manifest())[f"gemm_bf16_sm90_128_{split}_128"]
+        c = cp.full((m, n), np.nan, cp.float32)
+        kernel.launch(cp.asarray(a), cp.asarray(b), c)  # the general path, recorded
+        ((function, launch),) = backend.launches
+        active = backend.active_clusters(
+            function, launch["device"], (split, 1, 1), launch["block"], launch["shared_mem"]
+        )
+    assert 0 < active <= backend.multiprocessors(launch["device"]) // split
+    assert launch["grid"] == (min(112, active) * split, 1, 1)
+    err = rel_err(cp.asnumpy(c).ravel(), want)
+    assert err < 1e-5, f"{kernel.name}: relative error {err:.2e}"
 
 
 def test_bf16_result_is_the_f32_result_rounded_once(twinned: pyoxide.Module, lib: ArrayLib):

@@ -1,11 +1,11 @@
 """A persistent kernel in clusters (kernels_sm90a's split-K GEMM instances,
 ``#[cluster_launch(SPLIT)]`` beside ``#[launch(persistent_tiles(...))]``): a plain call
 launches whole clusters, one per tile, as many as the device holds at once
-(pyoxide/_launch/clusters.py: ``persistent_blocks``), and the compiled launcher sizes it
-the same (crates/pyoxide-native/src/launcher.rs), on the fake ``cupy`` of
-tests/launch/test_fast_path.py. A cluster that spans y has no compiled rule: the general
-path rounds its grid as for any cluster kernel. Last, kernels_sm90a's own split instances
-from their manifest entries, on both paths."""
+(pyoxide/_launch/clusters.py: ``persistent_blocks``: no more than its driver says run at
+once), and the compiled launcher sizes it the same (crates/pyoxide-native/src/launcher.rs),
+on the fake ``cupy`` of tests/launch/test_fast_path.py. A cluster that spans y has no
+compiled rule: the general path rounds its grid as for any cluster kernel. Last,
+kernels_sm90a's own split instances from their manifest entries, on both paths."""
 
 from __future__ import annotations
 
@@ -52,19 +52,23 @@ def gemm(m: int, n: int, k: int = 64) -> tuple[FakeNdarray, ...]:
 
 
 @pytest.mark.parametrize(
-    ("tiles", "resident", "cluster", "blocks"),
+    ("tiles", "resident", "cluster", "active", "blocks"),
     [
-        (16, 132, 1, 16), (500, 132, 1, 132),  # a block per tile, up to the device
-        (32, 132, 4, 128), (33, 132, 4, 132), (500, 132, 4, 132), (500, 132, 2, 132),
-        (500, 130, 4, 128),  # whole clusters only
-        (5, 3, 4, 4),  # fewer blocks fit than a cluster has: still one cluster
-        (0, 132, 4, 0),  # no tile, no block
+        (16, 132, 1, 0, 16), (500, 132, 1, 0, 132),  # a block per tile, up to the device
+        (32, 132, 4, 0, 128), (33, 132, 4, 0, 132), (500, 132, 4, 0, 132),
+        (500, 132, 2, 0, 132), (500, 130, 4, 0, 128),  # whole clusters only
+        (5, 3, 4, 0, 4),  # fewer blocks fit than a cluster has: still one cluster
+        (0, 132, 4, 0, 0),  # no tile, no block
+        # the clusters the device runs at once, where its backend says (an H200 with a
+        # 230 KiB block an SM: 30 of 4, 39 of 3)
+        (500, 132, 4, 30, 120), (112, 132, 3, 39, 117), (16, 132, 4, 30, 64),
+        (500, 132, 4, 40, 132),  # more than the SMs hold: the SM count still binds
     ],
 )  # fmt: skip
 def test_a_persistent_grid_is_whole_clusters_one_per_tile(
-    tiles: int, resident: int, cluster: int, blocks: int
+    tiles: int, resident: int, cluster: int, active: int, blocks: int
 ) -> None:
-    assert persistent_blocks(tiles, resident, cluster) == blocks
+    assert persistent_blocks(tiles, resident, cluster, active) == blocks
 
 
 @pytest.mark.parametrize("split", [2, 4])
@@ -103,6 +107,31 @@ def test_a_plain_call_launches_as_the_general_path_does(
     tiles = -(-m // 128) * -(-n // 128)
     assert slow["grid"] == (persistent_blocks(tiles, sms, split), 1, 1)
     assert slow["grid"][0] % split == 0 and slow["block"] == (384, 1, 1)
+
+
+@pytest.mark.parametrize("split", [2, 4])
+@pytest.mark.parametrize(("m", "n", "clusters"), [(4096, 4096, 7), (128, 512, 4)])
+def test_no_more_clusters_than_the_device_runs_at_once(
+    native, tmp_path: Path, split: int, m: int, n: int, clusters: int
+) -> None:
+    """Where the driver says fewer clusters run at once than SMs ÷ cluster (a cluster's
+    blocks share a GPC, and GPCs strand SMs), both paths launch no more (here 7), or one
+    per tile where there are fewer tiles; the driver is asked with the kernel's cluster,
+    block and shared memory."""
+    fake, driver = native
+    fake.active_clusters = 7
+    k = load_with_entry(tmp_path, persistent(f"mm_{split}", [split, 1, 1]))
+    warm_up(k, *gemm(128, 128))
+    compiled = len(driver.launches)
+    args = gemm(m, n)
+    k(*args)
+    k.launch(*args)  # the general path
+    (fast,) = driver.launches[compiled:]
+    slow = fake.launches[-1]
+    assert_same_launch(fast, slow)
+    assert slow["grid"] == (clusters * split, 1, 1)
+    asked = {query[1:] for query in fake.occupancy_queries}
+    assert asked == {((split, 1, 1), (384, 1, 1), k.spec.shared_bytes)}
 
 
 def test_a_cluster_across_y_takes_the_general_path(native, tmp_path: Path) -> None:

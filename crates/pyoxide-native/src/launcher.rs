@@ -47,6 +47,9 @@ pub struct Launcher {
     plan: Plan,
     /// The device's multiprocessors, for stride and persistent grids (0: unknown).
     multiprocessors: u32,
+    /// How many clusters of a persistent cluster kernel the device runs at once
+    /// (cuOccupancyMaxActiveClusters; 0: unknown, the SM count alone sizes its grid).
+    active_clusters: u32,
     kernel: Py<PyString>,
     runtime: Py<Runtime>,
     /// The knob generation it was built in; it declines every call of another.
@@ -60,7 +63,7 @@ impl Launcher {
     /// `plan`: the kernel's `FastPlan` (pyoxide/_launch/fastplan.py); `function`: its
     /// `CUfunction` on `device`, whose context must be current.
     #[new]
-    #[pyo3(signature = (plan, runtime, function, device, multiprocessors=0))]
+    #[pyo3(signature = (plan, runtime, function, device, multiprocessors=0, active_clusters=0))]
     fn new(
         py: Python<'_>,
         plan: &Bound<'_, PyAny>,
@@ -68,6 +71,7 @@ impl Launcher {
         function: usize,
         device: i64,
         multiprocessors: u32,
+        active_clusters: u32,
     ) -> PyResult<Launcher> {
         let plan = Plan::read(plan)?;
         let plan_params = plan.layout.passed;
@@ -86,6 +90,7 @@ impl Launcher {
             kernel: PyString::new(py, &plan.kernel).unbind(),
             plan,
             multiprocessors,
+            active_clusters,
             runtime: runtime.unbind(),
             generation: generation::current(),
             last: LastArrays::new(plan_params),
@@ -310,10 +315,15 @@ impl Launcher {
                 blocks_per_sm,
                 cluster,
             } => {
-                // Whole clusters, one per tile, as many as fit (at least one).
+                // Whole clusters, one per tile, as many as fit (at least one), and no
+                // more than run at once where the driver said.
                 let (most, cluster) = (resident(*blocks_per_sm)?, u64::from(*cluster));
                 let tiles: u64 = blocks(tile).iter().product();
-                [tiles.min((most / cluster).max(1)) * cluster, 1, 1]
+                let mut fit = (most / cluster).max(1);
+                if self.active_clusters != 0 {
+                    fit = fit.min(u64::from(self.active_clusters));
+                }
+                [tiles.min(fit) * cluster, 1, 1]
             }
             GridKind::Rows {
                 least,

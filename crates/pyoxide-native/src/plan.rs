@@ -33,7 +33,8 @@ pub enum GridKind {
     /// One block per `tile` of the shaped `param`'s extents (x over its last).
     Tiles { tile: [u32; 3] },
     /// `min(tiles, max(1, blocks_per_sm × multiprocessors / cluster)) × cluster` blocks on
-    /// x, each block (or each cluster of `cluster` blocks along x) walking tiles
+    /// x, each block (or each cluster of `cluster` blocks along x) walking tiles, the
+    /// clusters no more than the launcher's `active_clusters` where known
     /// (pyoxide/_launch/clusters.py: `persistent_blocks`).
     Persistent {
         tile: [u32; 3],

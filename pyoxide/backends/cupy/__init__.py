@@ -23,12 +23,14 @@ from ...errors import (
     LoadError,
     NoCompatibleArchError,
 )
+from ._occupancy import max_active_clusters
 from ._tensormap import encode_2d, encode_tiled
 
 if TYPE_CHECKING:
     from ..._launch.fastplan import FastPlan
     from ..._manifest.artifacts import PtxArtifact
     from ..._manifest.reader import Manifest
+    from .. import Dim3
 
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
 _TRAP_MARKERS = (
@@ -97,13 +99,19 @@ class CupyBackend:
     """``compiled``: whether plain calls get compiled launchers (pyoxide._launch._native);
     ``entry_points``: the driver functions they call, as addresses (cuLaunchKernel,
     cuCtxGetCurrent, cuGetErrorName, cuGetErrorString; the last two may be 0), or None
-    for libcuda's (tests and benchmarks pass stand-ins, through ``backends.override``)."""
+    for libcuda's; ``occupancy``: how it asks how many clusters of a kernel run at once
+    (``_occupancy.max_active_clusters``, libcuda's, by default). Tests and benchmarks pass
+    stand-ins, through ``backends.override``."""
 
     name = "cupy"
     array_kind = GPU
 
     def __init__(
-        self, *, compiled: bool = True, entry_points: tuple[int, int, int, int] | None = None
+        self,
+        *,
+        compiled: bool = True,
+        entry_points: tuple[int, int, int, int] | None = None,
+        occupancy: Callable[[int, Dim3, Dim3, int], int] = max_active_clusters,
     ) -> None:
         try:
             import cupy
@@ -119,8 +127,10 @@ class CupyBackend:
         self.record = LaunchRecord()
         self._compiled = compiled
         self._entry_points = entry_points
+        self._occupancy = occupancy
         self._runtime: Any = None  # the compiled launchers' (pyoxide._launch._native.Runtime)
         self._multiprocessors: dict[int, int] = {}
+        self._active_clusters: dict[tuple[int, int, Dim3, Dim3, int], int] = {}
         self._identities: dict[int, tuple[str, str]] = {}
 
     # --- devices -----------------------------------------------------------------
@@ -133,6 +143,22 @@ class CupyBackend:
         if count is None:
             attrs = self._cp.cuda.Device(device).attributes
             count = self._multiprocessors[device] = int(attrs["MultiProcessorCount"])
+        return count
+
+    def active_clusters(
+        self, function: Any, device: int, cluster: Dim3, block: Dim3, shared_mem: int
+    ) -> int:
+        key = (int(function.ptr), device, cluster, block, shared_mem)
+        count = self._active_clusters.get(key)
+        if count is None:
+            cp = self._cp
+            with cp.cuda.Device(device):
+                if shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:  # as a launch opts in
+                    d = cp.cuda.driver
+                    attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                    d.funcSetAttribute(function.ptr, attr, shared_mem)
+                count = self._occupancy(int(function.ptr), cluster, block, shared_mem)
+            self._active_clusters[key] = count
         return count
 
     def device_identity(self, device: int) -> tuple[str, str]:
@@ -333,14 +359,19 @@ class CupyBackend:
             if self._runtime is None:
                 self._compiled = False  # no driver library: the general path does the job
                 return None
-        sized_by_device = plan.grid is not None and plan.grid.needs_multiprocessors
+        rule = plan.grid
+        sized_by_device = rule is not None and rule.needs_multiprocessors
         sms = self.multiprocessors(device) if sized_by_device else 0  # cached per device
+        clusters = 0  # a persistent grid of clusters: as many as run at once
+        if rule is not None and rule.kind == "persistent" and rule.cluster > 1:
+            cluster = (rule.cluster, 1, 1)
+            clusters = self.active_clusters(function, device, cluster, rule.block, plan.shared_mem)
         with self._cp.cuda.Device(device):  # it keeps the context current now: device's
             if plan.shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:  # a plain call's, opted in
                 d = self._cp.cuda.driver
                 attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
                 d.funcSetAttribute(function.ptr, attr, plan.shared_mem)
-            return _native.launcher(self._runtime, plan, function, device, sms)
+            return _native.launcher(self._runtime, plan, function, device, sms, clusters)
 
     def tensor_maps(
         self, kernel: str, device: int, stream: Any, maps: Sequence[Any]

@@ -60,12 +60,19 @@ def runtime(
 
 
 def launcher(
-    runtime: Runtime, plan: FastPlan, function: Any, device: int, multiprocessors: int
+    runtime: Runtime,
+    plan: FastPlan,
+    function: Any,
+    device: int,
+    multiprocessors: int,
+    active_clusters: int = 0,
 ) -> Launcher | None:
     """A launcher for the kernel of ``plan`` on ``device``, or None when it cannot be
-    built (no current context, a plan this build of the module does not take)."""
+    built (no current context, a plan this build of the module does not take).
+    ``active_clusters``: how many of a persistent cluster kernel's clusters run at once
+    (0: unknown, then the SM count alone sizes its grid)."""
     try:
-        return Launcher(plan, runtime, int(function.ptr), device, multiprocessors)
+        return Launcher(plan, runtime, int(function.ptr), device, multiprocessors, active_clusters)
     except (AttributeError, RuntimeError, TypeError, ValueError):
         return None
 

@@ -61,6 +61,7 @@ from . import _ffi as ffi
 
 if TYPE_CHECKING:
     from ..._manifest.reader import Manifest
+    from .. import Dim3
 
 NO_EMULATOR = (
     "this build has no emulator library, so its kernels cannot run on NumPy (host) arrays. "
@@ -141,6 +142,11 @@ class EmuBackend:
     def multiprocessors(self, device: int) -> int:
         # The emulator runs a launch's blocks on the machine's cores.
         return os.cpu_count() or 1
+
+    def active_clusters(
+        self, function: Any, device: int, cluster: Dim3, block: Dim3, shared_mem: int
+    ) -> int:
+        return 0  # no GPCs: the emulator runs any number of clusters, a core's worth at once
 
     def load_module(self, manifest: Manifest, device: int) -> EmuModule:
         if manifest.emulator is None:
