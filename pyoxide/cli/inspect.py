@@ -86,7 +86,7 @@ def inspect_command(kernel: str, path: Path | None, arch: str | None, show_ptx: 
 def _describe_tuning(spec: KernelSpec, module: Module) -> None:
     """A tuned kernel's candidates, and each tuned choice its plain calls run: where
     (GPU, architecture, bucket), what, and why (the measured times)."""
-    from .._launch.tune_space import bucket_text, is_hand_pick, key_dims
+    from .._launch.tune_space import bucket_text, candidates, family, is_hand_pick, key_dims
 
     assert spec.tune is not None
     if not is_hand_pick(spec):
@@ -95,8 +95,11 @@ def _describe_tuning(spec: KernelSpec, module: Module) -> None:
     lists = [f"{n} in {list(v)}" for n, v in spec.tune.consts]
     lists += [f"{n} in {list(v)}" for n, v in spec.tune.launch]
     lists += [f"key {', '.join(spec.tune.key)}"] if spec.tune.key else []
-    click.echo(f"  tuning:  {'; '.join(lists)} (the first const value and the #[launch] "
-               "value are the hand pick)")  # fmt: skip
+    # Consts tuned together (a tuple in #[tune]) make fewer instances than their product.
+    kernels = module.manifest.kernels
+    count = f"{len(family(kernels, spec))} instances, {len(candidates(kernels, spec))} candidates"
+    click.echo(f"  tuning:  {'; '.join(lists)}: {count} (the first const value and the "
+               "#[launch] value are the hand pick)")  # fmt: skip
     names = [d.name for d in key_dims(spec)]
     tuned = [v.choice for v in module.tuned if v.choice.kernel == spec.entry]
     if not tuned:

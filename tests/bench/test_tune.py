@@ -56,6 +56,31 @@ def test_a_tuned_kernel_is_its_hand_pick_and_its_candidates_are_instances(manife
     assert sorted(mod.which_typed.instances) == ["which_typed_f32_0", "which_typed_f64_0"]
 
 
+def test_consts_tuned_together_make_only_the_tuples_listed(manifest: Path) -> None:
+    """`(V, W) = [(0, 0), (1, 2), (1, 0)]`: three instances, not a product's four, the
+    first the hand pick, each tried with both blocks; the tuner times those six and plain
+    calls run its choice."""
+    mod = pyoxide.load(manifest, tuned=False)
+    assert mod.which_pair.name == "which_pair_0_0"
+    hand = mod.which_pair.spec
+    assert hand.tune is not None and hand.tune.consts == (("V", ("0", "1")), ("W", ("0", "2")))
+    pairs = [(0, 0), (1, 2), (1, 0)]
+    labels = [c.label for c in _tune_space.candidates(mod.manifest.kernels, hand)]
+    assert labels[0] == "which_pair_0_0 block=128"
+    assert sorted(labels) == sorted(f"which_pair_{v}_{w} block={b}" for v, w in pairs
+                                    for b in (128, 256))  # fmt: skip
+    report = tune(manifest, "which_pair", {"which_pair_1_2 block=256": 10.0}, (1000,))
+    (timed,) = report["kernels"]
+    assert len(timed["candidates"]) == 6
+    out = np.zeros(1000, np.uint32)
+    pyoxide.load(manifest).which_pair(out)
+    assert set(out.tolist()) == {12256}
+    shown = CliRunner().invoke(cli, ["inspect", "which_pair", str(manifest)]).output
+    assert "V in ['0', '1']; W in ['0', '2']; block in [128, 256]: 3 instances, 6 candidates" in (
+        shown
+    )
+
+
 def test_buckets_are_powers_of_two() -> None:
     dims = (_tune_space.KeyDim(0, 0, "n"), _tune_space.KeyDim(1, 1, "cols"))
     assert _tune_space.bucket_of(dims, [(1000,), (3, 4097)]) == (1024, 8192)
@@ -220,7 +245,7 @@ def test_inspect_shows_the_choice_and_why(manifest: Path) -> None:
     tune(manifest, "which", {"which_1 block=256": 10.0}, (1000,))
     result = CliRunner().invoke(cli, ["inspect", "which", str(manifest)])
     assert result.exit_code == 0, result.output
-    assert "V in ['0', '1']; block in [128, 256]" in result.output
+    assert "V in ['0', '1']; block in [128, 256]: 2 instances, 4 candidates" in result.output
     assert "where 512 < len(out) <= 1024: which_1 block=256" in result.output
     assert "10.00 µs against the hand pick's 100.00 µs, 0.100x" in result.output
     assert "from the pyoxide tune's cache" in result.output

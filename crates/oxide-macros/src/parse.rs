@@ -260,37 +260,62 @@ impl Parse for TensorMapsSyntax {
 }
 
 /// `#[tune(TILE = [64, 128], block = [128, 256])]`: candidate values per name (a const
-/// generic parameter of the kernel or a launch parameter).
+/// generic parameter of the kernel or a launch parameter), or per tuple of const generic
+/// names (`(BN, SPLIT) = [(256, 1), (128, 3)]`: only the combinations listed).
 pub struct TuneSyntax {
     pub entries: Vec<TuneEntry>,
     pub span: Span,
 }
 
 pub struct TuneEntry {
-    pub name: Ident,
-    /// The values as written: integer literals, possibly negated.
+    /// The name, or the names of a tuple (`grouped`).
+    pub names: Vec<Ident>,
+    pub grouped: bool,
+    /// The values as written: integer literals, possibly negated (tuples of them for a
+    /// group).
     pub values: Vec<syn::Expr>,
     pub span: Span,
+}
+
+impl TuneEntry {
+    /// The first name (the only one of an entry that is not grouped).
+    pub fn name(&self) -> &Ident {
+        &self.names[0]
+    }
 }
 
 impl Parse for TuneSyntax {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let usage = "expected #[tune(NAME = [value, ...], ...)], e.g. \
                      #[tune(TILE = [64, 128], block = [128, 256])]: a const generic \
-                     parameter or a launch parameter, and its candidate values (and \
-                     optionally key = [param, ...], scalar parameters that bucket calls)";
+                     parameter or a launch parameter, and its candidate values, or a tuple \
+                     of const generic parameters and the tuples of values to try together, \
+                     e.g. (BN, SPLIT) = [(256, 1), (128, 3)] (and optionally key = [param, \
+                     ...], scalar parameters that bucket calls)";
         let span = input.span();
         let mut entries = Vec::new();
         while !input.is_empty() {
-            let name: Ident = input.call(Ident::parse_any).or_usage(usage)?;
+            let (names, grouped, first) = if input.peek(syn::token::Paren) {
+                let inner;
+                let paren = syn::parenthesized!(inner in input);
+                let names = inner
+                    .parse_terminated(Ident::parse_any, Token![,])
+                    .or_usage(usage)?;
+                (names.into_iter().collect(), true, paren.span.join())
+            } else {
+                let name: Ident = input.call(Ident::parse_any).or_usage(usage)?;
+                let first = name.span();
+                (vec![name], false, first)
+            };
+            if names.is_empty() {
+                return Err(syn::Error::new(first, usage));
+            }
             input.parse::<Token![=]>().or_usage(usage)?;
             let list: syn::ExprArray = input.parse().or_usage(usage)?;
-            let span = name
-                .span()
-                .join(list.bracket_token.span.join())
-                .unwrap_or(name.span());
+            let span = first.join(list.bracket_token.span.join()).unwrap_or(first);
             entries.push(TuneEntry {
-                name,
+                names,
+                grouped,
                 values: list.elems.into_iter().collect(),
                 span,
             });

@@ -211,7 +211,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         )
     });
     let instances = match &tune {
-        Some(plan) if !plan.consts.is_empty() => {
+        Some(plan) if !plan.groups.is_empty() => {
             tune::tuned_instances(&name, sig, &generics, plan, instances, &params, &mut errors)
         }
         _ if host_instanced && instances.is_empty() => {

@@ -1,6 +1,7 @@
-//! `#[tune(NAME = [v, ...], ...)]`: its rules, and the instances a tuned kernel has (one
-//! per combination of its tuned const values, times the instances `#[kernel(...)]` lists
-//! for its other generic parameters).
+//! `#[tune(NAME = [v, ...], (A, B) = [(a, b), ...], ...)]`: its rules, and the instances a
+//! tuned kernel has (one per combination of its tuned const values: the product of its
+//! lists, a tuple of names contributing only the tuples it lists; times the instances
+//! `#[kernel(...)]` lists for its other generic parameters).
 
 use oxide_abi::ScalarType;
 use oxide_abi::descriptor::{LaunchBounds, MAX_BLOCKS_PER_SM, least_blocks_per_sm};
@@ -10,13 +11,21 @@ use syn::ext::IdentExt;
 use syn::{GenericArgument, Ident};
 
 use super::{Elem, Errors, Instance, InstanceArg, Launch, Param, PerThread, Seen, compact};
-use crate::parse::{InstanceSyntax, TuneSyntax};
+use crate::parse::{InstanceSyntax, TuneEntry, TuneSyntax};
 
-/// A checked `#[tune]`: the tuned const generics (index among the kernel's type and const
-/// parameters, and each candidate as written) and the descriptor's record.
+/// A checked `#[tune]`: its groups of tuned const generics (each one list: a name's
+/// values, or a tuple of names and the tuples of values listed for them) and the
+/// descriptor's record.
 pub struct TunePlan {
-    pub consts: Vec<(usize, Vec<(syn::Expr, String)>)>,
+    pub groups: Vec<TuneGroup>,
     pub descriptor: Tune,
+}
+
+/// Const generics tuned together: their indices among the kernel's type and const
+/// parameters, and each candidate (a value for each, as written).
+pub struct TuneGroup {
+    pub params: Vec<usize>,
+    pub candidates: Vec<Vec<(syn::Expr, String)>>,
 }
 
 pub(super) fn check_tune(
@@ -38,14 +47,21 @@ pub(super) fn check_tune(
         return None;
     }
     let mut seen = Seen::default();
-    let mut consts = Vec::new();
+    let mut groups: Vec<TuneGroup> = Vec::new();
     let mut descriptor = Tune::default();
     let mut count: u64 = 1;
     for entry in t.entries {
-        let name = entry.name.to_string();
+        if entry.grouped {
+            if let Some(group) = check_group(entry, generics, &mut seen, errors) {
+                count = count.saturating_mul(group.candidates.len() as u64);
+                groups.push(group);
+            }
+            continue;
+        }
+        let name = entry.name().to_string();
         if !seen.first(
             &name,
-            entry.name.span(),
+            entry.name().span(),
             "is tuned twice; keep one list",
             errors,
         ) {
@@ -60,53 +76,23 @@ pub(super) fn check_tune(
             continue;
         }
         count = count.saturating_mul(entry.values.len() as u64);
-        if let Some(i) = generics.iter().position(|(g, _)| **g == entry.name) {
-            if !generics[i].1 {
-                errors.push(
-                    entry.name.span(),
-                    format!(
-                        "`{name}` is a type parameter: #[tune] takes const generic parameters \
-                         (`const {name}: usize`) and launch parameters; list types in \
-                         #[kernel(...)]"
-                    ),
-                );
-                continue;
-            }
+        let ident = entry.name().clone();
+        if let Some(i) = const_generic(&ident, generics, errors) {
             let values = const_values(&name, entry.values, errors);
-            descriptor.consts.push(TuneConst {
-                param: name,
-                values: values.iter().map(|(_, text)| text.clone()).collect(),
+            groups.push(TuneGroup {
+                params: vec![i],
+                candidates: values.into_iter().map(|v| vec![v]).collect(),
             });
-            consts.push((i, values));
+        } else if generics.iter().any(|(g, _)| **g == ident) {
+            // a type parameter: const_generic said so
         } else if let Some(tunable) = TUNABLE_LAUNCH.iter().find(|l| l.name == name) {
-            let values = launch_values(&entry.name, entry.values, tunable, launch, bounds, errors);
+            let values = launch_values(&ident, entry.values, tunable, launch, bounds, errors);
             descriptor.launch.push(TuneLaunch {
                 param: name,
                 values,
             });
         } else {
-            let consts: Vec<String> = generics
-                .iter()
-                .filter(|(_, is_const)| *is_const)
-                .map(|(g, _)| format!("`{g}`"))
-                .collect();
-            let launch: Vec<String> = TUNABLE_LAUNCH
-                .iter()
-                .map(|l| format!("`{}`", l.name))
-                .collect();
-            errors.push(
-                entry.name.span(),
-                format!(
-                    "`{name}` is neither a const generic parameter of this kernel ({}) nor a \
-                     launch parameter ({})",
-                    if consts.is_empty() {
-                        "it has none".to_string()
-                    } else {
-                        consts.join(", ")
-                    },
-                    launch.join(", ")
-                ),
-            );
+            not_tunable(&ident, generics, true, errors);
         }
     }
     if count > u64::from(MAX_TUNE_CANDIDATES) {
@@ -119,15 +105,152 @@ pub(super) fn check_tune(
         );
     }
     // Declaration order, so that entry names follow the generic parameters.
-    consts.sort_by_key(|(i, _)| *i);
-    let order: Vec<String> = consts
+    groups.sort_by_key(|g| g.params.iter().min().copied());
+    let mut tuned: Vec<(usize, TuneConst)> = Vec::new();
+    for group in &groups {
+        for (k, &i) in group.params.iter().enumerate() {
+            let mut values: Vec<String> = Vec::new();
+            for candidate in &group.candidates {
+                if !values.contains(&candidate[k].1) {
+                    values.push(candidate[k].1.clone());
+                }
+            }
+            let param = generics[i].0.to_string();
+            tuned.push((i, TuneConst { param, values }));
+        }
+    }
+    tuned.sort_by_key(|(i, _)| *i);
+    descriptor.consts = tuned.into_iter().map(|(_, c)| c).collect();
+    (!failed(errors)).then_some(TunePlan { groups, descriptor })
+}
+
+/// The index of `ident` among the kernel's generic parameters where it is a const one;
+/// an error where it is a type parameter; None (no error) where it is neither.
+fn const_generic(ident: &Ident, generics: &[(&Ident, bool)], errors: &mut Errors) -> Option<usize> {
+    let i = generics.iter().position(|(g, _)| *g == ident)?;
+    if generics[i].1 {
+        return Some(i);
+    }
+    errors.push(
+        ident.span(),
+        format!(
+            "`{ident}` is a type parameter: #[tune] takes const generic parameters \
+             (`const {ident}: usize`) and launch parameters; list types in #[kernel(...)]"
+        ),
+    );
+    None
+}
+
+/// The error for a name #[tune] cannot take: neither a const generic parameter nor
+/// (where `launch_ok`: outside a tuple) a launch parameter.
+fn not_tunable(ident: &Ident, generics: &[(&Ident, bool)], launch_ok: bool, errors: &mut Errors) {
+    let consts: Vec<String> = generics
         .iter()
-        .map(|(i, _)| generics[*i].0.to_string())
+        .filter(|(_, is_const)| *is_const)
+        .map(|(g, _)| format!("`{g}`"))
         .collect();
-    descriptor
-        .consts
-        .sort_by_key(|c| order.iter().position(|o| *o == c.param));
-    (!failed(errors)).then_some(TunePlan { consts, descriptor })
+    let consts = if consts.is_empty() {
+        "it has none".to_string()
+    } else {
+        consts.join(", ")
+    };
+    let message = if launch_ok {
+        let launch: Vec<String> = TUNABLE_LAUNCH
+            .iter()
+            .map(|l| format!("`{}`", l.name))
+            .collect();
+        format!(
+            "`{ident}` is neither a const generic parameter of this kernel ({consts}) nor a \
+             launch parameter ({})",
+            launch.join(", ")
+        )
+    } else if TUNABLE_LAUNCH.iter().any(|l| ident == l.name) {
+        format!(
+            "`{ident}` is a launch parameter: a tuple in #[tune] binds const generic \
+             parameters ({consts}); list `{ident} = [...]` on its own, and every \
+             combination is tried with each of its values"
+        )
+    } else {
+        format!("`{ident}` is not a const generic parameter of this kernel ({consts})")
+    };
+    errors.push(ident.span(), message);
+}
+
+/// `(A, B) = [(a, b), ...]`: const generic names, each once, and tuples of as many
+/// literals, each tuple once.
+fn check_group(
+    entry: TuneEntry,
+    generics: &[(&Ident, bool)],
+    seen: &mut Seen,
+    errors: &mut Errors,
+) -> Option<TuneGroup> {
+    let before = errors.0.is_some();
+    let names: Vec<String> = entry.names.iter().map(|n| n.to_string()).collect();
+    let shown = format!("({})", names.join(", "));
+    if names.len() < 2 {
+        errors.push(
+            entry.span,
+            format!(
+                "a tuple of one name tunes it alone: write `{} = [...]`",
+                names[0]
+            ),
+        );
+        return None;
+    }
+    let mut params = Vec::new();
+    for ident in &entry.names {
+        let name = ident.to_string();
+        if !seen.first(&name, ident.span(), "is tuned twice; keep one list", errors) {
+            continue;
+        }
+        match const_generic(ident, generics, errors) {
+            Some(i) => params.push(i),
+            None if generics.iter().any(|(g, _)| *g == ident) => {}
+            None => not_tunable(ident, generics, false, errors),
+        }
+    }
+    if entry.values.is_empty() {
+        errors.push(entry.span, format!("`{shown}` lists no candidates"));
+    }
+    let mut candidates: Vec<Vec<(syn::Expr, String)>> = Vec::new();
+    for v in entry.values {
+        let elems: Vec<syn::Expr> = match &v {
+            syn::Expr::Tuple(t) if t.elems.len() == names.len() => {
+                t.elems.iter().cloned().collect()
+            }
+            _ => {
+                errors.push_spanned(
+                    &v,
+                    format!(
+                        "each candidate of `{shown}` is a tuple of {} values, one for each \
+                         name in order, e.g. ({}); got `{}`",
+                        names.len(),
+                        vec!["1"; names.len()].join(", "),
+                        compact(&v)
+                    ),
+                );
+                continue;
+            }
+        };
+        let values: Vec<_> = names
+            .iter()
+            .zip(elems)
+            .filter_map(|(name, e)| const_literal(name, e, errors))
+            .collect();
+        if values.len() != names.len() {
+            continue;
+        }
+        let texts: Vec<&str> = values.iter().map(|(_, t)| t.as_str()).collect();
+        if candidates
+            .iter()
+            .any(|c| c.iter().map(|(_, t)| t.as_str()).eq(texts.iter().copied()))
+        {
+            errors.push_spanned(&v, format!("`{shown}` lists ({}) twice", texts.join(", ")));
+            continue;
+        }
+        candidates.push(values);
+    }
+    (errors.0.is_some() == before).then_some(TuneGroup { params, candidates })
 }
 
 /// `key = [a, b]`: the scalar parameters whose values place a call in a bucket (integers
@@ -211,22 +334,9 @@ fn const_values(
 ) -> Vec<(syn::Expr, String)> {
     let mut out: Vec<(syn::Expr, String)> = Vec::new();
     for v in values {
-        let literal = match &v {
-            syn::Expr::Lit(l) => matches!(l.lit, syn::Lit::Int(_) | syn::Lit::Bool(_)),
-            syn::Expr::Unary(u) => {
-                matches!(u.op, syn::UnOp::Neg(_))
-                    && matches!(&*u.expr, syn::Expr::Lit(l) if matches!(l.lit, syn::Lit::Int(_)))
-            }
-            _ => false,
-        };
-        if !literal {
-            errors.push_spanned(
-                &v,
-                format!("the candidates of `{name}` are integer (or bool) literals"),
-            );
+        let Some((v, text)) = const_literal(name, v, errors) else {
             continue;
-        }
-        let text = compact(&v);
+        };
         if out.iter().any(|(_, t)| *t == text) {
             errors.push_spanned(&v, format!("`{name}` lists {text} twice"));
             continue;
@@ -234,6 +344,28 @@ fn const_values(
         out.push((v, text));
     }
     out
+}
+
+/// A candidate of the const `name`, with its text: an integer literal, possibly
+/// negated, or a bool.
+fn const_literal(name: &str, v: syn::Expr, errors: &mut Errors) -> Option<(syn::Expr, String)> {
+    let literal = match &v {
+        syn::Expr::Lit(l) => matches!(l.lit, syn::Lit::Int(_) | syn::Lit::Bool(_)),
+        syn::Expr::Unary(u) => {
+            matches!(u.op, syn::UnOp::Neg(_))
+                && matches!(&*u.expr, syn::Expr::Lit(l) if matches!(l.lit, syn::Lit::Int(_)))
+        }
+        _ => false,
+    };
+    if !literal {
+        errors.push_spanned(
+            &v,
+            format!("the candidates of `{name}` are integer (or bool) literals"),
+        );
+        return None;
+    }
+    let text = compact(&v);
+    Some((v, text))
 }
 
 /// A launch parameter's candidates: integers the policy takes, with its own value among
@@ -350,7 +482,7 @@ pub(super) fn tuned_instances(
     params: &[Param],
     errors: &mut Errors,
 ) -> Vec<Instance> {
-    let tuned: Vec<usize> = plan.consts.iter().map(|(i, _)| *i).collect();
+    let tuned: Vec<usize> = plan.groups.iter().flat_map(|g| g.params.clone()).collect();
     let free: Vec<(usize, (&Ident, bool))> = generics
         .iter()
         .enumerate()
@@ -448,17 +580,17 @@ fn clone_arg(a: &InstanceArg) -> InstanceArg {
     }
 }
 
-/// Every combination of the tuned values, the first value of each first (the hand pick),
-/// the last parameter's values varying fastest.
+/// Every combination of the tuned values: one candidate of each group, the first of
+/// each first (the hand pick), the last group's varying fastest.
 fn combinations(plan: &TunePlan) -> Vec<Vec<(usize, &(syn::Expr, String))>> {
     let mut out: Vec<Vec<(usize, &(syn::Expr, String))>> = vec![Vec::new()];
-    for (i, values) in &plan.consts {
+    for group in &plan.groups {
         out = out
             .into_iter()
             .flat_map(|combo| {
-                values.iter().map(move |v| {
+                group.candidates.iter().map(move |candidate| {
                     let mut c = combo.clone();
-                    c.push((*i, v));
+                    c.extend(group.params.iter().copied().zip(candidate));
                     c
                 })
             })

@@ -50,6 +50,17 @@ pub fn keyed<const V: u32>(n: u32, scale: f32, flag: bool, mut out: DisjointSlic
     }
 }
 
+// Tuples of const generics tuned together: only the combinations listed, crossed with
+// the other lists (here 3 × 2 instances, not 2 × 3 × 2), the first tuple the hand pick.
+#[kernel]
+#[tune(STAGES = [4, 2], (BN, SPLIT) = [(256, 1), (128, 3), (128, 1)])]
+pub fn grouped<const BN: usize, const SPLIT: usize, const STAGES: usize>(mut out: DisjointSlice<u32>) {
+    let idx = thread::index_1d();
+    if let Some(o) = out.get_mut(idx) {
+        *o = (BN * SPLIT * STAGES) as u32;
+    }
+}
+
 fn d_keyed() -> std::vec::Vec<std::string::String> {
     KernelDescriptor::decode(&__oxide_descriptor_keyed_0).unwrap().tune.unwrap().key
 }
@@ -78,6 +89,28 @@ fn main() {
     assert_eq!(hand.tune.as_ref(), Some(&tune));
     assert_eq!(other.tune.as_ref(), Some(&tune));
     assert_eq!(other.instance[0].value, "2");
+    let grouped = [
+        (&__oxide_descriptor_grouped_256_1_4[..], ["256", "1", "4"]),
+        (&__oxide_descriptor_grouped_256_1_2[..], ["256", "1", "2"]),
+        (&__oxide_descriptor_grouped_128_3_4[..], ["128", "3", "4"]),
+        (&__oxide_descriptor_grouped_128_3_2[..], ["128", "3", "2"]),
+        (&__oxide_descriptor_grouped_128_1_4[..], ["128", "1", "4"]),
+        (&__oxide_descriptor_grouped_128_1_2[..], ["128", "1", "2"]),
+    ];
+    assert_eq!(d(grouped[0].0).name, "grouped"); // the hand pick: plain calls name it
+    for (bytes, values) in grouped {
+        let k = d(bytes);
+        let args: std::vec::Vec<_> = k.instance.iter().map(|a| (a.param.as_str(), a.value.as_str())).collect();
+        assert_eq!(args, [("BN", values[0]), ("SPLIT", values[1]), ("STAGES", values[2])]);
+        // each tuned const's values in the order they first appear: the hand pick's first
+        let consts = k.tune.unwrap().consts;
+        let lists: std::vec::Vec<_> = consts.iter().map(|c| (c.param.as_str(), c.values.clone())).collect();
+        assert_eq!(lists, [
+            ("BN", std::vec!["256".into(), "128".into()]),
+            ("SPLIT", std::vec!["1".into(), "3".into()]),
+            ("STAGES", std::vec!["4".into(), "2".into()]),
+        ]);
+    }
     for (bytes, tile) in [(&__oxide_descriptor_tiled_64[..], 64), (&__oxide_descriptor_tiled_32[..], 32)] {
         let launch = LaunchPolicy::Tiles { over: "x".into(), block: [32, 8, 1], tile: [tile, 16, 1] };
         assert_eq!(d(bytes).launch, Some(launch));
