@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from .._launch.arrays import GPU, HOST
+from .._launch.clusters import Dim3
 from .._manifest import knobs as _knobs
 from ..errors import ArgumentTypeError, BackendUnavailableError
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from .cupy import CupyBackend
 
 __all__ = ["Backend", "TensorMapRequest", "get", "gpu", "override", "select"]
-
-Dim3 = tuple[int, int, int]
 
 
 class TensorMapRequest(NamedTuple):

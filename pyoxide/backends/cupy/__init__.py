@@ -27,10 +27,10 @@ from ._occupancy import max_active_clusters
 from ._tensormap import encode_2d, encode_tiled
 
 if TYPE_CHECKING:
+    from ..._launch.clusters import Dim3
     from ..._launch.fastplan import FastPlan
     from ..._manifest.artifacts import PtxArtifact
     from ..._manifest.reader import Manifest
-    from .. import Dim3
 
 # Driver errors that mean a kernel died (they are sticky: the context is lost).
 _TRAP_MARKERS = (

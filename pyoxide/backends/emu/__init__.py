@@ -60,8 +60,8 @@ from . import _elf
 from . import _ffi as ffi
 
 if TYPE_CHECKING:
+    from ..._launch.clusters import Dim3
     from ..._manifest.reader import Manifest
-    from .. import Dim3
 
 NO_EMULATOR = (
     "this build has no emulator library, so its kernels cannot run on NumPy (host) arrays. "
