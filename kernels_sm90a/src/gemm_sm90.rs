@@ -14,11 +14,14 @@
 //! four stages ([`stages`]). Warpgroups 1
 //! and 2 are consumers: each multiplies its 64 rows of the block's 128×256 tile of
 //! `c` with `wgmma m64n256k16` (four per stage), accumulating 128 f32 a thread, and
-//! hands the stage back. The tile's width `BN` is tuned (`#[tune(BN = [256, 128])]`):
-//! 128-wide tiles (`wgmma m64n128k16`, 64 accumulators, two B boxes a stage: 32 KiB, so
-//! the same ring holds six stages and more loads are in flight) make twice the tiles,
-//! for shapes with too few to fill the SMs (m = 128 against a 4096-column weight is 16
-//! tiles of 256 columns for 132 SMs). Blocks are persistent: each
+//! hands the stage back. The tile's width `BN` is tuned: 128-wide tiles (`wgmma
+//! m64n128k16`, 64 accumulators, two B boxes a stage: 32 KiB, so the same ring holds six
+//! stages and more loads are in flight) make twice the tiles, for shapes with too few to
+//! fill the SMs (m = 128 against a 4096-column weight is 16 tiles of 256 columns for 132
+//! SMs), and 64-wide ones (`m64n64k16`, 32 accumulators, one B box: eight stages of 24
+//! KiB) four times, 128 blocks with a split of 2, as cuBLAS tiles that shape (64×64
+//! tiles, 128 blocks). The tuned tiles are the `(BN, BM)` pairs of the `#[tune]`: 256 and
+//! 128 at every `BM`, 64 at 128 rows only (`BM` below). Blocks are persistent: each
 //! walks tiles `blockIdx.x`, `+ gridDim.x`, … in a grouped order (eight tile-rows at a
 //! time share B's columns in L2), so the producer fills the next tile's stages while the
 //! consumers store the last one's results. The producer gives up registers
@@ -29,8 +32,8 @@
 //!
 //! A decode or prefill GEMM (m = 16 or 128 rows against a 4096×4096 or 4096×14336
 //! weight) has 16 to 32 tiles for 132 SMs, and each tile walked all of k alone: 0.24 to
-//! 0.33× cuBLAS on an H200. The tuned `SPLIT` (`#[tune(BN = [256, 128], SPLIT = [1, 2,
-//! 3, 4], BM = ...)]`, `#[cluster_launch(SPLIT)]`) gives each tile a thread-block cluster
+//! 0.33× cuBLAS on an H200. The tuned `SPLIT` (`#[tune(..., SPLIT = [1, 2, 3, 4])]`,
+//! `#[cluster_launch(SPLIT)]`) gives each tile a thread-block cluster
 //! of `SPLIT` blocks instead: the block of rank r walks the tile's k-slabs r, r + SPLIT,
 //! r + 2·SPLIT, … (interleaved, so the ranks' counts differ by one at most; a rank past
 //! the last slab has none and contributes zeros), accumulating its partial tile in
@@ -137,7 +140,8 @@ use oxide_device::tma::{
 };
 use oxide_device::wgmma::{
     Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
-    wgmma_m64n128k16_f32_bf16, wgmma_m64n256k16_f32_bf16, wgmma_wait_group, wgmma_wait_group_acc,
+    wgmma_m64n64k16_f32_bf16, wgmma_m64n128k16_f32_bf16, wgmma_m64n256k16_f32_bf16,
+    wgmma_wait_group, wgmma_wait_group_acc,
 };
 
 /// The accumulators a 128-wide tile uses: the first 64 of the 128 a thread holds for the
@@ -145,6 +149,12 @@ use oxide_device::wgmma::{
 #[inline(always)]
 fn live(acc: &mut [f32; 128]) -> &mut [f32; 64] {
     acc.first_chunk_mut::<64>().expect("128 >= 64")
+}
+
+/// The accumulators a 64-wide tile uses: the first 32, as [`live`].
+#[inline(always)]
+fn live32(acc: &mut [f32; 128]) -> &mut [f32; 32] {
+    acc.first_chunk_mut::<32>().expect("128 >= 32")
 }
 
 /// Rows of `c` per tile (two consumer warpgroups of 64).
@@ -251,7 +261,10 @@ impl RingAt {
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]
+#[tune(
+    (BN, BM) = [(256, 128), (256, 64), (256, 16), (128, 128), (128, 64), (128, 16), (64, 128)],
+    SPLIT = [1, 2, 3, 4]
+)]
 #[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
@@ -273,7 +286,10 @@ pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16_bf16)]
-#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]
+#[tune(
+    (BN, BM) = [(256, 128), (256, 64), (256, 16), (128, 128), (128, 64), (128, 16), (64, 128)],
+    SPLIT = [1, 2, 3, 4]
+)]
 #[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
@@ -298,7 +314,13 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
 ) {
     // `pair` packs two neighbours of c into one aligned shared-memory store.
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
-    const { assert!(BN == 256 || BN == 128, "BN: 256 or 128") };
+    const {
+        assert!(
+            BN == 256 || BN == 128 || (BN == 64 && BM == SM90_BM as usize),
+            "BN: 256 or 128, or 64 with 128 rows (a swapped tile's warpgroups take BN / 2 \
+             columns as wgmma's 64 rows)"
+        )
+    };
     const { assert!(SPLIT >= 1 && SPLIT <= 4, "SPLIT: 1 to 4") };
     const {
         assert!(
@@ -505,9 +527,11 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                             (da + ((kk * 32) >> 4) as u64, db + ((kk * 2048) >> 4) as u64);
                         if BN == 256 {
                             wgmma_m64n256k16_f32_bf16::<0, 1>(&mut acc, da, db, true);
-                        } else {
+                        } else if BN == 128 {
                             // A 128-wide tile: the first 64 accumulators, in the same pattern.
                             wgmma_m64n128k16_f32_bf16::<0, 1>(live(&mut acc), da, db, true);
+                        } else {
+                            wgmma_m64n64k16_f32_bf16::<0, 1>(live32(&mut acc), da, db, true);
                         }
                     });
                     wgmma_commit_group();
@@ -530,8 +554,10 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 // scheduled above it (which makes ptxas serialise every wgmma: C7514).
                 if BN == 256 {
                     wgmma_wait_group_acc::<0>(&mut acc);
-                } else {
+                } else if BN == 128 {
                     wgmma_wait_group_acc::<0>(live(&mut acc));
+                } else {
+                    wgmma_wait_group_acc::<0>(live32(&mut acc));
                 }
                 if let (Some(p), 0) = (held, lane) {
                     let _ = mbarrier_arrive(ring.empty(p));
@@ -560,7 +586,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                     22, 23, 24, 25, 26, 27, 28, 29, 30, 31
                 ] {
-                    // (8 columns of the tile per j: a 128-wide tile ends at j = 15.)
+                    // (8 columns of the tile per j: a 128-wide tile ends at j = 15, a
+                    // 64-wide one at 7, inside a bf16 round of 128 columns: its last round
+                    // is the tile's last j, and stores only the tile's boxes.)
                     if j < BN / 8 {
                         if j.is_multiple_of(round_j) {
                             // The last round's copy has read the buffer (this or the
@@ -581,12 +609,12 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                             let v = pair(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
                             (epi.add(at) as *mut W).write(v);
                         });
-                        if j % round_j == round_j - 1 {
+                        if j % round_j == round_j - 1 || j == BN / 8 - 1 {
                             fence_proxy_async_shared_cta();
                             named_barrier_sync(1 + half as u32, 128);
                             if wg_tid == 0 {
                                 let x0 = tn * BN + (j / round_j) * round_cols;
-                                for b in 0..round_cols / box_cols {
+                                for b in 0..round_cols.min(BN) / box_cols {
                                     let x = x0 + b * box_cols;
                                     // Boxes wholly outside c are not stored; TMA clips
                                     // the rest to m × n.

@@ -18,7 +18,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from helpers import fake_cupy
-from helpers.bundled import REPO, TUNED_KERNELS, sm90a_kernels_manifest, tuned_kernels_manifest
+from helpers.bundled import (
+    REPO,
+    TUNED_KERNELS,
+    sm90_gemm_instances,
+    sm90a_kernels_manifest,
+    tuned_kernels_manifest,
+)
 from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.probes import requires_gpu, requires_sm90
 from helpers.tuning import plant_choices, planted, tune
@@ -357,13 +363,7 @@ def test_every_instance_of_a_gemm_variant_passes_the_tuners_verification(name: s
     entry, _, _ = _tune.tune_shape(module, bundled_spec(name), hand, "bf16", (200, 1024, 512),
                                    backend="cupy", timing=planted({}))  # fmt: skip
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
-    instances = [
-        f"{name}_sm90_{bn}_{split}_{bm}"
-        for bn in (256, 128)
-        for split in (1, 2, 4)
-        for bm in (128, 64, 16)
-    ]
-    assert verdicts == dict.fromkeys(instances, ("passed", None))
+    assert verdicts == dict.fromkeys(sm90_gemm_instances(name), ("passed", None))
 
 
 def test_each_spec_is_tuned_in_the_first_crate_with_a_tune_kernel_for_it() -> None:

@@ -1,5 +1,5 @@
 """kernels_sm90a's GEMM instances as ptxas takes them, without a GPU: every tuned
-instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]`) keeps its
+instance (the tiles and splits its `#[tune]` lists: helpers/bundled.py) keeps its
 accumulators in registers (no stack, no spill), and the split ones
 (`#[cluster_launch(SPLIT)]`) carry their cluster shape and the distributed-shared-memory
 reduction of kernels_sm90a/src/gemm_sm90_split.rs: `mapa` + `ld.shared::cluster.v4.f32`
@@ -15,15 +15,9 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.bundled import sm90a_kernels_manifest
+from helpers.bundled import sm90_gemm_instances, sm90a_kernels_manifest
 
-ENTRIES = [
-    f"{name}_sm90_{bn}_{split}_{bm}"
-    for name in ("gemm_bf16", "gemm_bf16_bf16")
-    for bn in (256, 128)
-    for split in (1, 2, 3, 4)
-    for bm in (128, 64, 16)
-]
+ENTRIES = [*sm90_gemm_instances("gemm_bf16"), *sm90_gemm_instances("gemm_bf16_bf16")]
 #: Chunks each consumer thread sums at once (gemm_sm90_split.rs's UNROLL).
 UNROLL = 4
 

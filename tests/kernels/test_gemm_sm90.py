@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err, skip_on_emu
-from helpers.bundled import sm90a_kernels_manifest
+from helpers.bundled import sm90_gemm_instances, sm90a_kernels_manifest
 from helpers.probes import requires_sm90, sm90_device_present
 from test_gemm import BF16, bf16_normal, product
 
@@ -97,11 +97,8 @@ def test_repeated_calls_reuse_the_checked_route(
         assert variant.launchers, "no compiled launcher for the variant"
 
 
-#: Every tuned instance (`#[tune(BN = [256, 128], SPLIT = [1, 2, 3, 4], BM = [128, 64, 16])]`),
-#: by its entry's tail.
-INSTANCES = [
-    f"{bn}_{split}_{bm}" for bn in (256, 128) for split in (1, 2, 3, 4) for bm in (128, 64, 16)
-]
+#: Every tuned instance (the tiles and splits its `#[tune]` lists), by its entry's tail.
+INSTANCES = [entry.removeprefix("gemm_bf16_sm90_") for entry in sm90_gemm_instances("gemm_bf16")]
 #: LLM decode and prefill rows (16, 128) and a tail row tile (200); n a whole number of
 #: tiles (4096) or 8 columns into the next (4104); k a whole number of 64-wide slabs, a
 #: partial last slab (4160 = 65 slabs), three slabs (136: with SPLIT = 4 the last rank gets
@@ -130,7 +127,7 @@ def _operands(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def test_every_tuned_instance_computes_the_same_product(
     lib: ArrayLib, name: str, shape: tuple[int, int, int]
 ) -> None:
-    """Each instance of the variant called itself: 128- and 256-wide tiles, the k range
+    """Each instance of the variant called itself: 64-, 128- and 256-wide tiles, the k range
     whole or split across a cluster of 2, 3 or 4 blocks (summed through distributed shared
     memory), on LLM shapes with tails in m, n and k, through the general launch path and
     the compiled one: every element written, the float64 product of the inputs within f32

@@ -268,7 +268,7 @@ def test_the_bundled_twins_declare_their_launch() -> None:
     """kernels_sm90a's GEMMs state their launch in attributes (literals): they must agree
     with the constants the kernel body computes with (it traps on too little shared
     memory, and leaves tiles of c unwritten on a wrong tile)."""
-    from helpers.bundled import sm90a_kernels_manifest
+    from helpers.bundled import sm90_gemm_instances, sm90a_kernels_manifest
 
     rust = rust_consts(REPO_DIR / "kernels_sm90a" / "src" / "gemm_sm90.rs")
     sm90 = pyoxide.read_manifest(sm90a_kernels_manifest())
@@ -276,7 +276,9 @@ def test_the_bundled_twins_declare_their_launch() -> None:
     # tests/bundled/test_attention_call.py)
     specs = {k.entry: k for k in sm90.kernels if k.name.startswith("gemm")}
     assert {s.variant_of for s in specs.values()} == {"gemm_bf16", "gemm_bf16_bf16"}
-    assert len(specs) == 2 * 2 * 4 * 3  # two kernels, BN × SPLIT × BM
+    # two kernels, each tile (BN, BM) with each split
+    assert sorted(specs) == sorted([*sm90_gemm_instances("gemm_bf16"),
+                                    *sm90_gemm_instances("gemm_bf16_bf16")])  # fmt: skip
     for spec in specs.values():
         assert spec.shared_bytes == rust["SM90_SHARED_BYTES"]
         assert spec.launch is not None and spec.launch.kind == "persistent_tiles"
@@ -289,7 +291,7 @@ def test_the_bundled_twins_declare_their_launch() -> None:
         assert spec.cluster == (None if split == 1 else (split, 1, 1))
         assert [m.box_rows for m in spec.tensor_maps] == [rows, 64, 64]  # (a, b, c)
         assert spec.tune is not None and spec.tune.consts == (
-            ("BN", (str(rust["SM90_BN"]), "128")), ("SPLIT", ("1", "2", "3", "4")),
+            ("BN", (str(rust["SM90_BN"]), "128", "64")), ("SPLIT", ("1", "2", "3", "4")),
             ("BM", (str(rust["SM90_BM"]), "64", "16")),
         )  # fmt: skip
         assert spec.launch.block3 == (rust["SM90_THREADS"], 1, 1)
