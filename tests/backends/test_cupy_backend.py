@@ -4,6 +4,7 @@ test_gpu_launch.py on a machine with a GPU."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -264,3 +265,21 @@ def test_constants_are_written_where_the_module_loads(fake: fake_cupy.FakeCuda) 
     assert fake.global_writes == [("SCALE", np.float32(2.0).tobytes())]
     ports.set_coeffs([1.0, 2.0, 3.0, 4.0])
     assert fake.global_writes[1] == ("COEFFS", np.arange(1, 5, dtype=np.float32).tobytes())
+
+
+def test_the_occupancy_query_passes_cuda_h_launch_config() -> None:
+    """``cuOccupancyMaxActiveClusters`` reads a ``CUlaunchConfig`` (cuda.h): seven
+    unsigned ints (grid, block, shared memory), the stream, the attributes' pointer and
+    their count, at C's offsets on a 64-bit host; the query leaves the attributes out, so
+    the kernel's compiled cluster size is the one counted."""
+    from pyoxide.backends.cupy._occupancy import _LaunchConfig
+
+    config = _LaunchConfig(4, 1, 1, 384, 1, 1, 230_560, None, None, 0)
+    offsets = {name: getattr(_LaunchConfig, name).offset for name, _ in _LaunchConfig._fields_}
+    assert offsets == {
+        "grid_x": 0, "grid_y": 4, "grid_z": 8, "block_x": 12, "block_y": 16, "block_z": 20,
+        "shared_mem_bytes": 24, "stream": 32, "attrs": 40, "num_attrs": 48,
+    }  # fmt: skip
+    assert ctypes.sizeof(config) == 56
+    assert (config.grid_x, config.block_x, config.shared_mem_bytes) == (4, 384, 230_560)
+    assert (config.attrs, config.num_attrs) == (None, 0)
