@@ -153,13 +153,18 @@ class CupyBackend:
         if count is None:
             cp = self._cp
             with cp.cuda.Device(device):
-                if shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:  # as a launch opts in
-                    d = cp.cuda.driver
-                    attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-                    d.funcSetAttribute(function.ptr, attr, shared_mem)
+                self._opt_in_shared(function, shared_mem)  # as the launch will
                 count = self._occupancy(int(function.ptr), cluster, block, shared_mem)
             self._active_clusters[key] = count
         return count
+
+    def _opt_in_shared(self, function: Any, shared_mem: int) -> None:
+        """Let ``function`` have ``shared_mem`` bytes of dynamic shared memory on the
+        current device: above the default 48 KiB a kernel must opt in."""
+        if shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:
+            d = self._cp.cuda.driver
+            attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            d.funcSetAttribute(function.ptr, attr, shared_mem)
 
     def device_identity(self, device: int) -> tuple[str, str]:
         known = self._identities.get(device)
@@ -335,10 +340,7 @@ class CupyBackend:
                         event = cp.cuda.Event(disable_timing=True)
                         event.record(_Handle(cp.cuda.runtime, p))
                         current.wait_event(event)
-            if shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:
-                d = cp.cuda.driver
-                attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-                d.funcSetAttribute(function.ptr, attr, shared_mem)
+            self._opt_in_shared(function, shared_mem)
             # Function launches on `stream`, or on the current stream when it is None.
             function(grid, block, args, shared_mem=shared_mem, stream=s)
             if _knobs.sync_launches():
@@ -367,10 +369,7 @@ class CupyBackend:
             cluster = (rule.cluster, 1, 1)
             clusters = self.active_clusters(function, device, cluster, rule.block, plan.shared_mem)
         with self._cp.cuda.Device(device):  # it keeps the context current now: device's
-            if plan.shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:  # a plain call's, opted in
-                d = self._cp.cuda.driver
-                attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-                d.funcSetAttribute(function.ptr, attr, plan.shared_mem)
+            self._opt_in_shared(function, plan.shared_mem)  # a plain call's
             return _native.launcher(self._runtime, plan, function, device, sms, clusters)
 
     def tensor_maps(
