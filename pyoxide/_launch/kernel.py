@@ -281,22 +281,16 @@ class Kernel(KernelBase):
             chosen = backends.select(name, arrays)
             return chosen.multiprocessors(chosen.current_device())
 
-        def active_clusters(block3: tuple[int, int, int]) -> int:
-            chosen = backends.select(name, arrays)
-            on = device_of(name, chosen, arrays, stream)[0] if chosen.array_kind == GPU else 0
-            cluster = self.spec.cluster
-            assert cluster is not None
-            code = self._code(chosen, on, name)
-            return chosen.active_clusters(code, on, cluster, block3, shared_mem)
+        placement: tuple[backends.Backend, int, bool] | None = None
 
-        grid3, block3 = launch_config(
-            plan, views, grid, block, args, multiprocessors, active_clusters
-        )
-        backend = backends.select(name, arrays)
-        torch_owned = False
-        device = 0
-        if backend.array_kind == GPU:
-            device, torch_owned = device_of(name, backend, arrays, stream)
+        def clusters(block3: tuple[int, int, int]) -> int:  # that run at once
+            nonlocal placement
+            placement = chosen, device, _ = _placed(name, arrays, stream)  # the launch's too
+            code, cluster = self._code(chosen, device, name), self.spec.cluster
+            return chosen.active_clusters(code, device, cluster or (1, 1, 1), block3, shared_mem)
+
+        grid3, block3 = launch_config(plan, views, grid, block, args, multiprocessors, clusters)
+        backend, device, torch_owned = placement or _placed(name, arrays, stream)
         if grid3[0] * grid3[1] * grid3[2] == 0:
             return  # an empty output: nothing to do
         launch_stream = stream
@@ -353,6 +347,13 @@ class Kernel(KernelBase):
         launcher = backend.fast_launcher(fast, function, device)
         if launcher is not None:
             self.install(launcher)
+
+
+def _placed(name: str, arrays: Any, stream: Any) -> tuple[backends.Backend, int, bool]:
+    """(backend, device, whether PyTorch owns the arrays) of a launch on ``arrays``."""
+    backend = backends.select(name, arrays)
+    gpu = backend.array_kind == GPU
+    return (backend, *(device_of(name, backend, arrays, stream) if gpu else (0, False)))
 
 
 def _launch_keywords(kernel: str, config: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
