@@ -77,22 +77,26 @@ pub(super) fn check_tune(
         }
         count = count.saturating_mul(entry.values.len() as u64);
         let ident = entry.name().clone();
-        if let Some(i) = const_generic(&ident, generics, errors) {
-            let values = const_values(&name, entry.values, errors);
-            groups.push(TuneGroup {
-                params: vec![i],
-                candidates: values.into_iter().map(|v| vec![v]).collect(),
-            });
-        } else if generics.iter().any(|(g, _)| **g == ident) {
-            // a type parameter: const_generic said so
-        } else if let Some(tunable) = TUNABLE_LAUNCH.iter().find(|l| l.name == name) {
-            let values = launch_values(&ident, entry.values, tunable, launch, bounds, errors);
-            descriptor.launch.push(TuneLaunch {
-                param: name,
-                values,
-            });
-        } else {
-            not_tunable(&ident, generics, true, errors);
+        match generics.iter().position(|(g, _)| **g == ident) {
+            Some(i) if generics[i].1 => {
+                let values = const_values(&name, entry.values, errors);
+                groups.push(TuneGroup {
+                    params: vec![i],
+                    candidates: values.into_iter().map(|v| vec![v]).collect(),
+                });
+            }
+            Some(_) => type_parameter(&ident, errors),
+            None => match TUNABLE_LAUNCH.iter().find(|l| l.name == name) {
+                Some(tunable) => {
+                    let values =
+                        launch_values(&ident, entry.values, tunable, launch, bounds, errors);
+                    descriptor.launch.push(TuneLaunch {
+                        param: name,
+                        values,
+                    });
+                }
+                None => not_tunable(&ident, generics, true, errors),
+            },
         }
     }
     if count > u64::from(MAX_TUNE_CANDIDATES) {
@@ -124,13 +128,8 @@ pub(super) fn check_tune(
     (!failed(errors)).then_some(TunePlan { groups, descriptor })
 }
 
-/// The index of `ident` among the kernel's generic parameters where it is a const one;
-/// an error where it is a type parameter; None (no error) where it is neither.
-fn const_generic(ident: &Ident, generics: &[(&Ident, bool)], errors: &mut Errors) -> Option<usize> {
-    let i = generics.iter().position(|(g, _)| *g == ident)?;
-    if generics[i].1 {
-        return Some(i);
-    }
+/// The error for a type parameter named in #[tune].
+fn type_parameter(ident: &Ident, errors: &mut Errors) {
     errors.push(
         ident.span(),
         format!(
@@ -138,7 +137,6 @@ fn const_generic(ident: &Ident, generics: &[(&Ident, bool)], errors: &mut Errors
              (`const {ident}: usize`) and launch parameters; list types in #[kernel(...)]"
         ),
     );
-    None
 }
 
 /// The error for a name #[tune] cannot take: neither a const generic parameter nor
@@ -203,9 +201,9 @@ fn check_group(
         if !seen.first(&name, ident.span(), "is tuned twice; keep one list", errors) {
             continue;
         }
-        match const_generic(ident, generics, errors) {
-            Some(i) => params.push(i),
-            None if generics.iter().any(|(g, _)| *g == ident) => {}
+        match generics.iter().position(|(g, _)| *g == ident) {
+            Some(i) if generics[i].1 => params.push(i),
+            Some(_) => type_parameter(ident, errors),
             None => not_tunable(ident, generics, false, errors),
         }
     }
