@@ -144,17 +144,12 @@ use oxide_device::wgmma::{
     wgmma_wait_group, wgmma_wait_group_acc,
 };
 
-/// The accumulators a 128-wide tile uses: the first 64 of the 128 a thread holds for the
-/// widest. (The rest stay zero and unread, so they take no registers.)
+/// The accumulators a narrower tile uses: the first `N` of the 128 a thread holds for the
+/// widest (64 for a 128-wide tile, 32 for a 64-wide one). The rest stay zero and unread,
+/// so they take no registers.
 #[inline(always)]
-fn live(acc: &mut [f32; 128]) -> &mut [f32; 64] {
-    acc.first_chunk_mut::<64>().expect("128 >= 64")
-}
-
-/// The accumulators a 64-wide tile uses: the first 32, as [`live`].
-#[inline(always)]
-fn live32(acc: &mut [f32; 128]) -> &mut [f32; 32] {
-    acc.first_chunk_mut::<32>().expect("128 >= 32")
+fn live<const N: usize>(acc: &mut [f32; 128]) -> &mut [f32; N] {
+    acc.first_chunk_mut::<N>().expect("N <= 128")
 }
 
 /// Rows of `c` per tile (two consumer warpgroups of 64).
@@ -529,9 +524,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                             wgmma_m64n256k16_f32_bf16::<0, 1>(&mut acc, da, db, true);
                         } else if BN == 128 {
                             // A 128-wide tile: the first 64 accumulators, in the same pattern.
-                            wgmma_m64n128k16_f32_bf16::<0, 1>(live(&mut acc), da, db, true);
+                            wgmma_m64n128k16_f32_bf16::<0, 1>(live::<64>(&mut acc), da, db, true);
                         } else {
-                            wgmma_m64n64k16_f32_bf16::<0, 1>(live32(&mut acc), da, db, true);
+                            wgmma_m64n64k16_f32_bf16::<0, 1>(live::<32>(&mut acc), da, db, true);
                         }
                     });
                     wgmma_commit_group();
@@ -555,9 +550,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 if BN == 256 {
                     wgmma_wait_group_acc::<0>(&mut acc);
                 } else if BN == 128 {
-                    wgmma_wait_group_acc::<0>(live(&mut acc));
+                    wgmma_wait_group_acc::<0>(live::<64>(&mut acc));
                 } else {
-                    wgmma_wait_group_acc::<0>(live32(&mut acc));
+                    wgmma_wait_group_acc::<0>(live::<32>(&mut acc));
                 }
                 if let (Some(p), 0) = (held, lane) {
                     let _ = mbarrier_arrive(ring.empty(p));
