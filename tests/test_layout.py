@@ -327,8 +327,8 @@ def test_skip_on_emu_skips_only_the_emulator() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     skipped = re.findall(r"SKIPPED \[(\d+)\] [^:]+:\d+: (.*)", r.stdout)
     reasons = {reason: int(n) for n, reason in skipped}
-    # Two dtypes × the six sm_90a instances (PINGPONG 0/1 × PERSISTENT 0/1/2).
-    assert reasons.get("not on the emulator: sm_90a code") == 12, r.stdout
+    # Two dtypes × the 12 sm_90a instances (PINGPONG 0/1 × PERSISTENT 0/1/2 × D64_ROWS).
+    assert reasons.get("not on the emulator: sm_90a code") == 24, r.stdout
     assert any(reason.startswith("not on the emulator: the wgmma") for reason in reasons)
     assert sum(reasons.values()) == int(re.search(r"(\d+) skipped", r.stdout)[1])  # type: ignore[index]
     assert re.search(r"\b2 passed", r.stdout), r.stdout  # the call, both dtypes

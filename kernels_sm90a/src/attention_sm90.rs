@@ -5,21 +5,35 @@
 //!
 //! # Shape of the computation
 //!
-//! A block of 384 threads takes tiles of 128 query rows of one head: one tile on the
-//! grid (⌈seqlen_q / 128⌉, heads, batch), or, on a persistent grid of one block an SM,
+//! A block of 512 threads takes tiles of `BM` query rows of one head (at d = 64 the tuned
+//! `D64_ROWS`, 192 or 128; 128 at d = 128): one tile on the
+//! grid (⌈seqlen_q / BM⌉, heads, batch), or, on a persistent grid of one block an SM,
 //! every grid-size-th tile in turn, longest tiles first, numbered head by head (the
 //! blocks running at once share a head's keys and values in L2) or row block by row
 //! block (each block's share of a causal call is as much work as another's): `Tiles`.
-//! Three warpgroups.
+//! Four warpgroups.
 //! Warpgroup 0 is the producer: one thread loads each tile's q and keeps a ring of
 //! [`ATTENTION_SM90_STAGES`] key and value tiles of 128 rows full, by TMA (`cp.async.bulk.tensor`,
 //! 4-D maps over (d, row, head, batch), so any layout with a contiguous d loads the
 //! same way), each tile completing on its own `mbarrier` so that `q·kᵀ` can start
-//! while `v` is still landing. Warpgroups 1 and 2 are consumers, 64 query rows each:
+//! while `v` is still landing. Warpgroups 1 to 3 (1 and 2 in tiles of 128 rows) are
+//! consumers, 64 query rows each:
 //! `s = q·kᵀ` by `wgmma m64n128k16` (q and k from shared memory), the online softmax
 //! in registers, then `o += p·v` by `wgmma m64nDk16` with p straight from registers
 //! (the f32 scores packed pairwise are the A operand's layout). The producer gives up
-//! registers (`setmaxnreg.dec` 24) and the consumers take them (`setmaxnreg.inc` 240).
+//! registers (`setmaxnreg.dec` 24) and the consumers take them (`setmaxnreg.inc` 160 with
+//! three; with two the fourth warpgroup idles, its registers given up too, and the two
+//! consumers take 232). Why three consumers at d = 64: a tile's exponentials there keep
+//! the special-function unit as busy as its products keep the tensor cores, and with two
+//! consumers (8 warps for 4 schedulers) the SM issued an instruction in 47 % of its
+//! cycles, stalled on latencies (ncu, H200, S = 16384: tensor pipe 49 %, MUFU 52 %); a
+//! third consumer's warps fill those cycles (FlashAttention-3 tiles d = 64 by 192 rows
+//! likewise): 1.08-1.09× the two-consumer kernel at S = 8192 and 16384 without a mask,
+//! 1.02-1.03× causal. Short sequences lose more (0.75-0.87× at S = 512 and at 2048
+//! causal, against the tuned two-consumer instances: S = 512 is three tiles of 192 rows,
+//! 11 % of them past the end, and a causal tile of 192 rows crosses the diagonal in two
+//! key tiles): hence a tuned choice, per bucket. At d = 128 the products are twice as long and a third
+//! consumer's 64 accumulators more do not fit.
 //!
 //! Inside a consumer the products overlap the softmax: tile `j`'s `q·kᵀ` and tile
 //! `j-1`'s `p·v` are issued back to back, the wait retires only the first, and the
@@ -35,7 +49,7 @@
 //! # Epilogue
 //!
 //! Each consumer scales its rows by `1/sum`, packs them to 16 bits and writes them into
-//! its own half of a staging tile in shared memory (q's own tile is the next tile's
+//! its own 64 rows of a staging tile in shared memory (q's own tile is the next tile's
 //! by then), 128-byte rows
 //! swizzled as TMA swizzles them so the stores are conflict-free; after a named barrier
 //! over its 128 threads each thread copies 16-byte chunks out, coalesced, skipping rows
@@ -48,7 +62,8 @@
 //! are K-major operands of `q·kᵀ` (8-row groups 1024 bytes apart, the stride byte
 //! offset; 16 d further is 32 bytes along the rows, the next 64 d the next box); v is
 //! the N-major B of `p·v` (16 keys further is 2048 bytes; the next 64 d, the next box,
-//! is the leading byte offset).
+//! is the leading byte offset). q's 192 rows at d = 64 are two row boxes (the second's
+//! last 64 rows loaded and unread); each consumer's 64 rows are half a row box.
 
 use core::num::NonZero;
 use oxide_device::barrier::{
@@ -65,10 +80,12 @@ use crate::attention_sm90_consumer::{
     wait,
 };
 
-/// Query rows per block of [`attention_sm90`] (two consumer warpgroups of 64).
-pub const ATTENTION_SM90_BM: u32 = 128;
-/// Threads per block: one producer and two consumer warpgroups.
-pub const ATTENTION_SM90_THREADS: u32 = 384;
+/// Query rows per tile of [`attention_sm90`] at d = 128: two consumer warpgroups of 64 (a
+/// third's accumulators and registers do not fit). At d = 64 the tuned `D64_ROWS`.
+pub const ATTENTION_SM90_BM_D128: u32 = 128;
+/// Threads per block: one producer and three consumer warpgroups (the third idle in
+/// tiles of 128 rows).
+pub const ATTENTION_SM90_THREADS: u32 = 512;
 /// Dynamic shared memory a launch must give: q, the ring of k and v tiles, the output's
 /// staging tile (each sized for d = 128), the barriers, and 1 KiB of slack to align the
 /// first tile to 1024 bytes. (A literal, so that pyoxide/bundled/attention.py's copy can
@@ -81,8 +98,9 @@ const _: () = assert!(
 /// The three tensor maps (q's, k's, then v's), 128 bytes each, in the `maps` argument.
 pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 
-/// [`attention_sm90`]'s launch: block (384, 1, 1), [`ATTENTION_SM90_SHARED_BYTES`] of
-/// dynamic shared memory, and grid (⌈seqlen_q / 128⌉, heads, batch) (`PERSISTENT = 0`)
+/// [`attention_sm90`]'s launch: block (512, 1, 1), [`ATTENTION_SM90_SHARED_BYTES`] of
+/// dynamic shared memory, and grid (⌈seqlen_q / BM⌉, heads, batch) (`PERSISTENT = 0`;
+/// `BM` is `D64_ROWS` at d = 64, [`ATTENTION_SM90_BM_D128`] at d = 128)
 /// or (min(tiles, multiprocessors), 1, 1) (`PERSISTENT` 1 and 2: one block an SM walking
 /// the tiles, numbered head by head or row block by row block: `Tiles`). The arguments
 /// are kernels_rs `attention`'s plus `maps`: the three 128-byte `CUtensorMap`s of q, k
@@ -96,16 +114,28 @@ pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 /// tiles, so that `pyoxide tune` chooses between them like any schedule. `PINGPONG` is
 /// the consumers' schedule: 0 (the hand pick) lets both consumer warpgroups run freely;
 /// 1 is FlashAttention-3's ping-pong between them (attention_sm90_consumer.rs's
-/// `Turns`), one warpgroup's softmax under the other's products. Which is faster depends
+/// `Turns`), one warpgroup's softmax under the other's products. `D64_ROWS` is d = 64's
+/// tile: 192 rows (the hand pick: three consumers) or 128 (two; module docs); d = 128's
+/// tiles are 128 rows whatever its value. Which is faster depends
 /// on the head dimension, the mask, the number of keys and of tiles, so a choice is kept
 /// per (`head_dim`, `seqlen_k`, `causal`) bucket: the tune key, the arrays being flat
 /// slices.
 #[kernel(bf16, f16)]
-#[launch_bounds(384, 1)]
-#[tune(PINGPONG = [0, 1], PERSISTENT = [0, 1, 2], key = [head_dim, seqlen_k, causal])]
+#[launch_bounds(512, 1)]
+#[tune(
+    PINGPONG = [0, 1],
+    PERSISTENT = [0, 1, 2],
+    D64_ROWS = [192, 128],
+    key = [head_dim, seqlen_k, causal]
+)]
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32, const PERSISTENT: u32>(
+pub fn attention_sm90<
+    T: Sm90Element,
+    const PINGPONG: u32,
+    const PERSISTENT: u32,
+    const D64_ROWS: u32,
+>(
     q: &[T],
     k: &[T],
     v: &[T],
@@ -146,24 +176,28 @@ pub fn attention_sm90<T: Sm90Element, const PINGPONG: u32, const PERSISTENT: u32
         causal,
         by_rows: PERSISTENT == 2,
     };
-    // A const condition: each instance keeps one body.
-    if PINGPONG == 1 {
-        head_dim_body::<T, true>(&a, head_dim, out, lse)
-    } else {
-        head_dim_body::<T, false>(&a, head_dim, out, lse)
+    const { assert!(D64_ROWS == 192 || D64_ROWS == 128, "D64_ROWS: 192 or 128") };
+    // Const conditions: each instance keeps one body of each head dimension.
+    match (PINGPONG == 1, D64_ROWS == 192) {
+        (true, true) => head_dim_body::<T, true, 3>(&a, head_dim, out, lse),
+        (true, false) => head_dim_body::<T, true, 2>(&a, head_dim, out, lse),
+        (false, true) => head_dim_body::<T, false, 3>(&a, head_dim, out, lse),
+        (false, false) => head_dim_body::<T, false, 2>(&a, head_dim, out, lse),
     }
 }
 
+/// The body of `head_dim`: d = 64's tiles with `D64_CONSUMERS` consumer warpgroups (3 or
+/// 2: 192 or 128 rows), d = 128's with 2.
 #[inline(always)]
-fn head_dim_body<T: Sm90Element, const PINGPONG: bool>(
+fn head_dim_body<T: Sm90Element, const PINGPONG: bool, const D64_CONSUMERS: usize>(
     a: &Args<'_>,
     head_dim: u32,
     out: DisjointSlice<T>,
     lse: DisjointSlice<f32>,
 ) {
     match head_dim {
-        64 => attention_body::<T, 64, 32, PINGPONG>(a, out, lse),
-        128 => attention_body::<T, 128, 64, PINGPONG>(a, out, lse),
+        64 => attention_body::<T, 64, 32, PINGPONG, D64_CONSUMERS>(a, out, lse),
+        128 => attention_body::<T, 128, 64, PINGPONG, 2>(a, out, lse),
         _ => panic!("head_dim must be 64 or 128"),
     }
 }
@@ -229,9 +263,9 @@ impl<'a> Sequences<'a> {
     }
 }
 
-/// The blocks' work: tiles of 128 query rows of one head, longest first (causal ones see
+/// The blocks' work: tiles of `bm` query rows of one head, longest first (causal ones see
 /// the most keys). A block takes tiles `first, first + step, ...`: one tile on the grid
-/// (⌈seqlen_q / 128⌉, heads, batch), a share of them on a persistent grid (x only).
+/// (⌈seqlen_q / bm⌉, heads, batch), a share of them on a persistent grid (x only).
 ///
 /// Numbered head by head (`PERSISTENT` 0 and 1), the tiles of one head are neighbours:
 /// the blocks running at once share its keys and values in L2. But a persistent grid
@@ -248,6 +282,8 @@ impl<'a> Sequences<'a> {
 /// R2UR, 930 -> 1204 instructions; 5-20 % slower on the H200).
 #[derive(Clone, Copy)]
 struct Tiles {
+    /// Query rows a tile.
+    bm: u32,
     m_blocks: NonZero<u32>,
     heads: NonZero<u32>,
     /// heads × batch.
@@ -269,8 +305,8 @@ struct TileAt {
 
 impl Tiles {
     #[inline(always)]
-    fn new(a: &Args<'_>) -> Tiles {
-        let m_blocks = a.seqlen_q.div_ceil(ATTENTION_SM90_BM);
+    fn new(a: &Args<'_>, bm: u32) -> Tiles {
+        let m_blocks = a.seqlen_q.div_ceil(bm);
         let (x, y, z) = (
             thread::blockIdx_x(),
             thread::blockIdx_y(),
@@ -284,11 +320,12 @@ impl Tiles {
         let head_tiles = a.heads.checked_mul(a.batch);
         let count = head_tiles.and_then(|n| n.checked_mul(m_blocks));
         Tiles {
+            bm,
             m_blocks: NonZero::new(m_blocks).expect("seqlen_q is not 0"),
             heads: NonZero::new(a.heads).expect("heads is not 0"),
             head_tiles: NonZero::new(head_tiles.unwrap_or(0)).expect("heads and batch are not 0"),
             by_rows: a.by_rows,
-            count: count.expect("at most 2^32 tiles of 128 rows"),
+            count: count.expect("at most 2^32 tiles"),
             first: x + gx * (y + gy * z),
             step: gx * gy * gz,
         }
@@ -315,7 +352,7 @@ impl Tiles {
         TileAt {
             b: (hb / self.heads) as usize,
             h: (hb % self.heads) as usize,
-            m0: ((self.m_blocks.get() - 1 - from_last) * ATTENTION_SM90_BM) as usize,
+            m0: ((self.m_blocks.get() - 1 - from_last) * self.bm) as usize,
         }
     }
 }
@@ -353,12 +390,12 @@ struct Work {
 }
 
 #[inline(always)]
-fn work(a: &Args<'_>, seq_q: Sequences<'_>, seq_k: Sequences<'_>, at: TileAt) -> Work {
+fn work(a: &Args<'_>, seq_q: Sequences<'_>, seq_k: Sequences<'_>, at: TileAt, bm: usize) -> Work {
     let (q_start, sq) = seq_q.get(at.b);
     let (k_start, sk) = seq_k.get(at.b);
     let diag = sk as isize - sq as isize;
     let n_end = if a.causal {
-        ((at.m0 + ATTENTION_SM90_BM as usize) as isize + diag).clamp(0, sk as isize) as usize
+        ((at.m0 + bm) as isize + diag).clamp(0, sk as isize) as usize
     } else {
         sk
     };
@@ -374,7 +411,13 @@ fn work(a: &Args<'_>, seq_q: Sequences<'_>, seq_k: Sequences<'_>, at: TileAt) ->
 }
 
 #[inline(always)]
-fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPONG: bool>(
+fn attention_body<
+    T: Sm90Element,
+    const D: usize,
+    const NO: usize,
+    const PINGPONG: bool,
+    const CONSUMERS: usize,
+>(
     a: &Args<'_>,
     mut out: DisjointSlice<T>,
     mut lse: DisjointSlice<f32>,
@@ -382,6 +425,8 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
     [f32; NO]: OutputAcc<T>,
 {
     const { assert!(NO * 2 == D) };
+    // A third consumer's accumulators fit at d = 64 only (its 160 registers a thread).
+    const { assert!(CONSUMERS == 2 || (CONSUMERS == 3 && D == 64)) };
     let (heads, kv_heads) = (a.heads as usize, a.kv_heads as usize);
     assert!(
         kv_heads > 0 && heads.is_multiple_of(kv_heads),
@@ -398,7 +443,9 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
     if batch == 0 || heads == 0 || a.seqlen_q == 0 {
         return;
     }
-    let tiles = Tiles::new(a);
+    let consumers = CONSUMERS;
+    let bm = 64 * consumers;
+    let tiles = Tiles::new(a, bm as u32);
     // Every check of what the consumers write, here, for every tile a block may take: a
     // call (a panic, IEEE division's slow path) inside a `setmaxnreg` region keeps ptxas
     // from giving it the registers it asked for, and the wgmmas are serialised (its info
@@ -467,40 +514,50 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                 mbarrier_init(bars.full_v(s), 1);
                 // One arrival per consumer warp (lane 0 of each, once its warpgroup's
                 // wgmma that read the stage has retired).
-                mbarrier_init(bars.empty_k(s), 2 * 4);
-                mbarrier_init(bars.empty_v(s), 2 * 4);
+                mbarrier_init(bars.empty_k(s), 4 * consumers as u32);
+                mbarrier_init(bars.empty_v(s), 4 * consumers as u32);
             }
-            mbarrier_init(bars.empty_q(), 2 * 4);
+            mbarrier_init(bars.empty_q(), 4 * consumers as u32);
         }
         fence_proxy_async_shared_cta();
         thread::sync_threads();
 
-        if warpgroup == 0 {
+        if warpgroup == 0 || warpgroup > consumers {
+            // The producer, and at d = 128 the idle fourth warpgroup, give their registers
+            // to the consumers: 24 + 24 + 2 × 232 (d = 128) or 24 + 3 × 160 (d = 64) a
+            // thread of each warpgroup, within 4 × 128 (the launch's 65 536).
             setmaxnreg_dec::<24>();
             if tid != 0 {
                 return;
             }
             let map_q = a.maps.as_ptr() as *const TmaDescriptor;
             let (map_k, map_v) = (map_q.add(1), map_q.add(2));
-            let boxes = D / 64;
-            let bytes = (boxes * BOX_BYTES) as u32;
+            // A tile of `rows` rows: boxes of 64 d by 128 rows, the d boxes of a row box
+            // side by side (box y·D/64 + x: q's 192 rows at d = 64 are two row boxes, the
+            // second half read; a key tile's 128 rows at d = 128, two d boxes).
+            let d_boxes = D / 64;
             let load = |map: *const TmaDescriptor,
                         dst: *mut u8,
+                        rows: usize,
                         row: usize,
                         h: usize,
                         b: usize,
                         bar: *mut Barrier| {
-                let _ = mbarrier_arrive_expect_tx(bar, 0, bytes);
-                for x in 0..boxes {
-                    let at = [(64 * x) as i32, row as i32, h as i32, b as i32];
-                    cp_async_bulk_tensor_4d_g2s(dst.add(x * BOX_BYTES), map, at, bar);
+                let row_boxes = rows.div_ceil(128);
+                let _ = mbarrier_arrive_expect_tx(bar, 0, (row_boxes * d_boxes * BOX_BYTES) as u32);
+                for y in 0..row_boxes {
+                    for x in 0..d_boxes {
+                        let at = [(64 * x) as i32, (row + 128 * y) as i32, h as i32, b as i32];
+                        let to = dst.add((y * d_boxes + x) * BOX_BYTES);
+                        cp_async_bulk_tensor_4d_g2s(to, map, at, bar);
+                    }
                 }
             };
             // A varlen batch is one entry of the maps, its sequences at row offsets.
             let (packed_q, packed_k) = (!a.cu_q.is_empty(), !a.cu_k.is_empty());
             let (mut ring, mut q_phase) = (Ring::START, 0u32);
             for at in tiles.walk() {
-                let w = work(a, seq_q, seq_k, at);
+                let w = work(a, seq_q, seq_k, at, bm);
                 if w.n_blocks == 0 {
                     continue;
                 }
@@ -509,40 +566,47 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                 // barrier's "previous phase", parity 1, counts as complete).
                 wait(bars.empty_q(), q_phase ^ 1);
                 let bq = if packed_q { 0 } else { at.b };
-                load(map_q, q_s, w.q_start + at.m0, at.h, bq, bars.full_q());
+                load(map_q, q_s, bm, w.q_start + at.m0, at.h, bq, bars.full_q());
                 q_phase ^= 1;
                 let bk = if packed_k { 0 } else { at.b };
                 for j in 0..w.n_blocks {
                     let s = ring.stage;
                     let row = w.k_start + j * BN;
                     wait(bars.empty_k(s), ring.phase ^ 1);
-                    load(map_k, k_stage(s), row, hk, bk, bars.full_k(s));
+                    load(map_k, k_stage(s), BN, row, hk, bk, bars.full_k(s));
                     wait(bars.empty_v(s), ring.phase ^ 1);
-                    load(map_v, v_stage(s), row, hk, bk, bars.full_v(s));
+                    load(map_v, v_stage(s), BN, row, hk, bk, bars.full_v(s));
                     ring = ring.next();
                 }
             }
         } else {
-            setmaxnreg_inc::<240>();
-            let half = warpgroup - 1;
+            if consumers == 3 {
+                setmaxnreg_inc::<160>();
+            } else {
+                setmaxnreg_inc::<232>();
+            }
+            let wg = warpgroup - 1;
             let k_desc = smem_descriptor(k_stage(0), 16, 1024, Swizzle::B128);
             let v_desc = smem_descriptor(v_stage(0), BOX_BYTES as u32, 1024, Swizzle::B128);
-            let q_desc = smem_descriptor(q_s.add(half * HALF_BOX_BYTES), 16, 1024, Swizzle::B128);
+            // This consumer's 64 rows of q: half a row box (the producer's layout).
+            let q_rows = q_s.add((wg / 2) * (D / 64) * BOX_BYTES + (wg % 2) * HALF_BOX_BYTES);
+            let q_desc = smem_descriptor(q_rows, 16, 1024, Swizzle::B128);
             let mut rings = Rings {
                 kv: Ring::START,
                 q_phase: 0,
             };
             for at in tiles.walk() {
-                let w = work(a, seq_q, seq_k, at);
+                let w = work(a, seq_q, seq_k, at, bm);
                 if at.m0 >= w.sq {
                     continue; // no row of this tile is in its sequence
                 }
                 let c = Consumer {
-                    half,
+                    wg,
+                    count: consumers,
                     q_desc,
                     k_desc,
                     v_desc,
-                    m_wg: at.m0 + 64 * half,
+                    m_wg: at.m0 + 64 * wg,
                     sk: w.sk,
                     diag: w.diag,
                     causal: a.causal,
@@ -555,7 +619,7 @@ fn attention_body<T: Sm90Element, const D: usize, const NO: usize, const PINGPON
                 };
                 let tile = Tile {
                     o_s,
-                    half,
+                    wg,
                     b: at.b,
                     h: at.h,
                     q_start: w.q_start,
@@ -576,6 +640,7 @@ mod tests {
 
     fn tiles(m_blocks: u32, heads: u32, batch: u32, by_rows: bool) -> Tiles {
         Tiles {
+            bm: 192,
             m_blocks: NonZero::new(m_blocks).unwrap(),
             heads: NonZero::new(heads).unwrap(),
             head_tiles: NonZero::new(heads * batch).unwrap(),
@@ -600,10 +665,8 @@ mod tests {
                 assert_eq!(t.walk().count(), t.count as usize, "every tile, once each");
                 for (i, at) in t.walk().enumerate() {
                     assert!(at.b < batch as usize && at.h < heads as usize);
-                    let m = at.m0 / ATTENTION_SM90_BM as usize;
-                    assert!(
-                        m < m_blocks as usize && at.m0.is_multiple_of(ATTENTION_SM90_BM as usize)
-                    );
+                    let m = at.m0 / t.bm as usize;
+                    assert!(m < m_blocks as usize && at.m0.is_multiple_of(t.bm as usize));
                     assert!(!seen[at.b][at.h][m], "tile {i} twice");
                     seen[at.b][at.h][m] = true;
                     assert!(at.m0 < last_m0[at.b][at.h], "a head's tiles longest first");

@@ -142,10 +142,12 @@ impl Ring {
     }
 }
 
-/// A consumer warpgroup's constants: its operands' base descriptors (q's rows of this
-/// warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts.
+/// A consumer warpgroup's constants: its index among the block's consumers (`count` of
+/// them: each takes 64 query rows of the tile), its operands' base descriptors (q's rows
+/// of this warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts.
 pub(crate) struct Consumer {
-    pub(crate) half: usize,
+    pub(crate) wg: usize,
+    pub(crate) count: usize,
     pub(crate) q_desc: u64,
     pub(crate) k_desc: u64,
     pub(crate) v_desc: u64,
@@ -304,24 +306,26 @@ fn pack_p<T: Sm90Element>(s_acc: &[f32; 64]) -> [[u32; 4]; BN / 16] {
     pf
 }
 
-/// FlashAttention-3's ping-pong between the two consumer warpgroups (when `on`:
-/// `attention_sm90`'s tuned `PINGPONG = 1`): they
-/// take turns to issue their products, so that one's softmax runs while the tensor
-/// cores work for the other. Named barrier 3 is "warpgroup 0 may issue", 4 "warpgroup 1
-/// may issue"; each use is the 128 threads that wait there and the 128 of the other
-/// warpgroup that arrive. Warpgroup 0 goes first; warpgroup 1 skips its last arrival, so
-/// that every arrival meets a wait (n + 1 turns each for n tiles).
+/// FlashAttention-3's ping-pong between the consumer warpgroups (when `on`:
+/// `attention_sm90`'s tuned `PINGPONG = 1`): they take turns, in a ring, to issue their
+/// products, so that one's softmax runs while the tensor cores work for the others.
+/// Named barrier `4 + i` is "consumer `i` may issue" (1 to 3 are the epilogue's); each
+/// use is the 128 threads that wait there and the 128 of the consumer before it that
+/// arrive. Consumer 0 goes first (the last one's arrival at the start meets its first
+/// wait); the last skips its last arrival, so that every arrival meets a wait (n + 1
+/// turns each for n key tiles).
 struct Turns {
     on: bool,
-    half: usize,
+    wg: usize,
+    count: usize,
 }
 
 impl Turns {
     #[inline(always)]
     fn start(&self) {
-        if self.on && self.half == 1 {
-            // SAFETY: as `take`'s barrier 3, the arrival that warpgroup 0's first wait meets.
-            unsafe { named_barrier_arrive(3, 256) };
+        if self.on && self.wg == self.count - 1 {
+            // SAFETY: as `take`'s barrier 4, the arrival that consumer 0's first wait meets.
+            unsafe { named_barrier_arrive(4, 256) };
         }
     }
 
@@ -329,17 +333,17 @@ impl Turns {
     #[inline(always)]
     fn take(&self) {
         if self.on {
-            // SAFETY: 128 threads wait, 128 of the other warpgroup arrive (type docs).
-            unsafe { named_barrier_sync(3 + self.half as u32, 256) };
+            // SAFETY: 128 threads wait, 128 of the consumer before arrive (type docs).
+            unsafe { named_barrier_sync(4 + self.wg as u32, 256) };
         }
     }
 
-    /// Give the turn to the other warpgroup (after this one issued its products).
+    /// Give the turn to the next consumer (after this one issued its products).
     #[inline(always)]
     fn pass(&self, last: bool) {
-        if self.on && !(last && self.half == 1) {
+        if self.on && !(last && self.wg == self.count - 1) {
             // SAFETY: as `take`.
-            unsafe { named_barrier_arrive(4 - self.half as u32, 256) };
+            unsafe { named_barrier_arrive(4 + ((self.wg + 1) % self.count) as u32, 256) };
         }
     }
 }
@@ -434,7 +438,7 @@ where
     [f32; NO]: OutputAcc<T>,
 {
     let lane = thread::threadIdx_x() as usize % 32;
-    // SAFETY: one arrival per warp on a barrier initialised for 8 (both consumers).
+    // SAFETY: one arrival per warp on a barrier initialised for 4 a consumer warpgroup.
     let release = |bar: *mut Barrier| unsafe {
         if lane == 0 {
             let _ = mbarrier_arrive(bar);
@@ -447,7 +451,8 @@ where
     let (mut kr, mut vr) = (rings.kv, rings.kv);
     let turns = Turns {
         on: PINGPONG,
-        half: c.half,
+        wg: c.wg,
+        count: c.count,
     };
     // SAFETY: upheld by the caller; each stage is read only between its `full` wait
     // and its `empty` release, after the wgmma that read it retired.
@@ -508,11 +513,11 @@ where
     (o_acc, row_max, row_sum)
 }
 
-/// Where a consumer's rows go: its half of the output's staging tile, its batch entry,
+/// Where a consumer's rows go: its 64 rows of the output's staging tile, its batch entry,
 /// head and sequence, and out's and lse's strides.
 pub(crate) struct Tile {
     pub(crate) o_s: *mut u8,
-    pub(crate) half: usize,
+    pub(crate) wg: usize,
     pub(crate) b: usize,
     pub(crate) h: usize,
     pub(crate) q_start: usize,
@@ -523,10 +528,10 @@ pub(crate) struct Tile {
 }
 
 /// `out = o / sum` and `lse = ln(sum) + max` for one consumer's 64 rows, through its
-/// half of the staging tile (module docs).
+/// 64 rows of the staging tile (module docs).
 ///
 /// # Safety
-/// Called by all 128 threads of consumer warpgroup `tile.half` after its last wgmma
+/// Called by all 128 threads of consumer warpgroup `tile.wg` after its last wgmma
 /// retired; shared memory as `attention_body` lays it out.
 #[inline(always)]
 pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
@@ -553,14 +558,16 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
         }
     });
     // The warpgroup's threads have all read the staging rows of its previous tile.
-    // SAFETY: the 128 threads of this warpgroup, ids 1 and 2 one per warpgroup.
-    unsafe { named_barrier_sync(1 + tile.half as u32, 128) };
-    let stage = tile.o_s.wrapping_add(tile.half * HALF_BOX_BYTES);
+    // SAFETY: the 128 threads of this warpgroup, ids 1 to 3 one per consumer.
+    unsafe { named_barrier_sync(1 + tile.wg as u32, 128) };
+    // 64 rows of 128 bytes a consumer: d = 128's second 64 columns are the next box (two
+    // consumers), d = 64 has one box a row (three consumers: 192 rows over both boxes).
+    let stage = tile.o_s.wrapping_add(tile.wg * HALF_BOX_BYTES);
     // Row r, 16-byte chunk c (of 8 elements) of the staged rows: box c / 8, swizzled.
     let chunk_at = |r: usize, c: usize| {
         stage.wrapping_add((c / 8) * BOX_BYTES + r * 128 + (((c % 8) ^ (r % 8)) * 16))
     };
-    // SAFETY: this warpgroup's half of the staging tile, which the other warpgroup never
+    // SAFETY: this warpgroup's rows of the staging tile, which no other warpgroup
     // touches and no thread of this one still reads (the barrier above); each thread
     // writes its own pairs.
     unsafe {
@@ -579,8 +586,8 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
             }
         );
     }
-    // SAFETY: the 128 threads of this warpgroup, ids 1 and 2 one per warpgroup.
-    unsafe { named_barrier_sync(1 + tile.half as u32, 128) };
+    // SAFETY: the 128 threads of this warpgroup, ids 1 to 3 one per consumer.
+    unsafe { named_barrier_sync(1 + tile.wg as u32, 128) };
     let [o0, o1, o2] = tile.out_strides.map(|s| s as usize);
     let base = tile.b * o0 + tile.q_start * o1 + tile.h * o2;
     let chunks = D / 8;

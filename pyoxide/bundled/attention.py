@@ -10,11 +10,13 @@ copy. This module is the one place that turns shaped arrays into those arguments
   q, k, v and out 16-byte aligned with row, head and batch strides that are multiples
   of 8 elements (TMA's rules; the kernel's 16-byte stores). Its TMA tensor maps are
   made here (the CuPy backend's ``cuTensorMapEncodeTiled``) and kept per arrays. Its
-  consumers' schedule and its grid are tuned (``#[tune(PINGPONG = [0, 1], PERSISTENT =
-  [0, 1, 2], key = [head_dim, seqlen_k, causal])]``): the instance runs that ``pyoxide
-  tune`` chose for this GPU and this call's bucket of the key, found by the hand pick's
-  ``variant_for`` with the launch's arguments (pyoxide/_launch/tuned.py), else the hand
-  pick (``PINGPONG = 0``, ``PERSISTENT = 0``: a block a tile; 1 and 2, a block an SM);
+  consumers' schedule, its grid and its tile at d = 64 are tuned (``#[tune(PINGPONG =
+  [0, 1], PERSISTENT = [0, 1, 2], D64_ROWS = [192, 128], key = [head_dim, seqlen_k,
+  causal])]``): the instance runs that ``pyoxide tune`` chose for this GPU and this
+  call's bucket of the key, found by the hand pick's ``variant_for`` with the launch's
+  arguments (pyoxide/_launch/tuned.py), else the hand pick (``PINGPONG = 0``,
+  ``PERSISTENT = 0``: a block a tile, 1 and 2 a block an SM; ``D64_ROWS = 192``: three
+  consumer warpgroups at d = 64, 128 two);
 - ``attention`` everywhere else (other GPUs, the CPU emulator, other views).
 
 Which kernel a call would run: :meth:`Attention.picks`. A call with an explicit
@@ -37,9 +39,10 @@ from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, 
 
 #: kernels_rs's launch: query rows per block (ATTENTION_BM) and threads.
 PLAIN_BM, PLAIN_THREADS = 64, 128
-#: kernels_sm90a's launch: ATTENTION_SM90_BM, _THREADS and _SHARED_BYTES (the kernel
+#: kernels_sm90a's launch: query rows a tile at d = 128 (ATTENTION_SM90_BM_D128; at d = 64
+#: the instance's tuned D64_ROWS), ATTENTION_SM90_THREADS and _SHARED_BYTES (the kernel
 #: asserts it got that much shared memory; a test checks these against the Rust).
-SM90_BM, SM90_THREADS, SM90_SHARED_BYTES = 128, 384, 197_712
+SM90_BM_D128, SM90_THREADS, SM90_SHARED_BYTES = 128, 512, 197_712
 #: The kernel parameters the call derives from the arrays (a spec passes None for them;
 #: ``maps``, the sm_90a kernel's tensor maps).
 DERIVED = (
@@ -238,11 +241,13 @@ class Attention:
         return None if pick is None else (pick, device)
 
     def _sm90_grid(self, kernel: Any, p: Plan, device: int) -> tuple[int, int, int]:
-        """One block a tile (``PERSISTENT = 0``), or one block an SM of ``device`` walking
-        the tiles (1 and 2, which number them differently: kernels_sm90a/src/
-        attention_sm90.rs's ``Tiles``)."""
-        tiles = (-(-p.seqlen_q // SM90_BM), p.heads, p.batch)
-        if dict(kernel.spec.instance).get("PERSISTENT", "0") == "0":
+        """One block a tile (``PERSISTENT = 0``; a tile is ``D64_ROWS`` rows at d = 64, 128
+        at d = 128), or one block an SM of ``device`` walking the tiles (1 and 2, which
+        number them differently: kernels_sm90a/src/attention_sm90.rs's ``Tiles``)."""
+        instance = dict(kernel.spec.instance)
+        rows = int(instance["D64_ROWS"]) if p.head_dim == 64 else SM90_BM_D128
+        tiles = (-(-p.seqlen_q // rows), p.heads, p.batch)
+        if instance.get("PERSISTENT", "0") == "0":
             return tiles
         return (min(tiles[0] * tiles[1] * tiles[2], backends.gpu().multiprocessors(device)), 1, 1)
 

@@ -142,11 +142,13 @@ def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
     spec = attention_spec()
     picks = _tune.hand_picks(kernels, spec)
     assert [(d, k.entry) for d, k in picks] == [
-        ("bf16", "attention_sm90_bf16_0_0"), ("f16", "attention_sm90_f16_0_0")]  # fmt: skip
+        ("bf16", "attention_sm90_bf16_0_0_192"), ("f16", "attention_sm90_f16_0_0_192")]  # fmt: skip
     hand = picks[0][1]
+    every = {f"attention_sm90_bf16_{p}_{g}_{r}" for p in "01" for g in "012"
+             for r in ("192", "128")}  # fmt: skip
+    # The hand pick first, then its family in the manifest's (entry) order.
     assert [c.entry for c in _tune_space.candidates(kernels, hand)] == [
-        f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "012"
-    ]
+        hand.entry, *sorted(every - {hand.entry})]  # fmt: skip
     assert not any(k.name == "attention_sm90_pingpong" for k in kernels)
     dims = _tune_space.key_dims(hand)
     assert [d.name for d in dims] == ["head_dim", "seqlen_k", "causal"]
@@ -169,13 +171,14 @@ def test_every_schedule_passes_the_tuners_verification_at_its_verify_shape() -> 
 
     module = load_sm90a(tuned=False)
     assert module is not None
-    hand = module["attention_sm90_bf16_0_0"].spec
+    hand = module["attention_sm90_bf16_0_0_192"].spec
     shape = (1, 4096, 4096, 16, 1, 1, 1, 0, 0)
     entry, _, bucket = _tune.tune_shape(module, attention_spec(), hand, "bf16", shape,
                                         backend="cupy", timing=planted({}))  # fmt: skip
     assert bucket == (128, 4096, 1) and entry["verified"] == [[1, 300, 300, 16, 1, 1, 1, 0, 0]]
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
-    every = [f"attention_sm90_bf16_{p}_{g}" for p in "01" for g in "012"]
+    every = [f"attention_sm90_bf16_{p}_{g}_{r}" for p in "01" for g in "012"
+             for r in ("192", "128")]  # fmt: skip
     assert verdicts == dict.fromkeys(every, ("passed", None))
 
 
@@ -188,7 +191,7 @@ def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> N
 
     module = load_sm90a(tuned=False)
     assert module is not None
-    call = as_attention(module["attention_sm90_bf16_1_1"])
+    call = as_attention(module["attention_sm90_bf16_1_1_128"])
     spec = attention_spec()
     case = Case((1, 70, 70, 1, 1, 0, 0, 0, 0), "bf16", 0, 0)
     a = spec.inputs(case, np.random.default_rng(0))
@@ -200,7 +203,7 @@ def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> N
 def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu() -> None:
     """On a (fake) sm_90 GPU the call asks the hand pick's variant_for which instance runs:
     the choice in its (head_dim, seqlen_k, causal) bucket, the hand pick elsewhere; picks
-    names it and the launch is of it."""
+    names it and the launch is of it, on the grid of that instance's tiles."""
     from pyoxide.backends.cupy import CupyBackend
     from pyoxide.bundled.attention import add_attention
 
@@ -212,11 +215,14 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
     fake = fake_cupy.FakeCuda()
     sm90_manifest = sm90a_kernels_manifest()
     where = {"device": fake.device_name, "arch": f"sm_{fake.compute_capability}", "launch": {}}
+    hand = "attention_sm90_f16_0_0_192"
     cache_choices(sm90_manifest, [
-        {"kernel": "attention_sm90_f16_0_0", "entry": "attention_sm90_f16_1_0",
-         "bucket": [128, 512, 1], **where},
-        *({"kernel": "attention_sm90_f16_0_0", "entry": f"attention_sm90_f16_0_{g}",
-           "bucket": [128, s, 0], **where} for s, g in ((2048, 1), (8192, 2))),
+        {"kernel": hand, "entry": "attention_sm90_f16_1_0_192", "bucket": [128, 512, 1],
+         **where},
+        *({"kernel": hand, "entry": f"attention_sm90_f16_0_{g}_192", "bucket": [128, s, 0],
+           **where} for s, g in ((2048, 1), (8192, 2))),
+        {"kernel": hand, "entry": "attention_sm90_f16_0_0_128", "bucket": [64, 2048, 0],
+         **where},
     ])  # fmt: skip
 
     def gpu_array(shape: tuple[int, ...], dtype: str) -> FakeNdarray:
@@ -231,19 +237,26 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
         module = pyoxide.load(emu_kernels_manifest())
         add_attention(module, lambda: pyoxide.load(sm90_manifest))
         ran = {}
-        for s, causal in [(300, True), (300, False), (600, True), (300, True), (2000, False),
-                          (5000, False)]:  # fmt: skip
-            q, k, v, out = (gpu_array((1, s, 4, 128), "float16") for _ in range(4))
+        for d, s, causal in [(128, 300, True), (128, 300, False), (128, 600, True),
+                             (128, 300, True), (128, 2000, False), (128, 5000, False),
+                             (64, 300, True), (64, 2000, False)]:  # fmt: skip
+            q, k, v, out = (gpu_array((1, s, 4, d), "float16") for _ in range(4))
             picked = module.attention.picks(q, k, v, out, causal=causal)
             module.attention(q, k, v, out, causal)
             launch = fake.launches[-1]
-            ran[(s, causal)] = (picked, launch["name"], launch["grid"])
-    # One block a tile of 128 rows and head, or (PERSISTENT = 1 or 2) one an SM, at most one
-    # a tile: 16 x 4 tiles of 2000 rows, 40 x 4 of 5000 on the fake's 132 SMs.
+            ran[(d, s, causal)] = (picked, launch["name"], launch["grid"])
+    # One block a tile and head, or (PERSISTENT = 1 or 2) one an SM, at most one a tile: 16 x
+    # 4 tiles of 2000 rows, 40 x 4 of 5000 on the fake's 132 SMs. A tile is 128 rows at
+    # d = 128, and D64_ROWS at d = 64: 192 for the hand pick, 128 for the choice at 2000.
     assert ran == {
-        (300, True): ("attention_sm90_f16_1_0", "attention_sm90_f16_1_0", (3, 4, 1)),
-        (300, False): ("attention_sm90_f16_0_0", "attention_sm90_f16_0_0", (3, 4, 1)),
-        (600, True): ("attention_sm90_f16_0_0", "attention_sm90_f16_0_0", (5, 4, 1)),
-        (2000, False): ("attention_sm90_f16_0_1", "attention_sm90_f16_0_1", (64, 1, 1)),
-        (5000, False): ("attention_sm90_f16_0_2", "attention_sm90_f16_0_2", (132, 1, 1)),
-    }
+        (128, 300, True): ("attention_sm90_f16_1_0_192", "attention_sm90_f16_1_0_192", (3, 4, 1)),
+        (128, 300, False): (hand, hand, (3, 4, 1)),
+        (128, 600, True): (hand, hand, (5, 4, 1)),
+        (128, 2000, False): ("attention_sm90_f16_0_1_192", "attention_sm90_f16_0_1_192",
+                             (64, 1, 1)),
+        (128, 5000, False): ("attention_sm90_f16_0_2_192", "attention_sm90_f16_0_2_192",
+                             (132, 1, 1)),
+        (64, 300, True): (hand, hand, (2, 4, 1)),
+        (64, 2000, False): ("attention_sm90_f16_0_0_128", "attention_sm90_f16_0_0_128",
+                            (16, 4, 1)),
+    }  # fmt: skip

@@ -31,7 +31,7 @@ def rust_consts(path: Path) -> dict[str, int]:
 
 def test_the_launches_match_the_kernels() -> None:
     sm90 = rust_consts(REPO / "kernels_sm90a" / "src" / "attention_sm90.rs")
-    assert sm90["ATTENTION_SM90_BM"] == _attention.SM90_BM
+    assert sm90["ATTENTION_SM90_BM_D128"] == _attention.SM90_BM_D128
     assert sm90["ATTENTION_SM90_THREADS"] == _attention.SM90_THREADS
     assert sm90["ATTENTION_SM90_SHARED_BYTES"] == _attention.SM90_SHARED_BYTES
     plain = rust_consts(REPO / "kernels_rs" / "src" / "attention.rs")
@@ -112,7 +112,7 @@ def test_the_emulator_refuses_the_wgmma_attention() -> None:
     strides = (8 * 2 * 64, 2 * 64, 64)
     config = ((1, 2, 1), _attention.SM90_THREADS, _attention.SM90_SHARED_BYTES)
     with pytest.raises(PyoxideError) as e:
-        sm90.attention_sm90_bf16_0_0[config](
+        sm90.attention_sm90_bf16_0_0_192[config](
             q, k, v, maps, o, ef, e32, e32, strides, strides, strides, strides, (0, 0),
             1, 2, 2, 64, 8, 8, 0.125, False,
         )  # fmt: skip

@@ -36,15 +36,15 @@ def attention(kernels: pyoxide.Module) -> Attention:
     return module.attention  # type: ignore[no-any-return]
 
 
-#: The call, or one instance of the sm_90a kernel on its own (its tuned consts PINGPONG
-#: and PERSISTENT: each instance must compute the same attention, whichever a tuned choice
-#: runs).
+#: The call, or one instance of the sm_90a kernel on its own (its tuned consts PINGPONG,
+#: PERSISTENT and D64_ROWS: each instance must compute the same attention, whichever a
+#: tuned choice runs).
 SCHEDULES = [
     "call",
-    *(pytest.param(f"PINGPONG={p},PERSISTENT={g}",
+    *(pytest.param(f"PINGPONG={p},PERSISTENT={g},D64_ROWS={r}",
                    marks=[pytest.mark.gpu, skip_on_emu("sm_90a code"),
                           requires_sm90("the sm_90a kernel's schedules")])
-      for p in ("0", "1") for g in ("0", "1", "2")),
+      for p in ("0", "1") for g in ("0", "1", "2") for r in ("192", "128")),
 ]  # fmt: skip
 
 
