@@ -12,6 +12,7 @@ from .._manifest import abi as _abi
 from .._manifest.reader import KernelSpec
 from ..errors import ArgumentValueError
 
+#: A grid, block or cluster extent (x, y, z): the launch modules' one spelling of it.
 Dim3 = tuple[int, int, int]
 
 

@@ -15,13 +15,13 @@ from .._manifest import abi as _abi
 from ..errors import ArgumentTypeError, ArgumentValueError
 from . import policy as _policy
 from .args import describe_value
+from .clusters import Dim3
 
 if TYPE_CHECKING:
     from .args import ArgumentPlan
     from .arrays import ArrayView
 
 Dim = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
-Dim3 = tuple[int, int, int]
 
 #: Threads per block of an automatic configuration (fewer under tighter launch bounds).
 DEFAULT_BLOCK = _policy.DEFAULT_BLOCK

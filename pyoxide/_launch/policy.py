@@ -23,7 +23,7 @@ from .._manifest import abi as _abi
 from .._manifest.policy_spec import LaunchPolicy
 from .._manifest.reader import KernelSpec
 from ..errors import ArgumentValueError
-from .clusters import cluster_x, fit_cluster, persistent_blocks
+from .clusters import Dim3, cluster_x, fit_cluster, persistent_blocks
 from .shapes import tile_block, tile_grid
 
 #: Threads per block of a plain call of a kernel without a policy of its own (what
@@ -38,8 +38,6 @@ _ROW_LEAST_BLOCK = 128
 _GRID_HAS_MEANING = frozenset({"block_per_element", "block_per_row", "segments"})
 #: Policies whose plain grid is a division of one array's length (see plain_rule).
 _PLAIN_KINDS = frozenset({"elementwise", "block_per_element", "columns"})
-
-Dim3 = tuple[int, int, int]
 
 
 def policy_of(spec: KernelSpec) -> LaunchPolicy | None:
