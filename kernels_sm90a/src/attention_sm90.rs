@@ -32,8 +32,8 @@
 //! 1.02-1.03× causal. Short sequences lose more (0.75-0.87× at S = 512 and at 2048
 //! causal, against the tuned two-consumer instances: S = 512 is three tiles of 192 rows,
 //! 11 % of them past the end, and a causal tile of 192 rows crosses the diagonal in two
-//! key tiles): hence a tuned choice, per bucket. At d = 128 the products are twice as long and a third
-//! consumer's 64 accumulators more do not fit.
+//! key tiles): hence a tuned choice, per bucket. At d = 128 the products are twice as
+//! long and a third consumer's 64 accumulators more do not fit.
 //!
 //! Inside a consumer the products overlap the softmax: tile `j`'s `q·kᵀ` and tile
 //! `j-1`'s `p·v` are issued back to back, the wait retires only the first, and the
@@ -176,28 +176,26 @@ pub fn attention_sm90<
         causal,
         by_rows: PERSISTENT == 2,
     };
-    const { assert!(D64_ROWS == 192 || D64_ROWS == 128, "D64_ROWS: 192 or 128") };
-    // Const conditions: each instance keeps one body of each head dimension.
-    match (PINGPONG == 1, D64_ROWS == 192) {
-        (true, true) => head_dim_body::<T, true, 3>(&a, head_dim, out, lse),
-        (true, false) => head_dim_body::<T, true, 2>(&a, head_dim, out, lse),
-        (false, true) => head_dim_body::<T, false, 3>(&a, head_dim, out, lse),
-        (false, false) => head_dim_body::<T, false, 2>(&a, head_dim, out, lse),
+    // A const condition: each instance keeps one body.
+    if PINGPONG == 1 {
+        head_dim_body::<T, true, D64_ROWS>(&a, head_dim, out, lse)
+    } else {
+        head_dim_body::<T, false, D64_ROWS>(&a, head_dim, out, lse)
     }
 }
 
-/// The body of `head_dim`: d = 64's tiles with `D64_CONSUMERS` consumer warpgroups (3 or
-/// 2: 192 or 128 rows), d = 128's with 2.
+/// The body of `head_dim`: d = 64's tiles of `D64_ROWS` rows, d = 128's of
+/// [`ATTENTION_SM90_BM_D128`].
 #[inline(always)]
-fn head_dim_body<T: Sm90Element, const PINGPONG: bool, const D64_CONSUMERS: usize>(
+fn head_dim_body<T: Sm90Element, const PINGPONG: bool, const D64_ROWS: u32>(
     a: &Args<'_>,
     head_dim: u32,
     out: DisjointSlice<T>,
     lse: DisjointSlice<f32>,
 ) {
     match head_dim {
-        64 => attention_body::<T, 64, 32, PINGPONG, D64_CONSUMERS>(a, out, lse),
-        128 => attention_body::<T, 128, 64, PINGPONG, 2>(a, out, lse),
+        64 => attention_body::<T, 64, 32, PINGPONG, D64_ROWS>(a, out, lse),
+        128 => attention_body::<T, 128, 64, PINGPONG, ATTENTION_SM90_BM_D128>(a, out, lse),
         _ => panic!("head_dim must be 64 or 128"),
     }
 }
@@ -416,7 +414,7 @@ fn attention_body<
     const D: usize,
     const NO: usize,
     const PINGPONG: bool,
-    const CONSUMERS: usize,
+    const BM: u32,
 >(
     a: &Args<'_>,
     mut out: DisjointSlice<T>,
@@ -425,8 +423,14 @@ fn attention_body<
     [f32; NO]: OutputAcc<T>,
 {
     const { assert!(NO * 2 == D) };
-    // A third consumer's accumulators fit at d = 64 only (its 160 registers a thread).
-    const { assert!(CONSUMERS == 2 || (CONSUMERS == 3 && D == 64)) };
+    // A tile's rows are its consumers' (64 each): two, or three at d = 64 only (a third
+    // consumer's accumulators fit in its 160 registers a thread there alone).
+    const {
+        assert!(
+            BM == 128 || (BM == 192 && D == 64),
+            "tiles of 128 rows, or 192 at d = 64"
+        )
+    };
     let (heads, kv_heads) = (a.heads as usize, a.kv_heads as usize);
     assert!(
         kv_heads > 0 && heads.is_multiple_of(kv_heads),
@@ -443,9 +447,8 @@ fn attention_body<
     if batch == 0 || heads == 0 || a.seqlen_q == 0 {
         return;
     }
-    let consumers = CONSUMERS;
-    let bm = 64 * consumers;
-    let tiles = Tiles::new(a, bm as u32);
+    let (bm, consumers) = (BM as usize, const { BM as usize / 64 });
+    let tiles = Tiles::new(a, BM);
     // Every check of what the consumers write, here, for every tile a block may take: a
     // call (a panic, IEEE division's slow path) inside a `setmaxnreg` region keeps ptxas
     // from giving it the registers it asked for, and the wgmmas are serialised (its info
