@@ -8,9 +8,11 @@
 //! A block of 512 threads takes tiles of `BM` query rows of one head (at d = 64 the tuned
 //! `D64_ROWS`, 192 or 128; 128 at d = 128): one tile on the
 //! grid (⌈seqlen_q / BM⌉, heads, batch), or, on a persistent grid of one block an SM,
-//! every grid-size-th tile in turn, longest tiles first, numbered head by head (the
-//! blocks running at once share a head's keys and values in L2) or row block by row
-//! block (each block's share of a causal call is as much work as another's): `Tiles`.
+//! every grid-size-th tile in turn, numbered head by head (the blocks running at once
+//! share a head's keys and values in L2; a head's row blocks turned round by round, so
+//! that a causal call's long and short tiles are dealt evenly) or row block by row block,
+//! longest first (each block's share of a causal call is as much work as another's):
+//! `Tiles`.
 //! Four warpgroups.
 //! Warpgroup 0 is the producer: one thread loads each tile's q and keeps a ring of
 //! [`ATTENTION_SM90_STAGES`] key and value tiles of 128 rows full, by TMA (`cp.async.bulk.tensor`,
@@ -261,9 +263,10 @@ impl<'a> Sequences<'a> {
     }
 }
 
-/// The blocks' work: tiles of `bm` query rows of one head, longest first (causal ones see
-/// the most keys). A block takes tiles `first, first + step, ...`: one tile on the grid
-/// (⌈seqlen_q / bm⌉, heads, batch), a share of them on a persistent grid (x only).
+/// The blocks' work: tiles of `bm` query rows of one head, numbered longest first (causal
+/// ones see the most keys), but for the turn below. A block takes tiles `first, first +
+/// step, ...`: one tile on the grid (⌈seqlen_q / bm⌉, heads, batch), a share of them on a
+/// persistent grid (x only).
 ///
 /// Numbered head by head (`PERSISTENT` 0 and 1), the tiles of one head are neighbours:
 /// the blocks running at once share its keys and values in L2. But a persistent grid
@@ -271,10 +274,16 @@ impl<'a> Sequences<'a> {
 /// tiles, so they fall on the same few row blocks of each head, and a block whose turns
 /// fall on early rows takes only short tiles (at S = 512, four row blocks a head, each
 /// block always gets the same one: the longest share is 1.65× the mean; at S = 16384,
-/// D = 128 it ran 1.5× the time of a block a tile on the H200). Numbered row block by row
-/// block (`PERSISTENT = 2`: the last row block of every head, then the one before, ...),
-/// every block's share holds long and short tiles alike (1.03-1.06× the mean on the bench
-/// grid), at the price of L2 sharing. Which is faster is the tuner's to measure. The order
+/// D = 128 it ran 1.5× the time of a block a tile on the H200). So on a persistent grid
+/// (`PERSISTENT = 1`) a head's row blocks are turned by the round (grid-size tiles) its
+/// first tile falls in: a block's turns then walk through the row blocks (1.03× the mean
+/// at S = 512 and 4 or 3 row blocks, 1.12× at S = 2048, D = 128), and a head's tiles are
+/// still neighbours; on long sequences the turns can bunch again (up to 1.46× at S =
+/// 16384, D = 128). Numbered row block by row block (`PERSISTENT = 2`: the last row block
+/// of every head, then the one before, ...), every block's share holds long and short
+/// tiles alike (1.03-1.06× the mean on the bench grid), at the price of L2 sharing (at
+/// S = 512, D = 128, causal, it read 402 MB from DRAM for 201 MB of q, k and v: L2 hit
+/// rate 36 %, ncu on the H200). Which is faster is the tuner's to measure. The order
 /// is a const: choosing it at run time (a branch on `causal` in the tile loop) made ptxas
 /// rebuild the `wgmma` descriptors in every step of the consumers' inner loop (LOP3 and
 /// R2UR, 930 -> 1204 instructions; 5-20 % slower on the H200).
@@ -290,7 +299,7 @@ struct Tiles {
     by_rows: bool,
     count: u32,
     first: u32,
-    step: u32,
+    step: NonZero<u32>,
 }
 
 /// One tile: its batch entry, head, and first query row.
@@ -325,7 +334,7 @@ impl Tiles {
             by_rows: a.by_rows,
             count: count.expect("at most 2^32 tiles"),
             first: x + gx * (y + gy * z),
-            step: gx * gy * gz,
+            step: NonZero::new(gx * gy * gz).expect("a grid has blocks"),
         }
     }
 
@@ -345,7 +354,14 @@ impl Tiles {
         let (from_last, hb) = if self.by_rows {
             (t / self.head_tiles, t % self.head_tiles)
         } else {
-            (t % self.m_blocks, t / self.m_blocks)
+            // Turned by the round of the head's first tile (type docs); no turn on a
+            // grid of a block a tile (one round).
+            let hb = t / self.m_blocks;
+            let round = hb * self.m_blocks.get() / self.step;
+            (
+                (t % self.m_blocks + round % self.m_blocks) % self.m_blocks,
+                hb,
+            )
         };
         TileAt {
             b: (hb / self.heads) as usize,
@@ -370,7 +386,7 @@ impl Iterator for TileWalk {
         if t >= self.tiles.count {
             return None;
         }
-        self.next = t + self.tiles.step;
+        self.next = t + self.tiles.step.get();
         Some(self.tiles.at(t))
     }
 }
@@ -639,7 +655,9 @@ fn attention_body<
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::{vec, vec::Vec};
 
     fn tiles(m_blocks: u32, heads: u32, batch: u32, by_rows: bool) -> Tiles {
         Tiles {
@@ -650,7 +668,49 @@ mod tests {
             by_rows,
             count: m_blocks * heads * batch,
             first: 0,
-            step: 1,
+            step: NonZero::new(1).unwrap(),
+        }
+    }
+
+    /// The blocks of a persistent grid of 132 (the H200's multiprocessors) together meet
+    /// every tile once, in both numberings; and with a causal mask (a tile's work is its
+    /// key tiles: m_blocks - row block of a square call) the busiest block's share is
+    /// within 1.05× of the mean at S = 512 (4 row blocks at D = 128; 4 or 3 at D = 64 in
+    /// tiles of 128 or 192 rows), where head by head unturned it was 1.55-1.65×.
+    #[test]
+    fn a_persistent_grid_deals_every_tile_once_and_short_causal_calls_evenly() {
+        const GRID: u32 = 132;
+        for (m_blocks, heads, batch) in [(4, 16, 32), (4, 32, 32), (3, 32, 32), (5, 3, 7)] {
+            for by_rows in [false, true] {
+                let whole = tiles(m_blocks, heads, batch, by_rows);
+                let mut seen = vec![false; whole.count as usize];
+                let mut shares = Vec::new();
+                for first in 0..GRID {
+                    let block = Tiles {
+                        first,
+                        step: NonZero::new(GRID).unwrap(),
+                        ..whole
+                    };
+                    let mut share = 0;
+                    for at in block.walk() {
+                        let m = at.m0 / whole.bm as usize;
+                        let i = (at.b * heads as usize + at.h) * m_blocks as usize + m;
+                        assert!(!seen[i], "a tile twice");
+                        seen[i] = true;
+                        share += m + 1;
+                    }
+                    shares.push(share);
+                }
+                assert!(seen.iter().all(|&s| s), "every tile");
+                let mean = shares.iter().sum::<usize>() as f64 / GRID as f64;
+                let most = *shares.iter().max().unwrap() as f64;
+                if heads * batch >= 96 {
+                    assert!(
+                        most <= 1.05 * mean,
+                        "{m_blocks} row blocks: {most} vs {mean}"
+                    );
+                }
+            }
         }
     }
 
