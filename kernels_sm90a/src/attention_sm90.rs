@@ -459,6 +459,11 @@ fn attention_body<
             && (a.maps.as_ptr() as usize).is_multiple_of(64)
     );
     assert!(DynamicSharedArray::<u8>::bytes() >= ATTENTION_SM90_SHARED_BYTES as usize);
+    // Row and key indices in 32 bits (the consumers' masks; cu_seqlens are i32 already).
+    assert!(
+        a.seqlen_q <= i32::MAX as u32 && a.seqlen_k <= i32::MAX as u32,
+        "seqlen_q and seqlen_k must be below 2^31"
+    );
     let batch = a.batch as usize;
     if batch == 0 || heads == 0 || a.seqlen_q == 0 {
         return;
