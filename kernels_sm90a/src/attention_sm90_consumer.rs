@@ -233,9 +233,9 @@ impl Consumer {
         let (w, lane) = (tid % 128 / 32, tid % 32);
         let (g, t) = (lane / 4, lane % 4);
         // Each row's last key as one bound, in 32 bits (`attention_body` asserts that
-        // every row and key index fits an i32): one compare an element. (Two 64-bit
-        // compares an element made the masked path 3 of the key loop's 4 ISETPs: 931 ->
-        // 656 SASS instructions a step at d = 128, 882 -> 608 at d = 64.)
+        // every row and key index fits an i32): one compare an element. (With two 64-bit
+        // compares an element the key loop held 195 ISETPs, now 65: 931 -> 689 SASS
+        // instructions a step at d = 128, 882 -> 640 at d = 64.)
         let (sk, diag) = (self.sk as i32, self.diag as i32);
         let last = |row: i32| {
             if self.causal {
