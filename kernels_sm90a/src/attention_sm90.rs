@@ -631,8 +631,8 @@ fn attention_body<
                     k_desc,
                     v_desc,
                     m_wg: at.m0 + 64 * wg,
-                    sk: w.sk,
-                    diag: w.diag,
+                    sk: w.sk as i32,
+                    diag: w.diag as i32,
                     causal: a.causal,
                     scale_log2: a.scale * core::f32::consts::LOG2_E,
                 };

@@ -144,7 +144,9 @@ impl Ring {
 
 /// A consumer warpgroup's constants: its index among the block's consumers (`count` of
 /// them: each takes 64 query rows of the tile), its operands' base descriptors (q's rows
-/// of this warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts.
+/// of this warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts
+/// (keys and diagonal in 32 bits, as the softmax compares them: `attention_body` asserts
+/// that every row and key index fits an i32).
 pub(crate) struct Consumer {
     pub(crate) wg: usize,
     pub(crate) count: usize,
@@ -152,8 +154,8 @@ pub(crate) struct Consumer {
     pub(crate) k_desc: u64,
     pub(crate) v_desc: u64,
     pub(crate) m_wg: usize,
-    pub(crate) sk: usize,
-    pub(crate) diag: isize,
+    pub(crate) sk: i32,
+    pub(crate) diag: i32,
     pub(crate) causal: bool,
     pub(crate) scale_log2: f32,
 }
@@ -232,11 +234,10 @@ impl Consumer {
         let tid = thread::threadIdx_x() as usize;
         let (w, lane) = (tid % 128 / 32, tid % 32);
         let (g, t) = (lane / 4, lane % 4);
-        // Each row's last key as one bound, in 32 bits (`attention_body` asserts that
-        // every row and key index fits an i32): one compare an element. (With two 64-bit
-        // compares an element the key loop held 195 ISETPs, now 65: 931 -> 689 SASS
+        // Each row's last key as one bound, in 32 bits: one compare an element. (With two
+        // 64-bit compares an element the key loop held 195 ISETPs, now 65: 931 -> 689 SASS
         // instructions a step at d = 128, 882 -> 640 at d = 64.)
-        let (sk, diag) = (self.sk as i32, self.diag as i32);
+        let (sk, diag) = (self.sk, self.diag);
         let last = |row: i32| {
             if self.causal {
                 (sk - 1).min(row + diag)
