@@ -28,12 +28,18 @@ def want(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return a * x.astype(np.float64) + y
 
 
+def terms(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The size of what saxpy adds: where a*x and y nearly cancel (likely at n = 1), the
+    float32 rounding is a fraction of the terms, not of the small result."""
+    return np.abs(a * x.astype(np.float64)) + np.abs(y)
+
+
 @pytest.mark.parametrize("n", sizes(0, 1, 31, 257, 4099))
 def test_saxpy_matches_numpy(lib: ArrayLib, readme: pyoxide.Module, n: int) -> None:
     x, y, dx, dy = data(lib, n)
     out = lib.poisoned(n, np.float32)
     readme.saxpy(0.75, dx, dy, out)
-    assert rel_err(lib.to_numpy(out), want(0.75, x, y)) <= tol(np.float32)
+    assert rel_err(lib.to_numpy(out), want(0.75, x, y), terms(0.75, x, y)) <= tol(np.float32)
 
 
 def test_saxpy_misaligned_views(lib: ArrayLib, readme: pyoxide.Module) -> None:
@@ -43,7 +49,8 @@ def test_saxpy_misaligned_views(lib: ArrayLib, readme: pyoxide.Module) -> None:
     out = lib.poisoned(n + 3, np.float32)
     readme.saxpy(-2.0, dx[1:], dy[:-1], out[3:])
     got = lib.to_numpy(out)
-    assert rel_err(got[3:], want(-2.0, x[1:], y[:-1])) <= tol(np.float32)
+    ref, size = want(-2.0, x[1:], y[:-1]), terms(-2.0, x[1:], y[:-1])
+    assert rel_err(got[3:], ref, size) <= tol(np.float32)
 
 
 @pytest.mark.parametrize(
