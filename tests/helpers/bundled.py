@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pyoxide._build import layout as _layout
+from pyoxide.spec import Spec
+from pyoxide.verify import find_specs, load_specs
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS_CRATE = REPO / "kernels_rs" / "Cargo.toml"
@@ -24,6 +26,14 @@ ARCHS = ("sm_80", "sm_90")
 PREBUILT = REPO / "target" / "oxide" / "release" / "kernels_rs.manifest.json"
 # What `pyoxide build --bundled` writes (and a wheel ships).
 PACKAGED = _layout.PREBUILT / "kernels_rs.manifest.json"
+
+
+@functools.cache
+def bundled_specs() -> dict[str, Spec]:
+    """The bundled kernels' specs (kernels_rs/specs, or the copy a wheel ships), by kernel."""
+    folder = find_specs(None)
+    assert folder is not None
+    return {s.kernel: s for s in load_specs(folder)}
 
 
 def cargo_oxide() -> str | None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -11,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.bundled import bundled_specs
 from helpers.probes import requires_gpu
 from pyoxide._launch.torch_plan import OpPlan
 from pyoxide.spec import Case, Spec
-from pyoxide.verify import find_specs, load_specs
 
 #: The devices a torch-op test runs on: CPU tensors (the CPU emulator) and CUDA tensors.
 DEVICES = [
@@ -23,13 +22,6 @@ DEVICES = [
         "cuda", id="cuda", marks=[pytest.mark.gpu, requires_gpu("runs the ops on CUDA tensors")]
     ),
 ]
-
-
-@functools.cache
-def bundled_specs() -> dict[str, Spec]:
-    folder = find_specs(None)
-    assert folder is not None
-    return {s.kernel: s for s in load_specs(folder)}
 
 
 def tensor(a: Any, device: str) -> Any:

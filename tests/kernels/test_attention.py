@@ -16,16 +16,15 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, skip_on_emu
-from helpers.bundled import sm90a_kernels_manifest
+from helpers.bundled import bundled_specs, sm90a_kernels_manifest
 from helpers.probes import requires_sm90, sm90_device_present
 
 import pyoxide
 from pyoxide.bundled.attention import SM90_KERNEL, Attention, add_attention, as_attention
 from pyoxide.spec import Case
-from pyoxide.verify import find_specs, load_specs
 
 BF16 = ml_dtypes.bfloat16
-SPEC = next(s for s in load_specs(find_specs(None)) if s.kernel == "attention")  # type: ignore[arg-type]
+SPEC = bundled_specs()["attention"]
 
 
 @pytest.fixture(scope="module")

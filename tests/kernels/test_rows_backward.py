@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers.arraylibs import ArrayLib, rel_err, tol
+from helpers.bundled import bundled_specs
 from helpers.rows import EPS, column_gradient, layernorm64, softmax64
-from helpers.torch_ops import bundled_specs
 
 import pyoxide
 from pyoxide.spec import Case
