@@ -40,14 +40,16 @@ F64 = np.float64
 NO_KEYS = -50.0
 
 # Edge cases first: S = 1, S around the tiles (64 rows and keys for the mma.sync
-# kernel, 128 for the sm_90 one), causal with fewer and more keys than queries, GQA,
-# variable lengths, (B, H, S, D).
+# kernel, 128 for the sm_90 one), causal with fewer and more keys than queries (300
+# queries against 20 keys: whole tiles of 64, 128 and 192 rows whose rows see no key),
+# GQA, variable lengths, (B, H, S, D).
 EDGE: list[Shape] = [
     (1, 1, 1, 1, 1, 0, 0, 0, 0), (1, 1, 1, 1, 1, 1, 1, 0, 0), (1, 1, 77, 1, 1, 0, 1, 0, 0),
     (1, 64, 64, 1, 1, 0, 0, 0, 0), (1, 65, 65, 1, 1, 1, 1, 0, 0), (2, 129, 129, 1, 2, 0, 1, 0, 0),
     (1, 100, 37, 2, 1, 1, 1, 0, 0), (1, 37, 100, 1, 1, 0, 1, 0, 0), (1, 128, 256, 2, 2, 1, 0, 0, 1),
     (2, 33, 17, 1, 4, 0, 0, 0, 1), (3, 70, 90, 1, 2, 1, 0, 1, 0), (4, 50, 50, 2, 1, 0, 1, 1, 0),
     (1, 200, 200, 1, 1, 1, 1, 0, 1), (2, 130, 129, 2, 2, 0, 1, 1, 0), (1, 1, 200, 1, 3, 1, 0, 0, 0),
+    (1, 300, 20, 1, 1, 0, 1, 0, 0),
 ]  # fmt: skip
 
 
