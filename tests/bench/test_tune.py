@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 from helpers import fake_cupy
 from helpers.bundled import (
-    REPO,
     TUNED_KERNELS,
+    bundled_specs,
     sm90_gemm_instances,
     sm90a_kernels_manifest,
     tuned_kernels_manifest,
@@ -37,8 +37,7 @@ from pyoxide._launch import tuned as _tuned
 from pyoxide._manifest import abi as _abi
 from pyoxide.bench import tune as _tune
 from pyoxide.cli import cli
-from pyoxide.spec import Case, Spec
-from pyoxide.verify import load_specs
+from pyoxide.spec import Case
 
 SCHEMA = Path(__file__).resolve().parents[2] / "crates" / "oxide-abi" / "tune-report.schema.json"
 EMU = (_abi.EMULATOR_DEVICE, _abi.EMULATOR_ARCH)
@@ -319,15 +318,11 @@ def test_a_row_kernels_blocks_per_sm_caps_its_grid_on_both_launch_paths(manifest
 GEMM_VARIANTS = ("gemm_bf16", "gemm_bf16_bf16")
 
 
-def bundled_spec(name: str) -> Spec:
-    return next(s for s in load_specs(REPO / "kernels_rs" / "specs") if s.kernel == name)
-
-
 def variant_hand_pick(name: str) -> Any:
     from pyoxide._manifest.reader import read_manifest
 
     kernels = read_manifest(sm90a_kernels_manifest()).kernels
-    return next(k for k in _tune.hand_picks(kernels, bundled_spec(name)))[1]
+    return next(k for k in _tune.hand_picks(kernels, bundled_specs()[name]))[1]
 
 
 @pytest.mark.parametrize("name", GEMM_VARIANTS)
@@ -337,7 +332,7 @@ def test_a_tensor_map_variant_is_verified_on_tails_it_takes(name: str) -> None:
     extent, aligned, in the same bucket; another kernel's stays one element off."""
     hand = variant_hand_pick(name)
     assert hand.variant_of == name and hand.tensor_maps
-    spec = bundled_spec(name)
+    spec = bundled_specs()[name]
     for shape, edge in [
         ((1024, 1024, 1024), (1016, 1016, 1016)),
         ((128, 4096, 4096), (120, 4088, 4088)),
@@ -360,7 +355,7 @@ def test_every_instance_of_a_gemm_variant_passes_the_tuners_verification(name: s
 
     module = load_sm90a(tuned=False)
     hand = next(k for k in module.manifest.kernels if k.entry == variant_hand_pick(name).entry)
-    entry, _, _ = _tune.tune_shape(module, bundled_spec(name), hand, "bf16", (200, 1024, 512),
+    entry, _, _ = _tune.tune_shape(module, bundled_specs()[name], hand, "bf16", (200, 1024, 512),
                                    backend="cupy", timing=planted({}))  # fmt: skip
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
     assert verdicts == dict.fromkeys(sm90_gemm_instances(name), ("passed", None))
@@ -371,17 +366,17 @@ def test_each_spec_is_tuned_in_the_first_crate_with_a_tune_kernel_for_it() -> No
     plain calls run kernels_sm90a's #[tune] kernels on an sm_90 GPU (the GEMMs' variants,
     attention's served kernel) are tuned there, the rest in kernels_rs."""
     from pyoxide.bundled import load_bundled, load_sm90a
-    from pyoxide.verify import find_specs, load_specs
 
     rs, sm90a = load_bundled(tuned=False), load_sm90a(tuned=False)
     assert sm90a is not None
-    groups = _tune.tuning_crates(load_specs(find_specs(None)), [rs, sm90a])
+    specs = list(bundled_specs().values())
+    groups = _tune.tuning_crates(specs, [rs, sm90a])
     by_crate = {m.manifest.crate_name: sorted(s.kernel for s in specs) for m, specs in groups}
     assert by_crate["kernels_sm90a"] == ["attention", "gemm_bf16", "gemm_bf16_bf16"]
     assert {"reduce_sum_f32", "softmax_rows", "layernorm_rows", "transpose", "sgemm"} <= set(
         by_crate["kernels_rs"]
     )
-    assert _tune.tuning_crates(load_specs(find_specs(None)), [rs])[0][0] is rs
+    assert _tune.tuning_crates(specs, [rs])[0][0] is rs
 
 
 @pytest.mark.gpu

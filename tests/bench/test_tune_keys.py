@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import fake_cupy
 from helpers.bundled import (
-    REPO,
+    bundled_specs,
     emu_kernels_manifest,
     sm90a_kernels_manifest,
 )
@@ -28,8 +28,7 @@ from pyoxide._launch import tuned as _tuned
 from pyoxide._manifest.reader import read_manifest
 from pyoxide.bench import tune as _tune
 from pyoxide.cli import cli
-from pyoxide.spec import Case, Spec
-from pyoxide.verify import load_specs
+from pyoxide.spec import Case
 
 #: Each test with a cache of its own (tests/bench/conftest.py).
 pytestmark = pytest.mark.usefixtures("cache")
@@ -133,13 +132,9 @@ def test_the_compiled_launchers_leave_scalar_keyed_plain_calls_to_the_general_pa
 # --- attention's sm_90a kernel -------------------------------------------------------
 
 
-def attention_spec() -> Spec:
-    return next(s for s in load_specs(REPO / "kernels_rs" / "specs") if s.kernel == "attention")
-
-
 def test_attention_sm90_is_tuned_per_head_dim_seqlen_k_and_causal() -> None:
     kernels = read_manifest(sm90a_kernels_manifest()).kernels
-    spec = attention_spec()
+    spec = bundled_specs()["attention"]
     picks = _tune.hand_picks(kernels, spec)
     assert [(d, k.entry) for d, k in picks] == [
         ("bf16", "attention_sm90_bf16_0_0_192"), ("f16", "attention_sm90_f16_0_0_192")]  # fmt: skip
@@ -173,7 +168,7 @@ def test_every_schedule_passes_the_tuners_verification_at_its_verify_shape() -> 
     assert module is not None
     hand = module["attention_sm90_bf16_0_0_192"].spec
     shape = (1, 4096, 4096, 16, 1, 1, 1, 0, 0)
-    entry, _, bucket = _tune.tune_shape(module, attention_spec(), hand, "bf16", shape,
+    entry, _, bucket = _tune.tune_shape(module, bundled_specs()["attention"], hand, "bf16", shape,
                                         backend="cupy", timing=planted({}))  # fmt: skip
     assert bucket == (128, 4096, 1) and entry["verified"] == [[1, 300, 300, 16, 1, 1, 1, 0, 0]]
     verdicts = {c["entry"]: (c["verdict"], c["message"]) for c in entry["candidates"]}
@@ -192,7 +187,7 @@ def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> N
     module = load_sm90a(tuned=False)
     assert module is not None
     call = as_attention(module["attention_sm90_bf16_1_1_128"])
-    spec = attention_spec()
+    spec = bundled_specs()["attention"]
     case = Case((1, 70, 70, 1, 1, 0, 0, 0, 0), "bf16", 0, 0)
     a = spec.inputs(case, np.random.default_rng(0))
     out = np.zeros_like(a["q"])
