@@ -70,14 +70,21 @@ fn every_device_operation_passes_ptxas() {
             "ldmatrix.sync.aligned.m8n8.x1.shared.b16",
             "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
             "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
-            "cp.async.ca.shared.global [s], [g], 4,",
-            "cp.async.ca.shared.global [s], [g], 8,",
-            "cp.async.ca.shared.global [s], [g], 16,",
-            "cp.async.cg.shared.global [s], [g], 16,",
             "cp.async.commit_group",
             "cp.async.wait_group 0",
         ] {
             assert!(tc.contains(insn), "{insn} missing ({arch})");
+        }
+        // cp.async takes its shared destination as a 32-bit window offset (`[%r…]`, not
+        // a 64-bit `cvta.to.shared` result) and its global source as a 64-bit address.
+        for (cache, bytes) in [("ca", 4), ("ca", 8), ("ca", 16), ("cg", 16)] {
+            let prefix = format!("cp.async.{cache}.shared.global [%r");
+            assert!(
+                tc.lines().any(|l| l.trim_start().starts_with(&prefix)
+                    && l.contains("], [%rd")
+                    && l.contains(&format!("], {bytes}, "))),
+                "{prefix}…], [%rd…], {bytes}, … missing ({arch})"
+            );
         }
         let reduxes = entry(&ptx, "reduxes");
         for op in [
