@@ -259,6 +259,29 @@ pub(crate) fn cvta_to_shared(p: *const u8) -> u64 {
     a
 }
 
+/// The generic address of shared-memory offset 0 (`cvta.shared.u64 w, 0`). `pure` and
+/// `nomem` (the window is fixed for the kernel's life), so LLVM computes it once.
+#[inline(always)]
+fn shared_window() -> usize {
+    let w: usize;
+    // SAFETY: an address conversion; reads no memory.
+    unsafe {
+        asm!("cvta.shared.u64 {w}, 0;", w = out(reg64) w,
+             options(pure, nomem, nostack, preserves_flags));
+    }
+    w
+}
+
+/// [`cvta_to_shared`]'s offset, in 32 bits, as plain arithmetic on the pointer: the
+/// generic address minus [`shared_window`]. LLVM sees through the subtraction, so
+/// pointers at constant distances from one base share one register and differ by
+/// immediates, where each `cvta.to.shared` is an opaque instruction of its own
+/// (`cp.async`'s destinations use it).
+#[inline(always)]
+pub(crate) fn shared_offset(p: *const u8) -> u32 {
+    (p as usize).wrapping_sub(shared_window()) as u32
+}
+
 /// Readers of the special registers LLVM has no intrinsic for, as `usize`.
 macro_rules! asm_special_registers {
     ($($(#[$doc:meta])* $name:ident => $register:literal;)*) => {$(

@@ -3,10 +3,10 @@
 //! LLVM 22 has `llvm.nvvm.mma.*`, `ldmatrix` and `cp.async` intrinsics, but they take
 //! shared-memory (`addrspace(3)`) pointers or return LLVM structs, neither of which a
 //! Rust `extern` declaration can spell; `asm!` says exactly which instruction runs.
-//! None of the instruction blocks is `pure`: LLVM must not move a warp-collective
-//! instruction into a branch or drop it, and an `asm!` with side effects stays where it
-//! is. The ones that touch memory leave out `nomem`, so they order with the loads and
-//! stores around them. The one `pure` block is [`shared_window`], an address constant.
+//! None of these blocks is `pure`: LLVM must not move a warp-collective instruction
+//! into a branch or drop it, and an `asm!` with side effects stays where it is. The
+//! ones that touch memory leave out `nomem`, so they order with the loads and stores
+//! around them.
 
 use core::arch::asm;
 
@@ -91,28 +91,11 @@ pub(crate) unsafe fn stmatrix<const N: usize, const TRANS: bool>(row: *mut u16, 
     unsafe { matrix_asm!(stmatrix, row, in v) }
 }
 
-/// The generic address of shared-memory offset 0 (`cvta.shared.u64 w, 0`): a shared
-/// generic address minus it is the 32-bit shared-window offset that `.shared`
-/// instructions take. `pure` and `nomem` (the window is fixed for the kernel's life), so
-/// LLVM hoists it out of loops and computes it once; where a caller's destinations are
-/// one integer base plus constants, the subtraction folds into that base and each copy
-/// keeps its constant as an immediate (sgemm_256's copies of A: one register, 8 offsets).
-#[inline(always)]
-pub(crate) fn shared_window() -> usize {
-    let w: usize;
-    // SAFETY: reads no memory; defined on every sm_XX target this crate builds for.
-    unsafe {
-        asm!("cvta.shared.u64 {w}, 0;", w = out(reg64) w,
-             options(pure, nomem, nostack, preserves_flags))
-    };
-    w
-}
-
 /// `cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes`, with `dst` as a
-/// 32-bit shared-window offset (`[%r…]`) and `src` as the generic address it is (a
-/// global address is the same number in the generic space, so no `cvta.to.global`).
-/// Two 64-bit `cvta`s a copy cost about 9 SASS instructions each; this form lets a
-/// tile's copies share one base register and differ by immediates.
+/// 32-bit shared-window offset (`[%r…]`, [`super::shared_offset`]) and `src` as the
+/// generic address it is (a global address is the same number in the generic space, so
+/// no `cvta.to.global`). Two 64-bit `cvta`s cost about 9 SASS instructions a copy; this
+/// form lets copies at constant distances share one base register.
 #[inline(always)]
 pub(crate) unsafe fn cp_async<const CG: bool>(
     dst: *mut u8,
@@ -120,7 +103,7 @@ pub(crate) unsafe fn cp_async<const CG: bool>(
     bytes: u32,
     src_bytes: u32,
 ) {
-    let d = (dst as usize).wrapping_sub(shared_window()) as u32;
+    let d = super::shared_offset(dst);
     // SAFETY: upheld by the caller (`mma::cp_async_ca`): `dst` is in shared memory, so
     // its offset from the window fits 32 bits.
     unsafe {
