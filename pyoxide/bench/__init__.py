@@ -24,11 +24,11 @@ from ._peers import Peers
 from ._plot import plot
 from ._report import Table, require_gpu
 from ._report import render as render_report
-from ._timing import Timer, copy_bandwidth, peak_flops
+from ._timing import Timer, copy_bandwidth, peak_flops, profiled_call
 
 __all__ = [
     "Peers", "Table", "Timer", "bench_crate", "bench_spec", "copy_bandwidth", "plot",
-    "progress_bar", "render_report", "require_gpu", "table",
+    "profiled_call", "progress_bar", "render_report", "require_gpu", "table",
 ]  # fmt: skip
 
 BENCH_REPORT_VERSION = 1

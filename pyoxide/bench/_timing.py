@@ -115,3 +115,19 @@ def peak_flops(cp: Any) -> dict[str, float]:
     major = int(dev.compute_capability[0]) if dev.compute_capability else 9
     rates = _PER_SM_CLOCK.get(major, _PER_SM_CLOCK[9 if major > 9 else 8])
     return {k: sms * hz * v for k, v in rates.items()}
+
+
+def profiled_call(call: Callable[[], Any], synchronize: Callable[[], Any]) -> None:
+    """One warm call of `call` between cudaProfilerStart and Stop, after a warm-up call
+    (a peer's autotuning and first-call work happen there): what `ncu
+    --profile-from-start off` measures (scripts/device_run's `ncu:` parts)."""
+    import cupy as cp
+
+    call()
+    synchronize()
+    cp.cuda.runtime.profilerStart()
+    try:
+        call()
+        synchronize()
+    finally:
+        cp.cuda.runtime.profilerStop()

@@ -64,3 +64,37 @@ def test_a_gpu_bench_says_there_is_no_gpu(script: str) -> None:
     result = _run(script, "--smoke", env=env)
     assert result.returncode == 1
     assert f"scripts/{script} times kernels on a CUDA GPU" in result.stderr, result.stderr
+
+
+def test_the_stall_ledger_ranks_sass_lines_by_their_samples(capsys: Any) -> None:
+    """scripts/ncu_ledger.py on a source page as ncu prints it (`--page source --csv
+    --print-source sass`: the kernel's name, then a header with Address, Source, the
+    sampling columns and one `stall_*` column per reason): the lines most sampled first,
+    until they cover the share asked for, each with its top reasons."""
+    ledger = load_script("ncu_ledger.py")
+    header = (
+        '"Address","Source","Instructions Executed","Warp Stall Sampling (All Samples)",'
+        '"Warp Stall Sampling (Not-issued Samples)","stall_long_sb","stall_wait"'
+    )
+    page = "\n".join([
+        '"attention_sm90_bf16_1_1_128"', header,
+        '"0x10","HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], RZ, !UPT ;","64","300","250","0","300"',
+        '"0x20","SYNCS.PHASECHK.TRANS64 P0, [R1+URZ], R2 ;","64","1,200","1,100","900","300"',
+        '"0x30","FFMA R1, R2, R3, R4 ;","8192","500","20","0","0"',
+        '"sgemm_256"', header,
+        '"0x10","LDS.128 R4, [R2] ;","8","5","5","0","5"',
+    ])  # fmt: skip
+    tables = ledger.tables(page)
+    assert [(t[0], len(t[2])) for t in tables] == [
+        ("attention_sm90_bf16_1_1_128", 3), ("sgemm_256", 1)
+    ]  # fmt: skip
+    assert ledger.ledger(*tables[0], 0.8, 60)
+    out = capsys.readouterr().out.splitlines()
+    assert "3 SASS lines, 2000 stall samples" in out[0]
+    rows = out[2:]
+    # 1200 of 2000 samples, then 500: 85 % >= 80 %, so the HGMMA line is not listed
+    assert len(rows) == 2 and "SYNCS.PHASECHK" in rows[0] and "FFMA" in rows[1]
+    assert rows[0].split()[:2] == ["60.0%", "60.0%"] and "stall_long_sb 75%" in rows[0]
+    assert rows[1].split()[:2] == ["25.0%", "85.0%"]
+    # a page without the sampling columns is not read as a ledger
+    assert not ledger.ledger("k", ["Address", "Source"], [["0x10", "NOP ;"]], 0.8, 60)

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The stall ledger of an Nsight Compute report: which SASS instructions the warps were
+sampled waiting at, most first, until the rows cover --cover of all samples. Read it
+before naming a kernel's bottleneck: a region the ledger prices at 1 % is not one.
+
+It reads `ncu --import REPORT --page source --csv --print-source sass` (the report
+collected with `--section SourceCounters`, as scripts/device_run's `ncu:` parts do) and
+prints, per kernel in the report, the top instructions with their share of the samples,
+their share of the samples where the warp could not issue, the stall reasons that
+dominate them (where the page has a column per reason), and how often they ran. A page
+this script does not understand is printed raw (its first lines), so a device call
+still brings the data back.
+
+usage: scripts/ncu_ledger.py REPORT.ncu-rep [--cover 0.8] [--rows 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import subprocess
+import sys
+
+ALL = "Warp Stall Sampling (All Samples)"
+NOT_ISSUED = "Warp Stall Sampling (Not-issued Samples)"
+
+
+def number(text: str) -> float:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def column(header: list[str], *needles: str) -> int | None:
+    """The first column whose name contains every needle (case-insensitive)."""
+    for i, name in enumerate(header):
+        if all(n.lower() in name.lower() for n in needles):
+            return i
+    return None
+
+
+def tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The page's CSV tables: (title, header, rows), one per kernel. A header is the line
+    that names the `Source` column; a line before it that is not one (the kernel's name,
+    where ncu prints one) is the table's title."""
+    out: list[tuple[str, list[str], list[list[str]]]] = []
+    title, header, rows = "", None, []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = next(csv.reader(io.StringIO(line)))
+        if "Source" in fields:
+            if header is not None:
+                out.append((title, header, rows))
+            header, rows = fields, []
+        elif header is not None and len(fields) == len(header):
+            rows.append(fields)
+        else:  # a title: the next kernel's, if a table was open
+            if header is not None:
+                out.append((title, header, rows))
+                header, rows = None, []
+            title = " ".join(f.strip() for f in fields if f.strip())
+    if header is not None:
+        out.append((title, header, rows))
+    return out
+
+
+def ledger(title: str, header: list[str], rows: list[list[str]], cover: float, most: int) -> bool:
+    at_all = column(header, ALL) or column(header, "stall sampling", "all")
+    source = column(header, "source")
+    if at_all is None or source is None:
+        return False
+    address = column(header, "address")
+    not_issued = column(header, NOT_ISSUED) or column(header, "not-issued")
+    executed = column(header, "instructions executed")
+    # one column per stall reason, where the page has them (`stall_*` names)
+    reasons = [i for i, name in enumerate(header) if name.lower().startswith("stall")]
+    total = sum(number(r[at_all]) for r in rows if len(r) > at_all)
+    print(f"== {title or 'kernel'}: {len(rows)} SASS lines, {total:.0f} stall samples")
+    if total <= 0:
+        return True
+    ranked = sorted((r for r in rows if len(r) == len(header)), key=lambda r: -number(r[at_all]))
+    print(f"{'share':>6} {'cum':>6} {'no-issue':>8} {'executed':>10}  address  instruction")
+    seen = 0.0
+    for r in ranked[:most]:
+        samples = number(r[at_all])
+        seen += samples
+        why = ""
+        if reasons:
+            top = sorted(reasons, key=lambda i: -number(r[i]))[:2]
+            why = (
+                "  ["
+                + ", ".join(
+                    f"{header[i]} {number(r[i]) / samples:.0%}" for i in top if number(r[i]) > 0
+                )
+                + "]"
+                if samples
+                else ""
+            )
+        print(
+            f"{samples / total:6.1%} {seen / total:6.1%} "
+            f"{(number(r[not_issued]) / total if not_issued is not None else 0):8.1%} "
+            f"{(r[executed] if executed is not None else ''):>10}  "
+            f"{(r[address] if address is not None else ''):>7}  {r[source].strip()}{why}"
+        )
+        if seen >= cover * total:
+            break
+    return True
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("report")
+    ap.add_argument("--cover", type=float, default=0.8)
+    ap.add_argument("--rows", type=int, default=60)
+    args = ap.parse_args()
+    page = subprocess.run(
+        ["ncu", "--import", args.report, "--page", "source", "--csv", "--print-source", "sass"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if page.returncode != 0:
+        print(f"ncu_ledger: ncu exited {page.returncode}: {page.stderr.strip()[:2000]}")
+        return 1
+    found = tables(page.stdout)
+    understood = [ledger(*t, args.cover, args.rows) for t in found]
+    if not found or not any(understood):
+        print("ncu_ledger: a source page this script does not read; its first lines:")
+        print("\n".join(page.stdout.splitlines()[:40]))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
