@@ -55,6 +55,7 @@ const SG_B_BUF: usize = SG_BK * SG_BN;
 #[tune(BM = [128, 64, 256])]
 #[launch(tiles(c, block = (256, 1), tile = (128, BM)))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
+#[inline(always)]
 pub fn sgemm<const BM: usize>(a: Array2<f32>, b: Array2<f32>, c: DisjointArray2<f32>) {
     const { assert!(BM == 64 || BM == 128 || BM == TALL_BM, "BM: 64, 128 or 256") };
     let (m, n, k) = (a.rows() as u32, b.cols() as u32, a.cols() as u32);

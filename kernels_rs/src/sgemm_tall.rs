@@ -10,9 +10,10 @@
 //! stage through 12 registers (and two buffers of 8 k fit the 48 KiB of static shared
 //! memory, where 16 k would not).
 //!
-//! Local ptxas (sm_90): 237 registers, no spills; a step's vector path is 1024 FFMA, 48
-//! LDS.128 and about 80 other instructions (the 128-row body: 64 LDS.128 and about 120
-//! others for its 1024 FFMA of 16 k). A 3-stage `cp.async` pipeline instead of the
+//! Local ptxas (sm_90): 255 registers, no spills; a whole step on the vector path is 1024
+//! FFMA, 48 LDS.128, 9 STS, 3 LDG.128 and 25 others: 92 % of its issue slots are FFMA
+//! (the 128-row body: 64 LDS.128 and about 120 others for its 1024 FFMA of 16 k). With
+//! the checked loads in every step it was 82 others (89 %). A 3-stage `cp.async` pipeline instead of the
 //! staging was tried twice. With 64-bit `cvta`d addresses each copy cost about 9
 //! instructions. With 32-bit shared offsets (as `cp_async` takes them now) a step was
 //! 1024 FFMA, 48 LDS.128, 9 LDGSTS and about 45 others (231 registers, no spills), yet the
@@ -23,6 +24,7 @@
 //! A is stored transposed (k-major, rows padded by 4 floats) so a thread's 4 rows are one
 //! vector; a warp's 4-byte stores of it (16 rows, two groups of 4 k) fall in 32 banks.
 
+use oxide_device::ldst;
 use oxide_device::prelude::*;
 
 use crate::vec16::{Vec4, aligned16};
@@ -64,11 +66,11 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
     // zeros, and a load's only bound is on k. B: k row `tid / 32`, columns
     // `4 (tid % 32)..+4` (a warp reads 512 contiguous bytes).
     let a_col = 4 * (tid % 2);
-    let a_row = |j: usize| tid / 2 + 128 * j;
-    let a_start = |j: usize| (m0 + a_row(j)).min(m - 1) * k;
+    let a_row = move |j: usize| tid / 2 + 128 * j;
+    let a_start = move |j: usize| (m0 + a_row(j)).min(m - 1) * k;
     let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
     // One step's loads into registers: [A j = 0, A j = 1, B]; zeros past k and n.
-    let load = |k0: usize| -> [[f32; 4]; 3] {
+    let load = move |k0: usize| -> [[f32; 4]; 3] {
         let mut v = [[0.0f32; 4]; 3];
         let col = k0 + a_col;
         unrolled!(for j in [0, 1] {
@@ -101,7 +103,28 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
         }
         v
     };
-    let store = |buf: usize, v: [[f32; 4]; 3]| {
+    // A whole step on the vector path (k0 + BK <= k, k and n multiples of 4, aligned
+    // arrays): three 16-byte loads and no bounds check. B's columns past n are read from
+    // its last four instead, as A's rows past m are: they feed only columns of c that are
+    // not stored.
+    let b_cols = (n0 + b_col).min(n.saturating_sub(4));
+    let load_whole = move |step: u32| -> [[f32; 4]; 3] {
+        let k0 = step as usize * BK;
+        // SAFETY: rows < m; A's columns k0 + a_col..+4 and B's row k0 + b_row lie below
+        // k0 + BK <= k (the caller's `whole` steps); B's columns b_cols..+4 <= n (n % 4 ==
+        // 0, so n >= 4); every offset is a multiple of 4 floats from a 16-byte-aligned
+        // base (k and n multiples of 4).
+        // (`ld.global.nc.v4` said outright: B's vector, stored on as it is, compiled to two
+        // 8-byte loads.)
+        unsafe {
+            [
+                ldst::load_nc_f32x4(a.as_ptr().add(a_start(0) + k0 + a_col)),
+                ldst::load_nc_f32x4(a.as_ptr().add(a_start(1) + k0 + a_col)),
+                ldst::load_nc_f32x4(b.as_ptr().add((k0 + b_row) * n + b_cols)),
+            ]
+        }
+    };
+    let store = move |buf: usize, v: [[f32; 4]; 3]| {
         // SAFETY: each thread writes its own slots of buffer `buf`, which no thread reads
         // until the barrier that follows.
         unsafe {
@@ -120,7 +143,7 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
     let tx = (warp % 2) * 8 + lane % 8;
     let ty = (warp / 2) * 4 + lane / 8;
     // The operands of k-row `kk` of buffer `buf`: A's 16 rows, then B's 8 columns.
-    let frag = |buf: usize, kk: usize| -> [[f32; 4]; 6] {
+    let frag = move |buf: usize, kk: usize| -> [[f32; 4]; 6] {
         // SAFETY: buffer `buf` was written before the last barrier and is not written
         // again before the next; offsets are multiples of 4 floats.
         unsafe {
@@ -136,44 +159,56 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
             ]
         }
     };
-    let tiles = k.div_ceil(BK);
-    store(0, load(0));
+    let tiles = k.div_ceil(BK) as u32;
+    // Steps `0..whole` are whole on the vector path.
+    let whole = if a_vec && b_vec { (k / BK) as u32 } else { 0 };
+    store(0, if whole > 0 { load_whole(0) } else { load(0) });
     thread::sync_threads();
     let mut acc = [[0.0f32; 8]; 16];
     let mut cur = frag(0, 0);
-    for t in 0..tiles {
-        let buf = t % 2;
-        let next = t + 1 < tiles;
-        let staged = if next {
-            load((t + 1) * BK)
-        } else {
-            [[0.0; 4]; 3]
+    // Step t computes k-rows t·BK..+BK from buffer t % 2 while `$load(t + 1)`'s values
+    // wait in registers, to be stored into the other buffer at the last row. The last
+    // step's loads are zeros (its k0 is past k), stored into the buffer that is not read
+    // again: no branch on it. (A macro, not a function taking the closures: through one,
+    // their captures went to the stack.)
+    macro_rules! steps {
+        ($range:expr, $load:expr) => {
+            for t in $range {
+                let buf = t as usize % 2;
+                let staged = $load(t + 1);
+                unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    // Read row kk + 1 before computing row kk. At the last row the staged
+                    // loads go to the other buffer, which every thread finished reading
+                    // before the previous step's barrier, and after this step's barrier
+                    // its first row is read (on the last step: read and not used).
+                    let nxt = if kk + 1 < BK {
+                        frag(buf, kk + 1)
+                    } else {
+                        store(1 - buf, staged);
+                        thread::sync_threads();
+                        frag(1 - buf, 0)
+                    };
+                    unrolled!(
+                        for i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                            let a_i = cur[i / 4][i % 4];
+                            unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                                acc[i][j] = a_i.mul_add(cur[4 + j / 4][j % 4], acc[i][j]);
+                            });
+                        }
+                    );
+                    cur = nxt;
+                });
+            }
         };
-        unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-            // Read row kk + 1 before computing row kk. At the last row the staged loads
-            // go to the other buffer, which every thread finished reading before the
-            // previous step's barrier, and after this step's barrier its first row is
-            // read (on the last step: read and not used).
-            let nxt = if kk + 1 < BK {
-                frag(buf, kk + 1)
-            } else {
-                if next {
-                    store(1 - buf, staged);
-                }
-                thread::sync_threads();
-                frag(1 - buf, 0)
-            };
-            unrolled!(
-                for i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    let a_i = cur[i / 4][i % 4];
-                    unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        acc[i][j] = a_i.mul_add(cur[4 + j / 4][j % 4], acc[i][j]);
-                    });
-                }
-            );
-            cur = nxt;
-        });
     }
+    // Two loops over that body: the steps whose next loads are whole take `load_whole`
+    // (three loads, no checks); the rest (the last, a tail of k, arrays off the vector
+    // path) take `load`. In one loop the choice cost a branch, and `load`'s bounds,
+    // zeros and 64-bit indices kept registers and issue slots in every step: 1154
+    // instructions a step against 1024 FFMA (ptxas sm_90).
+    let fast = whole.saturating_sub(1).min(tiles);
+    steps!(0..fast, load_whole);
+    steps!(fast..tiles, |t: u32| load(t as usize * BK));
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
     unrolled!(

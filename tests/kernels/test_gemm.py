@@ -24,6 +24,8 @@ TILE = 128
 # (72, 136, 24): 16-byte vector loads (k, n multiples of 4) with sgemm's last 16-deep
 # k tile half full, so its zero fill is what the sums see. (264, 72, 20): two of
 # sgemm_256's row tiles, the second mostly past m, and a half-full last 8-deep k step.
+# (40, 200, 64): sgemm_256's unchecked whole steps (seven of its eight), in a column
+# tile that ends past n, whose columns past n read n's last four.
 EMU_SHAPES = [
     (1, 1, 1),
     (33, 17, 8),
@@ -31,6 +33,7 @@ EMU_SHAPES = [
     (64, 136, 33),
     (72, 136, 24),
     (264, 72, 20),
+    (40, 200, 64),
 ]
 GPU_SHAPES = [(1, 1, 1), (1000, 1000, 1000), (4095, 4097, 129), (300, 200, 8), (256, 384, 512)]
 
