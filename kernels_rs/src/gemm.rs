@@ -8,6 +8,7 @@
 //! 16-byte-aligned arrays; otherwise the same kernel loads element by element, slower
 //! but with the same result.
 
+use oxide_device::ldst;
 use oxide_device::mma::{
     cp_async_cg_zfill, cp_async_commit_group, cp_async_wait_group, ldmatrix_x4, ldmatrix_x4_trans,
     mma_m16n8k16_f32_bf16,
@@ -40,8 +41,13 @@ const SG_B_BUF: usize = SG_BK * SG_BN;
 /// step computes, the operands of k-row `kk + 1` are read from shared memory while row
 /// `kk` computes, and one barrier per step separates the two buffers.
 ///
+/// The steps whose loads are whole (k0 + 16 <= k on the vector path) take them without
+/// bounds checks, in a loop of their own (`sgemm_tile`): at BM = 128 such a step is 1024
+/// FFMA, 64 LDS.128 and 36 other instructions (ptxas sm_90; the checked loop's body, all
+/// its paths, was 1451 instructions).
+///
 /// `BM` is tuned (`pyoxide tune`); the hand pick, 128, holds 64 accumulators a thread
-/// (175 registers on sm_90: one block of 8 warps per SM). 64-row tiles make twice the blocks,
+/// (181 registers on sm_90: one block of 8 warps per SM). 64-row tiles make twice the blocks,
 /// which fills the SMs when `m` is small (m ≤ 128 against a few thousand columns gives
 /// 32 blocks of 128 rows), at half the products per shared-memory read. 256-row tiles
 /// (16×8 a thread, k steps of 8) run another body (`sgemm_tall`): twice the products
@@ -49,7 +55,8 @@ const SG_B_BUF: usize = SG_BK * SG_BN;
 /// from L2, and fewer instructions per FMA, for the large products where the 128-row
 /// body spends issue slots and power on shared-memory reads and load bookkeeping (H200:
 /// the tuner timed it at 4096³ in 3064 µs against the hand pick's 3313, and under
-/// sustained load it ran at 0.873× cuBLAS there, against 0.816× for the hand pick).
+/// sustained load it ran at 0.873× cuBLAS there, against 0.816× for the hand pick; both
+/// before their whole steps lost the checks).
 #[kernel]
 #[launch_bounds(256)]
 #[tune(BM = [128, 64, 256])]
@@ -194,46 +201,86 @@ fn sgemm_tile<const BM: usize>(
             ]
         }
     };
+    // A whole step on the vector path (k0 + SG_BK <= k, k and n multiples of 4, aligned
+    // arrays): its loads with no bounds check. Rows of A past m are read from row m - 1
+    // and columns of B past n from its last four: they feed only rows and columns of c
+    // that are not stored (sgemm_tall.rs does the same).
+    let (a_rows, b_cols) = (
+        (m0 + a_row).min(m.saturating_sub(1)),
+        (n0 + b_col).min(n.saturating_sub(4)),
+    );
+    let load_whole = move |step: u32| -> [[f32; 4]; 4] {
+        let k0 = step as usize * SG_BK;
+        let mut v = [[0.0f32; 4]; 4];
+        // SAFETY: a_rows < m; A's columns k0 + a_col(j)..+4 and B's rows k0 + b_row(j) lie
+        // below k0 + SG_BK <= k (the caller's whole steps); B's columns b_cols..+4 <= n
+        // (n % 4 == 0, so n >= 4); every offset is a multiple of 4 floats from a
+        // 16-byte-aligned base (k and n multiples of 4).
+        unsafe {
+            unrolled!(for j in [0, 1] {
+                if j < av {
+                    v[j] = ldst::load_nc_f32x4(a.as_ptr().add(a_rows * k + k0 + a_col(j)));
+                }
+                v[2 + j] = ldst::load_nc_f32x4(b.as_ptr().add((k0 + b_row(j)) * n + b_cols));
+            });
+        }
+        v
+    };
     let mut acc = [[0.0f32; 8]; 8];
-    let tiles = k.div_ceil(SG_BK);
-    store(0, load(0));
+    let tiles = k.div_ceil(SG_BK) as u32;
+    // Steps `0..whole` are whole on the vector path.
+    let whole = if a_vec && b_vec {
+        (k / SG_BK) as u32
+    } else {
+        0
+    };
+    store(0, if whole > 0 { load_whole(0) } else { load(0) });
     thread::sync_threads();
     let mut cur = frag(0, 0);
-    for t in 0..tiles {
-        let buf = t % 2;
-        let next = t + 1 < tiles;
-        let staged = if next {
-            load((t + 1) * SG_BK)
-        } else {
-            [[0.0; 4]; 4]
-        };
-        unrolled!(
-            for kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                // Read row kk + 1 before computing row kk. At the last row the staged
-                // loads go to the other buffer, which every thread finished reading
-                // before the previous step's barrier, and after this step's barrier its
-                // first row is read (on the last step: read and not used).
-                let nxt = if kk + 1 < SG_BK {
-                    frag(buf, kk + 1)
-                } else {
-                    if next {
-                        store(1 - buf, staged);
-                    }
-                    thread::sync_threads();
-                    frag(1 - buf, 0)
-                };
-                unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    if i < ri {
-                        let a_i = cur[i / 4][i % 4];
-                        unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                            acc[i][j] = a_i.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
+    // Step t computes k-rows t·SG_BK..+SG_BK from buffer t % 2 while `$load(t + 1)`'s
+    // values wait in registers, to be stored into the other buffer at the last row. The
+    // last step's loads are zeros (its k0 is past k), stored into the buffer that is not
+    // read again: no branch on it. (A macro, so that each loop is one function's code.)
+    macro_rules! steps {
+        ($range:expr, $load:expr) => {
+            for t in $range {
+                let buf = t as usize % 2;
+                let staged = $load(t + 1);
+                unrolled!(
+                    for kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                        // Read row kk + 1 before computing row kk. At the last row the
+                        // staged loads go to the other buffer, which every thread finished
+                        // reading before the previous step's barrier, and after this
+                        // step's barrier its first row is read (on the last step: read
+                        // and not used).
+                        let nxt = if kk + 1 < SG_BK {
+                            frag(buf, kk + 1)
+                        } else {
+                            store(1 - buf, staged);
+                            thread::sync_threads();
+                            frag(1 - buf, 0)
+                        };
+                        unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            if i < ri {
+                                let a_i = cur[i / 4][i % 4];
+                                unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                                    acc[i][j] = a_i.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
+                                });
+                            }
                         });
+                        cur = nxt;
                     }
-                });
-                cur = nxt;
+                );
             }
-        );
+        };
     }
+    // Two loops over that body: the steps whose next loads are whole take `load_whole`;
+    // the rest (the last, a tail of k, arrays off the vector path) take `load`, whose
+    // checks, zeros and 64-bit indices in every step made 1451 instructions a step of
+    // 1024 FFMA at BM = 128 (ptxas sm_90).
+    let fast = whole.saturating_sub(1).min(tiles);
+    steps!(0..fast, load_whole);
+    steps!(fast..tiles, |t: u32| load(t as usize * SG_BK));
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
     unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
