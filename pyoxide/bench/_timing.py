@@ -117,12 +117,11 @@ def peak_flops(cp: Any) -> dict[str, float]:
     return {k: sms * hz * v for k, v in rates.items()}
 
 
-def profiled_call(call: Callable[[], Any], synchronize: Callable[[], Any]) -> None:
-    """One warm call of `call` between cudaProfilerStart and Stop, after a warm-up call
-    (a peer's autotuning and first-call work happen there): what `ncu
-    --profile-from-start off` measures (scripts/device_run's `ncu:` parts)."""
-    import cupy as cp
-
+def profiled_call(cp: Any, call: Callable[[], Any], synchronize: Callable[[], Any]) -> None:
+    """One warm call of `call` between cudaProfilerStart and Stop (CuPy's runtime `cp`,
+    as `Timer` takes it), after a warm-up call (a peer's autotuning and first-call work
+    happen there): what `ncu --profile-from-start off` measures (scripts/device_run's
+    `ncu:` parts)."""
     call()
     synchronize()
     cp.cuda.runtime.profilerStart()
