@@ -15,6 +15,7 @@ use oxide_device::mma::{
 };
 use oxide_device::prelude::*;
 
+use crate::k_steps::k_steps;
 use crate::sgemm_tall::{TALL_BM, sgemm_tall};
 use crate::vec16::{Vec4, aligned16};
 
@@ -237,50 +238,41 @@ fn sgemm_tile<const BM: usize>(
     store(0, if whole > 0 { load_whole(0) } else { load(0) });
     thread::sync_threads();
     let mut cur = frag(0, 0);
-    // Step t computes k-rows t·SG_BK..+SG_BK from buffer t % 2 while `$load(t + 1)`'s
-    // values wait in registers, to be stored into the other buffer at the last row. The
-    // last step's loads are zeros (its k0 is past k), stored into the buffer that is not
-    // read again: no branch on it. (A macro, so that each loop is one function's code.)
-    macro_rules! steps {
-        ($range:expr, $load:expr) => {
-            for t in $range {
-                let buf = t as usize % 2;
-                let staged = $load(t + 1);
-                unrolled!(
-                    for kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                        // Read row kk + 1 before computing row kk. At the last row the
-                        // staged loads go to the other buffer, which every thread finished
-                        // reading before the previous step's barrier, and after this
-                        // step's barrier its first row is read (on the last step: read
-                        // and not used).
-                        let nxt = if kk + 1 < SG_BK {
-                            frag(buf, kk + 1)
-                        } else {
-                            store(1 - buf, staged);
-                            thread::sync_threads();
-                            frag(1 - buf, 0)
-                        };
-                        unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                            if i < ri {
-                                let a_i = cur[i / 4][i % 4];
-                                unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                                    acc[i][j] = a_i.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
-                                });
-                            }
-                        });
-                        cur = nxt;
-                    }
-                );
+    // One k-row: the products of A's `ri` rows and B's 8 columns in `cur`.
+    let mut fma = |cur: &[[f32; 4]; 4]| {
+        unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if i < ri {
+                let a_i = cur[i / 4][i % 4];
+                unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    acc[i][j] = a_i.mul_add(cur[2 + j / 4][j % 4], acc[i][j]);
+                });
             }
-        };
-    }
-    // Two loops over that body: the steps whose next loads are whole take `load_whole`;
+        });
+    };
+    // Two loops (`k_steps`): the steps whose next loads are whole take `load_whole`;
     // the rest (the last, a tail of k, arrays off the vector path) take `load`, whose
     // checks, zeros and 64-bit indices in every step made 1451 instructions a step of
     // 1024 FFMA at BM = 128 (ptxas sm_90).
     let fast = whole.saturating_sub(1).min(tiles);
-    steps!(0..fast, load_whole);
-    steps!(fast..tiles, |t: u32| load(t as usize * SG_BK));
+    k_steps!(
+        0..fast,
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+        cur,
+        load_whole,
+        store,
+        frag,
+        fma
+    );
+    let general = |t: u32| load(t as usize * SG_BK);
+    k_steps!(
+        fast..tiles,
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+        cur,
+        general,
+        store,
+        frag,
+        fma
+    );
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
     unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {

@@ -6,6 +6,7 @@ mod attention;
 mod elementwise;
 mod gemm;
 mod histogram;
+mod k_steps;
 mod matmul;
 mod reduce;
 mod rows;

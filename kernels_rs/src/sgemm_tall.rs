@@ -27,6 +27,7 @@
 use oxide_device::ldst;
 use oxide_device::prelude::*;
 
+use crate::k_steps::k_steps;
 use crate::vec16::{Vec4, aligned16};
 
 /// The tile's rows (the instance's BM), columns and k-depth.
@@ -166,49 +167,42 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
     thread::sync_threads();
     let mut acc = [[0.0f32; 8]; 16];
     let mut cur = frag(0, 0);
-    // Step t computes k-rows t·BK..+BK from buffer t % 2 while `$load(t + 1)`'s values
-    // wait in registers, to be stored into the other buffer at the last row. The last
-    // step's loads are zeros (its k0 is past k), stored into the buffer that is not read
-    // again: no branch on it. (A macro, not a function taking the closures: through one,
-    // their captures went to the stack.)
-    macro_rules! steps {
-        ($range:expr, $load:expr) => {
-            for t in $range {
-                let buf = t as usize % 2;
-                let staged = $load(t + 1);
-                unrolled!(for kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    // Read row kk + 1 before computing row kk. At the last row the staged
-                    // loads go to the other buffer, which every thread finished reading
-                    // before the previous step's barrier, and after this step's barrier
-                    // its first row is read (on the last step: read and not used).
-                    let nxt = if kk + 1 < BK {
-                        frag(buf, kk + 1)
-                    } else {
-                        store(1 - buf, staged);
-                        thread::sync_threads();
-                        frag(1 - buf, 0)
-                    };
-                    unrolled!(
-                        for i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                            let a_i = cur[i / 4][i % 4];
-                            unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                                acc[i][j] = a_i.mul_add(cur[4 + j / 4][j % 4], acc[i][j]);
-                            });
-                        }
-                    );
-                    cur = nxt;
+    // One k-row: the 16×8 products of A's 16 rows and B's 8 columns in `cur`.
+    let mut fma = |cur: &[[f32; 4]; 6]| {
+        unrolled!(
+            for i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                let a_i = cur[i / 4][i % 4];
+                unrolled!(for j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    acc[i][j] = a_i.mul_add(cur[4 + j / 4][j % 4], acc[i][j]);
                 });
             }
-        };
-    }
-    // Two loops over that body: the steps whose next loads are whole take `load_whole`
+        );
+    };
+    // Two loops (`k_steps`): the steps whose next loads are whole take `load_whole`
     // (three loads, no checks); the rest (the last, a tail of k, arrays off the vector
     // path) take `load`. In one loop the choice cost a branch, and `load`'s bounds,
     // zeros and 64-bit indices kept registers and issue slots in every step: 1154
     // instructions a step against 1024 FFMA (ptxas sm_90).
     let fast = whole.saturating_sub(1).min(tiles);
-    steps!(0..fast, load_whole);
-    steps!(fast..tiles, |t: u32| load(t as usize * BK));
+    k_steps!(
+        0..fast,
+        [0, 1, 2, 3, 4, 5, 6, 7],
+        cur,
+        load_whole,
+        store,
+        frag,
+        fma
+    );
+    let general = |t: u32| load(t as usize * BK);
+    k_steps!(
+        fast..tiles,
+        [0, 1, 2, 3, 4, 5, 6, 7],
+        cur,
+        general,
+        store,
+        frag,
+        fma
+    );
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
     unrolled!(
