@@ -102,6 +102,11 @@ fn sgemm_tile<const BM: usize>(
     static B_S: SharedArray<f32, { 2 * SG_B_BUF }> = SharedArray::UNINIT;
     let (m, n, k) = (m as usize, n as usize, k as usize);
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    // Nothing to compute, and the whole steps' clamped rows and columns need a row and a
+    // column to read.
+    if m == 0 || n == 0 {
+        return;
+    }
     let tid = thread::threadIdx_x() as usize;
     let (m0, n0) = (
         thread::blockIdx_y() as usize * BM,

@@ -74,6 +74,21 @@ def test_sgemm(kernels: pyoxide.Module, lib: ArrayLib, name: str) -> None:
         assert err < 1e-5, f"{name} {m}x{n}x{k}: relative error {err:.2e}"
 
 
+@pytest.mark.parametrize("name", ["sgemm", "sgemm_64", "sgemm_256"])
+def test_sgemm_with_no_rows_or_columns_under_an_explicit_grid(
+    kernels: pyoxide.Module, lib: ArrayLib, name: str
+) -> None:
+    """A plain call of an empty product launches nothing; a grid given by hand runs the
+    blocks, which must compute nothing and read nothing (the unchecked whole steps clamp
+    to a row and a column that an empty a or b does not have)."""
+    for m, n, k in [(0, 8, 64), (8, 0, 64)]:
+        a = RNG.standard_normal((m, k), dtype=np.float32)
+        b = RNG.standard_normal((k, n), dtype=np.float32)
+        c = lib.poisoned((m, n), np.float32)
+        kernels[name][(1, 1), 256](lib.asarray(a), lib.asarray(b), c)
+        assert lib.to_numpy(c).shape == (m, n)
+
+
 def test_gemm_bf16(kernels: pyoxide.Module, lib: ArrayLib) -> None:
     for m, n, k in shapes(lib):
         a = bf16_normal((m, k))
