@@ -22,9 +22,6 @@ import io
 import subprocess
 import sys
 
-ALL = "Warp Stall Sampling (All Samples)"
-NOT_ISSUED = "Warp Stall Sampling (Not-issued Samples)"
-
 
 def number(text: str) -> float:
     try:
@@ -68,42 +65,33 @@ def tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
 
 
 def ledger(title: str, header: list[str], rows: list[list[str]], cover: float, most: int) -> bool:
-    at_all = column(header, ALL) or column(header, "stall sampling", "all")
+    """Print the ledger of one kernel's table (`tables` keeps only rows as long as the
+    header); False when the table has no sampling column to rank by."""
+    at_all = column(header, "stall sampling", "all samples")
     source = column(header, "source")
     if at_all is None or source is None:
         return False
-    address = column(header, "address")
-    not_issued = column(header, NOT_ISSUED) or column(header, "not-issued")
-    executed = column(header, "instructions executed")
+    # a missing optional column reads as an empty cell
+    cell = lambda r, i: r[i] if i is not None else ""  # noqa: E731
+    address, executed = column(header, "address"), column(header, "instructions executed")
+    not_issued = column(header, "not-issued")
     # one column per stall reason, where the page has them (`stall_*` names)
     reasons = [i for i, name in enumerate(header) if name.lower().startswith("stall")]
-    total = sum(number(r[at_all]) for r in rows if len(r) > at_all)
+    total = sum(number(r[at_all]) for r in rows)
     print(f"== {title or 'kernel'}: {len(rows)} SASS lines, {total:.0f} stall samples")
     if total <= 0:
         return True
-    ranked = sorted((r for r in rows if len(r) == len(header)), key=lambda r: -number(r[at_all]))
     print(f"{'share':>6} {'cum':>6} {'no-issue':>8} {'executed':>10}  address  instruction")
     seen = 0.0
-    for r in ranked[:most]:
+    for r in sorted(rows, key=lambda r: -number(r[at_all]))[:most]:
         samples = number(r[at_all])
         seen += samples
-        why = ""
-        if reasons:
-            top = sorted(reasons, key=lambda i: -number(r[i]))[:2]
-            why = (
-                "  ["
-                + ", ".join(
-                    f"{header[i]} {number(r[i]) / samples:.0%}" for i in top if number(r[i]) > 0
-                )
-                + "]"
-                if samples
-                else ""
-            )
+        top = sorted(reasons, key=lambda i: -number(r[i]))[:2]
+        why = ", ".join(f"{header[i]} {number(r[i]) / samples:.0%}" for i in top if number(r[i]))
         print(
             f"{samples / total:6.1%} {seen / total:6.1%} "
-            f"{(number(r[not_issued]) / total if not_issued is not None else 0):8.1%} "
-            f"{(r[executed] if executed is not None else ''):>10}  "
-            f"{(r[address] if address is not None else ''):>7}  {r[source].strip()}{why}"
+            f"{number(cell(r, not_issued)) / total:8.1%} {cell(r, executed):>10}  "
+            f"{cell(r, address):>7}  {r[source].strip()}{f'  [{why}]' if why else ''}"
         )
         if seen >= cover * total:
             break
