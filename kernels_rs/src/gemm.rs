@@ -15,7 +15,7 @@ use oxide_device::mma::{
 };
 use oxide_device::prelude::*;
 
-use crate::k_steps::k_steps;
+use crate::k_steps::k_loop;
 use crate::sgemm_tall::{TALL_BM, sgemm_tall};
 use crate::vec16::{Vec4, aligned16};
 
@@ -233,16 +233,6 @@ fn sgemm_tile<const BM: usize>(
         v
     };
     let mut acc = [[0.0f32; 8]; 8];
-    let tiles = k.div_ceil(SG_BK) as u32;
-    // Steps `0..whole` are whole on the vector path.
-    let whole = if a_vec && b_vec {
-        (k / SG_BK) as u32
-    } else {
-        0
-    };
-    store(0, if whole > 0 { load_whole(0) } else { load(0) });
-    thread::sync_threads();
-    let mut cur = frag(0, 0);
     // One k-row: the products of A's `ri` rows and B's 8 columns in `cur`.
     let mut fma = |cur: &[[f32; 4]; 4]| {
         unrolled!(for i in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -254,26 +244,12 @@ fn sgemm_tile<const BM: usize>(
             }
         });
     };
-    // Two loops (`k_steps`): the steps whose next loads are whole take `load_whole`;
-    // the rest (the last, a tail of k, arrays off the vector path) take `load`, whose
-    // checks, zeros and 64-bit indices in every step made 1451 instructions a step of
-    // 1024 FFMA at BM = 128 (ptxas sm_90).
-    let fast = whole.saturating_sub(1).min(tiles);
-    k_steps!(
-        0..fast,
+    k_loop!(
+        k,
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-        cur,
+        a_vec && b_vec,
         load_whole,
-        store,
-        frag,
-        fma
-    );
-    let general = |t: u32| load(t as usize * SG_BK);
-    k_steps!(
-        fast..tiles,
-        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-        cur,
-        general,
+        |t: u32| load(t as usize * SG_BK),
         store,
         frag,
         fma

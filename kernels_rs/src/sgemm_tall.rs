@@ -27,7 +27,7 @@
 use oxide_device::ldst;
 use oxide_device::prelude::*;
 
-use crate::k_steps::k_steps;
+use crate::k_steps::k_loop;
 use crate::vec16::{Vec4, aligned16};
 
 /// The tile's rows (the instance's BM), columns and k-depth.
@@ -160,13 +160,7 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
             ]
         }
     };
-    let tiles = k.div_ceil(BK) as u32;
-    // Steps `0..whole` are whole on the vector path.
-    let whole = if a_vec && b_vec { (k / BK) as u32 } else { 0 };
-    store(0, if whole > 0 { load_whole(0) } else { load(0) });
-    thread::sync_threads();
     let mut acc = [[0.0f32; 8]; 16];
-    let mut cur = frag(0, 0);
     // One k-row: the 16×8 products of A's 16 rows and B's 8 columns in `cur`.
     let mut fma = |cur: &[[f32; 4]; 6]| {
         unrolled!(
@@ -178,27 +172,12 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
             }
         );
     };
-    // Two loops (`k_steps`): the steps whose next loads are whole take `load_whole`
-    // (three loads, no checks); the rest (the last, a tail of k, arrays off the vector
-    // path) take `load`. In one loop the choice cost a branch, and `load`'s bounds,
-    // zeros and 64-bit indices kept registers and issue slots in every step: 1154
-    // instructions a step against 1024 FFMA (ptxas sm_90).
-    let fast = whole.saturating_sub(1).min(tiles);
-    k_steps!(
-        0..fast,
+    k_loop!(
+        k,
         [0, 1, 2, 3, 4, 5, 6, 7],
-        cur,
+        a_vec && b_vec,
         load_whole,
-        store,
-        frag,
-        fma
-    );
-    let general = |t: u32| load(t as usize * BK);
-    k_steps!(
-        fast..tiles,
-        [0, 1, 2, 3, 4, 5, 6, 7],
-        cur,
-        general,
+        |t: u32| load(t as usize * BK),
         store,
         frag,
         fma
