@@ -11,7 +11,9 @@ dominate them (where the page has a column per reason), and how often they ran. 
 this script does not understand is printed raw (its first lines), so a device call
 still brings the data back.
 
-usage: scripts/ncu_ledger.py REPORT.ncu-rep [--cover 0.8] [--rows 60]
+usage: scripts/ncu_ledger.py REPORT.ncu-rep [--cover 0.8] [--rows 60] [--save PAGE.csv]
+       scripts/ncu_ledger.py PAGE.csv ...   (a page saved with --save: no ncu needed, so
+                                            a GPU run's page can be read where ncu is not)
 """
 
 from __future__ import annotations
@@ -103,21 +105,30 @@ def main() -> int:
     ap.add_argument("report")
     ap.add_argument("--cover", type=float, default=0.8)
     ap.add_argument("--rows", type=int, default=60)
+    ap.add_argument("--save", help="also write the whole source page (CSV) here")
     args = ap.parse_args()
-    page = subprocess.run(
-        ["ncu", "--import", args.report, "--page", "source", "--csv", "--print-source", "sass"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if page.returncode != 0:
-        print(f"ncu_ledger: ncu exited {page.returncode}: {page.stderr.strip()[:2000]}")
-        return 1
-    found = tables(page.stdout)
+    if args.report.endswith(".csv"):
+        with open(args.report, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        page = subprocess.run(
+            ["ncu", "--import", args.report, "--page", "source", "--csv", "--print-source", "sass"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if page.returncode != 0:
+            print(f"ncu_ledger: ncu exited {page.returncode}: {page.stderr.strip()[:2000]}")
+            return 1
+        text = page.stdout
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as f:
+            f.write(text)
+    found = tables(text)
     understood = [ledger(*t, args.cover, args.rows) for t in found]
     if not found or not any(understood):
         print("ncu_ledger: a source page this script does not read; its first lines:")
-        print("\n".join(page.stdout.splitlines()[:40]))
+        print("\n".join(text.splitlines()[:40]))
         return 1
     return 0
 

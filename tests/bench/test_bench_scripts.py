@@ -66,7 +66,9 @@ def test_a_gpu_bench_says_there_is_no_gpu(script: str) -> None:
     assert f"scripts/{script} times kernels on a CUDA GPU" in result.stderr, result.stderr
 
 
-def test_the_stall_ledger_ranks_sass_lines_by_their_samples(capsys: Any) -> None:
+def test_the_stall_ledger_ranks_sass_lines_by_their_samples(
+    capsys: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """scripts/ncu_ledger.py on a source page as ncu prints it (`--page source --csv
     --print-source sass`: the kernel's name, then a header with Address, Source, the
     sampling columns and one `stall_*` column per reason): the lines most sampled first,
@@ -98,3 +100,10 @@ def test_the_stall_ledger_ranks_sass_lines_by_their_samples(capsys: Any) -> None
     assert rows[1].split()[:2] == ["25.0%", "85.0%"]
     # a page without the sampling columns is not read as a ledger
     assert not ledger.ledger("k", ["Address", "Source"], [["0x10", "NOP ;"]], 0.8, 60)
+    # a page saved on the GPU's machine (--save) is read back without ncu
+    saved, again = tmp_path / "page.csv", tmp_path / "again.csv"
+    saved.write_text(page, encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["ncu_ledger.py", str(saved), "--save", str(again)])
+    assert ledger.main() == 0
+    assert "3 SASS lines, 2000 stall samples" in capsys.readouterr().out
+    assert again.read_text(encoding="utf-8") == page
