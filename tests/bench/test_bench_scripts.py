@@ -107,3 +107,38 @@ def test_the_stall_ledger_ranks_sass_lines_by_their_samples(
     assert ledger.main() == 0
     assert "3 SASS lines, 2000 stall samples" in capsys.readouterr().out
     assert again.read_text(encoding="utf-8") == page
+
+
+def test_sass_loops_finds_the_innermost_loops_and_their_chains() -> None:
+    """scripts/sass_loops on a listing as nvdisasm prints it: an outer loop holding an
+    inner one and a spin wait; only the inner loop of enough instructions is reported,
+    with its dependent FADD chain (three deep: R2 -> R3 -> R4; R6 is independent), its
+    uniform-datapath instructions and its spills."""
+    sass = load_script("sass_loops")
+    listing = "\n".join([
+        ".L_x_0:",
+        "        /*0000*/                   IADD3 R9, R9, 0x1, RZ ;",
+        ".L_x_1:",
+        "        /*0010*/                   LDL R1, [R1+0x4] ;",
+        "        /*0020*/                   FADD R3, R2, R1 ;",
+        "        /*0030*/                   FADD R6, R7, R8 ;",
+        "        /*0040*/                   FADD R4, R3, R5 ;",
+        "        /*0050*/                   FADD R10, R4, R0 ;",
+        "        /*0060*/                   UIADD3 UR4, UR4, 0x1, URZ ;",
+        "        /*0070*/                   MUFU.EX2 R11, R10 ;",
+        "        /*0080*/              @P0 BRA `(.L_x_1) ;",
+        ".L_x_2:",
+        "        /*0090*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R4+URZ], R5 ;",
+        "        /*00a0*/              @!P1 BRA `(.L_x_2) ;",
+        "        /*00b0*/                   NOP ;",
+        "        /*00c0*/              @P2 BRA `(.L_x_0) ;",
+    ])  # fmt: skip
+    ins = sass.parse(listing)
+    assert len(ins) == 12  # the NOP left out
+    found = sass.loops(ins, 3)
+    assert [(hex(x.start), hex(x.end)) for x in found] == [("0x10", "0x80")]
+    row = found[0].row().split("|")[2:-1]
+    # instructions, MUFU, HGMMA, FFMA, uniform, spills, FMNMX chain, FADD chain
+    assert [c.strip() for c in row] == ["8", "1", "0", "0", "1", "1", "0", "3"]
+    # the spin wait counts as a loop only when small loops are asked for
+    assert [hex(x.start) for x in sass.loops(ins, 1)] == ["0x10", "0x90"]
