@@ -153,9 +153,13 @@ def test_gqa_causal_and_lse(attention: Attention, lib: ArrayLib, dtype: str, sch
                                        err_msg=what)  # fmt: skip
 
 
-def test_variable_lengths(attention: Attention, lib: ArrayLib) -> None:
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_variable_lengths(attention: Attention, lib: ArrayLib, schedule: str) -> None:
     """Packed sequences of different lengths (one empty) with cumulative offsets: each
-    sequence attends only to its own keys, and rows past a sequence are not written."""
+    sequence attends only to its own keys, and rows past a sequence are not written.
+    Through each schedule too: a persistent block meets tiles past their sequence, and
+    a sequence with fewer keys than rows, between the tiles it computes."""
+    attention = schedule_call(attention, schedule, "bf16")
     rng = np.random.default_rng(2)
     lq = [5, 0, 130, 64] if not lib.on_gpu else [5, 0, 1300, 640, 129]
     lk = [7, 3, 100, 64] if not lib.on_gpu else [7, 3, 1000, 2048, 129]
