@@ -6,25 +6,39 @@
 //! (384 against 256 k-column elements for twice the products). A warp's lanes are 8 tile
 //! columns by 4 tile rows (the 128-row body's are 16 by 2), so each shared-memory read of
 //! a k-row is one 128- or 64-byte run: one wavefront, not two. The 128 accumulators
-//! leave room for few other registers: k steps 8 at a time, so a step's global loads
-//! stage through 12 registers (and two buffers of 8 k fit the 48 KiB of static shared
-//! memory, where 16 k would not).
+//! leave room for few other registers, so k steps 8 at a time and the tiles come in by
+//! `cp.async`, which needs no staging registers: three stages of 8 k in static shared
+//! memory, filled two steps ahead (`k_loop!`'s async form). A step's copies are 8
+//! four-byte `cp.async.ca` of A a thread, which transpose it, and one 16-byte
+//! `cp.async.cg` of B (4 four-byte copies when `n % 4 != 0` or `b` is not 16-byte
+//! aligned: a loop of its own, so the vector path's steps do not issue them predicated
+//! off). The ragged k step goes first, its indices below 0 zero-filled by the copies'
+//! source size, so only the prologue's copies carry a bound on k; rows past m and
+//! columns past n read in-bounds elements that only reach the rows and columns of c that
+//! are not stored.
 //!
-//! Local ptxas (sm_90): 255 registers, no spills; a whole step on the vector path is 1024
-//! FFMA, 48 LDS.128, 9 STS, 3 LDG.128 and 25 others: 92 % of its issue slots are FFMA
-//! (the 128-row body: 64 LDS.128 and about 120 others for its 1024 FFMA of 16 k). With
-//! the checked loads in every step it was 82 others (89 %). A 3-stage `cp.async` pipeline instead of the
-//! staging was tried twice. With 64-bit `cvta`d addresses each copy cost about 9
-//! instructions. With 32-bit shared offsets (as `cp_async` takes them now) a step was
-//! 1024 FFMA, 48 LDS.128, 9 LDGSTS and about 45 others (231 registers, no spills), yet the
-//! H200 tuner timed it at 4096³ in 3619 µs against this body's 3064 (8192³: 28.8 against
-//! 24.4 ms). A's transposing copies are 4 bytes each, 8 a thread a step, where the
-//! staging loads them as 2 16-byte vectors.
+//! Local ptxas (CUDA 13, sm_90): 239 registers (sm_80: 223), no spills, 37,248 bytes of
+//! shared memory. A step of the vector path that copies issues 1024 FFMA, 48 LDS.128, 9
+//! LDGSTS and 28 others (3 of them ptxas's `@!PT LDS` no-ops before the copies): 1109,
+//! 92 % FFMA; the last two steps, which only wait, 1087. The register-staged body this
+//! replaced: 255 registers (sm_80: 238), 1024 FFMA, 48 LDS.128, 3 LDG.128, 9 STS and 25
+//! others, also 1109. About 300 of a step's FFMAs write a register other than their
+//! accumulator in both (sgemm_64, at 128 registers, does the same with 50 of 512): ptxas's
+//! renaming, at no instruction's cost, not a sign of too few registers.
+//!
+//! An earlier `cp.async` form of this body (the same copies, each step's guarded by the
+//! step count, 231 registers, 1126 instructions a step) ran slower on the H200: the
+//! tuner timed it at 4096³ in 3619 µs against the register staging's 3064 (8192³: 28.8
+//! against 24.4 ms). A's transposing copies are 4 bytes each: each of a warp's 8 copies
+//! a step touches 16 rows of A, where the staging's 2 16-byte loads touch each row once.
+//! This form is not yet timed.
 //!
 //! A is stored transposed (k-major, rows padded by 4 floats) so a thread's 4 rows are one
-//! vector; a warp's 4-byte stores of it (16 rows, two groups of 4 k) fall in 32 banks.
+//! vector; a warp's 4-byte copies of it (16 rows at k and k + 4) land in 32 banks
+//! (unpadded, the two k would share banks: `cp.async` writes shared memory through the
+//! same banks as a store).
 
-use oxide_device::ldst;
+use oxide_device::mma::{cp_async_ca_zfill, cp_async_cg_zfill};
 use oxide_device::prelude::*;
 
 use crate::k_steps::k_loop;
@@ -34,7 +48,10 @@ use crate::vec16::{Vec4, aligned16};
 pub(crate) const TALL_BM: usize = 256;
 const BN: usize = 128;
 const BK: usize = 8;
-/// Row length of the transposed A tile: 4 floats of padding put the lanes that store k
+/// Shared-memory stages: a step computes from one while the copies of the next
+/// `STAGES - 1` fly.
+const STAGES: usize = 3;
+/// Row length of the transposed A tile: 4 floats of padding put the lanes that copy k
 /// and k + 4 of one row 16 banks apart, and keep rows 16-byte aligned.
 const LDA: usize = TALL_BM + 4;
 const A_STAGE: usize = BK * LDA;
@@ -45,9 +62,9 @@ const B_STAGE: usize = BK * BN;
 #[inline(always)]
 pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
     #[unsafe(link_section = ".oxide.shared")]
-    static A_S: SharedArray<f32, { 2 * A_STAGE }> = SharedArray::UNINIT;
+    static A_S: SharedArray<f32, { STAGES * A_STAGE }> = SharedArray::UNINIT;
     #[unsafe(link_section = ".oxide.shared")]
-    static B_S: SharedArray<f32, { 2 * B_STAGE }> = SharedArray::UNINIT;
+    static B_S: SharedArray<f32, { STAGES * B_STAGE }> = SharedArray::UNINIT;
     let (m, n, k) = (m as usize, n as usize, k as usize);
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
     if m == 0 || n == 0 {
@@ -59,97 +76,88 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
         thread::blockIdx_y() as usize * TALL_BM,
         thread::blockIdx_x() as usize * BN,
     );
-    let a_vec = k.is_multiple_of(4) && aligned16(a.as_ptr());
     let b_vec = n.is_multiple_of(4) && aligned16(b.as_ptr());
-    // This thread's part of a step's loads. A: rows `tid / 2 + 128j` (j < 2), k columns
+    // k is cut into steps of 8 with the ragged one first: step t holds k indices
+    // `8t - pad..+8`, so only step 0 has indices to zero-fill (those below 0) and the
+    // other steps' copies need no bound on k.
+    let pad = k.div_ceil(BK) * BK - k;
+    // This thread's part of a step's copies. A: rows `tid / 2 + 128j` (j < 2), k columns
     // `4 (tid % 2)..+4` (a warp reads 16 rows × 32 bytes). Rows past m are read from row
     // m - 1 instead: they only feed rows of c that are not stored, so they need no
-    // zeros, and a load's only bound is on k. B: k row `tid / 32`, columns
-    // `4 (tid % 32)..+4` (a warp reads 512 contiguous bytes).
+    // zeros. B: k row `tid / 32`, columns `4 (tid % 32)..+4` (a warp reads 512
+    // contiguous bytes); columns past n likewise only feed columns of c that are not
+    // stored: the vector reads the last 4 columns instead, the element path zero-fills.
+    // A copy that reads no bytes (`src_bytes` 0) zero-fills and does not dereference its
+    // source, which may then point outside the array.
     let a_col = 4 * (tid % 2);
     let a_row = move |j: usize| tid / 2 + 128 * j;
-    let a_start = move |j: usize| (m0 + a_row(j)).min(m - 1) * k;
+    let a_src = move |j: usize| {
+        let row = (m0 + a_row(j)).min(m - 1);
+        a.as_ptr().wrapping_add(row * k + a_col).wrapping_sub(pad)
+    };
     let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
-    // One step's loads into registers: [A j = 0, A j = 1, B]; zeros past k and n.
-    let load = move |k0: usize| -> [[f32; 4]; 3] {
-        let mut v = [[0.0f32; 4]; 3];
-        let col = k0 + a_col;
-        unrolled!(for j in [0, 1] {
-            let at = a_start(j) + col;
-            if a_vec {
-                if col < k {
-                    // SAFETY: row < m, col + 4 <= k (k % 4 == 0), 16-byte aligned.
-                    v[j] = unsafe { (a.as_ptr().add(at) as *const Vec4).read().0 };
-                }
+    let b_src = {
+        let col = if b_vec {
+            (n0 + b_col).min(n - 4)
+        } else {
+            n0 + b_col
+        };
+        b.as_ptr()
+            .wrapping_add(b_row * n + col)
+            .wrapping_sub(pad * n)
+    };
+    // This thread's destinations in stage 0, as integers, so that a stage's copies differ
+    // by constants from one 32-bit shared offset (with pointer arithmetic LLVM moves the
+    // constants under the generic-to-shared conversion: one register a copy).
+    let a_dst0 = A_S.as_mut_ptr() as usize + 4 * (a_col * LDA + a_row(0));
+    let b_dst0 = B_S.as_mut_ptr() as usize + 4 * (b_row * BN + b_col);
+    let b_step = 4 * BK * n;
+    // Step `t`'s copies into stage `stage` (the caller commits the group). `first`:
+    // step 0, whose k indices below 0 zero-fill; the others need no bound on k. `b_vec`
+    // as above, a constant in each of the two k loops.
+    let copy = move |t: u32, stage: usize, first: bool, b_vec: bool| {
+        let t = t as usize;
+        let (a_dst, b_dst) = (a_dst0 + stage * 4 * A_STAGE, b_dst0 + stage * 4 * B_STAGE);
+        // SAFETY: each thread copies into its own slots of stage `stage`, which no thread
+        // reads between the barrier before this call and the wait + barrier after its
+        // group lands; a copy that reads bytes reads them in bounds (rows clamped to
+        // m - 1, k indices in 0..k for the steps that exist, B's columns below n), 4-byte
+        // aligned (B's vector: 16-byte, as `b_vec` checked).
+        unsafe {
+            unrolled!(for j in [0, 1] {
+                let src = a_src(j).wrapping_add(t * BK);
+                unrolled!(for e in [0, 1, 2, 3] {
+                    let bytes = if !first || a_col + e >= pad { 4 } else { 0 };
+                    let dst = (a_dst + 4 * (e * LDA + 128 * j)) as *mut f32;
+                    cp_async_ca_zfill(dst, src.wrapping_add(e), bytes);
+                });
+            });
+            // In bytes: t times a step's stride (a 32- by 64-bit product; scaling t * BK * n
+            // elements by 4 after it cost two instructions a step more).
+            let src = (b_src as usize + t * b_step) as *const f32;
+            let row_ok = !first || b_row >= pad;
+            if b_vec {
+                let bytes = if row_ok { 16 } else { 0 };
+                cp_async_cg_zfill(b_dst as *mut Vec4, src as *const Vec4, bytes);
             } else {
                 unrolled!(for e in [0, 1, 2, 3] {
-                    if col + e < k {
-                        v[j][e] = a[at + e];
-                    }
+                    let bytes = if row_ok && n0 + b_col + e < n { 4 } else { 0 };
+                    cp_async_ca_zfill((b_dst + 4 * e) as *mut f32, src.wrapping_add(e), bytes);
                 });
             }
-        });
-        let (r, col) = (k0 + b_row, n0 + b_col);
-        if b_vec {
-            if r < k && col < n {
-                // SAFETY: in bounds (n % 4 == 0), 16-byte aligned.
-                v[2] = unsafe { (b.as_ptr().add(r * n + col) as *const Vec4).read().0 };
-            }
-        } else {
-            unrolled!(for e in [0, 1, 2, 3] {
-                if r < k && col + e < n {
-                    v[2][e] = b[r * n + col + e];
-                }
-            });
-        }
-        v
-    };
-    // A whole step on the vector path (k0 + BK <= k, k and n multiples of 4, aligned
-    // arrays): three 16-byte loads and no bounds check. B's columns past n are read from
-    // its last four instead, as A's rows past m are: they feed only columns of c that are
-    // not stored.
-    let b_cols = (n0 + b_col).min(n.saturating_sub(4));
-    let load_whole = move |step: u32| -> [[f32; 4]; 3] {
-        let k0 = step as usize * BK;
-        // SAFETY: rows < m; A's columns k0 + a_col..+4 and B's row k0 + b_row lie below
-        // k0 + BK <= k (the caller's `whole` steps); B's columns b_cols..+4 <= n (n % 4 ==
-        // 0, so n >= 4); every offset is a multiple of 4 floats from a 16-byte-aligned
-        // base (k and n multiples of 4).
-        // (`ld.global.nc.v4` said outright: B's vector, stored on as it is, compiled to two
-        // 8-byte loads.)
-        unsafe {
-            [
-                ldst::load_nc_f32x4(a.as_ptr().add(a_start(0) + k0 + a_col)),
-                ldst::load_nc_f32x4(a.as_ptr().add(a_start(1) + k0 + a_col)),
-                ldst::load_nc_f32x4(b.as_ptr().add((k0 + b_row) * n + b_cols)),
-            ]
-        }
-    };
-    let store = move |buf: usize, v: [[f32; 4]; 3]| {
-        // SAFETY: each thread writes its own slots of buffer `buf`, which no thread reads
-        // until the barrier that follows.
-        unsafe {
-            let a_s = A_S.as_mut_ptr().add(buf * A_STAGE);
-            unrolled!(for j in [0, 1] {
-                unrolled!(for e in [0, 1, 2, 3] {
-                    a_s.add((a_col + e) * LDA + a_row(j)).write(v[j][e]);
-                });
-            });
-            let b_s = B_S.as_mut_ptr().add(buf * B_STAGE + b_row * BN + b_col);
-            (b_s as *mut Vec4).write(Vec4(v[2]));
         }
     };
     // This thread's piece of c: rows `4ty + 64g..+4` (g < 4), columns `4tx + 64h..+4`
     // (h < 2); a warp is 8 tx by 4 ty.
     let tx = (warp % 2) * 8 + lane % 8;
     let ty = (warp / 2) * 4 + lane / 8;
-    // The operands of k-row `kk` of buffer `buf`: A's 16 rows, then B's 8 columns.
-    let frag = move |buf: usize, kk: usize| -> [[f32; 4]; 6] {
-        // SAFETY: buffer `buf` was written before the last barrier and is not written
-        // again before the next; offsets are multiples of 4 floats.
+    // The operands of k-row `kk` of stage `stage`: A's 16 rows, then B's 8 columns.
+    let frag = move |stage: usize, kk: usize| -> [[f32; 4]; 6] {
+        // SAFETY: stage `stage` landed (wait + barrier) and is not copied into again before
+        // the next barrier; offsets are multiples of 4 floats.
         unsafe {
-            let av = A_S.as_ptr().add(buf * A_STAGE + kk * LDA + 4 * ty) as *const Vec4;
-            let bv = B_S.as_ptr().add(buf * B_STAGE + kk * BN + 4 * tx) as *const Vec4;
+            let av = A_S.as_ptr().add(stage * A_STAGE + kk * LDA + 4 * ty) as *const Vec4;
+            let bv = B_S.as_ptr().add(stage * B_STAGE + kk * BN + 4 * tx) as *const Vec4;
             [
                 av.read().0,
                 av.add(16).read().0,
@@ -172,16 +180,15 @@ pub(crate) fn sgemm_tall(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32
             }
         );
     };
-    k_loop!(
-        k,
-        [0, 1, 2, 3, 4, 5, 6, 7],
-        a_vec && b_vec,
-        load_whole,
-        |t: u32| load(t as usize * BK),
-        store,
-        frag,
-        fma
-    );
+    // One loop for each of B's paths: in one, a step issued both (the element path's
+    // four copies predicated off on the vector path, and their four predicates held).
+    if b_vec {
+        let copy = |t, stage, first| copy(t, stage, first, true);
+        k_loop!(async STAGES, k, [0, 1, 2, 3, 4, 5, 6, 7], copy, frag, fma);
+    } else {
+        let copy = |t, stage, first| copy(t, stage, first, false);
+        k_loop!(async STAGES, k, [0, 1, 2, 3, 4, 5, 6, 7], copy, frag, fma);
+    }
     let c_vec = n.is_multiple_of(4) && aligned16(c.as_mut_ptr());
     let cp = c.as_mut_ptr();
     unrolled!(

@@ -88,8 +88,20 @@ INSTRUCTIONS = {
             r"fma\.rn\.f32",
             r"bar\.sync",
         ]
-        for entry in ("sgemm_128", "sgemm_64", "sgemm_256")
+        for entry in ("sgemm_128", "sgemm_64")
     },
+    # sgemm_256's own body: a 3-stage cp.async pipeline (A as 4-byte copies that transpose
+    # it, B as 16-byte ones) whose shared destinations are 32-bit offsets, waited for one
+    # step behind.
+    "sgemm_256": [
+        r"cp\.async\.ca\.shared\.global \[%r\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 4",
+        r"cp\.async\.cg\.shared\.global \[%r\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16",
+        r"cp\.async\.commit_group",
+        r"cp\.async\.wait_group 1",
+        r"ld\.shared\.v4\.(f32|b32)",
+        r"fma\.rn\.f32",
+        r"bar\.sync",
+    ],
     # Tensor cores fed by ldmatrix from a cp.async pipeline.
     "gemm_bf16": [
         r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32",
@@ -120,8 +132,8 @@ SHARED = {
     # sgemm's shared memory is sized for its tallest tuned tile, at every height.
     "sgemm_128": 2 * 16 * (132 + 128) * 4,
     "sgemm_64": 2 * 16 * (132 + 128) * 4,
-    # sgemm_256's own body: two buffers of 8 k (A transposed, rows padded by 4).
-    "sgemm_256": 2 * 8 * (260 + 128) * 4,
+    # sgemm_256's own body: three stages of 8 k (A transposed, rows padded by 4).
+    "sgemm_256": 3 * 8 * (260 + 128) * 4,
     "gemm_bf16": 3 * 2 * 128 * 32 * 2,
     "softmax_rows": 2 * 32 * 4,
 }
