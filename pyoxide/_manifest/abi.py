@@ -9,9 +9,15 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-MANIFEST_SCHEMA_VERSION = 11
+MANIFEST_SCHEMA_VERSION = 12
 DESCRIPTOR_VERSION = 2
 VERIFY_REPORT_VERSION = 2
+
+# What every ptxas diagnostic of a serialised wgmma pipeline says, whatever its code
+# (src/manifest.rs).
+PTXAS_WGMMA_SERIALIZED = "wgmma.mma_async instructions are serialized"
+# How ptxas labels a diagnostic's line (src/manifest.rs).
+PTXAS_LEVELS = ("info", "warning")
 
 
 class Scalar(NamedTuple):

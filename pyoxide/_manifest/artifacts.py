@@ -15,6 +15,23 @@ from .json_checker import JsonChecker
 
 
 @dataclass(frozen=True)
+class PtxasDiagnostic:
+    """A ``ptxas warning`` line, or a ``ptxas info`` line with a code (its advice)."""
+
+    level: str  # "info" or "warning", as ptxas labelled the line
+    code: str | None  # "C7512"
+    message: str  # the text after the code
+
+    @property
+    def serializes_wgmma(self) -> bool:
+        """ptxas serialised the wgmmas of the function it names (correct, but slow)."""
+        return _abi.PTXAS_WGMMA_SERIALIZED in self.message
+
+    def __str__(self) -> str:
+        return f"({self.code}) {self.message}" if self.code else self.message
+
+
+@dataclass(frozen=True)
 class KernelResources:
     registers: int
     shared_bytes: int
@@ -22,6 +39,8 @@ class KernelResources:
     spill_store_bytes: int
     spill_load_bytes: int
     barriers: int
+    # ptxas's diagnostics naming this entry (schema 12; none in older manifests).
+    diagnostics: tuple[PtxasDiagnostic, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -31,6 +50,8 @@ class PtxArtifact:
     sha256: str
     ptx_version: str
     ptxas: Mapping[str, KernelResources] | None = None
+    # ptxas's diagnostics naming no entry of this PTX (schema 12).
+    ptxas_diagnostics: tuple[PtxasDiagnostic, ...] = ()
 
     def read(self) -> bytes:
         """The PTX bytes, checked against the manifest's hash."""
@@ -57,8 +78,23 @@ def read_checked(path: Path, sha256: str | None, what: str) -> bytes:
     return data
 
 
+def read_diagnostics(c: JsonChecker, value: Any, w: str) -> tuple[PtxasDiagnostic, ...]:
+    out = []
+    for i, d in enumerate(c.list_(value, w)):
+        dw = f"{w}[{i}]"
+        d = c.obj(d, dw, ["level", "message"], ["code"])
+        out.append(
+            PtxasDiagnostic(
+                level=c.choice(d["level"], dw + ".level", _abi.PTXAS_LEVELS),
+                code=c.opt_str(d.get("code"), dw + ".code"),
+                message=c.str_(d["message"], dw + ".message"),
+            )
+        )
+    return tuple(out)
+
+
 def read_artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact:
-    a = c.obj(value, w, ["arch", "path", "sha256", "ptx_version"], ["ptxas"])
+    a = c.obj(value, w, ["arch", "path", "sha256", "ptx_version"], ["ptxas", "ptxas_diagnostics"])
     arch = c.str_(a["arch"], w + ".arch")
     try:
         _abi.parse_arch(arch)
@@ -74,12 +110,18 @@ def read_artifact(c: JsonChecker, value: Any, w: str, base: Path) -> PtxArtifact
         ]  # fmt: skip
         for entry, r in raw.items():
             rw = f"{w}.ptxas.{entry}"
-            r = c.obj(r, rw, fields)
-            resources[entry] = KernelResources(**{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields})
+            r = c.obj(r, rw, fields, ["diagnostics"])
+            resources[entry] = KernelResources(
+                **{f: c.uint(r[f], f"{rw}.{f}", 64) for f in fields},
+                diagnostics=read_diagnostics(c, r.get("diagnostics", []), rw + ".diagnostics"),
+            )
     return PtxArtifact(
         arch=arch,
         path=c.path_inside(base, a["path"], w + ".path"),
         sha256=c.str_(a["sha256"], w + ".sha256"),
         ptx_version=c.str_(a["ptx_version"], w + ".ptx_version"),
         ptxas=resources,
+        ptxas_diagnostics=read_diagnostics(
+            c, a.get("ptxas_diagnostics", []), w + ".ptxas_diagnostics"
+        ),
     )

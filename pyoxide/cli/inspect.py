@@ -56,6 +56,10 @@ def _describe(spec: KernelSpec, manifest: Manifest, arch: str | None, show_ptx: 
                 f"{r.stack_frame_bytes} B stack, spills {r.spill_store_bytes}/"
                 f"{r.spill_load_bytes} B, {r.barriers} barriers"
             )
+            for d in r.diagnostics:
+                click.echo(f"    ptxas {d.level}: {d}")
+        for d in a.ptxas_diagnostics:
+            click.echo(f"    ptxas {d.level} ({a.path.name}): {d}")
         if show_ptx:
             body = entry_ptx(a.read().decode("utf-8", "replace"), spec.entry)
             click.echo(body if body is not None else f"  (no .entry {spec.entry} in {a.path})")

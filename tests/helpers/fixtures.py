@@ -151,9 +151,11 @@ def manifest_dict(
                 k["entry"]: {
                     "registers": 12, "shared_bytes": 0, "stack_frame_bytes": 0,
                     "spill_store_bytes": 0, "spill_load_bytes": 0, "barriers": 0,
+                    "diagnostics": [],
                 }
                 for k in entries
             },
+            "ptxas_diagnostics": [],
         })  # fmt: skip
     toolchain = {
         "rustc": "rustc 1.96.0 (fixture)",
@@ -166,7 +168,7 @@ def manifest_dict(
     toolchain["hash"] = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()
     return {
         # pyoxide._manifest.reader.SCHEMA_VERSION (tests/manifest/test_manifest.py checks it)
-        "schema": 11,
+        "schema": 12,
         "crate": {"name": crate, "version": "0.1.0", "manifest_path": manifest_path},
         "profile": profile,
         "toolchain": toolchain,

@@ -183,6 +183,10 @@ REJECTED = {
     "length-not-a-string": _set("kernels.0.params.1.length", 5),
     "fmad-not-bool": _set("codegen.fmad", "yes"),
     "codegen-unknown-field": _set("codegen.ftz", True),
+    "diagnostic-bad-level": _set(
+        "artifacts.0.ptxas.saxpy.diagnostics", [{"level": "fatal", "message": "x"}]
+    ),
+    "diagnostic-no-message": _set("artifacts.0.ptxas_diagnostics", [{"level": "warning"}]),
 }
 
 
@@ -210,9 +214,34 @@ def test_reader_accepts_optional_fields_left_out(
     good["toolchain"]["ptxas"] = None
     assert parse_manifest(good, tmp_path / "m.json").fmad is True
     del good["codegen"]  # a build before schema 6, which never contracted
+    del good["artifacts"][1]["ptxas_diagnostics"]  # before schema 12, which recorded none
+    for r in good["artifacts"][1]["ptxas"].values():
+        del r["diagnostics"]
     jsonschema.validate(good, schema)
     m = parse_manifest(good, tmp_path / "m.json")
     assert m.emulator is None and m.artifacts[0].ptxas is None and m.fmad is False
+    assert m.artifacts[1].ptxas is not None and m.artifacts[1].ptxas["saxpy"].diagnostics == ()
+
+
+def test_ptxas_diagnostics_are_read(
+    schema: dict[str, Any], good: dict[str, Any], tmp_path: Path
+) -> None:
+    serialised = (
+        "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+        "insufficient register resources for the function 'saxpy'"
+    )
+    art = good["artifacts"][0]
+    art["ptxas"]["saxpy"]["diagnostics"] = [
+        {"level": "info", "code": "C7512", "message": serialised}
+    ]
+    art["ptxas_diagnostics"] = [{"level": "warning", "code": None, "message": "Stack size"}]
+    jsonschema.validate(good, schema)
+    a = parse_manifest(good, tmp_path / "m.json").artifacts[0]
+    assert a.ptxas is not None
+    (d,) = a.ptxas["saxpy"].diagnostics
+    assert d.serializes_wgmma and str(d) == f"(C7512) {serialised}"
+    (w,) = a.ptxas_diagnostics
+    assert w.level == "warning" and not w.serializes_wgmma and str(w) == "Stack size"
 
 
 def test_semantic_checks_beyond_the_schema(good: dict[str, Any], tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use oxide_abi::descriptor::KernelDescriptor;
 use oxide_abi::limits::MIN_CLUSTER_ARCH;
-use oxide_abi::manifest::KernelResources;
+use oxide_abi::manifest::{KernelResources, PtxasDiagnostic, PtxasLevel};
 
 use crate::toolchain::Ptxas;
 
@@ -70,9 +70,17 @@ pub fn ptx_version(ptx: &str) -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
+/// What ptxas said of one PTX: each entry's resources and diagnostics, and the
+/// diagnostics that name no entry.
+#[derive(Debug, Default)]
+pub struct PtxasReport {
+    pub entries: BTreeMap<String, KernelResources>,
+    pub unattributed: Vec<PtxasDiagnostic>,
+}
+
 /// Assemble the PTX with ptxas (output discarded): a PTX that ptxas rejects is a build
-/// error carrying ptxas's message. Returns the per-kernel resource report.
-pub fn verify(ptxas: &Ptxas, ptx: &Path, arch: &str) -> Result<BTreeMap<String, KernelResources>> {
+/// error carrying ptxas's message. Returns its report.
+pub fn verify(ptxas: &Ptxas, ptx: &Path, arch: &str) -> Result<PtxasReport> {
     let log = run_tool(
         Command::new(&ptxas.path)
             .arg(format!("-arch={arch}"))
@@ -88,14 +96,23 @@ pub fn verify(ptxas: &Ptxas, ptx: &Path, arch: &str) -> Result<BTreeMap<String, 
 /// Read ptxas's `-v` report. Lines of interest, per entry:
 /// `Compiling entry function 'NAME' for 'sm_90'`,
 /// `N bytes stack frame, N bytes spill stores, N bytes spill loads`,
-/// `Used N registers, used N barriers, N bytes smem, …`.
-pub fn parse_report(log: &str) -> BTreeMap<String, KernelResources> {
-    let mut report = BTreeMap::new();
+/// `Used N registers, used N barriers, N bytes smem, …`;
+/// and its diagnostics (`ptxas warning : …`, `ptxas info : (Cnnnn) …`), which it prints
+/// before any entry's report, each naming the function it is about, if any.
+pub fn parse_report(log: &str) -> PtxasReport {
+    let mut report = PtxasReport::default();
+    let mut diagnostics = Vec::new();
     let mut current: Option<String> = None;
     for line in log.lines() {
+        if let Some(d) = diagnostic(line) {
+            diagnostics.push(d);
+            continue;
+        }
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             let name = rest.split('\'').next().unwrap_or("").to_string();
-            report.insert(name.clone(), KernelResources::default());
+            report
+                .entries
+                .insert(name.clone(), KernelResources::default());
             current = Some(name);
             continue;
         }
@@ -105,10 +122,10 @@ pub fn parse_report(log: &str) -> BTreeMap<String, KernelResources> {
         // their zeros overwrote its stack and spills).
         if let Some(rest) = line.split("Function properties for ").nth(1) {
             let name = rest.trim();
-            current = report.contains_key(name).then(|| name.to_string());
+            current = report.entries.contains_key(name).then(|| name.to_string());
             continue;
         }
-        let Some(entry) = current.as_ref().and_then(|n| report.get_mut(n)) else {
+        let Some(entry) = current.as_ref().and_then(|n| report.entries.get_mut(n)) else {
             continue;
         };
         for part in line.split(',') {
@@ -127,7 +144,47 @@ pub fn parse_report(log: &str) -> BTreeMap<String, KernelResources> {
             }
         }
     }
+    // Only now are the entries known: the diagnostics came first.
+    for d in diagnostics {
+        let entry = named_function(&d.message).and_then(|n| report.entries.get_mut(n));
+        match entry {
+            Some(entry) => entry.diagnostics.push(d),
+            None => report.unattributed.push(d),
+        }
+    }
     report
+}
+
+/// A `ptxas warning : …` line, or a `ptxas info : (Cnnnn) …` one (ptxas's performance
+/// advice; its info lines without a code are the report itself).
+fn diagnostic(line: &str) -> Option<PtxasDiagnostic> {
+    let (label, text) = line.strip_prefix("ptxas ")?.split_once(':')?;
+    let level = match label.trim() {
+        "info" => PtxasLevel::Info,
+        "warning" => PtxasLevel::Warning,
+        _ => return None,
+    };
+    let text = text.trim();
+    let coded = text
+        .strip_prefix('(')
+        .and_then(|t| t.split_once(") "))
+        .filter(|(code, _)| code.starts_with('C') && code[1..].bytes().all(|b| b.is_ascii_digit()));
+    let (code, message) = match coded {
+        Some((code, message)) => (Some(code.to_string()), message),
+        None if level == PtxasLevel::Info => return None,
+        None => (None, text),
+    };
+    Some(PtxasDiagnostic {
+        level,
+        code,
+        message: message.to_string(),
+    })
+}
+
+/// The function a diagnostic is about: `… in the function 'NAME' …`,
+/// `… for entry function 'NAME' …`.
+fn named_function(message: &str) -> Option<&str> {
+    message.split("function '").nth(1)?.split('\'').next()
 }
 
 /// Instructions that exist only on an architecture-specific target (`sm_90a`,
@@ -295,7 +352,10 @@ ptxas info    : Function properties for _RNvNtCs1_4core9panicking5panic
 
     #[test]
     fn resource_report_is_read_per_entry() {
-        let r = parse_report(REPORT);
+        let report = parse_report(REPORT);
+        assert!(report.unattributed.is_empty());
+        assert!(report.entries.values().all(|e| e.diagnostics.is_empty()));
+        let r = report.entries;
         // (the out-of-line device functions are not entries, and their zeros are not
         // the entries' before them)
         assert_eq!(r.keys().collect::<Vec<_>>(), ["saxpy", "scale", "vecadd"]);
@@ -316,6 +376,69 @@ ptxas info    : Function properties for _RNvNtCs1_4core9panicking5panic
             (255, 16, 4, 8)
         );
         assert_eq!(s.shared_bytes, 0);
+    }
+
+    /// ptxas 13's own text: the C7512 lines of a kernels_sm90a build whose ping-pong
+    /// attention drained its ring after the tile loop (two of its twelve), then lines
+    /// of hand-made PTX: C7508 (names no function), C7509 (names a device function), a
+    /// warning naming an entry. ptxas prints them all before any entry's report.
+    const DIAGNOSED: &str = "\
+ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry.
+ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources for the function 'attention_sm90_bf16_1_1_192'
+ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources for the function 'attention_sm90_bf16_1_1_128'
+ptxas info    : (C7509) Potential Performance Loss: wgmma.mma_async instructions are serialized due to the presence of Extern calls in the function 'ext_fn' in line 15
+ptxas warning : Stack size for entry function 'attention_sm90_bf16_0_0_128' cannot be statically determined
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'attention_sm90_bf16_1_1_128' for 'sm_90a'
+ptxas info    : Function properties for attention_sm90_bf16_1_1_128
+    784 bytes stack frame, 2664 bytes spill stores, 2756 bytes spill loads
+ptxas info    : Used 128 registers, used 16 barriers, 784 bytes cumulative stack size
+ptxas info    : Compile time = 744.946 ms
+ptxas info    : Function properties for _RNvNtCsduWobj5wX1U_4core6option13expect_failed
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'attention_sm90_bf16_0_0_128' for 'sm_90a'
+ptxas info    : Function properties for attention_sm90_bf16_0_0_128
+    40 bytes stack frame, 88 bytes spill stores, 104 bytes spill loads
+ptxas info    : Used 128 registers, used 16 barriers, 40 bytes cumulative stack size
+ptxas info    : Compile time = 469.961 ms
+";
+
+    #[test]
+    fn diagnostics_go_to_the_entry_they_name() {
+        let report = parse_report(DIAGNOSED);
+        let serial = &report.entries["attention_sm90_bf16_1_1_128"];
+        assert_eq!((serial.registers, serial.spill_store_bytes), (128, 2664));
+        let [d] = serial.diagnostics.as_slice() else {
+            panic!("{:?}", serial.diagnostics)
+        };
+        assert_eq!(
+            (d.level, d.code.as_deref()),
+            (PtxasLevel::Info, Some("C7512"))
+        );
+        assert!(d.serializes_wgmma());
+        assert_eq!(
+            d.to_string(),
+            "(C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized \
+             due to insufficient register resources for the function \
+             'attention_sm90_bf16_1_1_128'"
+        );
+        // A warning without a code, naming the entry that follows it.
+        let other = &report.entries["attention_sm90_bf16_0_0_128"];
+        let [w] = other.diagnostics.as_slice() else {
+            panic!("{:?}", other.diagnostics)
+        };
+        assert_eq!((w.level, w.code.as_deref()), (PtxasLevel::Warning, None));
+        assert!(!w.serializes_wgmma() && w.message.starts_with("Stack size for entry"));
+        assert_eq!(other.stack_frame_bytes, 40);
+        // No entry of this PTX by that name (another PTX's entry, a device function),
+        // or no name at all: the artifact's.
+        let codes: Vec<_> = report
+            .unattributed
+            .iter()
+            .map(|d| d.code.as_deref().unwrap_or(""))
+            .collect();
+        assert_eq!(codes, ["C7508", "C7512", "C7509"]);
+        assert!(report.unattributed[2].serializes_wgmma());
     }
 
     #[test]

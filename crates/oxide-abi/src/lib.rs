@@ -45,7 +45,7 @@ pub(crate) fn schema_json<T: schemars::JsonSchema>() -> String {
 
 /// Version of the manifest format. Bump on any change a reader could trip over;
 /// readers refuse manifests with a newer schema than they know.
-pub const MANIFEST_SCHEMA_VERSION: u32 = 11;
+pub const MANIFEST_SCHEMA_VERSION: u32 = 12;
 
 /// Version of the descriptor encoding embedded by `#[kernel]`. The link step refuses
 /// descriptors from a different version (the macro and cargo-oxide were built apart).

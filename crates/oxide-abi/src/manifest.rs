@@ -123,6 +123,10 @@ pub struct PtxArtifact {
     pub ptx_version: String,
     /// ptxas's report per entry symbol; absent when ptxas was not available.
     pub ptxas: Option<BTreeMap<String, KernelResources>>,
+    /// ptxas's diagnostics that name no entry of this PTX: a device function's, or the
+    /// module's (`'setmaxnreg' ignored`). Schema 12; an entry's own are in its report.
+    #[serde(default)]
+    pub ptxas_diagnostics: Vec<PtxasDiagnostic>,
 }
 
 /// What ptxas reported for one kernel on one architecture.
@@ -136,6 +140,67 @@ pub struct KernelResources {
     pub spill_store_bytes: u64,
     pub spill_load_bytes: u64,
     pub barriers: u32,
+    /// ptxas's diagnostics that name this entry, in ptxas's order (schema 12; older
+    /// manifests recorded none, so their absence there says nothing).
+    #[serde(default)]
+    pub diagnostics: Vec<PtxasDiagnostic>,
+}
+
+/// A line of ptxas's advice or warning: `ptxas warning : …`, or `ptxas info : (Cnnnn) …`
+/// (its performance advice carries a code; its plain info lines are the report itself).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PtxasDiagnostic {
+    /// How ptxas labelled the line.
+    pub level: PtxasLevel,
+    /// ptxas's code (`C7512`), when the line has one.
+    pub code: Option<String>,
+    /// The text after the code, as ptxas printed it.
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum PtxasLevel {
+    Info,
+    Warning,
+}
+
+impl PtxasLevel {
+    pub const ALL: [PtxasLevel; 2] = [PtxasLevel::Info, PtxasLevel::Warning];
+
+    /// As ptxas labels its line (`ptxas info`, `ptxas warning`), and as the manifest does.
+    pub fn name(self) -> &'static str {
+        match self {
+            PtxasLevel::Info => "info",
+            PtxasLevel::Warning => "warning",
+        }
+    }
+}
+
+/// What every ptxas diagnostic of a serialised wgmma pipeline says, whatever its cause
+/// and code (C7509 an extern call, C7512 too few registers, C7514 an accumulator read
+/// before its wait, C7519 a divergent path, …): the kernel is correct, but each `wgmma`
+/// waits for the one before.
+pub const PTXAS_WGMMA_SERIALIZED: &str = "wgmma.mma_async instructions are serialized";
+
+impl PtxasDiagnostic {
+    /// Whether ptxas serialised the wgmmas of the function this diagnostic names.
+    pub fn serializes_wgmma(&self) -> bool {
+        self.message.contains(PTXAS_WGMMA_SERIALIZED)
+    }
+}
+
+impl std::fmt::Display for PtxasDiagnostic {
+    /// As ptxas printed it, less its prefix: `(C7512) Potential Performance Loss: …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.code {
+            Some(code) => write!(f, "({code}) {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
 }
 
 impl Manifest {

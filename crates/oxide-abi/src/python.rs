@@ -65,6 +65,16 @@ pub fn module_source() -> String {
         crate::DESCRIPTOR_VERSION,
         crate::verify::VERIFY_REPORT_VERSION
     );
+    let _ = writeln!(
+        w,
+        "# What every ptxas diagnostic of a serialised wgmma pipeline says, whatever its code\n\
+         # (src/manifest.rs).\n\
+         PTXAS_WGMMA_SERIALIZED = {}\n\
+         # How ptxas labels a diagnostic's line (src/manifest.rs).\n\
+         PTXAS_LEVELS = ({})\n",
+        py_str(crate::manifest::PTXAS_WGMMA_SERIALIZED),
+        quoted(&crate::manifest::PtxasLevel::ALL.map(|l| l.name()))
+    );
     w.push_str(
         "\nclass Scalar(NamedTuple):\n    \
          \"\"\"A scalar or element type, by its Rust (= manifest) name.\"\"\"\n\n    \

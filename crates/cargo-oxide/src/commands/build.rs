@@ -179,6 +179,9 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
             ),
         );
     }
+    for a in &artifacts {
+        warn_of_ptxas_diagnostics(a);
+    }
     if tc.ptxas.is_none() {
         eprintln!(
             "warning: ptxas not found, so the PTX was not verified; install it with `{}`",
@@ -231,6 +234,28 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
             .collect(),
         emulator: emulator.map(|(path, _)| path),
     })
+}
+
+/// A warning for each diagnostic ptxas gave (they are in the manifest too, and in
+/// `cargo oxide inspect`): a serialised wgmma pipeline is correct but slow, and nothing
+/// else says so before a GPU run.
+fn warn_of_ptxas_diagnostics(a: &PtxArtifact) {
+    let entries = a.ptxas.iter().flatten();
+    for (entry, d) in entries.flat_map(|(e, r)| r.diagnostics.iter().map(move |d| (e, d))) {
+        if d.serializes_wgmma() {
+            eprintln!(
+                "warning: ptxas serialised the wgmmas of kernel `{entry}` ({}): correct, but \
+                 each waits for the one before. ptxas: {d}. Fix: no call (a panic's check, a \
+                 division) in its setmaxnreg regions, no accumulator read before its wait",
+                a.arch
+            );
+        } else {
+            eprintln!("warning: ptxas on kernel `{entry}` ({}): {d}", a.arch);
+        }
+    }
+    for d in &a.ptxas_diagnostics {
+        eprintln!("warning: ptxas on {} ({}): {d}", a.path, a.arch);
+    }
 }
 
 /// rustc found invalid metadata in the cached core: the sysroot is damaged.
@@ -447,7 +472,7 @@ fn compile_arch(
         .tempfile_in(&project.out_dir)?;
     ptx::llc(&tc.llvm.llc, module, arch, optimize, fmad, staging.path())?;
     ptx::check_arch_specific(&std::fs::read_to_string(staging.path())?, arch)?;
-    let resources = match &tc.ptxas {
+    let report = match &tc.ptxas {
         Some(ptxas) => Some(ptx::verify(ptxas, staging.path(), arch)?),
         None => None,
     };
@@ -461,7 +486,11 @@ fn compile_arch(
         path: file_name,
         sha256: sha256_hex(text.as_bytes()),
         ptx_version,
-        ptxas: resources,
+        ptxas_diagnostics: report
+            .as_ref()
+            .map(|r| r.unattributed.clone())
+            .unwrap_or_default(),
+        ptxas: report.map(|r| r.entries),
     })
 }
 

@@ -91,6 +91,9 @@ fn inspect_into(args: &InspectArgs, out: &mut String) -> Result<i32> {
         exit::LOAD_FAILED,
     )?;
     let ptx_text = std::fs::read_to_string(ptx_file)?;
+    for d in &artifact.ptxas_diagnostics {
+        outln!(out, "// ptxas {} ({}): {d}", d.level.name(), artifact.path);
+    }
     for k in kernels {
         outln!(
             out,
@@ -101,16 +104,21 @@ fn inspect_into(args: &InspectArgs, out: &mut String) -> Result<i32> {
             artifact.ptx_version
         );
         match artifact.ptxas.as_ref().and_then(|r| r.get(&k.entry)) {
-            Some(r) => outln!(
-                out,
-                "// ptxas: {} registers, {} bytes shared, {} bytes stack, {} bytes spill stores, {} bytes spill loads, {} barriers",
-                r.registers,
-                r.shared_bytes,
-                r.stack_frame_bytes,
-                r.spill_store_bytes,
-                r.spill_load_bytes,
-                r.barriers
-            ),
+            Some(r) => {
+                outln!(
+                    out,
+                    "// ptxas: {} registers, {} bytes shared, {} bytes stack, {} bytes spill stores, {} bytes spill loads, {} barriers",
+                    r.registers,
+                    r.shared_bytes,
+                    r.stack_frame_bytes,
+                    r.spill_store_bytes,
+                    r.spill_load_bytes,
+                    r.barriers
+                );
+                for d in &r.diagnostics {
+                    outln!(out, "// ptxas {}: {d}", d.level.name());
+                }
+            }
             None => outln!(
                 out,
                 "// ptxas: no report (ptxas was not available at build time)"
