@@ -13,10 +13,12 @@ import sys
 def find(*names: str) -> str | None:
     """The first of `names` (a tool, or a library's file name prefix) that is found."""
     for name in names:
-        found = shutil.which(name)
-        for d in sys.path:
-            for pattern in (f"{d}/nvidia/*/*/{name}*", f"{d}/triton/backends/nvidia/bin/{name}"):
-                found = found or next(iter(sorted(glob.glob(pattern))), None)
+        found = shutil.which(name) or next(
+            (hit for d in sys.path
+             for pattern in (f"{d}/nvidia/*/*/{name}*", f"{d}/triton/backends/nvidia/bin/{name}")
+             for hit in sorted(glob.glob(pattern))),
+            None,
+        )  # fmt: skip
         if found:
             return found
     return None
