@@ -472,9 +472,12 @@ fn compile_arch(
         .tempfile_in(&project.out_dir)?;
     ptx::llc(&tc.llvm.llc, module, arch, optimize, fmad, staging.path())?;
     ptx::check_arch_specific(&std::fs::read_to_string(staging.path())?, arch)?;
-    let report = match &tc.ptxas {
-        Some(ptxas) => Some(ptx::verify(ptxas, staging.path(), arch)?),
-        None => None,
+    let (ptxas, ptxas_diagnostics) = match &tc.ptxas {
+        Some(ptxas) => {
+            let report = ptx::verify(ptxas, staging.path(), arch)?;
+            (Some(report.entries), report.unattributed)
+        }
+        None => (None, Vec::new()),
     };
     let text = std::fs::read_to_string(staging.path())?;
     let ptx_version = ptx::ptx_version(&text).unwrap_or_default();
@@ -486,11 +489,8 @@ fn compile_arch(
         path: file_name,
         sha256: sha256_hex(text.as_bytes()),
         ptx_version,
-        ptxas_diagnostics: report
-            .as_ref()
-            .map(|r| r.unattributed.clone())
-            .unwrap_or_default(),
-        ptxas: report.map(|r| r.entries),
+        ptxas,
+        ptxas_diagnostics,
     })
 }
 
