@@ -36,7 +36,9 @@
 //! 8192³ against the register staging's 0.865× / 0.875× in the same run (an earlier run:
 //! 0.904× / 0.925× against 0.862× / 0.875×). A form whose copies of A read whole rows
 //! (4 rows × 8 k a warp copy; 251 registers, 1135 instructions a step) ran at 0.893× /
-//! 0.921× in that earlier run.
+//! 0.921× in that earlier run. On the H200 (2026-12-05, one call): pinned 0.926× / 0.934×,
+//! and the plain call after the tuner's search, which picks this instance at both sizes,
+//! 0.933× / 0.936× (docs/performance.md).
 //!
 //! A is stored transposed (k-major, rows padded by 4 floats) so a thread's 4 rows are one
 //! vector; a warp's 4-byte copies of it (16 rows at k and k + 4) land in 32 banks
