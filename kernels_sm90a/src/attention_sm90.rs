@@ -636,6 +636,10 @@ fn attention_body<
             // stay inside `consume` (taken in the tile loop, ptxas guarded them for
             // divergent warps and moved the inner loop's descriptors out of uniform
             // registers: 644 -> 668 SASS instructions a key tile at d = 64).
+            // Across tiles at d = 128 only: at d = 64 (H200 and H100, the persistent
+            // 128-row ping-pong instance) it ran 6-7 % slower than restarting each tile,
+            // at d = 128 about 2.5 % faster. Restarted, every tile is `first` and `last`.
+            let across = D == 128;
             let has_keys = |at: TileAt| work(a, seq_q, seq_k, at, bm).n_blocks > 0;
             let mut first = true;
             let mut walk = tiles.walk();
@@ -656,8 +660,8 @@ fn attention_body<
                 };
                 let (o_acc, row_max, row_sum) = if w.n_blocks > 0 {
                     // Usually the next tile has keys, and the look stops there.
-                    let last = !walk.clone().any(has_keys);
-                    let turns = (turns, first, last);
+                    let last = !across || !walk.clone().any(has_keys);
+                    let turns = (turns, first || !across, last);
                     first = false;
                     consume::<T, NO>(&c, w.n_blocks, bars, &mut rings, turns)
                 } else {
