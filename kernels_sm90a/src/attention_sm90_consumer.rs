@@ -142,14 +142,11 @@ impl Ring {
     }
 }
 
-/// A consumer warpgroup's constants: its index among the block's consumers (`count` of
-/// them: each takes 64 query rows of the tile), its operands' base descriptors (q's rows
-/// of this warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts
+/// A consumer warpgroup's constants: its operands' base descriptors (q's rows of this
+/// warpgroup, stage 0 of k's and v's rings), its first row, and the masking facts
 /// (keys and diagonal in 32 bits, as the softmax compares them: `attention_body` asserts
 /// that every row and key index fits an i32).
 pub(crate) struct Consumer {
-    pub(crate) wg: usize,
-    pub(crate) count: usize,
     pub(crate) q_desc: u64,
     pub(crate) k_desc: u64,
     pub(crate) v_desc: u64,
@@ -322,39 +319,58 @@ fn pack_p<T: Sm90Element>(s_acc: &[f32; 64]) -> [[u32; 4]; BN / 16] {
 /// products, so that one's softmax runs while the tensor cores work for the others.
 /// Named barrier `4 + i` is "consumer `i` may issue" (1 to 3 are the epilogue's); each
 /// use is the 128 threads that wait there and the 128 of the consumer before it that
-/// arrive. Consumer 0 goes first (the last one's arrival at the start meets its first
-/// wait); the last skips its last arrival, so that every arrival meets a wait (n + 1
-/// turns each for n key tiles).
-struct Turns {
-    on: bool,
-    wg: usize,
-    count: usize,
+/// arrive.
+///
+/// The ring runs through all of a persistent block's tiles, not tile by tile: consumer 0
+/// goes first once, at the block's first tile with keys (the last consumer's arrival in
+/// `start` meets its first wait), and every turn is passed on but the last consumer's
+/// last of the block (at its last tile with keys), so that every arrival meets a wait.
+/// Restarted at each tile, consumer 0 could not issue a tile's first `q·kᵀ` before the
+/// last consumer had stored the previous tile and arrived again: the tensor cores idled
+/// through an epilogue and a first softmax at every tile boundary. Carried on, the
+/// consumers stay a turn apart across tiles, and one warpgroup's epilogue runs under the
+/// other's products. (Consumer 0 taking one more turn after the block's last tile,
+/// instead of the skipped pass, had ptxas serialise every wgmma: C7512.)
+#[derive(Clone, Copy)]
+pub(crate) struct Turns {
+    pub(crate) on: bool,
+    pub(crate) wg: usize,
+    pub(crate) count: usize,
 }
 
 impl Turns {
+    /// Before a block's first tile: the arrival that consumer 0's first wait meets.
     #[inline(always)]
-    fn start(&self) {
-        if self.on && self.wg == self.count - 1 {
-            // SAFETY: as `take`'s barrier 4, the arrival that consumer 0's first wait meets.
+    fn start(self) {
+        if self.on && self.wg + 1 == self.count {
+            // SAFETY: as `take`'s barrier 4.
             unsafe { named_barrier_arrive(4, 256) };
         }
     }
 
     /// Wait for this warpgroup's turn.
     #[inline(always)]
-    fn take(&self) {
+    fn take(self) {
         if self.on {
             // SAFETY: 128 threads wait, 128 of the consumer before arrive (type docs).
             unsafe { named_barrier_sync(4 + self.wg as u32, 256) };
         }
     }
 
-    /// Give the turn to the next consumer (after this one issued its products).
+    /// Give the turn to the next consumer (after this one issued its products), unless
+    /// this is the last consumer's last turn of the block (`last`). (No `%`: a
+    /// remainder by a count LLVM cannot see is a division-by-zero panic, and a call in
+    /// the `setmaxnreg` region serialises every wgmma: `attention_body`.)
     #[inline(always)]
-    fn pass(&self, last: bool) {
-        if self.on && !(last && self.wg == self.count - 1) {
+    fn pass(self, last: bool) {
+        if self.on && !(last && self.wg + 1 == self.count) {
+            let next = if self.wg + 1 == self.count {
+                0
+            } else {
+                self.wg + 1
+            };
             // SAFETY: as `take`.
-            unsafe { named_barrier_arrive(4 + ((self.wg + 1) % self.count) as u32, 256) };
+            unsafe { named_barrier_arrive(4 + next as u32, 256) };
         }
     }
 }
@@ -431,7 +447,8 @@ pub(crate) struct Rings {
 }
 
 /// A consumer warpgroup's main loop over one tile's `n_blocks` key tiles: o
-/// (unnormalised), and each of this thread's rows' maximum and partial sum. q is
+/// (unnormalised), and each of this thread's rows' maximum and partial sum. `first` and
+/// `last`: whether this is the block's first and last tile with keys (`Turns`). q is
 /// released as soon as its last `q·kᵀ` retires, so that the producer can load the next
 /// tile's q under this one's last `p·v` and epilogue.
 ///
@@ -439,11 +456,12 @@ pub(crate) struct Rings {
 /// All 128 threads of a consumer warpgroup; the barriers and rings as
 /// `attention_body` sets them up, the producer filling them in order.
 #[inline(always)]
-pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize, const PINGPONG: bool>(
+pub(crate) unsafe fn consume<T: Sm90Element, const NO: usize>(
     c: &Consumer,
     n_blocks: usize,
     bars: Bars,
     rings: &mut Rings,
+    (turns, first, last): (Turns, bool, bool),
 ) -> ([f32; NO], [f32; 2], [f32; 2])
 where
     [f32; NO]: OutputAcc<T>,
@@ -460,15 +478,12 @@ where
     let mut row_max = [f32::NEG_INFINITY; 2];
     let mut row_sum = [0.0f32; 2];
     let (mut kr, mut vr) = (rings.kv, rings.kv);
-    let turns = Turns {
-        on: PINGPONG,
-        wg: c.wg,
-        count: c.count,
-    };
     // SAFETY: upheld by the caller; each stage is read only between its `full` wait
     // and its `empty` release, after the wgmma that read it retired.
     unsafe {
-        turns.start();
+        if first {
+            turns.start();
+        }
         wait(bars.full_q(), rings.q_phase);
         // Tile 0: q·kᵀ alone, then its softmax (o is still zero: no rescale).
         wait(bars.full_k(kr.stage), kr.phase);
@@ -514,7 +529,7 @@ where
         turns.take();
         wgmma_fence();
         c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
-        turns.pass(true);
+        turns.pass(last);
         wgmma_wait_group_acc::<0>(&mut o_acc);
         release(bars.empty_v(vr.stage));
         vr = vr.next();
