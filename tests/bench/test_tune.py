@@ -166,9 +166,15 @@ def test_the_hand_pick_stays_unless_beaten_by_the_margin(manifest: Path, cache: 
     report = tune(manifest, "which", {"which_1 block=256": 99.0}, (1000,))  # 1 % faster
     k = report["kernels"][0]
     assert k["candidates"][k["choice"]]["hand_pick"] and k["ratio"] == 1.0
-    # The new measurement replaced the old choice at its place: none is left.
-    assert _tune_store.cached_choices(mod.manifest) == ()
-    assert which(pyoxide.load(manifest), 1000) == {128}
+    # The new measurement replaced the old choice at its place with the hand pick, kept
+    # so that another GPU model's choice does not take this model's bucket.
+    (kept,) = _tune_store.cached_choices(mod.manifest)
+    assert kept.keeps_hand_pick and (kept.entry, kept.bucket) == ("which_0", (1024,))
+    tuned = pyoxide.load(manifest)
+    assert (
+        which(tuned, 1000) == {128}
+        and _tuned.tuned_for(tuned.which, (np.zeros(1000, np.uint32),)) is None
+    )
 
 
 def test_the_compiled_launchers_run_the_choice_in_its_bucket(manifest: Path) -> None:
@@ -204,26 +210,32 @@ def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(
 def test_a_manifest_built_tuned_runs_the_choice_fresh_with_no_tuning(
     manifest: Path, tmp_path: Path
 ) -> None:
+    """The build puts the crate's shipped choices (tests/fixtures/tuned_kernels/tuned.json,
+    made on the emulator by scripts/ship_tuned: which_0 block=256 for 512 < n <= 1024,
+    which_1 block=128 for 1024 < n <= 2048) in the manifest, and the cache's over them."""
     tune(manifest, "which", {"which_1 block=256": 10.0}, (1000,))
     package = tmp_path / "site-packages" / "pkg"
     result = CliRunner().invoke(cli, ["build", str(TUNED_KERNELS), "--tuned", "--out-dir",
                                       str(tmp_path / "build"), "-q", "--no-stubs"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "1 choice(s)" in result.output
+    shipped = TUNED_KERNELS / _tune_store.SHIPPED_FILE
+    assert f"2 choice(s) shipped in {shipped} and kept by `pyoxide tune`" in result.output
     shutil.copytree(tmp_path / "build", package)  # installed: elsewhere, no cache
     fresh = tmp_path / "fresh-cache"
     code = (
         "import sys, numpy as np, pyoxide\n"
         f"mod = pyoxide.load({str(package / 'tuned_kernels.manifest.json')!r})\n"
-        "out = np.zeros(1000, np.uint32); mod.which(out)\n"
-        "assert set(out.tolist()) == {10256}, set(out.tolist())\n"
+        "ran = []\n"
+        "for n in (1000, 2000, 3000):\n"
+        "    out = np.zeros(n, np.uint32); mod.which(out); ran += set(out.tolist())\n"
+        "assert ran == [10256, 10128, 128], ran  # the cache's, shipped, the hand pick\n"
         "assert 'pyoxide.bench.tune' not in sys.modules  # the tuner never ran\n"
-        "print('tuned', mod.tuned[0].choice.entry)\n"
+        "print('tuned', *(v.choice.entry for v in mod.tuned))\n"
     )
     env = {**os.environ, "PYOXIDE_CACHE_DIR": str(fresh)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "tuned which_1"
+    assert proc.stdout.strip() == "tuned which_1 which_1"
     assert not (fresh / _tune_store.TUNED_DIR).exists()  # nothing tuned, nothing written
 
 
