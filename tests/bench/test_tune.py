@@ -27,7 +27,7 @@ from helpers.bundled import (
 )
 from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.probes import requires_gpu, requires_sm90
-from helpers.tuning import plant_choices, planted, tune
+from helpers.tuning import H200, HAND, OWN, plant_choices, planted, tune
 
 import pyoxide
 from pyoxide import backends
@@ -177,22 +177,51 @@ def test_the_hand_pick_stays_unless_beaten_by_the_margin(manifest: Path, cache: 
     )
 
 
-def test_the_compiled_launchers_run_the_choice_in_its_bucket(manifest: Path) -> None:
-    """On a (fake) GPU the compiled launchers decide: each call's launch block is the
-    choice's (256) inside its bucket, the hand pick's (128) outside it."""
+@pytest.mark.parametrize(
+    ("choices", "fallback", "inside"),
+    [
+        ([{**OWN, "launch": {"block": 256}}], "1", ("which_1", 256)),
+        # Another model of the fake's architecture (sm_90): its choice, unless turned off.
+        ([{**H200, "launch": {"block": 256}}], "1", ("which_1", 256)),
+        ([{**H200, "launch": {"block": 256}}], "0", HAND),
+        ([{**H200, "arch": "sm_80", "launch": {"block": 256}}], "1", HAND),
+        # The model's own choice wins, wherever it is listed; a kept hand pick too.
+        ([{**H200, "launch": {"block": 256}}, {**OWN, "launch": {"block": 128}}], "1",
+         ("which_1", 128)),
+        ([{**OWN, "entry": "which_0", "launch": {}}, {**H200, "launch": {"block": 256}}], "1",
+         HAND),
+        # Of two other models' choices, the first listed.
+        ([{**H200, "launch": {"block": 256}},
+          {"device": "NVIDIA H100", "arch": "sm_90", "entry": "which_0",
+           "launch": {"block": 256}}], "1", ("which_1", 256)),
+    ],
+    ids=["own", "another-model", "fallback-off", "another-arch", "own-wins",
+         "own-hand-pick-wins", "first-other-model"],
+)  # fmt: skip
+def test_both_launch_paths_run_the_choice_for_the_device_in_its_bucket(
+    manifest: Path, monkeypatch: pytest.MonkeyPatch, choices: list[dict[str, Any]],
+    fallback: str, inside: tuple[str, int],
+) -> None:  # fmt: skip
+    """On a (fake) GPU: the choice tuned on its model, else on another model of its
+    architecture (pyoxide/_launch/tuned.py). Inside the bucket (512 < n <= 1024) each call
+    runs ``inside``, the general path's first and the compiled launchers' after it, and
+    ``picks`` names it; outside, the hand pick."""
+    monkeypatch.setenv("PYOXIDE_TUNED_FALLBACK", fallback)
+    plant_choices(manifest, choices)
     fake = fake_cupy.FakeCuda()
-    plant_choices(manifest, [{"device": fake.device_name, "arch": f"sm_{fake.compute_capability}",
-                              "launch": {"block": 256}}])  # fmt: skip
-    blocks = {}
+    names = {hash(e) & 0xFFFF: e for e in ("which_0", "which_1")}  # the fake's handles
+    ran: dict[int, set[tuple[str, int]]] = {}
     with native_installed(fake) as (_, driver):
         mod = pyoxide.load(manifest)
+        assert mod.which.picks(FakeNdarray((1000,), "uint32")) == inside[0]
         for n in (1000, 2000, 1000, 2000, 600, 1024, 1025, 1000):
-            before = len(fake.launches) + len(driver.launches)
+            before = len(fake.launches), len(driver.launches)
             mod.which(FakeNdarray((n,), "uint32"))
-            (launch,) = (fake.launches + driver.launches)[before:]
-            blocks.setdefault(n, set()).add(launch["block"][0])
+            (launch,) = fake.launches[before[0] :] + driver.launches[before[1] :]
+            name = launch.get("name") or names[launch["f"]]
+            ran.setdefault(n, set()).add((name, launch["block"][0]))
     assert driver.launches  # the compiled launchers took calls
-    assert blocks == {1000: {256}, 600: {256}, 1024: {256}, 2000: {128}, 1025: {128}}
+    assert ran == {1000: {inside}, 600: {inside}, 1024: {inside}, 2000: {HAND}, 1025: {HAND}}
 
 
 def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(

@@ -1,8 +1,9 @@
-"""Tuned choices beyond the GPU they were tuned on: a choice made on one GPU model runs on
-another model of its architecture where that model has none of its own for the bucket
-(pyoxide/_launch/tuned.py), the same on both launch paths; the choices a crate ships in
-its source tree (its tuned.json, pyoxide/_launch/tune_store.py), and scripts/ship_tuned,
-which writes that file from a cache's tuned/ folder or a tune report. On the emulator
+"""Tuned choices beyond the GPU they were tuned on: the knob that keeps a choice made on one
+GPU model off the other models of its architecture (pyoxide/_launch/tuned.py; both launch
+paths' table of which choice runs where is tests/bench/test_tune.py's) and what says a
+choice is borrowed; the choices a crate ships in its source tree (its tuned.json,
+pyoxide/_launch/tune_store.py), and scripts/ship_tuned, which writes that file from a
+cache's tuned/ folder or a tune report. On the emulator
 and a fake sm_90 GPU (tests/fixtures/tuned_kernels, whose tuned.json holds two choices
 made on the emulator: which_0 block=256 for 512 < n <= 1024, which_1 block=128 for
 1024 < n <= 2048)."""
@@ -20,7 +21,7 @@ from helpers import fake_cupy
 from helpers.bundled import TUNED_KERNELS
 from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.scripts import load_script
-from helpers.tuning import plant_choices, tune
+from helpers.tuning import H200, HAND, OWN, plant_choices, tune
 
 import pyoxide
 from pyoxide._launch import tune_store as _tune_store
@@ -28,10 +29,6 @@ from pyoxide.cli import cli
 
 #: Each test with a cache of its own (tests/bench/conftest.py).
 pytestmark = pytest.mark.usefixtures("cache")
-
-H200 = {"device": "NVIDIA H200", "arch": "sm_90"}
-OWN = {"device": fake_cupy.FakeCuda.device_name, "arch": "sm_90"}  # the fake GPU's model
-HAND = ("which_0", 128)
 
 
 def runs(mod: Any, fake: Any, driver: Any, n: int, calls: int = 3) -> set[tuple[str, int]]:
@@ -42,47 +39,9 @@ def runs(mod: Any, fake: Any, driver: Any, n: int, calls: int = 3) -> set[tuple[
     for _ in range(calls):
         before = len(fake.launches), len(driver.launches)
         mod.which(FakeNdarray((n,), "uint32"))
-        new = fake.launches[before[0] :] + driver.launches[before[1] :]
-        (launch,) = new
-        name = launch.get("name") or names[launch["f"]]
-        ran.add((name, launch["block"][0]))
+        (launch,) = fake.launches[before[0] :] + driver.launches[before[1] :]
+        ran.add((launch.get("name") or names[launch["f"]], launch["block"][0]))
     return ran
-
-
-@pytest.mark.parametrize(
-    ("choices", "fallback", "expected"),
-    [
-        ([{**H200, "launch": {"block": 256}}], "1", ("which_1", 256)),
-        ([{**H200, "arch": "sm_80", "launch": {"block": 256}}], "1", HAND),
-        ([{**H200, "launch": {"block": 256}}], "0", HAND),
-        # The model's own choice wins, wherever it is listed; a kept hand pick too.
-        ([{**H200, "launch": {"block": 256}}, {**OWN, "launch": {"block": 128}}], "1",
-         ("which_1", 128)),
-        ([{**OWN, "entry": "which_0", "launch": {}}, {**H200, "launch": {"block": 256}}], "1",
-         HAND),
-        # Of two other models' choices, the first listed.
-        ([{**H200, "launch": {"block": 256}},
-          {"device": "NVIDIA H100", "arch": "sm_90", "entry": "which_0",
-           "launch": {"block": 256}}], "1", ("which_1", 256)),
-    ],
-    ids=["another-model", "another-arch", "fallback-off", "own-wins", "own-hand-pick-wins",
-         "first-other-model"],
-)  # fmt: skip
-def test_a_choice_runs_on_another_model_of_its_arch_without_one_of_its_own(
-    manifest: Path, monkeypatch: pytest.MonkeyPatch, choices: list[dict[str, Any]],
-    fallback: str, expected: tuple[str, int],
-) -> None:  # fmt: skip
-    """In the choices' bucket (512 < n <= 1024) the general path's pick, its launch and
-    the compiled launchers' agree; outside it the hand pick runs."""
-    monkeypatch.setenv("PYOXIDE_TUNED_FALLBACK", fallback)
-    plant_choices(manifest, choices)
-    fake = fake_cupy.FakeCuda()
-    with native_installed(fake) as (_, driver):
-        mod = pyoxide.load(manifest)
-        assert mod.which.picks(FakeNdarray((1000,), "uint32")) == expected[0]
-        assert runs(mod, fake, driver, 1000) == {expected}
-        assert runs(mod, fake, driver, 2000) == {HAND}
-    assert driver.launches  # the compiled launchers took calls
 
 
 def test_turning_the_fallback_off_applies_at_the_next_launch(
