@@ -13,9 +13,9 @@ block](*args)``) run in compiled code: the classes here derive from
 and call back into this module (the hooks set in ``__init__``) for anything they
 decline. A launcher is built for one knob generation
 (:func:`pyoxide._manifest.knobs.launch_generation`, published before every launch made
-here): after ``PYOXIDE_SYNC`` or ``PYOXIDE_BACKEND`` changes in a running process, the
-change takes effect for every kernel at the next launch made here, and at once after
-:func:`reload_knobs`.
+here): after ``PYOXIDE_SYNC``, ``PYOXIDE_BACKEND`` or ``PYOXIDE_TUNED_FALLBACK`` changes
+in a running process, the change takes effect for every kernel at the next launch made
+here, and at once after :func:`reload_knobs`.
 
 Streams and devices follow the array library: CuPy arrays (and other
 ``__cuda_array_interface__`` arrays) run on CuPy's current device and stream; PyTorch
@@ -61,8 +61,9 @@ _MAPS_KEPT = 64
 
 
 def reload_knobs() -> None:
-    """Apply a change of ``PYOXIDE_SYNC`` or ``PYOXIDE_BACKEND`` made in this process to
-    every kernel now (otherwise: at the next launch that takes the general path)."""
+    """Apply a change of ``PYOXIDE_SYNC``, ``PYOXIDE_BACKEND`` or ``PYOXIDE_TUNED_FALLBACK``
+    made in this process to every kernel now (otherwise: at the next launch that takes the
+    general path)."""
     set_knob_generation(_knobs.launch_generation())
 
 

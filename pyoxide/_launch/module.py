@@ -43,7 +43,9 @@ class Module:
     """The kernels of one built crate. ``module.saxpy(...)`` launches ``saxpy``;
     ``module["name"]`` works for names that clash with attributes or keywords."""
 
-    def __init__(self, manifest: Manifest, *, tuned: bool = True) -> None:
+    def __init__(
+        self, manifest: Manifest, *, tuned: bool = True, from_source: bool = False
+    ) -> None:
         # The launch runtime (and its native module) loads with the first Module, not at
         # `import pyoxide`.
         try:
@@ -85,13 +87,19 @@ class Module:
         for name, launcher in launchers.items():
             _handles.serves(self, name, launcher)
         #: The tuned choices plain calls run (pyoxide/_launch/tuned.py): the manifest's and, for
-        #: a build tuned here, pyoxide tune's cache's; none with tuned=False.
+        #: a build tuned here, pyoxide tune's cache's; for a build of the crate's folder
+        #: (``from_source``), the crate's shipped ones under those (tune_store.py); none with
+        #: tuned=False.
         self.tuned: list[Any] = []
         if tuned:
             from . import tune_store as _tune_store
             from . import tuned as _tuned
 
-            choices = _tune_store.choices_for(manifest)
+            shipped: tuple[Any, ...] = ()
+            if from_source:
+                crate_dir = Path(manifest.crate_manifest_path).parent
+                shipped = _tune_store.read_shipped(crate_dir, manifest.crate_name)
+            choices = _tune_store.choices_for(manifest, shipped)
             self.tuned = _tuned.install(launchers, manifest.kernels, self.function, choices)
         # `module.name` is a plain attribute read: a kernel whose name neither the class
         # nor the instance uses lives in the instance dict (no __getattr__ call per
@@ -295,7 +303,7 @@ def load(
             rebuild=rebuild,
             echo=echo,
         )
-        module = Module(read_manifest(manifest), tuned=tuned)
+        module = Module(read_manifest(manifest), tuned=tuned, from_source=True)
         # Another process loads the same crate with the same options (never rebuild=: a
         # worker reuses the build the cache has).
         options = {"arch": arch if isinstance(arch, str | None) else tuple(arch),

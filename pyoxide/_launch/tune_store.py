@@ -11,6 +11,15 @@ replaces the old one at its place and leaves the others.
 ``pyoxide build --tuned`` copies the choices of the build it just made into its manifest
 (:func:`embed`), so a wheel carries them; a loaded module runs the manifest's choices and
 the cache's, the cache's first where both have one (:func:`choices_for`).
+
+A crate ships choices in its source tree: ``tuned.json`` beside its Cargo.toml
+(:data:`SHIPPED_FILE`, the cache file's format; the bundled crates' come from a GPU run,
+scripts/ship_tuned). ``pyoxide build`` always puts them in the manifest, under the
+cache's with ``--tuned``, and a module loaded from the crate's folder reads them under the
+manifest's and the cache's. Unlike the cache's, they are not tied to one build: the key
+they carry names the build that measured them, and a choice whose entry or launch values
+the crate no longer has is dropped at load (pyoxide/_launch/tuned.py), so a source edit
+costs at most the speed of a stale choice, never a launch of something that is not there.
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ from ..errors import ManifestError
 
 #: The cache's folder of tuned choices (beside the build cache's folders).
 TUNED_DIR = "tuned"
+#: A crate's shipped choices, beside its Cargo.toml.
+SHIPPED_FILE = "tuned.json"
 
 
 def tuning_key(manifest: Manifest) -> str:
@@ -70,13 +81,66 @@ def read_file(path: Path, crate: str, key: str) -> tuple[TunedChoice, ...]:
     return read_choices(c, v["choices"], "choices")
 
 
+def shipped_file(crate_dir: Path) -> Path:
+    return crate_dir / SHIPPED_FILE
+
+
+def read_shipped(crate_dir: Path, crate: str) -> tuple[TunedChoice, ...]:
+    """The choices a crate ships in its source tree (none without the file). A file of
+    another crate or version raises: it is checked in, and wrong."""
+    path = shipped_file(crate_dir)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ()
+    except (OSError, ValueError) as e:
+        raise ManifestError(f"the shipped tuned choices {path} cannot be read ({e}). Fix: "
+                            "write it again with scripts/ship_tuned.") from None  # fmt: skip
+    c = JsonChecker(path)
+    v = c.obj(value, "$", ["version", "crate", "key", "choices"])
+    if v["version"] != _abi.TUNED_FILE_VERSION or v["crate"] != crate:
+        raise ManifestError(
+            f"{path} holds choices of crate {v['crate']!r}, version {v['version']}, where "
+            f"{crate!r}, version {_abi.TUNED_FILE_VERSION} was expected. Fix: write it again "
+            "with scripts/ship_tuned."
+        )
+    c.str_(v["key"], "$.key")
+    return read_choices(c, v["choices"], "choices")
+
+
+def shipped_text(crate: str, key: str, choices: Sequence[TunedChoice]) -> str:
+    """A crate's shipped choices as its file holds them (sorted, so a refresh diffs by
+    place)."""
+    ordered = sorted(choices, key=lambda c: (c.kernel, c.arch, c.device, c.bucket))
+    return _file_text(crate, key, ordered)
+
+
+def write_shipped(crate_dir: Path, crate: str, key: str, choices: Sequence[TunedChoice]) -> Path:
+    path = shipped_file(crate_dir)
+    atomic_write(path, shipped_text(crate, key, choices))
+    return path
+
+
 def cached_choices(manifest: Manifest) -> tuple[TunedChoice, ...]:
     return read_file(cache_file(manifest), manifest.crate_name, tuning_key(manifest))
 
 
-def choices_for(manifest: Manifest) -> tuple[TunedChoice, ...]:
-    """The choices a module of ``manifest`` runs: the manifest's, then the cache's."""
-    return merged(manifest.tuned, cached_choices(manifest))
+#: Where a choice a module runs comes from (:func:`choices_for`), lowest layer first.
+SOURCES = ("shipped", "manifest", "cache")
+
+
+def choices_for(
+    manifest: Manifest, shipped: tuple[TunedChoice, ...] = ()
+) -> list[tuple[TunedChoice, str]]:
+    """The choices a module of ``manifest`` runs, each with its source (:data:`SOURCES`):
+    ``shipped`` (the crate's own file, for a module loaded from its folder), the
+    manifest's over them, the cache's over those (:func:`merged`'s order)."""
+    by_place: dict[Any, tuple[TunedChoice, str]] = {}
+    layers = (shipped, manifest.tuned, cached_choices(manifest))
+    for source, layer in zip(SOURCES, layers, strict=True):
+        for choice in layer:
+            by_place[choice.place] = (choice, source)
+    return list(by_place.values())
 
 
 @contextlib.contextmanager
@@ -126,11 +190,12 @@ def _file_text(crate: str, key: str, choices: Sequence[TunedChoice]) -> str:
     return json.dumps(value, indent=1) + "\n"
 
 
-def embed(manifest_path: Path) -> int:
-    """Put the cached choices of the build at ``manifest_path`` into its manifest (beside
-    those it has); returns how many it holds then."""
+def embed(manifest_path: Path, shipped: tuple[TunedChoice, ...] = (), cache: bool = True) -> int:
+    """Put ``shipped`` (the crate's own file) and, with ``cache``, the cached choices of
+    the build at ``manifest_path`` over them into its manifest (beside those it has);
+    returns how many it holds then."""
     manifest = read_manifest(manifest_path)
-    choices = choices_for(manifest)
+    choices = merged(shipped, manifest.tuned, cached_choices(manifest) if cache else ())
     value = json.loads(manifest_path.read_text(encoding="utf-8"))
     if choices:
         value["tuned"] = [c.as_json() for c in choices]

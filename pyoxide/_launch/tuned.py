@@ -9,9 +9,18 @@ build --tuned`` wrote and from ``pyoxide tune``'s cache, pyoxide/_launch/tune_st
 decision stays :meth:`Kernel.variant_for <pyoxide._launch.kernel.Kernel.variant_for>` and its
 compiled twin (a variant's launchers first): a TunedKernel takes a call when the call's key
 extents fall in its bucket (:meth:`TunedKernel.takes`, and the ``bucket`` of its fast plan
-for the compiled launchers) and the device is the GPU model and architecture it was tuned
-on (:meth:`TunedKernel.runs_on`). Choices made on the emulator hold there, so the whole
-path is tested without a GPU.
+for the compiled launchers) and it is the choice for the device (:meth:`TunedKernel.runs_on`,
+:class:`Places`). Choices made on the emulator hold there, so the whole path is tested
+without a GPU.
+
+The choice for a device, per kernel and bucket, is the one tuned on its GPU model and
+architecture; where its model has none there, the first one tuned on another model of the
+same architecture (an H200's on an H100: same instruction set and tile shapes, and a
+choice measured on a sibling is nearer the best than the hand pick, which is one guess
+for every shape), unless ``PYOXIDE_TUNED_FALLBACK=0``. Both launch paths ask
+:meth:`TunedKernel.runs_on` per device (the general path per call, the compiled one when
+it builds a variant's launchers for a device), so they agree; the knob is a launch knob,
+whose change drops the launchers built before it.
 
 The compiled launchers' bucket test reads array extents only: a choice keyed by scalars
 (``#[tune(key = [...])]``) cannot be told apart there, so its launchers take configured
@@ -25,6 +34,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._manifest import abi as _abi
+from .._manifest import knobs as _knobs
 from .._manifest.tune_spec import TunedChoice
 from . import tune_space as _tune_space
 from .kernel import CodeLoader, Kernel
@@ -42,15 +53,33 @@ class TunedKernel(Kernel):
     variant_on_host = True
 
     def __init__(self, spec: KernelSpec, code: CodeLoader, choice: TunedChoice,
-                 dims: tuple[_tune_space.KeyDim, ...]) -> None:  # fmt: skip
+                 dims: tuple[_tune_space.KeyDim, ...], places: Places,
+                 source: str = "") -> None:  # fmt: skip
         super().__init__(_tune_space.tuned_spec(spec, choice.launch), code)
         self.choice = choice
+        #: Where the choice comes from: "shipped" (the crate's tuned.json), "manifest" or
+        #: "cache" (pyoxide/_launch/tune_store.py's SOURCES).
+        self.source = source
         self._dims = dims
+        self._places = places
 
     def __repr__(self) -> str:
         c = self.choice
+        also = f"; also on {self.lent_to}" if self.lent_to else ""
         return (f"<pyoxide.TunedKernel {c.label} for {c.kernel} on {c.device} ({c.arch}), "
-                f"bucket {list(c.bucket)}>")  # fmt: skip
+                f"bucket {list(c.bucket)}{also}>")  # fmt: skip
+
+    @property
+    def lent_to(self) -> str:
+        """The GPUs it runs on besides its own model, in words ("": none)."""
+        return self._places.lends_to(self.choice)
+
+    def borrowed_on(self, identity: tuple[str, str]) -> bool:
+        """Whether it runs on a GPU of ``identity`` (model, architecture) as another
+        model's choice: tuned elsewhere, chosen there because that model has none here."""
+        return identity != (self.choice.device, self.choice.arch) and self._places.runs(
+            self.choice, identity
+        )
 
     def takes(self, args: Sequence[Any], views: Sequence[ArrayView | None]) -> bool:
         values = [a if v is None else tuple(v.shape) for a, v in zip(args, views, strict=False)]
@@ -62,8 +91,8 @@ class TunedKernel(Kernel):
         return rule is not None and super().decides_in_compiled_code
 
     def runs_on(self, backend: Backend, device: int) -> bool:
-        identity = (self.choice.device, self.choice.arch)
-        return backend.device_identity(device) == identity and super().runs_on(backend, device)
+        identity = backend.device_identity(device)
+        return self._places.runs(self.choice, identity) and super().runs_on(backend, device)
 
     @property
     def fast_plan(self) -> FastPlan | None:
@@ -76,14 +105,50 @@ class TunedKernel(Kernel):
         return dataclasses.replace(plan, bucket=rule)
 
 
+class Places:
+    """The choices one module installed, by (kernel, bucket, architecture), in the order
+    they were listed: which of them runs on a device (:meth:`runs`)."""
+
+    def __init__(self) -> None:
+        self._by_place: dict[tuple[str, tuple[int, ...], str], list[TunedChoice]] = {}
+
+    def add(self, choice: TunedChoice) -> None:
+        key = (choice.kernel, choice.bucket, choice.arch)
+        self._by_place.setdefault(key, []).append(choice)
+
+    def runs(self, choice: TunedChoice, identity: tuple[str, str]) -> bool:
+        """Whether ``choice`` is the one for a GPU of ``identity`` (model, architecture)
+        at its kernel and bucket: the model's own, else (``PYOXIDE_TUNED_FALLBACK``) the
+        first of another model of the architecture."""
+        model, arch = identity
+        if (choice.device, choice.arch) == identity:
+            return True
+        if choice.arch != arch or not _knobs.tuned_fallback():
+            return False
+        rivals = self._by_place.get((choice.kernel, choice.bucket, arch), [])
+        if any(c.device == model for c in rivals):
+            return False  # the model's own choice wins
+        return bool(rivals) and rivals[0] is choice
+
+    def lends_to(self, choice: TunedChoice) -> str:
+        """Where ``choice`` runs besides its own model, in words ("" nowhere)."""
+        rivals = self._by_place.get((choice.kernel, choice.bucket, choice.arch), [])
+        if not rivals or rivals[0] is not choice or choice.arch == _abi.EMULATOR_ARCH:
+            return ""
+        if not _knobs.tuned_fallback():
+            return ""
+        return f"other {choice.arch} models without a choice of their own here"
+
+
 def install(launchers: dict[str, Any], specs: Sequence[KernelSpec], code: CodeLoader,
-            choices: Sequence[TunedChoice]) -> list[TunedKernel]:  # fmt: skip
-    """Wire each choice whose kernel and entry this module has (and whose launch
-    parameters the kernel still tunes) as a variant of its kernel; the rest are stale
-    (another build's) and left out. Returns the variants made."""
+            choices: Sequence[tuple[TunedChoice, str]]) -> list[TunedKernel]:  # fmt: skip
+    """Wire each choice (with its source) whose kernel and entry this module has (and
+    whose launch parameters the kernel still tunes) as a variant of its kernel; the rest
+    are stale (another build's) and left out. Returns the variants made."""
     by_entry = {s.entry: s for s in specs}
     made: list[TunedKernel] = []
-    for choice in choices:
+    places = Places()  # the choices installed: which of them runs on a device
+    for choice, source in choices:
         kernel, spec = launchers.get(choice.kernel), by_entry.get(choice.entry)
         hand = by_entry.get(choice.kernel)
         if (
@@ -98,7 +163,8 @@ def install(launchers: dict[str, Any], specs: Sequence[KernelSpec], code: CodeLo
         dims = _tune_space.key_dims(hand)
         if len(dims) != len(choice.bucket):
             continue
-        variant = TunedKernel(spec, code, choice, dims)
+        variant = TunedKernel(spec, code, choice, dims, places, source)
+        places.add(choice)
         kernel.set_variants([*kernel.variants, variant])
         made.append(variant)
     return made
@@ -113,6 +179,8 @@ def _fits(hand: KernelSpec, choice: TunedChoice) -> bool:
 
 def tuned_for(kernel: Kernel, args: Sequence[Any]) -> TunedChoice | None:
     """The choice a plain call of ``kernel`` with ``args`` runs, or None (the hand pick,
-    or a ``#[variant_of]`` kernel)."""
+    tuned or not, or a ``#[variant_of]`` kernel)."""
     variant = kernel.variant_for(args)
-    return variant.choice if isinstance(variant, TunedKernel) else None
+    if not isinstance(variant, TunedKernel) or variant.choice.keeps_hand_pick:
+        return None
+    return variant.choice

@@ -107,13 +107,25 @@ def emu_seed() -> int:
     return int(value)
 
 
-def launch_knobs() -> tuple[str | None, str | None]:
+def tuned_fallback() -> bool:
+    """Whether a GPU model without a tuned choice of its own runs the choice another
+    model of its architecture made (pyoxide/_launch/tuned.py); on unless set to 0."""
+    value = _get(_abi.PYOXIDE_TUNED_FALLBACK)
+    if value is None or value == "1":
+        return True
+    if value == "0":
+        return False
+    raise ConfigError("PYOXIDE_TUNED_FALLBACK", value, "0 or 1")
+
+
+def launch_knobs() -> tuple[str | None, ...]:
     """The raw values of the variables that decide how a launch goes, beyond building:
-    PYOXIDE_SYNC and PYOXIDE_BACKEND."""
-    return os.environ.get(_abi.PYOXIDE_SYNC.name), os.environ.get(_abi.PYOXIDE_BACKEND.name)
+    PYOXIDE_SYNC, PYOXIDE_BACKEND and PYOXIDE_TUNED_FALLBACK (which tuned choice runs)."""
+    names = (_abi.PYOXIDE_SYNC, _abi.PYOXIDE_BACKEND, _abi.PYOXIDE_TUNED_FALLBACK)
+    return tuple(os.environ.get(v.name) for v in names)
 
 
-_launch_seen: tuple[str | None, str | None] | None = None
+_launch_seen: tuple[str | None, ...] | None = None
 _launch_generation = 0
 
 

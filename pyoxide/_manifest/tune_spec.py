@@ -55,6 +55,12 @@ class TunedChoice:
         return f"{self.entry} {launch_text(self.launch)}".rstrip()
 
     @property
+    def keeps_hand_pick(self) -> bool:
+        """Whether it runs the hand pick: measured fastest (within the margin) on its GPU,
+        kept so that another model's choice does not take the bucket there."""
+        return self.entry == self.kernel and not self.launch
+
+    @property
     def place(self) -> tuple[str, str, str, tuple[int, ...]]:
         """What a choice is kept per: kernel, GPU model, architecture, bucket."""
         return (self.kernel, self.device, self.arch, self.bucket)

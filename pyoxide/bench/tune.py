@@ -14,7 +14,9 @@ the fastest that passed is kept for the kernel's bucket on this GPU (pyoxide/_la
   clock (meaningless for a GPU, but it exercises everything else); tests plant their own.
 - Chosen with a margin: another candidate replaces the hand pick only when it is faster
   by ``margin`` (3 %) in a second, confirming measurement of both, so noise does not
-  turn into a slower choice.
+  turn into a slower choice. A hand pick kept is kept as a choice too (its entry, no
+  launch values), so this GPU model's measurement holds its bucket against a choice
+  another model made (pyoxide/_launch/tuned.py).
 
 The result is a report (oxide-abi ``TuneReport``, ``pyoxide tune --json``) and the choices.
 """
@@ -207,7 +209,8 @@ def tune_shape(
     step: Callable[[str], None] = lambda label: None,
 ) -> tuple[dict[str, Any], TunedChoice | None, tuple[int, ...] | None]:  # fmt: skip
     """Verify and time every candidate of ``hand`` at ``shape``: (the report's entry, the
-    choice when another candidate beat the hand pick by the margin, the bucket)."""
+    choice: another candidate when it beat the hand pick by the margin, else the hand
+    pick; the bucket)."""
     start = time.perf_counter()
     kernels = module.manifest.kernels
     by_entry = {k.entry: k for k in kernels}
@@ -252,17 +255,29 @@ def tune_shape(
     hand_us = results[hand_at]["time_us"]
     if choice_at is not None and hand_us:
         entry["ratio"] = results[choice_at]["time_us"] / hand_us
-    if choice_at is None or choice_at == hand_at or bucket is None:
+    if choice_at is None or bucket is None:
         return entry, None, bucket
-    chosen = results[choice_at]
-    device, arch = _identity(backend)
-    choice = TunedChoice(
-        kernel=hand.entry, device=device, arch=arch, bucket=bucket, entry=chosen["entry"],
-        launch=tuple(sorted(chosen["launch"].items())), time_us=chosen["time_us"],
-        hand_us=hand_us or 0.0, shape=tuple(shape), candidates=len(results),
-        rejected=sum(r["verdict"] == "failed" for r in results),
+    return entry, choice_of(entry, *_identity(backend)), bucket
+
+
+def choice_of(entry: dict[str, Any], device: str, arch: str) -> TunedChoice | None:
+    """The choice a report's entry (one kernel at one shape, tuned on ``device`` of
+    ``arch``) keeps; None where no candidate passed or the key has no bucket. The hand
+    pick kept is a choice too (its entry, no launch values): this GPU model's own
+    measurement, which another model's choice for the bucket must not replace
+    (pyoxide/_launch/tuned.py's fallback)."""
+    results, at = entry["candidates"], entry["choice"]
+    if at is None or not entry["bucket"]:
+        return None
+    hand_at = next((i for i, r in enumerate(results) if r["hand_pick"]), 0)
+    chosen = results[at]
+    launch = () if at == hand_at else tuple(sorted(chosen["launch"].items()))
+    return TunedChoice(
+        kernel=entry["kernel"], device=device, arch=arch, bucket=tuple(entry["bucket"]),
+        entry=chosen["entry"], launch=launch, time_us=chosen["time_us"],
+        hand_us=results[hand_at]["time_us"] or 0.0, shape=tuple(entry["shape"]),
+        candidates=len(results), rejected=sum(r["verdict"] == "failed" for r in results),
     )  # fmt: skip
-    return entry, choice, bucket
 
 
 def _choose(

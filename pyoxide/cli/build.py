@@ -70,7 +70,8 @@ def _archs(values: tuple[str, ...]) -> list[str] | None:
     "--tuned",
     is_flag=True,
     help="Put the tuned choices `pyoxide tune` kept for this build into the manifest, so "
-    "that a wheel of it runs them with no tuning where it is installed.",
+    "that a wheel of it runs them with no tuning where it is installed (over the crate's "
+    "tuned.json, which goes in always).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not stream cargo-oxide's progress.")
 def build_command(
@@ -125,8 +126,7 @@ def build_command(
             + ("" if manifest.fmad else ", multiply and add rounded apart (--no-fmad)")
         )
         click.echo(f"  manifest: {manifest.path}")
-        if tuned:
-            _embed_tuned(manifest.path)
+        _embed_tuned(manifest.path, tuned)
         if stubs:
             stub = write_stub(manifest, manifest.path.with_name(f"{manifest.crate_name}.pyi"))
             click.echo(f"  stubs:    {stub}")
@@ -167,13 +167,21 @@ def _build_sm90a(
         f"for {BUNDLED_SM90A_ARCH}"
     )
     click.echo(f"  manifest: {manifest.path}")
-    if tuned:
-        _embed_tuned(manifest.path)
+    _embed_tuned(manifest.path, tuned)
 
 
-def _embed_tuned(manifest_path: Path) -> None:
-    """Put the choices `pyoxide tune` kept for this build into its manifest (--tuned)."""
-    from .._launch.tune_store import embed
+def _embed_tuned(manifest_path: Path, cache: bool) -> None:
+    """Put the crate's shipped choices (the tuned.json beside its Cargo.toml) into its
+    manifest, and with ``cache`` (--tuned) the choices `pyoxide tune` kept for this build
+    over them."""
+    from .._launch import tune_store as _tune_store
 
-    count = embed(manifest_path)
-    click.echo(f"  tuned:    {count} choice(s) kept by `pyoxide tune`, in the manifest")
+    manifest = read_manifest(manifest_path)
+    crate_dir = Path(manifest.crate_manifest_path).parent
+    shipped = _tune_store.read_shipped(crate_dir, manifest.crate_name)
+    if not shipped and not cache:
+        return
+    count = _tune_store.embed(manifest_path, shipped, cache)
+    sources = [f"shipped in {_tune_store.shipped_file(crate_dir)}"] if shipped else []
+    sources += ["kept by `pyoxide tune`"] if cache else []
+    click.echo(f"  tuned:    {count} choice(s) {' and '.join(sources)}, in the manifest")

@@ -105,18 +105,39 @@ def _describe_tuning(spec: KernelSpec, module: Module) -> None:
     click.echo(f"  tuning:  {'; '.join(lists)}: {count} (the first const value and the "
                "#[launch] value are the hand pick)")  # fmt: skip
     names = [d.name for d in key_dims(spec)]
-    tuned = [v.choice for v in module.tuned if v.choice.kernel == spec.entry]
-    if not tuned:
+    variants = [v for v in module.tuned if v.choice.kernel == spec.entry]
+    if not variants:
         click.echo("  tuned:   no choices for this build (plain calls run the hand pick; "
                    "`pyoxide tune` makes them)")  # fmt: skip
-    for c in tuned:
+    here = _gpu_identity() if variants else None
+    sources = {"shipped": "crate's tuned.json", "manifest": "manifest",
+               "cache": "pyoxide tune's cache"}  # fmt: skip
+    for v in variants:
+        c = v.choice
         where = ", ".join(bucket_text(n, b) for n, b in zip(names, c.bucket, strict=True))
-        source = "manifest" if c in module.manifest.tuned else "pyoxide tune's cache"
+        source = sources.get(v.source, v.source)
         shape = "×".join(map(str, c.shape))
         ratio = f", {c.time_us / c.hand_us:.3f}x" if c.hand_us else ""
+        kept = " (the hand pick: no candidate beat it)" if c.keeps_hand_pick else ""
         click.echo(f"  tuned:   on {c.device} ({c.arch}) where {where or 'any shape'}: "
-                   f"{c.label}")  # fmt: skip
+                   f"{c.label}{kept}")  # fmt: skip
         click.echo(f"           why: {c.time_us:.2f} µs against the hand pick's "
                    f"{c.hand_us:.2f} µs{ratio} at {shape or 'its shape'}, best of "
                    f"{c.candidates - c.rejected} verified ({c.rejected} refused); from the "
                    f"{source}")  # fmt: skip
+        if v.lent_to:
+            click.echo(f"           also runs on {v.lent_to} (PYOXIDE_TUNED_FALLBACK)")
+        if here is not None and v.borrowed_on(here):
+            click.echo(f"           runs here ({here[0]}): another model's choice, none of "
+                       f"this GPU's own for this bucket")  # fmt: skip
+
+
+def _gpu_identity() -> tuple[str, str] | None:
+    """(model, architecture) of the current GPU, or None without one."""
+    from .. import backends
+
+    try:
+        b = backends.gpu()
+        return b.device_identity(b.current_device())
+    except Exception:  # no CuPy, no driver or no device: no GPU here to speak of
+        return None

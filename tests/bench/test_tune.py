@@ -27,7 +27,7 @@ from helpers.bundled import (
 )
 from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.probes import requires_gpu, requires_sm90
-from helpers.tuning import plant_choices, planted, tune
+from helpers.tuning import H200, HAND, OWN, plant_choices, planted, tune
 
 import pyoxide
 from pyoxide import backends
@@ -166,27 +166,62 @@ def test_the_hand_pick_stays_unless_beaten_by_the_margin(manifest: Path, cache: 
     report = tune(manifest, "which", {"which_1 block=256": 99.0}, (1000,))  # 1 % faster
     k = report["kernels"][0]
     assert k["candidates"][k["choice"]]["hand_pick"] and k["ratio"] == 1.0
-    # The new measurement replaced the old choice at its place: none is left.
-    assert _tune_store.cached_choices(mod.manifest) == ()
-    assert which(pyoxide.load(manifest), 1000) == {128}
+    # The new measurement replaced the old choice at its place with the hand pick, kept
+    # so that another GPU model's choice does not take this model's bucket.
+    (kept,) = _tune_store.cached_choices(mod.manifest)
+    assert kept.keeps_hand_pick and (kept.entry, kept.bucket) == ("which_0", (1024,))
+    tuned = pyoxide.load(manifest)
+    assert (
+        which(tuned, 1000) == {128}
+        and _tuned.tuned_for(tuned.which, (np.zeros(1000, np.uint32),)) is None
+    )
 
 
-def test_the_compiled_launchers_run_the_choice_in_its_bucket(manifest: Path) -> None:
-    """On a (fake) GPU the compiled launchers decide: each call's launch block is the
-    choice's (256) inside its bucket, the hand pick's (128) outside it."""
+@pytest.mark.parametrize(
+    ("choices", "fallback", "inside"),
+    [
+        ([{**OWN, "launch": {"block": 256}}], "1", ("which_1", 256)),
+        # Another model of the fake's architecture (sm_90): its choice, unless turned off.
+        ([{**H200, "launch": {"block": 256}}], "1", ("which_1", 256)),
+        ([{**H200, "launch": {"block": 256}}], "0", HAND),
+        ([{**H200, "arch": "sm_80", "launch": {"block": 256}}], "1", HAND),
+        # The model's own choice wins, wherever it is listed; a kept hand pick too.
+        ([{**H200, "launch": {"block": 256}}, {**OWN, "launch": {"block": 128}}], "1",
+         ("which_1", 128)),
+        ([{**OWN, "entry": "which_0", "launch": {}}, {**H200, "launch": {"block": 256}}], "1",
+         HAND),
+        # Of two other models' choices, the first listed.
+        ([{**H200, "launch": {"block": 256}},
+          {"device": "NVIDIA H100", "arch": "sm_90", "entry": "which_0",
+           "launch": {"block": 256}}], "1", ("which_1", 256)),
+    ],
+    ids=["own", "another-model", "fallback-off", "another-arch", "own-wins",
+         "own-hand-pick-wins", "first-other-model"],
+)  # fmt: skip
+def test_both_launch_paths_run_the_choice_for_the_device_in_its_bucket(
+    manifest: Path, monkeypatch: pytest.MonkeyPatch, choices: list[dict[str, Any]],
+    fallback: str, inside: tuple[str, int],
+) -> None:  # fmt: skip
+    """On a (fake) GPU: the choice tuned on its model, else on another model of its
+    architecture (pyoxide/_launch/tuned.py). Inside the bucket (512 < n <= 1024) each call
+    runs ``inside``, the general path's first and the compiled launchers' after it, and
+    ``picks`` names it; outside, the hand pick."""
+    monkeypatch.setenv("PYOXIDE_TUNED_FALLBACK", fallback)
+    plant_choices(manifest, choices)
     fake = fake_cupy.FakeCuda()
-    plant_choices(manifest, [{"device": fake.device_name, "arch": f"sm_{fake.compute_capability}",
-                              "launch": {"block": 256}}])  # fmt: skip
-    blocks = {}
+    names = {hash(e) & 0xFFFF: e for e in ("which_0", "which_1")}  # the fake's handles
+    ran: dict[int, set[tuple[str, int]]] = {}
     with native_installed(fake) as (_, driver):
         mod = pyoxide.load(manifest)
+        assert mod.which.picks(FakeNdarray((1000,), "uint32")) == inside[0]
         for n in (1000, 2000, 1000, 2000, 600, 1024, 1025, 1000):
-            before = len(fake.launches) + len(driver.launches)
+            before = len(fake.launches), len(driver.launches)
             mod.which(FakeNdarray((n,), "uint32"))
-            (launch,) = (fake.launches + driver.launches)[before:]
-            blocks.setdefault(n, set()).add(launch["block"][0])
+            (launch,) = fake.launches[before[0] :] + driver.launches[before[1] :]
+            name = launch.get("name") or names[launch["f"]]
+            ran.setdefault(n, set()).add((name, launch["block"][0]))
     assert driver.launches  # the compiled launchers took calls
-    assert blocks == {1000: {256}, 600: {256}, 1024: {256}, 2000: {128}, 1025: {128}}
+    assert ran == {1000: {inside}, 600: {inside}, 1024: {inside}, 2000: {HAND}, 1025: {HAND}}
 
 
 def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(
@@ -204,26 +239,32 @@ def test_choices_of_another_device_or_an_old_candidate_list_do_not_run(
 def test_a_manifest_built_tuned_runs_the_choice_fresh_with_no_tuning(
     manifest: Path, tmp_path: Path
 ) -> None:
+    """The build puts the crate's shipped choices (tests/fixtures/tuned_kernels/tuned.json,
+    made on the emulator by scripts/ship_tuned: which_0 block=256 for 512 < n <= 1024,
+    which_1 block=128 for 1024 < n <= 2048) in the manifest, and the cache's over them."""
     tune(manifest, "which", {"which_1 block=256": 10.0}, (1000,))
     package = tmp_path / "site-packages" / "pkg"
     result = CliRunner().invoke(cli, ["build", str(TUNED_KERNELS), "--tuned", "--out-dir",
                                       str(tmp_path / "build"), "-q", "--no-stubs"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "1 choice(s)" in result.output
+    shipped = TUNED_KERNELS / _tune_store.SHIPPED_FILE
+    assert f"2 choice(s) shipped in {shipped} and kept by `pyoxide tune`" in result.output
     shutil.copytree(tmp_path / "build", package)  # installed: elsewhere, no cache
     fresh = tmp_path / "fresh-cache"
     code = (
         "import sys, numpy as np, pyoxide\n"
         f"mod = pyoxide.load({str(package / 'tuned_kernels.manifest.json')!r})\n"
-        "out = np.zeros(1000, np.uint32); mod.which(out)\n"
-        "assert set(out.tolist()) == {10256}, set(out.tolist())\n"
+        "ran = []\n"
+        "for n in (1000, 2000, 3000):\n"
+        "    out = np.zeros(n, np.uint32); mod.which(out); ran += set(out.tolist())\n"
+        "assert ran == [10256, 10128, 128], ran  # the cache's, shipped, the hand pick\n"
         "assert 'pyoxide.bench.tune' not in sys.modules  # the tuner never ran\n"
-        "print('tuned', mod.tuned[0].choice.entry)\n"
+        "print('tuned', *(v.choice.entry for v in mod.tuned))\n"
     )
     env = {**os.environ, "PYOXIDE_CACHE_DIR": str(fresh)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "tuned which_1"
+    assert proc.stdout.strip() == "tuned which_1 which_1"
     assert not (fresh / _tune_store.TUNED_DIR).exists()  # nothing tuned, nothing written
 
 

@@ -195,10 +195,14 @@ def test_a_candidate_instance_runs_through_the_calls_argument_preparation() -> N
         call(a["q"], a["k"], a["v"], out)
 
 
-def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu() -> None:
+def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """On a (fake) sm_90 GPU the call asks the hand pick's variant_for which instance runs:
     the choice in its (head_dim, seqlen_k, causal) bucket, the hand pick elsewhere; picks
-    names it and the launch is of it, on the grid of that instance's tiles."""
+    names it and the launch is of it, on the grid of that instance's tiles. (The fake is
+    a model of its own: a packaged manifest's choices for real sm_90 GPUs stay out.)"""
+    monkeypatch.setenv("PYOXIDE_TUNED_FALLBACK", "0")
     from pyoxide.backends.cupy import CupyBackend
     from pyoxide.bundled.attention import add_attention
 

@@ -17,6 +17,14 @@ from pyoxide.spec import Spec
 from pyoxide.verify import load_specs
 
 from .bundled import TUNED_KERNELS
+from .fake_cupy import FakeCuda
+
+#: Where choices were tuned, for plant_choices: another model of the fake GPU's
+#: architecture (sm_90), and the fake GPU's own model.
+H200 = {"device": "NVIDIA H200", "arch": "sm_90"}
+OWN = {"device": FakeCuda.device_name, "arch": f"sm_{FakeCuda.compute_capability}"}
+#: What ``which``'s hand pick runs: (entry, block).
+HAND = ("which_0", 128)
 
 
 def spec(name: str) -> Spec:

@@ -275,6 +275,13 @@ variables! {
         "1: synchronize after every launch, so a trap is reported by the kernel that caused \
          it (slow; for debugging)"
     );
+    PYOXIDE_TUNED_FALLBACK = var(
+        Python,
+        Effect::None,
+        "1 (default): a plain call on a GPU model with no tuned choice of its own for its shape \
+         bucket runs the choice tuned on another model of the same architecture (an H200's on \
+         an H100); 0: only the device's own model's choices, the hand pick elsewhere"
+    );
     PYOXIDE_EMU_STRICT = var(
         Python,
         Effect::None,

@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 /// trip over.
 pub const TUNE_REPORT_VERSION: u32 = 2;
 
-/// Version of the tuned-choices file `pyoxide tune` keeps in the cache.
+/// Version of the tuned-choices file `pyoxide tune` keeps in the cache (and of a crate's
+/// shipped `tuned.json`).
 pub const TUNED_FILE_VERSION: u32 = 1;
 
 /// Candidates one tuned kernel (one instance of its untuned generic parameters) may have:
@@ -133,7 +134,9 @@ pub struct TunedChoice {
     pub rejected: u32,
 }
 
-/// The tuned-choices file in the cache (`<cache>/tuned/<crate>-<key>.json`).
+/// The tuned-choices file in the cache (`<cache>/tuned/<crate>-<key>.json`), and the
+/// choices a crate ships in its source tree (`tuned.json` beside its Cargo.toml, written by
+/// scripts/ship_tuned), whose `key` names the build that measured them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]

@@ -1,0 +1,92 @@
+"""The tuned choices a crate ships in its source tree (its ``tuned.json``,
+pyoxide/_launch/tune_store.py), written from what a GPU run brought back: copies of a
+cache's tuned/ folder, its files, or tune reports. scripts/ship_tuned is the command."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._launch import tune_store as _tune_store
+from .._manifest import abi as _abi
+from .._manifest.json_checker import JsonChecker
+from .._manifest.tune_spec import TunedChoice, merged, read_choices
+from .tune import choice_of
+
+
+class Gathered:
+    """One crate's choices from the sources: the newest key, the choices in order, and
+    the places a report measured (where its choice, or none, replaces the file's)."""
+
+    def __init__(self) -> None:
+        self.key = ""
+        self.choices: tuple[TunedChoice, ...] = ()
+        self.measured: set[tuple[Any, ...]] = set()
+
+    def add(self, key: str, choices: Sequence[TunedChoice], measured: Sequence[Any] = ()) -> None:
+        places = set(measured)
+        self.key = key
+        self.measured |= places
+        kept = tuple(c for c in self.choices if c.place not in places)
+        self.choices = merged(kept, tuple(choices))
+
+
+def gather(sources: Sequence[Path], emulator: bool = False) -> dict[str, Gathered]:
+    """Every crate's choices in ``sources`` (folders, cache files, reports)."""
+    found: dict[str, Gathered] = {}
+    for source in sources:
+        files = sorted(source.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+        for path in files if source.is_dir() else [source]:
+            value = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(value, dict) and "choices" in value:  # a cache file
+                c = JsonChecker(path)
+                v = c.obj(value, "$", ["version", "crate", "key", "choices"])
+                if v["version"] != _abi.TUNED_FILE_VERSION:
+                    raise SystemExit(f"{path}: tuned-choices version {v['version']}, "
+                                     f"expected {_abi.TUNED_FILE_VERSION}")  # fmt: skip
+                choices = read_choices(c, v["choices"], "choices")
+                got = found.setdefault(v["crate"], Gathered())
+                got.add(v["key"], [x for x in choices if emulator or not _on_emulator(x)])
+                continue
+            for report in value if isinstance(value, list) else [value]:
+                if report.get("backend") == "emu" and not emulator:
+                    continue
+                device, arch = report["device"], report["arch"]
+                made = [choice_of(k, device, arch) for k in report["kernels"]]
+                measured = [(k["kernel"], device, arch, tuple(k["bucket"]))
+                            for k in report["kernels"] if k["bucket"]]  # fmt: skip
+                got = found.setdefault(report["crate"], Gathered())
+                got.add(report["key"], [x for x in made if x is not None], measured)
+    return found
+
+
+def _on_emulator(choice: TunedChoice) -> bool:
+    return choice.arch == _abi.EMULATOR_ARCH
+
+
+def ship(crate_dir: Path, crate: str, got: Gathered, fresh: bool = False,
+         check: bool = False) -> tuple[Path, int, bool]:  # fmt: skip
+    """Write ``crate_dir``'s tuned.json with ``got`` over what it holds: (the file, how
+    many choices it holds, whether it changed)."""
+    path = _tune_store.shipped_file(crate_dir)
+    before = path.read_text(encoding="utf-8") if path.is_file() else None
+    old = () if fresh else _tune_store.read_shipped(crate_dir, crate)
+    kept = tuple(c for c in old if c.place not in got.measured)
+    choices = merged(kept, got.choices)
+    differs = _tune_store.shipped_text(crate, got.key, choices) != before
+    if differs and not check:
+        _tune_store.write_shipped(crate_dir, crate, got.key, choices)
+    return path, len(choices), differs
+
+
+def crate_name(crate_dir: Path) -> str:
+    """The crate name of the Cargo.toml in ``crate_dir`` (as a manifest spells it)."""
+    text = (crate_dir / "Cargo.toml").read_text(encoding="utf-8")
+    package = text.split("[package]", 1)[-1].split("\n[", 1)[0]
+    m = re.search(r'^\s*name\s*=\s*"([^"]+)"', package, re.MULTILINE)
+    if m is None:
+        raise SystemExit(f"{crate_dir / 'Cargo.toml'}: no [package] name")
+    return m.group(1).replace("-", "_")
