@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from helpers.bundled import PACKAGED, REPO, SM90A_PACKAGED
 
+from pyoxide._manifest.tune_spec import TunedChoice
+
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
@@ -41,17 +43,16 @@ def only_the_venv(venv: Path, home: Path) -> dict[str, str]:
 TUNED_SHAPE = (64, 300)
 
 
-def plant_tuned_choices() -> list[tuple[Path, bytes | None]]:
-    """Cache choices for the bundled kernels' build as `pyoxide tune` would keep them:
-    one measured on an H200 (a real one, from scripts/tune_bundled), one for the emulator
-    at TUNED_SHAPE, so that the installed wheel runs it here, and one for kernels_sm90a's
-    tuned GEMM variant (tuned beside kernels_rs, shipped beside it). The wheel build's
-    bundling step rebuilds the same sources with the same toolchain, so its tuning keys
-    are these builds'. Returns each file and what it held before (None: nothing)."""
-    from pyoxide._launch import tune_space, tune_store
+def planted_choices() -> tuple[list[TunedChoice], list[TunedChoice]]:
+    """Cache choices for the bundled kernels' build as `pyoxide tune` would keep them
+    (kernels_rs's, kernels_sm90a's): one measured on an H200 (a real one, from
+    scripts/tune_bundled), one for the emulator at TUNED_SHAPE, so that the installed
+    wheel runs it here, and one for kernels_sm90a's tuned GEMM variant (tuned beside
+    kernels_rs, shipped beside it), at a place the crate's own tuned.json holds too (its
+    128×4096×4096 bucket), so that the cache's is seen to win there."""
+    from pyoxide._launch import tune_space
     from pyoxide._manifest import abi
     from pyoxide._manifest.reader import read_manifest
-    from pyoxide._manifest.tune_spec import TunedChoice
 
     manifest = read_manifest(PACKAGED)  # what the bundling step rebuilds, unchanged
     (hand,) = [k for k in manifest.kernels if k.entry == "softmax_rows"]
@@ -64,14 +65,25 @@ def plant_tuned_choices() -> list[tuple[Path, bytes | None]]:
         TunedChoice(**base, device=abi.EMULATOR_DEVICE, arch=abi.EMULATOR_ARCH, bucket=bucket,
                     time_us=1.0, hand_us=2.0, shape=TUNED_SHAPE),
     ]  # fmt: skip
-    sm90 = read_manifest(SM90A_PACKAGED)
     wide = TunedChoice(kernel="gemm_bf16_sm90_256_1_128", entry="gemm_bf16_sm90_128_4_64",
                        launch=(),
                        device="NVIDIA H200", arch="sm_90", bucket=(128, 4096, 4096),
                        time_us=30.0, hand_us=40.0, shape=(128, 4096, 4096), candidates=2,
                        rejected=0)  # fmt: skip
+    return choices, [wide]
+
+
+def plant_tuned_choices() -> list[tuple[Path, bytes | None]]:
+    """planted_choices() in the cache, as the only choices of the bundled kernels' build.
+    The wheel build's bundling step rebuilds the same sources with the same toolchain, so
+    its tuning keys are these builds'. Returns each file and what it held before (None:
+    nothing)."""
+    from pyoxide._launch import tune_store
+    from pyoxide._manifest.reader import read_manifest
+
+    rs, sm90a = planted_choices()
     planted = []
-    for m, chosen in ((manifest, choices), (sm90, [wide])):
+    for m, chosen in ((read_manifest(PACKAGED), rs), (read_manifest(SM90A_PACKAGED), sm90a)):
         path = tune_store.cache_file(m)
         planted.append((path, path.read_bytes() if path.exists() else None))
         path.unlink(missing_ok=True)  # the planted choices alone, not beside a developer's
@@ -170,11 +182,23 @@ def test_installed_wheel_runs_the_bundled_kernels_on_numpy_without_rust(
     assert "on the CPU emulator" in out and "scan_blocks_u32" in out
 
 
+def shipped_under(crate_dir: Path, crate: str, cache: list[TunedChoice]) -> list[TunedChoice]:
+    """The choices a `--tuned` build puts in a crate's manifest: the crate's tuned.json,
+    with the cache's over it where they share a place (kernel, GPU, architecture,
+    bucket)."""
+    from pyoxide._launch import tune_store
+
+    over = {c.place for c in cache}
+    shipped = tune_store.read_shipped(crate_dir, crate)
+    return [c for c in shipped if c.place not in over] + cache
+
+
 def test_installed_wheel_built_tuned_runs_its_shipped_choice_with_no_tuning(
     venv: Path, tmp_path: Path
 ) -> None:
-    """`pip wheel . -C tuned=true` put the cache's choices in the bundled manifests (the
-    GEMM variants' beside kernels_rs's): the installed wheel, with an empty cache, runs
+    """`pip wheel . -C tuned=true` put the crates' shipped choices and the cache's over
+    them in the bundled manifests (the GEMM variants' beside kernels_rs's): the installed
+    wheel, with an empty cache, runs
     the emulator's choice at its shape and the hand pick elsewhere, and tunes and writes
     nothing."""
     env = only_the_venv(venv, tmp_path)
@@ -192,11 +216,16 @@ def test_installed_wheel_built_tuned_runs_its_shipped_choice_with_no_tuning(
         "    c = tuned_for(mod.softmax_rows, (x, out))\n"
         "    print(None if c is None else dict(c.launch))\n"
         "from pyoxide.bundled import load_sm90a\n"
-        "print([c.label for c in load_sm90a().manifest.tuned])\n"
+        "print(sorted(c.label for c in load_sm90a().manifest.tuned))\n"
         "assert 'pyoxide.bench.tune' not in sys.modules\n"
     )
     out = run([str(venv / "bin" / "python"), "-I", "-c", probe], cwd=tmp_path, env=env)
-    want = ["['NVIDIA H200', 'emulator']", "{'block': 64}", "None", "['gemm_bf16_sm90_128_4_64']"]
+    rs, sm90a = (
+        shipped_under(REPO / crate, crate, planted)
+        for crate, planted in zip(("kernels_rs", "kernels_sm90a"), planted_choices(), strict=True)
+    )
+    want = [str(sorted(c.device for c in rs)), "{'block': 64}", "None",
+            str(sorted(c.label for c in sm90a))]  # fmt: skip
     assert out.split("\n")[:4] == want, out
     assert not (tmp_path / "cache" / "tuned").exists()
 
