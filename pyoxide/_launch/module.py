@@ -95,10 +95,7 @@ class Module:
             from . import tune_store as _tune_store
             from . import tuned as _tuned
 
-            shipped: tuple[Any, ...] = ()
-            if from_source:
-                crate_dir = Path(manifest.crate_manifest_path).parent
-                shipped = _tune_store.read_shipped(crate_dir, manifest.crate_name)
+            shipped = _tune_store.shipped_for(manifest)[1] if from_source else ()
             choices = _tune_store.choices_for(manifest, shipped)
             self.tuned = _tuned.install(launchers, manifest.kernels, self.function, choices)
         # `module.name` is a plain attribute read: a kernel whose name neither the class

@@ -62,6 +62,14 @@ def cache_file(manifest: Manifest) -> Path:
     return tuned_dir() / f"{manifest.crate_name}-{tuning_key(manifest)}.json"
 
 
+def file_fields(path: Path, value: Any) -> tuple[JsonChecker, dict[str, Any]]:
+    """A tuned-choices file's JSON (the cache's, a crate's tuned.json: oxide-abi's
+    TunedFile) checked for its fields: the checker (read_choices takes it) and the
+    fields."""
+    c = JsonChecker(path)
+    return c, c.obj(value, "$", ["version", "crate", "key", "choices"])
+
+
 def read_file(path: Path, crate: str, key: str) -> tuple[TunedChoice, ...]:
     """The choices of a tuned-choices file; none when it is absent. A file of another
     crate or key (renamed by hand) or another version is ignored; a damaged one raises."""
@@ -74,8 +82,7 @@ def read_file(path: Path, crate: str, key: str) -> tuple[TunedChoice, ...]:
             f"the tuned choices {path} cannot be read ({e}). Fix: delete the file and tune "
             "again (`pyoxide tune`)."
         ) from None
-    c = JsonChecker(path)
-    v = c.obj(value, "$", ["version", "crate", "key", "choices"])
+    c, v = file_fields(path, value)
     if v["version"] != _abi.TUNED_FILE_VERSION or v["crate"] != crate or v["key"] != key:
         return ()
     return read_choices(c, v["choices"], "choices")
@@ -96,8 +103,7 @@ def read_shipped(crate_dir: Path, crate: str) -> tuple[TunedChoice, ...]:
     except (OSError, ValueError) as e:
         raise ManifestError(f"the shipped tuned choices {path} cannot be read ({e}). Fix: "
                             "write it again with scripts/ship_tuned.") from None  # fmt: skip
-    c = JsonChecker(path)
-    v = c.obj(value, "$", ["version", "crate", "key", "choices"])
+    c, v = file_fields(path, value)
     if v["version"] != _abi.TUNED_FILE_VERSION or v["crate"] != crate:
         raise ManifestError(
             f"{path} holds choices of crate {v['crate']!r}, version {v['version']}, where "
@@ -106,6 +112,12 @@ def read_shipped(crate_dir: Path, crate: str) -> tuple[TunedChoice, ...]:
         )
     c.str_(v["key"], "$.key")
     return read_choices(c, v["choices"], "choices")
+
+
+def shipped_for(manifest: Manifest) -> tuple[Path, tuple[TunedChoice, ...]]:
+    """The shipped file of the crate ``manifest`` was built from, and its choices."""
+    crate_dir = Path(manifest.crate_manifest_path).parent
+    return shipped_file(crate_dir), read_shipped(crate_dir, manifest.crate_name)
 
 
 def shipped_text(crate: str, key: str, choices: Sequence[TunedChoice]) -> str:
@@ -190,11 +202,15 @@ def _file_text(crate: str, key: str, choices: Sequence[TunedChoice]) -> str:
     return json.dumps(value, indent=1) + "\n"
 
 
-def embed(manifest_path: Path, shipped: tuple[TunedChoice, ...] = (), cache: bool = True) -> int:
-    """Put ``shipped`` (the crate's own file) and, with ``cache``, the cached choices of
-    the build at ``manifest_path`` over them into its manifest (beside those it has);
-    returns how many it holds then."""
+def embed(manifest_path: Path, cache: bool = True) -> tuple[int, Path | None] | None:
+    """Put the crate's shipped choices (:func:`shipped_for`) and, with ``cache``, the
+    cached choices of the build at ``manifest_path`` over them into its manifest (beside
+    those it has): how many it holds then, and the shipped file if it had any; None (the
+    manifest untouched) when there is neither."""
     manifest = read_manifest(manifest_path)
+    path, shipped = shipped_for(manifest)
+    if not shipped and not cache:
+        return None
     choices = merged(shipped, manifest.tuned, cached_choices(manifest) if cache else ())
     value = json.loads(manifest_path.read_text(encoding="utf-8"))
     if choices:
@@ -203,4 +219,4 @@ def embed(manifest_path: Path, shipped: tuple[TunedChoice, ...] = (), cache: boo
         value.pop("tuned", None)
     atomic_write(manifest_path, json.dumps(value, indent=2) + "\n")
     read_manifest(manifest_path)  # what was written reads back
-    return len(choices)
+    return len(choices), path if shipped else None

@@ -12,7 +12,6 @@ from typing import Any
 
 from .._launch import tune_store as _tune_store
 from .._manifest import abi as _abi
-from .._manifest.json_checker import JsonChecker
 from .._manifest.tune_spec import TunedChoice, merged, read_choices
 from .tune import choice_of
 
@@ -42,8 +41,7 @@ def gather(sources: Sequence[Path], emulator: bool = False) -> dict[str, Gathere
         for path in files if source.is_dir() else [source]:
             value = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(value, dict) and "choices" in value:  # a cache file
-                c = JsonChecker(path)
-                v = c.obj(value, "$", ["version", "crate", "key", "choices"])
+                c, v = _tune_store.file_fields(path, value)
                 if v["version"] != _abi.TUNED_FILE_VERSION:
                     raise SystemExit(f"{path}: tuned-choices version {v['version']}, "
                                      f"expected {_abi.TUNED_FILE_VERSION}")  # fmt: skip

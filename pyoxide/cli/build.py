@@ -174,14 +174,12 @@ def _embed_tuned(manifest_path: Path, cache: bool) -> None:
     """Put the crate's shipped choices (the tuned.json beside its Cargo.toml) into its
     manifest, and with ``cache`` (--tuned) the choices `pyoxide tune` kept for this build
     over them."""
-    from .._launch import tune_store as _tune_store
+    from .._launch.tune_store import embed
 
-    manifest = read_manifest(manifest_path)
-    crate_dir = Path(manifest.crate_manifest_path).parent
-    shipped = _tune_store.read_shipped(crate_dir, manifest.crate_name)
-    if not shipped and not cache:
+    embedded = embed(manifest_path, cache)
+    if embedded is None:
         return
-    count = _tune_store.embed(manifest_path, shipped, cache)
-    sources = [f"shipped in {_tune_store.shipped_file(crate_dir)}"] if shipped else []
+    count, shipped = embedded
+    sources = [f"shipped in {shipped}"] if shipped is not None else []
     sources += ["kept by `pyoxide tune`"] if cache else []
     click.echo(f"  tuned:    {count} choice(s) {' and '.join(sources)}, in the manifest")
