@@ -37,7 +37,7 @@ from .._manifest import knobs as _knobs
 from .._manifest.fs import atomic_write
 from .._manifest.json_checker import JsonChecker
 from .._manifest.reader import Manifest, read_manifest
-from .._manifest.tune_spec import TunedChoice, merged, read_choices
+from .._manifest.tune_spec import TunedChoice, layered, merged, read_choices
 from ..errors import ManifestError
 
 #: The cache's folder of tuned choices (beside the build cache's folders).
@@ -146,13 +146,9 @@ def choices_for(
 ) -> list[tuple[TunedChoice, str]]:
     """The choices a module of ``manifest`` runs, each with its source (:data:`SOURCES`):
     ``shipped`` (the crate's own file, for a module loaded from its folder), the
-    manifest's over them, the cache's over those (:func:`merged`'s order)."""
-    by_place: dict[Any, tuple[TunedChoice, str]] = {}
-    layers = (shipped, manifest.tuned, cached_choices(manifest))
-    for source, layer in zip(SOURCES, layers, strict=True):
-        for choice in layer:
-            by_place[choice.place] = (choice, source)
-    return list(by_place.values())
+    manifest's over them, the cache's over those (:func:`layered`)."""
+    layers = layered(shipped, manifest.tuned, cached_choices(manifest))
+    return [(choice, SOURCES[i]) for choice, i in layers]
 
 
 @contextlib.contextmanager

@@ -156,14 +156,20 @@ def read_choices(c: JsonChecker, value: Any, w: str) -> tuple[TunedChoice, ...]:
     return choices
 
 
-def merged(*layers: tuple[TunedChoice, ...]) -> tuple[TunedChoice, ...]:
-    """The choices of each layer, a later layer's replacing an earlier one's at the same
-    place (kernel, GPU, architecture, bucket)."""
-    by_place: dict[Any, TunedChoice] = {}
-    for layer in layers:
+def layered(*layers: Sequence[TunedChoice]) -> list[tuple[TunedChoice, int]]:
+    """The choices of each layer with the index of the layer each comes from, a later
+    layer's replacing an earlier one's at the same place (kernel, GPU, architecture,
+    bucket)."""
+    by_place: dict[Any, tuple[TunedChoice, int]] = {}
+    for i, layer in enumerate(layers):
         for choice in layer:
-            by_place[choice.place] = choice
-    return tuple(by_place.values())
+            by_place[choice.place] = (choice, i)
+    return list(by_place.values())
+
+
+def merged(*layers: Sequence[TunedChoice]) -> tuple[TunedChoice, ...]:
+    """:func:`layered`'s choices, without their layers."""
+    return tuple(choice for choice, _ in layered(*layers))
 
 
 def launch_text(launch: Mapping[str, int] | tuple[tuple[str, int], ...]) -> str:
