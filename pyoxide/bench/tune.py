@@ -35,6 +35,7 @@ import numpy as np
 from .._launch import tune_space as _tune_space
 from .._launch import tune_store as _tune_store
 from .._launch.kernel import Kernel
+from .._launch.tuned import tuned_for as tuned_for  # public here: what a plain call runs
 from .._manifest import abi as _abi
 from .._manifest.reader import KernelSpec
 from .._manifest.tune_spec import TunedChoice
