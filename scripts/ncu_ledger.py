@@ -7,9 +7,12 @@ It reads `ncu --import REPORT --page source --csv --print-source sass` (the repo
 collected with `--section SourceCounters`, as scripts/device_run's `ncu:` parts do) and
 prints, per kernel in the report, the top instructions with their share of the samples,
 their share of the samples where the warp could not issue, the stall reasons that
-dominate them (where the page has a column per reason), and how often they ran. A page
-this script does not understand is printed raw (its first lines), so a device call
-still brings the data back.
+dominate them (where the page has a column per reason), and how often they ran. Then the
+same samples by region: the SASS lines that ran equally often are one region (a loop's
+body, a tile's code around it, the block's set-up), each with its lines, runs, share of
+the samples and samples a run (a loop iteration's price against a tile's, to compare
+with another kernel's at the same shape). A page this script does not understand is
+printed raw (its first lines), so a device call still brings the data back.
 
 usage: scripts/ncu_ledger.py REPORT.ncu-rep [--cover 0.8] [--rows 60] [--save PAGE.csv]
        scripts/ncu_ledger.py PAGE.csv ...   (a page saved with --save: no ncu needed, so
@@ -45,7 +48,7 @@ def tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
     that names the `Source` column; a line before it that is not one (the kernel's name,
     where ncu prints one) is the table's title."""
     out: list[tuple[str, list[str], list[list[str]]]] = []
-    title, header, rows = "", None, []
+    title, header, rows = "", None, []  # type: tuple[str, list[str] | None, list[list[str]]]
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -73,8 +76,10 @@ def ledger(title: str, header: list[str], rows: list[list[str]], cover: float, m
     source = column(header, "source")
     if at_all is None or source is None:
         return False
-    # a missing optional column reads as an empty cell
-    cell = lambda r, i: r[i] if i is not None else ""  # noqa: E731
+
+    def cell(r: list[str], i: int | None) -> str:  # a missing optional column: empty
+        return r[i] if i is not None else ""
+
     address, executed = column(header, "address"), column(header, "instructions executed")
     not_issued = column(header, "not-issued")
     # one column per stall reason, where the page has them (`stall_*` names)
@@ -97,6 +102,35 @@ def ledger(title: str, header: list[str], rows: list[list[str]], cover: float, m
         )
         if seen >= cover * total:
             break
+    return True
+
+
+def regions(title: str, header: list[str], rows: list[list[str]], most: int = 8) -> bool:
+    """Print one kernel's samples by region: lines grouped by how often they ran (the
+    "Instructions Executed" column), most sampled first; False without that column."""
+    at_all = column(header, "stall sampling", "all samples")
+    executed = column(header, "instructions executed")
+    if at_all is None or executed is None:
+        return False
+    # each reason once: its "(Not Issued)" twin counts a subset of the same samples
+    names = [name.lower() for name in header]
+    reasons = [i for i, n in enumerate(names) if n.startswith("stall") and "not issued" not in n]
+    total = sum(number(r[at_all]) for r in rows)
+    groups: dict[int, list[list[str]]] = {}
+    for r in rows:
+        groups.setdefault(int(number(r[executed])), []).append(r)
+    print(f"-- {title or 'kernel'} by region (lines that ran equally often)")
+    print(f"{'runs':>10} {'lines':>6} {'share':>6} {'per 1k runs':>11}  top stall reasons")
+    ranked = sorted(groups.items(), key=lambda g: -sum(number(r[at_all]) for r in g[1]))
+    for runs, lines in ranked[:most]:
+        samples = sum(number(r[at_all]) for r in lines)
+        by_reason = {i: sum(number(r[i]) for r in lines) for i in reasons}
+        top = sorted(by_reason, key=lambda i: -by_reason[i])[:3]
+        why = ", ".join(f"{header[i]} {by_reason[i] / samples:.0%}" for i in top
+                        if samples and by_reason[i])  # fmt: skip
+        share = samples / total if total else 0.0
+        per = 1000 * samples / runs if runs else 0.0
+        print(f"{runs:>10} {len(lines):>6} {share:6.1%} {per:11.2f}  {why}")
     return True
 
 
@@ -126,6 +160,8 @@ def main() -> int:
             f.write(text)
     found = tables(text)
     understood = [ledger(*t, args.cover, args.rows) for t in found]
+    for t in found:
+        regions(*t)
     if not found or not any(understood):
         print("ncu_ledger: a source page this script does not read; its first lines:")
         print("\n".join(text.splitlines()[:40]))

@@ -109,6 +109,35 @@ def test_the_stall_ledger_ranks_sass_lines_by_their_samples(
     assert again.read_text(encoding="utf-8") == page
 
 
+def test_the_stall_ledger_prices_each_region_of_lines_that_ran_equally_often(
+    capsys: Any,
+) -> None:
+    """The ledger's regions: lines grouped by their runs (a loop body's lines all ran as
+    often as it iterated), most sampled first, with their share of the samples, samples
+    per 1000 runs and the reasons that dominate the region."""
+    ledger = load_script("ncu_ledger.py")
+    header = ["Address", "Source", "Instructions Executed",
+              "Warp Stall Sampling (All Samples)", "stall_wait", "stall_barrier",
+              "stall_barrier (Not Issued)"]  # fmt: skip
+    rows = [
+        ["0x10", "HGMMA ;", "3000", "90", "90", "0", "0"],  # the loop: 3 iterations a tile
+        ["0x20", "MUFU.EX2 ;", "3000", "30", "10", "20", "20"],
+        ["0x30", "BAR.SYNC ;", "1000", "200", "0", "200", "200"],  # a tile's code
+        ["0x40", "EXIT ;", "1", "0", "0", "0", "0"],
+    ]
+    assert ledger.regions("attention", header, rows)
+    out = capsys.readouterr().out.splitlines()
+    assert "attention by region" in out[0]
+    tile, loop, block = (line.split() for line in out[2:5])
+    assert tile[:4] == ["1000", "1", "62.5%", "200.00"] and "stall_barrier 100%" in out[2]
+    assert loop[:4] == ["3000", "2", "37.5%", "40.00"]
+    assert "stall_wait 83%" in out[3] and "stall_barrier 17%" in out[3]
+    assert block[:4] == ["1", "1", "0.0%", "0.00"] and len(out) == 5
+    assert "Not Issued" not in "\n".join(out)  # a reason's subset is not a reason
+    # a page without the runs column has no regions
+    assert not ledger.regions("k", header[:2] + header[3:], [r[:2] + r[3:] for r in rows])
+
+
 def test_sass_loops_finds_the_innermost_loops_and_their_chains() -> None:
     """scripts/sass_loops on a listing as nvdisasm prints it: an outer loop holding an
     inner one and a spin wait; only the inner loop of enough instructions is reported,
