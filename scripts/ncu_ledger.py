@@ -48,7 +48,9 @@ def tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
     that names the `Source` column; a line before it that is not one (the kernel's name,
     where ncu prints one) is the table's title."""
     out: list[tuple[str, list[str], list[list[str]]]] = []
-    title, header, rows = "", None, []  # type: tuple[str, list[str] | None, list[list[str]]]
+    title: str = ""
+    header: list[str] | None = None
+    rows: list[list[str]] = []
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -121,9 +123,9 @@ def regions(title: str, header: list[str], rows: list[list[str]], most: int = 8)
         groups.setdefault(int(number(r[executed])), []).append(r)
     print(f"-- {title or 'kernel'} by region (lines that ran equally often)")
     print(f"{'runs':>10} {'lines':>6} {'share':>6} {'per 1k runs':>11}  top stall reasons")
-    ranked = sorted(groups.items(), key=lambda g: -sum(number(r[at_all]) for r in g[1]))
-    for runs, lines in ranked[:most]:
-        samples = sum(number(r[at_all]) for r in lines)
+    sampled = {runs: sum(number(r[at_all]) for r in lines) for runs, lines in groups.items()}
+    for runs in sorted(sampled, key=lambda g: -sampled[g])[:most]:
+        lines, samples = groups[runs], sampled[runs]
         by_reason = {i: sum(number(r[i]) for r in lines) for i in reasons}
         top = sorted(by_reason, key=lambda i: -by_reason[i])[:3]
         why = ", ".join(f"{header[i]} {by_reason[i] / samples:.0%}" for i in top
