@@ -66,12 +66,18 @@ def _on_emulator(choice: TunedChoice) -> bool:
 
 
 def ship(crate_dir: Path, crate: str, got: Gathered, fresh: bool = False,
-         check: bool = False) -> tuple[Path, int, bool]:  # fmt: skip
+         check: bool = False, entries: frozenset[str] | None = None,
+         ) -> tuple[Path, int, bool]:  # fmt: skip
     """Write ``crate_dir``'s tuned.json with ``got`` over what it holds: (the file, how
-    many choices it holds, whether it changed)."""
+    many choices it holds, whether it changed). With ``entries`` (the entries of the
+    crate's current build), the file's choices whose kernel or entry is not among them
+    go: a build that renamed its instances would never run them (tuned.py's ``install``
+    leaves them out), and they would stay in the file for good."""
     path = _tune_store.shipped_file(crate_dir)
     before = path.read_text(encoding="utf-8") if path.is_file() else None
     old = () if fresh else _tune_store.read_shipped(crate_dir, crate)
+    if entries is not None:
+        old = tuple(c for c in old if {c.kernel, c.entry} <= entries)
     kept = tuple(c for c in old if c.place not in got.measured)
     choices = merged(kept, got.choices)
     differs = _tune_store.shipped_text(crate, got.key, choices) != before

@@ -10,6 +10,7 @@ made on the emulator: which_0 block=256 for 512 < n <= 1024, which_1 block=128 f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,25 @@ def test_ship_tuned_writes_the_choices_a_run_kept(
     assert set(cached) <= set(shipped)
     assert ship(["--check", *args]) == 0
     assert ship(["--check", "--fresh", *args]) == 1  # would drop the choice at 2048
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_ship_tuned_drops_the_choices_of_instances_the_build_lacks(
+    manifest: Path, cache: Path, tmp_path: Path, given: bool
+) -> None:
+    """With --manifest, the file's choices of an instance that build does not have (a
+    renamed one) go, the rest stay; without it (and a --crate-dir of its own) the file
+    keeps them."""
+    crate = tmp_path / "crate"
+    crate.mkdir()
+    (crate / "Cargo.toml").write_text('[package]\nname = "tuned-kernels"\nversion = "0.1.0"\n')
+    old = _tune_store.read_shipped(TUNED_KERNELS, "tuned_kernels")  # at 1024 and 2048
+    renamed = dataclasses.replace(old[0], entry="which_0_0", bucket=(8192,))
+    _tune_store.write_shipped(crate, "tuned_kernels", "old", (*old, renamed))
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps([tune(manifest, "which", {}, (3000,))]))
+    ship = load_script("ship_tuned").main
+    args = ["--emulator", "--crate-dir", str(crate), str(report)]
+    assert ship([*args, *(["--manifest", str(manifest)] if given else [])]) == 0
+    buckets = {c.bucket for c in _tune_store.read_shipped(crate, "tuned_kernels")}
+    assert buckets == {(1024,), (2048,), (4096,)} | (set() if given else {(8192,)})
