@@ -71,6 +71,14 @@ def tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
+def stall_reasons(header: list[str], twins: bool) -> list[int]:
+    """The columns of the stall reasons, where the page has them (`stall_*` names); with
+    ``twins``, each reason's "(Not Issued)" column too."""
+    names = [name.lower() for name in header]
+    return [i for i, n in enumerate(names)
+            if n.startswith("stall") and (twins or "not issued" not in n)]  # fmt: skip
+
+
 def ledger(title: str, header: list[str], rows: list[list[str]], cover: float, most: int) -> bool:
     """Print the ledger of one kernel's table (`tables` keeps only rows as long as the
     header); False when the table has no sampling column to rank by."""
@@ -84,8 +92,7 @@ def ledger(title: str, header: list[str], rows: list[list[str]], cover: float, m
 
     address, executed = column(header, "address"), column(header, "instructions executed")
     not_issued = column(header, "not-issued")
-    # one column per stall reason, where the page has them (`stall_*` names)
-    reasons = [i for i, name in enumerate(header) if name.lower().startswith("stall")]
+    reasons = stall_reasons(header, twins=True)
     total = sum(number(r[at_all]) for r in rows)
     print(f"== {title or 'kernel'}: {len(rows)} SASS lines, {total:.0f} stall samples")
     if total <= 0:
@@ -115,15 +122,14 @@ def regions(title: str, header: list[str], rows: list[list[str]], most: int = 8)
     if at_all is None or executed is None:
         return False
     # each reason once: its "(Not Issued)" twin counts a subset of the same samples
-    names = [name.lower() for name in header]
-    reasons = [i for i, n in enumerate(names) if n.startswith("stall") and "not issued" not in n]
-    total = sum(number(r[at_all]) for r in rows)
+    reasons = stall_reasons(header, twins=False)
     groups: dict[int, list[list[str]]] = {}
     for r in rows:
         groups.setdefault(int(number(r[executed])), []).append(r)
     print(f"-- {title or 'kernel'} by region (lines that ran equally often)")
     print(f"{'runs':>10} {'lines':>6} {'share':>6} {'per 1k runs':>11}  top stall reasons")
     sampled = {runs: sum(number(r[at_all]) for r in lines) for runs, lines in groups.items()}
+    total = sum(sampled.values())
     for runs in sorted(sampled, key=lambda g: -sampled[g])[:most]:
         lines, samples = groups[runs], sampled[runs]
         by_reason = {i: sum(number(r[i]) for r in lines) for i in reasons}
