@@ -149,25 +149,34 @@ def install(launchers: dict[str, Any], specs: Sequence[KernelSpec], code: CodeLo
     made: list[TunedKernel] = []
     places = Places()  # the choices installed: which of them runs on a device
     for choice, source in choices:
-        kernel, spec = launchers.get(choice.kernel), by_entry.get(choice.entry)
-        hand = by_entry.get(choice.kernel)
-        if (
-            not isinstance(kernel, Kernel)
-            or spec is None
-            or hand is None
-            or not _fits(hand, choice)
-        ):
+        kernel, placed = launchers.get(choice.kernel), placement(choice, by_entry)
+        if not isinstance(kernel, Kernel) or placed is None:
             continue
-        if spec is not hand and spec not in _tune_space.family(specs, hand):
-            continue
-        dims = _tune_space.key_dims(hand)
-        if len(dims) != len(choice.bucket):
-            continue
+        spec, dims = placed
         variant = TunedKernel(spec, code, choice, dims, places, source)
         places.add(choice)
         kernel.set_variants([*kernel.variants, variant])
         made.append(variant)
     return made
+
+
+def placement(
+    choice: TunedChoice, by_entry: dict[str, KernelSpec]
+) -> tuple[KernelSpec, tuple[_tune_space.KeyDim, ...]] | None:
+    """Where a build whose kernels are ``by_entry`` runs ``choice``: the instance and the
+    key's extents its bucket is of; None when the build would not (another build's
+    choice: its hand pick or instance gone or renamed, the instance outside the hand
+    pick's family, a launch value or a key the kernel no longer has)."""
+    spec, hand = by_entry.get(choice.entry), by_entry.get(choice.kernel)
+    if spec is None or hand is None or not _fits(hand, choice):
+        return None
+    in_family = spec.tune is not None and (
+        _tune_space.family_key(spec) == _tune_space.family_key(hand)
+    )
+    if spec is not hand and not in_family:
+        return None
+    dims = _tune_space.key_dims(hand)
+    return (spec, dims) if len(dims) == len(choice.bucket) else None
 
 
 def _fits(hand: KernelSpec, choice: TunedChoice) -> bool:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from .._launch import tune_store as _tune_store
+from .._launch import tuned as _tuned
 from .._manifest import abi as _abi
+from .._manifest.reader import KernelSpec
 from .._manifest.tune_spec import TunedChoice, merged, read_choices
 from .tune import choice_of
 
@@ -66,19 +68,19 @@ def _on_emulator(choice: TunedChoice) -> bool:
 
 
 def ship(crate_dir: Path, crate: str, got: Gathered, fresh: bool = False,
-         check: bool = False, entries: frozenset[str] | None = None,
+         check: bool = False, build: Sequence[KernelSpec] | None = None,
          ) -> tuple[Path, int, bool]:  # fmt: skip
     """Write ``crate_dir``'s tuned.json with ``got`` over what it holds: (the file, how
-    many choices it holds, whether it changed). With ``entries`` (the entries of the
-    crate's current build), the file's choices whose kernel or entry is not among them
-    go: a build that renamed its instances would never run them (tuned.py's ``install``
-    leaves them out), and they would stay in the file for good."""
+    many choices it holds, whether it changed). With ``build`` (the kernels of the
+    crate's current build), the file's choices that build would not run go (the loader's
+    rule, tuned.py's ``placement``: an instance renamed or gone, say), instead of staying
+    in the file for good."""
     path = _tune_store.shipped_file(crate_dir)
     before = path.read_text(encoding="utf-8") if path.is_file() else None
     old = () if fresh else _tune_store.read_shipped(crate_dir, crate)
-    if entries is not None:
-        old = tuple(c for c in old if {c.kernel, c.entry} <= entries)
-    kept = tuple(c for c in old if c.place not in got.measured)
+    by_entry = None if build is None else {k.entry: k for k in build}
+    kept = tuple(c for c in old if c.place not in got.measured
+                 and (by_entry is None or _tuned.placement(c, by_entry) is not None))  # fmt: skip
     choices = merged(kept, got.choices)
     differs = _tune_store.shipped_text(crate, got.key, choices) != before
     if differs and not check:
