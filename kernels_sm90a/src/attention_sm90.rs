@@ -103,7 +103,7 @@ const _: () = assert!(
     ATTENTION_SM90_SHARED_BYTES as usize
         == (2 + 2 * ATTENTION_SM90_STAGES) * 2 * BOX_BYTES + Bars::COUNT * 8 + 1024
 );
-/// The three tensor maps (q's, k's, then v's), 128 bytes each, in the `maps` argument.
+/// The four tensor maps (q's, k's, v's, then out's), 128 bytes each, in the `maps` argument.
 pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 
 /// [`attention_sm90`]'s launch: block (512, 1, 1), [`ATTENTION_SM90_SHARED_BYTES`] of
@@ -462,7 +462,7 @@ fn attention_body<
     let group = NonZero::new(a.heads / a.kv_heads).expect("kv_heads <= heads");
     assert!(a.scale > 0.0, "scale must be positive");
     assert!(
-        a.maps.len() >= 3 * ATTENTION_TENSOR_MAP_BYTES
+        a.maps.len() >= 4 * ATTENTION_TENSOR_MAP_BYTES
             && (a.maps.as_ptr() as usize).is_multiple_of(64)
     );
     assert!(DynamicSharedArray::<u8>::bytes() >= ATTENTION_SM90_SHARED_BYTES as usize);
@@ -641,6 +641,12 @@ fn attention_body<
             // at d = 128 about 2.5 % faster. Restarted, every tile is `first` and `last`.
             let across = D == 128;
             let has_keys = |at: TileAt| work(a, seq_q, seq_k, at, bm).n_blocks > 0;
+            // out's map where its rows are not a packed batch's (the epilogue's TMA stores).
+            let map_o = if a.cu_q.is_empty() {
+                (a.maps.as_ptr() as *const TmaDescriptor).wrapping_add(3)
+            } else {
+                core::ptr::null()
+            };
             let mut first = true;
             let mut walk = tiles.walk();
             while let Some(at) = walk.next() {
@@ -677,6 +683,7 @@ fn attention_body<
                     m_wg: c.m_wg,
                     out_strides: a.out_strides,
                     lse_strides: a.lse_strides,
+                    map_o,
                 };
                 epilogue::<T, D, NO>(&o_acc, row_max, row_sum, out_ptr, lse_ptr, tile);
             }

@@ -4,11 +4,16 @@
 //! element types' `wgmma` forms).
 
 use oxide_device::barrier::{
-    Barrier, mbarrier_arrive, mbarrier_try_wait_parity, named_barrier_arrive, named_barrier_sync,
+    Barrier, fence_proxy_async_shared_cta, mbarrier_arrive, mbarrier_try_wait_parity,
+    named_barrier_arrive, named_barrier_sync,
 };
 use oxide_device::convert::{cvt_bf16x2_f32, cvt_f16x2_f32};
 use oxide_device::math::{ex2_approx_ftz, rcp_approx_ftz};
 use oxide_device::prelude::*;
+use oxide_device::tma::{
+    TmaDescriptor, cp_async_bulk_commit_group, cp_async_bulk_tensor_4d_s2g,
+    cp_async_bulk_wait_group_read,
+};
 use oxide_device::wgmma::{
     Accumulators, wgmma_commit_group, wgmma_fence, wgmma_m64n64k16_f32_bf16_rs,
     wgmma_m64n64k16_f32_f16_rs, wgmma_m64n128k16_f32_bf16, wgmma_m64n128k16_f32_bf16_rs,
@@ -551,6 +556,9 @@ pub(crate) struct Tile {
     pub(crate) m_wg: usize,
     pub(crate) out_strides: [u64; 3],
     pub(crate) lse_strides: [u64; 2],
+    /// out's tensor map (boxes of 64 d by 64 rows), or null where its rows are a
+    /// packed batch's (a box would run into the next sequence's rows).
+    pub(crate) map_o: *const TmaDescriptor,
 }
 
 /// `out = o / sum` and `lse = ln(sum) + max` for one consumer's 64 rows, through its
@@ -583,7 +591,10 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
             row_lse[r] = (row_max[r] + l.log2()) * core::f32::consts::LN_2;
         }
     });
-    // The warpgroup's threads have all read the staging rows of its previous tile.
+    // The warpgroup's threads have all read the staging rows of its previous tile (and
+    // so has its store: below).
+    let by_tma = !tile.map_o.is_null();
+    let issuer = wg_tid == 0;
     // SAFETY: the 128 threads of this warpgroup, ids 1 to 3 one per consumer.
     unsafe { named_barrier_sync(1 + tile.wg as u32, 128) };
     // 64 rows of 128 bytes a consumer: d = 128's second 64 columns are the next box (two
@@ -612,24 +623,33 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
             }
         );
     }
-    // SAFETY: the 128 threads of this warpgroup, ids 1 to 3 one per consumer.
-    unsafe { named_barrier_sync(1 + tile.wg as u32, 128) };
-    let [o0, o1, o2] = tile.out_strides.map(|s| s as usize);
-    let base = tile.b * o0 + tile.q_start * o1 + tile.h * o2;
-    let chunks = D / 8;
-    for i in 0..64 * chunks / 128 {
-        let id = wg_tid + 128 * i;
-        let (r, c) = (id / chunks, id % chunks);
-        let row = tile.m_wg + r;
-        if row < tile.sq {
-            let at = base + row * o1 + c * 8;
-            // SAFETY: each 16-byte chunk of out belongs to one thread of one block (its
-            // row and chunk); in bounds; 16-byte aligned (asserted above).
-            unsafe {
-                let v = (chunk_at(r, c) as *const [u32; 4]).read();
-                (out.add(at) as *mut [u32; 4]).write(v);
+    if by_tma {
+        // The rows as TMA boxes of 64 d by 64 rows (the staging tile's layout is the map's
+        // swizzle), rows past the sequence dropped by the map's extent. The issuer waits
+        // until the engine has read them (not for the writes), so that the staging rows
+        // can be written again and the block may exit (the exit's wait once after the
+        // tile loop instead had ptxas serialise every wgmma: C7512).
+        // SAFETY: every thread's writes made visible to the async proxy, then the 128
+        // threads of this warpgroup; the staging rows are 1024-byte aligned.
+        unsafe {
+            fence_proxy_async_shared_cta();
+            named_barrier_sync(1 + tile.wg as u32, 128);
+            if issuer {
+                let row = (tile.q_start + tile.m_wg) as i32;
+                unrolled!(for x in [0, 1] {
+                    if x < D / 64 {
+                        let at = [(64 * x) as i32, row, tile.h as i32, tile.b as i32];
+                        cp_async_bulk_tensor_4d_s2g(stage.add(x * BOX_BYTES), tile.map_o, at);
+                    }
+                });
+                cp_async_bulk_commit_group();
+                cp_async_bulk_wait_group_read::<0>();
             }
         }
+    } else {
+        // SAFETY: the 128 threads of this warpgroup, ids 1 to 3 one per consumer.
+        unsafe { named_barrier_sync(1 + tile.wg as u32, 128) };
+        copy_out::<D>(out, &tile, chunk_at, wg_tid);
     }
     if t == 0 && !lse.is_null() {
         let [l0, l1] = tile.lse_strides.map(|s| s as usize);
@@ -641,5 +661,33 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
                 unsafe { lse.add(i).write(row_lse[r]) };
             }
         });
+    }
+}
+
+/// The staged rows of one consumer copied to out by its 128 threads, 16 bytes each at a
+/// time, skipping rows past the sequence (a packed batch's next sequence starts there).
+#[inline(always)]
+fn copy_out<const D: usize>(
+    out: *mut u16,
+    tile: &Tile,
+    chunk_at: impl Fn(usize, usize) -> *mut u8,
+    wg_tid: usize,
+) {
+    let [o0, o1, o2] = tile.out_strides.map(|s| s as usize);
+    let base = tile.b * o0 + tile.q_start * o1 + tile.h * o2;
+    let chunks = D / 8;
+    for i in 0..64 * chunks / 128 {
+        let id = wg_tid + 128 * i;
+        let (r, c) = (id / chunks, id % chunks);
+        let row = tile.m_wg + r;
+        if row < tile.sq {
+            let at = base + row * o1 + c * 8;
+            // SAFETY: each 16-byte chunk of out belongs to one thread of one block (its
+            // row and chunk); in bounds; 16-byte aligned (asserted in `attention_body`).
+            unsafe {
+                let v = (chunk_at(r, c) as *const [u32; 4]).read();
+                (out.add(at) as *mut [u32; 4]).write(v);
+            }
+        }
     }
 }

@@ -258,10 +258,11 @@ class Attention:
         return known
 
     def _tensor_maps(self, lib: ArrayLib, p: Plan) -> Any:
-        """q's, k's and v's 4-D TMA maps over (d, rows, heads, batch), 64 × 128 boxes,
+        """q's, k's, v's and out's 4-D TMA maps over (d, rows, heads, batch), boxes of 64 d
+        by 128 rows (the loads) and by 64 rows (out's: a consumer warpgroup's store),
         kept per arrays (a map depends on addresses and extents, not on the data)."""
         batch = 1 if p.varlen else p.batch  # a packed batch is one entry: sequences are rows
-        qkv = [p.tensors[n] for n in "qkv"]
+        qkv = [p.tensors[n] for n in ("q", "k", "v", "out")]
         key = (
             lib.name,
             p.head_dim,
@@ -279,7 +280,8 @@ class Attention:
             b_stride = max(x.strides[1] * x.rows, 8) if p.varlen else x.strides[0]
             extents = (p.head_dim, x.rows, x.heads, batch)
             strides = (2 * x.strides[1], 2 * x.strides[2], 2 * b_stride)
-            box = (64, 128, 1, 1)  # 128 bytes of d by 128 rows: the kernel's boxes
+            # 128 bytes of d by 128 rows (64 for out): the kernel's boxes
+            box = (64, 64 if x is qkv[3] else 128, 1, 1)
             raw += gpu.encode_tensor_map(self.name, x.view.ptr, extents, strides, box, 128, 2)
         maps = lib.device_bytes(raw, qkv[0].view)
         self._twins.maps[key] = maps

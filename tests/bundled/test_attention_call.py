@@ -105,9 +105,9 @@ def test_the_emulator_refuses_the_wgmma_attention() -> None:
     """The sm_90a kernel stops at its first sm_90 instruction on the emulator, named."""
     sm90 = pyoxide.load(sm90a_kernels_manifest())
     q, k, v, o = (x.reshape(-1) for x in arrays())
-    raw = np.zeros(3 * 128 + 64, np.uint8)
+    raw = np.zeros(4 * 128 + 64, np.uint8)
     at = -raw.ctypes.data % 64
-    maps = raw[at : at + 3 * 128]
+    maps = raw[at : at + 4 * 128]
     e32, ef = np.zeros(0, np.int32), np.zeros(0, np.float32)
     strides = (8 * 2 * 64, 2 * 64, 64)
     config = ((1, 2, 1), _attention.SM90_THREADS, _attention.SM90_SHARED_BYTES)

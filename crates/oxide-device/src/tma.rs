@@ -133,6 +133,22 @@ pub unsafe fn cp_async_bulk_tensor_2d_s2g(
     unsafe { arch::cp_async_bulk_tensor_2d_s2g(src, tensor_map.cast(), coord0, coord1) }
 }
 
+/// `cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group`:
+/// [`cp_async_bulk_tensor_2d_s2g`] for a map of rank 4, the box at element coordinates
+/// `coords` (innermost first).
+///
+/// # Safety
+/// As [`cp_async_bulk_tensor_2d_s2g`].
+#[inline(always)]
+pub unsafe fn cp_async_bulk_tensor_4d_s2g(
+    src: *const u8,
+    tensor_map: *const TmaDescriptor,
+    coords: [i32; 4],
+) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::cp_async_bulk_tensor_4d_s2g(src, tensor_map.cast(), coords) }
+}
+
 forward! {
     /// `cp.async.bulk.commit_group`: close this thread's group of bulk copies
     /// ([`cp_async_bulk_tensor_2d_s2g`]) so that the waits below can name it.

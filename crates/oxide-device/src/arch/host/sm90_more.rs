@@ -70,6 +70,14 @@ pub(crate) unsafe fn cp_async_bulk_tensor_4d_g2s(
     not_emulated("cp.async.bulk.tensor (TMA)")
 }
 
+pub(crate) unsafe fn cp_async_bulk_tensor_4d_s2g(
+    _src: *const u8,
+    _tensor_map: *const u8,
+    _coords: [i32; 4],
+) {
+    not_emulated("cp.async.bulk.tensor store (TMA)")
+}
+
 pub(crate) unsafe fn named_barrier_arrive(_id: u32, _threads: u32) {
     not_emulated("barrier.arrive with a named barrier")
 }

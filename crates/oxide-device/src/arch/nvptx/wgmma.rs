@@ -308,6 +308,21 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
 }
 
 #[inline(always)]
+pub(crate) unsafe fn cp_async_bulk_tensor_4d_s2g(
+    src: *const u8,
+    tensor_map: *const u8,
+    coords: [i32; 4],
+) {
+    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_4d_s2g`).
+    unsafe {
+        asm!("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{s}];",
+             m = in(reg64) tensor_map, c0 = in(reg32) coords[0], c1 = in(reg32) coords[1],
+             c2 = in(reg32) coords[2], c3 = in(reg32) coords[3],
+             s = in(reg32) shared_addr(src), options(nostack, preserves_flags));
+    }
+}
+
+#[inline(always)]
 pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
     // SAFETY: upheld by the caller (`barrier::named_barrier_sync`). Not `bar.sync`
     // (= `barrier.sync.aligned`, which needs every thread of a warp at the same
