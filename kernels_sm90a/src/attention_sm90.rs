@@ -43,7 +43,7 @@
 //! S = 512 row where it was (H200, 2026-12-05: d = 64 0.82× cuDNN, causal 0.76×, against
 //! 0.82× and 0.78× in the same session), and the rest within ±3 %. Nor did the consumers
 //! lack it: a tile's last `p·v` issued in the next tile's first turn, the next tile's
-//! first softmax under it and the store after, ran 3-14 % slower (H100, the 128-row
+//! first softmax under it and the store after, ran 2-14 % slower (H100, the 128-row
 //! ping-pong instance, S = 512 and 2048), and its ncu at d = 64, S = 512 priced the
 //! merged boundary as the separate one (287 stall samples a thousand tiles against 286).
 //! A key step costs what cuDNN's does there (118 samples a thousand steps, cuDNN's 114
