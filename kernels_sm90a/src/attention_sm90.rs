@@ -127,8 +127,9 @@ pub const ATTENTION_TENSOR_MAP_BYTES: usize = 128;
 /// are kernels_rs `attention`'s plus `maps`: the four 128-byte `CUtensorMap`s of q, k,
 /// v and out (16-bit elements; dims (d, rows, heads, batch), a varlen batch as one entry
 /// of the packed rows; box 64 × 128 × 1 × 1, out's 64 × 64 × 1 × 1; the 128-byte
-/// swizzle), 64-byte aligned in device memory. Needs q, k, v and out 16-byte aligned with strides that are multiples
-/// of 8 elements (TMA's rules, and the epilogue's 16-byte stores).
+/// swizzle), 64-byte aligned in device memory. Needs q, k, v and out 16-byte aligned
+/// with strides that are multiples of 8 elements (TMA's rules, and the epilogue's
+/// 16-byte stores).
 ///
 /// The body takes any grid (module docs: each block walks its share of the tiles);
 /// `PERSISTENT` tells the launcher which grid to make and the body how to number the
