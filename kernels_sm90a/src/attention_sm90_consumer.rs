@@ -647,9 +647,12 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
             }
         }
     } else {
-        // SAFETY: the 128 threads of this warpgroup, ids 1 to 3 one per consumer.
-        unsafe { named_barrier_sync(1 + tile.wg as u32, 128) };
-        copy_out::<D>(out, &tile, chunk_at, wg_tid);
+        // SAFETY: the 128 threads of this warpgroup, ids 1 to 3 one per consumer; the
+        // staged rows are written (the barrier), out as the caller passes it.
+        unsafe {
+            named_barrier_sync(1 + tile.wg as u32, 128);
+            copy_out::<D>(out, &tile, chunk_at, wg_tid);
+        }
     }
     if t == 0 && !lse.is_null() {
         let [l0, l1] = tile.lse_strides.map(|s| s as usize);
@@ -666,8 +669,12 @@ pub(crate) unsafe fn epilogue<T: Sm90Element, const D: usize, const NO: usize>(
 
 /// The staged rows of one consumer copied to out by its 128 threads, 16 bytes each at a
 /// time, skipping rows past the sequence (a packed batch's next sequence starts there).
+///
+/// # Safety
+/// As [`epilogue`], after the warpgroup's barrier that follows its staging writes;
+/// `chunk_at` addresses those staged rows.
 #[inline(always)]
-fn copy_out<const D: usize>(
+unsafe fn copy_out<const D: usize>(
     out: *mut u16,
     tile: &Tile,
     chunk_at: impl Fn(usize, usize) -> *mut u8,

@@ -262,12 +262,12 @@ class Attention:
         by 128 rows (the loads) and by 64 rows (out's: a consumer warpgroup's store),
         kept per arrays (a map depends on addresses and extents, not on the data)."""
         batch = 1 if p.varlen else p.batch  # a packed batch is one entry: sequences are rows
-        qkv = [p.tensors[n] for n in ("q", "k", "v", "out")]
+        qkvo = [p.tensors[n] for n in ("q", "k", "v", "out")]
         key = (
             lib.name,
             p.head_dim,
             batch,
-            *((x.view.ptr, x.strides, x.rows, x.heads) for x in qkv),
+            *((x.view.ptr, x.strides, x.rows, x.heads) for x in qkvo),
         )
         maps = self._twins.maps.get(key)
         if maps is not None:
@@ -275,15 +275,15 @@ class Attention:
             return maps
         gpu = backends.gpu()
         raw = b""
-        for x in qkv:
+        for x in qkvo:
             # A packed batch has no batch stride; TMA wants one for its extent of 1.
             b_stride = max(x.strides[1] * x.rows, 8) if p.varlen else x.strides[0]
             extents = (p.head_dim, x.rows, x.heads, batch)
             strides = (2 * x.strides[1], 2 * x.strides[2], 2 * b_stride)
             # 128 bytes of d by 128 rows (64 for out): the kernel's boxes
-            box = (64, 64 if x is qkv[3] else 128, 1, 1)
+            box = (64, 64 if x is qkvo[3] else 128, 1, 1)
             raw += gpu.encode_tensor_map(self.name, x.view.ptr, extents, strides, box, 128, 2)
-        maps = lib.device_bytes(raw, qkv[0].view)
+        maps = lib.device_bytes(raw, qkvo[0].view)
         self._twins.maps[key] = maps
         if len(self._twins.maps) > _MAPS_KEPT:
             self._twins.maps.popitem(last=False)
