@@ -151,7 +151,8 @@ pub unsafe fn cp_async_bulk_tensor_4d_s2g(
 
 forward! {
     /// `cp.async.bulk.commit_group`: close this thread's group of bulk copies
-    /// ([`cp_async_bulk_tensor_2d_s2g`]) so that the waits below can name it.
+    /// ([`cp_async_bulk_tensor_2d_s2g`], [`cp_async_bulk_tensor_4d_s2g`]) so that the
+    /// waits below can name it.
     pub fn cp_async_bulk_commit_group() = arch::cp_async_bulk_commit_group;
     /// `cp.async.bulk.wait_group N`: wait until at most `N` of this thread's committed bulk
     /// groups are pending, their global writes done.

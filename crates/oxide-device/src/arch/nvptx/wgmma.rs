@@ -292,35 +292,30 @@ tensor_g2s!(
     [c0 = coords[0], c1 = coords[1], c2 = coords[2], c3 = coords[3]]
 );
 
-#[inline(always)]
-pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
-    src: *const u8,
-    tensor_map: *const u8,
-    x: i32,
-    y: i32,
-) {
-    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_2d_s2g`).
-    unsafe {
-        asm!("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
-             m = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y,
-             s = in(reg32) shared_addr(src), options(nostack, preserves_flags));
-    }
+/// `cp.async.bulk.tensor.{dim}.global.shared::cta.tile.bulk_group`: a box of a tensor
+/// map from `src` out to global memory, in this thread's current bulk group; the
+/// coordinates are the operands `$c = $e`, innermost first (as `tensor_g2s`).
+macro_rules! tensor_s2g {
+    ($name:ident($($p:ident: $t:ty),*), $dim:literal, [$c0:ident = $e0:expr $(, $c:ident = $e:expr)*]) => {
+        #[inline(always)]
+        pub(crate) unsafe fn $name(src: *const u8, tensor_map: *const u8, $($p: $t,)*) {
+            // SAFETY: upheld by the caller (`tma::` of the same name).
+            unsafe {
+                asm!(concat!("cp.async.bulk.tensor.", $dim,
+                             ".global.shared::cta.tile.bulk_group [{m}, {{{",
+                             stringify!($c0), "}" $(, ", {", stringify!($c), "}")*, "}}], [{s}];"),
+                     m = in(reg64) tensor_map, $c0 = in(reg32) $e0, $($c = in(reg32) $e,)*
+                     s = in(reg32) shared_addr(src), options(nostack, preserves_flags));
+            }
+        }
+    };
 }
 
-#[inline(always)]
-pub(crate) unsafe fn cp_async_bulk_tensor_4d_s2g(
-    src: *const u8,
-    tensor_map: *const u8,
-    coords: [i32; 4],
-) {
-    // SAFETY: upheld by the caller (`tma::cp_async_bulk_tensor_4d_s2g`).
-    unsafe {
-        asm!("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{s}];",
-             m = in(reg64) tensor_map, c0 = in(reg32) coords[0], c1 = in(reg32) coords[1],
-             c2 = in(reg32) coords[2], c3 = in(reg32) coords[3],
-             s = in(reg32) shared_addr(src), options(nostack, preserves_flags));
-    }
-}
+tensor_s2g!(cp_async_bulk_tensor_2d_s2g(x: i32, y: i32), "2d", [x = x, y = y]);
+tensor_s2g!(
+    cp_async_bulk_tensor_4d_s2g(coords: [i32; 4]), "4d",
+    [c0 = coords[0], c1 = coords[1], c2 = coords[2], c3 = coords[3]]
+);
 
 #[inline(always)]
 pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
