@@ -323,6 +323,11 @@ def check_aliasing(
                 )  # fmt: skip
 
 
+#: Every distinct parameter list an ArgumentPlan was made for (kept: few, and a list's
+#: identity must outlive any one plan).
+_SIGNATURES: dict[tuple[ParamSpec, ...], tuple[ParamSpec, ...]] = {}
+
+
 class ArgumentPlan:
     """What checking a call needs that depends only on the kernel, computed once."""
 
@@ -335,7 +340,9 @@ class ArgumentPlan:
         import numpy as np  # numpy loads on the first launch, not at import
 
         self.spec = spec
-        self.params = spec.passed_params  # a derived parameter is the launcher's to make
+        # (a derived parameter is the launcher's to make) One tuple per distinct list, so
+        # that variants.first_taking tells equal lists apart by identity.
+        self.params = _SIGNATURES.setdefault(spec.passed_params, spec.passed_params)
         self.ndarray = np.ndarray
         bounds = spec.launch_bounds
         self.max_threads = bounds.max_threads if bounds else _abi.MAX_THREADS_PER_BLOCK

@@ -35,7 +35,7 @@ from .. import backends
 from .._manifest import knobs as _knobs
 from .._manifest.abi import DEFAULT_DYNAMIC_SHARED_BYTES
 from .._manifest.reader import KernelSpec
-from ..errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError, PyoxideError
+from ..errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError
 from . import variants as _variants
 from ._native import ConfiguredBase, DerivedValues, KernelBase, set_knob_generation
 from .args import ArgumentPlan, Refused, not_an_array
@@ -196,25 +196,7 @@ class Kernel(KernelBase):
         code runs there; or that variant's own variant that takes it (a tuned
         ``#[variant_of]`` kernel's choice). None: this kernel runs it (or explains what is
         wrong with it)."""
-        for variant in self.variants:
-            try:
-                plan = variant.plan
-                views = plan.views(args)
-                _, arrays = plan.pack(args, views)
-                _variants.check_mapped(variant.spec, arrays)
-                backend = backends.select(variant.name, arrays)
-                device = 0
-                if backend.array_kind == GPU:
-                    device, _ = device_of(variant.name, backend, arrays, None)
-                elif not variant.variant_on_host:
-                    continue
-            except PyoxideError:
-                continue
-            if variant.takes(args, views) and variant.runs_on(backend, device):
-                # A variant's own variants (a tuned variant's choices) come first.
-                inner = variant.variant_for(args) if variant.variants else None
-                return inner or variant  # type: ignore[no-any-return]
-        return None
+        return _variants.first_taking(self.variants, args)
 
     def takes(self, args: Sequence[Any], views: Sequence[ArrayView | None]) -> bool:
         """Whether, as a variant, it takes a plain call with these arguments and their

@@ -6,6 +6,7 @@ names the parameter, what was expected, what came, and a fix."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +85,7 @@ def plan(kernel: str, q: Any, k: Any, v: Any, out: Any, o: Options) -> Plan:
     if o.layout not in LAYOUTS:
         raise refuse(kernel, "layout", "'bshd' or 'bhsd'", repr(o.layout),
                      "pass layout='bshd' (batch, seq, heads, d) or 'bhsd'")  # fmt: skip
-    if not isinstance(o.causal, bool):
+    if not is_flag(o.causal):
         raise refuse(kernel, "causal", "a bool", repr(o.causal), "pass causal=True or False",
                      kind=True)  # fmt: skip
     varlen = o.cu_seqlens_q is not None or o.cu_seqlens_k is not None
@@ -131,12 +132,23 @@ def plan(kernel: str, q: Any, k: Any, v: Any, out: Any, o: Options) -> Plan:
                 raise refuse(kernel, n, f"batch {batch} (q's)", f"{views[n].shape[0]}",
                              "pass arrays of one batch")  # fmt: skip
     scale = 1.0 / math.sqrt(d) if o.scale is None else o.scale
-    if not (isinstance(scale, (int, float)) and scale > 0 and math.isfinite(scale)):
+    if not (is_number(scale) and scale > 0 and math.isfinite(scale)):
         raise refuse(kernel, "scale", "a positive float", repr(scale),
                      "leave scale out (1/sqrt(d)) or pass a positive number")  # fmt: skip
     lse_strides = _lse(kernel, o.lse, varlen, batch, heads, seq_q, first)
     return Plan(dtype, t, batch, heads, kv_heads, d, seq_q, seq_k, varlen, float(scale),
                 lse_strides)  # fmt: skip
+
+
+def is_flag(x: Any) -> bool:
+    """A bool as users pass one: Python's, or a NumPy bool (not a subclass of it)."""
+    return isinstance(x, bool) or type(x).__name__ == "bool" and type(x).__module__ == "numpy"
+
+
+def is_number(x: Any) -> bool:
+    """A real number as users pass one: a Python int or float, or a NumPy scalar
+    (``np.float32(0.125)``, which is not a float), never a bool."""
+    return isinstance(x, numbers.Real) and not is_flag(x)
 
 
 def tensor(kernel: str, name: str, v: ArrayView, rank: int, layout: str) -> Tensor:

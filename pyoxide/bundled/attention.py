@@ -186,7 +186,7 @@ class Attention:
             "cu_seqlens_k": _or(options.cu_seqlens_k, lambda: lib.empty(first, "int32")),
             "lse_strides": p.lse_strides, "batch": p.batch, "heads": p.heads,
             "kv_heads": p.kv_heads, "head_dim": p.head_dim, "seqlen_q": p.seqlen_q,
-            "seqlen_k": p.seqlen_k, "scale": p.scale, "causal": options.causal,
+            "seqlen_k": p.seqlen_k, "scale": p.scale, "causal": bool(options.causal),
         })  # fmt: skip
         values.update({f"{n}_strides": t.strides for n, t in p.tensors.items()})
         found = self._twin(p)

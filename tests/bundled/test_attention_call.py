@@ -72,6 +72,7 @@ def bad_calls() -> list[tuple[str, str, Any]]:
         ("q", "contiguous last", lambda f: f(q.transpose(0, 1, 3, 2)[..., :2, :], k, v, o)),
         ("causal", "bool", lambda f: f(q, k, v, o, causal=1)),
         ("scale", "positive", lambda f: f(q, k, v, o, scale=-1.0)),
+        ("scale", "positive", lambda f: f(q, k, v, o, scale=True)),
         ("layout", "'bshd' or 'bhsd'", lambda f: f(q, k, v, o, layout="sbhd")),
         ("cu_seqlens_k", "both", lambda f: f(*packed, cu_seqlens_q=cu)),
         ("cu_seqlens_q", "int32", lambda f: f(*packed, cu_seqlens_q=cu64, cu_seqlens_k=cu)),
@@ -99,6 +100,20 @@ def test_the_emulator_runs_the_plain_kernel(attention: _attention.Attention) -> 
     q, k, v, o = arrays()
     assert attention.picks(q, k, v, o) == "attention_bf16"
     assert attention.picks(*arrays(dt=np.float16)) == "attention_f16"
+
+
+def test_numpy_scalars_pass_as_python_ones(attention: _attention.Attention) -> None:
+    """A scale and a causal flag that came out of NumPy (``np.float32(d ** -0.5)``,
+    ``np.bool_``) run the call as the Python numbers do."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 8, 2, 64)).astype(BF16) for _ in range(3))
+    want, got = np.full_like(q, np.nan), np.full_like(q, np.nan)
+    attention(q, k, v, want, True, scale=0.25)
+    attention(q, k, v, got, np.bool_(True), scale=np.float32(0.25))
+    assert np.isfinite(want.astype(np.float32)).all()
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    attention(q, k, v, got, np.bool_(False), scale=np.float64(0.25))
+    assert not np.array_equal(got.view(np.uint16), want.view(np.uint16))  # causal was off
 
 
 def test_the_emulator_refuses_the_wgmma_attention() -> None:
