@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -186,9 +187,26 @@ def extents(dims: Sequence[KeyDim], values: KeyValues) -> tuple[int, ...] | None
     return tuple(out)
 
 
-def _is_integer(v: Any) -> bool:
-    import numbers
+class CallValues(Sequence[Any]):
+    """A call's :data:`KeyValues`, read only where a key dimension looks (a plain call
+    asks each of a kernel's tuned choices in turn whether its bucket takes the call)."""
 
+    __slots__ = ("args", "views")
+
+    def __init__(self, args: Sequence[Any], views: Sequence[Any]) -> None:
+        self.args, self.views = args, views
+
+    def __len__(self) -> int:
+        return min(len(self.args), len(self.views))
+
+    def __getitem__(self, i: Any) -> Any:
+        v = self.views[i]
+        return self.args[i] if v is None else tuple(v.shape)
+
+
+def _is_integer(v: Any) -> bool:
+    if type(v) is int:
+        return True
     return isinstance(v, numbers.Integral) or (
         hasattr(v, "dtype") and getattr(v, "shape", None) == () and v.dtype.kind in "biu"
     )

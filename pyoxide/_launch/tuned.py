@@ -82,7 +82,7 @@ class TunedKernel(Kernel):
         )
 
     def takes(self, args: Sequence[Any], views: Sequence[ArrayView | None]) -> bool:
-        values = [a if v is None else tuple(v.shape) for a, v in zip(args, views, strict=False)]
+        values = _tune_space.CallValues(args, views)
         return _tune_space.takes(self._dims, self.choice.bucket, values)
 
     @property

@@ -142,7 +142,7 @@ def plan(kernel: str, q: Any, k: Any, v: Any, out: Any, o: Options) -> Plan:
 
 def is_flag(x: Any) -> bool:
     """A bool as users pass one: Python's, or a NumPy bool (not a subclass of it)."""
-    return isinstance(x, bool) or type(x).__name__ == "bool" and type(x).__module__ == "numpy"
+    return isinstance(x, bool) or (type(x).__name__ == "bool" and type(x).__module__ == "numpy")
 
 
 def is_number(x: Any) -> bool:
