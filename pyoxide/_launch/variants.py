@@ -24,7 +24,7 @@ kernel's compiled launchers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import backends
 from .._manifest import abi as _abi
@@ -36,14 +36,33 @@ from .devices import device_of
 if TYPE_CHECKING:
     from .._manifest.reader import KernelSpec, ParamSpec
     from .arrays import ArrayView
-    from .kernel import Kernel
+
+
+class Candidate(Protocol):
+    """What :func:`first_taking` asks of a variant (a ``Kernel``, pyoxide/_launch/kernel.py,
+    which imports this module)."""
+
+    name: str
+    spec: KernelSpec
+    variant_on_host: bool
+
+    @property
+    def plan(self) -> Any: ...
+    @property
+    def variants(self) -> Sequence[Any]: ...
+    def takes(self, args: Sequence[Any], views: Sequence[Any]) -> bool: ...
+    def runs_on(self, backend: backends.Backend, device: int) -> bool: ...
+    def variant_for(self, args: Sequence[Any]) -> Any: ...
+
+
+_C = TypeVar("_C", bound=Candidate)
 
 #: One call's arguments as a parameter list sees them: their views, the arrays among
 #: them, the backend and the device; None where that list refuses them.
 _Described = tuple[list[Any], list[Any], "backends.Backend", int] | None
 
 
-def first_taking(variants: Sequence[Kernel], args: Sequence[Any]) -> Kernel | None:
+def first_taking(variants: Sequence[_C], args: Sequence[Any]) -> _C | None:
     """The first of ``variants`` that takes a plain call with ``args``
     (:meth:`Kernel.variant_for <pyoxide._launch.kernel.Kernel.variant_for>`).
 
@@ -71,12 +90,12 @@ def first_taking(variants: Sequence[Kernel], args: Sequence[Any]) -> Kernel | No
                 continue
         if variant.takes(args, views) and variant.runs_on(backend, device):
             # A variant's own variants (a tuned variant's choices) come first.
-            inner = variant.variant_for(args) if variant.variants else None
+            inner: _C | None = variant.variant_for(args) if variant.variants else None
             return inner or variant
     return None
 
 
-def _describe(variant: Kernel, args: Sequence[Any]) -> _Described:
+def _describe(variant: Candidate, args: Sequence[Any]) -> _Described:
     """``args`` through ``variant``'s parameter list (None: it refuses them)."""
     plan = variant.plan
     try:
