@@ -200,7 +200,8 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
 ) -> None:
     """On a (fake) sm_90 GPU the call asks the hand pick's variant_for which instance runs:
     the choice in its (head_dim, seqlen_k, causal) bucket, the hand pick elsewhere; picks
-    names it and the launch is of it, on the grid of that instance's tiles. (The fake is
+    names it and the launch is of it, on the grid of that instance's tiles; a call with
+    the same scalars after the hand pick's variants change runs the new choice. (The fake is
     a model of its own: a packaged manifest's choices for real sm_90 GPUs stay out.)"""
     monkeypatch.setenv("PYOXIDE_TUNED_FALLBACK", "0")
     from pyoxide.backends.cupy import CupyBackend
@@ -234,7 +235,8 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
         cp.empty = lambda n, dtype: gpu_array((n,), dtype)
         cp.asarray = lambda a: gpu_array(a.shape, a.dtype.str)
         module = pyoxide.load(emu_kernels_manifest())
-        add_attention(module, lambda: pyoxide.load(sm90_manifest))
+        sm90 = pyoxide.load(sm90_manifest)
+        add_attention(module, lambda: sm90)
         ran = {}
         for d, s, causal in [(128, 300, True), (128, 300, False), (128, 600, True),
                              (128, 300, True), (128, 2000, False), (128, 5000, False),
@@ -244,6 +246,11 @@ def test_the_attention_call_runs_the_schedule_tuned_for_its_bucket_on_a_fake_gpu
             module.attention(q, k, v, out, causal)
             launch = fake.launches[-1]
             ran[(d, s, causal)] = (picked, launch["name"], launch["grid"])
+        # The choice a call's scalars got is kept, and follows the hand pick's variants.
+        q, k, v, out = (gpu_array((1, 300, 4, 128), "float16") for _ in range(4))
+        sm90[hand].set_variants(())
+        module.attention(q, k, v, out, True)
+        assert fake.launches[-1]["name"] == hand
     # One block a tile and head, or (PERSISTENT = 1 or 2) one an SM, at most one a tile: 16 x
     # 4 tiles of 2000 rows, 40 x 4 of 5000 on the fake's 132 SMs. A tile is 128 rows at
     # d = 128, and D64_ROWS at d = 64: 192 for the hand pick, 128 for the choice at 2000.
