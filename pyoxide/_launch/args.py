@@ -341,7 +341,7 @@ class ArgumentPlan:
 
         self.spec = spec
         # (a derived parameter is the launcher's to make) One tuple per distinct list, so
-        # that variants.first_taking tells equal lists apart by identity.
+        # that Kernel.variant_for tells equal lists apart by identity.
         self.params = _SIGNATURES.setdefault(spec.passed_params, spec.passed_params)
         self.ndarray = np.ndarray
         bounds = spec.launch_bounds

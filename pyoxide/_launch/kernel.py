@@ -195,8 +195,26 @@ class Kernel(KernelBase):
         (:meth:`takes`), they are on a GPU (or it runs on the emulator too), and its
         code runs there; or that variant's own variant that takes it (a tuned
         ``#[variant_of]`` kernel's choice). None: this kernel runs it (or explains what is
-        wrong with it)."""
-        return _variants.first_taking(self.variants, args)
+        wrong with it). The arguments are described once per parameter list, which a
+        kernel's tuned choices share (32 describing them each cost attention 3 ms)."""
+        described: dict[int, _variants.Described] = {}
+        for variant in self.variants:
+            plan = variant.plan
+            key = id(plan.params)  # interned (pyoxide/_launch/args.py): one tuple a list
+            if key not in described:
+                described[key] = _variants.describe(plan, variant.name, args)
+            if (found := described[key]) is None:
+                continue
+            views, arrays, backend, device = found
+            if backend.array_kind != GPU and not variant.variant_on_host:
+                continue
+            if not _variants.mapped_ok(variant.spec, arrays):
+                continue
+            if variant.takes(args, views) and variant.runs_on(backend, device):
+                # A variant's own variants (a tuned variant's choices) come first.
+                inner = variant.variant_for(args) if variant.variants else None
+                return inner or variant  # type: ignore[no-any-return]
+        return None
 
     def takes(self, args: Sequence[Any], views: Sequence[ArrayView | None]) -> bool:
         """Whether, as a variant, it takes a plain call with these arguments and their

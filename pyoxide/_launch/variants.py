@@ -24,7 +24,7 @@ kernel's compiled launchers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .. import backends
 from .._manifest import abi as _abi
@@ -38,76 +38,33 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 
-class Candidate(Protocol):
-    """What :func:`first_taking` asks of a variant (a ``Kernel``, pyoxide/_launch/kernel.py,
-    which imports this module)."""
-
-    name: str
-    spec: KernelSpec
-    variant_on_host: bool
-
-    @property
-    def plan(self) -> Any: ...
-    @property
-    def variants(self) -> Sequence[Any]: ...
-    def takes(self, args: Sequence[Any], views: Sequence[Any]) -> bool: ...
-    def runs_on(self, backend: backends.Backend, device: int) -> bool: ...
-    def variant_for(self, args: Sequence[Any]) -> Any: ...
-
-
-_C = TypeVar("_C", bound=Candidate)
-
-#: One call's arguments as a parameter list sees them: their views, the arrays among
+#: A call's arguments as one parameter list sees them: their views, the arrays among
 #: them, the backend and the device; None where that list refuses them.
-_Described = tuple[list[Any], list[Any], "backends.Backend", int] | None
+Described = tuple[list[Any], list[Any], backends.Backend, int] | None
 
 
-def first_taking(variants: Sequence[_C], args: Sequence[Any]) -> _C | None:
-    """The first of ``variants`` that takes a plain call with ``args``
-    (:meth:`Kernel.variant_for <pyoxide._launch.kernel.Kernel.variant_for>`).
-
-    The arguments are described and checked once per parameter list, not once per
-    variant: a kernel's variants mostly share one (its tuned choices are instances of
-    one generic kernel, pyoxide/_launch/args.py interns their lists), and describing
-    every argument for each of attention's 32 tuned choices in turn cost 3 ms a call
-    (H100, 2026-12-06)."""
-    described: dict[int, _Described] = {}
-    for variant in variants:
-        plan = variant.plan
-        key = id(plan.params)  # interned: one tuple per distinct list, kept alive
-        if key not in described:
-            described[key] = _describe(variant, args)
-        found = described[key]
-        if found is None:
-            continue
-        views, arrays, backend, device = found
-        if backend.array_kind != GPU and not variant.variant_on_host:
-            continue
-        if variant.spec.tensor_maps:
-            try:
-                check_mapped(variant.spec, arrays)
-            except PyoxideError:
-                continue
-        if variant.takes(args, views) and variant.runs_on(backend, device):
-            # A variant's own variants (a tuned variant's choices) come first.
-            inner: _C | None = variant.variant_for(args) if variant.variants else None
-            return inner or variant
-    return None
-
-
-def _describe(variant: Candidate, args: Sequence[Any]) -> _Described:
-    """``args`` through ``variant``'s parameter list (None: it refuses them)."""
-    plan = variant.plan
+def describe(plan: Any, name: str, args: Sequence[Any]) -> Described:
+    """``args`` through the parameter list of ``plan`` (kernel ``name``'s ArgumentPlan),
+    for :meth:`Kernel.variant_for <pyoxide._launch.kernel.Kernel.variant_for>`."""
     try:
         views = plan.views(args)
         _, arrays = plan.pack(args, views)
-        backend = backends.select(variant.name, arrays)
+        backend = backends.select(name, arrays)
         device = 0
         if backend.array_kind == GPU:
-            device, _ = device_of(variant.name, backend, arrays, None)
+            device, _ = device_of(name, backend, arrays, None)
     except PyoxideError:
         return None
     return views, arrays, backend, device
+
+
+def mapped_ok(spec: KernelSpec, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> bool:
+    """Whether the arrays keep TMA's rules (:func:`check_mapped`)."""
+    try:
+        check_mapped(spec, arrays)
+    except PyoxideError:
+        return False
+    return True
 
 
 def check_mapped(spec: KernelSpec, arrays: Sequence[tuple[ParamSpec, ArrayView]]) -> None:

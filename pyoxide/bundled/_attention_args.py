@@ -141,8 +141,11 @@ def plan(kernel: str, q: Any, k: Any, v: Any, out: Any, o: Options) -> Plan:
 
 
 def is_flag(x: Any) -> bool:
-    """A bool as users pass one: Python's, or a NumPy bool (not a subclass of it)."""
-    return isinstance(x, bool) or (type(x).__name__ == "bool" and type(x).__module__ == "numpy")
+    """A bool as users pass one: Python's, or a NumPy bool (not a subclass of it), as
+    the kernels' bool parameters take (pyoxide/_launch/args.py)."""
+    import numpy as np  # at the first call, not at `import pyoxide`
+
+    return isinstance(x, (bool, np.bool_))
 
 
 def is_number(x: Any) -> bool:
