@@ -241,3 +241,22 @@ forward! {
     pub unsafe fn dsmem_write_u32(local_ptr: *mut u32, target_rank: u32, value: u32)
         = arch::dsmem_write_u32;
 }
+
+/// `mapa.shared::cluster` + `mbarrier.arrive.release.cluster.shared::cluster`: one arrival
+/// on the `mbarrier` at `bar`'s offset in the shared memory of block `target_rank`, with
+/// release semantics at cluster scope (this thread's earlier reads and writes happen before
+/// whatever the barrier's waiters do next). A block whose shared memory another block
+/// fills by a multicast copy learns so that the other block's readers are done: each
+/// reader arrives on the writer's `empty` barrier as on its own (CUTLASS's multicast
+/// pipelines release a stage so).
+///
+/// # Safety
+/// `bar` points into this block's shared memory, where block `target_rank`
+/// (`< cluster_size()`) has an initialised barrier that expects the arrival, made visible
+/// to the cluster before ([`fence_acq_rel_cluster`], then [`cluster_sync`]); the target
+/// block has not exited.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_cluster(bar: *const crate::barrier::Barrier, target_rank: u32) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::mbarrier_arrive_cluster(bar.cast(), target_rank) }
+}
