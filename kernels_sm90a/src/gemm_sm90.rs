@@ -73,7 +73,7 @@
 //! A pair moves 80 KiB a slab instead of 96. Since either block's copy writes the
 //! other's stage, a stage is free only when both blocks' consumers are done with it:
 //! each consumer warp arrives on its own block's `empty` barrier and, through
-//! `mapa` (`mbarrier.arrive.release.cluster.shared::cluster`), on the other's, which
+//! `mapa` (`mbarrier.arrive.shared::cluster`), on the other's, which
 //! count 16 arrivals instead of 8. The barriers are initialised and made visible to the
 //! cluster (`fence.acq_rel.cluster`, cluster barrier) before any copy, and neither block
 //! exits before the other is done (a last cluster barrier). The pair walks tiles as a

@@ -140,7 +140,7 @@ pub(crate) unsafe fn dsmem_write_u32(p: *mut u32, rank: u32, v: u32) {
 pub(crate) unsafe fn mbarrier_arrive_cluster(bar: *const u64, rank: u32) {
     // SAFETY: upheld by the caller (`cluster::mbarrier_arrive_cluster`).
     unsafe {
-        asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{a}];",
+        asm!("mbarrier.arrive.shared::cluster.b64 _, [{a}];",
              a = in(reg32) mapa_shared(bar.cast(), rank), options(nostack, preserves_flags));
     }
 }
