@@ -20,9 +20,8 @@
 //! fill the SMs (m = 128 against a 4096-column weight is 16 tiles of 256 columns for 132
 //! SMs), and 64-wide ones (`m64n64k16`, 32 accumulators, one B box: eight stages of 24
 //! KiB) four times, 128 blocks with a split of 2, as cuBLAS tiles that shape (64×64
-//! tiles, 128 blocks). The tuned tiles are the `(BN, BM)` of the `#[tune]`'s triples: 256
-//! and 128 at every `BM`, 64 at 128 rows only (`BM` below), each with every `SPLIT`; and
-//! 512 at 128 rows with `SPLIT = 2`, a pair of blocks (below). Blocks are persistent: each
+//! tiles, 128 blocks). The tuned tiles are the `(BN, BM)` pairs of the `#[tune]`: 256 and
+//! 128 at every `BM`, 64 at 128 rows only (`BM` below). Blocks are persistent: each
 //! walks tiles `blockIdx.x`, `+ gridDim.x`, … in a grouped order (eight tile-rows at a
 //! time share B's columns in L2), so the producer fills the next tile's stages while the
 //! consumers store the last one's results. The producer gives up registers
@@ -60,26 +59,6 @@
 //! (the tuner weighs it; the LLM shapes it is for have about one tile a cluster). Its
 //! results go straight from registers to c (each thread 16 contiguous bytes of f32, or 8
 //! of bf16, a chunk), since a rank's share of a row is narrower than the c map's box.
-//!
-//! # Pairs: A shared by multicast (`BN = 512`, `SPLIT = 2`)
-//!
-//! Under sustained load the card's power limit sets the clock, so the bytes a tile moves
-//! from L2 into shared memory cost speed as well as bandwidth. The tuned `(BN, BM, SPLIT)
-//! = (512, 128, 2)` instance is a cluster of two blocks side by side along n (a 128×512
-//! tile, 256 columns a block, each computed as the 256-wide tile above). Both need the
-//! same 128×64 box of A a slab, so the blocks take turns loading it with a multicast
-//! copy (`cp.async.bulk.tensor ... .multicast::cluster`, mask `0b11`) that lands in both
-//! and counts its bytes on both blocks' `full` barriers; each loads its own B boxes.
-//! A pair moves 80 KiB a slab instead of 96. Since either block's copy writes the
-//! other's stage, a stage is free only when both blocks' consumers are done with it:
-//! each consumer warp arrives on its own block's `empty` barrier and, through
-//! `mapa` (`mbarrier.arrive.shared::cluster`), on the other's, which
-//! count 16 arrivals instead of 8. The barriers are initialised and made visible to the
-//! cluster (`fence.acq_rel.cluster`, cluster barrier) before any copy, and neither block
-//! exits before the other is done (a last cluster barrier). The pair walks tiles as a
-//! split cluster does (`%clusterid.x`, `+ %nclusterid.x`, …), prefetching across tiles
-//! as the unsplit kernel does; its epilogue is the unsplit one, each block storing its
-//! 256 columns.
 //!
 //! # Swapped tiles for few rows (`BM = 64`)
 //!
@@ -157,8 +136,7 @@ use oxide_device::convert::cvt_bf16x2_f32;
 use oxide_device::prelude::*;
 use oxide_device::tma::{
     TmaDescriptor, cp_async_bulk_commit_group, cp_async_bulk_tensor_2d_g2s,
-    cp_async_bulk_tensor_2d_g2s_multicast, cp_async_bulk_tensor_2d_s2g, cp_async_bulk_wait_group,
-    cp_async_bulk_wait_group_read,
+    cp_async_bulk_tensor_2d_s2g, cp_async_bulk_wait_group, cp_async_bulk_wait_group_read,
 };
 use oxide_device::wgmma::{
     Swizzle, setmaxnreg_dec, setmaxnreg_inc, smem_descriptor, wgmma_commit_group, wgmma_fence,
@@ -217,15 +195,6 @@ const fn b_stage_bytes(bn: usize) -> usize {
 const fn stage_bytes(bn: usize, bm: usize) -> usize {
     a_bytes(bm) + b_stage_bytes(bn)
 }
-
-/// Columns of `c` a block computes of a `bn`-wide tile: all of them, but for the pair
-/// (`bn = 512`: two blocks of 256, the module docs).
-pub const fn block_cols(bn: usize) -> usize {
-    if bn == PAIR_BN { 256 } else { bn }
-}
-/// The tile width that makes a pair: a cluster of two blocks side by side along n, 256
-/// columns each, sharing each A box by multicast (the module docs).
-const PAIR_BN: usize = 512;
 
 /// Stages of a `bm`×`bn` tile's ring: as many as [`RING_BYTES`] holds (128 rows: 4 at
 /// 256 columns, 6 at 128; 64 rows: 4 and 8; 16 rows: 5 and 10). The consumers hand a
@@ -287,16 +256,10 @@ impl RingAt {
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16)]
-#[tune((BN, BM, SPLIT) = [
-    (256, 128, 1), (256, 128, 2), (256, 128, 3), (256, 128, 4),
-    (256, 64, 1), (256, 64, 2), (256, 64, 3), (256, 64, 4),
-    (256, 16, 1), (256, 16, 2), (256, 16, 3), (256, 16, 4),
-    (128, 128, 1), (128, 128, 2), (128, 128, 3), (128, 128, 4),
-    (128, 64, 1), (128, 64, 2), (128, 64, 3), (128, 64, 4),
-    (128, 16, 1), (128, 16, 2), (128, 16, 3), (128, 16, 4),
-    (64, 128, 1), (64, 128, 2), (64, 128, 3), (64, 128, 4),
-    (512, 128, 2)
-])]
+#[tune(
+    (BN, BM) = [(256, 128), (256, 64), (256, 16), (128, 128), (128, 64), (128, 16), (64, 128)],
+    SPLIT = [1, 2, 3, 4]
+)]
 #[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
@@ -318,16 +281,10 @@ pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
 #[kernel]
 #[launch_bounds(384, 1)]
 #[variant_of(gemm_bf16_bf16)]
-#[tune((BN, BM, SPLIT) = [
-    (256, 128, 1), (256, 128, 2), (256, 128, 3), (256, 128, 4),
-    (256, 64, 1), (256, 64, 2), (256, 64, 3), (256, 64, 4),
-    (256, 16, 1), (256, 16, 2), (256, 16, 3), (256, 16, 4),
-    (128, 128, 1), (128, 128, 2), (128, 128, 3), (128, 128, 4),
-    (128, 64, 1), (128, 64, 2), (128, 64, 3), (128, 64, 4),
-    (128, 16, 1), (128, 16, 2), (128, 16, 3), (128, 16, 4),
-    (64, 128, 1), (64, 128, 2), (64, 128, 3), (64, 128, 4),
-    (512, 128, 2)
-])]
+#[tune(
+    (BN, BM) = [(256, 128), (256, 64), (256, 16), (128, 128), (128, 64), (128, 16), (64, 128)],
+    SPLIT = [1, 2, 3, 4]
+)]
 #[cluster_launch(SPLIT)]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
@@ -354,12 +311,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
     const { assert!(core::mem::size_of::<W>() == 2 * core::mem::size_of::<T>()) };
     const {
         assert!(
-            BN == 256
-                || BN == 128
-                || (BN == 64 && BM == SM90_BM as usize)
-                || (BN == PAIR_BN && BM == SM90_BM as usize && SPLIT == 2),
+            BN == 256 || BN == 128 || (BN == 64 && BM == SM90_BM as usize),
             "BN: 256 or 128, or 64 with 128 rows (a swapped tile's warpgroups take BN / 2 \
-             columns as wgmma's 64 rows), or 512 (a pair) with 128 rows and SPLIT = 2"
+             columns as wgmma's 64 rows)"
         )
     };
     const { assert!(SPLIT >= 1 && SPLIT <= 4, "SPLIT: 1 to 4") };
@@ -369,14 +323,10 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
             "BM: 128, or 64 and 16 (swapped)"
         )
     };
-    const { assert!(BN == PAIR_BN || split::partial_bytes(BN) <= RING_BYTES) };
-    const { assert!(stages(block_cols(BN), BM) <= MAX_STAGES) };
-    // A pair's two blocks split the tile's columns and share A (the module docs): its
-    // cluster of `SPLIT = 2` blocks is no split of k.
-    let paired = const { BN == PAIR_BN };
-    let bw = const { block_cols(BN) };
-    let stages = const { stages(block_cols(BN), BM) };
-    let b_bytes = const { b_stage_bytes(block_cols(BN)) };
+    const { assert!(split::partial_bytes(BN) <= RING_BYTES) };
+    const { assert!(stages(BN, BM) <= MAX_STAGES) };
+    let stages = const { stages(BN, BM) };
+    let b_bytes = const { b_stage_bytes(BN) };
     // a, b and c are read and written through the maps the launcher made of them (the
     // shape contract holds: c is m×n); their extents give the loop bounds.
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -431,7 +381,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
             cluster::block_rank() as usize,
         )
     };
-    let slabs = if SPLIT == 1 || paired {
+    let slabs = if SPLIT == 1 {
         k_tiles
     } else {
         k_tiles.saturating_sub(rank).div_ceil(SPLIT)
@@ -450,27 +400,12 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
         if tid == 0 {
             for s in 0..stages {
                 mbarrier_init(ring.full(s), 1);
-                // One arrival per consumer warp (see the release below); a pair's
-                // stages are free when both blocks' consumers are done with them.
-                mbarrier_init(ring.empty(s), 2 * 4 * if paired { 2 } else { 1 });
+                // One arrival per consumer warp (see the release below).
+                mbarrier_init(ring.empty(s), 2 * 4);
             }
         }
         fence_proxy_async_shared_cta();
         thread::sync_threads();
-        if paired {
-            // The other block's copies and arrivals reach these barriers: initialised
-            // first, cluster-wide.
-            cluster::fence_acq_rel_cluster();
-            cluster::cluster_sync();
-        }
-        // Stage `p` read: one lane a consumer warp gives it back, to the other block of
-        // a pair too (its multicast copies write here).
-        let release = |p: usize| {
-            let _ = mbarrier_arrive(ring.empty(p));
-            if paired {
-                cluster::mbarrier_arrive_cluster(ring.empty(p), rank as u32 ^ 1);
-            }
-        };
 
         if warpgroup == 0 {
             setmaxnreg_dec::<40>();
@@ -480,10 +415,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
             // One thread issues a tile's loads: this block's slabs of it, into the ring.
             let mut load_tile = |t: usize| {
                 let (tm, tn) = tile_at(t);
-                let n0 = tn * BN + if paired { rank * bw } else { 0 };
-                // B boxes that start right of n are skipped (see the module docs); a
-                // pair's second block may have none.
-                let boxes = n.saturating_sub(n0).div_ceil(64).min(bw / 64);
+                let n0 = tn * BN;
+                // B boxes that start right of n are skipped (see the module docs).
+                let boxes = (n - n0).div_ceil(64).min(BN / 64);
                 for i in 0..slabs {
                     // A fresh barrier's "previous phase" (parity 1) counts as
                     // complete, so the first pass over the ring does not wait.
@@ -493,23 +427,14 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                         0,
                         (ring.a_bytes + boxes * B_BOX_BYTES) as u32,
                     );
-                    let slab = if paired { i } else { rank + i * SPLIT };
-                    let k0 = (slab * BK) as i32;
-                    let y0 = (tm * BM) as i32;
-                    if !paired {
-                        cp_async_bulk_tensor_2d_g2s(ring.a(s), map_a, k0, y0, ring.full(s));
-                    } else if i % 2 == rank {
-                        // The pair's blocks take turns at the shared A box: one copy
-                        // lands in both, counted on each one's `full` barrier.
-                        cp_async_bulk_tensor_2d_g2s_multicast(
-                            ring.a(s),
-                            map_a,
-                            k0,
-                            y0,
-                            ring.full(s),
-                            0b11,
-                        );
-                    }
+                    let k0 = ((rank + i * SPLIT) * BK) as i32;
+                    cp_async_bulk_tensor_2d_g2s(
+                        ring.a(s),
+                        map_a,
+                        k0,
+                        (tm * BM) as i32,
+                        ring.full(s),
+                    );
                     for j in 0..boxes {
                         cp_async_bulk_tensor_2d_g2s(
                             ring.b(s).add(j * B_BOX_BYTES),
@@ -526,7 +451,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     }
                 }
             };
-            if SPLIT == 1 || paired {
+            if SPLIT == 1 {
                 if tid == 0 {
                     let mut t = first;
                     while t < tiles {
@@ -595,9 +520,9 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                         // 16 k: 32 bytes along A's rows, 16 rows (2048 bytes) of B.
                         let (da, db) =
                             (da + ((kk * 32) >> 4) as u64, db + ((kk * 2048) >> 4) as u64);
-                        if bw == 256 {
+                        if BN == 256 {
                             wgmma_m64n256k16_f32_bf16::<0, 1>(&mut acc, da, db, true);
-                        } else if bw == 128 {
+                        } else if BN == 128 {
                             // A 128-wide tile: the first 64 accumulators, in the same pattern.
                             wgmma_m64n128k16_f32_bf16::<0, 1>(live::<64>(&mut acc), da, db, true);
                         } else {
@@ -611,7 +536,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     // warp arrives (256 arrivals a stage cost issue slots).
                     wgmma_wait_group::<1>();
                     if let (Some(p), 0) = (held, lane) {
-                        release(p);
+                        let _ = mbarrier_arrive(ring.empty(p));
                     }
                     held = Some(s);
                     s += 1;
@@ -622,17 +547,17 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 }
                 // The wait names `acc`, so that packing results for the epilogue is not
                 // scheduled above it (which makes ptxas serialise every wgmma: C7514).
-                if bw == 256 {
+                if BN == 256 {
                     wgmma_wait_group_acc::<0>(&mut acc);
-                } else if bw == 128 {
+                } else if BN == 128 {
                     wgmma_wait_group_acc::<0>(live::<64>(&mut acc));
                 } else {
                     wgmma_wait_group_acc::<0>(live::<32>(&mut acc));
                 }
                 if let (Some(p), 0) = (held, lane) {
-                    release(p);
+                    let _ = mbarrier_arrive(ring.empty(p));
                 }
-                if SPLIT > 1 && !paired {
+                if SPLIT > 1 {
                     // The cluster's partial sums of this tile, added up through
                     // distributed shared memory and stored (gemm_sm90_split.rs).
                     let tile = split::Tile {
@@ -652,7 +577,6 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 // in 8 different 16-byte chunks); one thread then has TMA copy the
                 // round out and the next tile's mainloop starts while it does.
                 let y = tm * SM90_BM as usize + half * 64;
-                let x_tile = tn * BN + if paired { rank * bw } else { 0 };
                 unrolled!(for j in [
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                     22, 23, 24, 25, 26, 27, 28, 29, 30, 31
@@ -660,7 +584,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                     // (8 columns of the tile per j: a 128-wide tile ends at j = 15, a
                     // 64-wide one at 7, inside a bf16 round of 128 columns: its last round
                     // is the tile's last j, and stores only the tile's boxes.)
-                    if j < bw / 8 {
+                    if j < BN / 8 {
                         if j.is_multiple_of(round_j) {
                             // The last round's copy has read the buffer (this or the
                             // previous tile's): it may be written again.
@@ -680,12 +604,12 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                             let v = pair(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
                             (epi.add(at) as *mut W).write(v);
                         });
-                        if j % round_j == round_j - 1 || j == bw / 8 - 1 {
+                        if j % round_j == round_j - 1 || j == BN / 8 - 1 {
                             fence_proxy_async_shared_cta();
                             named_barrier_sync(1 + half as u32, 128);
                             if wg_tid == 0 {
-                                let x0 = x_tile + (j / round_j) * round_cols;
-                                for b in 0..round_cols.min(bw) / box_cols {
+                                let x0 = tn * BN + (j / round_j) * round_cols;
+                                for b in 0..round_cols.min(BN) / box_cols {
                                     let x = x0 + b * box_cols;
                                     // Boxes wholly outside c are not stored; TMA clips
                                     // the rest to m × n.
@@ -705,15 +629,10 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
                 });
                 t += step;
             }
-            if (SPLIT == 1 || paired) && wg_tid == 0 {
+            if SPLIT == 1 && wg_tid == 0 {
                 // Shared memory must outlive the copies that read it.
                 cp_async_bulk_wait_group::<0>();
             }
-        }
-        if paired {
-            // The other block's arrivals and copies land here until it is done: neither
-            // block exits before both are.
-            cluster::cluster_sync();
         }
     }
 }

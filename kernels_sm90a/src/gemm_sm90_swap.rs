@@ -80,11 +80,10 @@ pub unsafe fn consume<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, con
     ct: usize,
     pair: impl Fn(f32, f32) -> W,
 ) {
-    // 64-wide tiles and pairs (512: 128 rows only) instantiate this body too, in
-    // gemm_sm90_body's branch for fewer rows, which they never take (a const generic
-    // argument cannot be chosen from another); they must not run it: their BN / 2 columns
-    // would be no wgmma's rows.
-    const { assert!((BN == 256 || BN == 128 || BN == 64 || BN == 512) && (TM == 64 || TM == 16)) };
+    // 64-wide tiles (128 rows only) instantiate this body too, in gemm_sm90_body's branch
+    // for fewer rows, which they never take (a const generic argument cannot be chosen
+    // from another); they must not run it: their BN / 2 columns would be no wgmma's rows.
+    const { assert!((BN == 256 || BN == 128 || BN == 64) && (TM == 64 || TM == 16)) };
     debug_assert!(BN >= 128);
     let half = ct / 128;
     let (w, lane) = ((ct % 128) / 32, ct % 32);

@@ -197,17 +197,16 @@ def sm90a_kernels_manifest() -> Path:
 
 
 #: kernels_sm90a's GEMM tiles (BN, BM) and k splits, as its #[tune] lists them: each
-#: tile with each split is an instance (`{name}_sm90_{BN}_{SPLIT}_{BM}`); and the pair
-#: (BN 512: a cluster of two 256-wide blocks sharing A by multicast, SPLIT 2).
+#: tile with each split is an instance (`{name}_sm90_{BN}_{SPLIT}_{BM}`).
 SM90_GEMM_TILES = [(256, 128), (256, 64), (256, 16), (128, 128), (128, 64), (128, 16), (64, 128)]
 SM90_GEMM_SPLITS = (1, 2, 3, 4)
-SM90_GEMM_PAIR = (512, 2, 128)
 
 
 def sm90_gemm_instances(name: str) -> list[str]:
     """Every instance of kernels_sm90a's `{name}_sm90` (gemm_bf16 or gemm_bf16_bf16)."""
-    triples = [(bn, split, bm) for bn, bm in SM90_GEMM_TILES for split in SM90_GEMM_SPLITS]
-    return [f"{name}_sm90_{bn}_{split}_{bm}" for bn, split, bm in [*triples, SM90_GEMM_PAIR]]
+    return [
+        f"{name}_sm90_{bn}_{split}_{bm}" for bn, bm in SM90_GEMM_TILES for split in SM90_GEMM_SPLITS
+    ]
 
 
 CLUSTER_KERNELS = REPO / "tests" / "fixtures" / "cluster_kernels"

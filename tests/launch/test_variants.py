@@ -291,7 +291,7 @@ def test_the_bundled_twins_declare_their_launch() -> None:
         assert spec.cluster == (None if split == 1 else (split, 1, 1))
         assert [m.box_rows for m in spec.tensor_maps] == [rows, 64, 64]  # (a, b, c)
         assert spec.tune is not None and spec.tune.consts == (
-            ("BN", (str(rust["SM90_BN"]), "128", "64", "512")), ("SPLIT", ("1", "2", "3", "4")),
+            ("BN", (str(rust["SM90_BN"]), "128", "64")), ("SPLIT", ("1", "2", "3", "4")),
             ("BM", (str(rust["SM90_BM"]), "64", "16")),
         )  # fmt: skip
         assert spec.launch.block3 == (rust["SM90_THREADS"], 1, 1)

@@ -241,26 +241,3 @@ forward! {
     pub unsafe fn dsmem_write_u32(local_ptr: *mut u32, target_rank: u32, value: u32)
         = arch::dsmem_write_u32;
 }
-
-/// `mapa.shared::cluster` + `mbarrier.arrive.shared::cluster`: one arrival on the
-/// `mbarrier` at `bar`'s offset in the shared memory of block `target_rank`. A block whose
-/// shared memory another block fills by a multicast copy tells it so that its own readers
-/// are done: each reader arrives on the writer's `empty` barrier as on its own (CUTLASS's
-/// multicast pipelines give a stage back so).
-///
-/// The arrival has PTX's default semantics (release at CTA scope), not
-/// `.release.cluster`: that form puts a cluster-wide memory barrier (`ERRBAR`) before
-/// every arrival, where ncu saw a GEMM's consumer warps spend a quarter of their stalls.
-/// What the arrival stands for must therefore be complete already, as reads by `wgmma`
-/// are once its `wgmma.wait_group` returns.
-///
-/// # Safety
-/// `bar` points into this block's shared memory, where block `target_rank`
-/// (`< cluster_size()`) has an initialised barrier that expects the arrival, made visible
-/// to the cluster before ([`fence_acq_rel_cluster`], then [`cluster_sync`]); the target
-/// block has not exited; the accesses the arrival releases have completed.
-#[inline(always)]
-pub unsafe fn mbarrier_arrive_cluster(bar: *const crate::barrier::Barrier, target_rank: u32) {
-    // SAFETY: upheld by the caller.
-    unsafe { arch::mbarrier_arrive_cluster(bar.cast(), target_rank) }
-}

@@ -67,10 +67,6 @@ pub(crate) unsafe fn dsmem_write_u32(_p: *mut u32, _rank: u32, _v: u32) {
     not_emulated("st.shared::cluster (mapa)")
 }
 
-pub(crate) unsafe fn mbarrier_arrive_cluster(_bar: *const u64, _rank: u32) {
-    not_emulated("mbarrier.arrive.shared::cluster (mapa)")
-}
-
 pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s_multicast(
     _dst: *mut u8,
     _tensor_map: *const u8,

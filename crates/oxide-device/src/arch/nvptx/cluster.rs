@@ -137,15 +137,6 @@ pub(crate) unsafe fn dsmem_write_u32(p: *mut u32, rank: u32, v: u32) {
 }
 
 #[inline(always)]
-pub(crate) unsafe fn mbarrier_arrive_cluster(bar: *const u64, rank: u32) {
-    // SAFETY: upheld by the caller (`cluster::mbarrier_arrive_cluster`).
-    unsafe {
-        asm!("mbarrier.arrive.shared::cluster.b64 _, [{a}];",
-             a = in(reg32) mapa_shared(bar.cast(), rank), options(nostack, preserves_flags));
-    }
-}
-
-#[inline(always)]
 pub(crate) unsafe fn cp_async_bulk_tensor_2d_g2s_multicast(
     dst: *mut u8,
     tensor_map: *const u8,
