@@ -15,6 +15,7 @@ class Launcher:
         device: int,
         multiprocessors: int = 0,
         active_clusters: int = 0,
+        shared_limit: SharedLimit | None = None,
     ) -> None: ...
     def __call__(self, args: Sequence[Any], cfg: tuple[int, ...] | None, /) -> bool: ...
     @property
@@ -22,11 +23,22 @@ class Launcher:
     @property
     def device(self) -> int: ...
     @property
+    def shared_limit(self) -> int: ...
+    @property
     def stream_from_capsule(self) -> bool: ...
     @property
     def generation(self) -> int: ...
     @property
     def current(self) -> bool: ...
+
+class SharedLimit:
+    """The dynamic shared memory a kernel function has been opted in to on one device,
+    shared by the backend and the function's launchers (see shared.rs)."""
+
+    def __init__(self, bytes: int = ...) -> None: ...  # oxide-abi's default, 48 KiB
+    def raise_to(self, bytes: int, /) -> None: ...
+    @property
+    def bytes(self) -> int: ...
 
 class Runtime:
     """What the launchers of one backend share (see runtime.rs)."""

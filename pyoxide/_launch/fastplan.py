@@ -19,6 +19,7 @@ from typing import Any
 from .._manifest import abi as _abi
 from .._manifest.reader import KernelSpec, ParamSpec
 from . import policy as _policy
+from .records import lane_count
 
 #: Shared dimension names a compiled launcher binds at most (its MAX_NAMES).
 MAX_NAMES = 8
@@ -40,6 +41,9 @@ class FastParam:
     nonzero: bool = False
     # A parameter no caller passes (a tensor map's bytes): after the passed ones.
     derived: bool = False
+    # A record of integers by value (`[u64; 3]`, from a tuple or list): (how many, its
+    # alignment in the parameter buffer, the PTX's `.param .align A .b8 p[N]`).
+    lanes: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +105,9 @@ class FastPlan:
 
 def fast_plan(spec: KernelSpec, derived_values: Any = None) -> FastPlan | None:
     """The fast description of ``spec``, or None when no call of it can take the
-    compiled path (raw pointers, records, half-precision scalars, contracts the launcher
-    does not bind). ``derived_values`` holds a variant's tensor maps (see
-    :func:`pyoxide._launch.variants.tensor_map_sources`)."""
+    compiled path (raw pointers, records other than arrays of integers by value,
+    half-precision scalars, contracts the launcher does not bind). ``derived_values``
+    holds a variant's tensor maps (see :func:`pyoxide._launch.variants.tensor_map_sources`)."""
     names: dict[str, int] = {}
     params: list[FastParam] = []
     mapped = {m.array: m for m in spec.tensor_maps}
@@ -126,8 +130,10 @@ def fast_plan(spec: KernelSpec, derived_values: Any = None) -> FastPlan | None:
 
 
 def _param(p: ParamSpec, names: dict[str, int], mapped: Any) -> FastParam | None:
-    if p.takes_address or p.record is not None:
-        return None  # raw pointers and records (pyoxide/_manifest/records.py): the general path
+    if p.record is not None:
+        return _lanes(p)
+    if p.takes_address:
+        return None  # raw pointers: the general path
     if not p.is_array:
         if p.type in ("f16", "bf16"):
             return None  # rounding a float to a half is the general path's (_half.py)
@@ -152,6 +158,23 @@ def _param(p: ParamSpec, names: dict[str, int], mapped: Any) -> FastParam | None
         p.type, array=True, mutable=p.mutable, dims=dims, length=code(p.length),
         align=align, pitch=pitch, nonzero=mapped is not None,
     )  # fmt: skip
+
+
+def _lanes(p: ParamSpec) -> FastParam | None:
+    """An array of integers by value (attention's stride records, ``[u64; 3]``); other
+    records (structs, tuples, floats, nested arrays, slices of records:
+    pyoxide/_manifest/records.py) take the general path, which reads their bytes."""
+    layout, scalar = p.record, _abi.SCALARS[p.type]
+    if layout is None or p.kind != "value" or scalar.kind not in "iu":
+        return None
+    count = lane_count(p)
+    if not count or layout.rust_type.replace(" ", "") != f"[{p.type};{count}]":
+        return None
+    # The PTX aligns `[T; N]` as T (LLVM's ABI alignment, the compiler's `align_of`): a
+    # record laid out otherwise is not one this launcher knows how to place.
+    if layout.align != scalar.size:
+        return None
+    return FastParam(p.type, lanes=(count, layout.align))
 
 
 def _grid(spec: KernelSpec) -> GridRule | None:

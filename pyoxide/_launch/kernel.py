@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from .. import backends
 from .._manifest import knobs as _knobs
-from .._manifest.abi import DEFAULT_DYNAMIC_SHARED_BYTES
+from .._manifest.abi import MAX_DYNAMIC_SHARED_BYTES
 from .._manifest.reader import KernelSpec
 from ..errors import ArgumentError, ArgumentTypeError, NoCompatibleArchError
 from . import variants as _variants
@@ -81,9 +81,9 @@ class _Configured(ConfiguredBase):
         # None: what the kernel declares it needs (#[launch(..., shared = N)]), else 0.
         self._shared_mem = config[2] if len(config) > 2 else None
         self._stream = config[3] if len(config) > 3 else None
-        # The fast path takes a configuration checked here, once; anything unusual (an
-        # explicit stream, large shared memory, a bad value) stays on the general path,
-        # which raises the documented errors at call time.
+        # The fast path takes a configuration checked here, once (a launcher declines
+        # shared memory its function is not opted in to); anything unusual (an explicit
+        # stream, a bad value) stays on the general path, which raises at call time.
         checked: tuple[int, ...] | None = None
         smem = self._shared_mem
         if smem is None and isinstance(kernel, Kernel):
@@ -94,7 +94,7 @@ class _Configured(ConfiguredBase):
             and self._stream is None
             and self._grid is not None
             and type(smem) is int
-            and 0 <= smem <= DEFAULT_DYNAMIC_SHARED_BYTES  # more: the general path opts in
+            and 0 <= smem <= MAX_DYNAMIC_SHARED_BYTES  # more: the general path refuses it
         ):
             try:
                 grid3, block3 = launch_config(kernel.plan, [], self._grid, self._block)

@@ -68,7 +68,7 @@ def test_build_writes_artifacts_and_stubs(tool: Path, crate: Path) -> None:
     r = runner.invoke(cli, ["build", str(crate), "--arch", "sm_80", "--arch", "sm_90"])
     assert r.exit_code == ExitCode.OK, r.output
     out = crate / "target" / "oxide" / "release"
-    assert "built oxide_fixtures 0.1.0: 8 kernel(s)" in r.stdout
+    assert "built oxide_fixtures 0.1.0: 9 kernel(s)" in r.stdout
     assert "Compiling kcrate" in r.stderr  # cargo-oxide's progress is streamed
     stub = out / "oxide_fixtures.pyi"
     assert stub.is_file() and "def __call__(self, a: Float, x: Array" in stub.read_text()

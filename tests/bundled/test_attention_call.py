@@ -2,7 +2,8 @@
 launch constants equal the Rust ones, every bad argument is refused before a launch
 with an error that names the parameter and a fix (and pickles), and the emulator
 refuses kernels_sm90a's attention by naming the instruction. What the kernels compute
-is tests/kernels/test_attention.py and the spec, kernels_rs/specs/attention.py."""
+is tests/kernels/test_attention.py and the spec, kernels_rs/specs/attention.py. On a fake
+sm_90 GPU: a call from PyTorch tensors leaves the general launch path after its first."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import fake_cupy, fake_torch
 from helpers.bundled import emu_kernels_manifest, sm90a_kernels_manifest
+from helpers.fake_launch import general_bytes, native_installed, record_aligns
 
 import pyoxide
 from pyoxide.bundled import attention as _attention
@@ -133,3 +136,51 @@ def test_the_emulator_refuses_the_wgmma_attention() -> None:
         )  # fmt: skip
     text = str(e.value)
     assert "is not emulated" in text and "sm_90 GPU" in text, text
+
+
+def test_a_pytorch_call_takes_the_compiled_launcher_after_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kernels.attention(q, k, v, out) from PyTorch tensors on a fake sm_90 GPU: the first
+    call launches the sm_90a instance through the general path, which opts the function
+    in to its ~200 KiB of shared memory and builds its compiled launcher; the next calls
+    launch there (five stride records as tuples of ints, the shared memory within the
+    opt-in) with the general path's parameter bytes."""
+    from pyoxide.backends.cupy import CupyBackend
+
+    class NoDriverMaps(CupyBackend):
+        encode_tensor_map = staticmethod(lambda *args: bytes(128))  # no driver to encode
+
+    fake = fake_cupy.FakeCuda()
+    made: dict[Any, Any] = {}
+
+    def tensor(shape: Any, dtype: str, ptr: int | None = None, key: Any = None) -> Any:
+        if key in made:
+            return made[key]  # the call's small arrays: the same each call, as its bytes
+        t = fake_torch.Tensor(shape, dtype, ptr=ptr)
+        fake.pointers[t.ptr] = (2, 0)  # cudaMemoryTypeDevice, device 0
+        made[key if key is not None else object()] = t
+        return t
+
+    Tensor = fake_torch.Tensor
+    monkeypatch.setattr(Tensor, "as_strided", lambda t, shape, strides: tensor(
+        shape, t.dtype.name, t.ptr, ("flat", t.ptr)), raising=False)  # fmt: skip
+    with native_installed(fake, backend_class=NoDriverMaps) as (_, driver), \
+            fake_torch.installed() as torch:  # fmt: skip
+        torch.empty = lambda n, dtype, device: tensor(n, dtype.name, key=dtype.name)
+        torch.frombuffer = lambda raw, dtype: type("Host", (), {
+            "to": lambda self, device: tensor(len(raw), "uint8", key="maps")})()  # fmt: skip
+        module = pyoxide.load(emu_kernels_manifest())
+        sm90 = pyoxide.load(sm90a_kernels_manifest(), tuned=False)
+        _attention.add_attention(module, lambda: sm90)
+        q, k, v, out = (tensor((1, 300, 4, 128), "float16") for _ in range(4))
+        for _ in range(3):
+            module.attention(q, k, v, out, True)
+        kernel = module.attention.plan(q, k, v, out, causal=True).kernel
+    (slow,) = fake.launches
+    first, second = driver.launches
+    assert slow["name"] == kernel.name == "attention_sm90_f16_0_0_192"
+    assert first["smem"] == slow["shared_mem"] == _attention.SM90_SHARED_BYTES
+    assert [v for _, _, v in fake.attributes] == [_attention.SM90_SHARED_BYTES]
+    assert (first["grid"], first["block"]) == (slow["grid"], slow["block"])
+    assert first["buffer"] == second["buffer"] == general_bytes(slow["args"], record_aligns(kernel))

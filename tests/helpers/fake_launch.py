@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,21 +114,34 @@ def warm_up(kernel: Any, *args: Any) -> None:
     assert [type(launcher) for launcher in kernel.launchers] == [pyoxide_native.Launcher]
 
 
-def assert_same_launch(fast: dict[str, Any], slow: dict[str, Any]) -> None:
+def assert_same_launch(
+    fast: dict[str, Any], slow: dict[str, Any], record_aligns: Sequence[int] = ()
+) -> None:
     """The compiled launch `fast` (the fake driver's record) is the general launch `slow`
-    (the fake CuPy's): the same grid, block and parameter bytes."""
+    (the fake CuPy's): the same grid, block and parameter bytes (`record_aligns`: as
+    general_bytes takes them)."""
     assert (fast["grid"], fast["block"]) == (slow["grid"], slow["block"])
-    assert fast["buffer"] == general_bytes(slow["args"])
+    assert fast["buffer"] == general_bytes(slow["args"], record_aligns)
 
 
-def general_bytes(words: tuple[Any, ...]) -> bytes:
+def general_bytes(words: tuple[Any, ...], record_aligns: Sequence[int] = ()) -> bytes:
     """The PTX parameter buffer of the general path's ABI words (NumPy scalars), each at
-    its natural alignment."""
+    its natural alignment; a record by value (a structured scalar, whose bytes say
+    nothing of its type) at the next of `record_aligns`, the alignment of its
+    `.param .align A .b8 p[N]`, as the driver places the words CuPy passes."""
     buf = bytearray()
+    aligns = iter(record_aligns)
     for w in words:
         b = np.asarray(w).tobytes()
-        buf += bytes(-len(buf) % len(b)) + b
+        align = next(aligns) if np.asarray(w).dtype.kind == "V" else len(b)
+        buf += bytes(-len(buf) % align) + b
+    assert next(aligns, None) is None, "an alignment for each record"
     return bytes(buf)
+
+
+def record_aligns(kernel: Any) -> list[int]:
+    """The alignments of `kernel`'s records by value, in order (for general_bytes)."""
+    return [p.record.align for p in kernel.spec.passed_params if p.kind == "value"]
 
 
 def fake_native() -> Iterator[tuple[FakeCuda, FakeDriver]]:

@@ -29,6 +29,14 @@ def param(name: str, kind: str, type_: str, mutable: bool | None = None) -> dict
     return {"name": name, "kind": kind, "type": type_, "mutable": mutable}
 
 
+def lanes(name: str, type_: str, count: int) -> dict[str, Any]:
+    """A ``[T; N]`` of scalar ``T`` by value, as the descriptor lists it (its record laid
+    out as the compiler lays out an array: T's alignment)."""
+    size = _abi.SCALARS[type_].size
+    record = {"rust_type": f"[{type_}; {count}]", "size": size * count, "align": size}
+    return {**param(name, "value", type_), "record": record}
+
+
 def rust_params(signature: str) -> list[dict[str, Any]]:
     """The parameters of a Rust signature as the descriptor lists them: ``"a: f32, x:
     &[f32], out: DisjointSlice<f32>"`` (``&[T]``, ``&mut [T]``, ``DisjointSlice<T>``,
@@ -105,6 +113,16 @@ KERNELS: list[dict[str, Any]] = [
         rust_params("x: &[f32], counter: *mut u32"),
         is_unsafe=True,
         line=60,
+    ),
+    kernel(
+        "strided",
+        [
+            lanes("a", "u64", 3),
+            lanes("b", "i32", 2),
+            lanes("c", "u8", 3),
+            *rust_params("flag: bool, out: DisjointSlice<f32>"),
+        ],
+        line=70,
     ),
 ]
 

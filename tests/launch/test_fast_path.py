@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import fake_torch
-from helpers.fake_launch import FakeNdarray, assert_same_launch, fake_native, warm_up
+from helpers.fake_launch import FakeNdarray, fake_native, record_aligns, warm_up
+from helpers.fake_launch import assert_same_launch as same_launch
 from helpers.fake_torch import Tensor
 from helpers.fixtures import REPO_DIR, write_manifest
 
 import pyoxide
 import pyoxide._launch._native as pyoxide_native
-from pyoxide._launch.fastplan import FastParam, FastPlan, GridRule
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError, KernelTrapError, LaunchError
 
 native = pytest.fixture(fake_native, name="native")
@@ -55,6 +55,13 @@ MIX = (-3, 7, True, 0, 0.5, 0, 0)
 TX, TY, TOUT = Tensor(1000), Tensor(1000), Tensor(1000)
 NP_MIX = (np.int8(-3), np.uint16(7), np.bool_(True), np.int64(-(2**40)), np.float64(0.5),
           np.uint32(2**32 - 1), np.uint64(2**64 - 1))  # fmt: skip
+
+
+def st(a: Any = (1, 2, 3), b: Any = (-4, 5), c: Any = (6, 7, 8), flag: Any = True,
+       out: Any = OUT) -> tuple[Any, ...]:  # fmt: skip
+    """Arguments of strided(a: [u64; 3], b: [i32; 2], c: [u8; 3], flag: bool, out)."""
+    return a, b, c, flag, out
+
 
 # kernel, arguments (after a first plain launch of `kernel` with good ones), outcome.
 TABLE: list[tuple[str, str, Callable[[], tuple[Any, ...]], Any]] = [
@@ -141,11 +148,28 @@ TABLE: list[tuple[str, str, Callable[[], tuple[Any, ...]], Any]] = [
     ("beyond-u32", "mix", lambda: (*MIX[:5], 2**32, 0, OUT64), ArgumentValueError),
     ("beyond-usize", "mix", lambda: (*MIX[:6], 2**64, OUT64), ArgumentValueError),
     ("beyond-i64", "mix", lambda: (*MIX[:3], 2**63, *MIX[4:], OUT64), ArgumentValueError),
-]
+    ("lanes", "strided", lambda: st(), FAST),
+    ("lanes-extremes", "strided", lambda: st([2**64 - 1, 0, 2**40], [-(2**31), 2**31 - 1],
+                                             [0, 255, 128], False), FAST),
+    ("lanes-numpy-ints-torch", "strided", lambda: st((np.uint64(2**64 - 1), np.int64(3), 4),
+     (np.int32(-1), np.int8(0)), (np.uint8(255), 0, 1), out=TOUT), FAST),
+    ("lanes-array", "strided", lambda: st(np.array([1, 2, 3], np.uint64)), DECLINED),
+    ("lanes-bytes", "strided", lambda: st(bytes(24)), DECLINED),
+    ("lanes-nested", "strided", lambda: st([[1, 2, 3]]), DECLINED),
+    ("lanes-short", "strided", lambda: st((1, 2)), ArgumentValueError),
+    ("lanes-long", "strided", lambda: st(b=(1, 2, 3)), ArgumentValueError),
+    ("lanes-an-int", "strided", lambda: st(7), ArgumentTypeError),
+    ("lanes-bool", "strided", lambda: st((1, True, 3)), ArgumentTypeError),
+    ("lanes-float", "strided", lambda: st((1.0, 2, 3)), ArgumentTypeError),
+    ("lanes-negative-u64", "strided", lambda: st((-1, 0, 0)), ArgumentValueError),
+    ("lanes-beyond-i32", "strided", lambda: st(b=(2**31, 0)), ArgumentValueError),
+    ("lanes-beyond-u8", "strided", lambda: st(c=(0, 256, 0)), ArgumentValueError),
+]  # fmt: skip
 GOOD = {
     "saxpy": lambda: (1.0, X, Y, OUT),
     "vecadd": lambda: (X, Y, OUT),
     "mix": lambda: (*MIX, OUT64),
+    "strided": lambda: st(flag=False),
 }
 
 
@@ -170,7 +194,7 @@ def test_conformance(
             return
         (fast,) = driver.launches[compiled:]
         slow = fake.launches[-1]
-        assert_same_launch(fast, slow)
+        same_launch(fast, slow, record_aligns(k))
         assert fast["smem"] == slow["shared_mem"] == 0
         # The general path names PyTorch's stream, or leaves CuPy's current one (0 here).
         assert fast["stream"] == (0 if slow["stream"] is None else slow["stream"].ptr)
@@ -376,40 +400,6 @@ def test_a_general_launch_publishes_a_knob_change(native, mod, monkeypatch) -> N
     mod.vecadd.launch(a, b, c)  # any general launch reads the knobs
     mod.saxpy(1.0, a, b, c)  # its launcher is of the old generation: declined
     assert driver.launches == [] and fake.syncs == 2
-
-
-def runtime(entry_points: Any = None) -> Any:
-    launch, ctx = pyoxide_native._noop_entry_points()
-    return pyoxide_native.Runtime(
-        bind_array_type=lambda cls: ("cupy", cls, {}, lambda: type("S", (), {"ptr": 0})(),
-                                     None),
-        default_array_type=FakeNdarray, scalar_types={}, host_ndarray=None,
-        record=pyoxide_native.LaunchRecord(), on_error=lambda *a: RuntimeError(a),
-        entry_points=entry_points or (launch, ctx, 0, 0),
-    )  # fmt: skip
-
-
-def test_the_launcher_refuses_bad_descriptions() -> None:
-    rt = runtime()
-
-    def make(params: Any, grid: Any = None) -> Any:
-        return pyoxide_native.Launcher(FastPlan("k", tuple(params), grid), rt, 1, 0)
-
-    assert make([FastParam("i32")]).buffer_size == 4
-    with pytest.raises(ValueError, match="unknown scalar type"):
-        make([FastParam("i128")])
-    with pytest.raises(ValueError, match="elements rule"):
-        make([FastParam("i32")], GridRule("elements", 0, (256, 1, 1), per_block=256))
-    with pytest.raises(ValueError, match="tile rule"):
-        make([FastParam("f32", array=True)], GridRule("tiles", 0, (16, 16, 1), (16, 16, 1)))
-    with pytest.raises(ValueError, match="stride rule"):
-        make([FastParam("i32")], GridRule("stride", 0, (256, 1, 1), per_block=256))
-    rows = GridRule("rows", 0, (256, 1, 1), least_block=128, cols=1)
-    with pytest.raises(ValueError, match="rows rule"):  # a float is no row length
-        make([FastParam("f32", array=True), FastParam("f32")], rows)
-    assert make([FastParam("f32", array=True), FastParam("u32")], rows).buffer_size == 20
-    with pytest.raises(ValueError, match="non-null"):
-        runtime((0, 1, 0, 0))
 
 
 def test_the_stub_matches_the_module() -> None:

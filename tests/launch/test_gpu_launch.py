@@ -116,6 +116,19 @@ def test_every_scalar_type_reaches_the_kernel_intact(cp, mod):
     np.testing.assert_array_equal(out.get(), want)
 
 
+def test_records_of_integers_reach_the_kernel_intact_on_both_paths(cp, mod):
+    """strided's `[u64; 3]`, `[i32; 2]` and `[u8; 3]` by value: the general path (CuPy's
+    kernelParams, placed by the driver) and the compiled launcher (one packed buffer at
+    the records' alignment) give the kernel the same values."""
+    a, b, c = (3, 1 << 40, 5), (-(2**31), 7), (255, 0, 9)
+    want = 3 * np.arange(300) + (1 << 40) + 5 - 2**31 + 7 + 255 + 9 + 1
+    for _ in range(2):  # the general path, then the launcher it built
+        out = poisoned(cp, 300, np.float32)
+        mod.strided(a, list(b), c, True, out)
+        np.testing.assert_array_equal(out.get(), want.astype(np.float32))
+    assert len(mod.strided.launchers) == 1
+
+
 def test_launch_bounds_pick_the_block(cp, mod):
     out = poisoned(cp, 1000, np.uint32)
     mod.iota(out)

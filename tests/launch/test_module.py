@@ -29,10 +29,10 @@ def test_kernels_are_attributes(mod: pyoxide.Module) -> None:
     assert isinstance(mod.scale, pyoxide.GenericKernel)
     assert set(mod.scale.instances) == {"scale_f32", "scale_f64"}
     assert mod["scale_f32"] is mod.scale.instances["scale_f32"]
-    assert "saxpy" in mod and len(mod) == 9 and "saxpy" in dir(mod)
+    assert "saxpy" in mod and len(mod) == 10 and "saxpy" in dir(mod)
     assert "fn saxpy(a: f32" in (mod.saxpy.__doc__ or "")
     assert "src/lib.rs:12" in (mod.saxpy.__doc__ or "")
-    assert repr(mod).startswith("<pyoxide.Module oxide_fixtures 0.1.0: 9 kernels")
+    assert repr(mod).startswith("<pyoxide.Module oxide_fixtures 0.1.0: 10 kernels")
     assert "scale_f32, scale_f64" in repr(mod.scale)
 
 

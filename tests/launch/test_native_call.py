@@ -26,6 +26,7 @@ import pyoxide
 import pyoxide._launch._native as pyoxide_native
 from pyoxide._launch import kernel as _launch
 from pyoxide._launch.fastplan import FastParam, FastPlan
+from pyoxide._manifest.abi import DEFAULT_DYNAMIC_SHARED_BYTES, MAX_DYNAMIC_SHARED_BYTES
 from pyoxide.backends.cupy import _native as cupy_native
 from pyoxide.errors import ArgumentTypeError, ArgumentValueError
 
@@ -156,12 +157,13 @@ def test_configured_calls_the_fast_path_cannot_take_go_the_general_way(driver, f
 
     unchecked = [
         mod.vecadd[1, 128, 0, cupy.cuda.Stream(ptr=0x9000)],  # an explicit stream
-        mod.vecadd[1, 128, 64 * 1024],  # shared memory above the default limit
+        mod.vecadd[1, 128, MAX_DYNAMIC_SHARED_BYTES + 1],  # more than any block may have
         mod.scale[1, 128],  # generic: dispatched by the general path
     ]
     assert [u.checked for u in unchecked] == [None, None, None]
     unchecked[0](a, b, c)
-    unchecked[1](a, b, c)
+    with pytest.raises(ArgumentValueError, match="shared_mem"):
+        unchecked[1](a, b, c)
     unchecked[2](2.0, FakeNdarray(10), FakeNdarray(10))
     with pytest.raises(ArgumentTypeError, match="keyword argument c="):
         mod.vecadd[1, 128](a, b, c=c)
@@ -170,9 +172,69 @@ def test_configured_calls_the_fast_path_cannot_take_go_the_general_way(driver, f
     with pytest.raises(ArgumentValueError, match="overlapping"):
         mod.vecadd[1, 128](a, b, a)
     assert driver.launches == []
-    assert len(fake.launches) == 4
+    assert len(fake.launches) == 3
     assert fake.launches[1]["stream"].ptr == 0x9000
-    assert fake.launches[2]["shared_mem"] == 64 * 1024
+
+
+def test_shared_memory_above_48_kib_takes_the_launcher_up_to_the_opt_in(driver, fake, mod) -> None:
+    """A configured call may ask for more than the default 48 KiB of dynamic shared
+    memory (attention_sm90's ~200 KiB): the general launch before the launcher was built
+    opted the function in, and the launcher takes calls up to that much. Above it, the
+    general path opts in further and launches; the opt-in never shrinks."""
+    a, b, c = arrays(100)
+    kib = 1024
+    big = mod.vecadd[1, 128, 200 * kib]
+    assert big.checked == (1, 1, 1, 128, 1, 1, 200 * kib)
+    big(a, b, c)  # the general path: opts in, then builds the launcher
+    (launcher,) = mod.vecadd.launchers
+    assert launcher.shared_limit == 200 * kib
+    big(a, b, c)
+    mod.vecadd[1, 128, 64 * kib](a, b, c)
+    mod.vecadd(a, b, c)  # a plain call: vecadd needs none
+    assert [launch["smem"] for launch in driver.launches] == [200 * kib, 64 * kib, 0]
+    mod.vecadd[1, 128, 220 * kib](a, b, c)  # above the opt-in: the general path's
+    assert launcher.shared_limit == 220 * kib  # which opted in further
+    mod.vecadd[1, 128, 220 * kib](a, b, c)  # the launcher's from now on
+    mod.vecadd.launch(a, b, c, grid=1, block=128, shared_mem=100 * kib)  # no opt-in
+    assert launcher.shared_limit == 220 * kib
+    assert [launch["smem"] for launch in driver.launches][3:] == [220 * kib]
+    assert [launch["shared_mem"] for launch in fake.launches] == [200 * kib, 220 * kib, 100 * kib]
+    function = {f for f, _, _ in fake.attributes}
+    assert len(function) == 1 and [v for _, _, v in fake.attributes] == [200 * kib, 220 * kib]
+
+
+def test_a_launcher_built_before_its_functions_opt_in_takes_what_it_was_opted_in_to(
+    driver, fake, mod
+) -> None:
+    """A launcher built at the default 48 KiB (after a plain call; or a variant's, built
+    beside the kernel it is a variant of) shares its function's limit with the backend:
+    after the general path's first larger launch, it takes such calls too."""
+    a, b, c = arrays(100)
+    mod.vecadd(a, b, c)  # the general path, which builds the launcher
+    (launcher,) = mod.vecadd.launchers
+    assert launcher.shared_limit == DEFAULT_DYNAMIC_SHARED_BYTES
+    for _ in range(3):
+        mod.vecadd[1, 128, 100 * 1024](a, b, c)  # first declined: the general path opts in
+    assert [launch["smem"] for launch in driver.launches] == [100 * 1024] * 2
+    assert len(fake.launches) == 2 and launcher.shared_limit == 100 * 1024
+
+
+def test_a_launcher_declines_more_shared_memory_than_its_function_may_have() -> None:
+    launches: list[Any] = []
+    default = make_launcher(launches=launches)
+    most = DEFAULT_DYNAMIC_SHARED_BYTES
+    assert default.shared_limit == most
+    assert default((1,), (1, 1, 1, 32, 1, 1, most)) is True
+    assert default((1,), (1, 1, 1, 32, 1, 1, most + 1)) is False
+    limit = pyoxide_native.SharedLimit(200 * 1024)
+    opted = make_launcher(launches=launches, shared_limit=limit)
+    assert opted((1,), (1, 1, 1, 32, 1, 1, 200 * 1024)) is True
+    assert opted((1,), (1, 1, 1, 32, 1, 1, 200 * 1024 + 1)) is False
+    limit.raise_to(210 * 1024)
+    limit.raise_to(100 * 1024)  # an opt-in never shrinks
+    assert limit.bytes == opted.shared_limit == 210 * 1024
+    assert opted((1,), (1, 1, 1, 32, 1, 1, 210 * 1024)) is True
+    assert len(launches) == 3
 
 
 def test_a_configuration_is_checked_before_it_is_bound(mod) -> None:
@@ -329,6 +391,7 @@ def make_launcher(
     on_error: Any = None,
     record: Any = None,
     launches: list[Any] | None = None,
+    shared_limit: Any = None,
 ) -> Any:
     """A Launcher for `fn k(x: i32)` on ctypes stand-ins for the driver."""
     import ctypes
@@ -352,4 +415,5 @@ def make_launcher(
         on_error=on_error or (lambda *a: RuntimeError(a)),
         entry_points=(*(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in callbacks), 0, 0),
     )  # fmt: skip
-    return pyoxide_native.Launcher(FastPlan("k", (FastParam("i32"),), None), runtime, 1, 0)
+    plan = FastPlan("k", (FastParam("i32"),), None)
+    return pyoxide_native.Launcher(plan, runtime, 1, 0, shared_limit=shared_limit)

@@ -15,12 +15,15 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
+use oxide_abi::limits::DEFAULT_DYNAMIC_SHARED_BYTES;
+
 use crate::driver;
 use crate::facts::LastArrays;
 use crate::generation;
 use crate::params::{self, Context};
 use crate::plan::{GridKind, Plan};
 use crate::runtime::Runtime;
+use crate::shared::SharedLimit;
 
 const MAX_GRID_X: u64 = (1 << 31) - 1;
 const MAX_GRID_YZ: u64 = 65535;
@@ -50,6 +53,10 @@ pub struct Launcher {
     /// How many clusters of a persistent cluster kernel the device runs at once
     /// (cuOccupancyMaxActiveClusters; 0: unknown, the SM count alone sizes its grid).
     active_clusters: u32,
+    /// The most dynamic shared memory it launches with: what the function has been opted
+    /// in to so far (shared.rs), or None for the default 48 KiB. A launch asking for more
+    /// would fail in the driver; the general path opts in first, so such calls are its.
+    shared_limit: Option<Py<SharedLimit>>,
     kernel: Py<PyString>,
     runtime: Py<Runtime>,
     /// The knob generation it was built in; it declines every call of another.
@@ -61,9 +68,14 @@ pub struct Launcher {
 #[pymethods]
 impl Launcher {
     /// `plan`: the kernel's `FastPlan` (pyoxide/_launch/fastplan.py); `function`: its
-    /// `CUfunction` on `device`, whose context must be current.
+    /// `CUfunction` on `device`, whose context must be current; `shared_limit`: the
+    /// dynamic shared memory `function` has been opted in to (None: the default 48 KiB).
     #[new]
-    #[pyo3(signature = (plan, runtime, function, device, multiprocessors=0, active_clusters=0))]
+    #[pyo3(signature = (
+        plan, runtime, function, device, multiprocessors=0, active_clusters=0,
+        shared_limit=None,
+    ))]
+    #[allow(clippy::too_many_arguments)] // a Python constructor's parameters
     fn new(
         py: Python<'_>,
         plan: &Bound<'_, PyAny>,
@@ -72,6 +84,7 @@ impl Launcher {
         device: i64,
         multiprocessors: u32,
         active_clusters: u32,
+        shared_limit: Option<Py<SharedLimit>>,
     ) -> PyResult<Launcher> {
         let plan = Plan::read(plan)?;
         let plan_params = plan.layout.passed;
@@ -91,6 +104,7 @@ impl Launcher {
             plan,
             multiprocessors,
             active_clusters,
+            shared_limit,
             runtime: runtime.unbind(),
             generation: generation::current(),
             last: LastArrays::new(plan_params),
@@ -128,6 +142,14 @@ impl Launcher {
     #[getter]
     fn device(&self) -> i64 {
         self.device
+    }
+
+    /// The most dynamic shared memory it launches with now (bytes).
+    #[getter]
+    fn shared_limit(&self) -> u32 {
+        self.shared_limit
+            .as_ref()
+            .map_or(DEFAULT_DYNAMIC_SHARED_BYTES, |limit| limit.get().get())
     }
 
     /// Whether CuPy's current stream comes from its C function (else a Python call).
@@ -208,6 +230,9 @@ impl Launcher {
         let Some([gx, gy, gz, bx, by, bz, smem]) = self.config(buf, cfg) else {
             return Ok(Outcome::Declined);
         };
+        if smem > DEFAULT_DYNAMIC_SHARED_BYTES && smem > self.shared_limit() {
+            return Ok(Outcome::Declined); // the general path opts the function in first
+        }
         if gx == 0 {
             return Ok(Outcome::Launched); // an empty output: nothing to do
         }

@@ -14,7 +14,8 @@
 //! [`kernel::KernelBase`] and [`kernel::ConfiguredBase`] are the compiled `__call__` of
 //! pyoxide's `Kernel` classes, which try their launchers and otherwise call the general
 //! path's hook. Modules depend on each other one way: kernel → launcher → params → facts,
-//! runtime → libraries → facts, stream; runtime → driver, record, generation.
+//! launcher → shared, runtime → libraries → facts, stream; runtime → driver, record,
+//! generation.
 
 mod derived;
 mod driver;
@@ -28,6 +29,7 @@ mod plan;
 mod record;
 mod runtime;
 mod scalars;
+mod shared;
 mod stream;
 
 use std::ffi::c_void;
@@ -71,6 +73,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runtime::Runtime>()?;
     m.add_class::<record::LaunchRecord>()?;
     m.add_class::<derived::DerivedValues>()?;
+    m.add_class::<shared::SharedLimit>()?;
     m.add_class::<kernel::KernelBase>()?;
     m.add_class::<kernel::ConfiguredBase>()?;
     m.add_function(wrap_pyfunction!(generation::set_knob_generation, m)?)?;

@@ -9,7 +9,7 @@ use oxide_abi::ScalarType;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::facts::{LastArrays, MAX_RANK};
 use crate::libraries::{Libraries, Library};
@@ -38,6 +38,29 @@ pub struct Memory {
     rule: Rule,
 }
 
+/// An integer type: its bytes and range (`lo < 0`: signed, read as an i64; else
+/// unsigned, read as a u64).
+#[derive(Clone, Copy)]
+pub struct Int {
+    bytes: usize,
+    lo: i64,
+    hi: u64,
+}
+
+impl Int {
+    /// The bits of integer argument `a` (a Python or NumPy int, as `integer` reads it) at
+    /// this width, when it is in range; else None (the general path says why).
+    fn bits(self, a: &Bound<'_, PyAny>) -> Option<u64> {
+        if self.lo < 0 {
+            let v = a.extract::<i64>().ok()?;
+            // A signed type's `hi` fits i64.
+            (self.lo..=self.hi as i64).contains(&v).then_some(v as u64)
+        } else {
+            u64_of(a).filter(|&v| v <= self.hi)
+        }
+    }
+}
+
 pub enum Kind {
     /// A slice: packed as (u64 pointer, u64 length). `length` is its contract
     /// (`#[shapes(x[n])]`), coded as a shaped array's dims are.
@@ -56,14 +79,14 @@ pub enum Kind {
     F32,
     F64,
     Bool,
-    Signed {
-        bytes: usize,
-        lo: i64,
-        hi: i64,
-    },
-    Unsigned {
-        bytes: usize,
-        hi: u64,
+    Int(Int),
+    /// A record of `count` integers by value (`[u64; 3]`): one PTX parameter of that
+    /// many bytes at the record's alignment (`.param .align A .b8 p[N]`), from a tuple or
+    /// list of exactly `count` ints (pyoxide/_launch/records.py's lanes).
+    Lanes {
+        lane: Int,
+        count: usize,
+        align: usize,
     },
 }
 
@@ -106,8 +129,9 @@ impl Layout {
         let py = description.py();
         let mut params = Vec::new();
         let mut offset = 0usize;
-        let mut place = |size: usize| {
-            offset = offset.next_multiple_of(size);
+        // `size` bytes at the next multiple of `align`.
+        let mut place = |align: usize, size: usize| {
+            offset = offset.next_multiple_of(align);
             let at = offset;
             offset += size;
             at
@@ -132,22 +156,13 @@ impl Layout {
                 read_kind(&item)?
             };
             let offset = match kind {
-                Kind::Array { .. } | Kind::Derived => {
-                    let at = place(8);
-                    place(8);
-                    at
-                }
-                Kind::Shaped { ref dims, .. } => {
-                    let at = place(8);
-                    for _ in 0..2 * dims.len() {
-                        place(8);
-                    }
-                    at
-                }
-                Kind::F32 => place(4),
-                Kind::F64 => place(8),
-                Kind::Bool => place(1),
-                Kind::Signed { bytes, .. } | Kind::Unsigned { bytes, .. } => place(bytes),
+                Kind::Array { .. } | Kind::Derived => place(8, 16),
+                Kind::Shaped { ref dims, .. } => place(8, 8 * (1 + 2 * dims.len())),
+                Kind::F32 => place(4, 4),
+                Kind::F64 => place(8, 8),
+                Kind::Bool => place(1, 1),
+                Kind::Int(Int { bytes, .. }) => place(bytes, bytes),
+                Kind::Lanes { lane, count, align } => place(align, lane.bytes * count),
             };
             params.push(Param { kind, offset });
         }
@@ -186,10 +201,7 @@ impl Layout {
 
     /// Whether parameter `i` is an integer scalar.
     pub fn is_integer(&self, i: usize) -> bool {
-        matches!(
-            self.params.get(i).map(|p| &p.kind),
-            Some(Kind::Signed { .. } | Kind::Unsigned { .. })
-        )
+        matches!(self.params.get(i).map(|p| &p.kind), Some(Kind::Int(_)))
     }
 
     pub fn is_shaped(&self, i: usize) -> bool {
@@ -271,22 +283,11 @@ impl Layout {
                     }
                     None => false,
                 },
-                Kind::Signed { bytes, lo, hi } => {
-                    match integer(cx, &a).and_then(|i| i.extract::<i64>().ok()) {
-                        Some(v) if (*lo..=*hi).contains(&v) => {
-                            put_int(buf, p.offset, *bytes, v as u64);
-                            true
-                        }
-                        _ => false,
-                    }
-                }
-                Kind::Unsigned { bytes, hi } => match integer(cx, &a).and_then(|i| u64_of(&i)) {
-                    Some(v) if v <= *hi => {
-                        put_int(buf, p.offset, *bytes, v);
-                        true
-                    }
-                    _ => false,
-                },
+                Kind::Int(int) => integer(cx, &a)
+                    .and_then(|i| int.bits(&i))
+                    .map(|v| put_int(buf, p.offset, int.bytes, v))
+                    .is_some(),
+                Kind::Lanes { lane, count, .. } => lanes(cx, &a, *lane, *count, buf, p.offset),
             };
             if !ok {
                 return None;
@@ -332,11 +333,10 @@ impl Layout {
     /// The value packed for integer parameter `i` (None for other kinds).
     pub fn integer_of(&self, buf: &[u8], i: usize) -> Option<i128> {
         let p = self.params.get(i)?;
-        let (bytes, signed) = match p.kind {
-            Kind::Signed { bytes, .. } => (bytes, true),
-            Kind::Unsigned { bytes, .. } => (bytes, false),
-            _ => return None,
+        let Kind::Int(Int { bytes, lo, .. }) = p.kind else {
+            return None;
         };
+        let signed = lo < 0;
         let raw = buf.get(p.offset..p.offset + bytes)?;
         Some(match (bytes, signed) {
             (1, true) => i8::from_ne_bytes(raw.try_into().ok()?).into(),
@@ -365,6 +365,17 @@ fn read_kind(item: &Bound<'_, PyAny>) -> PyResult<Kind> {
     let Some(t) = ScalarType::from_rust_name(&ty) else {
         return Err(PyValueError::new_err(format!("unknown scalar type {ty:?}")));
     };
+    let lanes: Option<(usize, usize)> = get("lanes")?.extract()?;
+    if let Some((count, align)) = lanes {
+        return match scalar_kind(t).ok() {
+            Some(Kind::Int(lane)) if count > 0 && align.is_power_of_two() => {
+                Ok(Kind::Lanes { lane, count, align })
+            }
+            _ => Err(PyValueError::new_err(
+                "lanes are a record of one or more integers at a power-of-two alignment",
+            )),
+        };
+    }
     if !get("array")?.extract::<bool>()? {
         return scalar_kind(t);
     }
@@ -414,15 +425,11 @@ fn scalar_kind(t: ScalarType) -> PyResult<Kind> {
         (ScalarType::F32, _) => Kind::F32,
         (ScalarType::F64, _) => Kind::F64,
         (ScalarType::Bool, _) => Kind::Bool,
-        (_, Some((lo, hi))) if lo < 0 => Kind::Signed {
+        (_, Some((lo, hi))) => Kind::Int(Int {
             bytes,
             lo: lo as i64,
-            hi: hi as i64,
-        },
-        (_, Some((_, hi))) => Kind::Unsigned {
-            bytes,
             hi: hi as u64,
-        },
+        }),
         (_, None) => unreachable!("every non-float, non-bool scalar type has a range"),
     })
 }
@@ -512,6 +519,44 @@ fn integer<'py>(cx: &Context<'_>, a: &Bound<'py, PyAny>) -> Option<Bound<'py, Py
         return Some(a.clone());
     }
     match cx.scalars.numpy(a)? {
+        (Class::Int, v) => scalars::as_int(&v),
+        _ => None,
+    }
+}
+
+/// Pack a record of `count` integers of `lane` at `at` from an exact tuple or list of
+/// that many ints (Python's, or NumPy integer scalars); false to decline anything else
+/// (an array, bytes, a nested list: the general path takes or refuses it).
+fn lanes(
+    cx: &Context<'_>,
+    a: &Bound<'_, PyAny>,
+    lane: Int,
+    count: usize,
+    buf: &mut [u8],
+    at: usize,
+) -> bool {
+    let mut put_lane = |k: usize, x: &Bound<'_, PyAny>| {
+        lane_integer(cx, x)
+            .and_then(|i| lane.bits(&i))
+            .map(|v| put_int(buf, at + k * lane.bytes, lane.bytes, v))
+            .is_some()
+    };
+    if let Ok(t) = a.cast_exact::<PyTuple>() {
+        t.len() == count && t.iter_borrowed().enumerate().all(|(k, x)| put_lane(k, &x))
+    } else if let Ok(l) = a.cast_exact::<PyList>() {
+        l.len() == count && l.iter().enumerate().all(|(k, x)| put_lane(k, &x))
+    } else {
+        false
+    }
+}
+
+/// One lane of a record as a Python int: an exact `int`, or a NumPy integer scalar. A 0-d
+/// array is declined: the general path reads a list's items as they are (records.py).
+fn lane_integer<'py>(cx: &Context<'_>, a: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if a.is_exact_instance_of::<PyInt>() {
+        return Some(a.clone());
+    }
+    match cx.scalars.numpy_scalar(a)? {
         (Class::Int, v) => scalars::as_int(&v),
         _ => None,
     }

@@ -5,8 +5,9 @@
 //! - `params`: one `FastParam` per argument a caller passes (`type`, the Rust scalar or
 //!   element type; `array`; `mutable`; `dims`, a shaped array's dimension codes;
 //!   `length`, a slice's length code; `align`, `pitch` and `nonzero`, the extra rules of
-//!   an array a tensor map describes), then the derived parameters, which no caller
-//!   passes (see derived.rs);
+//!   an array a tensor map describes; `lanes`, a record of integers by value, `[u64; 3]`:
+//!   (how many, its alignment)), then the derived parameters, which no caller passes (see
+//!   derived.rs);
 //! - `grid`: how a plain call is sized (`GridRule`: `kind` "elements", "stride",
 //!   "tiles", "persistent" or "rows", `param`, `block`, `tile`, `per_block`,
 //!   `blocks_per_sm`, `least_block`, `columns_per_warp`, `cols`, `cluster`), or None when only

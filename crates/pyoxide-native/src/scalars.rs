@@ -35,12 +35,12 @@ impl Scalars {
     /// `a` as a NumPy scalar of a known class (a 0-d NumPy array as its element), or
     /// None when it is neither.
     pub fn numpy<'py>(&self, a: &Bound<'py, PyAny>) -> Option<(Class, Bound<'py, PyAny>)> {
+        if let Some(found) = self.numpy_scalar(a) {
+            return Some(found);
+        }
         let py = a.py();
         let types = self.types.bind(py);
         let ty = a.get_type();
-        if let Some(class) = types.get_item(&ty).ok().flatten() {
-            return Some((class_of(&class)?, a.clone()));
-        }
         let ndarray = self.ndarray.as_ref()?.bind(py);
         if !ty.is(ndarray) {
             return None;
@@ -52,6 +52,13 @@ impl Scalars {
         let item = a.get_item(PyTuple::empty(py)).ok()?; // a 0-d array's element
         let class = types.get_item(item.get_type()).ok().flatten()?;
         Some((class_of(&class)?, item))
+    }
+
+    /// `a` as a NumPy scalar of a known class, or None (a 0-d array too).
+    pub fn numpy_scalar<'py>(&self, a: &Bound<'py, PyAny>) -> Option<(Class, Bound<'py, PyAny>)> {
+        let types = self.types.bind(a.py());
+        let class = types.get_item(a.get_type()).ok().flatten()?;
+        Some((class_of(&class)?, a.clone()))
     }
 }
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._launch.arrays import GPU
 from ..._manifest import knobs as _knobs
-from ..._manifest.abi import DEFAULT_DYNAMIC_SHARED_BYTES, parse_arch
+from ..._manifest.abi import parse_arch
 from ...errors import (
     ArgumentTypeError,
     BackendUnavailableError,
@@ -24,6 +24,7 @@ from ...errors import (
     NoCompatibleArchError,
 )
 from ._occupancy import max_active_clusters
+from ._shared_memory import SharedOptIn
 from ._tensormap import encode_2d, encode_tiled
 
 if TYPE_CHECKING:
@@ -132,6 +133,9 @@ class CupyBackend:
         self._multiprocessors: dict[int, int] = {}
         self._active_clusters: dict[tuple[int, int, Dim3, Dim3, int], int] = {}
         self._identities: dict[int, tuple[str, str]] = {}
+        #: Opts a function in to dynamic shared memory above 48 KiB (only ever more), and
+        #: keeps how much in a SharedLimit its compiled launchers share.
+        self._opt_in_shared = SharedOptIn(cupy)
 
     # --- devices -----------------------------------------------------------------
 
@@ -153,18 +157,10 @@ class CupyBackend:
         if count is None:
             cp = self._cp
             with cp.cuda.Device(device):
-                self._opt_in_shared(function, shared_mem)  # as the launch will
+                self._opt_in_shared(function, device, shared_mem)  # as the launch will
                 count = self._occupancy(int(function.ptr), cluster, block, shared_mem)
             self._active_clusters[key] = count
         return count
-
-    def _opt_in_shared(self, function: Any, shared_mem: int) -> None:
-        """Let ``function`` have ``shared_mem`` bytes of dynamic shared memory on the
-        current device: above the default 48 KiB a kernel must opt in."""
-        if shared_mem > DEFAULT_DYNAMIC_SHARED_BYTES:
-            d = self._cp.cuda.driver
-            attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            d.funcSetAttribute(function.ptr, attr, shared_mem)
 
     def device_identity(self, device: int) -> tuple[str, str]:
         known = self._identities.get(device)
@@ -340,7 +336,7 @@ class CupyBackend:
                         event = cp.cuda.Event(disable_timing=True)
                         event.record(_Handle(cp.cuda.runtime, p))
                         current.wait_event(event)
-            self._opt_in_shared(function, shared_mem)
+            self._opt_in_shared(function, device, shared_mem)
             # Function launches on `stream`, or on the current stream when it is None.
             function(grid, block, args, shared_mem=shared_mem, stream=s)
             if _knobs.sync_launches():
@@ -369,8 +365,10 @@ class CupyBackend:
             cluster = (rule.cluster, 1, 1)
             clusters = self.active_clusters(function, device, cluster, rule.block, plan.shared_mem)
         with self._cp.cuda.Device(device):  # it keeps the context current now: device's
-            self._opt_in_shared(function, plan.shared_mem)  # a plain call's
-            return _native.launcher(self._runtime, plan, function, device, sms, clusters)
+            # A plain call's; the limit grows with what the general path opts in to later
+            # (a configured call's shared memory, up to which the launcher takes them).
+            limit = self._opt_in_shared(function, device, plan.shared_mem)
+            return _native.launcher(self._runtime, plan, function, device, sms, clusters, limit)
 
     def tensor_maps(
         self, kernel: str, device: int, stream: Any, maps: Sequence[Any]

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..._launch._native import Launcher, LaunchRecord, Runtime
+from ..._launch._native import Launcher, LaunchRecord, Runtime, SharedLimit
 from ..._launch.arrays import dtype_spelling, numpy_dtype
 from ..._launch.fastplan import FastPlan, fast_scalar_types
 from ..._manifest import abi as _abi
@@ -66,13 +66,16 @@ def launcher(
     device: int,
     multiprocessors: int,
     active_clusters: int = 0,
+    shared_limit: SharedLimit | None = None,
 ) -> Launcher | None:
     """A launcher for the kernel of ``plan`` on ``device``, or None when it cannot be
     built (no current context, a plan this build of the module does not take).
     ``active_clusters``: how many of a persistent cluster kernel's clusters run at once
-    (0: unknown, then the SM count alone sizes its grid)."""
+    (0: unknown, then the SM count alone sizes its grid); ``shared_limit``: the dynamic
+    shared memory ``function`` has been opted in to, as it grows (None: 48 KiB)."""
     try:
-        return Launcher(plan, runtime, int(function.ptr), device, multiprocessors, active_clusters)
+        return Launcher(plan, runtime, int(function.ptr), device, multiprocessors,
+                        active_clusters, shared_limit)  # fmt: skip
     except (AttributeError, RuntimeError, TypeError, ValueError):
         return None
 
