@@ -250,6 +250,10 @@ def to_host(x: Any) -> Any:
     return np.asarray(x)
 
 
+#: ArrayLib.empty's PyTorch tensors, by (device, dtype name): zero-size, never written.
+_EMPTY_TENSORS: dict[tuple[Any, str], Any] = {}
+
+
 class ArrayLib:
     """The array library of a call: flat views and small arrays made so that the launch
     sees one library (PyTorch's stream for tensors; CuPy's for other GPU arrays)."""
@@ -273,10 +277,18 @@ class ArrayLib:
         return FlatGpu(x, v, n)  # CuPy and other __cuda_array_interface__ arrays
 
     def empty(self, like: ArrayView, dtype: str) -> Any:
+        """A zero-size array of `dtype` beside `like` (an absent lse or offsets array: the
+        kernel reads none of it). PyTorch's are kept per device and dtype, so a plain
+        call does not allocate up to three tensors each time."""
         if self.name == "torch":
-            import torch
+            key = (like.obj.device, dtype)
+            made = _EMPTY_TENSORS.get(key)
+            if made is None:
+                import torch
 
-            return torch.empty(0, dtype=getattr(torch, dtype), device=like.obj.device)
+                made = torch.empty(0, dtype=getattr(torch, dtype), device=like.obj.device)
+                _EMPTY_TENSORS[key] = made
+            return made
         if self.name == "numpy":
             import numpy as np
 

@@ -167,7 +167,9 @@ def test_a_pytorch_call_takes_the_compiled_launcher_after_the_first(
         shape, t.dtype.name, t.ptr, ("flat", t.ptr)), raising=False)  # fmt: skip
     with native_installed(fake, backend_class=NoDriverMaps) as (_, driver), \
             fake_torch.installed() as torch:  # fmt: skip
-        torch.empty = lambda n, dtype, device: tensor(n, dtype.name, key=dtype.name)
+        emptied: list[str] = []
+        torch.empty = lambda n, dtype, device: emptied.append(dtype.name) or tensor(
+            n, dtype.name, key=dtype.name)  # fmt: skip
         torch.frombuffer = lambda raw, dtype: type("Host", (), {
             "to": lambda self, device: tensor(len(raw), "uint8", key="maps")})()  # fmt: skip
         module = pyoxide.load(emu_kernels_manifest())
@@ -179,6 +181,8 @@ def test_a_pytorch_call_takes_the_compiled_launcher_after_the_first(
         kernel = module.attention.plan(q, k, v, out, causal=True).kernel
     (slow,) = fake.launches
     first, second = driver.launches
+    # the absent lse and offsets: one zero-size tensor a dtype, kept for the next calls
+    assert sorted(emptied) == ["float32", "int32"], emptied
     assert slow["name"] == kernel.name == "attention_sm90_f16_0_0_192"
     assert first["smem"] == slow["shared_mem"] == _attention.SM90_SHARED_BYTES
     assert [v for _, _, v in fake.attributes] == [_attention.SM90_SHARED_BYTES]
