@@ -21,21 +21,22 @@ class SharedOptIn:
 
         self._cp = cp
         self._new_limit = SharedLimit
-        self._limits: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self._limits: dict[tuple[int, int], Any] = {}
+        #: The functions opted in above 48 KiB, kept alive (the class docs).
+        self._functions: dict[tuple[int, int], Any] = {}
 
     def __call__(self, function: Any, device: int, shared_mem: int) -> Any:
         """Let ``function`` (on ``device``) have ``shared_mem`` bytes of dynamic shared
         memory; returns its ``SharedLimit``. Raises CuPy's driver error beyond what the
         device allows (the limit stays as it was)."""
         key = (device, int(function.ptr))
-        kept = self._limits.get(key)
-        if kept is None:
-            kept = self._limits[key] = (None, self._new_limit())
-        limit = kept[1]
+        limit = self._limits.get(key)
+        if limit is None:
+            limit = self._limits[key] = self._new_limit()
         if shared_mem > limit.bytes:
             d = self._cp.cuda.driver
             attr = d.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             d.funcSetAttribute(function.ptr, attr, shared_mem)
             limit.raise_to(shared_mem)
-            self._limits[key] = (function, limit)
+            self._functions[key] = function
         return limit
