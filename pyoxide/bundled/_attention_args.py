@@ -256,7 +256,8 @@ _EMPTY_TENSORS: dict[tuple[Any, str], Any] = {}
 
 class ArrayLib:
     """The array library of a call: flat views and small arrays made so that the launch
-    sees one library (PyTorch's stream for tensors; CuPy's for other GPU arrays)."""
+    sees one library (PyTorch's stream for tensors; CuPy's for other GPU arrays), and, for
+    PyTorch tensors and CuPy arrays, arrays of the types the compiled launchers read."""
 
     def __init__(self, like: Any) -> None:
         module = type(like).__module__
@@ -274,12 +275,17 @@ class ArrayLib:
             import numpy as np
 
             return np.lib.stride_tricks.as_strided(x, (n,), (x.itemsize,))
-        return FlatGpu(x, v, n)  # CuPy and other __cuda_array_interface__ arrays
+        from .. import backends
+
+        # A CuPy array's is a CuPy view: the compiled launchers read no other GPU array
+        # but PyTorch's (a FlatGpu sends the call down the general path).
+        made = backends.gpu().call_arrays.flat(x, n)
+        return FlatGpu(x, v, n) if made is None else made
 
     def empty(self, like: ArrayView, dtype: str) -> Any:
         """A zero-size array of `dtype` beside `like` (an absent lse or offsets array: the
-        kernel reads none of it). PyTorch's are kept per device and dtype, so a plain
-        call does not allocate up to three tensors each time."""
+        kernel reads none of it). GPU ones are kept per device and dtype (CuPy's by the
+        backend), so a plain call does not allocate up to three arrays each time."""
         if self.name == "torch":
             key = (like.obj.device, dtype)
             made = _EMPTY_TENSORS.get(key)
@@ -295,7 +301,7 @@ class ArrayLib:
             return np.empty(0, dtype)
         from .. import backends
 
-        return backends.gpu().xp.empty(0, dtype)
+        return backends.gpu().call_arrays.empty(dtype)
 
     def device_bytes(self, raw: bytes, like: ArrayView) -> Any:
         if self.name == "torch":
@@ -311,7 +317,8 @@ class ArrayLib:
 
 class FlatGpu:
     """A 1-D GPU array over `n` elements from `v`'s first one (through
-    ``__cuda_array_interface__``), keeping `base` alive."""
+    ``__cuda_array_interface__``), keeping `base` alive: for GPU arrays other than
+    PyTorch's and CuPy's (Numba's, say), whose calls take the general launch path."""
 
     def __init__(self, base: Any, v: ArrayView, n: int) -> None:
         assert v.kind == GPU

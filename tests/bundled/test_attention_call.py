@@ -3,7 +3,8 @@ launch constants equal the Rust ones, every bad argument is refused before a lau
 with an error that names the parameter and a fix (and pickles), and the emulator
 refuses kernels_sm90a's attention by naming the instruction. What the kernels compute
 is tests/kernels/test_attention.py and the spec, kernels_rs/specs/attention.py. On a fake
-sm_90 GPU: a call from PyTorch tensors leaves the general launch path after its first."""
+sm_90 GPU: a call from PyTorch tensors or CuPy arrays leaves the general launch path after
+its first."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from helpers import fake_cupy, fake_torch
 from helpers.bundled import emu_kernels_manifest, sm90a_kernels_manifest
-from helpers.fake_launch import general_bytes, native_installed, record_aligns
+from helpers.fake_launch import FakeNdarray, general_bytes, native_installed, record_aligns
 
 import pyoxide
 from pyoxide.bundled import attention as _attention
@@ -138,14 +139,17 @@ def test_the_emulator_refuses_the_wgmma_attention() -> None:
     assert "is not emulated" in text and "sm_90 GPU" in text, text
 
 
-def test_a_pytorch_call_takes_the_compiled_launcher_after_the_first(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_a_plain_call_takes_the_compiled_launcher_after_the_first(
+    monkeypatch: pytest.MonkeyPatch, library: str
 ) -> None:
-    """kernels.attention(q, k, v, out) from PyTorch tensors on a fake sm_90 GPU: the first
-    call launches the sm_90a instance through the general path, which opts the function
-    in to its ~200 KiB of shared memory and builds its compiled launcher; the next calls
-    launch there (five stride records as tuples of ints, the shared memory within the
-    opt-in) with the general path's parameter bytes."""
+    """kernels.attention(q, k, v, out) from PyTorch tensors or CuPy arrays on a fake sm_90
+    GPU: the first call launches the sm_90a instance through the general path, which opts
+    the function in to its ~200 KiB of shared memory and builds its compiled launcher; the
+    next calls launch there (flat views of the library's own array type, five stride
+    records as tuples of ints, the shared memory within the opt-in) with the general
+    path's parameter bytes. The absent lse and offsets are one zero-size array a dtype,
+    made by the first call and kept."""
     from pyoxide.backends.cupy import CupyBackend
 
     class NoDriverMaps(CupyBackend):
@@ -153,35 +157,44 @@ def test_a_pytorch_call_takes_the_compiled_launcher_after_the_first(
 
     fake = fake_cupy.FakeCuda()
     made: dict[Any, Any] = {}
+    emptied: list[str] = []
+
+    def on_gpu(x: Any) -> Any:
+        fake.pointers[x.ptr] = (2, 0)  # cudaMemoryTypeDevice, device 0
+        return x
 
     def tensor(shape: Any, dtype: str, ptr: int | None = None, key: Any = None) -> Any:
         if key in made:
             return made[key]  # the call's small arrays: the same each call, as its bytes
-        t = fake_torch.Tensor(shape, dtype, ptr=ptr)
-        fake.pointers[t.ptr] = (2, 0)  # cudaMemoryTypeDevice, device 0
+        t = on_gpu(fake_torch.Tensor(shape, dtype, ptr=ptr))
         made[key if key is not None else object()] = t
         return t
 
     Tensor = fake_torch.Tensor
     monkeypatch.setattr(Tensor, "as_strided", lambda t, shape, strides: tensor(
         shape, t.dtype.name, t.ptr, ("flat", t.ptr)), raising=False)  # fmt: skip
-    with native_installed(fake, backend_class=NoDriverMaps) as (_, driver), \
+    with native_installed(fake, backend_class=NoDriverMaps) as (cp, driver), \
             fake_torch.installed() as torch:  # fmt: skip
-        emptied: list[str] = []
         torch.empty = lambda n, dtype, device: emptied.append(dtype.name) or tensor(
             n, dtype.name, key=dtype.name)  # fmt: skip
         torch.frombuffer = lambda raw, dtype: type("Host", (), {
             "to": lambda self, device: tensor(len(raw), "uint8", key="maps")})()  # fmt: skip
+        empty = cp.empty
+        cp.empty = lambda n, dtype: emptied.append(np.dtype(dtype).name) or empty(n, dtype)
+        cp.asarray = lambda host: made.setdefault("maps", on_gpu(FakeNdarray(host.shape, "u1")))
         module = pyoxide.load(emu_kernels_manifest())
         sm90 = pyoxide.load(sm90a_kernels_manifest(), tuned=False)
         _attention.add_attention(module, lambda: sm90)
-        q, k, v, out = (tensor((1, 300, 4, 128), "float16") for _ in range(4))
+        shape = (1, 300, 4, 128)
+        q, k, v, out = (
+            tensor(shape, "float16") if library == "torch" else on_gpu(FakeNdarray(shape, "f2"))
+            for _ in range(4)
+        )  # fmt: skip
         for _ in range(3):
             module.attention(q, k, v, out, True)
         kernel = module.attention.plan(q, k, v, out, causal=True).kernel
     (slow,) = fake.launches
     first, second = driver.launches
-    # the absent lse and offsets: one zero-size tensor a dtype, kept for the next calls
     assert sorted(emptied) == ["float32", "int32"], emptied
     assert slow["name"] == kernel.name == "attention_sm90_f16_0_0_192"
     assert first["smem"] == slow["shared_mem"] == _attention.SM90_SHARED_BYTES

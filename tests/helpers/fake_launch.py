@@ -27,12 +27,19 @@ def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 class FakeNdarray(FakeCudaArray):
     """A `cupy.ndarray` look-alike: the attributes the fast paths read (`dtype`, `shape`,
     `strides` in bytes, `data.ptr`, `data.device_id`), plus the CUDA array interface the
-    general path reads."""
+    general path reads. Made as CuPy makes a view, ``ndarray(shape=, dtype=, memptr=x.data,
+    strides=)``, it starts at `memptr`'s address on its device."""
 
-    def __init__(self, n: Any, dtype: str = "float32", device: int = 0, **kw: Any) -> None:
+    def __init__(
+        self, shape: Any, dtype: Any = "float32", device: int = 0, *, memptr: Any = None,
+        **kw: Any,
+    ) -> None:  # fmt: skip
         dt = np.dtype(dtype)
-        super().__init__(n, dt.str, device=device, **kw)
+        if memptr is not None:
+            kw["ptr"], device = memptr.ptr, memptr.device_id
+        super().__init__(shape, dt.str, device=device, **kw)
         self.dtype = dt
+        self.itemsize = dt.itemsize
         self.ndim = len(self.shape)
         self.size = int(np.prod(self.shape))
         given = kw.get("strides")
@@ -102,6 +109,7 @@ def native_installed(fake: FakeCuda, backend_class: Any = None) -> Iterator[tupl
         fake, entry_points=driver.entry_points, backend_class=backend_class
     ) as cp:
         cp.ndarray = FakeNdarray  # type: ignore[attr-defined]
+        cp.empty = lambda n, dtype: FakeNdarray(n, dtype, device=fake.current)  # type: ignore[attr-defined]
         yield cp, driver
 
 

@@ -26,6 +26,7 @@ from ...errors import (
 from ._occupancy import max_active_clusters
 from ._shared_memory import SharedOptIn
 from ._tensormap import encode_2d, encode_tiled
+from ._views import CallArrays
 
 if TYPE_CHECKING:
     from ..._launch.clusters import Dim3
@@ -136,6 +137,8 @@ class CupyBackend:
         #: Opts a function in to dynamic shared memory above 48 KiB (only ever more), and
         #: keeps how much in a SharedLimit its compiled launchers share.
         self._opt_in_shared = SharedOptIn(cupy)
+        #: The CuPy arrays a call makes from its arguments (a flat view, a kept empty one).
+        self.call_arrays = CallArrays(cupy)
 
     # --- devices -----------------------------------------------------------------
 
