@@ -22,9 +22,10 @@
 //! KiB) four times, 128 blocks with a split of 2, as cuBLAS tiles that shape (64×64
 //! tiles, 128 blocks). The tuned tiles are the `(BN, BM)` pairs of the `#[tune]`: 256 and
 //! 128 at every `BM`, 64 at 128 rows only (`BM` below). Blocks are persistent: each
-//! walks tiles `blockIdx.x`, `+ gridDim.x`, … in a grouped order (eight tile-rows at a
-//! time share B's columns in L2), so the producer fills the next tile's stages while the
-//! consumers store the last one's results. The producer gives up registers
+//! walks tiles `blockIdx.x`, `+ gridDim.x`, … in a grouped order (a wave's tiles cover
+//! a region about as tall as wide, [`group_rows`], sharing A and B in L2), so the
+//! producer fills the next tile's stages while the consumers store the last one's
+//! results. The producer gives up registers
 //! (`setmaxnreg.dec` 40) and the consumers take them (`setmaxnreg.inc` 232). The k range
 //! may be split too (`SPLIT`, below).
 //!
@@ -204,8 +205,20 @@ const fn stage_bytes(bn: usize, bm: usize) -> usize {
 pub const fn stages(bn: usize, bm: usize) -> usize {
     RING_BYTES / stage_bytes(bn, bm)
 }
-/// Tile-rows that walk the columns together (L2 reuse of B).
-const GROUP_M: usize = 8;
+/// Tile-rows that walk the columns together (L2 reuse of B), for `walkers` blocks or
+/// clusters walking `bm`×`bn` tiles at once: the tiles a wave runs side by side then
+/// cover a region about as tall as it is wide (`g · bm ≈ (walkers / g) · bn`), which
+/// brings the fewest bytes of A and B into L2 for a wave's k loop. A fixed 8 made a
+/// 4096³ wave of 132 256-wide tiles 1024 rows by all 4096 columns: every wave read all
+/// of B, 187 MB from DRAM where cuBLAS read 151 (ncu, H100); 16 rows by 8¼ tile-columns
+/// reads about a fifth less a wave.
+const fn group_rows(walkers: usize, bm: usize, bn: usize, tiles_m: usize) -> usize {
+    let mut g = 1;
+    while (g + 1) * (g + 1) * bm <= walkers * bn && g < tiles_m {
+        g += 1;
+    }
+    g
+}
 /// Each consumer warpgroup's epilogue buffer: 64 rows of 128 bytes per box, two boxes.
 const EPI_BOX_BYTES: usize = 64 * 128;
 const EPI_WG_BYTES: usize = 2 * EPI_BOX_BYTES;
@@ -356,13 +369,6 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
     let tiles_n = n.div_ceil(BN);
     let tiles = tiles_m * tiles_n;
     let k_tiles = k.div_ceil(BK);
-    // Tile `t` in grouped order: GROUP_M tile-rows at a time, column by column.
-    let tile_at = |t: usize| {
-        let per_group = GROUP_M * tiles_n;
-        let first_m = (t / per_group) * GROUP_M;
-        let rows = (tiles_m - first_m).min(GROUP_M);
-        (first_m + (t % per_group) % rows, (t % per_group) / rows)
-    };
     // Who walks which tiles, and which k-slabs of each: a block, every tile `blockIdx.x`,
     // `+ gridDim.x`, … and every slab; or (split) a cluster, every tile `%clusterid.x`,
     // `+ %nclusterid.x`, …, its block of rank r the slabs r, r + SPLIT, … (none where
@@ -380,6 +386,14 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
             clusters as usize,
             cluster::block_rank() as usize,
         )
+    };
+    let group = group_rows(step, BM, BN, tiles_m);
+    // Tile `t` in grouped order: `group` tile-rows at a time, column by column.
+    let tile_at = |t: usize| {
+        let per_group = group * tiles_n;
+        let first_m = (t / per_group) * group;
+        let rows = (tiles_m - first_m).min(group);
+        (first_m + (t % per_group) % rows, (t % per_group) / rows)
     };
     let slabs = if SPLIT == 1 {
         k_tiles
