@@ -5,7 +5,7 @@ cache's tuned/ folder, its files, or tune reports. scripts/ship_tuned is the com
 from __future__ import annotations
 
 import json
-import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,11 @@ from .._manifest import abi as _abi
 from .._manifest.reader import KernelSpec
 from .._manifest.tune_spec import TunedChoice, merged, read_choices
 from .tune import choice_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # a dependency below 3.11 (pyproject.toml)
+    import tomli as tomllib
 
 
 class Gathered:
@@ -90,9 +95,9 @@ def ship(crate_dir: Path, crate: str, got: Gathered, fresh: bool = False,
 
 def crate_name(crate_dir: Path) -> str:
     """The crate name of the Cargo.toml in ``crate_dir`` (as a manifest spells it)."""
-    text = (crate_dir / "Cargo.toml").read_text(encoding="utf-8")
-    package = text.split("[package]", 1)[-1].split("\n[", 1)[0]
-    m = re.search(r'^\s*name\s*=\s*"([^"]+)"', package, re.MULTILINE)
-    if m is None:
-        raise SystemExit(f"{crate_dir / 'Cargo.toml'}: no [package] name")
-    return m.group(1).replace("-", "_")
+    path = crate_dir / "Cargo.toml"
+    try:
+        name = tomllib.loads(path.read_text(encoding="utf-8"))["package"]["name"]
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as e:
+        raise SystemExit(f"{path}: no [package] name ({e})") from e
+    return str(name).replace("-", "_")
