@@ -264,44 +264,56 @@ class ArrayLib:
         self.name = "torch" if module.startswith("torch") else (
             "numpy" if module.startswith("numpy") else "other"
         )  # fmt: skip
+        self._gpu_arrays: Any = None
+
+    def _call_arrays(self) -> Any:
+        """The GPU backend's CuPy arrays for calls, asked once in this object's life: a
+        kept launch (pyoxide/bundled/_attention_repeat.py) keeps it, and runs only while
+        the GPU backend is the one it was made with."""
+        if self._gpu_arrays is None:
+            from .. import backends
+
+            self._gpu_arrays = backends.gpu().call_arrays
+        return self._gpu_arrays
 
     def flat(self, x: Any, v: ArrayView) -> Any:
         """The 1-D array of the elements from `x`'s first to its last (its memory as the
         kernels read it, through the strides)."""
         n = span(v)
+        made = self.flat_elements(x, n)
+        return FlatGpu(x, v, n) if made is None else made
+
+    def flat_elements(self, x: Any, n: int) -> Any:
+        """`x`'s first `n` elements as a 1-D array of its library (None for a GPU array of
+        neither PyTorch nor CuPy), which the caller has checked lie in `x`'s memory."""
         if self.name == "torch":
             return x.as_strided((n,), (1,))
         if self.name == "numpy":
             import numpy as np
 
             return np.lib.stride_tricks.as_strided(x, (n,), (x.itemsize,))
-        from .. import backends
-
         # A CuPy array's is a CuPy view: the compiled launchers read no other GPU array
         # but PyTorch's (a FlatGpu sends the call down the general path).
-        made = backends.gpu().call_arrays.flat(x, n)
-        return FlatGpu(x, v, n) if made is None else made
+        return self._call_arrays().flat(x, n)
 
-    def empty(self, like: ArrayView, dtype: str) -> Any:
-        """A zero-size array of `dtype` beside `like` (an absent lse or offsets array: the
-        kernel reads none of it). GPU ones are kept per device and dtype (CuPy's by the
+    def empty(self, like: Any, dtype: str) -> Any:
+        """A zero-size array of `dtype` beside the array `like` (an absent lse or offsets
+        array: the kernel reads none of it). GPU ones are kept per device and dtype (CuPy's by the
         backend), so a plain call does not allocate up to three arrays each time."""
         if self.name == "torch":
-            key = (like.obj.device, dtype)
+            key = (like.device, dtype)
             made = _EMPTY_TENSORS.get(key)
             if made is None:
                 import torch
 
-                made = torch.empty(0, dtype=getattr(torch, dtype), device=like.obj.device)
+                made = torch.empty(0, dtype=getattr(torch, dtype), device=like.device)
                 _EMPTY_TENSORS[key] = made
             return made
         if self.name == "numpy":
             import numpy as np
 
             return np.empty(0, dtype)
-        from .. import backends
-
-        return backends.gpu().call_arrays.empty(dtype)
+        return self._call_arrays().empty(dtype)
 
     def device_bytes(self, raw: bytes, like: ArrayView) -> Any:
         if self.name == "torch":

@@ -36,7 +36,8 @@ from .. import backends
 from .._launch.arrays import GPU
 from .._launch.module import Module
 from .._manifest import knobs as _knobs
-from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, refuse
+from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, refuse, span
+from ._attention_repeat import Repeat, Repeats, plain_key
 
 #: kernels_rs's launch: query rows per block (ATTENTION_BM) and threads.
 PLAIN_BM, PLAIN_THREADS = 64, 128
@@ -55,6 +56,10 @@ SM90_KERNEL = "attention_sm90"
 _MAPS_KEPT = 64
 #: Tuned choices kept per (instance, device, scalar arguments) (Attention._choice).
 _CHOICES_KEPT = 256
+#: The arrays of a plain call that are the caller's (a kept launch makes their flat views
+#: again), and the absent ones with the dtype of their zero-size stand-ins.
+_OWN = ("q", "k", "v", "out")
+_ABSENT = {"lse": "float32", "cu_seqlens_q": "int32", "cu_seqlens_k": "int32"}
 
 
 def add_attention(module: Module, load_twins: Callable[[], Module | None]) -> None:
@@ -131,6 +136,7 @@ class Attention:
         self._raw = raw
         self._plain = plain
         self._twins = twins
+        self._repeats = Repeats()  # the launches of plain calls, for calls made again
 
     def __repr__(self) -> str:
         return f"<pyoxide attention call {self.name} | attention_sm90 (sm_90a)>"
@@ -161,9 +167,15 @@ class Attention:
         Variable lengths: q (total_q, H, D) and k, v (total_k, Hk, D) packed, with int32
         ``cu_seqlens_q``/``_k`` of B + 1 offsets (lse then (H, total_q)); the longest
         sequences (``max_seqlen_q``/``_k``) are read from them when not given."""
-        options = Options(causal, scale, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                          max_seqlen_k, layout)  # fmt: skip
-        launch = self._launch(q, k, v, out, options)
+        key = None  # a plain call's (no lse, no offsets): its launch is kept for the next
+        plain = lse is None and cu_seqlens_q is None and cu_seqlens_k is None
+        if plain and max_seqlen_q is None and max_seqlen_k is None:
+            key = plain_key((q, k, v, out), causal, scale, layout)
+        launch = None if key is None else self._again(key, (q, k, v, out))
+        if launch is None:
+            options = Options(causal, scale, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                              max_seqlen_k, layout)  # fmt: skip
+            launch = self._launch(q, k, v, out, options, key)
         if launch is not None:
             launch.kernel[launch.grid, launch.block, launch.shared_mem](*launch.args)
 
@@ -177,7 +189,25 @@ class Attention:
         code that launches it itself (a CUDA graph, a benchmark of a variant)."""
         return self._launch(q, k, v, out, Options(**options))
 
-    def _launch(self, q: Any, k: Any, v: Any, out: Any, options: Options) -> Launch | None:
+    def _again(self, key: Any, arrays: tuple[Any, Any, Any, Any]) -> Launch | None:
+        """The launch kept for a plain call with this key (pyoxide/bundled/_attention_repeat.py),
+        with this call's arrays; None when none is kept or it is stale: the GPU backend
+        changed, or the tuned choice might have (the knobs, the hand pick's variants)."""
+        kept = self._repeats.get(key)
+        if kept is None:
+            return None
+        if kept.backend is not None and backends.gpu() is not kept.backend:
+            return None
+        if kept.twin is not None and (
+            _knobs.launch_generation() != kept.generation or kept.twin.variants != kept.variants
+        ):
+            return None
+        return Launch(kept.kernel, kept.grid, kept.block, kept.shared_mem, kept.args_for(arrays))
+
+    def _launch(
+        self, q: Any, k: Any, v: Any, out: Any, options: Options, key: Any = None
+    ) -> Launch | None:
+        """The launch of a call, by the full checks; kept under `key` (a plain call's)."""
         p = plan(self.name, q, k, v, out, options)
         if p.batch == 0 or p.seqlen_q == 0 or p.heads == 0:
             return None
@@ -186,10 +216,10 @@ class Attention:
         values = {n: lib.flat(t.view.obj, t.view) for n, t in p.tensors.items()}
         lse = options.lse
         values.update({
-            "lse": lib.empty(first, "float32") if lse is None
+            "lse": lib.empty(first.obj, "float32") if lse is None
             else lib.flat(lse, array_view(self.name, "lse", lse)),
-            "cu_seqlens_q": _or(options.cu_seqlens_q, lambda: lib.empty(first, "int32")),
-            "cu_seqlens_k": _or(options.cu_seqlens_k, lambda: lib.empty(first, "int32")),
+            "cu_seqlens_q": _or(options.cu_seqlens_q, lambda: lib.empty(first.obj, "int32")),
+            "cu_seqlens_k": _or(options.cu_seqlens_k, lambda: lib.empty(first.obj, "int32")),
             "lse_strides": p.lse_strides, "batch": p.batch, "heads": p.heads,
             "kv_heads": p.kv_heads, "head_dim": p.head_dim, "seqlen_q": p.seqlen_q,
             "seqlen_k": p.seqlen_k, "scale": p.scale, "causal": bool(options.causal),
@@ -203,7 +233,10 @@ class Attention:
             # The schedule tuned for this GPU and this call's bucket, else the hand pick.
             kernel = twin if self._twins.fixed is not None else self._choice(twin, device, args)
             grid = self._sm90_grid(kernel, p, device)
-            return Launch(kernel, grid, SM90_THREADS, SM90_SHARED_BYTES, args)
+            launch = Launch(kernel, grid, SM90_THREADS, SM90_SHARED_BYTES, args)
+            if key is not None:
+                self._keep(key, launch, lib, p, twin if self._twins.fixed is None else None)
+            return launch
         kernel = self._plain.get(p.dtype)
         if kernel is None:
             if self._twins.fixed is not None:
@@ -214,7 +247,32 @@ class Attention:
                          "call kernels.attention, which takes both", kind=True)  # fmt: skip
         grid = (-(-p.seqlen_q // PLAIN_BM), p.heads, p.batch)
         args = [values[x.name] for x in kernel.spec.params]
-        return Launch(kernel, grid, PLAIN_THREADS, 0, args)
+        launch = Launch(kernel, grid, PLAIN_THREADS, 0, args)
+        if key is not None:
+            self._keep(key, launch, lib, p)
+        return launch
+
+    def _keep(self, key: Any, launch: Launch, lib: ArrayLib, p: Plan, twin: Any = None) -> None:
+        """Keep a plain call's launch for the calls made again with its key, less the
+        arrays that are the call's own (pyoxide/bundled/_attention_repeat.py); `twin`: the
+        hand pick whose tuned choice it launches."""
+        backend = None
+        if any(t.view.kind == GPU for t in p.tensors.values()):
+            backend = backends.gpu()  # asked already: the kernel's pick depends on its answers
+        args: list[Any] = list(launch.args)
+        flats, empties = [], []
+        for at, param in enumerate(launch.kernel.spec.params):
+            if param.name in _OWN:
+                args[at] = None
+                flats.append((at, _OWN.index(param.name), span(p.tensors[param.name].view)))
+            elif param.name in _ABSENT:
+                args[at] = None
+                empties.append((at, _ABSENT[param.name]))
+        variants = None if twin is None else twin.variants
+        self._repeats.keep(key, Repeat(
+            launch.kernel, launch.grid, launch.block, launch.shared_mem, tuple(args), lib,
+            tuple(flats), tuple(empties), backend, twin, _knobs.launch_generation(), variants,
+        ))  # fmt: skip
 
     # --- the sm_90a twin -----------------------------------------------------------
 

@@ -139,9 +139,70 @@ def test_the_emulator_refuses_the_wgmma_attention() -> None:
     assert "is not emulated" in text and "sm_90 GPU" in text, text
 
 
+class FakeSm90:
+    """A fake sm_90 GPU with the native launcher on, and fake PyTorch beside it: the bundled
+    attention call of a module loaded on it (its sm_90a twin untuned), its fake CUDA and
+    driver, and the zero-size arrays the call made (by dtype)."""
+
+    def __init__(self, fake: Any, driver: Any, module: Any, made: dict[Any, Any]) -> None:
+        self.fake, self.driver, self.module, self._made = fake, driver, module, made
+        self.emptied: list[str] = []
+
+    def on_gpu(self, x: Any) -> Any:
+        self.fake.pointers[x.ptr] = (2, 0)  # cudaMemoryTypeDevice, device 0
+        return x
+
+    def tensor(self, shape: Any, dtype: str, ptr: int | None = None, key: Any = None,
+               **kw: Any) -> Any:  # fmt: skip
+        """A fake tensor on the GPU; one per `key` (the call's small arrays: the same each
+        call, as its bytes)."""
+        if key in self._made:
+            return self._made[key]
+        t = self.on_gpu(fake_torch.Tensor(shape, dtype, ptr=ptr, **kw))
+        self._made[key if key is not None else object()] = t
+        return t
+
+    def array(self, library: str, shape: Any, dtype: str = "float16", ptr: int | None = None,
+              strides: Any = None, **kw: Any) -> Any:  # fmt: skip
+        """q, k, v or out: a fake tensor or CuPy array (`strides` in elements)."""
+        if library == "torch":
+            return self.tensor(shape, dtype, ptr, strides=strides, **kw)
+        dt = BF16 if dtype == "bfloat16" else np.dtype(dtype)
+        if strides is not None:
+            kw["strides"] = tuple(s * np.dtype(dt).itemsize for s in strides)
+        return self.on_gpu(FakeNdarray(shape, dt, ptr=ptr, **kw))
+
+
+@pytest.fixture
+def sm90(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from pyoxide.backends.cupy import CupyBackend
+
+    class NoDriverMaps(CupyBackend):
+        encode_tensor_map = staticmethod(lambda *args: bytes(128))  # no driver to encode
+
+    fake = fake_cupy.FakeCuda()
+    made: dict[Any, Any] = {}
+    with native_installed(fake, backend_class=NoDriverMaps) as (cp, driver), \
+            fake_torch.installed() as torch:  # fmt: skip
+        module = pyoxide.load(emu_kernels_manifest())
+        gpu = FakeSm90(fake, driver, module, made)
+        monkeypatch.setattr(fake_torch.Tensor, "as_strided", lambda t, shape, strides: gpu.tensor(
+            shape, t.dtype.name, t.ptr, ("flat", t.ptr)), raising=False)  # fmt: skip
+        torch.empty = lambda n, dtype, device: gpu.emptied.append(dtype.name) or gpu.tensor(
+            n, dtype.name, key=dtype.name)  # fmt: skip
+        torch.frombuffer = lambda raw, dtype: type("Host", (), {
+            "to": lambda self, device: gpu.tensor(len(raw), "uint8", key="maps")})()  # fmt: skip
+        empty = cp.empty
+        cp.empty = lambda n, dtype: gpu.emptied.append(np.dtype(dtype).name) or empty(n, dtype)
+        cp.asarray = lambda host: made.setdefault("maps", gpu.on_gpu(FakeNdarray(host.shape, "u1")))
+        sm90 = pyoxide.load(sm90a_kernels_manifest(), tuned=False)
+        _attention.add_attention(module, lambda: sm90)
+        yield gpu
+
+
 @pytest.mark.parametrize("library", ["torch", "cupy"])
 def test_a_plain_call_takes_the_compiled_launcher_after_the_first(
-    monkeypatch: pytest.MonkeyPatch, library: str
+    sm90: FakeSm90, library: str
 ) -> None:
     """kernels.attention(q, k, v, out) from PyTorch tensors or CuPy arrays on a fake sm_90
     GPU: the first call launches the sm_90a instance through the general path, which opts
@@ -150,54 +211,88 @@ def test_a_plain_call_takes_the_compiled_launcher_after_the_first(
     records as tuples of ints, the shared memory within the opt-in) with the general
     path's parameter bytes. The absent lse and offsets are one zero-size array a dtype,
     made by the first call and kept."""
-    from pyoxide.backends.cupy import CupyBackend
-
-    class NoDriverMaps(CupyBackend):
-        encode_tensor_map = staticmethod(lambda *args: bytes(128))  # no driver to encode
-
-    fake = fake_cupy.FakeCuda()
-    made: dict[Any, Any] = {}
-    emptied: list[str] = []
-
-    def on_gpu(x: Any) -> Any:
-        fake.pointers[x.ptr] = (2, 0)  # cudaMemoryTypeDevice, device 0
-        return x
-
-    def tensor(shape: Any, dtype: str, ptr: int | None = None, key: Any = None) -> Any:
-        if key in made:
-            return made[key]  # the call's small arrays: the same each call, as its bytes
-        t = on_gpu(fake_torch.Tensor(shape, dtype, ptr=ptr))
-        made[key if key is not None else object()] = t
-        return t
-
-    Tensor = fake_torch.Tensor
-    monkeypatch.setattr(Tensor, "as_strided", lambda t, shape, strides: tensor(
-        shape, t.dtype.name, t.ptr, ("flat", t.ptr)), raising=False)  # fmt: skip
-    with native_installed(fake, backend_class=NoDriverMaps) as (cp, driver), \
-            fake_torch.installed() as torch:  # fmt: skip
-        torch.empty = lambda n, dtype, device: emptied.append(dtype.name) or tensor(
-            n, dtype.name, key=dtype.name)  # fmt: skip
-        torch.frombuffer = lambda raw, dtype: type("Host", (), {
-            "to": lambda self, device: tensor(len(raw), "uint8", key="maps")})()  # fmt: skip
-        empty = cp.empty
-        cp.empty = lambda n, dtype: emptied.append(np.dtype(dtype).name) or empty(n, dtype)
-        cp.asarray = lambda host: made.setdefault("maps", on_gpu(FakeNdarray(host.shape, "u1")))
-        module = pyoxide.load(emu_kernels_manifest())
-        sm90 = pyoxide.load(sm90a_kernels_manifest(), tuned=False)
-        _attention.add_attention(module, lambda: sm90)
-        shape = (1, 300, 4, 128)
-        q, k, v, out = (
-            tensor(shape, "float16") if library == "torch" else on_gpu(FakeNdarray(shape, "f2"))
-            for _ in range(4)
-        )  # fmt: skip
-        for _ in range(3):
-            module.attention(q, k, v, out, True)
-        kernel = module.attention.plan(q, k, v, out, causal=True).kernel
-    (slow,) = fake.launches
-    first, second = driver.launches
-    assert sorted(emptied) == ["float32", "int32"], emptied
+    q, k, v, out = (sm90.array(library, (1, 300, 4, 128)) for _ in range(4))
+    for _ in range(3):
+        sm90.module.attention(q, k, v, out, True)
+    kernel = sm90.module.attention.plan(q, k, v, out, causal=True).kernel
+    (slow,) = sm90.fake.launches
+    first, second = sm90.driver.launches
+    assert sorted(sm90.emptied) == ["float32", "int32"], sm90.emptied
     assert slow["name"] == kernel.name == "attention_sm90_f16_0_0_192"
     assert first["smem"] == slow["shared_mem"] == _attention.SM90_SHARED_BYTES
-    assert [v for _, _, v in fake.attributes] == [_attention.SM90_SHARED_BYTES]
+    assert [v for _, _, v in sm90.fake.attributes] == [_attention.SM90_SHARED_BYTES]
     assert (first["grid"], first["block"]) == (slow["grid"], slow["block"])
     assert first["buffer"] == second["buffer"] == general_bytes(slow["args"], record_aligns(kernel))
+
+
+SHAPE = (1, 300, 4, 128)
+#: A call after kept ones (q, k, v, out of SHAPE, f16, causal) with one thing changed:
+#: (the change, what to call with, given the arrays and a maker of arrays at q's address).
+CHANGES: dict[str, Any] = {
+    "not causal": lambda a, at: (a, {"causal": False}),
+    "a scale": lambda a, at: (a, {"causal": True, "scale": 0.25}),
+    "causal 1 (int)": lambda a, at: (a, {"causal": 1}),
+    "a negative scale": lambda a, at: (a, {"causal": True, "scale": -1.0}),
+    "layout bhsd": lambda a, at: (a, {"causal": True, "layout": "bhsd"}),
+    "layout sbhd": lambda a, at: (a, {"causal": True, "layout": "sbhd"}),
+    "q's and out's shape": lambda a, at: (
+        [at((1, 200, 4, 128)), *a[1:3], at((1, 200, 4, 128), ptr=a[3].ptr)],
+        {"causal": True},
+    ),
+    "out's shape": lambda a, at: ([*a[:3], at((1, 150, 4, 128), ptr=a[3].ptr)], {"causal": True}),
+    "q's strides": lambda a, at: (
+        [at(SHAPE, strides=(4 * 300 * 128, 128, 300 * 128, 1)), *a[1:]],
+        {"causal": True},
+    ),
+    "q's d stride": lambda a, at: (
+        [at((1, 300, 4, 64), strides=(300 * 4 * 128, 4 * 128, 128, 2)), *a[1:]],
+        {"causal": True},
+    ),
+    "out's dtype": lambda a, at: ([*a[:3], at(SHAPE, "float32", ptr=a[3].ptr)], {"causal": True}),
+    "bfloat16": lambda a, at: (
+        [at(SHAPE, "bfloat16"), *(at(SHAPE, "bfloat16", ptr=x.ptr) for x in a[1:])],
+        {"causal": True},
+    ),
+    "out is q": lambda a, at: ([*a[:3], a[0]], {"causal": True}),
+    "q requires grad": lambda a, at: ([at(SHAPE, requires_grad=True), *a[1:]], {"causal": True}),
+}
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_kept_launch_serves_only_calls_like_its_own(
+    sm90: FakeSm90, library: str, change: str
+) -> None:
+    """A plain call's launch is kept for calls made again (pyoxide/bundled/_attention_repeat.py);
+    a call with one thing changed (shape, strides, dtype, causal, scale or their types,
+    layout, aliasing, grad) at the same addresses gets what the full path gives (``plan``,
+    which keeps nothing): the same launch, or the same error with nothing launched, and
+    the same again when repeated."""
+    if library == "cupy" and change == "q requires grad":
+        pytest.skip("CuPy arrays have no grad")
+    call, driver = sm90.module.attention, sm90.driver
+    q, k, v, out = (sm90.array(library, SHAPE) for _ in range(4))
+
+    def at(shape: Any, dtype: str = "float16", ptr: int | None = None, **kw: Any) -> Any:
+        return sm90.array(library, shape, dtype, q.ptr if ptr is None else ptr, **kw)
+
+    def did(f: Any) -> Any:
+        """The launch a call made through the compiled launcher, or the error it raised."""
+        before = len(driver.launches), len(sm90.fake.launches)
+        try:
+            f()
+        except PyoxideError as e:
+            assert (len(driver.launches), len(sm90.fake.launches)) == before, "launched"
+            return type(e), str(e)
+        (made,) = driver.launches[before[0] :] or sm90.fake.launches[before[1] :]
+        return [made.get(x) for x in ("f", "name", "grid", "block", "smem", "buffer")]
+
+    def full(*args: Any, **kw: Any) -> None:
+        launch = call.plan(*args, **kw)
+        launch.kernel[launch.grid, launch.block, launch.shared_mem](*launch.args)
+
+    kept = [did(lambda: call(q, k, v, out, causal=True)) for _ in range(3)][-1]
+    args, kw = CHANGES[change]([q, k, v, out], at)
+    want = [did(lambda: full(*args, **kw)) for _ in range(2)][-1]  # the second: compiled
+    assert want != kept
+    assert [did(lambda: call(*args, **kw)) for _ in range(2)] == [want, want]

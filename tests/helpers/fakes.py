@@ -22,9 +22,20 @@ class _Device:
 
 
 class _TorchDevice:
+    """A ``torch.device``: equal to another of the same type and index, as PyTorch's."""
+
     def __init__(self, index: int) -> None:
         self.type = "cuda"
         self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _TorchDevice) and (other.type, other.index) == (
+            self.type,
+            self.index,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
 
 
 class FakeCudaArray:
