@@ -61,6 +61,8 @@ def plain_key(arrays: tuple[Any, Any, Any, Any], causal: Any, scale: Any, layout
         for x in arrays:
             cls = type(x)
             if cls is tensor:
+                if not x.is_cuda:  # the emulator's: its views may be NumPy's (DLPack)
+                    return None
                 key.append((cls, x.dtype, x.shape, x.stride(), x.data_ptr(), x.device,
                             getattr(x, "layout", None), x.requires_grad))  # fmt: skip
             elif cls is ndarray:

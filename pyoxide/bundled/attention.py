@@ -211,8 +211,10 @@ class Attention:
         p = plan(self.name, q, k, v, out, options)
         if p.batch == 0 or p.seqlen_q == 0 or p.heads == 0:
             return None
-        lib = ArrayLib(q)
         first = p.tensors["q"].view
+        # The library of the arrays the views hold (a CPU tensor's may be NumPy's, read
+        # through DLPack), which is what the flat views are made of.
+        lib = ArrayLib(first.obj)
         values = {n: lib.flat(t.view.obj, t.view) for n, t in p.tensors.items()}
         lse = options.lse
         values.update({

@@ -120,6 +120,30 @@ def test_numpy_scalars_pass_as_python_ones(attention: _attention.Attention) -> N
     assert not np.array_equal(got.view(np.uint16), want.view(np.uint16))  # causal was off
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cpu_tensors_run_on_the_emulator_as_numpy_arrays_do(
+    attention: _attention.Attention, dtype: str
+) -> None:
+    """CPU PyTorch tensors reach the emulator through DLPack, as NumPy arrays for f16 (the
+    call's flat views are then NumPy's) and as tensors for bf16, which NumPy lacks; both
+    give the NumPy call's bits, on a first call and a repeated one."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    np_dtype = np.float16 if dtype == "float16" else BF16
+    q, k, v = (rng.standard_normal((1, 8, 2, 64)).astype(np_dtype) for _ in range(3))
+    want = np.full_like(q, np.nan)
+    attention(q, k, v, want, True)
+    as_tensor = lambda x: torch.from_numpy(x.view(np.uint16).copy()).view(  # noqa: E731
+        getattr(torch, dtype)
+    )
+    tq, tk, tv = (as_tensor(x) for x in (q, k, v))
+    for _ in range(2):
+        out = torch.full(q.shape, float("nan"), dtype=getattr(torch, dtype))
+        attention(tq, tk, tv, out, True)
+        got = out.view(torch.int16).numpy().view(np.uint16)
+        np.testing.assert_array_equal(got, want.view(np.uint16))
+
+
 def test_the_emulator_refuses_the_wgmma_attention() -> None:
     """The sm_90a kernel stops at its first sm_90 instruction on the emulator, named."""
     sm90 = pyoxide.load(sm90a_kernels_manifest())

@@ -45,6 +45,8 @@ class Tensor(FakeCudaArray):
     """A CUDA tensor look-alike (``type(t).__module__`` is torch's)."""
 
     __module__ = "torch"
+    #: Every fake tensor is a CUDA tensor (pyoxide's kept attention launches ask).
+    is_cuda = True
 
     def __init__(
         self,
