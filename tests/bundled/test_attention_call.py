@@ -282,8 +282,16 @@ CHANGES: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("library", ["torch", "cupy"])
-@pytest.mark.parametrize("change", list(CHANGES))
+#: Each change from each library, but grad from CuPy's arrays, which have none.
+KEPT_CASES = [
+    (library, change)
+    for change in CHANGES
+    for library in ("torch", "cupy")
+    if not (library == "cupy" and change == "q requires grad")
+]
+
+
+@pytest.mark.parametrize(("library", "change"), KEPT_CASES)
 def test_a_kept_launch_serves_only_calls_like_its_own(
     sm90: FakeSm90, library: str, change: str
 ) -> None:
@@ -292,8 +300,6 @@ def test_a_kept_launch_serves_only_calls_like_its_own(
     layout, aliasing, grad) at the same addresses gets what the full path gives (``plan``,
     which keeps nothing): the same launch, or the same error with nothing launched, and
     the same again when repeated."""
-    if library == "cupy" and change == "q requires grad":
-        pytest.skip("CuPy arrays have no grad")
     call, driver = sm90.module.attention, sm90.driver
     q, k, v, out = (sm90.array(library, SHAPE) for _ in range(4))
 
