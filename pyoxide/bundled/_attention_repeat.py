@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 #: Launches kept per attention call (keys of distinct geometry or address).
 KEPT = 64
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _scalar_types: frozenset[type] | None = None
 
@@ -103,22 +106,24 @@ class Repeat(NamedTuple):
         return args
 
 
-class Repeats:
-    """The kept launches of one attention call, the last :data:`KEPT` used."""
+class Kept(Generic[K, V]):
+    """At most ``limit`` values by key, the least recently used dropped first: attention's
+    kept launches, tensor maps and tuned choices."""
 
-    def __init__(self) -> None:
-        self._kept: OrderedDict[Any, Repeat] = OrderedDict()
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._kept: OrderedDict[K, V] = OrderedDict()
 
-    def get(self, key: Any) -> Repeat | None:
+    def get(self, key: K) -> V | None:
         kept = self._kept.get(key)
         if kept is not None:
             self._kept.move_to_end(key)
         return kept
 
-    def keep(self, key: Any, repeat: Repeat) -> None:
-        self._kept[key] = repeat
+    def keep(self, key: K, value: V) -> None:
+        self._kept[key] = value
         self._kept.move_to_end(key)
-        if len(self._kept) > KEPT:
+        if len(self._kept) > self._limit:
             self._kept.popitem(last=False)
 
     def __len__(self) -> int:

@@ -28,7 +28,6 @@ verifies and times each candidate through the spec's launch).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -37,7 +36,7 @@ from .._launch.arrays import GPU
 from .._launch.module import Module
 from .._manifest import knobs as _knobs
 from ._attention_args import DTYPES, ArrayLib, Options, Plan, array_view, plan, refuse, span
-from ._attention_repeat import Repeat, Repeats, plain_key
+from ._attention_repeat import KEPT, Kept, Repeat, plain_key
 
 #: kernels_rs's launch: query rows per block (ATTENTION_BM) and threads.
 PLAIN_BM, PLAIN_THREADS = 64, 128
@@ -115,11 +114,11 @@ class _Twins:
         self.fixed = fixed
         self._module: Module | None = None
         self._tried = False
-        self.maps: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.maps: Kept[tuple[Any, ...], Any] = Kept(_MAPS_KEPT)
         self.cc90: dict[int, bool] = {}
         #: The instance each (hand pick, device, scalar arguments) ran, with the hand
         #: pick's variants and the knob generation it was chosen under.
-        self.choices: OrderedDict[tuple[Any, ...], tuple[Any, int, Any]] = OrderedDict()
+        self.choices: Kept[tuple[Any, ...], tuple[Any, int, Any]] = Kept(_CHOICES_KEPT)
 
     def module(self) -> Module | None:
         if not self._tried:
@@ -136,7 +135,8 @@ class Attention:
         self._raw = raw
         self._plain = plain
         self._twins = twins
-        self._repeats = Repeats()  # the launches of plain calls, for calls made again
+        #: The launches of plain calls, for calls made again.
+        self._repeats: Kept[Any, Repeat] = Kept(KEPT)
 
     def __repr__(self) -> str:
         return f"<pyoxide attention call {self.name} | attention_sm90 (sm_90a)>"
@@ -198,9 +198,7 @@ class Attention:
             return None
         if kept.backend is not None and backends.gpu() is not kept.backend:
             return None
-        if kept.twin is not None and (
-            _knobs.launch_generation() != kept.generation or kept.twin.variants != kept.variants
-        ):
+        if kept.twin is not None and not _choice_stands(kept.twin, kept.generation, kept.variants):
             return None
         return Launch(kept.kernel, kept.grid, kept.block, kept.shared_mem, kept.args_for(arrays))
 
@@ -315,15 +313,11 @@ class Attention:
         packed every argument once more: about 0.15 ms of a call's 0.45, H100 host.)"""
         scalars = tuple(a for a, p in zip(args, twin.spec.params, strict=True) if not p.is_array)
         key = (twin.name, device, *scalars)
-        generation, variants = _knobs.launch_generation(), twin.variants
         kept = self._twins.choices.get(key)
-        if kept is not None and kept[1] == generation and kept[2] == variants:
-            self._twins.choices.move_to_end(key)
+        if kept is not None and _choice_stands(twin, kept[1], kept[2]):
             return kept[0]
         chosen = twin.variant_for(args) or twin
-        self._twins.choices[key] = (chosen, generation, variants)
-        if len(self._twins.choices) > _CHOICES_KEPT:
-            self._twins.choices.popitem(last=False)
+        self._twins.choices.keep(key, (chosen, _knobs.launch_generation(), twin.variants))
         return chosen
 
     def _sm90_grid(self, kernel: Any, p: Plan, device: int) -> tuple[int, int, int]:
@@ -357,7 +351,6 @@ class Attention:
         )
         maps = self._twins.maps.get(key)
         if maps is not None:
-            self._twins.maps.move_to_end(key)
             return maps
         gpu = backends.gpu()
         raw = b""
@@ -370,10 +363,14 @@ class Attention:
             box = (64, 64 if x is qkvo[3] else 128, 1, 1)
             raw += gpu.encode_tensor_map(self.name, x.view.ptr, extents, strides, box, 128, 2)
         maps = lib.device_bytes(raw, qkvo[0].view)
-        self._twins.maps[key] = maps
-        if len(self._twins.maps) > _MAPS_KEPT:
-            self._twins.maps.popitem(last=False)
+        self._twins.maps.keep(key, maps)
         return maps
+
+
+def _choice_stands(twin: Any, generation: int, variants: Any) -> bool:
+    """Whether a tuned choice made for `twin` under the launch knobs' `generation` and its
+    `variants` then is still the one a call would get."""
+    return _knobs.launch_generation() == generation and twin.variants == variants
 
 
 def _or(value: Any, make: Callable[[], Any]) -> Any:
