@@ -171,3 +171,47 @@ def test_sass_loops_finds_the_innermost_loops_and_their_chains() -> None:
     assert [c.strip() for c in row] == ["8", "1", "0", "0", "1", "1", "0", "3"]
     # the spin wait counts as a loop only when small loops are asked for
     assert [hex(x.start) for x in sass.loops(ins, 1)] == ["0x10", "0x90"]
+
+
+class _Timeline:
+    """A fake torch for bench_gemm's sustained timing: each launch and each event is an
+    entry of one log; an event pair's elapsed time is 1 ms a launch between them."""
+
+    def __init__(self) -> None:
+        self.log: list[Any] = []
+        timeline = self
+
+        class Event:
+            def __init__(self, enable_timing: bool) -> None:
+                assert enable_timing
+
+            def record(self) -> None:
+                self.at = len(timeline.log)
+                timeline.log.append(self)
+
+            def synchronize(self) -> None:
+                pass
+
+            def elapsed_time(self, end: Any) -> float:
+                return float(sum(isinstance(e, str) for e in timeline.log[self.at : end.at]))
+
+        self.cuda = type("cuda", (), {"Event": Event})
+
+    def launch(self, row: str) -> Any:
+        return lambda: self.log.append(row)
+
+
+def test_a_sustained_gemm_sample_follows_its_own_rows_lead_in_untimed() -> None:
+    bench = load_script("bench_gemm")
+    torch = _Timeline()
+    rows = [bench.Row((n, n, n), "bf16→bf16", who, torch.launch(f"{n}:{who}"))
+            for n in (64, 128) for who in ("pyoxide", "torch")]  # fmt: skip
+    bench.sustained(torch, rows, rounds=3, target_ms=10.0, lead_ms=5.0)
+    starts = [i for i, e in enumerate(torch.log) if not isinstance(e, str)][::2]
+    timed = [s for s in starts if s >= 6 and isinstance(torch.log[s - 1], str)]
+    timed = timed[-3 * len(rows) :]  # the rounds' samples (calibration's came first)
+    for start in timed:
+        row = torch.log[start + 1]
+        assert torch.log[start - 6 : start] == [row] * 6, torch.log[start - 7 : start + 1]
+    for row in rows:  # 12 launches a sample (calibrated), 1 ms each: the lead-in untimed
+        assert row.launches == 12 and row.samples == [1.0] * 3, (row.launches, row.samples)

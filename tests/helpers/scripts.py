@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import sys
 from types import ModuleType
 
 from helpers.bundled import REPO
@@ -15,5 +16,6 @@ def load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_loader(name, loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (a dataclass looks its module up there)
     loader.exec_module(module)
     return module
