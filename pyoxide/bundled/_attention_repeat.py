@@ -90,7 +90,7 @@ class Repeat(NamedTuple):
     args: tuple[Any, ...]
     lib: Any  # the call's ArrayLib
     flats: tuple[tuple[int, int, int], ...]  # (argument, which of q k v out, elements)
-    empties: tuple[tuple[int, str], ...]  # (argument, dtype of its zero-size stand-in)
+    empties: tuple[tuple[str, tuple[int, ...]], ...]  # (a stand-in's dtype, its arguments)
     backend: Any  # the GPU backend the plan asked (None: host arrays)
     twin: Any  # the sm_90a hand pick whose tuned choice `kernel` is, else None
     generation: int  # the launch knobs' generation the choice was made in
@@ -101,8 +101,10 @@ class Repeat(NamedTuple):
         lib = self.lib
         for at, which, n in self.flats:
             args[at] = lib.flat_elements(arrays[which], n)
-        for at, dtype in self.empties:
-            args[at] = lib.empty(arrays[0], dtype)
+        for dtype, ats in self.empties:  # one stand-in a dtype (lse's, the offsets' two)
+            made = lib.empty(arrays[0], dtype)
+            for at in ats:
+                args[at] = made
         return args
 
 

@@ -215,11 +215,14 @@ class Attention:
         lib = ArrayLib(first.obj)
         values = {n: lib.flat(t.view.obj, t.view) for n, t in p.tensors.items()}
         lse = options.lse
+        given = {
+            "lse": None if lse is None else lib.flat(lse, array_view(self.name, "lse", lse)),
+            "cu_seqlens_q": options.cu_seqlens_q, "cu_seqlens_k": options.cu_seqlens_k,
+        }  # fmt: skip
+        # An absent one: a zero-size stand-in (the kernel reads none of it).
+        values.update({n: lib.empty(first.obj, _ABSENT[n]) if x is None else x
+                       for n, x in given.items()})  # fmt: skip
         values.update({
-            "lse": lib.empty(first.obj, "float32") if lse is None
-            else lib.flat(lse, array_view(self.name, "lse", lse)),
-            "cu_seqlens_q": _or(options.cu_seqlens_q, lambda: lib.empty(first.obj, "int32")),
-            "cu_seqlens_k": _or(options.cu_seqlens_k, lambda: lib.empty(first.obj, "int32")),
             "lse_strides": p.lse_strides, "batch": p.batch, "heads": p.heads,
             "kv_heads": p.kv_heads, "head_dim": p.head_dim, "seqlen_q": p.seqlen_q,
             "seqlen_k": p.seqlen_k, "scale": p.scale, "causal": bool(options.causal),
@@ -260,18 +263,20 @@ class Attention:
         if any(t.view.kind == GPU for t in p.tensors.values()):
             backend = backends.gpu()  # asked already: the kernel's pick depends on its answers
         args: list[Any] = list(launch.args)
-        flats, empties = [], []
+        flats: list[tuple[int, int, int]] = []
+        empties: dict[str, list[int]] = {}
         for at, param in enumerate(launch.kernel.spec.params):
             if param.name in _OWN:
                 args[at] = None
                 flats.append((at, _OWN.index(param.name), span(p.tensors[param.name].view)))
             elif param.name in _ABSENT:
                 args[at] = None
-                empties.append((at, _ABSENT[param.name]))
+                empties.setdefault(_ABSENT[param.name], []).append(at)
         variants = None if twin is None else twin.variants
         self._repeats.keep(key, Repeat(
             launch.kernel, launch.grid, launch.block, launch.shared_mem, tuple(args), lib,
-            tuple(flats), tuple(empties), backend, twin, _knobs.launch_generation(), variants,
+            tuple(flats), tuple((d, tuple(ats)) for d, ats in empties.items()), backend,
+            twin, _knobs.launch_generation(), variants,
         ))  # fmt: skip
 
     # --- the sm_90a twin -----------------------------------------------------------
@@ -371,7 +376,3 @@ def _choice_stands(twin: Any, generation: int, variants: Any) -> bool:
     """Whether a tuned choice made for `twin` under the launch knobs' `generation` and its
     `variants` then is still the one a call would get."""
     return _knobs.launch_generation() == generation and twin.variants == variants
-
-
-def _or(value: Any, make: Callable[[], Any]) -> Any:
-    return make() if value is None else value
