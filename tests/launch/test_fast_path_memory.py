@@ -2,7 +2,9 @@
 of its last call there (crates/pyoxide-native/src/facts.rs): an array met again is not
 read again while it keeps its shape, and every launch still carries the general path's
 exact bytes, for arrays that are reshaped in place (CuPy's ``shape`` setter), freed and
-made again at a reused address, or new on every call. On the fake ``cupy`` of
+made again at a reused address, or new on every call. Within one call, an array (a
+tensor too) is read once however many launchers try the call, and a tensor changed in
+place between calls is read afresh. On the fake ``cupy`` and ``torch`` of
 tests/launch/test_fast_path.py."""
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import gc
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from helpers import fake_torch
 from helpers.fake_launch import FakeNdarray, assert_same_launch, c_strides, fake_native, warm_up
+from helpers.fake_torch import Tensor
 from helpers.fixtures import kernel, load_with_entry, param, write_manifest
 
 import pyoxide
@@ -114,5 +119,59 @@ def test_a_shaped_array_reshaped_in_place_is_read_again(native, copy2d) -> None:
     copy2d(x, out)  # both read afresh: the new extents and strides reach the kernel
     copy2d.launch(x, out)
     assert len(driver.launches) == 3  # the first call took the general path
+    assert_same_launch(driver.launches[-1], fake.launches[-1])
+    assert driver.launches[-1]["grid"] != driver.launches[0]["grid"]
+
+
+@pytest.fixture
+def torch() -> Any:
+    with fake_torch.installed() as t:
+        yield t
+
+
+def test_a_tensor_is_read_once_a_call_however_many_launchers_try_it(
+    native, torch, mod, monkeypatch
+) -> None:
+    """A generic kernel's float32 instance declines float64 tensors after reading the
+    first; the float64 instance launches them without reading it again (a tuned kernel
+    tries each of its choices so)."""
+    _, driver = native
+    x32, o32 = Tensor(10, "float32"), Tensor(10, "float32")
+    x64, o64 = Tensor(10, "float64"), Tensor(10, "float64")
+    mod.scale(2.0, x32, o32)
+    mod.scale(2.0, x64, o64)  # both instances have launchers now, float32's first
+    reads: list[int] = []
+
+    def counted(self: Tensor) -> int:
+        reads.append(id(self))
+        return self.ptr
+
+    monkeypatch.setattr(Tensor, "data_ptr", counted)
+    for _ in range(3):
+        mod.scale(3.0, x64, o64)
+    monkeypatch.undo()
+    assert len(driver.launches) == 3  # float64's launcher: the factor as 8 bytes
+    assert driver.launches[0]["buffer"][:8] == np.float64(3.0).tobytes()
+    assert sorted(reads) == sorted([id(x64), id(o64)] * 3)
+
+
+def set_(t: Tensor, source: Tensor) -> None:
+    """``t.set_(source)``: t takes source's memory and extents, in place."""
+    t.ptr, t.shape, t.iface = source.ptr, source.shape, source.iface
+
+
+def test_a_tensor_changed_in_place_between_calls_is_read_afresh(native, torch, mod) -> None:
+    """``set_`` (or ``resize_``) between calls: the next launch carries the tensors' new
+    memory and extent, as the general path's does."""
+    fake, driver = native
+    args = [Tensor(1000) for _ in range(3)]
+    for _ in range(2):
+        mod.vecadd(*args)
+    smaller = [Tensor(500) for _ in range(3)]
+    for t, source in zip(args, smaller, strict=True):
+        set_(t, source)
+    mod.vecadd(*args)
+    mod.vecadd.launch(*args)
+    assert len(driver.launches) == 2
     assert_same_launch(driver.launches[-1], fake.launches[-1])
     assert driver.launches[-1]["grid"] != driver.launches[0]["grid"]

@@ -19,7 +19,17 @@
 //! array is remembered the second time its address comes by in that place, so calls with
 //! new arrays each time make few weak references. PyTorch can change a tensor's extents
 //! and memory in place (`resize_`, `set_`): tensors are read on every call.
+//!
+//! One plain call may try many launchers: a tuned kernel's choices, each declining a
+//! shape outside its bucket, then the hand pick. Each would read the same arrays again
+//! (a tensor's six reads, about 0.4 µs, or a CuPy array's remembered shape), three
+//! arrays times nine launchers being most of a tuned GEMM's host cost from PyTorch. So
+//! while a call runs ([`one_call`]), what was read from an array object is kept for the
+//! launchers after the first: the call's argument tuple holds the arrays, so no address
+//! is reused before the call ends, and no Python code but the arrays' own attribute
+//! reads runs in between.
 
+use std::cell::RefCell;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -167,20 +177,78 @@ impl Reader {
     }
 
     /// The facts of array `a` passed as parameter `param` of a launcher remembering
-    /// `last`, when it has `rank` dimensions (None: it is not an array the fast path
-    /// reads, or a tensor of another rank, or one the general path must look at).
+    /// `last` (None: it is not an array the fast path reads, or one the general path
+    /// must look at). Within [`one_call`], an array is read once.
     pub fn facts(
         &self,
         last: &LastArrays,
         param: usize,
         a: &Bound<'_, PyAny>,
-        rank: usize,
     ) -> Option<ArrayFacts> {
-        match self {
+        let address = a.as_ptr() as usize;
+        if let Some(known) = CALL.with_borrow(|call| call.get(address)) {
+            return known;
+        }
+        let facts = match self {
             Reader::Cupy(reader) => last.facts(param, a, reader),
-            Reader::Torch(reader) => reader.read(a, rank),
+            Reader::Torch(reader) => reader.read(a),
+        };
+        CALL.with_borrow_mut(|call| call.keep(address, facts));
+        facts
+    }
+}
+
+/// What the plain call in progress on this thread has read, by array address.
+struct CallArrays {
+    /// Calls open (a call made from an array's attribute read nests).
+    open: usize,
+    read: Vec<(usize, Option<ArrayFacts>)>,
+}
+
+impl CallArrays {
+    fn get(&self, address: usize) -> Option<Option<ArrayFacts>> {
+        self.read
+            .iter()
+            .find(|(at, _)| *at == address)
+            .map(|(_, facts)| *facts)
+    }
+
+    fn keep(&mut self, address: usize, facts: Option<ArrayFacts>) {
+        if self.open > 0 {
+            self.read.push((address, facts));
         }
     }
+}
+
+thread_local! {
+    static CALL: RefCell<CallArrays> = const {
+        RefCell::new(CallArrays { open: 0, read: Vec::new() })
+    };
+}
+
+/// Closes a call's reads: what it read is forgotten, a nested call's when it ends.
+struct CallGuard {
+    mark: usize,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        CALL.with_borrow_mut(|call| {
+            call.open -= 1;
+            call.read.truncate(self.mark);
+        });
+    }
+}
+
+/// Run `f`, one call of a kernel on its arguments: each array object is read once in it,
+/// however many launchers try the call.
+pub fn one_call<R>(f: impl FnOnce() -> R) -> R {
+    let mark = CALL.with_borrow_mut(|call| {
+        call.open += 1;
+        call.read.len()
+    });
+    let _guard = CallGuard { mark };
+    f()
 }
 
 /// The attribute names a CuPy array is read by, interned once.
@@ -284,19 +352,18 @@ impl TensorReader {
         }
     }
 
-    /// The facts of a tensor of `rank` dimensions that needs no gradient and is
-    /// contiguous (its strides are then a C-contiguous array's, which is all the facts
-    /// say of them); None for any other.
-    fn read(&self, a: &Bound<'_, PyAny>, rank: usize) -> Option<ArrayFacts> {
+    /// The facts of a tensor that needs no gradient and is contiguous (its strides are
+    /// then a C-contiguous array's, which is all the facts say of them); None for any
+    /// other.
+    fn read(&self, a: &Bound<'_, PyAny>) -> Option<ArrayFacts> {
         let py = a.py();
         let dtype = a.getattr(self.dtype.bind(py)).ok()?.as_ptr() as usize;
         let shape_obj = a.getattr(self.shape.bind(py)).ok()?;
         let shape = shape_obj.cast::<PyTuple>().ok()?; // torch.Size is a tuple
-        if shape.len() != rank
-            || a.getattr(self.requires_grad.bind(py))
-                .ok()?
-                .is_truthy()
-                .ok()?
+        if a.getattr(self.requires_grad.bind(py))
+            .ok()?
+            .is_truthy()
+            .ok()?
             || !a
                 .call_method0(self.is_contiguous.bind(py))
                 .ok()?

@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
+use crate::facts;
 use crate::launcher::{Launcher, Outcome, parse_config};
 
 /// Configurations kept per kernel (more: the cache starts over).
@@ -366,7 +367,9 @@ impl KernelBase {
     ) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
-        if kwargs.is_none_or(|k| k.is_empty()) && me.try_plain(py, args)? == Outcome::Launched {
+        if kwargs.is_none_or(|k| k.is_empty())
+            && facts::one_call(|| me.try_plain(py, args))? == Outcome::Launched
+        {
             return Ok(());
         }
         callable(py, &me.general)?.call1((slf, args, kwargs))?;
@@ -510,7 +513,7 @@ impl ConfiguredBase {
         };
         if kwargs.is_none_or(|k| k.is_empty())
             && let (Some(kernel), Some(cfg)) = (&kernel, checked)
-            && kernel.get().try_own(py, args, Some(cfg))? == Outcome::Launched
+            && facts::one_call(|| kernel.get().try_own(py, args, Some(cfg)))? == Outcome::Launched
         {
             return Ok(());
         }

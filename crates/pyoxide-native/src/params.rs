@@ -462,7 +462,7 @@ fn array(
     rank: usize,
 ) -> Option<(u64, [u64; MAX_RANK])> {
     let dtype = lib.dtype(memory.ty)?;
-    let facts = lib.reader.facts(cx.last, param, a, rank)?;
+    let facts = lib.reader.facts(cx.last, param, a)?;
     if facts.dtype != dtype.as_ptr() as usize
         || facts.rank != rank
         || !facts.c_contiguous(memory.itemsize)
