@@ -46,6 +46,9 @@
 //! first softmax under it and the store after, ran 2-14 % slower (H100, the 128-row
 //! ping-pong instance, S = 512 and 2048), and its ncu at d = 64, S = 512 priced the
 //! merged boundary as the separate one (287 stall samples a thousand tiles against 286).
+//! Nor does the store hold the next tile back: its output packed in registers, the next
+//! tile's first `q·kᵀ` issued and the store made under it, ran 0.96-1.01× (H100, every
+//! d and mask at S = 512 and 2048).
 //! A key step costs what cuDNN's does there (118 samples a thousand steps, cuDNN's 114
 //! on the H200); the gap is the work done once a tile, about 2.4 steps' worth against
 //! cuDNN's 0.6: the first `q·kᵀ` and softmax outside the loop, the last `p·v`, the

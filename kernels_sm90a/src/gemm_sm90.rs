@@ -93,7 +93,11 @@
 //! `cvt.rn.bf16x2.f32` ([`cvt_bf16x2_f32`]); `bf16::from_f32`'s integer rounding (a
 //! NaN test, an add and a shift a value: 1 072 SASS instructions a thread per tile in
 //! the epilogue, against 238 with the packing) cost the bf16-result kernel 3 % of its
-//! cycles (ncu, 8192³).
+//! cycles (ncu, 8192³). The epilogue is not overlapped with the next tile's products:
+//! packing a tile's sums to bf16 in registers, starting the next tile and storing them
+//! after its second k-step (the bf16-result 128-row instances, H100) ran at the same
+//! rate under sustained load (4096³: 671 TFLOP/s against 670), although ncu puts 5.5 %
+//! of a consumer's tile time in the epilogue there.
 //!
 //! # Where the time goes (ncu, H200, 8192³, clocks locked)
 //!
@@ -105,8 +109,9 @@
 //! workspace for the partial sums) would recover it; halving the tiles along m or n
 //! would not (4 096 halves over 132 SMs still take 32 rounds, 16 tiles' time).
 //! Timed back to back, a bf16 GEMM at this size also runs the card into its 700 W
-//! limit within a second, after which the clock, not the kernel, sets the pace
-//! (`scripts/bench_gemm` idles between rows for that reason).
+//! limit within a second, after which the clock, not the kernel, sets the pace: work
+//! per joule counts (`scripts/bench_gemm` times each row after a lead-in of its own
+//! launches, so a sample runs at the clock the row itself settles to).
 //!
 //! # Shared-memory layouts
 //!
