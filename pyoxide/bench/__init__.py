@@ -202,7 +202,7 @@ def bench_crate(
     return {
         "version": BENCH_REPORT_VERSION,
         "crate": module.manifest.crate_name,
-        "device": props["name"].decode(),
+        "device": backends.gpu().device_identity(cp.cuda.Device().id)[0],
         "sms": int(cp.cuda.Device().attributes["MultiProcessorCount"]),
         "l2_bytes": int(props["l2CacheSize"]),
         "host": platform.node(),

@@ -203,10 +203,9 @@ class CupyBackend:
         out = []
         for i in range(runtime.getDeviceCount()):
             props = runtime.getDeviceProperties(i)
-            name = props["name"]
             out.append({
                 "id": i,
-                "name": name.decode() if isinstance(name, bytes) else str(name),
+                "name": self.device_identity(i)[0],
                 "compute_capability": f"{props['major']}.{props['minor']}",
             })  # fmt: skip
         return out
