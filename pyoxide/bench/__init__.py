@@ -198,12 +198,13 @@ def bench_crate(
         except Exception as e:  # reported in the table, the run goes on
             rows.append({"kernel": spec.kernel, "shape": list(shape), "error": f"{e}"[:200]})
         step(f"{spec.kernel} {'×'.join(map(str, shape))}")
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    device = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(device.id)
     return {
         "version": BENCH_REPORT_VERSION,
         "crate": module.manifest.crate_name,
-        "device": backends.gpu().device_identity(cp.cuda.Device().id)[0],
-        "sms": int(cp.cuda.Device().attributes["MultiProcessorCount"]),
+        "device": backends.gpu().device_identity(device.id)[0],
+        "sms": int(device.attributes["MultiProcessorCount"]),
         "l2_bytes": int(props["l2CacheSize"]),
         "host": platform.node(),
         "cupy": cp.__version__,

@@ -107,6 +107,13 @@ class Tensor(FakeCudaArray):
         return tuple(reversed(strides))
 
 
+def fake_torch_module() -> Iterator[types.ModuleType]:
+    """The stand-in installed for a test (`installed`). Test modules make it their `torch`
+    fixture: ``torch = pytest.fixture(fake_torch_module, name="torch")``."""
+    with installed() as torch:
+        yield torch
+
+
 @contextlib.contextmanager
 def installed() -> Iterator[types.ModuleType]:
     """``import torch`` gives the stand-in while the context lasts; its

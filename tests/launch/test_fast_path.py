@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import fake_torch
 from helpers.fake_launch import FakeNdarray, fake_native, record_aligns, warm_up
 from helpers.fake_launch import assert_same_launch as same_launch
-from helpers.fake_torch import Tensor
+from helpers.fake_torch import Tensor, fake_torch_module
 from helpers.fixtures import REPO_DIR, write_manifest
 
 import pyoxide
@@ -36,10 +35,7 @@ native = pytest.fixture(fake_native, name="native")
 FAST, DECLINED = "fast", "declined"
 
 
-@pytest.fixture
-def torch() -> Any:
-    with fake_torch.installed() as t:
-        yield t
+torch = pytest.fixture(fake_torch_module, name="torch")
 
 
 @pytest.fixture

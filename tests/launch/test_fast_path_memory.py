@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import fake_torch
 from helpers.fake_launch import FakeNdarray, assert_same_launch, c_strides, fake_native, warm_up
-from helpers.fake_torch import Tensor
+from helpers.fake_torch import Tensor, fake_torch_module
 from helpers.fixtures import kernel, load_with_entry, param, write_manifest
 
 import pyoxide
 from pyoxide.errors import ArgumentValueError, ShapeError
 
 native = pytest.fixture(fake_native, name="native")
+torch = pytest.fixture(fake_torch_module, name="torch")
 
 
 def reshape_in_place(a: FakeNdarray, shape: tuple[int, ...]) -> None:
@@ -121,12 +121,6 @@ def test_a_shaped_array_reshaped_in_place_is_read_again(native, copy2d) -> None:
     assert len(driver.launches) == 3  # the first call took the general path
     assert_same_launch(driver.launches[-1], fake.launches[-1])
     assert driver.launches[-1]["grid"] != driver.launches[0]["grid"]
-
-
-@pytest.fixture
-def torch() -> Any:
-    with fake_torch.installed() as t:
-        yield t
 
 
 def test_a_tensor_is_read_once_a_call_however_many_launchers_try_it(
