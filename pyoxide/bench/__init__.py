@@ -24,11 +24,11 @@ from ._peers import Peers
 from ._plot import plot
 from ._report import Table, require_gpu
 from ._report import render as render_report
-from ._timing import Timer, copy_bandwidth, peak_flops, profiled_call
+from ._timing import Timer, copy_bandwidth, host_cost, peak_flops, profiled_call
 
 __all__ = [
-    "Peers", "Table", "Timer", "bench_crate", "bench_spec", "copy_bandwidth", "plot",
-    "profiled_call", "progress_bar", "render_report", "require_gpu", "table",
+    "Peers", "Table", "Timer", "bench_crate", "bench_spec", "copy_bandwidth", "host_cost",
+    "plot", "profiled_call", "progress_bar", "render_report", "require_gpu", "table",
 ]  # fmt: skip
 
 BENCH_REPORT_VERSION = 1

@@ -8,6 +8,7 @@ two roofline ceilings: device-to-device copy bandwidth (measured) and peak FLOP 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -130,3 +131,20 @@ def profiled_call(cp: Any, call: Callable[[], Any], synchronize: Callable[[], An
         synchronize()
     finally:
         cp.cuda.runtime.profilerStop()
+
+
+def host_cost(
+    call: Callable[[], Any], synchronize: Callable[[], Any], launches: int = 25, reps: int = 7
+) -> float:
+    """The host's µs a call: the median over `reps` bursts of `launches` calls, each burst
+    timed on the host's clock from an idle GPU (so the launch queue never fills and blocks
+    the host: the time is the caller's own, not the GPU's)."""
+    times = []
+    for _ in range(reps):
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(launches):
+            call()
+        times.append((time.perf_counter() - start) / launches * 1e6)
+    synchronize()
+    return statistics.median(times)

@@ -215,3 +215,32 @@ def test_a_sustained_gemm_sample_follows_its_own_rows_lead_in_untimed() -> None:
         assert torch.log[start - 6 : start] == [row] * 6, torch.log[start - 7 : start + 1]
     for row in rows:  # 12 launches a sample (calibrated), 1 ms each: the lead-in untimed
         assert row.launches == 12 and row.samples == [1.0] * 3, (row.launches, row.samples)
+
+
+def test_a_gemm_row_whose_host_time_fills_its_call_is_named_host_bound() -> None:
+    """bench_gemm's table gives pyoxide's sustained and host µs a call, and names every
+    caller whose own host time is ≥ 90 % of its sustained time a call (its rate is the
+    host's): here pyoxide's (9.5 of 10 µs), not cuBLAS's through torch (5 of 12)."""
+    bench = load_script("bench_gemm")
+    shape, kind = (16, 256, 256), "bf16→bf16"
+    ours = bench.Row(shape, kind, "pyoxide", lambda: None, samples=[0.010], host_us=9.5)
+    peer = bench.Row(shape, kind, "torch.matmul", lambda: None, samples=[0.012], host_us=5.0)
+    for row in (ours, peer):
+        row.sample_ms.append(200.0)
+    args = type("Args", (), {"rounds": 1, "sample_ms": 200.0, "lead_ms": 100.0})
+    table = bench.results_table([ours, peer], {(shape, kind): "gemm_x"}, "NVIDIA H200", args)
+    (row,) = table.rows
+    assert row[table.columns.index("pyoxide µs: call / host")] == "10.0 / 9.5"
+    (note,) = [n for n in table.notes if n.startswith("Host-bound")]
+    assert "16×256×256 bf16→bf16 pyoxide" in note and "torch.matmul" not in note
+
+
+def test_host_cost_times_bursts_from_an_idle_gpu() -> None:
+    """pyoxide.bench.host_cost: each burst of calls starts after a synchronisation (so the
+    launch queue never fills), and the answer is the median burst's µs a call."""
+    from pyoxide.bench import host_cost
+
+    log: list[str] = []
+    us = host_cost(lambda: log.append("call"), lambda: log.append("sync"), launches=3, reps=2)
+    assert log == ["sync", "call", "call", "call"] * 2 + ["sync"]
+    assert 0 < us < 1e4
