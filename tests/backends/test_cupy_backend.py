@@ -83,6 +83,17 @@ def mod(tmp_path: Path) -> pyoxide.Module:
     return pyoxide.load(write_manifest(tmp_path))
 
 
+def test_devices_name_each_device_and_its_compute_capability(fake: fake_cupy.FakeCuda) -> None:
+    """``devices()`` (``pyoxide doctor``, bench reports): the name as device_identity
+    reads it, and the compute capability as "major.minor" (sm_100's as "10.0")."""
+    fake.device_count, fake.compute_capability = 2, "100"
+    from pyoxide import backends
+
+    assert backends.gpu().devices() == [
+        {"id": i, "name": "Fake GPU", "compute_capability": "10.0"} for i in range(2)
+    ]
+
+
 def test_launch_passes_the_abi(fake: fake_cupy.FakeCuda, mod: pyoxide.Module) -> None:
     x, y, out = cuda(1000), cuda(1000), cuda(1000)
     mod.saxpy(2.5, x, y, out)

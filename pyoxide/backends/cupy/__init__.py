@@ -199,14 +199,13 @@ class CupyBackend:
 
     def devices(self) -> list[dict[str, Any]]:
         """Every CUDA device CuPy sees: id, name, compute capability ("9.0")."""
-        runtime = self._cp.cuda.runtime
         out = []
-        for i in range(runtime.getDeviceCount()):
-            props = runtime.getDeviceProperties(i)
+        for i in range(self._cp.cuda.runtime.getDeviceCount()):
+            cc = self.compute_capability(i)
             out.append({
                 "id": i,
                 "name": self.device_identity(i)[0],
-                "compute_capability": f"{props['major']}.{props['minor']}",
+                "compute_capability": f"{cc // 10}.{cc % 10}",
             })  # fmt: skip
         return out
 
