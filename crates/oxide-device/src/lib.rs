@@ -22,7 +22,7 @@
 //! | [`async_copy`] | cuda-oxide's `cp.async` names: `cp_async_ca_{4,8,16}`, `cp_async_cg_16`, `_zfill` forms, commit/wait, `cp_async_mbarrier_arrive*` |
 //! | [`f16x2`] | packed half arithmetic (`add_f16x2`, `fma_relu_f16x2`, …), bit-exact on the emulator |
 //! | [`barrier`] | `mbarrier` ([`Barrier`](barrier::Barrier), `mbarrier_init`, `mbarrier_arrive`, `mbarrier_arrive_expect_tx`, `mbarrier_try_wait_parity`, `mbarrier_wait`…), `fence_proxy_async_shared_cta`, `named_barrier_sync` (`barrier.sync id, n`); not emulated |
-//! | [`tma`] | sm_90: [`TmaDescriptor`](tma::TmaDescriptor), `cp_async_bulk_tensor_2d_g2s` (loads), `cp_async_bulk_tensor_2d_s2g` (stores) with `cp_async_bulk_commit_group` / `_wait_group` / `_wait_group_read`; not emulated |
+//! | [`tma`] | sm_90: [`TmaDescriptor`](tma::TmaDescriptor), `cp_async_bulk_tensor_2d_g2s` (loads), `cp_async_bulk_tensor_2d_s2g` (stores) with `cp_async_bulk_commit_group` / `_wait_group` / `_wait_group_read`, `prefetch_tensormap`; not emulated |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
 //! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |
 //! | [`print`] | [`gpu_printf!`], [`gpu_assert!`] |

@@ -149,6 +149,19 @@ pub unsafe fn cp_async_bulk_tensor_4d_s2g(
     unsafe { arch::cp_async_bulk_tensor_4d_s2g(src, tensor_map.cast(), coords) }
 }
 
+/// `prefetch.tensormap`: start fetching the map at `tensor_map` into the cache the TMA
+/// unit reads descriptors from, so that the first copy through it does not wait for the
+/// map's own load from memory (a kernel's first thread issues it for each of its maps,
+/// before setting up its barriers). A hint: nothing waits for it.
+///
+/// # Safety
+/// `tensor_map` points to a map in global memory (as [`cp_async_bulk_tensor_2d_g2s`]).
+#[inline(always)]
+pub unsafe fn prefetch_tensormap(tensor_map: *const TmaDescriptor) {
+    // SAFETY: upheld by the caller.
+    unsafe { arch::prefetch_tensormap(tensor_map.cast()) }
+}
+
 forward! {
     /// `cp.async.bulk.commit_group`: close this thread's group of bulk copies
     /// ([`cp_async_bulk_tensor_2d_s2g`], [`cp_async_bulk_tensor_4d_s2g`]) so that the

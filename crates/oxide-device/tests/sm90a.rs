@@ -64,6 +64,7 @@ fn sm90a_kernels_pass_ptxas_and_plain_targets_are_refused() {
         "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
         "cp.async.bulk.commit_group",
         "cp.async.bulk.wait_group.read 0",
+        "prefetch.tensormap [",
         "cp.async.bulk.wait_group 0",
     ] {
         assert!(store.contains(insn), "{insn} missing");

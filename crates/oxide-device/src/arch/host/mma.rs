@@ -413,6 +413,10 @@ pub(crate) unsafe fn cp_async_bulk_tensor_2d_s2g(
     not_emulated("cp.async.bulk.tensor store (TMA)")
 }
 
+pub(crate) unsafe fn prefetch_tensormap(_tensor_map: *const u8) {
+    not_emulated("prefetch.tensormap")
+}
+
 pub(crate) fn cp_async_bulk_commit_group() {
     not_emulated("cp.async.bulk.commit_group")
 }

@@ -317,6 +317,17 @@ tensor_s2g!(
     [c0 = coords[0], c1 = coords[1], c2 = coords[2], c3 = coords[3]]
 );
 
+/// `prefetch.tensormap`: bring a tensor map (a generic address of global memory) into
+/// the cache the TMA unit reads descriptors from.
+#[inline(always)]
+pub(crate) unsafe fn prefetch_tensormap(tensor_map: *const u8) {
+    // SAFETY: upheld by the caller (`tma::prefetch_tensormap`).
+    unsafe {
+        asm!("prefetch.tensormap [{m}];", m = in(reg64) tensor_map,
+             options(nostack, preserves_flags));
+    }
+}
+
 #[inline(always)]
 pub(crate) unsafe fn named_barrier_sync(id: u32, threads: u32) {
     // SAFETY: upheld by the caller (`barrier::named_barrier_sync`). Not `bar.sync`
