@@ -183,6 +183,7 @@ const _: () = assert!(
 );
 /// The three tensor maps (A's, B's, then C's), 128 bytes each, in the `maps` argument.
 pub const TENSOR_MAP_BYTES: usize = 128; // oxide-abi's TENSOR_MAP_BYTES
+const TENSOR_MAPS: usize = 3;
 
 const BK: usize = 64;
 /// A's box of a 128-row tile.
@@ -355,7 +356,11 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
     // through TMA, by the map.
     let mut c = c;
     let c_ptr = c.as_mut_ptr();
-    assert!(maps.len() >= 3 * TENSOR_MAP_BYTES && (maps.as_ptr() as usize).is_multiple_of(64));
+    assert!(
+        maps.len() >= TENSOR_MAPS * TENSOR_MAP_BYTES && (maps.as_ptr() as usize).is_multiple_of(64)
+    );
+    // A's map, then B's and C's.
+    let map_a = maps.as_ptr() as *const TmaDescriptor;
     assert!(DynamicSharedArray::<u8>::bytes() >= SM90_SHARED_BYTES as usize);
     let tid = thread::threadIdx_x() as usize;
     let warpgroup = tid / 128;
@@ -421,9 +426,8 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
         if tid == 0 {
             // The maps' descriptors load under the barriers' setup, not under the first
             // copy through each.
-            let maps_at = maps.as_ptr() as *const TmaDescriptor;
-            for i in 0..3 {
-                prefetch_tensormap(maps_at.add(i));
+            for i in 0..TENSOR_MAPS {
+                prefetch_tensormap(map_a.add(i));
             }
             for s in 0..stages {
                 mbarrier_init(ring.full(s), 1);
@@ -436,7 +440,6 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
 
         if warpgroup == 0 {
             setmaxnreg_dec::<40>();
-            let map_a = maps.as_ptr() as *const TmaDescriptor;
             let map_b = map_a.add(1);
             let (mut s, mut phase) = (0usize, 0u32);
             // One thread issues a tile's loads: this block's slabs of it, into the ring.
@@ -521,7 +524,7 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
             let wg_tid = tid % 128;
             let (w, lane) = (wg_tid / 32, tid % 32);
             let epi = epi_at(half);
-            let map_c = (maps.as_ptr() as *const TmaDescriptor).add(2);
+            let map_c = map_a.add(2);
             // The epilogue's rounds: 16 KiB of c's columns at a time (128 bf16 or 64
             // f32), each round two boxes of 128 bytes a row.
             let esz = core::mem::size_of::<T>();

@@ -120,8 +120,9 @@ pub unsafe fn cp_async_bulk_tensor_4d_g2s(
 /// as the swizzle requires and holds the box, written by this block's threads, who made
 /// their writes visible to the asynchronous proxy
 /// ([`fence_proxy_async_shared_cta`](crate::barrier::fence_proxy_async_shared_cta))
-/// and synchronised with this thread first; nothing writes `src` until the read is
-/// waited for; the block does not exit before [`cp_async_bulk_wait_group`].
+/// and synchronised with this thread first; nothing writes `src`, and the block does not
+/// exit, until the read is waited for ([`cp_async_bulk_wait_group_read`]; the global
+/// writes complete by the kernel's end without a wait).
 #[inline(always)]
 pub unsafe fn cp_async_bulk_tensor_2d_s2g(
     src: *const u8,
