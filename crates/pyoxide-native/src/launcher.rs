@@ -260,6 +260,12 @@ impl Launcher {
             buf.as_mut_ptr() as usize,
             runtime.driver.launch_kernel,
         );
+        // A `#[dependent_launch]` kernel starts under the end of the grid before it (its
+        // own `griddepcontrol.wait` orders its memory accesses after that grid's).
+        let launch_ex = runtime
+            .driver
+            .launch_kernel_ex
+            .filter(|_| self.plan.dependent);
         let size = buf.len();
         let rc = py.detach(move || unsafe {
             let mut size = size;
@@ -270,6 +276,24 @@ impl Launcher {
                 (&raw mut size).cast(),
                 driver::LAUNCH_PARAM_END as *mut c_void,
             ];
+            let stream = stream as usize as *mut c_void;
+            if let Some(launch_ex) = launch_ex {
+                let mut attr = driver::LaunchAttribute::programmatic_stream_serialization();
+                let config = driver::LaunchConfig {
+                    grid: [gx, gy, gz],
+                    block: [bx, by, bz],
+                    shared_mem: smem,
+                    stream,
+                    attrs: &raw mut attr,
+                    num_attrs: 1,
+                };
+                return launch_ex(
+                    &raw const config,
+                    function as *mut c_void,
+                    std::ptr::null_mut(),
+                    extra.as_mut_ptr(),
+                );
+            }
             launch(
                 function as *mut c_void,
                 gx,
@@ -279,7 +303,7 @@ impl Launcher {
                 by,
                 bz,
                 smem,
-                stream as usize as *mut c_void,
+                stream,
                 std::ptr::null_mut(),
                 extra.as_mut_ptr(),
             )

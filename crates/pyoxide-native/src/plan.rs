@@ -68,6 +68,9 @@ pub struct Plan {
     pub shared_mem: u32,
     pub derived: Option<Derived>,
     pub bucket: Vec<Extent>,
+    /// `#[dependent_launch]` (and the knob on): launched with programmatic stream
+    /// serialisation where the driver has `cuLaunchKernelEx`.
+    pub dependent: bool,
 }
 
 /// One extent a tuned choice's launcher takes: axis `axis` of parameter `param` (a
@@ -128,6 +131,7 @@ impl Plan {
                 high,
             });
         }
+        let dependent: bool = plan.getattr(pyo3::intern!(py, "dependent"))?.extract()?;
         Ok(Plan {
             kernel,
             layout,
@@ -135,6 +139,7 @@ impl Plan {
             shared_mem,
             derived,
             bucket,
+            dependent,
         })
     }
 }

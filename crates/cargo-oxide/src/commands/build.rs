@@ -160,8 +160,13 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
     }
 
     ptx::check_cluster_archs(&descriptors, &archs)?;
+    ptx::check_dependent_archs(&descriptors, &archs)?;
     let codegen = manifest::Codegen { fmad: args.fmad() };
     let artifacts = compile_archs(tc, &project, &config.out_module, &archs, codegen.fmad)?;
+    for a in &artifacts {
+        let text = std::fs::read_to_string(project.out_dir.join(&a.path))?;
+        ptx::check_dependent_waits(&text, &descriptors)?;
+    }
     for a in &artifacts {
         let verified = if a.ptxas.is_some() {
             "verified by ptxas"
