@@ -236,41 +236,34 @@ pub fn check_arch_specific(ptx: &str, arch: &str) -> Result<()> {
     Ok(())
 }
 
-/// Refuse to build a kernel with `#[cluster_launch]` for a target without thread-block
-/// clusters (below sm_90): LLVM would drop its `.reqnctapercluster` without a word, and
-/// the kernel would run with one block per cluster.
-pub fn check_cluster_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
-    let Some(k) = kernels.iter().find(|k| k.cluster.is_some()) else {
+/// Refuse to build a kernel that needs sm_90 for an older target: one with
+/// `#[cluster_launch]` (LLVM would drop its `.reqnctapercluster` without a word, and the
+/// kernel would run with one block per cluster) or `#[dependent_launch]` (no
+/// `griddepcontrol`: ptxas would refuse its instructions with less of an explanation).
+pub fn check_sm90_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
+    let needs = kernels.iter().find_map(|k| match k.cluster {
+        Some([x, y, z]) => Some((
+            k,
+            format!("#[cluster_launch({x}, {y}, {z})]"),
+            "thread-block clusters",
+        )),
+        None if k.dependent_launch => Some((
+            k,
+            "#[dependent_launch]".to_string(),
+            "programmatic dependent launch",
+        )),
+        None => None,
+    });
+    let Some((k, attribute, feature)) = needs else {
         return Ok(());
     };
     for arch in archs {
         if parse_arch(arch)? < MIN_CLUSTER_ARCH {
-            let [x, y, z] = k.cluster.unwrap_or([1; 3]);
             bail!(
-                "kernel `{}` has #[cluster_launch({x}, {y}, {z})], but this build is also for \
-                 {arch}, which has no thread-block clusters (they start at sm_{MIN_CLUSTER_ARCH}): \
-                 build for sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90; from Python, \
+                "kernel `{}` has {attribute}, but this build is also for {arch}, which has no \
+                 {feature} (it starts at sm_{MIN_CLUSTER_ARCH}): build for \
+                 sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90; from Python, \
                  pyoxide.load(crate, arch=\"sm_90\") or PYOXIDE_ARCH=sm_90), and keep kernels \
-                 for older GPUs in a crate of their own",
-                k.entry
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Refuse a `#[dependent_launch]` kernel for a target before sm_90, which has no
-/// `griddepcontrol` (ptxas would refuse its instructions with less of an explanation).
-pub fn check_dependent_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
-    let Some(k) = kernels.iter().find(|k| k.dependent_launch) else {
-        return Ok(());
-    };
-    for arch in archs {
-        if parse_arch(arch)? < MIN_CLUSTER_ARCH {
-            bail!(
-                "kernel `{}` has #[dependent_launch], but this build is also for {arch}, which \
-                 has no programmatic dependent launch (it starts at sm_{MIN_CLUSTER_ARCH}): build \
-                 for sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90), and keep kernels \
                  for older GPUs in a crate of their own",
                 k.entry
             );
@@ -337,9 +330,9 @@ mod tests {
         let mut k = descriptor("k");
         let archs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // No cluster: any target.
-        check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
+        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
         k.cluster = Some([2, 1, 1]);
-        let e = check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
+        let e = check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -348,7 +341,7 @@ mod tests {
                 && e.contains("--arch sm_90"),
             "{e}"
         );
-        check_cluster_archs(
+        check_sm90_archs(
             std::slice::from_ref(&k),
             &archs(&["sm_90", "sm_90a", "sm_100"]),
         )
@@ -361,7 +354,7 @@ mod tests {
         let archs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // An ordinary kernel: no wait needed, any target.
         check_dependent_waits(WGMMA, std::slice::from_ref(&k)).unwrap();
-        check_dependent_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
+        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
         k.dependent_launch = true;
         let e = check_dependent_waits(WGMMA, std::slice::from_ref(&k))
             .unwrap_err()
@@ -376,7 +369,7 @@ mod tests {
         // A kernel this PTX does not hold is another file's to check.
         k.entry = "elsewhere".into();
         check_dependent_waits(WGMMA, std::slice::from_ref(&k)).unwrap();
-        let e = check_dependent_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
+        let e = check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -385,7 +378,7 @@ mod tests {
             ),
             "{e}"
         );
-        check_dependent_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_90a"])).unwrap();
+        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_90a"])).unwrap();
     }
 
     #[test]

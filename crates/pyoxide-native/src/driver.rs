@@ -40,7 +40,7 @@ pub struct LaunchConfig {
 pub struct LaunchAttribute {
     pub id: c_uint,
     pub pad: [u8; 4],
-    pub value: [u8; 64],
+    pub value: [c_int; 16],
 }
 
 /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` (cuda.h): a non-zero value
@@ -51,8 +51,8 @@ pub const LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
 impl LaunchAttribute {
     /// The programmatic-stream-serialisation attribute, allowed.
     pub fn programmatic_stream_serialization() -> LaunchAttribute {
-        let mut value = [0u8; 64];
-        value[..4].copy_from_slice(&1i32.to_ne_bytes());
+        let mut value = [0; 16];
+        value[0] = 1;
         LaunchAttribute {
             id: LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
             pad: [0; 4],

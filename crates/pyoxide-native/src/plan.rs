@@ -69,7 +69,8 @@ pub struct Plan {
     pub derived: Option<Derived>,
     pub bucket: Vec<Extent>,
     /// `#[dependent_launch]` (and the knob on): launched with programmatic stream
-    /// serialisation where the driver has `cuLaunchKernelEx`.
+    /// serialisation where the driver has `cuLaunchKernelEx` (the launcher picks its entry
+    /// point once, as it is built).
     pub dependent: bool,
 }
 

@@ -48,21 +48,20 @@ impl Runtime {
         on_error: Bound<'_, PyAny>,
         entry_points: Option<Vec<usize>>,
     ) -> PyResult<Runtime> {
-        let driver =
-            match entry_points.as_deref() {
-                // SAFETY: the caller passes C functions of the documented signatures.
-                Some(&[l, c, n, s]) => unsafe { Driver::from_addresses(l, c, n, s, 0) }
-                    .map_err(PyValueError::new_err)?,
-                Some(&[l, c, n, s, ex]) => unsafe { Driver::from_addresses(l, c, n, s, ex) }
-                    .map_err(PyValueError::new_err)?,
-                Some(_) => {
-                    return Err(PyValueError::new_err(
-                        "entry_points: (cuLaunchKernel, cuCtxGetCurrent, cuGetErrorName, \
+        let driver = match entry_points.as_deref() {
+            // SAFETY: the caller passes C functions of the documented signatures.
+            Some(&[l, c, n, s, ref ex @ ..]) if ex.len() <= 1 => {
+                unsafe { Driver::from_addresses(l, c, n, s, ex.first().copied().unwrap_or(0)) }
+                    .map_err(PyValueError::new_err)?
+            }
+            Some(_) => {
+                return Err(PyValueError::new_err(
+                    "entry_points: (cuLaunchKernel, cuCtxGetCurrent, cuGetErrorName, \
                      cuGetErrorString[, cuLaunchKernelEx]) addresses",
-                    ));
-                }
-                None => Driver::from_libcuda().map_err(PyOSError::new_err)?,
-            };
+                ));
+            }
+            None => Driver::from_libcuda().map_err(PyOSError::new_err)?,
+        };
         let libraries = Libraries::new(bind_array_type);
         if libraries.bind_now(&default_array_type)?.is_none() {
             return Err(PyValueError::new_err(
