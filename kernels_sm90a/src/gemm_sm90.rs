@@ -141,6 +141,7 @@ use oxide_device::barrier::{
 };
 use oxide_device::cluster;
 use oxide_device::convert::cvt_bf16x2_f32;
+use oxide_device::grid;
 use oxide_device::prelude::*;
 use oxide_device::tma::{
     TmaDescriptor, cp_async_bulk_commit_group, cp_async_bulk_tensor_2d_g2s,
@@ -282,6 +283,7 @@ impl RingAt {
     SPLIT = [1, 2, 3, 4]
 )]
 #[cluster_launch(SPLIT)]
+#[dependent_launch]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = BM), b(rows = 64), c(rows = 64))]
@@ -307,6 +309,7 @@ pub fn gemm_bf16_sm90<const BN: usize, const SPLIT: usize, const BM: usize>(
     SPLIT = [1, 2, 3, 4]
 )]
 #[cluster_launch(SPLIT)]
+#[dependent_launch]
 #[launch(persistent_tiles(c, block = (384, 1), tile = (BN, BM), shared = 230_560))]
 #[shapes(a[m, k], b[k, n], c[m, n])]
 #[tensor_maps(maps, a(rows = BM), b(rows = 64), c(rows = 64))]
@@ -437,6 +440,14 @@ fn gemm_sm90_body<T: Copy, W: Copy, const BN: usize, const SPLIT: usize, const B
         }
         fence_proxy_async_shared_cta();
         thread::sync_threads();
+        // Launched as a dependent (`#[dependent_launch]`), the block may get here under the
+        // end of the kernel before it. Nothing above touched global memory but the maps'
+        // prefetch: the launcher's own buffer, copied onto the stream before the first
+        // launch that reads it (a copy, not a kernel: that launch waits for it in full).
+        // From here on a, b and c are that kernel's to have finished with. The next GEMM
+        // may then start its blocks' set-up as this one's blocks exit.
+        grid::griddepcontrol_wait();
+        grid::griddepcontrol_launch_dependents();
 
         if warpgroup == 0 {
             setmaxnreg_dec::<40>();

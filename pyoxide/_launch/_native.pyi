@@ -52,7 +52,7 @@ class Runtime:
         host_ndarray: type | None,
         record: LaunchRecord,
         on_error: Callable[[str, str | None, str], BaseException],
-        entry_points: tuple[int, int, int, int] | None = None,
+        entry_points: tuple[int, ...] | None = None,
     ) -> None: ...
     @property
     def stream_from_capsule(self) -> bool: ...

@@ -101,6 +101,9 @@ class FastPlan:
     # A tuned choice's bucket: (param, axis, low, high) per key extent; the launcher takes
     # a call only when low < extent <= high for each (pyoxide/_launch/tune_space.py).
     bucket: tuple[tuple[int, int, int, int], ...] = ()
+    # `#[dependent_launch]`: launch with programmatic stream serialisation (unless
+    # PYOXIDE_DEPENDENT_LAUNCH is 0: pyoxide/backends/cupy/_native.py's `launcher`).
+    dependent: bool = False
 
 
 def fast_plan(spec: KernelSpec, derived_values: Any = None) -> FastPlan | None:
@@ -126,7 +129,8 @@ def fast_plan(spec: KernelSpec, derived_values: Any = None) -> FastPlan | None:
         index = [p.name for p in spec.params]
         sources = tuple(index.index(m.array) for m in spec.tensor_maps)
         derived = Derived(index.index(spec.maps_param), sources, derived_values)
-    return FastPlan(spec.entry, tuple(params), _grid(spec), spec.shared_bytes, derived)
+    return FastPlan(spec.entry, tuple(params), _grid(spec), spec.shared_bytes, derived,
+                    dependent=spec.dependent_launch)  # fmt: skip
 
 
 def _param(p: ParamSpec, names: dict[str, int], mapped: Any) -> FastParam | None:

@@ -13,9 +13,9 @@ block](*args)``) run in compiled code: the classes here derive from
 and call back into this module (the hooks set in ``__init__``) for anything they
 decline. A launcher is built for one knob generation
 (:func:`pyoxide._manifest.knobs.launch_generation`, published before every launch made
-here): after ``PYOXIDE_SYNC``, ``PYOXIDE_BACKEND`` or ``PYOXIDE_TUNED_FALLBACK`` changes
-in a running process, the change takes effect for every kernel at the next launch made
-here, and at once after :func:`reload_knobs`.
+here): after a launch knob (:func:`pyoxide._manifest.knobs.launch_knobs`) changes in a
+running process, the change takes effect for every kernel at the next launch made here,
+and at once after :func:`reload_knobs`.
 
 Streams and devices follow the array library: CuPy arrays (and other
 ``__cuda_array_interface__`` arrays) run on CuPy's current device and stream; PyTorch

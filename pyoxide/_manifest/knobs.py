@@ -80,13 +80,13 @@ def cargo_oxide() -> Path | None:
     return Path(value).expanduser() if value is not None else None
 
 
-def _switch(var: _abi.Variable) -> bool:
-    """A 0/1 variable; unset is 0."""
+def _switch(var: _abi.Variable, default: bool = False) -> bool:
+    """A 0/1 variable; unset is `default`."""
     value = _get(var)
-    if value is None or value == "0":
-        return False
-    if value == "1":
-        return True
+    if value is None:
+        return default
+    if value in ("0", "1"):
+        return value == "1"
     raise ConfigError(var.name, value, "0 or 1")
 
 
@@ -110,18 +110,21 @@ def emu_seed() -> int:
 def tuned_fallback() -> bool:
     """Whether a GPU model without a tuned choice of its own runs the choice another
     model of its architecture made (pyoxide/_launch/tuned.py); on unless set to 0."""
-    value = _get(_abi.PYOXIDE_TUNED_FALLBACK)
-    if value is None or value == "1":
-        return True
-    if value == "0":
-        return False
-    raise ConfigError("PYOXIDE_TUNED_FALLBACK", value, "0 or 1")
+    return _switch(_abi.PYOXIDE_TUNED_FALLBACK, default=True)
+
+
+def dependent_launch() -> bool:
+    """Whether the compiled launcher starts `#[dependent_launch]` kernels with programmatic
+    stream serialisation (pyoxide/backends/cupy/_native.py); on unless set to 0."""
+    return _switch(_abi.PYOXIDE_DEPENDENT_LAUNCH, default=True)
 
 
 def launch_knobs() -> tuple[str | None, ...]:
     """The raw values of the variables that decide how a launch goes, beyond building:
-    PYOXIDE_SYNC, PYOXIDE_BACKEND and PYOXIDE_TUNED_FALLBACK (which tuned choice runs)."""
-    names = (_abi.PYOXIDE_SYNC, _abi.PYOXIDE_BACKEND, _abi.PYOXIDE_TUNED_FALLBACK)
+    PYOXIDE_SYNC, PYOXIDE_BACKEND, PYOXIDE_TUNED_FALLBACK (which tuned choice runs) and
+    PYOXIDE_DEPENDENT_LAUNCH."""
+    names = (_abi.PYOXIDE_SYNC, _abi.PYOXIDE_BACKEND, _abi.PYOXIDE_TUNED_FALLBACK,
+             _abi.PYOXIDE_DEPENDENT_LAUNCH)  # fmt: skip
     return tuple(os.environ.get(v.name) for v in names)
 
 

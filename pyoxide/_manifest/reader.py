@@ -110,6 +110,10 @@ class KernelSpec:
     #: The full-warp collective its code runs (schema 8, from the link step): it takes
     #: only blocks of whole warps.
     whole_warps: str | None = None
+    #: `#[dependent_launch]`: it waits for the grid before it on the stream itself
+    #: (`griddepcontrol.wait`), so the compiled launcher starts it with programmatic
+    #: stream serialisation (pyoxide/_launch/fastplan.py).
+    dependent_launch: bool = False
 
     @property
     def passed_params(self) -> tuple[ParamSpec, ...]:
@@ -284,7 +288,7 @@ def parse_manifest(value: Any, file: Path) -> Manifest:
 
 _OPTIONAL_DESCRIPTOR_FIELDS = ("instance", "is_unsafe", "launch_bounds", "launch", "cluster",
                                "variant_of", "shared_bytes", "tensor_maps", "tune",
-                               "whole_warps")  # fmt: skip
+                               "whole_warps", "dependent_launch")  # fmt: skip
 
 
 def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
@@ -375,4 +379,5 @@ def _kernel(c: JsonChecker, value: Any, w: str) -> KernelSpec:
         whole_warps=None
         if k.get("whole_warps") is None
         else c.str_(k["whole_warps"], w + ".whole_warps"),
+        dependent_launch=c.bool_(k.get("dependent_launch", False), w + ".dependent_launch"),
     )

@@ -234,7 +234,7 @@ def replaced_module(name: str, module: types.ModuleType | None) -> Iterator[None
 def installed(
     fake: FakeCuda,
     *,
-    entry_points: tuple[int, int, int, int] | None = None,
+    entry_points: tuple[int, ...] | None = None,
     backend_class: Any = None,
 ) -> Iterator[types.ModuleType]:
     """Make ``import cupy`` return the fake, and a CuPy backend made on it (of

@@ -63,22 +63,57 @@ _LAUNCH = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p,
 )  # fmt: skip
+_LAUNCH_EX = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
 _CTX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+
+
+class _LaunchAttribute(ctypes.Structure):
+    """cuda.h's CUlaunchAttribute: an id, padded to 8 bytes, and a 64-byte value union."""
+
+    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """cuda.h's CUlaunchConfig."""
+
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared_mem", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)),
+                ("num_attrs", ctypes.c_uint)]  # fmt: skip
+
+
+def decode_launch_ex(config: int, f: int, params: int, extra: int) -> dict[str, Any]:
+    """One cuLaunchKernelEx call, as :func:`decode_launch` decodes a cuLaunchKernel one,
+    with its attributes as {id: first int of the value}."""
+    c = _LaunchConfig.from_address(config)
+    launch = decode_launch(f, *c.grid, *c.block, c.shared_mem, c.stream or 0, params, extra)
+    launch["attributes"] = {c.attrs[i].id: c.attrs[i].value[0] for i in range(c.num_attrs)}
+    return launch
+
+
 _ERROR_TEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
 _ERROR_NAMES = {1: b"CUDA_ERROR_INVALID_VALUE", 700: b"CUDA_ERROR_ILLEGAL_ADDRESS"}
 _CONTEXT_BASE = 0x1000  # the fake context of device d is 0x1000 + d
 
 
 class FakeDriver:
-    """The driver entry points, recording launches; `result` is what launches return."""
+    """The driver entry points, recording launches; `result` is what launches return.
+    `has_launch_ex`: whether it has cuLaunchKernelEx (a driver before CUDA 12 has not)."""
 
-    def __init__(self, fake: FakeCuda) -> None:
+    def __init__(self, fake: FakeCuda, has_launch_ex: bool = True) -> None:
         self.launches: list[dict[str, Any]] = []
         self.result = 0
         self.context: int | None = None  # None: the fake's current device's context
 
         def launch(*a: Any) -> int:
-            self.launches.append(decode_launch(*(0 if v is None else v for v in a)))
+            self.launches.append({**decode_launch(*(0 if v is None else v for v in a)),
+                                  "attributes": {}})  # fmt: skip
+            return self.result
+
+        def launch_ex(*a: Any) -> int:
+            self.launches.append(decode_launch_ex(*(0 if v is None else v for v in a)))
             return self.result
 
         def ctx(out: Any) -> int:
@@ -91,20 +126,22 @@ class FakeDriver:
             out[0] = _ERROR_NAMES[code]
             return 0
 
-        # Kept alive here: the launcher holds only their addresses.
-        self._callbacks = (_LAUNCH(launch), _CTX(ctx), _ERROR_TEXT(error_name))
-        self.entry_points = (
-            *(ctypes.cast(c, ctypes.c_void_p).value or 0 for c in self._callbacks),
-            0,
-        )
+        # Kept alive here: the launcher holds only their addresses. (cuLaunchKernel,
+        # cuCtxGetCurrent, cuGetErrorName, cuGetErrorString: none, cuLaunchKernelEx.)
+        self._callbacks = (_LAUNCH(launch), _CTX(ctx), _ERROR_TEXT(error_name),
+                           _LAUNCH_EX(launch_ex))  # fmt: skip
+        address = [ctypes.cast(c, ctypes.c_void_p).value or 0 for c in self._callbacks]
+        self.entry_points = (*address[:3], 0, address[3] if has_launch_ex else 0)
 
 
 @contextlib.contextmanager
-def native_installed(fake: FakeCuda, backend_class: Any = None) -> Iterator[tuple[Any, FakeDriver]]:
+def native_installed(
+    fake: FakeCuda, backend_class: Any = None, has_launch_ex: bool = True
+) -> Iterator[tuple[Any, FakeDriver]]:
     """Install `fake` as ``cupy`` (with FakeNdarray as its ndarray) and a CuPy backend
     whose compiled launchers call a FakeDriver's entry points; (the fake module, the
     driver) while the context lasts."""
-    driver = FakeDriver(fake)
+    driver = FakeDriver(fake, has_launch_ex)
     with fake_cupy.installed(
         fake, entry_points=driver.entry_points, backend_class=backend_class
     ) as cp:

@@ -217,3 +217,48 @@ def test_bf16_result_is_the_f32_result_rounded_once(twinned: pyoxide.Module, lib
         got = lib.to_numpy(c16).view(np.uint16)
         differ = int((got != want).sum())
         assert differ == 0, f"{m}x{n}x{k}: {differ} bf16 results differ from round(f32 result)"
+
+
+#: The chain's weight: its own draws, so that the test's inputs do not depend on the order
+#: the module's tests run in.
+RNG_CHAIN = np.random.default_rng(7)
+
+
+@skip_on_emu("the wgmma + TMA kernels run on sm_90 GPUs only (tests/backends/test_emu_sm90a.py)")
+@requires_sm90("the wgmma + TMA kernels load on an sm_90 GPU only")
+@pytest.mark.parametrize("tail", ["256_1_128", "128_4_16", "64_2_128"])
+def test_a_chain_of_dependent_launches_reads_each_finished_product(
+    lib: ArrayLib, tail: str, monkeypatch
+) -> None:
+    """`#[dependent_launch]`: each GEMM of a chain reads the one before it's output, while
+    that one may still be finishing when this one's blocks start (programmatic stream
+    serialisation, on the compiled path): every product is whole (no NaN of the poisoned
+    outputs), matches float64 chained with bf16 rounding between steps, and is bit for bit
+    the chain launched without the attribute (PYOXIDE_DEPENDENT_LAUNCH=0)."""
+    m, n, steps = 128, 1024, 6
+    b = (RNG_CHAIN.standard_normal((n, n), dtype=np.float32) / np.sqrt(n)).astype(BF16)
+    x0 = bf16_normal((m, n))
+    b_dev = lib.asarray(b)
+    chains = {}
+    for knob in ("1", "0"):
+        monkeypatch.setenv("PYOXIDE_DEPENDENT_LAUNCH", knob)
+        pyoxide.reload_knobs()
+        kernel = pyoxide.load(sm90a_kernels_manifest(), tuned=False)[f"gemm_bf16_bf16_sm90_{tail}"]
+        assert kernel.spec.dependent_launch
+        outs = [lib.poisoned((m, n), BF16) for _ in range(steps)]
+        for _ in range(3):  # the first chain on the general path, then compiled ones
+            x = lib.asarray(x0)
+            for out in outs:
+                out[...] = lib.poisoned((m, n), BF16)
+            for out in outs:
+                kernel(x, b_dev, out)
+                x = out
+        chains[knob] = [lib.to_numpy(o).astype(np.float32) for o in outs]
+        assert kernel.launchers, f"{kernel.name}: no compiled launcher"
+    want = x0
+    for step, got in enumerate(chains["1"]):
+        want = product(want, b).astype(np.float32).astype(BF16)
+        assert not np.isnan(got).any(), f"step {step}: unwritten (NaN) output"
+        err = rel_err(got.ravel(), want.astype(np.float32).ravel())
+        assert err < 2e-2, f"step {step}: relative error {err:.2e}"
+        assert np.array_equal(got, chains["0"][step]), f"step {step}: differs without PDL"

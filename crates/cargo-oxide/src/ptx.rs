@@ -236,22 +236,56 @@ pub fn check_arch_specific(ptx: &str, arch: &str) -> Result<()> {
     Ok(())
 }
 
-/// Refuse to build a kernel with `#[cluster_launch]` for a target without thread-block
-/// clusters (below sm_90): LLVM would drop its `.reqnctapercluster` without a word, and
-/// the kernel would run with one block per cluster.
-pub fn check_cluster_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
-    let Some(k) = kernels.iter().find(|k| k.cluster.is_some()) else {
+/// Refuse to build a kernel that needs sm_90 for an older target: one with
+/// `#[cluster_launch]` (LLVM would drop its `.reqnctapercluster` without a word, and the
+/// kernel would run with one block per cluster) or `#[dependent_launch]` (no
+/// `griddepcontrol`: ptxas would refuse its instructions with less of an explanation).
+pub fn check_sm90_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
+    let needs = kernels.iter().find_map(|k| match k.cluster {
+        Some([x, y, z]) => Some((
+            k,
+            format!("#[cluster_launch({x}, {y}, {z})]"),
+            "thread-block clusters",
+        )),
+        None if k.dependent_launch => Some((
+            k,
+            "#[dependent_launch]".to_string(),
+            "programmatic dependent launch",
+        )),
+        None => None,
+    });
+    let Some((k, attribute, feature)) = needs else {
         return Ok(());
     };
     for arch in archs {
         if parse_arch(arch)? < MIN_CLUSTER_ARCH {
-            let [x, y, z] = k.cluster.unwrap_or([1; 3]);
             bail!(
-                "kernel `{}` has #[cluster_launch({x}, {y}, {z})], but this build is also for \
-                 {arch}, which has no thread-block clusters (they start at sm_{MIN_CLUSTER_ARCH}): \
-                 build for sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90; from Python, \
+                "kernel `{}` has {attribute}, but this build is also for {arch}, which has no \
+                 {feature} (it starts at sm_{MIN_CLUSTER_ARCH}): build for \
+                 sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90; from Python, \
                  pyoxide.load(crate, arch=\"sm_90\") or PYOXIDE_ARCH=sm_90), and keep kernels \
                  for older GPUs in a crate of their own",
+                k.entry
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuse a `#[dependent_launch]` kernel whose PTX never waits for the grid before it
+/// (`griddepcontrol.wait`): launched as a dependent, it would read and write memory while
+/// that grid may still be running.
+pub fn check_dependent_waits(ptx: &str, kernels: &[KernelDescriptor]) -> Result<()> {
+    for k in kernels.iter().filter(|k| k.dependent_launch) {
+        let Some(body) = entry_text(ptx, &k.entry) else {
+            continue; // not in this PTX (another crate's, or optimised away)
+        };
+        if !body.contains("griddepcontrol.wait") {
+            bail!(
+                "kernel `{}` has #[dependent_launch] but never calls \
+                 oxide_device::grid::griddepcontrol_wait(): launched as a dependent it would \
+                 start while the kernel before it is still running. Call it before the \
+                 kernel's first global-memory access, or remove #[dependent_launch]",
                 k.entry
             );
         }
@@ -282,18 +316,23 @@ mod tests {
 }
 ";
 
+    /// A kernel `k` without parameters whose PTX entry is `entry`.
+    fn descriptor(entry: &str) -> KernelDescriptor {
+        serde_json::from_value(serde_json::json!({
+            "version": 1, "name": "k", "entry": entry, "params": [],
+            "source": {"module": "m", "file": "f", "line": 1},
+        }))
+        .unwrap()
+    }
+
     #[test]
     fn cluster_kernels_are_refused_below_sm_90() {
-        let mut k: KernelDescriptor = serde_json::from_str(
-            r#"{"version": 1, "name": "k", "entry": "k", "params": [],
-                "source": {"module": "m", "file": "f", "line": 1}}"#,
-        )
-        .unwrap();
+        let mut k = descriptor("k");
         let archs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // No cluster: any target.
-        check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
+        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
         k.cluster = Some([2, 1, 1]);
-        let e = check_cluster_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
+        let e = check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -302,11 +341,44 @@ mod tests {
                 && e.contains("--arch sm_90"),
             "{e}"
         );
-        check_cluster_archs(
+        check_sm90_archs(
             std::slice::from_ref(&k),
             &archs(&["sm_90", "sm_90a", "sm_100"]),
         )
         .unwrap();
+    }
+
+    #[test]
+    fn dependent_kernels_must_wait_and_target_sm_90() {
+        let mut k = descriptor("gemm_sm90");
+        let archs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // An ordinary kernel: no wait needed, any target.
+        check_dependent_waits(WGMMA, std::slice::from_ref(&k)).unwrap();
+        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
+        k.dependent_launch = true;
+        let e = check_dependent_waits(WGMMA, std::slice::from_ref(&k))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kernel `gemm_sm90` has #[dependent_launch] but never calls")
+                && e.contains("griddepcontrol_wait()"),
+            "{e}"
+        );
+        let waits = WGMMA.replace("\twgmma.fence", "\tgriddepcontrol.wait;\n\twgmma.fence");
+        check_dependent_waits(&waits, std::slice::from_ref(&k)).unwrap();
+        // A kernel this PTX does not hold is another file's to check.
+        k.entry = "elsewhere".into();
+        check_dependent_waits(WGMMA, std::slice::from_ref(&k)).unwrap();
+        let e = check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "kernel `elsewhere` has #[dependent_launch], but this build is also for sm_80"
+            ),
+            "{e}"
+        );
+        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_90a"])).unwrap();
     }
 
     #[test]

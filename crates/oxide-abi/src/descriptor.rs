@@ -63,6 +63,13 @@ pub struct KernelDescriptor {
     /// parameters with their candidates (crate::tune). Absent for kernels without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<crate::tune::Tune>,
+    /// `#[dependent_launch]` (schema 12; a reader that ignores it launches the kernel as an
+    /// ordinary one, which is correct): the kernel waits for the grid before it on the
+    /// stream itself (`griddepcontrol.wait` before its first global-memory access), so a
+    /// launcher may start it while that grid is finishing (the driver's
+    /// programmatic-stream-serialisation launch attribute). Absent: false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dependent_launch: bool,
     /// Set by the link step, not the macro (schema 8): the first warp collective over
     /// the full warp that the kernel's optimised code reaches through its calls
     /// (`shfl.sync.bfly`, `redux.sync.add`, `vote.ballot.sync`, `mma.sync.aligned`, …;
@@ -75,6 +82,10 @@ pub struct KernelDescriptor {
     pub whole_warps: Option<String>,
     /// Where the kernel is defined, for messages.
     pub source: SourceLocation,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The tensor maps a kernel reads or writes arrays through (TMA), made by the launcher:
@@ -383,6 +394,7 @@ impl KernelDescriptor {
             shared_bytes: None,
             tensor_maps: None,
             tune: None,
+            dependent_launch: false,
             whole_warps: None,
             source,
         }
@@ -471,6 +483,7 @@ mod tests {
                 }],
                 key: vec!["n".into()],
             }),
+            dependent_launch: false,
             whole_warps: Some("shfl.sync.bfly".into()),
             source: SourceLocation {
                 module: "k".into(),

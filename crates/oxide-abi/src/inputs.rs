@@ -275,6 +275,13 @@ variables! {
         "1: synchronize after every launch, so a trap is reported by the kernel that caused \
          it (slow; for debugging)"
     );
+    PYOXIDE_DEPENDENT_LAUNCH = var(
+        Python,
+        Effect::None,
+        "1 (default): pyoxide's compiled launcher starts a #[dependent_launch] kernel with \
+         programmatic stream serialisation (its blocks' set-up overlaps the end of the kernel \
+         before it); 0: as an ordinary kernel (for debugging, and to measure the difference)"
+    );
     PYOXIDE_TUNED_FALLBACK = var(
         Python,
         Effect::None,

@@ -22,6 +22,7 @@
 //! | [`async_copy`] | cuda-oxide's `cp.async` names: `cp_async_ca_{4,8,16}`, `cp_async_cg_16`, `_zfill` forms, commit/wait, `cp_async_mbarrier_arrive*` |
 //! | [`f16x2`] | packed half arithmetic (`add_f16x2`, `fma_relu_f16x2`, …), bit-exact on the emulator |
 //! | [`barrier`] | `mbarrier` ([`Barrier`](barrier::Barrier), `mbarrier_init`, `mbarrier_arrive`, `mbarrier_arrive_expect_tx`, `mbarrier_try_wait_parity`, `mbarrier_wait`…), `fence_proxy_async_shared_cta`, `named_barrier_sync` (`barrier.sync id, n`); not emulated |
+//! | [`grid`] | sm_90: programmatic dependent launch, `griddepcontrol_wait` and `griddepcontrol_launch_dependents` (for `#[dependent_launch]` kernels); no-ops on the emulator |
 //! | [`tma`] | sm_90: [`TmaDescriptor`](tma::TmaDescriptor), `cp_async_bulk_tensor_2d_g2s` (loads), `cp_async_bulk_tensor_2d_s2g` (stores) with `cp_async_bulk_commit_group` / `_wait_group` / `_wait_group_read`, `prefetch_tensormap`; not emulated |
 //! | [`half`] | [`f16`](struct@f16), [`bf16`] |
 //! | [`ldst`] | raw `ld.global.nc` and 128-bit `f32` loads and stores (`unsafe`; row and tile kernels) |
@@ -130,6 +131,7 @@ pub mod disjoint;
 pub mod dotprod;
 pub mod f16x2;
 pub mod float;
+pub mod grid;
 pub mod half;
 pub mod ldst;
 pub mod math;
@@ -162,8 +164,8 @@ pub use half::{bf16, f16};
 #[doc(hidden)]
 pub use oxide_macros::__gpu_assert_failed;
 pub use oxide_macros::{
-    cluster_launch, constant, cuda_module, device, gpu_printf, gpu_printf_c, kernel, launch,
-    launch_bounds, launch_contract, shapes, tensor_maps, tune, unroll, variant_of,
+    cluster_launch, constant, cuda_module, dependent_launch, device, gpu_printf, gpu_printf_c,
+    kernel, launch, launch_bounds, launch_contract, shapes, tensor_maps, tune, unroll, variant_of,
 };
 pub use shared::{DynamicSharedArray, SharedArray};
 pub use thread::*;

@@ -16,6 +16,6 @@ pub use crate::thread::ThreadIndex;
 pub use crate::vector::{SliceVectors, Vector};
 pub use crate::{atomic, block, combine, row, shared, thread, vector, warp};
 pub use crate::{
-    cluster_launch, device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch, launch_bounds,
-    shapes, shared_array, tensor_maps, tune, unrolled, variant_of,
+    cluster_launch, dependent_launch, device, gpu_assert, gpu_printf, gpu_printf_c, kernel, launch,
+    launch_bounds, shapes, shared_array, tensor_maps, tune, unrolled, variant_of,
 };

@@ -114,6 +114,7 @@ fn descriptor_head(kernel: &Kernel, inst: &Instance) -> String {
         shared_bytes: kernel.launch.as_ref().and_then(|l| l.shared),
         tensor_maps: kernel.tensor_maps.as_ref().map(|t| t.resolve(inst)),
         tune: kernel.tune.clone(),
+        dependent_launch: kernel.dependent_launch,
         whole_warps: None,
         source: SourceLocation {
             module: String::new(),

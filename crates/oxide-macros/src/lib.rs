@@ -133,6 +133,18 @@ read_by_kernel! {
     /// C-layout `Array2`/`DisjointArray2` whose address and rows are multiples of 16 bytes;
     /// the launcher refuses other calls before launch.
     tensor_maps => TENSOR_MAPS_ATTR;
+    /// `#[dependent_launch]` on a `#[kernel]` function (sm_90+): its launches may start
+    /// while the kernel before it on the stream is still finishing (programmatic
+    /// dependent launch: the driver's programmatic-stream-serialisation attribute), so that
+    /// its blocks' set-up runs under that kernel's last blocks. The kernel must call
+    /// `oxide_device::grid::griddepcontrol_wait()` before its first global-memory access,
+    /// and may call `griddepcontrol_launch_dependents()` to let the next such kernel start;
+    /// `cargo oxide build` refuses one whose PTX has no `griddepcontrol.wait`, and targets
+    /// below sm_90. Recorded in the descriptor; pyoxide's compiled launcher sets the
+    /// attribute, other launches run it as an ordinary kernel (the wait returns at once).
+    /// `#[kernel]` reads it; this macro only runs when it is written above `#[kernel]`, and
+    /// moves it below.
+    dependent_launch => DEPENDENT_ATTR;
     /// `#[tune(TILE = [64, 128], block = [128, 256, 512])]` on a `#[kernel]` function: the
     /// candidates `pyoxide tune` tries. A const generic parameter's values each make an
     /// instance (its own entry point; the first value is the hand pick, which plain calls
@@ -250,6 +262,7 @@ fn with_item(item: proc_macro2::TokenStream, error: syn::Error) -> proc_macro2::
                 parse::TENSOR_MAPS_ATTR,
             );
             let _ = parse::take_attr::<parse::TuneSyntax>(&mut func.attrs, parse::TUNE_ATTR);
+            let _ = parse::take_flag(&mut func.attrs, parse::DEPENDENT_ATTR);
             quote!(#func #error)
         }
         Err(_) => quote!(#item #error),

@@ -44,6 +44,8 @@ pub const VARIANT_ATTR: &str = "variant_of";
 pub const TENSOR_MAPS_ATTR: &str = "tensor_maps";
 /// `#[tune(NAME = [v, ...], ...)]`, likewise.
 pub const TUNE_ATTR: &str = "tune";
+/// `#[dependent_launch]` (no arguments), likewise.
+pub const DEPENDENT_ATTR: &str = "dependent_launch";
 
 /// Everything written at the kernel's definition, parsed but not yet checked.
 pub struct KernelInput {
@@ -57,6 +59,8 @@ pub struct KernelInput {
     pub variant_of: Option<VariantSyntax>,
     pub tensor_maps: Option<TensorMapsSyntax>,
     pub tune: Option<TuneSyntax>,
+    /// `#[dependent_launch]` was given.
+    pub dependent_launch: bool,
     /// Under `#[cuda_module]`, a generic kernel without listed instances is
     /// instantiated by cuda-oxide's host launches: here it builds with none
     /// (`compat::HOST_INSTANCED`).
@@ -470,6 +474,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
     let variant_of = take_attr::<VariantSyntax>(&mut func.attrs, VARIANT_ATTR);
     let tensor_maps = take_attr::<TensorMapsSyntax>(&mut func.attrs, TENSOR_MAPS_ATTR);
     let tune = take_attr::<TuneSyntax>(&mut func.attrs, TUNE_ATTR);
+    let dependent_launch = take_flag(&mut func.attrs, DEPENDENT_ATTR);
     let (launch_bounds, launch) = match (launch_bounds, launch) {
         (Ok(lb), Ok(l)) => (lb, l),
         (Err(mut a), Err(b)) => {
@@ -489,8 +494,24 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<KernelInput> {
         variant_of: variant_of?,
         tensor_maps: tensor_maps?,
         tune: tune?,
+        dependent_launch: dependent_launch?,
         host_instanced: false,
     })
+}
+
+/// Remove the argument-less attribute `#[name]` from `attrs`: whether it was there.
+/// `#[name()]` is the same (`move_below_kernel` writes it so when it was given above
+/// `#[kernel]`); arguments or a second copy are errors.
+pub fn take_flag(attrs: &mut Vec<Attribute>, name: &str) -> syn::Result<bool> {
+    let found = take_attr_with(attrs, name, |attr| match &attr.meta {
+        syn::Meta::Path(_) => Ok(()),
+        syn::Meta::List(list) if list.tokens.is_empty() => Ok(()),
+        _ => Err(syn::Error::new_spanned(
+            attr,
+            format!("#[{name}] takes no arguments: write #[{name}]"),
+        )),
+    })?;
+    Ok(found.is_some())
 }
 
 /// Remove `#[launch_bounds(..)]` from `attrs` and parse it. It is an inert attribute:
@@ -501,6 +522,16 @@ pub fn take_launch_bounds(attrs: &mut Vec<Attribute>) -> syn::Result<Option<Laun
 
 /// Remove the inert attribute `name` from `attrs` and parse its arguments as `T`.
 pub fn take_attr<T: Parse>(attrs: &mut Vec<Attribute>, name: &str) -> syn::Result<Option<T>> {
+    take_attr_with(attrs, name, |attr| attr.parse_args::<T>())
+}
+
+/// Remove every `#[name ...]` from `attrs`, each read by `read`: the one value, or every
+/// error (a second copy is one).
+fn take_attr_with<T>(
+    attrs: &mut Vec<Attribute>,
+    name: &str,
+    mut read: impl FnMut(&Attribute) -> syn::Result<T>,
+) -> syn::Result<Option<T>> {
     let mut found: Option<T> = None;
     let mut error: Option<syn::Error> = None;
     let mut push = |e: syn::Error| match &mut error {
@@ -511,12 +542,12 @@ pub fn take_attr<T: Parse>(attrs: &mut Vec<Attribute>, name: &str) -> syn::Resul
         if !is_attr(attr, name) {
             return true;
         }
-        match attr.parse_args::<T>() {
+        match read(attr) {
             Ok(_) if found.is_some() => push(syn::Error::new_spanned(
                 attr,
                 format!("#[{name}] is given twice; keep one"),
             )),
-            Ok(lb) => found = Some(lb),
+            Ok(value) => found = Some(value),
             Err(e) => push(e),
         }
         false

@@ -46,6 +46,8 @@ pub struct Kernel {
     pub tensor_maps: Option<KernelTensorMaps>,
     /// `#[tune(...)]`, as the descriptor records it.
     pub tune: Option<oxide_abi::tune::Tune>,
+    /// `#[dependent_launch]`.
+    pub dependent_launch: bool,
 }
 
 pub struct Param {
@@ -167,6 +169,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
         variant_of,
         tensor_maps,
         tune,
+        dependent_launch,
         host_instanced,
     } = input;
     let sig = &func.sig;
@@ -250,6 +253,7 @@ pub fn validate(input: KernelInput) -> syn::Result<Kernel> {
             variant_of,
             tensor_maps,
             tune: tune.map(|t| t.descriptor),
+            dependent_launch,
         }),
     }
 }

@@ -1,6 +1,8 @@
-//! The four CUDA driver entry points the launcher calls, as plain function pointers:
-//! resolved from `libcuda.so.1`, or injected (tests pass fakes; the benchmark passes the
-//! no-op functions below).
+//! The CUDA driver entry points the launcher calls, as plain function pointers: resolved
+//! from `libcuda.so.1`, or injected (tests pass fakes; the benchmark passes the no-op
+//! functions below). `cuLaunchKernelEx` is optional: without it (injected entry points, a
+//! driver older than CUDA 12) a `#[dependent_launch]` kernel launches as an ordinary one,
+//! which is correct (its `griddepcontrol.wait` returns at once).
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
@@ -20,6 +22,51 @@ pub type LaunchKernelFn = unsafe extern "C" fn(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CuResult;
+/// `CUlaunchConfig` (cuda.h, CUDA 12): the launch's dimensions and stream, and its
+/// attributes.
+#[repr(C)]
+pub struct LaunchConfig {
+    pub grid: [c_uint; 3],
+    pub block: [c_uint; 3],
+    pub shared_mem: c_uint,
+    pub stream: *mut c_void,
+    pub attrs: *mut LaunchAttribute,
+    pub num_attrs: c_uint,
+}
+
+/// `CUlaunchAttribute`: an id, padded to 8 bytes, and a 64-byte value union, of which the
+/// launcher sets only the first `int`.
+#[repr(C)]
+pub struct LaunchAttribute {
+    pub id: c_uint,
+    pub pad: [u8; 4],
+    pub value: [c_int; 16],
+}
+
+/// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` (cuda.h): a non-zero value
+/// (`programmaticStreamSerializationAllowed`) lets the grid start before the one before it
+/// on the stream has completed, as that one's blocks trigger or exit.
+pub const LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
+
+impl LaunchAttribute {
+    /// The programmatic-stream-serialisation attribute, allowed.
+    pub fn programmatic_stream_serialization() -> LaunchAttribute {
+        let mut value = [0; 16];
+        value[0] = 1;
+        LaunchAttribute {
+            id: LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        }
+    }
+}
+
+pub type LaunchKernelExFn = unsafe extern "C" fn(
+    config: *const LaunchConfig,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult;
 pub type CtxGetCurrentFn = unsafe extern "C" fn(ctx: *mut *mut c_void) -> CuResult;
 pub type GetErrorTextFn =
     unsafe extern "C" fn(error: CuResult, text: *mut *const c_char) -> CuResult;
@@ -32,6 +79,7 @@ pub const LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
 #[derive(Clone, Copy)]
 pub struct Driver {
     pub launch_kernel: LaunchKernelFn,
+    pub launch_kernel_ex: Option<LaunchKernelExFn>,
     pub ctx_get_current: CtxGetCurrentFn,
     pub get_error_name: Option<GetErrorTextFn>,
     pub get_error_string: Option<GetErrorTextFn>,
@@ -44,7 +92,8 @@ impl Driver {
         DRIVER.get_or_init(load_libcuda).clone()
     }
 
-    /// Entry points given as addresses (0 for the optional error-text functions).
+    /// Entry points given as addresses (0 for the optional error-text functions and
+    /// `cuLaunchKernelEx`).
     ///
     /// # Safety
     /// Each non-zero address must be a C function with the driver function's signature,
@@ -54,6 +103,7 @@ impl Driver {
         ctx: usize,
         name: usize,
         string: usize,
+        launch_ex: usize,
     ) -> Result<Driver, String> {
         if launch == 0 || ctx == 0 {
             return Err("cuLaunchKernel and cuCtxGetCurrent must be non-null".into());
@@ -62,6 +112,8 @@ impl Driver {
         unsafe {
             Ok(Driver {
                 launch_kernel: std::mem::transmute::<usize, LaunchKernelFn>(launch),
+                launch_kernel_ex: (launch_ex != 0)
+                    .then(|| std::mem::transmute::<usize, LaunchKernelExFn>(launch_ex)),
                 ctx_get_current: std::mem::transmute::<usize, CtxGetCurrentFn>(ctx),
                 get_error_name: (name != 0)
                     .then(|| std::mem::transmute::<usize, GetErrorTextFn>(name)),
@@ -116,6 +168,10 @@ fn load_libcuda() -> Result<Driver, String> {
         let launch = *lib
             .get::<LaunchKernelFn>(b"cuLaunchKernel\0")
             .map_err(|e| format!("libcuda.so.1 has no cuLaunchKernel: {e}"))?;
+        let launch_ex = lib
+            .get::<LaunchKernelExFn>(b"cuLaunchKernelEx\0")
+            .ok()
+            .map(|s| *s);
         let ctx = *lib
             .get::<CtxGetCurrentFn>(b"cuCtxGetCurrent\0")
             .map_err(|e| format!("libcuda.so.1 has no cuCtxGetCurrent: {e}"))?;
@@ -129,12 +185,18 @@ fn load_libcuda() -> Result<Driver, String> {
             .map(|s| *s);
         Ok(Driver {
             launch_kernel: launch,
+            launch_kernel_ex: launch_ex,
             ctx_get_current: ctx,
             get_error_name: name,
             get_error_string: string,
         })
     }
 }
+
+// The layouts cuda.h gives these structs on 64-bit targets.
+const _: () = assert!(std::mem::size_of::<LaunchAttribute>() == 72);
+const _: () = assert!(std::mem::offset_of!(LaunchConfig, stream) == 32);
+const _: () = assert!(std::mem::size_of::<LaunchConfig>() == 56);
 
 /// A cuLaunchKernel that does nothing: for measuring the launcher's own cost.
 pub unsafe extern "C" fn noop_launch_kernel(

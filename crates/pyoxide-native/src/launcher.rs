@@ -48,6 +48,10 @@ pub struct Launcher {
     /// The CUDA context current when the launcher was built (the device's primary one).
     context: usize,
     plan: Plan,
+    /// `cuLaunchKernelEx`, for a `#[dependent_launch]` plan where the driver has it: such a
+    /// kernel starts under the end of the grid before it (its own `griddepcontrol.wait`
+    /// orders its memory accesses after that grid's). None: `cuLaunchKernel`.
+    launch_ex: Option<driver::LaunchKernelExFn>,
     /// The device's multiprocessors, for stride and persistent grids (0: unknown).
     multiprocessors: u32,
     /// How many clusters of a persistent cluster kernel the device runs at once
@@ -96,10 +100,16 @@ impl Launcher {
                 ));
             }
         };
+        let launch_ex = runtime
+            .get()
+            .driver
+            .launch_kernel_ex
+            .filter(|_| plan.dependent);
         Ok(Launcher {
             function,
             device,
             context,
+            launch_ex,
             kernel: PyString::new(py, &plan.kernel).unbind(),
             plan,
             multiprocessors,
@@ -260,6 +270,7 @@ impl Launcher {
             buf.as_mut_ptr() as usize,
             runtime.driver.launch_kernel,
         );
+        let launch_ex = self.launch_ex;
         let size = buf.len();
         let rc = py.detach(move || unsafe {
             let mut size = size;
@@ -270,6 +281,24 @@ impl Launcher {
                 (&raw mut size).cast(),
                 driver::LAUNCH_PARAM_END as *mut c_void,
             ];
+            let stream = stream as usize as *mut c_void;
+            if let Some(launch_ex) = launch_ex {
+                let mut attr = driver::LaunchAttribute::programmatic_stream_serialization();
+                let config = driver::LaunchConfig {
+                    grid: [gx, gy, gz],
+                    block: [bx, by, bz],
+                    shared_mem: smem,
+                    stream,
+                    attrs: &raw mut attr,
+                    num_attrs: 1,
+                };
+                return launch_ex(
+                    &raw const config,
+                    function as *mut c_void,
+                    std::ptr::null_mut(),
+                    extra.as_mut_ptr(),
+                );
+            }
             launch(
                 function as *mut c_void,
                 gx,
@@ -279,7 +308,7 @@ impl Launcher {
                 by,
                 bz,
                 smem,
-                stream as usize as *mut c_void,
+                stream,
                 std::ptr::null_mut(),
                 extra.as_mut_ptr(),
             )

@@ -68,6 +68,10 @@ pub struct Plan {
     pub shared_mem: u32,
     pub derived: Option<Derived>,
     pub bucket: Vec<Extent>,
+    /// `#[dependent_launch]` (and the knob on): launched with programmatic stream
+    /// serialisation where the driver has `cuLaunchKernelEx` (the launcher picks its entry
+    /// point once, as it is built).
+    pub dependent: bool,
 }
 
 /// One extent a tuned choice's launcher takes: axis `axis` of parameter `param` (a
@@ -128,6 +132,7 @@ impl Plan {
                 high,
             });
         }
+        let dependent: bool = plan.getattr(pyo3::intern!(py, "dependent"))?.extract()?;
         Ok(Plan {
             kernel,
             layout,
@@ -135,6 +140,7 @@ impl Plan {
             shared_mem,
             derived,
             bucket,
+            dependent,
         })
     }
 }

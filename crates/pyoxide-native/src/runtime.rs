@@ -30,8 +30,9 @@ impl Runtime {
     /// libraries.rs); `default_array_type` is bound at once and gives the stream of calls
     /// without arrays. `scalar_types`: NumPy scalar type -> 'f', 'i', 'u' or 'b';
     /// `host_ndarray`: numpy.ndarray (its 0-d arrays are scalars). `entry_points`:
-    /// addresses of (cuLaunchKernel, cuCtxGetCurrent, cuGetErrorName, cuGetErrorString),
-    /// the last two may be 0; None resolves them from libcuda.so.1.
+    /// addresses of (cuLaunchKernel, cuCtxGetCurrent, cuGetErrorName, cuGetErrorString[,
+    /// cuLaunchKernelEx]), all but the first two may be 0; None resolves them from
+    /// libcuda.so.1.
     #[new]
     #[pyo3(signature = (
         *, bind_array_type, default_array_type, scalar_types, host_ndarray, record,
@@ -45,12 +46,19 @@ impl Runtime {
         host_ndarray: Option<Bound<'_, PyType>>,
         record: Bound<'_, LaunchRecord>,
         on_error: Bound<'_, PyAny>,
-        entry_points: Option<(usize, usize, usize, usize)>,
+        entry_points: Option<Vec<usize>>,
     ) -> PyResult<Runtime> {
-        let driver = match entry_points {
+        let driver = match entry_points.as_deref() {
             // SAFETY: the caller passes C functions of the documented signatures.
-            Some((l, c, n, s)) => {
-                unsafe { Driver::from_addresses(l, c, n, s) }.map_err(PyValueError::new_err)?
+            Some(&[l, c, n, s, ref ex @ ..]) if ex.len() <= 1 => {
+                unsafe { Driver::from_addresses(l, c, n, s, ex.first().copied().unwrap_or(0)) }
+                    .map_err(PyValueError::new_err)?
+            }
+            Some(_) => {
+                return Err(PyValueError::new_err(
+                    "entry_points: (cuLaunchKernel, cuCtxGetCurrent, cuGetErrorName, \
+                     cuGetErrorString[, cuLaunchKernelEx]) addresses",
+                ));
             }
             None => Driver::from_libcuda().map_err(PyOSError::new_err)?,
         };

@@ -100,7 +100,8 @@ def select_ptx(
 class CupyBackend:
     """``compiled``: whether plain calls get compiled launchers (pyoxide._launch._native);
     ``entry_points``: the driver functions they call, as addresses (cuLaunchKernel,
-    cuCtxGetCurrent, cuGetErrorName, cuGetErrorString; the last two may be 0), or None
+    cuCtxGetCurrent, cuGetErrorName, cuGetErrorString and optionally cuLaunchKernelEx; all
+    but the first two may be 0), or None
     for libcuda's; ``occupancy``: how it asks how many clusters of a kernel run at once
     (``_occupancy.max_active_clusters``, libcuda's, by default). Tests and benchmarks pass
     stand-ins, through ``backends.override``."""
@@ -112,7 +113,7 @@ class CupyBackend:
         self,
         *,
         compiled: bool = True,
-        entry_points: tuple[int, int, int, int] | None = None,
+        entry_points: tuple[int, ...] | None = None,
         occupancy: Callable[[int, Dim3, Dim3, int], int] = max_active_clusters,
     ) -> None:
         try:

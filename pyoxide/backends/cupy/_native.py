@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import importlib
 import sys
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from ..._launch._native import Launcher, LaunchRecord, Runtime, SharedLimit
 from ..._launch.arrays import dtype_spelling, numpy_dtype
 from ..._launch.fastplan import FastPlan, fast_scalar_types
 from ..._manifest import abi as _abi
+from ..._manifest import knobs as _knobs
 
 # The C function behind CuPy's launches on the current stream: Cython exports a module's
 # cdef functions in its `__pyx_capi__` dict, each a capsule named by its C signature
@@ -40,7 +42,7 @@ def runtime(
     cp: Any,
     record: LaunchRecord,
     on_error: Callable[[str, str | None, str], BaseException],
-    entry_points: tuple[int, int, int, int] | None,
+    entry_points: tuple[int, ...] | None,
 ) -> Runtime | None:
     """The runtime of the backend's launchers, or None when the CUDA driver library
     cannot be loaded (every call then takes the general path)."""
@@ -72,7 +74,12 @@ def launcher(
     built (no current context, a plan this build of the module does not take).
     ``active_clusters``: how many of a persistent cluster kernel's clusters run at once
     (0: unknown, then the SM count alone sizes its grid); ``shared_limit``: the dynamic
-    shared memory ``function`` has been opted in to, as it grows (None: 48 KiB)."""
+    shared memory ``function`` has been opted in to, as it grows (None: 48 KiB).
+    A `#[dependent_launch]` kernel's launcher asks for programmatic stream serialisation
+    unless PYOXIDE_DEPENDENT_LAUNCH is 0 (a launch knob: read once per knob generation,
+    as the launchers are built)."""
+    if plan.dependent and not _knobs.dependent_launch():
+        plan = dataclasses.replace(plan, dependent=False)
     try:
         return Launcher(plan, runtime, int(function.ptr), device, multiprocessors,
                         active_clusters, shared_limit)  # fmt: skip

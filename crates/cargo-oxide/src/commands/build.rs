@@ -159,9 +159,16 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         eprintln!("warning: {} defines no #[kernel] functions", project.name);
     }
 
-    ptx::check_cluster_archs(&descriptors, &archs)?;
+    ptx::check_sm90_archs(&descriptors, &archs)?;
     let codegen = manifest::Codegen { fmad: args.fmad() };
-    let artifacts = compile_archs(tc, &project, &config.out_module, &archs, codegen.fmad)?;
+    let artifacts = compile_archs(
+        tc,
+        &project,
+        &config.out_module,
+        &archs,
+        codegen.fmad,
+        &descriptors,
+    )?;
     for a in &artifacts {
         let verified = if a.ptxas.is_some() {
             "verified by ptxas"
@@ -441,12 +448,15 @@ fn compile_archs(
     module: &Path,
     archs: &[String],
     fmad: bool,
+    kernels: &[KernelDescriptor],
 ) -> Result<Vec<PtxArtifact>> {
     let optimize = project.profile == Profile::Release;
     let results: Vec<Result<PtxArtifact>> = std::thread::scope(|s| {
         let handles: Vec<_> = archs
             .iter()
-            .map(|arch| s.spawn(move || compile_arch(tc, project, module, arch, optimize, fmad)))
+            .map(|arch| {
+                s.spawn(move || compile_arch(tc, project, module, arch, optimize, fmad, kernels))
+            })
             .collect();
         handles
             .into_iter()
@@ -463,6 +473,7 @@ fn compile_arch(
     arch: &str,
     optimize: bool,
     fmad: bool,
+    kernels: &[KernelDescriptor],
 ) -> Result<PtxArtifact> {
     let file_name = manifest::ptx_file_name(&project.crate_name, arch);
     let final_path = project.out_dir.join(&file_name);
@@ -471,7 +482,11 @@ fn compile_arch(
         .suffix(".ptx")
         .tempfile_in(&project.out_dir)?;
     ptx::llc(&tc.llvm.llc, module, arch, optimize, fmad, staging.path())?;
-    ptx::check_arch_specific(&std::fs::read_to_string(staging.path())?, arch)?;
+    // Read once: the checks, the version and the hash all look at the same text (ptxas
+    // only reads the file).
+    let text = std::fs::read_to_string(staging.path())?;
+    ptx::check_arch_specific(&text, arch)?;
+    ptx::check_dependent_waits(&text, kernels)?;
     let (ptxas, ptxas_diagnostics) = match &tc.ptxas {
         Some(ptxas) => {
             let report = ptx::verify(ptxas, staging.path(), arch)?;
@@ -479,7 +494,6 @@ fn compile_arch(
         }
         None => (None, Vec::new()),
     };
-    let text = std::fs::read_to_string(staging.path())?;
     let ptx_version = ptx::ptx_version(&text).unwrap_or_default();
     staging
         .persist(&final_path)

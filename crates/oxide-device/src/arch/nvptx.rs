@@ -37,6 +37,8 @@ mod convert;
 pub(crate) use convert::*;
 mod f16x2;
 pub(crate) use f16x2::*;
+mod grid;
+pub(crate) use grid::*;
 mod mma;
 pub(crate) use mma::*;
 mod wgmma;
