@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use oxide_abi::descriptor::KernelDescriptor;
-use oxide_abi::limits::MIN_CLUSTER_ARCH;
+use oxide_abi::limits::{MIN_CLUSTER_ARCH, MIN_DEPENDENT_LAUNCH_ARCH};
 use oxide_abi::manifest::{KernelResources, PtxasDiagnostic, PtxasLevel};
 
 use crate::toolchain::Ptxas;
@@ -236,37 +236,41 @@ pub fn check_arch_specific(ptx: &str, arch: &str) -> Result<()> {
     Ok(())
 }
 
-/// Refuse to build a kernel that needs sm_90 for an older target: one with
-/// `#[cluster_launch]` (LLVM would drop its `.reqnctapercluster` without a word, and the
-/// kernel would run with one block per cluster) or `#[dependent_launch]` (no
-/// `griddepcontrol`: ptxas would refuse its instructions with less of an explanation).
-pub fn check_sm90_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
-    let needs = kernels.iter().find_map(|k| match k.cluster {
-        Some([x, y, z]) => Some((
-            k,
-            format!("#[cluster_launch({x}, {y}, {z})]"),
-            "thread-block clusters",
-        )),
-        None if k.dependent_launch => Some((
-            k,
-            "#[dependent_launch]".to_string(),
-            "programmatic dependent launch",
-        )),
-        None => None,
-    });
-    let Some((k, attribute, feature)) = needs else {
-        return Ok(());
-    };
-    for arch in archs {
-        if parse_arch(arch)? < MIN_CLUSTER_ARCH {
-            bail!(
-                "kernel `{}` has {attribute}, but this build is also for {arch}, which has no \
-                 {feature} (it starts at sm_{MIN_CLUSTER_ARCH}): build for \
-                 sm_{MIN_CLUSTER_ARCH} or newer only (e.g. --arch sm_90; from Python, \
-                 pyoxide.load(crate, arch=\"sm_90\") or PYOXIDE_ARCH=sm_90), and keep kernels \
-                 for older GPUs in a crate of their own",
-                k.entry
-            );
+/// Refuse to build a kernel for a target older than a launch feature it asks for:
+/// `#[cluster_launch]` from `MIN_CLUSTER_ARCH` (LLVM would drop its `.reqnctapercluster`
+/// without a word, and the kernel would run with one block per cluster) and
+/// `#[dependent_launch]` from `MIN_DEPENDENT_LAUNCH_ARCH` (no `griddepcontrol`: ptxas would
+/// refuse its instructions with less of an explanation).
+pub fn check_feature_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
+    for k in kernels {
+        let mut needs = Vec::new();
+        if let Some([x, y, z]) = k.cluster {
+            needs.push((
+                format!("#[cluster_launch({x}, {y}, {z})]"),
+                "thread-block clusters",
+                MIN_CLUSTER_ARCH,
+            ));
+        }
+        if k.dependent_launch {
+            needs.push((
+                "#[dependent_launch]".to_string(),
+                "programmatic dependent launch",
+                MIN_DEPENDENT_LAUNCH_ARCH,
+            ));
+        }
+        for (attribute, feature, min) in needs {
+            for arch in archs {
+                if parse_arch(arch)? < min {
+                    bail!(
+                        "kernel `{}` has {attribute}, but this build is also for {arch}, which \
+                         has no {feature} (it starts at sm_{min}): build for sm_{min} or newer \
+                         only (e.g. --arch sm_{min}; from Python, \
+                         pyoxide.load(crate, arch=\"sm_{min}\") or PYOXIDE_ARCH=sm_{min}), and \
+                         keep kernels for older GPUs in a crate of their own",
+                        k.entry
+                    );
+                }
+            }
         }
     }
     Ok(())
@@ -330,9 +334,9 @@ mod tests {
         let mut k = descriptor("k");
         let archs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // No cluster: any target.
-        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
+        check_feature_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
         k.cluster = Some([2, 1, 1]);
-        let e = check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
+        let e = check_feature_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -341,7 +345,7 @@ mod tests {
                 && e.contains("--arch sm_90"),
             "{e}"
         );
-        check_sm90_archs(
+        check_feature_archs(
             std::slice::from_ref(&k),
             &archs(&["sm_90", "sm_90a", "sm_100"]),
         )
@@ -354,7 +358,7 @@ mod tests {
         let archs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // An ordinary kernel: no wait needed, any target.
         check_dependent_waits(WGMMA, std::slice::from_ref(&k)).unwrap();
-        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
+        check_feature_archs(std::slice::from_ref(&k), &archs(&["sm_80"])).unwrap();
         k.dependent_launch = true;
         let e = check_dependent_waits(WGMMA, std::slice::from_ref(&k))
             .unwrap_err()
@@ -369,7 +373,7 @@ mod tests {
         // A kernel this PTX does not hold is another file's to check.
         k.entry = "elsewhere".into();
         check_dependent_waits(WGMMA, std::slice::from_ref(&k)).unwrap();
-        let e = check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
+        let e = check_feature_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_80"]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -378,7 +382,26 @@ mod tests {
             ),
             "{e}"
         );
-        check_sm90_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_90a"])).unwrap();
+        check_feature_archs(std::slice::from_ref(&k), &archs(&["sm_90", "sm_90a"])).unwrap();
+        // Every kernel is checked against its own features, not only the first that has one.
+        let mut clustered = descriptor("clustered");
+        clustered.cluster = Some([2, 1, 1]);
+        let both = [clustered, k];
+        check_feature_archs(&both, &archs(&["sm_90"])).unwrap();
+        let e = check_feature_archs(&both, &archs(&["sm_75"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kernel `clustered` has #[cluster_launch(2, 1, 1)]"),
+            "{e}"
+        );
+        let e = check_feature_archs(&both[1..], &archs(&["sm_75"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no programmatic dependent launch (it starts at sm_90)"),
+            "{e}"
+        );
     }
 
     #[test]

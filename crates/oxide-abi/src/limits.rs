@@ -33,6 +33,11 @@ pub const MAX_CLUSTER_SIZE: u32 = 8;
 /// `barrier.cluster`): Hopper. LLVM drops the cluster attribute for older targets
 /// without a word, so `cargo oxide build` refuses them for cluster kernels.
 pub const MIN_CLUSTER_ARCH: u32 = 90;
+/// The oldest architecture with programmatic dependent launch (`griddepcontrol`, and the
+/// launch attribute that lets a grid start while the one before it runs): Hopper. ptxas
+/// refuses `griddepcontrol` for older targets, so `cargo oxide build` refuses them for
+/// `#[dependent_launch]` kernels first, with the reason.
+pub const MIN_DEPENDENT_LAUNCH_ARCH: u32 = 90;
 /// TMA (`cp.async.bulk.tensor`): a tensor map's global address and the bytes between its
 /// rows must be multiples of this (`cuTensorMapEncodeTiled` refuses others).
 pub const TMA_ALIGN_BYTES: u32 = 16;

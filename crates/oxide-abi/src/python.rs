@@ -160,6 +160,7 @@ pub fn module_source() -> String {
         shape::MAX_ARRAY_EXTENT;
         limits::MAX_CLUSTER_SIZE;
         limits::MIN_CLUSTER_ARCH;
+        limits::MIN_DEPENDENT_LAUNCH_ARCH;
         limits::TMA_ALIGN_BYTES;
         limits::TMA_MAX_BOX;
         limits::TENSOR_MAP_BYTES;

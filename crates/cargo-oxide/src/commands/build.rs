@@ -159,7 +159,7 @@ pub fn build(args: &BuildArgs, tc: &Toolchain) -> Result<Outcome> {
         eprintln!("warning: {} defines no #[kernel] functions", project.name);
     }
 
-    ptx::check_sm90_archs(&descriptors, &archs)?;
+    ptx::check_feature_archs(&descriptors, &archs)?;
     let codegen = manifest::Codegen { fmad: args.fmad() };
     let artifacts = compile_archs(
         tc,
