@@ -118,7 +118,7 @@
 //! 216.2 at 4096³ (f32 result), 666.9 against 669.5 at 4096×14336×4096 (bf16 result;
 //! 500 MB read from DRAM against cuBLAS's 572). Timed alone, 2 s back to back after 1 s
 //! of lead-in with nvidia-smi sampling beside it (H100, 2026-12-07, bf16 result), the
-//! card draws 687-698 W under either kernel, this one settles within 3 % of cuBLAS's
+//! card draws 687-698 W under either kernel, this one settles within 3.1 % of cuBLAS's
 //! clock and runs at 0.997-0.999× cuBLAS at 4096³ and 0.988-0.990× at
 //! 4096×14336×4096. Sharing A between two blocks by TMA multicast (cuBLAS's 256×128
 //! tiles in clusters of 2, an unmerged branch's build) cuts the L2 traffic but not the
