@@ -242,34 +242,33 @@ pub fn check_arch_specific(ptx: &str, arch: &str) -> Result<()> {
 /// `#[dependent_launch]` from `MIN_DEPENDENT_LAUNCH_ARCH` (no `griddepcontrol`: ptxas would
 /// refuse its instructions with less of an explanation).
 pub fn check_feature_archs(kernels: &[KernelDescriptor], archs: &[String]) -> Result<()> {
+    let targets = archs
+        .iter()
+        .map(|arch| Ok((parse_arch(arch)?, arch)))
+        .collect::<Result<Vec<_>>>()?;
     for k in kernels {
-        let mut needs = Vec::new();
-        if let Some([x, y, z]) = k.cluster {
-            needs.push((
-                format!("#[cluster_launch({x}, {y}, {z})]"),
-                "thread-block clusters",
-                MIN_CLUSTER_ARCH,
-            ));
-        }
-        if k.dependent_launch {
-            needs.push((
-                "#[dependent_launch]".to_string(),
+        let cluster = k.cluster.map(|[x, y, z]| {
+            let attribute = format!("#[cluster_launch({x}, {y}, {z})]");
+            (attribute, "thread-block clusters", MIN_CLUSTER_ARCH)
+        });
+        let dependent = k.dependent_launch.then(|| {
+            let attribute = "#[dependent_launch]".to_string();
+            (
+                attribute,
                 "programmatic dependent launch",
                 MIN_DEPENDENT_LAUNCH_ARCH,
-            ));
-        }
-        for (attribute, feature, min) in needs {
-            for arch in archs {
-                if parse_arch(arch)? < min {
-                    bail!(
-                        "kernel `{}` has {attribute}, but this build is also for {arch}, which \
-                         has no {feature} (it starts at sm_{min}): build for sm_{min} or newer \
-                         only (e.g. --arch sm_{min}; from Python, \
-                         pyoxide.load(crate, arch=\"sm_{min}\") or PYOXIDE_ARCH=sm_{min}), and \
-                         keep kernels for older GPUs in a crate of their own",
-                        k.entry
-                    );
-                }
+            )
+        });
+        for (attribute, feature, min) in cluster.into_iter().chain(dependent) {
+            if let Some((_, arch)) = targets.iter().find(|(number, _)| *number < min) {
+                bail!(
+                    "kernel `{}` has {attribute}, but this build is also for {arch}, which has \
+                     no {feature} (it starts at sm_{min}): build for sm_{min} or newer only \
+                     (e.g. --arch sm_{min}; from Python, pyoxide.load(crate, arch=\"sm_{min}\") \
+                     or PYOXIDE_ARCH=sm_{min}), and keep kernels for older GPUs in a crate of \
+                     their own",
+                    k.entry
+                );
             }
         }
     }
