@@ -1,0 +1,158 @@
+"""Rows of scripts/bench_gemm, their sustained timing and their power cells: each sample
+is `row.launches` back-to-back calls between two CUDA events and, where a
+pyoxide.bench.PowerMeter is given, an NVML energy window over exactly those calls (the
+card's power, SM clock and energy a call, issue 25)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyoxide.bench import PowerMeter, PowerWindow, bus_id, median_window
+
+#: SM clock reads a metered sample takes, spread over its launches (plus one after them).
+CLOCK_READS = 8
+
+
+@dataclass
+class Row:
+    """One timed row: an implementation of one kind at one shape."""
+
+    shape: tuple[int, int, int]
+    kind: str
+    who: str  # "pyoxide" or the peer's name
+    fn: Callable[[], Any]
+    launches: int = 1
+    samples: list[float] = field(default_factory=list)  # ms per call
+    sample_ms: list[float] = field(default_factory=list)  # each sample's length
+    host_us: float = math.nan  # the caller's own host time a call (pyoxide.bench.host_cost)
+    power: list[PowerWindow] = field(default_factory=list)  # each sample's energy window
+    mj: list[float] = field(default_factory=list)  # each sample's mJ a call
+
+    @property
+    def ms(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def metered(self) -> bool:
+        """Whether every sample of the row has its energy window."""
+        return bool(self.samples) and len(self.power) == len(self.samples)
+
+    @property
+    def window(self) -> PowerWindow:
+        """The median W, MHz (and J, s) of the row's samples."""
+        return median_window(self.power)
+
+    @property
+    def mj_call(self) -> float:
+        """The median over the row's samples of each one's energy over its launches."""
+        return statistics.median(self.mj)
+
+
+def sample(
+    torch: Any, row: Row, meter: PowerMeter | None = None
+) -> tuple[float, PowerWindow | None]:
+    """One sample: `row.launches` back-to-back calls between two CUDA events; its length
+    in ms, and with a meter its energy window (None where the meter has none)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    if meter is not None:
+        # The window opens when the GPU reaches the start event, not when the host queues
+        # it: the lead-in's launches (lead_in) run until then. Waiting for it leaves the
+        # GPU idle for one wake-up and one launch, tens of µs in a sample of ≥ 200 ms.
+        start.synchronize()
+        meter.start()
+    every = max(1, row.launches // CLOCK_READS)
+    for i in range(row.launches):
+        row.fn()
+        if meter is not None and i % every == 0:
+            meter.read_clock()  # the card is under load: launches are queued
+    if meter is not None:
+        meter.read_clock()
+    end.record()
+    end.synchronize()
+    window = meter.stop() if meter is not None else None
+    return float(start.elapsed_time(end)), window
+
+
+def calibrate(torch: Any, row: Row, target_ms: float) -> None:
+    """Launches per sample: enough for `target_ms` at the rate of a short run, with a
+    margin of a fifth for the clock's drop under load."""
+    row.fn()
+    row.launches = 2
+    while (elapsed := sample(torch, row)[0]) < target_ms / 8:
+        row.launches *= 4
+    row.launches = max(1, math.ceil(1.2 * target_ms * row.launches / elapsed))
+
+
+def lead_in(row: Row, lead_ms: float, target_ms: float) -> None:
+    """About `lead_ms` of the row's launches, untimed, queued just before its sample: the
+    card's clocks settle to this row's own power draw, not the row before it's."""
+    for _ in range(math.ceil(row.launches * lead_ms / target_ms)):
+        row.fn()
+
+
+def sustained(
+    torch: Any,
+    rows: list[Row],
+    rounds: int,
+    target_ms: float,
+    lead_ms: float = 0.0,
+    meter: PowerMeter | None = None,
+) -> None:
+    """`rounds` rounds of one sample per row, the shapes interleaved, round r starting
+    r turns further on, back to back, each sample after `lead_ms` of its own row
+    (`lead_in`). A sample shorter than `target_ms` is taken again with more launches (it
+    does not count). With a meter, each sample's energy window and mJ a call go to
+    `row.power` and `row.mj`."""
+    by_shape: dict[tuple[int, int, int], list[Row]] = {}
+    for row in rows:
+        by_shape.setdefault(row.shape, []).append(row)
+    groups = list(by_shape.values())
+    order = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
+    for row in order:
+        calibrate(torch, row, target_ms)
+    for r in range(rounds):
+        for row in order[r:] + order[:r]:
+            lead_in(row, lead_ms, target_ms)
+            while (taken := sample(torch, row, meter))[0] < target_ms:
+                row.launches = math.ceil(row.launches * 1.2 * target_ms / taken[0])
+            elapsed, window = taken
+            row.samples.append(elapsed / row.launches)
+            row.sample_ms.append(elapsed)
+            if window is not None:
+                row.power.append(window)
+                row.mj.append(window.mj_per_call(row.launches))
+
+
+def power_cells(ours: Row | None, peer: Row | None, metered: bool) -> list[str]:
+    """W / MHz of pyoxide's row and of its cuBLAS peer's, their mJ a call, and the peer's
+    mJ a call over pyoxide's; "—" where a row has no energy window for every sample."""
+    have = [r if metered and r is not None and r.metered else None for r in (ours, peer)]
+    w_mhz = [f"{r.window.watts:.0f} / {_mhz(r.window.mhz)}" if r else "—" for r in have]
+    mj = [_sig(r.mj_call) if r else "—" for r in have]
+    ratio = "—"
+    if have[0] and have[1] and have[0].mj_call > 0:
+        ratio = f"{have[1].mj_call / have[0].mj_call:.3f}×"
+    return [*w_mhz, " / ".join(mj), ratio]
+
+
+def _mhz(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x:.0f}"
+
+
+def _sig(x: float) -> str:
+    """Three significant figures, without an exponent (mJ from 0.0x to 10⁴)."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def open_meter(torch: Any) -> tuple[PowerMeter | None, str]:
+    """An NVML meter on torch's current device, found by its PCI bus id, or None and why."""
+    try:
+        bus = bus_id(torch.cuda.get_device_properties(torch.cuda.current_device()))
+    except AttributeError as e:  # a torch whose device properties have no PCI ids
+        return None, f"no PCI bus id from torch: {e}"
+    return PowerMeter.open(bus)
