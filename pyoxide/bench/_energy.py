@@ -19,6 +19,7 @@ every card of the host, CUDA only those CUDA_VISIBLE_DEVICES lets through, in it
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -90,9 +91,10 @@ class PowerMeter:
         `nvml`: the pynvml module to use (default: import it)."""
         if nvml is None:
             try:
-                import pynvml as nvml
+                import pynvml
             except ImportError as e:
                 return None, f"pynvml is not importable ({e}): pip install nvidia-ml-py"
+            nvml = pynvml
         try:
             nvml.nvmlInit()
         except nvml.NVMLError as e:
@@ -121,11 +123,9 @@ class PowerMeter:
         A failed read is left out of the mean; it does not end the meter."""
         if self._start is None:
             return
-        try:
-            self._mhz.append(float(self._nvml.nvmlDeviceGetClockInfo(
-                self._handle, self._nvml.NVML_CLOCK_SM)))  # fmt: skip
-        except self._nvml.NVMLError:
-            pass
+        with contextlib.suppress(self._nvml.NVMLError):
+            mhz = self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM)
+            self._mhz.append(float(mhz))
 
     def stop(self) -> PowerWindow | None:
         """Close the window: its energy, length, power and mean SM clock, or None when the
@@ -151,10 +151,8 @@ class PowerMeter:
 
     def close(self) -> None:
         self._start = None
-        try:
+        with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
-        except self._nvml.NVMLError:
-            pass
 
     def __enter__(self) -> PowerMeter:
         return self

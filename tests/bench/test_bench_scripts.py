@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.fake_nvml import BUS, FakeNvml
 from helpers.scripts import load_script
 
-from pyoxide.bench import Table
+from pyoxide.bench import PowerMeter, PowerWindow, Table
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (REPO / "scripts").glob("bench_*") if p.suffix == "")
@@ -215,6 +216,74 @@ def test_a_sustained_gemm_sample_follows_its_own_rows_lead_in_untimed() -> None:
         assert torch.log[start - 6 : start] == [row] * 6, torch.log[start - 7 : start + 1]
     for row in rows:  # 12 launches a sample (calibrated), 1 ms each: the lead-in untimed
         assert row.launches == 12 and row.samples == [1.0] * 3, (row.launches, row.samples)
+
+
+def test_a_metered_gemm_sample_is_an_energy_window_over_its_own_launches_alone() -> None:
+    """With a meter, each sample of bench_gemm's sustained timing is an NVML window over
+    its own launches: not calibration's, not the lead-in's queued before it. Here each
+    launch costs the card 100 mJ and 1 ms, so every window is 100 W and 100 mJ a call
+    (a window that took in the 6 lead-in launches would read 150 mJ)."""
+    bench = load_script("bench_gemm")
+    torch = _Timeline()
+    launched = lambda: sum(isinstance(e, str) for e in torch.log)  # noqa: E731
+    nvml = FakeNvml(energy=lambda: 100 * launched(), clock=lambda: 1455)
+    meter, reason = PowerMeter.open(BUS, nvml=nvml, clock=lambda: launched() / 1e3)
+    assert meter is not None, reason
+    rows = [bench.Row((n, n, n), "bf16→bf16", who, torch.launch(f"{n}:{who}"))
+            for n in (64, 128) for who in ("pyoxide", "torch")]  # fmt: skip
+    bench.sustained(torch, rows, rounds=3, target_ms=10.0, lead_ms=5.0, meter=meter)
+    for row in rows:
+        assert row.launches == 12 and row.metered and row.mj == [100.0] * 3, row.mj
+        w = row.window
+        assert (w.joules, w.seconds, w.watts, w.mhz) == pytest.approx((1.2, 0.012, 100, 1455))
+    assert meter.available
+
+
+def _gemm_table(
+    bench: Any, power: dict[str, tuple[float, float, float]], unmetered: str = ""
+) -> tuple[Table, dict[str, str]]:
+    """bench_gemm's table of one bf16 shape: pyoxide and two cuBLAS calls, 1 sample each,
+    `power`: who -> (W, MHz, mJ a call) of its one sample."""
+    shape, kind = (4096, 4096, 4096), "bf16→bf16"
+    rows = []
+    for who, ms in (("pyoxide", 0.20), ("torch.matmul", 0.21), ("cupy.matmul", 0.22)):
+        row = bench.Row(shape, kind, who, lambda: None, samples=[ms], host_us=5.0)
+        row.sample_ms.append(200.0)
+        if who in power:
+            w, mhz, mj = power[who]
+            row.power.append(PowerWindow(joules=w * 0.2, seconds=0.2, watts=w, mhz=mhz))
+            row.mj.append(mj)
+        rows.append(row)
+    args = type("Args", (), {"rounds": 1, "sample_ms": 200.0, "lead_ms": 100.0})
+    table = bench.results_table(rows, {(shape, kind): "gemm_x"}, "NVIDIA H100", args, unmetered)
+    (cells,) = table.rows
+    return table, dict(zip(table.columns, cells, strict=True))
+
+
+def test_the_gemm_table_gives_power_and_work_a_joule_against_the_faster_cublas() -> None:
+    """W / MHz of pyoxide's row and of the faster cuBLAS call's (torch.matmul here, not
+    cupy's), their mJ a call, and work/J ÷ cuBLAS (cuBLAS's mJ a call over pyoxide's);
+    the notes say where the numbers come from. Without a meter the cells are blank and
+    the note says why; so are they for a row missing a sample's window."""
+    bench = load_script("bench_gemm")
+    power = {"pyoxide": (699.6, 1455.2, 140.0), "torch.matmul": (700.0, 1470.0, 147.0),
+             "cupy.matmul": (650.0, 1500.0, 1.0)}  # fmt: skip
+    table, row = _gemm_table(bench, power)
+    assert row["÷ cuBLAS"] == "1.050×"
+    assert row["W / MHz: pyoxide"] == "700 / 1455" and row["W / MHz: cuBLAS"] == "700 / 1470"
+    assert row["mJ a call: pyoxide / cuBLAS"] == "140 / 147"
+    assert row["work/J ÷ cuBLAS"] == "1.050×"
+    (note,) = [n for n in table.notes if n.startswith("Power")]
+    assert "NVML" in note and "total-energy counter" in note and "SM clock" in note
+    assert table.as_dict()["columns"] == table.columns  # the report carries them
+    # No meter: every power cell blank, and the note says why.
+    table, row = _gemm_table(bench, power, "no NVML")
+    assert [row[c] for c in table.columns[-4:]] == ["—", "—", "— / —", "—"]
+    assert [n for n in table.notes if n.startswith("Power")] == ["Power: not measured (no NVML)."]
+    # A peer missing a window: its cells and the ratio blank, pyoxide's given.
+    table, row = _gemm_table(bench, {"pyoxide": power["pyoxide"]})
+    assert row["W / MHz: pyoxide"] == "700 / 1455" and row["W / MHz: cuBLAS"] == "—"
+    assert row["mJ a call: pyoxide / cuBLAS"] == "140 / —" and row["work/J ÷ cuBLAS"] == "—"
 
 
 def test_a_gemm_row_whose_host_time_fills_its_call_is_named_host_bound() -> None:
