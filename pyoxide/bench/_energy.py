@@ -8,10 +8,13 @@ loaded) at the start and the end of a window and the SM clock during it, through
 benchmark runs unchanged where it is missing.
 
 The window is timed on the host's monotonic clock. That is fine here: a bench sample is
-≥ 200 ms of back-to-back launches, the window opens once the GPU has reached the sample's
-start event and closes once it has reached its end event (the bench synchronizes on
-both), and the counter's unit is a millijoule, so neither end adds more than ~0.1 % of
-a sample's energy or time.
+≥ 200 ms of back-to-back launches, the bench opens the window once the GPU has reached the
+sample's start event and closes it once it has reached the end event (it synchronizes on
+both), and the counter's unit is a millijoule (a 200 ms sample at 700 W is 140 000 mJ),
+so the host's reads add tens of µs at either end, ~0.01 %. What bounds a window's
+accuracy is how often the driver updates the counter (every ~10 ms was reported on Volta;
+not measured here): a window can be off by one update at either end, so longer samples
+(bench_gemm --sample-ms) give steadier numbers.
 
 The device is found by its PCI bus id (:func:`bus_id`), never by index: NVML numbers
 every card of the host, CUDA only those CUDA_VISIBLE_DEVICES lets through, in its order.
