@@ -13,6 +13,14 @@ from typing import Any
 
 from pyoxide.bench import PowerMeter, PowerWindow, bus_id, median_window
 
+#: `turns`' orders, as the table's note says them.
+ORDERS = {
+    "paired": "a cell's rows (pyoxide's and its peers' at one shape and kind) back to back, "
+    "each round starting one cell and one row further on",
+    "interleaved": "shapes interleaved (each contestant's turns at every shape in a block), "
+    "each round starting one row further on",
+}
+
 #: SM clock reads a metered sample takes, spread over its launches (plus one after them).
 CLOCK_READS = 8
 
@@ -95,6 +103,38 @@ def lead_in(row: Row, lead_ms: float, target_ms: float) -> None:
         row.fn()
 
 
+def turns(rows: list[Row], r: int, order: str = "paired") -> list[Row]:
+    """Round `r`'s order of the rows.
+
+    "paired" (the default): the cells (one shape and kind: pyoxide's row and its cuBLAS
+    peers') one after another, the list of cells starting `r` cells further on, and inside
+    each cell its rows starting `r` rows further on, so that each contestant takes each
+    place in its cell in turn. A cell's rows run back to back: the card's temperature and
+    power drift over a minutes-long run under its power limit reach pyoxide's sample and
+    its peers' alike.
+
+    "interleaved" (the order before 2026-12-07, kept to compare): the rows' i-th
+    contestant at every shape, then the (i+1)-th, ..., starting `r` rows further on, so
+    no two turns in a row are of one shape but each contestant's turns sit far from its
+    peers' (a tenth of a round and more apart), each after the same neighbour every round.
+    """
+    if order == "interleaved":
+        by_shape: dict[tuple[int, int, int], list[Row]] = {}
+        for row in rows:
+            by_shape.setdefault(row.shape, []).append(row)
+        groups = list(by_shape.values())
+        seq = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
+        return seq[r % len(seq) :] + seq[: r % len(seq)]
+    if order != "paired":
+        raise ValueError(f"turns: order {order!r}, expected 'paired' or 'interleaved'")
+    cells: dict[tuple[tuple[int, int, int], str], list[Row]] = {}
+    for row in rows:
+        cells.setdefault((row.shape, row.kind), []).append(row)
+    ring = list(cells.values())
+    ring = ring[r % len(ring) :] + ring[: r % len(ring)]
+    return [row for cell in ring for row in cell[r % len(cell) :] + cell[: r % len(cell)]]
+
+
 def sustained(
     torch: Any,
     rows: list[Row],
@@ -102,21 +142,16 @@ def sustained(
     target_ms: float,
     lead_ms: float = 0.0,
     meter: PowerMeter | None = None,
+    order: str = "paired",
 ) -> None:
-    """`rounds` rounds of one sample per row, the shapes interleaved, round r starting
-    r turns further on, back to back, each sample after `lead_ms` of its own row
-    (`lead_in`). A sample shorter than `target_ms` is taken again with more launches (it
-    does not count). With a meter, each sample's energy window and mJ a call go to
-    `row.power` and `row.mj`."""
-    by_shape: dict[tuple[int, int, int], list[Row]] = {}
+    """`rounds` rounds of one sample per row in `turns`' `order`, back to back, each sample
+    after `lead_ms` of its own row (`lead_in`). A sample shorter than `target_ms` is taken
+    again with more launches (it does not count). With a meter, each sample's energy
+    window and mJ a call go to `row.power` and `row.mj`."""
     for row in rows:
-        by_shape.setdefault(row.shape, []).append(row)
-    groups = list(by_shape.values())
-    order = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
-    for row in order:
         calibrate(torch, row, target_ms)
     for r in range(rounds):
-        for row in order[r:] + order[:r]:
+        for row in turns(rows, r, order):
             lead_in(row, lead_ms, target_ms)
             while (taken := sample(torch, row, meter))[0] < target_ms:
                 row.launches = math.ceil(row.launches * 1.2 * target_ms / taken[0])

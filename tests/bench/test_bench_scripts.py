@@ -5,6 +5,8 @@ no GPU instead of failing somewhere inside."""
 
 from __future__ import annotations
 
+import importlib
+import itertools
 import os
 import subprocess
 import sys
@@ -218,6 +220,32 @@ def test_a_sustained_gemm_sample_follows_its_own_rows_lead_in_untimed() -> None:
         assert row.launches == 12 and row.samples == [1.0] * 3, (row.launches, row.samples)
 
 
+def test_gemm_turns_pair_a_cells_contestants_and_rotate_their_places() -> None:
+    """--order paired: each round runs a cell's rows (pyoxide's and its peers' at one shape
+    and kind) back to back, and over rounds each contestant takes each place in its cell;
+    --order interleaved (the old order) never puts two turns of one shape together."""
+    load_script("bench_gemm")  # (puts scripts/ on the path for its rows module)
+    bench = importlib.import_module("bench_gemm_rows")
+    rows = [bench.Row((n, n, n), kind, who, lambda: None)
+            for n in (64, 128) for kind in ("bf16→f32", "bf16→bf16")
+            for who in ("pyoxide", "torch", "cupy")]  # fmt: skip
+    places: dict[int, set[int]] = {id(r): set() for r in rows}
+    for r in range(3):
+        seq = bench.turns(rows, r)
+        assert sorted(map(id, seq)) == sorted(map(id, rows))
+        cells = [seq[i : i + 3] for i in range(0, len(seq), 3)]
+        for cell in cells:
+            assert len({(row.shape, row.kind) for row in cell}) == 1, cell
+            for place, row in enumerate(cell):
+                places[id(row)].add(place)
+    assert all(p == {0, 1, 2} for p in places.values()), places
+    old = bench.turns(rows, 1, "interleaved")
+    assert sorted(map(id, old)) == sorted(map(id, rows))
+    assert all(a.shape != b.shape for a, b in itertools.pairwise(old))
+    with pytest.raises(ValueError, match="paired"):
+        bench.turns(rows, 0, "shuffled")
+
+
 def test_a_metered_gemm_sample_is_an_energy_window_over_its_own_launches_alone() -> None:
     """With a meter, each sample of bench_gemm's sustained timing is an NVML window over
     its own launches: not calibration's, not the lead-in's queued before it. Here each
@@ -254,7 +282,7 @@ def _gemm_table(
             row.power.append(PowerWindow(joules=w * 0.2, seconds=0.2, watts=w, mhz=mhz))
             row.mj.append(mj)
         rows.append(row)
-    args = type("Args", (), {"rounds": 1, "sample_ms": 200.0, "lead_ms": 100.0})
+    args = type("Args", (), {"rounds": 1, "sample_ms": 200.0, "lead_ms": 100.0, "order": "paired"})
     table = bench.results_table(rows, {(shape, kind): "gemm_x"}, "NVIDIA H100", args, unmetered)
     (cells,) = table.rows
     return table, dict(zip(table.columns, cells, strict=True))
@@ -296,7 +324,7 @@ def test_a_gemm_row_whose_host_time_fills_its_call_is_named_host_bound() -> None
     peer = bench.Row(shape, kind, "torch.matmul", lambda: None, samples=[0.012], host_us=5.0)
     for row in (ours, peer):
         row.sample_ms.append(200.0)
-    args = type("Args", (), {"rounds": 1, "sample_ms": 200.0, "lead_ms": 100.0})
+    args = type("Args", (), {"rounds": 1, "sample_ms": 200.0, "lead_ms": 100.0, "order": "paired"})
     table = bench.results_table([ours, peer], {(shape, kind): "gemm_x"}, "NVIDIA H200", args)
     (row,) = table.rows
     assert row[table.columns.index("pyoxide µs: call / host")] == "10.0 / 9.5"
