@@ -1,7 +1,7 @@
 """Rows of scripts/bench_gemm, their sustained timing and their power cells: each sample
 is `row.launches` back-to-back calls between two CUDA events and, where a
-pyoxide.bench.PowerMeter is given, an NVML energy window over exactly those calls (the
-card's power, SM clock and energy a call, issue 25)."""
+pyoxide.bench.PowerMeter samples the card, a window of its power and SM clock readings
+over exactly those calls (the card's W, SM MHz and energy a call, issue 25)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,6 @@ ORDERS = {
     "each round starting one row further on",
 }
 
-#: SM clock reads a metered sample takes, spread over its launches (plus one after them).
-CLOCK_READS = 8
-
 
 @dataclass
 class Row:
@@ -37,7 +34,7 @@ class Row:
     samples: list[float] = field(default_factory=list)  # ms per call
     sample_ms: list[float] = field(default_factory=list)  # each sample's length
     host_us: float = math.nan  # the caller's own host time a call (pyoxide.bench.host_cost)
-    power: list[PowerWindow] = field(default_factory=list)  # each sample's energy window
+    power: list[PowerWindow] = field(default_factory=list)  # each sample's power window
     mj: list[float] = field(default_factory=list)  # each sample's mJ a call
 
     @property
@@ -46,7 +43,7 @@ class Row:
 
     @property
     def metered(self) -> bool:
-        """Whether every sample of the row has its energy window."""
+        """Whether every sample of the row has its power window."""
         return bool(self.samples) and len(self.power) == len(self.samples)
 
     @property
@@ -64,25 +61,26 @@ def sample(
     torch: Any, row: Row, meter: PowerMeter | None = None
 ) -> tuple[float, PowerWindow | None]:
     """One sample: `row.launches` back-to-back calls between two CUDA events; its length
-    in ms, and with a meter its energy window (None where the meter has none)."""
+    in ms, and with a (sampling) meter the window of its readings from when the GPU
+    reached the start event to when it reached the end event (None where the meter has
+    too few readings there, or has failed)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
+    began = 0.0
     if meter is not None:
         # The window opens when the GPU reaches the start event, not when the host queues
         # it: the lead-in's launches (lead_in) run until then. Waiting for it leaves the
         # GPU idle for one wake-up and one launch, tens of µs in a sample of ≥ 200 ms.
         start.synchronize()
-        meter.start()
-    every = max(1, row.launches // CLOCK_READS)
-    for i in range(row.launches):
+        began = meter.now()
+    for _ in range(row.launches):
         row.fn()
-        if meter is not None and i % every == 0:
-            meter.read_clock()  # the card is under load: launches are queued
-    if meter is not None:
-        meter.read_clock()
     end.record()
+    # Queuing the launches takes the host a few ms; the GPU runs them for the rest of the
+    # sample while this thread waits here with the GIL released, and the meter's thread
+    # samples (pyoxide/bench/_energy.py: PowerMeter._sample says how it gets the GIL).
     end.synchronize()
-    window = meter.stop() if meter is not None else None
+    window = meter.window(began, meter.now()) if meter is not None else None
     return float(start.elapsed_time(end)), window
 
 
@@ -165,7 +163,7 @@ def sustained(
 
 def power_cells(ours: Row | None, peer: Row | None, metered: bool) -> list[str]:
     """W / MHz of pyoxide's row and of its cuBLAS peer's, their mJ a call, and the peer's
-    mJ a call over pyoxide's; "—" where a row has no energy window for every sample."""
+    mJ a call over pyoxide's; "—" where a row has no power window for every sample."""
     have = [r if metered and r is not None and r.metered else None for r in (ours, peer)]
     w_mhz = [f"{r.window.watts:.0f} / {_mhz(r.window.mhz)}" if r else "—" for r in have]
     mj = [_sig(r.mj_call) if r else "—" for r in have]
@@ -173,6 +171,40 @@ def power_cells(ours: Row | None, peer: Row | None, metered: bool) -> list[str]:
     if have[0] and have[1] and have[0].mj_call > 0:
         ratio = f"{have[1].mj_call / have[0].mj_call:.3f}×"
     return [*w_mhz, " / ".join(mj), ratio]
+
+
+def power_note(rows: list[Row], unmetered: str, meter: PowerMeter | None = None) -> str:
+    """The table's note on how the power cells were measured, with the readings'
+    resolution (a window's median count of readings and of distinct power values) and,
+    where `meter` is given, its power source, its poll gap and its whole-run check."""
+    if unmetered:
+        return f"Power: not measured ({unmetered})."
+    source, every, check = "the card's power", "~5 ms", ""
+    if meter is not None:
+        source = f"the card's power ({meter.source}, mW)"
+        every = f"~{meter.interval * 1e3:g} ms (median gap {meter.poll_gap() * 1e3:.1f} ms)"
+        check = f" {meter.check[:1].upper()}{meter.check[1:]}." if meter.check else ""
+    seen = "no sample had a window"
+    if windows := [w for row in rows for w in row.power]:
+        mid = median_window(windows)
+        seen = (
+            f"a window held a median of {mid.readings} readings and {mid.distinct} "
+            "distinct successive power values"
+        )
+    return (
+        f"Power, from NVML: a thread reads {source} and its SM clock every {every} "
+        "through the timed run, each reading stamped with the host's monotonic time. A "
+        "sample's window runs from when the GPU reached its start event (the host waits "
+        "for it, leaving the GPU idle for one launch) to when it reached its end event; W "
+        "and MHz are the means of the readings inside it, mJ a call = W × its seconds / its "
+        "launches, each the median over the row's samples; a window of fewer than 3 "
+        "readings counts as none (its row shows —). Resolution: the driver refreshes the "
+        "power value less often than it is read, and a value may lag the load by up to "
+        f"one refresh: {seen} (each sample follows its own row's lead-in, so a lagging "
+        "value still reads that row's draw). cuBLAS: the faster cuBLAS call. work/J ÷ "
+        "cuBLAS: cuBLAS's mJ a call over pyoxide's (> 1: pyoxide does more work a joule). "
+        f"The card's draw as NVML reports it, memory and idle SMs included.{check}"
+    )
 
 
 def _mhz(x: float) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.fake_nvml import BUS, FakeNvml
+from helpers.fake_nvml import BUS, Clock, FakeNvml
 from helpers.scripts import load_script
 
 from pyoxide.bench import PowerMeter, PowerWindow, Table
@@ -246,29 +246,49 @@ def test_gemm_turns_pair_a_cells_contestants_and_rotate_their_places() -> None:
         bench.turns(rows, 0, "shuffled")
 
 
-def test_a_metered_gemm_sample_is_an_energy_window_over_its_own_launches_alone() -> None:
-    """With a meter, each sample of bench_gemm's sustained timing is an NVML window over
-    its own launches: not calibration's, not the lead-in's queued before it. Here each
-    launch costs the card 100 mJ and 1 ms, so every window is 100 W and 100 mJ a call
-    (a window that took in the 6 lead-in launches would read 150 mJ)."""
+def test_a_metered_gemm_sample_is_a_power_window_over_its_own_launches_alone() -> None:
+    """With a sampling meter, each sample of bench_gemm's sustained timing is the window of
+    the readings taken while the GPU ran its own launches: not calibration's, not the
+    lead-in's queued before it. Here each launch takes 1 ms of the meter's clock and is
+    followed by one reading of the power of whichever row launched last (100 W for
+    pyoxide's rows, 300 W for torch's), so every window holds 12 readings of its own row
+    and lasts 12 ms: 100 (300) mJ a call (a window opened before the 6 lead-in launches
+    would last 18 ms and read 150 mJ)."""
     bench = load_script("bench_gemm")
     torch = _Timeline()
     launched = lambda: sum(isinstance(e, str) for e in torch.log)  # noqa: E731
-    nvml = FakeNvml(energy=lambda: 100 * launched(), clock=lambda: 1455)
+    last = lambda: next((e for e in reversed(torch.log) if isinstance(e, str)), "")  # noqa: E731
+    power = lambda: 100_000 if last().endswith("pyoxide") else 300_000  # noqa: E731
+    nvml = FakeNvml(instant=power, clock=lambda: 1455)
     meter, reason = PowerMeter.open(BUS, nvml=nvml, clock=lambda: launched() / 1e3)
     assert meter is not None, reason
-    rows = [bench.Row((n, n, n), "bf16→bf16", who, torch.launch(f"{n}:{who}"))
+
+    def launch(row: str) -> Any:
+        def call() -> None:
+            torch.log.append(row)
+            meter.poll_once()
+
+        return call
+
+    rows = [bench.Row((n, n, n), "bf16→bf16", who, launch(f"{n}:{who}"))
             for n in (64, 128) for who in ("pyoxide", "torch")]  # fmt: skip
     bench.sustained(torch, rows, rounds=3, target_ms=10.0, lead_ms=5.0, meter=meter)
     for row in rows:
-        assert row.launches == 12 and row.metered and row.mj == [100.0] * 3, row.mj
+        watts = 100.0 if row.who == "pyoxide" else 300.0
+        assert row.launches == 12 and row.metered, (row.launches, row.power)
+        assert row.mj == pytest.approx([watts] * 3), row.mj
         w = row.window
-        assert (w.joules, w.seconds, w.watts, w.mhz) == pytest.approx((1.2, 0.012, 100, 1455))
+        assert (w.watts, w.mhz, w.seconds, w.readings, w.distinct) == pytest.approx(
+            (watts, 1455, 0.012, 12, 1)
+        )
     assert meter.available
 
 
 def _gemm_table(
-    bench: Any, power: dict[str, tuple[float, float, float]], unmetered: str = ""
+    bench: Any,
+    power: dict[str, tuple[float, float, float]],
+    unmetered: str = "",
+    meter: PowerMeter | None = None,
 ) -> tuple[Table, dict[str, str]]:
     """bench_gemm's table of one bf16 shape: pyoxide and two cuBLAS calls, 1 sample each,
     `power`: who -> (W, MHz, mJ a call) of its one sample."""
@@ -279,11 +299,14 @@ def _gemm_table(
         row.sample_ms.append(200.0)
         if who in power:
             w, mhz, mj = power[who]
-            row.power.append(PowerWindow(joules=w * 0.2, seconds=0.2, watts=w, mhz=mhz))
+            window = PowerWindow(watts=w, mhz=mhz, seconds=0.2, readings=40, distinct=5)
+            row.power.append(window)
             row.mj.append(mj)
         rows.append(row)
     args = type("Args", (), {"rounds": 1, "sample_ms": 200.0, "lead_ms": 100.0, "order": "paired"})
-    table = bench.results_table(rows, {(shape, kind): "gemm_x"}, "NVIDIA H100", args, unmetered)
+    table = bench.results_table(
+        rows, {(shape, kind): "gemm_x"}, "NVIDIA H100", args, unmetered, meter
+    )
     (cells,) = table.rows
     return table, dict(zip(table.columns, cells, strict=True))
 
@@ -302,12 +325,29 @@ def test_the_gemm_table_gives_power_and_work_a_joule_against_the_faster_cublas()
     assert row["mJ a call: pyoxide / cuBLAS"] == "140 / 147"
     assert row["work/J ÷ cuBLAS"] == "1.050×"
     (note,) = [n for n in table.notes if n.startswith("Power")]
-    assert "NVML" in note and "total-energy counter" in note and "SM clock" in note
+    assert "NVML" in note and "SM clock" in note and "mean" in note
+    assert "median of 40 readings and 5 distinct successive power values" in note
     assert table.as_dict()["columns"] == table.columns  # the report carries them
     # No meter: every power cell blank, and the note says why.
     table, row = _gemm_table(bench, power, "no NVML")
     assert [row[c] for c in table.columns[-4:]] == ["—", "—", "— / —", "—"]
     assert [n for n in table.notes if n.startswith("Power")] == ["Power: not measured (no NVML)."]
+    # With the meter that measured: its source, its poll gap and its whole-run check.
+    clock = Clock(10.0)
+    nvml = FakeNvml(energy=(0, 0, 3_030_000))  # 3030 J over the 10 s run
+    meter, _ = PowerMeter.open(BUS, nvml=nvml, clock=clock, interval=3600.0)  # the test polls
+    assert meter is not None
+    with meter:
+        for clock.t in (11.0, 12.0, 13.0, 14.0):
+            meter.poll_once()
+        clock.t = 20.0
+    table, row = _gemm_table(bench, power, meter=meter)
+    (note,) = [n for n in table.notes if n.startswith("Power")]
+    assert "(NVML_FI_DEV_POWER_INSTANT, mW)" in note and "median gap 1000.0 ms" in note
+    assert note.endswith(
+        "Whole-run check: NVML's energy counter over the 10 s run gives 303 W, the mean of "
+        "its 4 power readings 300 W (-1.0%)."
+    ), note
     # A peer missing a window: its cells and the ratio blank, pyoxide's given.
     table, row = _gemm_table(bench, {"pyoxide": power["pyoxide"]})
     assert row["W / MHz: pyoxide"] == "700 / 1455" and row["W / MHz: cuBLAS"] == "—"
