@@ -1,7 +1,9 @@
 """Rows of scripts/bench_gemm, their sustained timing and their power cells: each sample
 is `row.launches` back-to-back calls between two CUDA events and, where a
 pyoxide.bench.PowerMeter samples the card, a window of its power and SM clock readings
-over exactly those calls (the card's W, SM MHz and energy a call, issue 25)."""
+over exactly those calls (the card's W, SM MHz and energy a call, issue 25), and the
+second table of why the clocks are where they are (temperature and NVML's clock event
+reasons, `clocks_table`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyoxide.bench import PowerMeter, PowerWindow, bus_id, median_window
+from pyoxide.bench import REASONS, PowerMeter, PowerWindow, Table, bus_id, median_window
 
 #: `turns`' orders, as the table's note says them.
 ORDERS = {
@@ -159,6 +161,72 @@ def sustained(
             if window is not None:
                 row.power.append(window)
                 row.mj.append(window.mj_per_call(row.launches))
+
+
+def faster_peer(who: dict[str, Row]) -> Row | None:
+    """Of one cell's rows (by who), the faster cuBLAS call's: the peer a ratio is against."""
+    return min((r for w, r in who.items() if w != "pyoxide"), key=lambda r: r.ms, default=None)
+
+
+#: What each clock event reason means (nvml.h), for the clocks table's note.
+MEANING = {
+    "sw_power_cap": "the driver lowers clocks to hold the board under its power limit",
+    "hw_slowdown": "hardware slowdown, clocks cut by half or more (thermal, power brake)",
+    "hw_power_brake": "the external power brake (the system's power supply)",
+    "hw_thermal": "hardware thermal slowdown (too hot)",
+    "sw_thermal": "the driver holds clocks down for the GPU's or memory's temperature",
+    "sync_boost": "clocks held to a sync-boost group's",
+    "gpu_idle": "nothing running",
+    "applications_clocks": "clocks held to the applications clocks setting",
+}
+
+
+def clocks_table(rows: list[Row], device: str, unmetered: str = "") -> Table | None:
+    """Why the clocks are where they are: one line per cell (shape, kind) with pyoxide's
+    row's and the faster cuBLAS call's median W, SM MHz, °C and % of readings with each
+    clock event reason set, for the reasons set in some window of the run; None where the
+    power was not measured (`unmetered` says why) or no row has all its windows."""
+    if unmetered or not any(r.metered for r in rows):
+        return None
+    windows = [w for r in rows for w in r.power]
+    seen = [n for n, _, _ in REASONS if any(w.share(n) > 0 for w in windows)]
+    table = Table(
+        "bench_gemm-clocks",
+        "Why the clocks are where they are (NVML, per row)",
+        ["m×n×k", "inputs → result", "W: pyoxide / cuBLAS", "SM MHz: pyoxide / cuBLAS",
+         "°C: pyoxide / cuBLAS", *(f"% {n}: pyoxide / cuBLAS" for n in seen)],
+        device=device,
+    )  # fmt: skip
+    cells: dict[tuple[Any, str], dict[str, Row]] = {}
+    for row in rows:
+        cells.setdefault((row.shape, row.kind), {})[row.who] = row
+    for (shape, kind), who in cells.items():
+        pair = [r.window if r is not None and r.metered else None
+                for r in (who.get("pyoxide"), faster_peer(who))]  # fmt: skip
+
+        def both(value: Callable[[PowerWindow], float], pair: list[Any] = pair) -> str:
+            return " / ".join("—" if w is None else _num(value(w)) for w in pair)
+
+        table.add(
+            "×".join(map(str, shape)), kind, both(lambda w: w.watts), both(lambda w: w.mhz),
+            both(lambda w: w.temp_c), *(both(lambda w, n=n: 100 * w.share(n)) for n in seen),
+        )  # fmt: skip
+    never = [n for n, _, _ in REASONS if n not in seen]
+    read = any(w.reasons for w in windows)
+    table.note(
+        "From the same NVML readings as the power cells: each sample's window, the median "
+        "over the row's samples; cuBLAS: the faster cuBLAS call. °C: NVML_TEMPERATURE_GPU. "
+        "% reason: the share of a window's readings whose clock event reasons "
+        "(nvmlDeviceGetCurrentClocksEventReasons, formerly throttle reasons) had it set: "
+        + "; ".join(f"{n}: {MEANING[n]}" for n in seen)
+        + (f". Never set in any window: {', '.join(never)}." if read else
+           ". The clock event reasons were not read (pynvml or the driver lacks them).")
+    )  # fmt: skip
+    return table
+
+
+def _num(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x:.0f}"
 
 
 def power_cells(ours: Row | None, peer: Row | None, metered: bool) -> list[str]:

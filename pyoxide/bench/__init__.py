@@ -20,7 +20,7 @@ import numpy as np
 from ..spec import Case, Shape, Spec
 from ..verify import instance
 from ..verify._case import compare, param_names
-from ._energy import PowerMeter, PowerWindow, bus_id, median_window
+from ._energy import REASONS, PowerMeter, PowerWindow, bus_id, median_window
 from ._peers import Peers
 from ._plot import plot
 from ._report import Table, require_gpu
@@ -28,7 +28,7 @@ from ._report import render as render_report
 from ._timing import Timer, copy_bandwidth, host_cost, peak_flops, profiled_call
 
 __all__ = [
-    "Peers", "PowerMeter", "PowerWindow", "Table", "Timer", "bench_crate", "bench_spec",
+    "REASONS", "Peers", "PowerMeter", "PowerWindow", "Table", "Timer", "bench_crate", "bench_spec",
     "bus_id", "copy_bandwidth", "host_cost", "median_window", "plot", "profiled_call",
     "progress_bar", "render_report", "require_gpu", "table",
 ]  # fmt: skip

@@ -9,6 +9,12 @@ mean of the readings stamped inside it (:meth:`PowerMeter.window`). NVML comes t
 ``pynvml`` (PyPI: ``nvidia-ml-py``, in ``pyoxide[bench]``), imported on first use: a
 benchmark runs unchanged where it is missing.
 
+Each poll also reads the card's clock event reasons (NVML's bitmask of what holds the
+clocks down, formerly "throttle reasons") and its GPU temperature: a window gives the mean
+°C and, for each reason of :data:`REASONS`, the fraction of its readings that had it set,
+to tell a power cap from a thermal or hardware slowdown. A failed read of either leaves
+it out of that reading, as a failed clock read does.
+
 Why not NVML's total-energy counter over each window: on an H100 it advances in coarse
 steps (~100 ms), so a 200 ms window caught one to three of them and read 380-956 W on a
 card limited to 700 W. Over a whole run of minutes its steps no longer matter: the meter
@@ -37,7 +43,7 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -55,25 +61,57 @@ _UNION = {"DOUBLE": "dVal", "UNSIGNED_INT": "uiVal", "UNSIGNED_LONG": "ulVal",
           "SIGNED_INT": "siVal", "UNSIGNED_SHORT": "usVal"}  # fmt: skip
 
 
+#: The clock event reasons a window reports: short name → pynvml's constant, by its
+#: current name and its older one ("Throttle" for "Event"), and NVML's bit
+#: (nvml.h) where pynvml has neither.
+REASONS: tuple[tuple[str, str, int], ...] = (
+    ("sw_power_cap", "SwPowerCap", 0x4),
+    ("hw_slowdown", "HwSlowdown", 0x8),
+    ("hw_power_brake", "HwPowerBrakeSlowdown", 0x80),
+    ("hw_thermal", "HwThermalSlowdown", 0x40),
+    ("sw_thermal", "SwThermalSlowdown", 0x20),
+    ("sync_boost", "SyncBoost", 0x10),
+    ("gpu_idle", "GpuIdle", 0x1),
+    ("applications_clocks", "ApplicationsClocksSetting", 0x2),
+)
+
+
+def reason_bits(nvml: Any) -> tuple[tuple[str, int], ...]:
+    """:data:`REASONS` as (short name, bit), the bits taken from `nvml` by name."""
+    return tuple(
+        (name, int(getattr(nvml, f"nvmlClocksEventReason{suffix}",
+                           getattr(nvml, f"nvmlClocksThrottleReason{suffix}", bit))))
+        for name, suffix, bit in REASONS
+    )  # fmt: skip
+
+
 class Reading(NamedTuple):
-    """One poll: host monotonic time (s), board power (W), SM clock (MHz; nan if unread)."""
+    """One poll: host monotonic time (s), board power (W), SM clock (MHz), GPU temperature
+    (°C) and clock event reasons (NVML's bitmask); nan / None where a read failed."""
 
     t: float
     watts: float
     mhz: float
+    temp: float = math.nan
+    reasons: int | None = None
 
 
 @dataclass(frozen=True)
 class PowerWindow:
     """One window: the mean power (W) and SM clock (MHz; nan when no clock read succeeded)
     of the readings stamped inside it, its length (s), how many readings it holds and how
-    many distinct power values followed one another among them (1 for a constant value)."""
+    many distinct power values followed one another among them (1 for a constant value);
+    their mean GPU temperature (°C; nan where none was read) and `reasons`: (name, fraction
+    of the readings that read the reasons and had that one set) for each of
+    :data:`REASONS`, () where none read them."""
 
     watts: float
     mhz: float
     seconds: float
     readings: int
     distinct: int
+    temp_c: float = math.nan
+    reasons: tuple[tuple[str, float], ...] = ()
 
     @property
     def joules(self) -> float:
@@ -83,18 +121,30 @@ class PowerWindow:
         """The window's energy a launch, in mJ (the window covering exactly `launches`)."""
         return self.joules * 1e3 / launches
 
+    def share(self, reason: str) -> float:
+        """The fraction of the readings with clock event `reason` set (nan: not read)."""
+        return dict(self.reasons).get(reason, math.nan)
+
 
 def median_window(windows: Sequence[PowerWindow]) -> PowerWindow:
-    """Each field's median over `windows` (the clock's over the windows that read it)."""
+    """Each field's median over `windows` (the clock's, temperature's and each reason's
+    fraction over the windows that read them)."""
     if not windows:
         raise ValueError("median_window: no windows")
-    clocks = [w.mhz for w in windows if not math.isnan(w.mhz)]
+
+    def mid(values: Iterable[float]) -> float:
+        read = [v for v in values if not math.isnan(v)]
+        return statistics.median(read) if read else math.nan
+
+    shares = {name: mid(w.share(name) for w in windows) for name, _, _ in REASONS}
     return PowerWindow(
         watts=statistics.median(w.watts for w in windows),
-        mhz=statistics.median(clocks) if clocks else math.nan,
+        mhz=mid(w.mhz for w in windows),
         seconds=statistics.median(w.seconds for w in windows),
         readings=round(statistics.median(w.readings for w in windows)),
         distinct=round(statistics.median(w.distinct for w in windows)),
+        temp_c=mid(w.temp_c for w in windows),
+        reasons=tuple((name, v) for name, v in shares.items() if not math.isnan(v)),
     )
 
 
@@ -109,13 +159,14 @@ def bus_id(device: Any) -> str:
 
 
 class PowerMeter:
-    """Power and SM clock of one card, sampled by a thread: ``with meter:`` (or
-    ``start()`` … ``stop()``) around the timed run, ``window(t0, t1)`` for each window,
-    ``now()`` the clock its readings are stamped with.
+    """Power, SM clock, temperature and clock event reasons of one card, sampled by a
+    thread: ``with meter:`` (or ``start()`` … ``stop()``) around the timed run,
+    ``window(t0, t1)`` for each window, ``now()`` the clock its readings are stamped with.
 
     Made by :meth:`open`. Once a power read fails the sampling ends for good:
     :attr:`reason` says why, and ``window()`` returns None from then on; it never raises
-    into the benchmark. A failed clock read leaves that reading's clock out."""
+    into the benchmark. A failed clock, temperature or reasons read leaves that reading's
+    value out."""
 
     def __init__(
         self,
@@ -137,6 +188,11 @@ class PowerMeter:
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
         self._began: tuple[int, float] | None = None
+        self._bits = reason_bits(nvml)
+        # newer nvidia-ml-py names it "ClocksEvent", older "ClocksThrottle".
+        self._read_reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
+            getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))  # fmt: skip
+        self._gpu_sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
 
     @classmethod
     def open(
@@ -199,7 +255,8 @@ class PowerMeter:
         return self._clock()
 
     def poll_once(self) -> None:
-        """One reading: the power, stamped with the time right after it, and the SM clock."""
+        """One reading: the power, stamped with the time right after it, then the SM clock,
+        the GPU temperature and the clock event reasons."""
         if self.reason:
             return
         try:
@@ -208,11 +265,17 @@ class PowerMeter:
         except self._nvml.NVMLError as e:
             self.reason = _why(self._nvml, e, "the power reading")
             return
-        t, mhz = self._clock(), math.nan
-        with contextlib.suppress(self._nvml.NVMLError):
-            mhz = float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM))
+        t, mhz, temp, reasons = self._clock(), math.nan, math.nan, None
+        nvml, handle = self._nvml, self._handle
+        with contextlib.suppress(nvml.NVMLError):
+            mhz = float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
+        with contextlib.suppress(nvml.NVMLError):
+            temp = float(nvml.nvmlDeviceGetTemperature(handle, self._gpu_sensor))
+        if self._read_reasons is not None:
+            with contextlib.suppress(nvml.NVMLError):
+                reasons = int(self._read_reasons(handle))
         with self._lock:
-            self._readings.append(Reading(t, float(mw) / 1e3, mhz))
+            self._readings.append(Reading(t, float(mw) / 1e3, mhz, temp, reasons))
 
     def start(self) -> None:
         """Start the sampling thread (and read the energy counter, for :attr:`check`)."""
@@ -260,13 +323,19 @@ class PowerMeter:
             return None
         watts = [r.watts for r in inside]
         clocks = [r.mhz for r in inside if not math.isnan(r.mhz)]
+        temps = [r.temp for r in inside if not math.isnan(r.temp)]
+        masks = [r.reasons for r in inside if r.reasons is not None]
         return PowerWindow(
             watts=statistics.fmean(watts),
             mhz=statistics.fmean(clocks) if clocks else math.nan,
             seconds=t1 - t0,
             readings=len(inside),
             distinct=1 + sum(a != b for a, b in itertools.pairwise(watts)),
-        )
+            temp_c=statistics.fmean(temps) if temps else math.nan,
+            reasons=tuple(
+                (name, sum(bool(m & bit) for m in masks) / len(masks)) for name, bit in self._bits
+            ) if masks else (),
+        )  # fmt: skip
 
     def poll_gap(self) -> float:
         """The median time between successive readings (s; nan with fewer than two)."""

@@ -17,7 +17,7 @@ import pytest
 from helpers.fake_nvml import BUS, Clock, FakeNvml
 from helpers.scripts import load_script
 
-from pyoxide.bench import PowerMeter, PowerWindow, Table
+from pyoxide.bench import REASONS, PowerMeter, PowerWindow, Table
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (REPO / "scripts").glob("bench_*") if p.suffix == "")
@@ -352,6 +352,41 @@ def test_the_gemm_table_gives_power_and_work_a_joule_against_the_faster_cublas()
     table, row = _gemm_table(bench, {"pyoxide": power["pyoxide"]})
     assert row["W / MHz: pyoxide"] == "700 / 1455" and row["W / MHz: cuBLAS"] == "—"
     assert row["mJ a call: pyoxide / cuBLAS"] == "140 / —" and row["work/J ÷ cuBLAS"] == "—"
+
+
+def test_the_clocks_table_gives_temperature_and_only_the_clock_event_reasons_seen() -> None:
+    """bench_gemm's second table: per cell, pyoxide's and the faster cuBLAS call's W, MHz,
+    °C and % of readings with each reason set, for the reasons set in some window of the
+    run (here the power cap, and hardware thermal slowdown in cupy's row alone: seen in the
+    run, though neither compared row had it); None when the power was not measured."""
+    load_script("bench_gemm")  # (puts scripts/ on the path for its rows module)
+    bench = importlib.import_module("bench_gemm_rows")
+    shape, kind = (4096, 4096, 4096), "bf16→bf16"
+    zero = tuple((name, 0.0) for name, _, _ in REASONS)
+    power = {"pyoxide": (677.0, 1344.0, 71.0, {"sw_power_cap": 0.9}),
+             "torch.matmul": (704.0, 1415.0, 66.0, {"sw_power_cap": 0.5}),
+             "cupy.matmul": (690.0, 1400.0, 68.0, {"hw_thermal": 0.1})}  # fmt: skip
+    rows = []
+    for who, ms in (("pyoxide", 0.20), ("torch.matmul", 0.21), ("cupy.matmul", 0.22)):
+        w, mhz, temp, set_ = power[who]
+        row = bench.Row(shape, kind, who, lambda: None, samples=[ms])
+        reasons = tuple((n, set_.get(n, v)) for n, v in zero)
+        row.power.append(PowerWindow(w, mhz, 0.2, 40, 5, temp_c=temp, reasons=reasons))
+        rows.append(row)
+    table = bench.clocks_table(rows, "NVIDIA H100")
+    assert table is not None and table.name == "bench_gemm-clocks"
+    assert table.columns == [
+        "m×n×k", "inputs → result", "W: pyoxide / cuBLAS", "SM MHz: pyoxide / cuBLAS",
+        "°C: pyoxide / cuBLAS", "% sw_power_cap: pyoxide / cuBLAS",
+        "% hw_thermal: pyoxide / cuBLAS",
+    ]  # fmt: skip
+    assert table.rows == [
+        ["4096×4096×4096", kind, "677 / 704", "1344 / 1415", "71 / 66", "90 / 50", "0 / 0"]
+    ]
+    (note,) = table.notes
+    assert "sw_power_cap: the driver lowers clocks" in note and "hw_slowdown" in note
+    assert bench.clocks_table(rows, "NVIDIA H100", "no NVML") is None
+    assert bench.clocks_table([bench.Row(shape, kind, "pyoxide", lambda: None)], "x") is None
 
 
 def test_a_gemm_row_whose_host_time_fills_its_call_is_named_host_bound() -> None:

@@ -2,13 +2,15 @@
 polled by hand (poll_once): a window's mean power and clock over the readings stamped
 inside it, how many readings and distinct values it holds, too few readings giving None;
 the fallback from the instantaneous power field to the averaged reading; the whole-run
-cross-check against the energy counter; medians over windows; the device found by its PCI
-bus id; every way NVML can be missing or fail giving a reason, never an error; and the
-sampling thread itself, once, on the real clock."""
+cross-check against the energy counter; the temperature and the share of readings with
+each clock event reason set, a failed read of either left out; medians over windows; the
+device found by its PCI bus id; every way NVML can be missing or fail giving a reason,
+never an error; and the sampling thread itself, once, on the real clock."""
 
 from __future__ import annotations
 
 import math
+import pickle
 import sys
 import threading
 import time
@@ -24,7 +26,7 @@ from helpers.fake_nvml import (
     readings,
 )
 
-from pyoxide.bench import PowerMeter, PowerWindow, bus_id, median_window
+from pyoxide.bench import REASONS, PowerMeter, PowerWindow, bus_id, median_window
 
 
 def _meter(nvml: FakeNvml, clock: Clock, interval: float = 3600.0) -> PowerMeter:
@@ -94,6 +96,58 @@ def test_a_failed_clock_read_is_left_out_of_the_mean() -> None:
     _poll(meter, clock, 4.0, 5.0, 6.0)
     window = meter.window(3.0, 6.0)
     assert window is not None and math.isnan(window.mhz) and window.watts == 300.0
+
+
+CAP, HW_THERMAL, IDLE = 0x4, 0x40, 0x1  # nvml.h's bits
+
+
+def test_a_window_gives_the_mean_temperature_and_each_reasons_share() -> None:
+    """4 readings: the power cap set in 3, hardware thermal slowdown in 1 (with the cap),
+    nothing else; every reason of REASONS gets its share, in REASONS' order."""
+    clock = Clock()
+    nvml = FakeNvml(temp=(60, 62, 64, 66), reasons=(CAP, CAP | HW_THERMAL, 0, CAP))
+    meter = _meter(nvml, clock)
+    _poll(meter, clock, 1.0, 2.0, 3.0, 4.0)
+    window = meter.window(0.0, 4.0)
+    assert window is not None and window.temp_c == pytest.approx(63.0)
+    assert [name for name, _ in window.reasons] == [name for name, _, _ in REASONS]
+    assert window.share("sw_power_cap") == 0.75 and window.share("hw_thermal") == 0.25
+    assert window.share("hw_slowdown") == window.share("gpu_idle") == 0.0
+    assert pickle.loads(pickle.dumps(window)) == window  # frozen, picklable
+
+
+def test_a_failed_reasons_or_temperature_read_is_left_out_and_the_meter_goes_on() -> None:
+    """The share counts only the readings that read the reasons; with none read the
+    window has no reasons (share: nan). Likewise the temperature."""
+    clock = Clock()
+    bad = NVMLError_NotSupported("Not Supported")
+    nvml = FakeNvml(temp=readings(50, bad, 70), reasons=readings(CAP, bad, 0, IDLE))
+    meter = _meter(nvml, clock)
+    _poll(meter, clock, 1.0, 2.0, 3.0, 4.0)
+    window = meter.window(0.0, 4.0)
+    assert window is not None and window.readings == 4 and meter.available
+    assert window.temp_c == pytest.approx(190 / 3)  # 50, 70, 70: the failed one left out
+    assert window.share("sw_power_cap") == window.share("gpu_idle") == pytest.approx(1 / 3)
+    nvml.temp, nvml.reasons = readings(bad), readings(bad)
+    _poll(meter, clock, 5.0, 6.0, 7.0)
+    window = meter.window(4.0, 7.0)
+    assert window is not None and window.watts == 300.0
+    assert math.isnan(window.temp_c) and window.reasons == ()
+    assert math.isnan(window.share("sw_power_cap"))
+
+
+@pytest.mark.parametrize(("api", "read"), [("Throttle", True), (None, False)])
+def test_an_older_pynvml_names_them_throttle_reasons(api: str | None, read: bool) -> None:
+    """An older nvidia-ml-py has nvmlDeviceGetCurrentClocksThrottleReasons; a pynvml
+    with neither call gives windows without reasons."""
+    clock = Clock()
+    meter = _meter(FakeNvml(reasons=(CAP,), reasons_api=api), clock)
+    _poll(meter, clock, 1.0, 2.0, 3.0)
+    window = meter.window(0.0, 3.0)
+    assert window is not None
+    assert window.reasons if read else window.reasons == ()
+    if read:
+        assert window.share("sw_power_cap") == 1.0
 
 
 def test_a_double_power_field_is_read_as_a_double() -> None:
@@ -204,6 +258,22 @@ def test_the_median_window_takes_each_fields_median() -> None:
     assert (got.watts, got.seconds, got.readings, got.distinct) == (690.0, 0.21, 42, 5)
     assert got.mhz == 1_475.0  # the median of the windows that read the clock
     assert math.isnan(median_window(windows[1:2]).mhz)
+    assert math.isnan(got.temp_c) and got.reasons == ()  # no window read them
+
+
+def test_the_median_window_takes_each_reasons_median_share_and_the_median_temperature() -> None:
+    """Over the windows that read them: a window without reasons (or °C) is left out."""
+    base = {"watts": 700.0, "mhz": 1_400.0, "seconds": 0.2, "readings": 40, "distinct": 4}
+    windows = [
+        PowerWindow(**base, temp_c=60.0, reasons=(("sw_power_cap", 0.2), ("hw_thermal", 0.0))),
+        PowerWindow(**base, temp_c=math.nan, reasons=()),
+        PowerWindow(**base, temp_c=64.0, reasons=(("sw_power_cap", 0.6), ("hw_thermal", 0.1))),
+        PowerWindow(**base, temp_c=70.0, reasons=(("sw_power_cap", 1.0), ("hw_thermal", 0.5))),
+    ]
+    got = median_window(windows)
+    assert got.temp_c == 64.0
+    assert got.reasons == (("sw_power_cap", 0.6), ("hw_thermal", 0.1))  # REASONS' order
+    assert math.isnan(got.share("sync_boost"))
     with pytest.raises(ValueError, match="no windows"):
         median_window([])
 

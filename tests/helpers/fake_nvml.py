@@ -1,7 +1,7 @@
 """A fake pynvml module (the part pyoxide.bench.PowerMeter uses), passed to
 ``PowerMeter.open(bus, nvml=...)``: one device at one PCI bus id, whose instantaneous
-power field, averaged power, energy counter and SM clock give the readings a test
-scripts."""
+power field, averaged power, energy counter, SM clock, temperature and clock event
+reasons give the readings a test scripts."""
 
 from __future__ import annotations
 
@@ -50,7 +50,10 @@ class FakeNvml:
     """pynvml with one device at `bus`: `instant()` is its NVML_FI_DEV_POWER_INSTANT field
     (mW; an int is answered as an unsigned int, a float as a double; an NVMLError as that
     field's own status, the call succeeding), `usage()` its nvmlDeviceGetPowerUsage (mW),
-    `energy()` its total-energy counter (mJ), `clock()` its SM clock (MHz);
+    `energy()` its total-energy counter (mJ), `clock()` its SM clock (MHz), `temp()` its
+    GPU temperature (°C), `reasons()` its clock event reasons (a bitmask), read through
+    `reasons_api`'s name (``"Event"``, ``"Throttle"`` as in older pynvml, or None: no
+    such call);
     `init_error`, when given, is what nvmlInit raises; `field_values=False`: a pynvml
     without nvmlDeviceGetFieldValues. `calls` records init, shutdown and the bus ids
     looked up."""
@@ -65,6 +68,16 @@ class FakeNvml:
     NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4
     NVML_VALUE_TYPE_SIGNED_INT = 5
     NVML_VALUE_TYPE_UNSIGNED_SHORT = 6
+    NVML_TEMPERATURE_GPU = 0
+    # nvml.h's bits
+    nvmlClocksEventReasonGpuIdle = 0x1
+    nvmlClocksEventReasonApplicationsClocksSetting = 0x2
+    nvmlClocksEventReasonSwPowerCap = 0x4
+    nvmlClocksEventReasonHwSlowdown = 0x8
+    nvmlClocksEventReasonSyncBoost = 0x10
+    nvmlClocksEventReasonSwThermalSlowdown = 0x20
+    nvmlClocksEventReasonHwThermalSlowdown = 0x40
+    nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x80
     NVMLError = NVMLError
     NVMLError_NotSupported = NVMLError_NotSupported
 
@@ -78,8 +91,14 @@ class FakeNvml:
         bus: str = BUS,
         init_error: Exception | None = None,
         field_values: bool = True,
+        temp: Callable[[], Any] | Iterable[Any] = (60,),
+        reasons: Callable[[], Any] | Iterable[Any] = (0,),
+        reasons_api: str | None = "Event",
     ) -> None:
         self.energy, self.clock = _reader(energy), _reader(clock)
+        self.temp, self.reasons = _reader(temp), _reader(reasons)
+        if reasons_api is not None:
+            setattr(self, f"nvmlDeviceGetCurrentClocks{reasons_api}Reasons", self._reasons)
         self.instant, self.usage = _reader(instant), _reader(usage)
         self.bus, self.init_error = bus, init_error
         self.calls: list[str] = []
@@ -106,6 +125,14 @@ class FakeNvml:
     def nvmlDeviceGetClockInfo(self, handle: str, which: int) -> int:
         assert handle == "handle" and which == self.NVML_CLOCK_SM
         return int(self.clock())
+
+    def nvmlDeviceGetTemperature(self, handle: str, sensor: int) -> int:
+        assert handle == "handle" and sensor == self.NVML_TEMPERATURE_GPU
+        return int(self.temp())
+
+    def _reasons(self, handle: str) -> int:
+        assert handle == "handle"
+        return int(self.reasons())
 
     def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
         assert handle == "handle"
