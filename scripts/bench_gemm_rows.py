@@ -103,6 +103,14 @@ def lead_in(row: Row, lead_ms: float, target_ms: float) -> None:
         row.fn()
 
 
+def cells(rows: list[Row]) -> dict[tuple[tuple[int, int, int], str], dict[str, Row]]:
+    """The rows by cell (shape, kind), each cell's by who, in the rows' order."""
+    by_cell: dict[tuple[tuple[int, int, int], str], dict[str, Row]] = {}
+    for row in rows:
+        by_cell.setdefault((row.shape, row.kind), {})[row.who] = row
+    return by_cell
+
+
 def turns(rows: list[Row], r: int, order: str = "paired") -> list[Row]:
     """Round `r`'s order of the rows.
 
@@ -127,10 +135,7 @@ def turns(rows: list[Row], r: int, order: str = "paired") -> list[Row]:
         return seq[r % len(seq) :] + seq[: r % len(seq)]
     if order != "paired":
         raise ValueError(f"turns: order {order!r}, expected 'paired' or 'interleaved'")
-    cells: dict[tuple[tuple[int, int, int], str], list[Row]] = {}
-    for row in rows:
-        cells.setdefault((row.shape, row.kind), []).append(row)
-    ring = list(cells.values())
+    ring = [list(cell.values()) for cell in cells(rows).values()]
     ring = ring[r % len(ring) :] + ring[: r % len(ring)]
     return [row for cell in ring for row in cell[r % len(cell) :] + cell[: r % len(cell)]]
 
@@ -197,15 +202,12 @@ def clocks_table(rows: list[Row], device: str, unmetered: str = "") -> Table | N
          "°C: pyoxide / cuBLAS", *(f"% {n}: pyoxide / cuBLAS" for n in seen)],
         device=device,
     )  # fmt: skip
-    cells: dict[tuple[Any, str], dict[str, Row]] = {}
-    for row in rows:
-        cells.setdefault((row.shape, row.kind), {})[row.who] = row
-    for (shape, kind), who in cells.items():
+    for (shape, kind), who in cells(rows).items():
         pair = [r.window if r is not None and r.metered else None
                 for r in (who.get("pyoxide"), faster_peer(who))]  # fmt: skip
 
         def both(value: Callable[[PowerWindow], float], pair: list[Any] = pair) -> str:
-            return " / ".join("—" if w is None else _num(value(w)) for w in pair)
+            return " / ".join("—" if w is None else _whole(value(w)) for w in pair)
 
         table.add(
             "×".join(map(str, shape)), kind, both(lambda w: w.watts), both(lambda w: w.mhz),
@@ -225,15 +227,12 @@ def clocks_table(rows: list[Row], device: str, unmetered: str = "") -> Table | N
     return table
 
 
-def _num(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x:.0f}"
-
-
 def power_cells(ours: Row | None, peer: Row | None, metered: bool) -> list[str]:
     """W / MHz of pyoxide's row and of its cuBLAS peer's, their mJ a call, and the peer's
     mJ a call over pyoxide's; "—" where a row has no power window for every sample."""
     have = [r if metered and r is not None and r.metered else None for r in (ours, peer)]
-    w_mhz = [f"{r.window.watts:.0f} / {_mhz(r.window.mhz)}" if r else "—" for r in have]
+    windows = [r.window if r else None for r in have]
+    w_mhz = [f"{w.watts:.0f} / {_whole(w.mhz)}" if w else "—" for w in windows]
     mj = [_sig(r.mj_call) if r else "—" for r in have]
     ratio = "—"
     if have[0] and have[1] and have[0].mj_call > 0:
@@ -275,7 +274,7 @@ def power_note(rows: list[Row], unmetered: str, meter: PowerMeter | None = None)
     )
 
 
-def _mhz(x: float) -> str:
+def _whole(x: float) -> str:
     return "—" if math.isnan(x) else f"{x:.0f}"
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import itertools
 import math
 import statistics
@@ -385,8 +386,14 @@ def _instant_mw(nvml: Any, handle: Any) -> float:
     (value,) = nvml.nvmlDeviceGetFieldValues(handle, [nvml.NVML_FI_DEV_POWER_INSTANT])
     if value.nvmlReturn != nvml.NVML_SUCCESS:
         raise nvml.NVMLError(value.nvmlReturn)
-    types = {getattr(nvml, f"NVML_VALUE_TYPE_{k}"): v for k, v in _UNION.items()}
-    return float(getattr(value.value, types[value.valueType]))
+    return float(getattr(value.value, _union_members(nvml)[value.valueType]))
+
+
+@functools.cache
+def _union_members(nvml: Any) -> dict[int, str]:
+    """`nvml`'s value-type numbers → the member of its value union that holds them (once a
+    pynvml, not at every poll)."""
+    return {getattr(nvml, f"NVML_VALUE_TYPE_{k}"): v for k, v in _UNION.items()}
 
 
 def _why(nvml: Any, error: Exception, what: str) -> str:
