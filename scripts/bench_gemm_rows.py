@@ -104,10 +104,15 @@ def lead_in(row: Row, lead_ms: float, target_ms: float) -> None:
 
 
 def cells(rows: list[Row]) -> dict[tuple[tuple[int, int, int], str], dict[str, Row]]:
-    """The rows by cell (shape, kind), each cell's by who, in the rows' order."""
+    """The rows by cell (shape, kind), each cell's by who, in the rows' order. A cell has
+    one row a contestant: a second would go untimed (the order walks the cells)."""
     by_cell: dict[tuple[tuple[int, int, int], str], dict[str, Row]] = {}
     for row in rows:
-        by_cell.setdefault((row.shape, row.kind), {})[row.who] = row
+        cell = by_cell.setdefault((row.shape, row.kind), {})
+        if row.who in cell:
+            shape = "×".join(map(str, row.shape))
+            raise ValueError(f"bench_gemm: two {row.who} rows at {shape} {row.kind}: one a cell")
+        cell[row.who] = row
     return by_cell
 
 

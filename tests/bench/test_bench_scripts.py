@@ -5,6 +5,7 @@ no GPU instead of failing somewhere inside."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import itertools
 import os
@@ -244,6 +245,22 @@ def test_gemm_turns_pair_a_cells_contestants_and_rotate_their_places() -> None:
     assert all(a.shape != b.shape for a, b in itertools.pairwise(old))
     with pytest.raises(ValueError, match="paired"):
         bench.turns(rows, 0, "shuffled")
+
+
+def test_gemm_plan_times_each_cell_once_and_a_second_row_of_a_cell_is_refused() -> None:
+    """The LLM shapes include m = 4096 against a 4096×4096 weight, the 4096³ square: the
+    plan times it once. Two rows of one cell and contestant are refused, not left untimed
+    (the paired order walks cells, so one of the two never got a sample)."""
+    bench = load_script("bench_gemm")
+    timed = bench.plan(argparse.Namespace(smoke=False))
+    planned = [(shape, kind) for shape, kinds in timed for kind in kinds]
+    assert len(planned) == len(set(planned)), planned
+    assert {shape for shape, _ in planned} == set(bench.SQUARE) | set(bench.LLM)
+    rows_module = importlib.import_module("bench_gemm_rows")
+    rows = [rows_module.Row((64, 64, 64), "bf16→bf16", who, lambda: None)
+            for who in ("pyoxide", "torch", "pyoxide")]  # fmt: skip
+    with pytest.raises(ValueError, match="two pyoxide rows at 64×64×64 bf16→bf16"):
+        rows_module.turns(rows, 0)
 
 
 def test_a_metered_gemm_sample_is_a_power_window_over_its_own_launches_alone() -> None:
