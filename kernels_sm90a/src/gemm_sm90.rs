@@ -128,7 +128,15 @@
 //! and 4096×14336×4096 (140 against 141 mJ at 4096³, bf16 result). At 4096³ and 8192³
 //! it yet draws 11-27 W less than cuBLAS's kernel and runs 2-5 % below its clock (677 W
 //! at 1344 MHz against 704 W at 1415): there the mean power is not what holds this
-//! kernel's clock down.
+//! kernel's clock down. A second H100 run of the same harness (8192³ only, the same day)
+//! found no such gap: 1371 MHz at 715 W against cuBLAS's 1367 at 705 (f32 result, 1.004×),
+//! 1367 at 714 against 1382 at 693 (bf16 result, 1.012×), and NVML gave the power cap
+//! (`sw_power_cap`) as the clock's reason in every reading of both kernels' windows, no
+//! thermal or hardware slowdown. A ping-pong schedule (each consumer warpgroup its own
+//! 128×128 tile, the two taking turns so that one's products run under the other's
+//! epilogue; an unmerged branch's build) ran at a higher clock in that run (1456-1464 MHz)
+//! but at 0.62-0.66× cuBLAS: it moves a third more bytes from L2 to shared memory a FLOP,
+//! and one warpgroup issues products at a time. It was not profiled further.
 //!
 //! # Shared-memory layouts
 //!
