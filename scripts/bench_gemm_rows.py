@@ -24,6 +24,11 @@ ORDERS = {
 }
 
 
+def mnk(shape: tuple[int, int, int]) -> str:
+    """A shape as the tables print it: m×n×k."""
+    return "×".join(map(str, shape))
+
+
 @dataclass
 class Row:
     """One timed row: an implementation of one kind at one shape."""
@@ -110,8 +115,9 @@ def cells(rows: list[Row]) -> dict[tuple[tuple[int, int, int], str], dict[str, R
     for row in rows:
         cell = by_cell.setdefault((row.shape, row.kind), {})
         if row.who in cell:
-            shape = "×".join(map(str, row.shape))
-            raise ValueError(f"bench_gemm: two {row.who} rows at {shape} {row.kind}: one a cell")
+            raise ValueError(
+                f"bench_gemm: two {row.who} rows at {mnk(row.shape)} {row.kind}: one a cell"
+            )
         cell[row.who] = row
     return by_cell
 
@@ -215,7 +221,7 @@ def clocks_table(rows: list[Row], device: str, unmetered: str = "") -> Table | N
             return " / ".join("—" if w is None else _whole(value(w)) for w in pair)
 
         table.add(
-            "×".join(map(str, shape)), kind, both(lambda w: w.watts), both(lambda w: w.mhz),
+            mnk(shape), kind, both(lambda w: w.watts), both(lambda w: w.mhz),
             both(lambda w: w.temp_c), *(both(lambda w, n=n: 100 * w.share(n)) for n in seen),
         )  # fmt: skip
     never = [n for n, _, _ in REASONS if n not in seen]
