@@ -8,6 +8,7 @@ reasons, `clocks_table`)."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,15 @@ ORDERS = {
 def mnk(shape: tuple[int, int, int]) -> str:
     """A shape as the tables print it: m×n×k."""
     return "×".join(map(str, shape))
+
+
+def parse_mnk(text: str) -> tuple[int, int, int]:
+    """A shape written as the tables print it (m×n×k) or in ASCII (MxNxK, as in a
+    scripts/device_run part name); ValueError for anything else."""
+    parts = re.split("[x×]", text)
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"a shape is MxNxK or m×n×k, not {text!r}")
+    return int(parts[0]), int(parts[1]), int(parts[2])
 
 
 @dataclass

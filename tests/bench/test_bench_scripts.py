@@ -263,6 +263,18 @@ def test_gemm_plan_times_each_cell_once_and_a_second_row_of_a_cell_is_refused() 
         rows_module.turns(rows, 0)
 
 
+def test_a_gemm_shape_is_read_as_the_tables_print_it_or_in_ascii() -> None:
+    """`bench_gemm --profile` takes the shape as scripts/device_run's part names spell it
+    (4096x4096x4096) or as the tables and `--only` do (4096×4096×4096)."""
+    rows_module = importlib.import_module("bench_gemm_rows")
+    for text in ("16x4096x14336", "16×4096×14336"):
+        assert rows_module.parse_mnk(text) == (16, 4096, 14336)
+    assert rows_module.mnk(rows_module.parse_mnk("4096x14336x4096")) == "4096×14336×4096"
+    for bad in ("4096x4096", "4096x4096x4096x1", "mxnxk", "4096,4096,4096", "-1x2x3"):
+        with pytest.raises(ValueError, match="a shape is MxNxK or m×n×k"):
+            rows_module.parse_mnk(bad)
+
+
 def test_a_metered_gemm_sample_is_a_power_window_over_its_own_launches_alone() -> None:
     """With a sampling meter, each sample of bench_gemm's sustained timing is the window of
     the readings taken while the GPU ran its own launches: not calibration's, not the
