@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.caches import cache_folder
 from helpers.fixtures import REPO_DIR
 from helpers.probes import requires_gpu
 
@@ -110,9 +111,9 @@ def _run(block: Block, tmp_path: Path, cache: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def docs_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def docs_cache(tmp_path_factory: pytest.TempPathFactory, shared_sysroot: Path) -> Path:
     """One cache for every snippet, as one user's machine has (the first builds)."""
-    return tmp_path_factory.mktemp("docs-cache")
+    return cache_folder(tmp_path_factory.mktemp("docs-cache"), shared_sysroot)
 
 
 @pytest.mark.parametrize("block", _of("python", "emu"), ids=str)

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 from helpers.bundled import tuned_kernels_manifest
+from helpers.caches import cache_folder
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_sysroot: Path) -> Path:
     """A fresh PYOXIDE_CACHE_DIR: the test's tuned choices and nothing else's."""
-    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+    folder = cache_folder(tmp_path / "cache", shared_sysroot)
+    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(folder))
+    return folder
 
 
 @pytest.fixture(scope="module")
