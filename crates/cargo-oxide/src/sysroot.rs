@@ -108,7 +108,7 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
         env::private_dir(&dir)?;
     }
     if is_complete(&dir) {
-        return Ok(dir);
+        return Ok(real_path(dir));
     }
     if dir.join(COMPLETE_MARKER).exists() {
         log(&format!(
@@ -158,7 +158,15 @@ pub fn ensure(tc: &Toolchain, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
                 .with_context(|| format!("moving the sysroot into {}", dir.display()))?;
         }
     }
-    Ok(dir)
+    Ok(real_path(dir))
+}
+
+/// The sysroot's path with links resolved: it goes into rustc's flags, which cargo
+/// fingerprints, so cache folders that reach one sysroot through a link (the test suite
+/// gives each test its own folder linked to one) build with the same flags and reuse each
+/// other's compiled crates instead of compiling them again.
+fn real_path(dir: PathBuf) -> PathBuf {
+    dir.canonicalize().unwrap_or(dir)
 }
 
 /// Remove a damaged sysroot (the next `ensure` builds it again).
