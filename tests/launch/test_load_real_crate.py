@@ -16,16 +16,10 @@ from pyoxide.errors import ArgumentTypeError
 FIXTURE = REPO / "crates" / "cargo-oxide" / "tests" / "fixtures" / "handmade"
 
 
-@pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache for this module's tests: cargo-oxide keeps its `core` sysroot there too,
-    so it is built once here rather than once per test."""
-    return tmp_path_factory.mktemp("cache")
-
-
 @pytest.fixture
-def crate(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PYOXIDE_CACHE_DIR", str(shared_cache))
+def crate(tmp_path: Path) -> Path:
+    """The fixture crate, copied; built in the test's own cache (conftest), whose `core`
+    sysroot is the run's one (helpers/caches.py)."""
     dst = tmp_path / "handmade"
     (dst / "src").mkdir(parents=True)
     for f in ("Cargo.toml", "src/lib.rs"):

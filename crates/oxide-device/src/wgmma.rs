@@ -72,9 +72,8 @@ pub const fn descriptor_bits(
 /// of stages. The low half holds the start address (16-byte units, bits 0-13) and the
 /// leading byte offset; the high half the stride byte offset and the swizzle, which the
 /// loop never changes. Moving the descriptor on to another stage or k-step ([`at`]) is
-/// then one 32-bit add, where building it from the stage's address again took 64-bit
-/// shifts, masks and moves (gemm_sm90's k-loop: 83 SASS instructions a slab for four
-/// `wgmma`s, cuBLAS's 40-54 for the same products).
+/// then one 32-bit add, where building it from the stage's address again takes 64-bit
+/// shifts, masks and moves (kernels_sm90a's gemm_sm90 docs give what that cost).
 ///
 /// [`at`]: SmemDescriptor::at
 #[derive(Clone, Copy)]
