@@ -36,6 +36,10 @@
 //! 11 % of them past the end, and a causal tile of 192 rows crosses the diagonal in two
 //! key tiles): hence a tuned choice, per bucket. At d = 128 the products are twice as
 //! long and a third consumer's 64 accumulators more do not fit.
+//! Nor is d = 64 short of the special-function unit's throughput: with a quarter (an
+//! eighth) of an unmasked tile's exponentials on the FMA pipe instead (a degree-3
+//! polynomial, 8 instructions where `ex2` is one) every d = 64 row ran 3-9 % (2-7 %)
+//! slower (H100, 2026-12-07, S = 512, 2048 and 16384, both masks).
 //!
 //! What S = 512 is not short of: overlap between a block's tiles. Two q slots (the next
 //! tile's q loading by a second producer thread under this tile's whole key loop, the
