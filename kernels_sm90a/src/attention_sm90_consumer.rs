@@ -232,6 +232,7 @@ impl Consumer {
         j: usize,
         row_max: &mut [f32; 2],
         row_sum: &mut [f32; 2],
+        chained: bool,
     ) -> [f32; 2] {
         let tid = thread::threadIdx_x() as usize;
         let (w, lane) = (tid % 128 / 32, tid % 32);
@@ -264,13 +265,35 @@ impl Consumer {
             );
         }
         let mut tile_max = [f32::NEG_INFINITY; 2];
-        unrolled!(
-            for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                unrolled!(for i in [0, 1, 2, 3] {
-                    tile_max[i / 2] = tile_max[i / 2].max(s_acc[4 * c + i]);
-                });
-            }
-        );
+        if chained {
+            // Each row's maximum and sum as REDUCTION_CHAINS independent chains (column
+            // group c's in chain c % REDUCTION_CHAINS), joined at the end, instead of one
+            // chain of 32 dependent FMNMX or FADD a row: `Consumer::softmax`'s callers say
+            // where that pays.
+            let mut chain_max = [[0.0f32; REDUCTION_CHAINS]; 2];
+            unrolled!(
+                for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    unrolled!(for i in [0, 1, 2, 3] {
+                        let (r, k) = (i / 2, c % REDUCTION_CHAINS);
+                        let x = s_acc[4 * c + i];
+                        chain_max[r][k] = if c < REDUCTION_CHAINS && i % 2 == 0 {
+                            x
+                        } else {
+                            chain_max[r][k].max(x)
+                        };
+                    });
+                }
+            );
+            tile_max = [join(chain_max[0], f32::max), join(chain_max[1], f32::max)];
+        } else {
+            unrolled!(
+                for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    unrolled!(for i in [0, 1, 2, 3] {
+                        tile_max[i / 2] = tile_max[i / 2].max(s_acc[4 * c + i]);
+                    });
+                }
+            );
+        }
         let mut alpha = [0.0f32; 2];
         let mut base = [0.0f32; 2];
         unrolled!(for r in [0, 1] {
@@ -288,20 +311,62 @@ impl Consumer {
             row_max[r] = new_max;
         });
         let mut part = [0.0f32; 2];
-        unrolled!(
-            for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                unrolled!(for i in [0, 1, 2, 3] {
-                    let p = ex2_approx_ftz(s_acc[4 * c + i].mul_add(self.scale_log2, -base[i / 2]));
-                    s_acc[4 * c + i] = p;
-                    part[i / 2] += p;
-                });
-            }
-        );
+        if chained {
+            let mut chain_sum = [[0.0f32; REDUCTION_CHAINS]; 2];
+            unrolled!(
+                for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    unrolled!(for i in [0, 1, 2, 3] {
+                        let (r, k) = (i / 2, c % REDUCTION_CHAINS);
+                        let p = ex2_approx_ftz(s_acc[4 * c + i].mul_add(self.scale_log2, -base[r]));
+                        s_acc[4 * c + i] = p;
+                        chain_sum[r][k] = if c < REDUCTION_CHAINS && i % 2 == 0 {
+                            p
+                        } else {
+                            chain_sum[r][k] + p
+                        };
+                    });
+                }
+            );
+            part = [
+                join(chain_sum[0], |a, b| a + b),
+                join(chain_sum[1], |a, b| a + b),
+            ];
+        } else {
+            unrolled!(
+                for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    unrolled!(for i in [0, 1, 2, 3] {
+                        let p =
+                            ex2_approx_ftz(s_acc[4 * c + i].mul_add(self.scale_log2, -base[i / 2]));
+                        s_acc[4 * c + i] = p;
+                        part[i / 2] += p;
+                    });
+                }
+            );
+        }
         unrolled!(for r in [0, 1] {
             row_sum[r] = row_sum[r] * alpha[r] + part[r];
         });
         alpha
     }
+}
+
+/// Independent chains a row's maximum and sum are reduced in, where `softmax` is told
+/// to chain them.
+const REDUCTION_CHAINS: usize = 4;
+
+/// The chains' values joined pairwise: a tree, log2(REDUCTION_CHAINS) deep.
+#[inline(always)]
+fn join(mut v: [f32; REDUCTION_CHAINS], op: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut width = REDUCTION_CHAINS;
+    while width > 1 {
+        width /= 2;
+        let mut k = 0;
+        while k < width {
+            v[k] = op(v[k], v[k + width]);
+            k += 1;
+        }
+    }
+    v[0]
 }
 
 /// p as `p·v`'s A fragments: score tiles 2kk and 2kk + 1 make key step kk.
@@ -478,6 +543,10 @@ where
             let _ = mbarrier_arrive(bar);
         }
     };
+    // The softmax's reductions in independent chains only in the ping-pong schedule at
+    // d = 64: there the shorter softmax shortens every turn, 1.05× at S = 16384; with
+    // the consumers free, the same change ran 0.92-1.01× at d = 64 (H100, 2026-12-07).
+    let chained = turns.on && NO == 32;
     let mut s_acc = [0.0f32; 64];
     let mut o_acc = [0.0f32; NO];
     let mut row_max = [f32::NEG_INFINITY; 2];
@@ -499,7 +568,7 @@ where
         wgmma_wait_group_acc::<0>(&mut s_acc);
         release(bars.empty_k(kr.stage));
         kr = kr.next();
-        let _ = c.softmax(&mut s_acc, 0, &mut row_max, &mut row_sum);
+        let _ = c.softmax(&mut s_acc, 0, &mut row_max, &mut row_sum, chained);
         let mut pf = pack_p::<T>(&s_acc);
         for j in 1..n_blocks {
             wait(bars.full_k(kr.stage), kr.phase);
@@ -513,7 +582,7 @@ where
             wgmma_wait_group_acc::<1>(&mut s_acc);
             release(bars.empty_k(kr.stage));
             kr = kr.next();
-            let alpha = c.softmax(&mut s_acc, j, &mut row_max, &mut row_sum);
+            let alpha = c.softmax(&mut s_acc, j, &mut row_max, &mut row_sum, chained);
             wgmma_wait_group_acc::<0>(&mut o_acc);
             release(bars.empty_v(vr.stage));
             vr = vr.next();
