@@ -62,8 +62,9 @@
 //! `j-1`'s `p·v` are issued back to back, the wait retires only the first, and the
 //! softmax of tile `j` runs while the tensor cores finish `p·v` (FlashAttention-3's
 //! intra-warpgroup overlap). The exponentials are `ex2.approx.ftz` with `log2(e)`
-//! folded into the scale (one FFMA and one MUFU an element); the causal and length
-//! masks are applied only to the tiles that cross the diagonal or the end of the keys.
+//! folded into the scale (one FFMA and one MUFU an element); in the ping-pong schedule
+//! at d = 64 each row's maximum and sum are reduced in four independent chains
+//! (`consume` says why only there). The causal and length masks are applied only to the tiles that cross the diagonal or the end of the keys.
 //! Causal tiles stop at the diagonal. The producer runs ahead across tiles: the next
 //! tile's q loads as soon as the consumers' last `q·kᵀ` of this one retires, and its
 //! first key and value tiles as stages free up, so a persistent block's next tile

@@ -544,8 +544,10 @@ where
         }
     };
     // The softmax's reductions in independent chains only in the ping-pong schedule at
-    // d = 64: there the shorter softmax shortens every turn, 1.05× at S = 16384; with
-    // the consumers free, the same change ran 0.92-1.01× at d = 64 (H100, 2026-12-07).
+    // d = 64, where a consumer's softmax is on every turn's path: 1.05× (the tuned
+    // ping-pong instance, S = 16384 without a mask). With the consumers free, the same
+    // change ran 0.92-1.01× at d = 64 (S = 512 to 16384). H100, 2026-12-07, each against
+    // main's build in the same call.
     let chained = turns.on && NO == 32;
     let mut s_acc = [0.0f32; 64];
     let mut o_acc = [0.0f32; NO];
