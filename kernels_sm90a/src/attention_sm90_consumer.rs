@@ -276,7 +276,7 @@ impl Consumer {
                     unrolled!(for i in [0, 1, 2, 3] {
                         let (r, k) = (i / 2, c % REDUCTION_CHAINS);
                         let x = s_acc[4 * c + i];
-                        chain_max[r][k] = if c < REDUCTION_CHAINS && i % 2 == 0 {
+                        chain_max[r][k] = if c < REDUCTION_CHAINS && i.is_multiple_of(2) {
                             x
                         } else {
                             chain_max[r][k].max(x)
@@ -319,7 +319,7 @@ impl Consumer {
                         let (r, k) = (i / 2, c % REDUCTION_CHAINS);
                         let p = ex2_approx_ftz(s_acc[4 * c + i].mul_add(self.scale_log2, -base[r]));
                         s_acc[4 * c + i] = p;
-                        chain_sum[r][k] = if c < REDUCTION_CHAINS && i % 2 == 0 {
+                        chain_sum[r][k] = if c < REDUCTION_CHAINS && i.is_multiple_of(2) {
                             p
                         } else {
                             chain_sum[r][k] + p
