@@ -36,10 +36,6 @@
 //! 11 % of them past the end, and a causal tile of 192 rows crosses the diagonal in two
 //! key tiles): hence a tuned choice, per bucket. At d = 128 the products are twice as
 //! long and a third consumer's 64 accumulators more do not fit.
-//! Nor is d = 64 short of the special-function unit's throughput: with a quarter (an
-//! eighth) of an unmasked tile's exponentials on the FMA pipe instead (a degree-3
-//! polynomial, 8 instructions where `ex2` is one) every d = 64 row ran 3-9 % (2-7 %)
-//! slower (H100, 2026-12-07, S = 512, 2048 and 16384, both masks).
 //!
 //! What S = 512 is not short of: overlap between a block's tiles. Two q slots (the next
 //! tile's q loading by a second producer thread under this tile's whole key loop, the
@@ -62,10 +58,10 @@
 //! `j-1`'s `p·v` are issued back to back, the wait retires only the first, and the
 //! softmax of tile `j` runs while the tensor cores finish `p·v` (FlashAttention-3's
 //! intra-warpgroup overlap). The exponentials are `ex2.approx.ftz` with `log2(e)`
-//! folded into the scale (one FFMA and one MUFU an element); in the ping-pong schedule
-//! at d = 64 each row's maximum and sum are reduced in four independent chains
-//! (`consume` says why only there). The causal and length masks are applied only to the tiles that cross the diagonal or the end of the keys.
-//! Causal tiles stop at the diagonal. The producer runs ahead across tiles: the next
+//! folded into the scale (one FFMA and one MUFU an element; rows reduced in independent
+//! chains in the ping-pong schedule at d = 64: `consume`). The causal and length masks
+//! are applied only to the tiles that cross the diagonal or the end of the keys. Causal
+//! tiles stop at the diagonal. The producer runs ahead across tiles: the next
 //! tile's q loads as soon as the consumers' last `q·kᵀ` of this one retires, and its
 //! first key and value tiles as stages free up, so a persistent block's next tile
 //! starts under this one's last `p·v` and epilogue.
