@@ -356,6 +356,8 @@ impl Consumer {
 /// Independent chains a row's maximum and sum are reduced in, where `softmax` is told
 /// to chain them.
 const REDUCTION_CHAINS: usize = 4;
+// `join` halves the chains each level: a power of two leaves none out.
+const _: () = assert!(REDUCTION_CHAINS.is_power_of_two());
 
 /// The chains' values joined pairwise: a tree, log2(REDUCTION_CHAINS) deep.
 #[inline(always)]
