@@ -54,10 +54,11 @@
 //! cuDNN's 0.6: the first `q·kᵀ` and softmax outside the loop, the last `p·v`, the
 //! epilogue.
 //!
-//! Inside a consumer the products overlap the softmax: tile `j`'s `q·kᵀ` and tile
-//! `j-1`'s `p·v` are issued back to back, the wait retires only the first, and the
-//! softmax of tile `j` runs while the tensor cores finish `p·v` (FlashAttention-3's
-//! intra-warpgroup overlap). The exponentials are `ex2.approx.ftz` with `log2(e)`
+//! Inside a consumer tile `j`'s `q·kᵀ` and tile `j-1`'s `p·v` are issued back to back
+//! and the source waits for the first only, to run the softmax of tile `j` under `p·v`
+//! (FlashAttention-3's intra-warpgroup overlap); but ptxas (13) puts the `p·v` wait ahead
+//! of every exponential in the SASS of each key loop (so only the masking runs under it:
+//! `exp/pvwait` tried two ways to keep it later, neither did). The exponentials are `ex2.approx.ftz` with `log2(e)`
 //! folded into the scale (one FFMA and one MUFU an element; rows reduced in independent
 //! chains in the ping-pong schedule at d = 64: `consume`). The causal and length masks
 //! are applied only to the tiles that cross the diagonal or the end of the keys. Causal

@@ -585,7 +585,8 @@ where
             wait(bars.full_v(vr.stage), vr.phase);
             c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
             turns.pass(false);
-            // q·kᵀ retired (the older group); p·v runs on under the softmax.
+            // q·kᵀ retired (the older group); p·v is left running (ptxas waits for it before
+            // the exponentials, though: module docs).
             wgmma_wait_group_acc::<1>(&mut s_acc);
             release(bars.empty_k(kr.stage));
             kr = kr.next();
