@@ -5,6 +5,7 @@
 
 mod attention_sm90;
 mod attention_sm90_consumer;
+mod attention_sm90_tiles;
 mod gemm_sm90;
 mod gemm_sm90_split;
 mod gemm_sm90_swap;

@@ -328,7 +328,7 @@ class Attention:
     def _sm90_grid(self, kernel: Any, p: Plan, device: int) -> tuple[int, int, int]:
         """One block a tile (``PERSISTENT = 0``; a tile is ``D64_ROWS`` rows at d = 64, 128
         at d = 128), or one block an SM of ``device`` walking the tiles (1 and 2, which
-        number them differently: kernels_sm90a/src/attention_sm90.rs's ``Tiles``)."""
+        number them differently: kernels_sm90a/src/attention_sm90_tiles.rs's ``Tiles``)."""
         instance = dict(kernel.spec.instance)
         rows = int(instance["D64_ROWS"]) if p.head_dim == 64 else SM90_BM_D128
         tiles = (-(-p.seqlen_q // rows), p.heads, p.batch)
