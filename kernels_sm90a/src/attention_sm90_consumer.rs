@@ -273,21 +273,7 @@ impl Consumer {
             // group c's in chain c % REDUCTION_CHAINS), joined at the end, instead of one
             // chain of 32 dependent FMNMX or FADD a row: `Consumer::softmax`'s callers say
             // where that pays.
-            let mut chain_max = [[0.0f32; REDUCTION_CHAINS]; 2];
-            unrolled!(
-                for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    unrolled!(for i in [0, 1, 2, 3] {
-                        let (r, k) = (i / 2, c % REDUCTION_CHAINS);
-                        let x = s_acc[4 * c + i];
-                        chain_max[r][k] = if c < REDUCTION_CHAINS && i.is_multiple_of(2) {
-                            x
-                        } else {
-                            chain_max[r][k].max(x)
-                        };
-                    });
-                }
-            );
-            tile_max = [join(chain_max[0], f32::max), join(chain_max[1], f32::max)];
+            tile_max = chained_rows(s_acc, |_, s| *s, f32::max);
         } else {
             unrolled!(
                 for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
@@ -315,25 +301,14 @@ impl Consumer {
         });
         let mut part = [0.0f32; 2];
         if chained {
-            let mut chain_sum = [[0.0f32; REDUCTION_CHAINS]; 2];
-            unrolled!(
-                for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    unrolled!(for i in [0, 1, 2, 3] {
-                        let (r, k) = (i / 2, c % REDUCTION_CHAINS);
-                        let p = ex2_approx_ftz(s_acc[4 * c + i].mul_add(self.scale_log2, -base[r]));
-                        s_acc[4 * c + i] = p;
-                        chain_sum[r][k] = if c < REDUCTION_CHAINS && i.is_multiple_of(2) {
-                            p
-                        } else {
-                            chain_sum[r][k] + p
-                        };
-                    });
-                }
+            part = chained_rows(
+                s_acc,
+                |r, s| {
+                    *s = ex2_approx_ftz(s.mul_add(self.scale_log2, -base[r]));
+                    *s
+                },
+                |a, b| a + b,
             );
-            part = [
-                join(chain_sum[0], |a, b| a + b),
-                join(chain_sum[1], |a, b| a + b),
-            ];
         } else {
             unrolled!(
                 for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
@@ -358,6 +333,32 @@ impl Consumer {
 const REDUCTION_CHAINS: usize = 4;
 // `join` halves the chains each level: a power of two leaves none out.
 const _: () = assert!(REDUCTION_CHAINS.is_power_of_two());
+
+/// Each row's `op`-reduction of `elem(row, element)` over this thread's 32 elements of
+/// it, taken in order, in REDUCTION_CHAINS chains (column group c's in chain
+/// c % REDUCTION_CHAINS) joined by `join`.
+#[inline(always)]
+fn chained_rows(
+    s_acc: &mut [f32; 64],
+    mut elem: impl FnMut(usize, &mut f32) -> f32,
+    op: impl Fn(f32, f32) -> f32 + Copy,
+) -> [f32; 2] {
+    let mut chain = [[0.0f32; REDUCTION_CHAINS]; 2];
+    unrolled!(
+        for c in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            unrolled!(for i in [0, 1, 2, 3] {
+                let (r, k) = (i / 2, c % REDUCTION_CHAINS);
+                let x = elem(r, &mut s_acc[4 * c + i]);
+                chain[r][k] = if c < REDUCTION_CHAINS && i.is_multiple_of(2) {
+                    x
+                } else {
+                    op(chain[r][k], x)
+                };
+            });
+        }
+    );
+    [join(chain[0], op), join(chain[1], op)]
+}
 
 /// The chains' values joined pairwise: a tree, log2(REDUCTION_CHAINS) deep.
 #[inline(always)]
