@@ -57,8 +57,15 @@
 //! Inside a consumer tile `j`'s `q·kᵀ` and tile `j-1`'s `p·v` are issued back to back
 //! and the source waits for the first only, to run the softmax of tile `j` under `p·v`
 //! (FlashAttention-3's intra-warpgroup overlap); but ptxas (13) puts the `p·v` wait ahead
-//! of every exponential in the SASS of each key loop (so only the masking runs under it:
-//! `exp/pvwait` tried two ways to keep it later, neither did). The exponentials are `ex2.approx.ftz` with `log2(e)`
+//! of every exponential in the SASS of each key loop, so only the masking runs under it.
+//! p's packing (`F2FP`), which ptxas interleaves with the exponentials, writes the
+//! registers `p·v` reads, so the wait must precede it; ptxas puts it at the top of the
+//! basic block (after the masking's reconvergence). Ending the
+//! block after the softmax (a branch around a `nanosleep 0`, on the row sums) kept the
+//! wait after all 66 `MUFU.EX2`s, and ran slower: 0.94-1.01× at d = 64 (1.006× only at
+//! S = 16384 without a mask), 0.97-0.98× at d = 128 (H100, 2026-12-08, the tuned
+//! instances against main's in one call; `exp/boundary`). So ptxas's order stays.
+//! The exponentials are `ex2.approx.ftz` with `log2(e)`
 //! folded into the scale (one FFMA and one MUFU an element; rows reduced in independent
 //! chains in the ping-pong schedule at d = 64: `consume`). The causal and length masks
 //! are applied only to the tiles that cross the diagonal or the end of the keys. Causal

@@ -587,7 +587,7 @@ where
             c.issue_pv::<T, NO>(&mut o_acc, &pf, vr.stage);
             turns.pass(false);
             // q·kᵀ retired (the older group); p·v is left running (ptxas waits for it before
-            // the exponentials, though: module docs).
+            // the exponentials, though, which measured faster than after: module docs).
             wgmma_wait_group_acc::<1>(&mut s_acc);
             release(bars.empty_k(kr.stage));
             kr = kr.next();
