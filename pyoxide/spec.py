@@ -34,7 +34,9 @@ parameters the launch hook derives from the arrays (``inputs`` gives None for th
 which a scalar tune key (``#[tune(key = [...])]``) buckets by; and ``verify_shape(shape)``,
 the shape a candidate is verified on instead of the tuned shape when that one is too
 large for the float64 reference (the same flags, extents cut to a few hundred and not
-multiples of the tiles; the candidate's own code still runs it).
+multiples of the tiles; the candidate's own code still runs it); and ``sustained``: the
+kernel is one the card's power limit binds in real use (a GEMM), so its candidates are
+timed under sustained back-to-back load (pyoxide/bench/tune.py).
 
 Kernels of one family share most of these: ``functools.partial(Spec, shapes=...,
 tolerance=..., bench_shapes=...)`` gives them one home, and :meth:`Case.normal` draws
@@ -169,6 +171,7 @@ class Spec:
     serves: tuple[str, ...] = ()
     derived: Callable[[Args, Case], Args] | None = None
     verify_shape: Callable[[Shape], Shape] | None = None
+    sustained: bool = False
 
     def case_shapes(self, rng: np.random.Generator, count: int) -> list[Shape]:
         return (self.shapes or sizes_1d)(rng, count)

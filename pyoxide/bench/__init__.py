@@ -25,10 +25,11 @@ from ._peers import Peers
 from ._plot import plot
 from ._report import Table, require_gpu
 from ._report import render as render_report
-from ._timing import Timer, copy_bandwidth, host_cost, peak_flops, profiled_call
+from ._timing import SustainedTimer, Timer, copy_bandwidth, host_cost, peak_flops, profiled_call
 
 __all__ = [
-    "REASONS", "Peers", "PowerMeter", "PowerWindow", "Table", "Timer", "bench_crate", "bench_spec",
+    "REASONS", "Peers", "PowerMeter", "PowerWindow", "SustainedTimer", "Table", "Timer",
+    "bench_crate", "bench_spec",
     "bus_id", "copy_bandwidth", "host_cost", "median_window", "plot", "profiled_call",
     "progress_bar", "render_report", "require_gpu", "table",
 ]  # fmt: skip

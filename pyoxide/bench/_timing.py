@@ -1,12 +1,14 @@
 """GPU timing shared by ``pyoxide bench`` and scripts/bench_*: CUDA events around each
 call, warm-up first, a spin kernel queued ahead so the GPU never waits for the host
 between repetitions, and (optionally) the L2 cache flushed before each repetition (a
-read of twice its size) so no rep reads what the previous one left in cache. Also the
-two roofline ceilings: device-to-device copy bandwidth (measured) and peak FLOP rates
-(read from the device's attributes)."""
+read of twice its size) so no rep reads what the previous one left in cache; or, for
+kernels the card's power limit binds (GEMMs), samples of sustained back-to-back load
+(``SustainedTimer``). Also the two roofline ceilings: device-to-device copy bandwidth
+(measured) and peak FLOP rates (read from the device's attributes)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -65,6 +67,46 @@ class Timer:
 
     def median_ms(self, fn: Callable[[], Any]) -> float:
         return self.times(fn).median
+
+
+class SustainedTimer:
+    """Per-call time under sustained load, as a training loop runs a GEMM and the card's
+    power limit binds: each of ``samples`` samples is back-to-back calls between two CUDA
+    events lasting at least ``target_ms``, after ``lead_ms`` of the same calls untimed (the
+    clocks settle to this kernel's own power draw, not the one timed before it). A sample
+    that came out shorter than ``target_ms`` (the clock rose) is taken again with more
+    calls and does not count. No L2 flush: back to back is what sustained load is."""
+
+    def __init__(
+        self, cp: Any, samples: int = 2, target_ms: float = 200.0, lead_ms: float = 100.0
+    ) -> None:
+        self.cp, self.samples, self.target_ms, self.lead_ms = cp, samples, target_ms, lead_ms
+
+    def _sample(self, fn: Callable[[], Any], calls: int) -> float:
+        start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        return float(self.cp.cuda.get_elapsed_time(start, end))
+
+    def times(self, fn: Callable[[], Any]) -> Times:
+        fn()
+        calls = 2  # calibrated: enough for target_ms at a short run's rate, a fifth more
+        while (ms := self._sample(fn, calls)) < self.target_ms / 8:
+            calls *= 4
+        calls = max(1, math.ceil(1.2 * self.target_ms * calls / ms))
+        per_call: list[float] = []
+        while len(per_call) < self.samples:
+            for _ in range(math.ceil(calls * self.lead_ms / self.target_ms)):
+                fn()
+            ms = self._sample(fn, calls)
+            if ms < self.target_ms:
+                calls = math.ceil(calls * 1.2 * self.target_ms / ms)
+                continue
+            per_call.append(ms / calls)
+        return Times(statistics.median(per_call), min(per_call), max(per_call))
 
 
 def copy_bandwidth(cp: Any, timer: Timer, n: int) -> tuple[float, str]:

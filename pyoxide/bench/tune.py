@@ -10,7 +10,11 @@ the fastest that passed is kept for the kernel's bucket on this GPU (pyoxide/_la
   at the shape it gives instead, run by the same candidate; the report's ``verified``
   names the shapes. One that fails is reported and never timed, so never chosen.
 - Timed through a seam (:data:`Timing`): on the GPU, the bench harness's CUDA events with
-  the L2 flushed between repetitions (pyoxide/bench/_timing.py); on the emulator, the wall
+  the L2 flushed between repetitions (pyoxide/bench/_timing.py), or, for a spec marked
+  ``sustained`` (GEMMs), samples of at least 200 ms of back-to-back calls, as a training
+  loop runs them: the card's power limit then sets the clock, and it can reorder the
+  candidates (H100, 128×14336×4096 under such load: the short runs' pick, 256-wide tiles,
+  0.961× cuBLAS in one run, the 128-wide instance 0.983× in another); on the emulator, the wall
   clock (meaningless for a GPU, but it exercises everything else); tests plant their own.
 - Chosen with a margin: another candidate replaces the hand pick only when it is faster
   by ``margin`` (3 %) in a second, confirming measurement of both, so noise does not
@@ -55,6 +59,17 @@ def gpu_timing(reps: int = 20, warmup: int = 3) -> Timing:
     from ._timing import Timer
 
     timer = Timer(backends.gpu().xp, reps, warmup, flush_l2=True)
+    return lambda candidate, shape, run: timer.times(run).median * 1e3
+
+
+def sustained_timing(samples: int = 2, target_ms: float = 200.0, lead_ms: float = 100.0) -> Timing:
+    """Samples of at least ``target_ms`` of back-to-back calls after ``lead_ms`` of them
+    (pyoxide/bench/_timing.py's ``SustainedTimer``): the median, for the specs marked
+    ``sustained`` (GEMMs), whose ranking the card's power limit can change."""
+    from .. import backends
+    from ._timing import SustainedTimer
+
+    timer = SustainedTimer(backends.gpu().xp, samples, target_ms, lead_ms)
     return lambda candidate, shape, run: timer.times(run).median * 1e3
 
 
@@ -320,9 +335,12 @@ def tune_crate(
     module: Any, specs: Sequence[Spec], *, backend: str, timing: Timing,
     sizes: Sequence[Shape] | None = None, margin: float = DEFAULT_MARGIN, save: bool = True,
     progress: Callable[[int], Callable[[str], None]] | None = None,
+    sustained: Timing | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Tune every tuned kernel of ``specs`` at the specs' bench shapes (or ``sizes``), keep
-    the choices in the cache (``save``) and return the report (tune-report.schema.json)."""
+    the choices in the cache (``save``) and return the report (tune-report.schema.json).
+    The kernels of a spec marked ``sustained`` are timed by ``sustained`` where given
+    (:func:`sustained_timing` on the GPU), the others by ``timing``."""
     start = time.perf_counter()
     manifest = module.manifest
     work = [(spec, hand, dtype, shape)
@@ -335,8 +353,9 @@ def tune_crate(
     device, arch = _identity(backend)
     saved = None
     for spec, hand, dtype, shape in work:
+        timed_by = sustained if spec.sustained and sustained is not None else timing
         entry, choice, bucket = tune_shape(module, spec, hand, dtype, shape, backend=backend,
-                                           timing=timing, margin=margin, step=step)  # fmt: skip
+                                           timing=timed_by, margin=margin, step=step)  # fmt: skip
         entries.append(entry)
         if bucket is not None:
             places.append((hand.entry, device, arch, bucket))

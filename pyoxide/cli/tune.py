@@ -80,13 +80,15 @@ def tune_command(
     if backend == "emu" and not as_json:
         click.echo("note: tuning on the emulator: its timings say nothing about a GPU; the "
                    "choices hold on the emulator only", err=True)  # fmt: skip
-    timing = _tune.gpu_timing(reps, warmup) if backend == "cupy" else _tune.wall_timing()
+    gpu = backend == "cupy"
+    timing = _tune.gpu_timing(reps, warmup) if gpu else _tune.wall_timing()
+    sustained = _tune.sustained_timing() if gpu else None
     reports = []
     with reporting_errors():
         for module, specs in groups:
             reports.append(_tune.tune_crate(
                 module, specs, backend=backend, timing=timing, sizes=sizes, margin=margin,
-                save=save, progress=progress_bar,
+                save=save, progress=progress_bar, sustained=sustained,
             ))  # fmt: skip
     click.echo(json.dumps(reports, indent=1) if as_json else "\n\n".join(map(table, reports)))
 

@@ -6,6 +6,7 @@ no tuning. The timing seam takes planted times (tests/fixtures/tuned_kernels).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from helpers.bundled import (
 from helpers.fake_launch import FakeNdarray, native_installed
 from helpers.probes import requires_gpu, requires_sm90
 from helpers.tuning import H200, HAND, OWN, plant_choices, planted, tune
+from helpers.tuning import spec as tuned_spec
 
 import pyoxide
 from pyoxide import backends
@@ -175,6 +177,23 @@ def test_the_hand_pick_stays_unless_beaten_by_the_margin(manifest: Path, cache: 
         which(tuned, 1000) == {128}
         and _tuned.tuned_for(tuned.which, (np.zeros(1000, np.uint32),)) is None
     )
+
+
+@pytest.mark.parametrize("sustained", [False, True], ids=["events", "sustained"])
+def test_a_sustained_spec_is_timed_under_sustained_load_and_the_others_as_before(
+    manifest: Path, sustained: bool
+) -> None:
+    # Short runs find which_1 block=256 fastest; sustained load (a GEMM at the card's
+    # power limit) finds nothing faster than the hand pick.
+    spec = dataclasses.replace(tuned_spec("which"), sustained=sustained)
+    module = pyoxide.load(manifest, tuned=False)
+    report = _tune.tune_crate(module, [spec], backend="emu", sizes=[(1000,)],
+                              timing=planted({"which_1 block=256": 10.0}),
+                              sustained=planted({}))  # fmt: skip
+    (k,) = report["kernels"]
+    chosen = k["candidates"][k["choice"]]
+    assert chosen["hand_pick"] is sustained
+    assert chosen["time_us"] == (100.0 if sustained else 10.0)
 
 
 @pytest.mark.parametrize(

@@ -204,7 +204,9 @@ pub struct CandidateResult {
     /// `passed` (verified, then timed), `failed` (refused: wrong result, a trap, a refused
     /// launch) or `skipped` (its launch does not fit this shape).
     pub verdict: String,
-    /// Median microseconds (passed only).
+    /// Median microseconds a call (passed only): CUDA events, the L2 flushed between
+    /// calls, or, for a spec marked `sustained` (GEMMs), samples of at least 200 ms of
+    /// back-to-back calls (pyoxide/bench/tune.py).
     pub time_us: Option<f64>,
     /// Why it failed or was skipped.
     pub message: Option<String>,
