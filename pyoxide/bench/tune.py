@@ -12,7 +12,8 @@ the fastest that passed is kept for the kernel's bucket on this GPU (pyoxide/_la
 - Timed through a seam (:data:`Timing`): on the GPU, the bench harness's CUDA events with
   the L2 flushed between repetitions (pyoxide/bench/_timing.py), or, for a spec marked
   ``sustained`` (GEMMs), samples of at least 200 ms of back-to-back calls, as a training
-  loop runs them: the card's power limit then sets the clock, and it can reorder the
+  loop runs them (at shapes whose calls take 50 µs or more: shorter ones back to back
+  would time the host): the card's power limit then sets the clock, and it can reorder the
   candidates (H100, 128×14336×4096 under such load: the short runs' pick, 256-wide tiles,
   0.961× cuBLAS in one run, the 128-wide instance 0.983× in another); on the emulator, the wall
   clock (meaningless for a GPU, but it exercises everything else); tests plant their own.
@@ -71,6 +72,30 @@ def sustained_timing(samples: int = 2, target_ms: float = 200.0, lead_ms: float 
 
     timer = SustainedTimer(backends.gpu().xp, samples, target_ms, lead_ms)
     return lambda candidate, shape, run: timer.times(run).median * 1e3
+
+
+#: The shortest call (µs, by the events' timing) timed under sustained load: a shorter
+#: one back to back would time the host's launches (a plain call costs the host several
+#: µs), not the GPU, and leave every candidate equal.
+SUSTAINED_FROM_US = 50.0
+
+
+def _per_shape(timing: Timing, sustained: Timing | None) -> Timing:
+    """One shape's timing: ``sustained`` for all its candidates when the first one timed
+    runs at least :data:`SUSTAINED_FROM_US` a call by ``timing``, else ``timing``."""
+    if sustained is None:
+        return timing
+    chosen: list[Timing] = []
+
+    def per_shape(candidate: _tune_space.Candidate, shape: Shape, run: Callable[[], None]) -> float:
+        if not chosen:
+            us = timing(candidate, shape, run)
+            chosen.append(sustained if us >= SUSTAINED_FROM_US else timing)
+            if chosen[0] is timing:
+                return us
+        return chosen[0](candidate, shape, run)
+
+    return per_shape
 
 
 def wall_timing(reps: int = 3) -> Timing:
@@ -340,7 +365,8 @@ def tune_crate(
     """Tune every tuned kernel of ``specs`` at the specs' bench shapes (or ``sizes``), keep
     the choices in the cache (``save``) and return the report (tune-report.schema.json).
     The kernels of a spec marked ``sustained`` are timed by ``sustained`` where given
-    (:func:`sustained_timing` on the GPU), the others by ``timing``."""
+    (:func:`sustained_timing` on the GPU) at the shapes whose calls are long enough
+    (:data:`SUSTAINED_FROM_US`), the others by ``timing``."""
     start = time.perf_counter()
     manifest = module.manifest
     work = [(spec, hand, dtype, shape)
@@ -353,7 +379,7 @@ def tune_crate(
     device, arch = _identity(backend)
     saved = None
     for spec, hand, dtype, shape in work:
-        timed_by = sustained if spec.sustained and sustained is not None else timing
+        timed_by = _per_shape(timing, sustained if spec.sustained else None)
         entry, choice, bucket = tune_shape(module, spec, hand, dtype, shape, backend=backend,
                                            timing=timed_by, margin=margin, step=step)  # fmt: skip
         entries.append(entry)
