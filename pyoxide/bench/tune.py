@@ -12,7 +12,7 @@ the fastest that passed is kept for the kernel's bucket on this GPU (pyoxide/_la
 - Timed through a seam (:data:`Timing`): on the GPU, the bench harness's CUDA events with
   the L2 flushed between repetitions (pyoxide/bench/_timing.py), or, for a spec marked
   ``sustained`` (GEMMs), samples of at least 200 ms of back-to-back calls, as a training
-  loop runs them (at shapes whose calls take 50 µs or more: shorter ones back to back
+  loop runs them (at shapes whose calls take 20 µs or more: shorter ones back to back
   would time the host): the card's power limit then sets the clock, and it can reorder the
   candidates (H100, 128×14336×4096 under such load: the short runs' pick, 256-wide tiles,
   0.961× cuBLAS in one run, the 128-wide instance 0.983× in another); on the emulator, the wall
@@ -75,9 +75,10 @@ def sustained_timing(samples: int = 2, target_ms: float = 200.0, lead_ms: float 
 
 
 #: The shortest call (µs, by the events' timing) timed under sustained load: a shorter
-#: one back to back would time the host's launches (a plain call costs the host several
-#: µs), not the GPU, and leave every candidate equal.
-SUSTAINED_FROM_US = 50.0
+#: one back to back would come near the host's own cost a plain call (5-8 µs, the H100's
+#: bench_gemm rows), time the launches rather than the GPU and leave every candidate
+#: equal. 20 µs keeps 128×14336×4096 (48 µs under load), the shape that asked for it.
+SUSTAINED_FROM_US = 20.0
 
 
 def _per_shape(timing: Timing, sustained: Timing | None) -> Timing:
