@@ -58,16 +58,6 @@ impl Tiles {
     #[inline(always)]
     pub(crate) fn new(a: &Args<'_>, bm: u32) -> Tiles {
         let m_blocks = a.seqlen_q.div_ceil(bm);
-        let (x, y, z) = (
-            thread::blockIdx_x(),
-            thread::blockIdx_y(),
-            thread::blockIdx_z(),
-        );
-        let (gx, gy, gz) = (
-            thread::gridDim_x(),
-            thread::gridDim_y(),
-            thread::gridDim_z(),
-        );
         let head_tiles = a.heads.checked_mul(a.batch);
         let count = head_tiles.and_then(|n| n.checked_mul(m_blocks));
         Tiles {
@@ -77,8 +67,10 @@ impl Tiles {
             head_tiles: NonZero::new(head_tiles.unwrap_or(0)).expect("heads and batch are not 0"),
             by_rows: a.by_rows,
             count: count.expect("at most 2^32 tiles"),
-            first: x + gx * (y + gy * z),
-            step: NonZero::new(gx * gy * gz).expect("a grid has blocks"),
+            // In 32 bits (a grid of one block a tile or an SM has fewer than 2^32);
+            // LLVM narrows the flattening to the 32-bit arithmetic it was written as.
+            first: thread::block_index() as u32,
+            step: NonZero::new(thread::block_count() as u32).expect("a grid has blocks"),
         }
     }
 
