@@ -14,7 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyoxide.bench import REASONS, PowerMeter, PowerWindow, Table, bus_id, median_window
+from pyoxide.bench import (
+    REASONS,
+    PowerMeter,
+    PowerWindow,
+    Table,
+    bus_id,
+    calibrated_calls,
+    lead_in_calls,
+    median_window,
+    retaken_calls,
+)
 
 #: `turns`' orders, as the table's note says them.
 ORDERS = {
@@ -103,18 +113,20 @@ def sample(
 
 def calibrate(torch: Any, row: Row, target_ms: float) -> None:
     """Launches per sample: enough for `target_ms` at the rate of a short run, with a
-    margin of a fifth for the clock's drop under load."""
+    margin of a fifth for the clock's drop under load (pyoxide.bench's rule)."""
     row.fn()
-    row.launches = 2
-    while (elapsed := sample(torch, row)[0]) < target_ms / 8:
-        row.launches *= 4
-    row.launches = max(1, math.ceil(1.2 * target_ms * row.launches / elapsed))
+
+    def timed(launches: int) -> float:
+        row.launches = launches
+        return sample(torch, row)[0]
+
+    row.launches = calibrated_calls(timed, target_ms)
 
 
 def lead_in(row: Row, lead_ms: float, target_ms: float) -> None:
     """About `lead_ms` of the row's launches, untimed, queued just before its sample: the
     card's clocks settle to this row's own power draw, not the row before it's."""
-    for _ in range(math.ceil(row.launches * lead_ms / target_ms)):
+    for _ in range(lead_in_calls(row.launches, lead_ms, target_ms)):
         row.fn()
 
 
@@ -180,7 +192,7 @@ def sustained(
         for row in turns(rows, r, order):
             lead_in(row, lead_ms, target_ms)
             while (taken := sample(torch, row, meter))[0] < target_ms:
-                row.launches = math.ceil(row.launches * 1.2 * target_ms / taken[0])
+                row.launches = retaken_calls(row.launches, taken[0], target_ms)
             elapsed, window = taken
             row.samples.append(elapsed / row.launches)
             row.sample_ms.append(elapsed)

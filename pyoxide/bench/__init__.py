@@ -25,13 +25,24 @@ from ._peers import Peers
 from ._plot import plot
 from ._report import Table, require_gpu
 from ._report import render as render_report
-from ._timing import SustainedTimer, Timer, copy_bandwidth, host_cost, peak_flops, profiled_call
+from ._timing import (
+    SustainedTimer,
+    Timer,
+    calibrated_calls,
+    copy_bandwidth,
+    host_cost,
+    lead_in_calls,
+    peak_flops,
+    profiled_call,
+    retaken_calls,
+)
 
 __all__ = [
     "REASONS", "Peers", "PowerMeter", "PowerWindow", "SustainedTimer", "Table", "Timer",
     "bench_crate", "bench_spec",
-    "bus_id", "copy_bandwidth", "host_cost", "median_window", "plot", "profiled_call",
-    "progress_bar", "render_report", "require_gpu", "table",
+    "bus_id", "calibrated_calls", "copy_bandwidth", "host_cost", "lead_in_calls",
+    "median_window", "plot", "profiled_call", "progress_bar", "render_report",
+    "require_gpu", "retaken_calls", "table",
 ]  # fmt: skip
 
 BENCH_REPORT_VERSION = 1

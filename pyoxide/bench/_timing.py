@@ -69,13 +69,35 @@ class Timer:
         return self.times(fn).median
 
 
+def calibrated_calls(time_calls: Callable[[int], float], target_ms: float) -> int:
+    """Back-to-back calls for a sample of ``target_ms``: ``time_calls(n)`` (the ms of n
+    calls) from 2 calls, four times more until a run lasts ``target_ms / 8``, then scaled
+    to the target with a fifth more for the clock's drop under load."""
+    calls = 2
+    while (ms := time_calls(calls)) < target_ms / 8:
+        calls *= 4
+    return max(1, math.ceil(1.2 * target_ms * calls / ms))
+
+
+def retaken_calls(calls: int, ms: float, target_ms: float) -> int:
+    """Calls for the next try of a sample of ``calls`` that lasted ``ms`` < ``target_ms``
+    (the clock rose): scaled to the target, a fifth more."""
+    return math.ceil(calls * 1.2 * target_ms / ms)
+
+
+def lead_in_calls(calls: int, lead_ms: float, target_ms: float) -> int:
+    """Untimed calls for about ``lead_ms`` before a sample of ``calls`` (~``target_ms``)."""
+    return math.ceil(calls * lead_ms / target_ms)
+
+
 class SustainedTimer:
     """Per-call time under sustained load, as a training loop runs a GEMM and the card's
     power limit binds: each of ``samples`` samples is back-to-back calls between two CUDA
     events lasting at least ``target_ms``, after ``lead_ms`` of the same calls untimed (the
     clocks settle to this kernel's own power draw, not the one timed before it). A sample
     that came out shorter than ``target_ms`` (the clock rose) is taken again with more
-    calls and does not count. No L2 flush: back to back is what sustained load is."""
+    calls and does not count. No L2 flush: back to back is what sustained load is.
+    (scripts/bench_gemm_rows.py sizes its samples by the same three rules.)"""
 
     def __init__(
         self, cp: Any, samples: int = 2, target_ms: float = 200.0, lead_ms: float = 100.0
@@ -93,17 +115,14 @@ class SustainedTimer:
 
     def times(self, fn: Callable[[], Any]) -> Times:
         fn()
-        calls = 2  # calibrated: enough for target_ms at a short run's rate, a fifth more
-        while (ms := self._sample(fn, calls)) < self.target_ms / 8:
-            calls *= 4
-        calls = max(1, math.ceil(1.2 * self.target_ms * calls / ms))
+        calls = calibrated_calls(lambda n: self._sample(fn, n), self.target_ms)
         per_call: list[float] = []
         while len(per_call) < self.samples:
-            for _ in range(math.ceil(calls * self.lead_ms / self.target_ms)):
+            for _ in range(lead_in_calls(calls, self.lead_ms, self.target_ms)):
                 fn()
             ms = self._sample(fn, calls)
             if ms < self.target_ms:
-                calls = math.ceil(calls * 1.2 * self.target_ms / ms)
+                calls = retaken_calls(calls, ms, self.target_ms)
                 continue
             per_call.append(ms / calls)
         return Times(statistics.median(per_call), min(per_call), max(per_call))
