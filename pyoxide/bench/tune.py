@@ -81,20 +81,22 @@ def sustained_timing(samples: int = 2, target_ms: float = 200.0, lead_ms: float 
 SUSTAINED_FROM_US = 20.0
 
 
-def _per_shape(timing: Timing, sustained: Timing | None) -> Timing:
-    """One shape's timing: ``sustained`` for all its candidates when the first one timed
-    runs at least :data:`SUSTAINED_FROM_US` a call by ``timing``, else ``timing``."""
+def per_shape_timing(timing: Timing, sustained: Timing | None) -> Timing:
+    """One shape's timing: ``sustained`` for all its calls when the first one timed runs
+    at least :data:`SUSTAINED_FROM_US` a call by ``timing``, else ``timing`` (also
+    scripts/tune_bundled's, for its table)."""
     if sustained is None:
         return timing
-    chosen: list[Timing] = []
+    chosen: Timing | None = None
 
     def per_shape(candidate: _tune_space.Candidate, shape: Shape, run: Callable[[], None]) -> float:
-        if not chosen:
+        nonlocal chosen
+        if chosen is None:
             us = timing(candidate, shape, run)
-            chosen.append(sustained if us >= SUSTAINED_FROM_US else timing)
-            if chosen[0] is timing:
+            chosen = sustained if us >= SUSTAINED_FROM_US else timing
+            if chosen is timing:
                 return us
-        return chosen[0](candidate, shape, run)
+        return chosen(candidate, shape, run)
 
     return per_shape
 
@@ -380,7 +382,7 @@ def tune_crate(
     device, arch = _identity(backend)
     saved = None
     for spec, hand, dtype, shape in work:
-        timed_by = _per_shape(timing, sustained if spec.sustained else None)
+        timed_by = per_shape_timing(timing, sustained if spec.sustained else None)
         entry, choice, bucket = tune_shape(module, spec, hand, dtype, shape, backend=backend,
                                            timing=timed_by, margin=margin, step=step)  # fmt: skip
         entries.append(entry)
